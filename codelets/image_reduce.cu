@@ -1,0 +1,34 @@
+/* image_reduce.cu: reduction methods of image handles on the GPU, queued on StarPU's stream. */
+#include "config.h"
+#include "cuda_pieces.h"
+
+__global__ static void image_add_kernel(float *__restrict__ dst, const float *__restrict__ src, uint32_t n)
+{
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    dst[i] += src[i];
+}
+
+extern "C" void sproj_image_zero_cuda(void *buffers[], void *cl_arg)
+{
+  (void)cl_arg;
+  float *img = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  size_t bytes = (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * sizeof(float);
+  cudaError_t err = cudaMemsetAsync(img, 0, bytes, starpu_cuda_get_local_stream());
+  if (err != cudaSuccess)
+    STARPU_CUDA_REPORT_ERROR(err);
+}
+
+extern "C" void sproj_image_add_cuda(void *buffers[], void *cl_arg)
+{
+  (void)cl_arg;
+  float *dst = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  const float *src = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+  uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
+  unsigned blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  if (blocks > 65535u * 16u)
+    blocks = 65535u * 16u;
+  if (blocks == 0)
+    return;
+  image_add_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(dst, src, n);
+  SPROJ_CUDA_CHECK_LAUNCH();
+}

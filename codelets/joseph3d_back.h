@@ -1,0 +1,18 @@
+/* joseph3d_back.h: the non-TOF Joseph back projection of one LOR, the exact adjoint of joseph3d_fwd.h. */
+#ifndef SPROJ_JOSEPH3D_BACK_H
+#define SPROJ_JOSEPH3D_BACK_H
+
+#include "joseph3d_ray.h"
+
+/* Adds value times the forward weights of the LOR xs->xe into the image. */
+SPROJ_HD void joseph3d_back_lor(float *img, const struct sproj_geom *g, const float *xs, const float *xe, float value)
+{
+  struct sproj_ray r;
+  if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))
+    return;
+  float val = r.cf * value;
+  for (int k = r.first; k <= r.last; k++)
+    sproj_ray_scatter(img, &r, k, val);
+}
+
+#endif

@@ -1,0 +1,172 @@
+/* joseph3d_ray.h: ray setup and bilinear sampling of Joseph's method, shared by every projector (host + CUDA). */
+#ifndef SPROJ_JOSEPH3D_RAY_H
+#define SPROJ_JOSEPH3D_RAY_H
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define SPROJ_HD __host__ __device__ static inline
+#else
+#define SPROJ_HD static inline
+#endif
+
+/* Adds into the image: an atomic on the GPU (many threads share one buffer); a plain add on a CPU, where every
+ * StarPU worker accumulates into its own reduction buffer with one thread. */
+#ifdef __CUDA_ARCH__
+#define SPROJ_ADD(ptr, val) atomicAdd((ptr), (val))
+#else
+#define SPROJ_ADD(ptr, val) (*(ptr) += (val))
+#endif
+
+/* Image geometry: n[3] voxels (C order, axis 2 fastest), voxel size and centre of voxel (0,0,0). */
+struct sproj_geom {
+  int n[3];
+  float voxel_size[3];
+  float origin[3];
+};
+
+/* One LOR prepared for stepping through the voxel planes of its principal axis. */
+struct sproj_ray {
+  int first, last;          /* planes first..last of the principal axis are sampled */
+  int nu, nv;               /* image size along the two other axes u < v */
+  unsigned stride_k, stride_u, stride_v; /* element strides of the principal axis, u and v */
+  float au, bu, av, bv;     /* in plane k the ray is at index coordinates (k*au + bu, k*av + bv) */
+  float cf;                 /* voxel_size[axis] / |cos(axis)|: the length each sample stands for */
+};
+
+/* Clips the LOR xs->xe to the image box and prepares it. Returns 0 when nothing is to be sampled: zero length,
+ * LOR missing the box, or a clipped segment crossing no voxel plane. Numerics follow parallelproj exactly. */
+SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct sproj_geom *g, struct sproj_ray *r)
+{
+  float d[3], tmin = 0.0f, tmax = 1.0f;
+  int k;
+
+  for (k = 0; k < 3; k++)
+    d[k] = xe[k] - xs[k];
+  if (d[0] == 0.0f && d[1] == 0.0f && d[2] == 0.0f)
+    return 0;
+
+  /* slab method on t in [0, 1]: only the part between the endpoints and inside the box counts */
+  for (k = 0; k < 3; k++) {
+    float lo = g->origin[k] - 0.5f * g->voxel_size[k];
+    float hi = lo + g->n[k] * g->voxel_size[k];
+    if (d[k] != 0.0f) {
+      float inv = 1.0f / d[k];
+      float t1 = (lo - xs[k]) * inv;
+      float t2 = (hi - xs[k]) * inv;
+      tmin = fmaxf(tmin, fminf(t1, t2));
+      tmax = fminf(tmax, fmaxf(t1, t2));
+    } else if (xs[k] < lo || xs[k] > hi) {
+      return 0;
+    }
+  }
+  if (tmax < tmin)
+    return 0;
+
+  /* principal axis: largest squared cosine, ties resolved as parallelproj does (1, then 2, then 0) */
+  float sq0 = d[0] * d[0], sq1 = d[1] * d[1], sq2 = d[2] * d[2];
+  float sum = sq0 + sq1 + sq2;
+  float c0 = sq0 / sum, c1 = sq1 / sum, c2 = sq2 / sum;
+  int a, u, v;
+  float ca;
+  if (c1 >= c0 && c1 >= c2) {
+    a = 1; u = 0; v = 2; ca = c1;
+  } else if (c2 >= c0 && c2 >= c1) {
+    a = 2; u = 0; v = 1; ca = c2;
+  } else {
+    a = 0; u = 1; v = 2; ca = c0;
+  }
+
+  float f1 = (xs[a] + tmin * d[a] - g->origin[a]) / g->voxel_size[a];
+  float f2 = (xs[a] + tmax * d[a] - g->origin[a]) / g->voxel_size[a];
+  if ((int)floorf(f1) == (int)floorf(f2))
+    return 0;
+  if (f1 > f2) {
+    float t = f1;
+    f1 = f2;
+    f2 = t;
+  }
+  r->first = (int)floorf(f1) + 1;
+  r->last = (int)floorf(f2);
+  /* rounding can never move the planes outside the image, but memory safety must not depend on it */
+  if (r->first < 0)
+    r->first = 0;
+  if (r->last > g->n[a] - 1)
+    r->last = g->n[a] - 1;
+  if (r->first > r->last)
+    return 0;
+
+  r->cf = g->voxel_size[a] / sqrtf(ca);
+  r->au = (d[u] * g->voxel_size[a]) / (g->voxel_size[u] * d[a]);
+  r->bu = (xs[u] - g->origin[u] + d[u] * (g->origin[a] - xs[a]) / d[a]) / g->voxel_size[u];
+  r->av = (d[v] * g->voxel_size[a]) / (g->voxel_size[v] * d[a]);
+  r->bv = (xs[v] - g->origin[v] + d[v] * (g->origin[a] - xs[a]) / d[a]) / g->voxel_size[v];
+
+  unsigned stride[3];
+  stride[2] = 1u;
+  stride[1] = (unsigned)g->n[2];
+  stride[0] = (unsigned)g->n[1] * (unsigned)g->n[2];
+  r->stride_k = stride[a];
+  r->stride_u = stride[u];
+  r->stride_v = stride[v];
+  r->nu = g->n[u];
+  r->nv = g->n[v];
+  return 1;
+}
+
+/* Bilinear weights and corner indices of the sample in plane k; a corner outside the image gets ok = 0. */
+struct sproj_corners {
+  unsigned idx[4]; /* (u0,v0), (u1,v0), (u0,v1), (u1,v1) */
+  int ok[4];
+  float wu, wv;    /* fractional parts along u and v */
+};
+
+SPROJ_HD void sproj_ray_corners(const struct sproj_ray *r, int k, struct sproj_corners *c)
+{
+  float fu = k * r->au + r->bu;
+  float fv = k * r->av + r->bv;
+  int iu = (int)floorf(fu);
+  int iv = (int)floorf(fv);
+  c->wu = fu - iu;
+  c->wv = fv - iv;
+  int u0 = (unsigned)iu < (unsigned)r->nu, u1 = (unsigned)(iu + 1) < (unsigned)r->nu;
+  int v0 = (unsigned)iv < (unsigned)r->nv, v1 = (unsigned)(iv + 1) < (unsigned)r->nv;
+  unsigned base = (unsigned)k * r->stride_k + (unsigned)iu * r->stride_u + (unsigned)iv * r->stride_v;
+  c->idx[0] = base;
+  c->idx[1] = base + r->stride_u;
+  c->idx[2] = base + r->stride_v;
+  c->idx[3] = base + r->stride_u + r->stride_v;
+  c->ok[0] = u0 && v0;
+  c->ok[1] = u1 && v0;
+  c->ok[2] = u0 && v1;
+  c->ok[3] = u1 && v1;
+}
+
+/* Interpolated image value where the ray crosses plane k (neighbours outside the image count as 0). */
+SPROJ_HD float sproj_ray_sample(const float *img, const struct sproj_ray *r, int k)
+{
+  struct sproj_corners c;
+  sproj_ray_corners(r, k, &c);
+  float v00 = c.ok[0] ? img[c.idx[0]] : 0.0f;
+  float v10 = c.ok[1] ? img[c.idx[1]] : 0.0f;
+  float v01 = c.ok[2] ? img[c.idx[2]] : 0.0f;
+  float v11 = c.ok[3] ? img[c.idx[3]] : 0.0f;
+  return v00 * (1 - c.wu) * (1 - c.wv) + v10 * c.wu * (1 - c.wv) + v01 * (1 - c.wu) * c.wv + v11 * c.wu * c.wv;
+}
+
+/* The adjoint of sproj_ray_sample: adds val times the four bilinear weights of plane k into the image. */
+SPROJ_HD void sproj_ray_scatter(float *img, const struct sproj_ray *r, int k, float val)
+{
+  struct sproj_corners c;
+  sproj_ray_corners(r, k, &c);
+  if (c.ok[0])
+    SPROJ_ADD(&img[c.idx[0]], val * ((1 - c.wu) * (1 - c.wv)));
+  if (c.ok[1])
+    SPROJ_ADD(&img[c.idx[1]], val * (c.wu * (1 - c.wv)));
+  if (c.ok[2])
+    SPROJ_ADD(&img[c.idx[2]], val * ((1 - c.wu) * c.wv));
+  if (c.ok[3])
+    SPROJ_ADD(&img[c.idx[3]], val * (c.wu * c.wv));
+}
+
+#endif /* SPROJ_JOSEPH3D_RAY_H */

@@ -1,0 +1,291 @@
+/* bench_nontof.c: non-TOF forward and back projection on the benchmark geometry (Vision 600-like scanner, all
+ * 146.3 M sinogram LORs, 215x215x71 image), with image and LORs registered and uploaded once: one request, 272
+ * per-view chunks, and 2414 segment-viewgram chunks (every 8th view). Prints a table.
+ *
+ * usage: bench_nontof [--repeats N] [--views-step S] [--small] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "scanner.h"
+#include "starproj.h"
+
+#define CHECK(call)                                                                                             \
+  do {                                                                                                         \
+    int rc_ = (call);                                                                                          \
+    if (rc_ != SPROJ_OK) {                                                                                     \
+      fprintf(stderr, "%s failed: %s (%s)\n", #call, sproj_strerror(rc_), sproj_last_error());                \
+      exit(1);                                                                                                 \
+    }                                                                                                          \
+  } while (0)
+
+static double now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+enum mode { ONE_CALL, PER_CHUNK, CHUNK_LIST };
+
+struct scenario {
+  const char *name;
+  int back;
+  enum mode mode;
+  sproj_chunks *chunks; /* NULL: whole set */
+  int nchunks;
+  sproj_proj *proj;
+  int64_t lors;
+  double t_submit, t_done, t_sync; /* medians: submission returned, tasks done, result on the host */
+  int64_t cpu_tasks, gpu_tasks;    /* tasks per repeat on CPU workers and on GPUs */
+};
+
+static sproj_image *g_img, *g_back;
+static int *g_list;
+
+static void run_once(struct scenario *sc, double *t_submit, double *t_done, double *t_sync)
+{
+  sproj_image *img = sc->back ? g_back : g_img;
+  double t0 = now();
+  if (sc->mode == ONE_CALL)
+    CHECK(sc->back ? sproj_back(img, sc->proj, NULL, SPROJ_ALL_CHUNKS) : sproj_fwd(img, sc->proj, NULL, SPROJ_ALL_CHUNKS));
+  else if (sc->mode == PER_CHUNK)
+    for (int c = 0; c < sc->nchunks; c++)
+      CHECK(sc->back ? sproj_back(img, sc->proj, sc->chunks, c) : sproj_fwd(img, sc->proj, sc->chunks, c));
+  else
+    CHECK(sc->back ? sproj_back_chunks(img, sc->proj, sc->chunks, g_list, sc->nchunks)
+                   : sproj_fwd_chunks(img, sc->proj, sc->chunks, g_list, sc->nchunks));
+  *t_submit = now() - t0;
+  CHECK(sproj_wait_all());
+  *t_done = now() - t0;
+  /* back: the reduction of the per-worker images and the copy home; fwd: the values of the chunks home */
+  if (sc->back)
+    CHECK(sproj_image_sync(img, SPROJ_SYNC_READ));
+  else
+    CHECK(sproj_proj_sync(sc->proj, sc->chunks, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+  *t_sync = now() - t0;
+}
+
+static void run(struct scenario *sc, int warmups, int repeats)
+{
+  double s[64], d[64], y[64];
+  for (int r = 0; r < warmups; r++)
+    run_once(sc, &s[0], &d[0], &y[0]);
+  CHECK(sproj_stats_reset());
+  for (int r = 0; r < repeats; r++)
+    run_once(sc, &s[r], &d[r], &y[r]);
+  sc->cpu_tasks = sc->gpu_tasks = 0;
+  for (int w = 0; w < sproj_num_workers(); w++) {
+    struct sproj_worker_stats st;
+    CHECK(sproj_worker_stats(w, &st));
+    *(st.is_gpu ? &sc->gpu_tasks : &sc->cpu_tasks) += st.tasks;
+  }
+  sc->cpu_tasks /= repeats;
+  sc->gpu_tasks /= repeats;
+  sc->t_submit = median(s, repeats);
+  sc->t_done = median(d, repeats);
+  sc->t_sync = median(y, repeats);
+}
+
+int main(int argc, char **argv)
+{
+  int repeats = 5, warmups = 2, view_step = 8, small = 0;
+  for (int a = 1; a < argc; a++) {
+    if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
+      repeats = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--views-step") && a + 1 < argc)
+      view_step = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--small"))
+      small = 1;
+    else {
+      fprintf(stderr, "usage: %s [--repeats N] [--views-step S] [--small]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (repeats < 1 || repeats > 64 || view_step < 1) {
+    fprintf(stderr, "repeats must be 1..64 and views-step >= 1\n");
+    return 2;
+  }
+
+  struct sproj_config cfg;
+  sproj_config_init(&cfg);
+  CHECK(sproj_init(&cfg));
+  struct scanner sc;
+  scanner_vision600(&sc);
+  int n[3] = {215, 215, 71};
+  float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
+  if (small) { /* a quick run on a development machine */
+    sc.nsides = 8;
+    sc.nrings = 6;
+    sc.nrad = 101;
+    n[0] = n[1] = 64;
+    n[2] = 24;
+    vs[0] = vs[1] = vs[2] = 8.0f;
+  }
+  for (int k = 0; k < 3; k++)
+    origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
+  const int nviews = scanner_views(&sc), nseg = scanner_segments(&sc);
+  const int64_t nlors = scanner_num_lors(&sc);
+  const size_t nvox = (size_t)n[0] * n[1] * n[2];
+  long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+
+  printf("# starproj %d.%d.%d bench_nontof: %d CPU workers, %d GPUs, scheduler %s, task_lors %lld\n",
+         SPROJ_VERSION_MAJOR, SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH, sproj_num_cpu_workers(), sproj_num_gpus(),
+         sproj_scheduler_name(), (long long)sproj_get_task_lors());
+  printf("# %d views x %d radial x %d planes = %lld LORs, image %dx%dx%d of %.2f mm\n", nviews, sc.nrad,
+         scanner_planes(&sc), (long long)nlors, n[0], n[1], n[2], vs[0]);
+
+  double t0 = now();
+  float *xs, *xe, *image, *back, *v_one, *v_view, *v_seg;
+  CHECK(sproj_malloc_pinned((void **)&xs, 3 * nlors * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&xe, 3 * nlors * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&image, nvox * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&back, nvox * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&v_one, nlors * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&v_view, nlors * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&v_seg, nlors * sizeof(float)));
+  scanner_sinogram_lors(&sc, xs, xe, (int)ncores);
+  srand(12345);
+  for (size_t v = 0; v < nvox; v++)
+    image[v] = (float)rand() / RAND_MAX;
+  memset(back, 0, nvox * sizeof(float));
+  for (int64_t i = 0; i < nlors; i++)
+    v_one[i] = v_view[i] = v_seg[i] = NAN;
+  printf("# host data: %.2f s\n", now() - t0);
+
+  /* chunkings: views, and one view x one segment for every view_step-th view */
+  int64_t per_view = scanner_lors_per_view(&sc);
+  int nsv = ((nviews + view_step - 1) / view_step) * nseg;
+  int nmax = nsv > nviews ? nsv : nviews;
+  int64_t *first = malloc(nmax * sizeof *first), *count = malloc(nmax * sizeof *count);
+  g_list = malloc(nmax * sizeof *g_list);
+  int64_t seg_lors = 0;
+  int c = 0;
+  for (int v = 0; v < nviews; v += view_step)
+    for (int s = 0; s < nseg; s++, c++) {
+      first[c] = scanner_first_lor(&sc, v, s);
+      count[c] = (int64_t)scanner_segment_planes(&sc, s) * sc.nrad;
+      seg_lors += count[c];
+    }
+  for (int i = 0; i < nsv; i++)
+    g_list[i] = i;
+
+  t0 = now();
+  sproj_lors *lors;
+  sproj_chunks *views, *segs;
+  sproj_proj *p_one, *p_view, *p_seg;
+  CHECK(sproj_image_register(&g_img, image, n, vs, origin));
+  CHECK(sproj_image_register(&g_back, back, n, vs, origin));
+  CHECK(sproj_lors_register(&lors, xs, xe, nlors));
+  CHECK(sproj_chunks_create_ranges(&segs, lors, nsv, first, count));
+  for (int v = 0; v < nviews; v++) {
+    first[v] = v * per_view;
+    count[v] = per_view;
+  }
+  CHECK(sproj_chunks_create_ranges(&views, lors, nviews, first, count));
+  CHECK(sproj_proj_register(&p_one, v_one, lors));
+  CHECK(sproj_proj_register(&p_view, v_view, lors));
+  CHECK(sproj_proj_register(&p_seg, v_seg, lors));
+  printf("# registration (with the finite-coordinate check): %.2f s\n", now() - t0);
+
+  t0 = now();
+  CHECK(sproj_image_upload(g_img, SPROJ_ALL_GPUS));
+  CHECK(sproj_image_upload(g_back, SPROJ_ALL_GPUS));
+  CHECK(sproj_lors_upload(lors, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  CHECK(sproj_lors_upload(lors, views, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  CHECK(sproj_lors_upload(lors, segs, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  printf("# upload of image and 3 x %.2f GB of LORs: %.2f s\n", 2 * 12.0 * nlors / 1e9, now() - t0);
+
+  struct scenario scen[] = {
+    {"fwd 1 request", 0, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0},
+    {"fwd per view (calls)", 0, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0},
+    {"fwd seg-viewgram (calls)", 0, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
+    {"fwd seg-viewgram (1 list)", 0, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
+    {"back 1 request", 1, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0},
+    {"back per view (calls)", 1, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0},
+    {"back seg-viewgram (calls)", 1, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
+    {"back seg-viewgram (1 list)", 1, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
+  };
+  const int nscen = sizeof scen / sizeof scen[0];
+
+  /* correctness before timing: every chunking gives the one-request values */
+  double tc = now();
+  for (int i = 0; i < 3; i++) {
+    double t1, t2, t3;
+    run_once(&scen[i], &t1, &t2, &t3);
+  }
+  double maxrel_view = 0.0, maxrel_seg = 0.0;
+  int64_t unwritten = 0;
+  for (int64_t i = 0; i < nlors; i++) {
+    if (isnan(v_one[i]) || isnan(v_view[i]))
+      unwritten++;
+    double d = fabs((double)v_view[i] - v_one[i]) / (fabs(v_one[i]) + 1e-30);
+    if (d > maxrel_view)
+      maxrel_view = d;
+  }
+  for (int v = 0; v < nviews; v += view_step)
+    for (int s = 0; s < nseg; s++) {
+      int64_t f = scanner_first_lor(&sc, v, s), cnt = (int64_t)scanner_segment_planes(&sc, s) * sc.nrad;
+      for (int64_t i = f; i < f + cnt; i++) {
+        if (isnan(v_seg[i]))
+          unwritten++;
+        double d = fabs((double)v_seg[i] - v_one[i]) / (fabs(v_one[i]) + 1e-30);
+        if (d > maxrel_seg)
+          maxrel_seg = d;
+      }
+    }
+  printf("# check: per-view vs one request max relative difference %.3g, segment-viewgram %.3g, unwritten %lld "
+         "(%.1f s)\n",
+         maxrel_view, maxrel_seg, (long long)unwritten, now() - tc);
+  if (unwritten || maxrel_view > 1e-6 || maxrel_seg > 1e-6) {
+    fprintf(stderr, "chunked results differ from the one-request result: not timing\n");
+    return 1;
+  }
+
+  /* StarPU calibrates its performance models on the first runs (warm-ups), then the timed repeats */
+  for (int i = 0; i < nscen; i++) {
+    run(&scen[i], warmups, repeats);
+    fprintf(stderr, "# %-28s %.4f s\n", scen[i].name, scen[i].t_done);
+  }
+
+  printf("\n%-28s %6s %10s %9s %9s %9s %9s %9s %8s %6s\n", "job (median of repeats)", "calls", "LORs", "CPU tasks",
+         "GPU tasks", "submit s", "done s", "+host s", "s/M LORs", "ratio");
+  for (int i = 0; i < nscen; i++) {
+    const struct scenario *base = &scen[scen[i].back ? 4 : 0];
+    double rate = scen[i].t_done / (scen[i].lors / 1e6), base_rate = base->t_done / (base->lors / 1e6);
+    int calls = scen[i].mode == PER_CHUNK ? scen[i].nchunks : 1;
+    printf("%-28s %6d %10lld %9lld %9lld %9.4f %9.4f %9.4f %8.5f %6.2f\n", scen[i].name, calls,
+           (long long)scen[i].lors, (long long)scen[i].cpu_tasks, (long long)scen[i].gpu_tasks, scen[i].t_submit,
+           scen[i].t_done, scen[i].t_sync, rate, rate / base_rate);
+  }
+  printf("# done: all tasks finished (back: before the reduction); +host: result on the host (back: reduced)\n"
+         "# ratio: seconds per LOR relative to the one-request run of the same direction\n");
+
+  CHECK(sproj_chunks_destroy(views));
+  CHECK(sproj_chunks_destroy(segs));
+  CHECK(sproj_proj_unregister(p_one));
+  CHECK(sproj_proj_unregister(p_view));
+  CHECK(sproj_proj_unregister(p_seg));
+  CHECK(sproj_lors_unregister(lors));
+  CHECK(sproj_image_unregister(g_img));
+  CHECK(sproj_image_unregister(g_back));
+  CHECK(sproj_shutdown());
+  free(first);
+  free(count);
+  free(g_list);
+  return 0;
+}

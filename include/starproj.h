@@ -1,0 +1,242 @@
+/* starproj.h: the public API of starproj, Joseph forward and back projectors on data kept resident by StarPU. */
+#ifndef STARPROJ_H
+#define STARPROJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPROJ_VERSION_MAJOR 0
+#define SPROJ_VERSION_MINOR 1
+#define SPROJ_VERSION_PATCH 0
+
+/*
+ * How to use it (the three steps of every request):
+ *
+ *   sproj_init(NULL);
+ *   sproj_image_register(&img, image, dims, voxel_size, origin);      register once
+ *   sproj_lors_register(&lors, xstart, xend, num_lors);
+ *   sproj_chunks_create_ranges(&views, lors, nviews, first, count);   e.g. one chunk per view
+ *   sproj_proj_register(&proj, values, lors);
+ *
+ *   sproj_image_upload(img, SPROJ_ALL_GPUS);                          1. allocate + copy, ahead of use
+ *   sproj_lors_upload(lors, views, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS);
+ *   for (v = 0; v < nviews; v++) sproj_fwd(img, proj, views, v);      2. compute, asynchronously,
+ *   sproj_proj_sync(proj, views, 3, SPROJ_SYNC_READ);                    on whatever copy is resident
+ *   ...
+ *   sproj_image_release(img, SPROJ_ALL_GPUS);                         3. drop device copies, and
+ *   sproj_proj_unregister(proj); ... sproj_shutdown();                   unregister (writes back)
+ *
+ * Conventions (those of parallelproj): image float32 C order [n0][n1][n2] (i2 fastest), origin = world
+ * coordinates of the centre of voxel (0,0,0); LOR endpoints xstart/xend as 3 floats per LOR in the same units.
+ *
+ * Every call returns SPROJ_OK (0) or a negative sproj_status; sproj_strerror() names the code and
+ * sproj_last_error() gives the calling thread's message about its last failure. A call that fails changes
+ * nothing. Submission calls (sproj_fwd, sproj_back, ...) are safe from several host threads at once;
+ * registering and unregistering one object must not race with using it.
+ */
+
+/* ---- status codes ------------------------------------------------------------------------------------- */
+enum sproj_status {
+  SPROJ_OK = 0,
+  SPROJ_ERR_NULL = -1,        /* a required pointer argument is NULL */
+  SPROJ_ERR_DIMS = -2,        /* a dimension or count is zero or negative */
+  SPROJ_ERR_VOXEL_SIZE = -3,  /* a voxel size is not a finite number > 0 */
+  SPROJ_ERR_NONFINITE = -4,   /* a coordinate or origin is NaN or infinite */
+  SPROJ_ERR_MISMATCH = -5,    /* objects that must belong together do not (other LOR set, other size) */
+  SPROJ_ERR_EMPTY = -6,       /* nothing to work on: zero LORs, zero chunks, an empty chunk */
+  SPROJ_ERR_OVERFLOW = -7,    /* a size is too large (more than 2^32-1 elements in one vector, or bytes overflow) */
+  SPROJ_ERR_RANGE = -8,       /* an index or range is outside its bounds, or ranges overlap */
+  SPROJ_ERR_NOT_INIT = -9,    /* sproj_init() has not been called (or sproj_shutdown() was) */
+  SPROJ_ERR_NO_DEVICE = -10,  /* no such GPU, or no worker of the requested kind */
+  SPROJ_ERR_NOMEM = -11,      /* out of host memory */
+  SPROJ_ERR_STARPU = -12,     /* StarPU refused or failed an operation */
+  SPROJ_ERR_BUSY = -13,       /* the object is still used by others (chunkings or projections of a LOR set) */
+  SPROJ_ERR_INVALID = -14     /* any other invalid argument (flags, handle of the wrong kind, double init) */
+};
+
+/* Short description of a status code (never NULL, also for unknown codes). */
+const char *sproj_strerror(int status);
+/* Message about the last failing call made by this thread ("" if none); valid until this thread's next call. */
+const char *sproj_last_error(void);
+
+/* ---- runtime ------------------------------------------------------------------------------------------ */
+/* Kinds of worker, as a bit mask. */
+enum sproj_device {
+  SPROJ_DEVICE_CPU = 1,
+  SPROJ_DEVICE_CUDA = 2,
+  SPROJ_DEVICE_ANY = 3
+};
+/* GPU argument meaning "every GPU StarPU drives". */
+#define SPROJ_ALL_GPUS (-1)
+/* Chunk argument meaning "every chunk of the chunking". */
+#define SPROJ_ALL_CHUNKS (-1)
+
+struct sproj_config {
+  int ncpu;          /* CPU workers; -1: StarPU's default ($STARPU_NCPU, else every core not driving a GPU) */
+  int ncuda;         /* CUDA workers (GPUs); -1: StarPU's default ($STARPU_NCUDA, else all); 0: none */
+  const char *sched; /* StarPU scheduler; NULL: $STARPU_SCHED if set, else "dmda" with GPUs, "lws" without */
+  int64_t task_lors; /* largest number of LORs in one task; 0: automatic (see sproj_set_task_lors) */
+  int verbose;       /* 1: print the chosen workers and scheduler on stderr at sproj_init */
+};
+
+/* Fills cfg with the defaults (all -1 / NULL / 0). */
+void sproj_config_init(struct sproj_config *cfg);
+
+/* Starts StarPU with cfg (NULL: defaults). If the caller already initialised StarPU, starproj uses that
+ * instance as it is (cfg's worker counts and scheduler are then ignored) and sproj_shutdown() leaves it
+ * running. Returns SPROJ_ERR_INVALID if starproj is already initialised. */
+int sproj_init(const struct sproj_config *cfg);
+/* Waits for all submitted work and stops StarPU (if sproj_init started it). Objects must be unregistered first. */
+int sproj_shutdown(void);
+
+/* Scheduler in use, e.g. "dmda" (NULL before sproj_init). */
+const char *sproj_scheduler_name(void);
+/* Number of CPU workers and of GPUs driven by StarPU (0 before sproj_init). */
+int sproj_num_cpu_workers(void);
+int sproj_num_gpus(void);
+
+/* Task granularity. A request (one chunk, a list of chunks or the whole LOR set) is cut into tasks of at
+ * most task_lors LORs, and large chunks into enough pieces to keep every worker busy. 0 restores the
+ * automatic value (2^20 LORs with GPUs, 2^15 on CPUs only). Affects chunkings created afterwards. */
+int sproj_set_task_lors(int64_t task_lors);
+int64_t sproj_get_task_lors(void);
+
+/* Which kinds of worker may run projection tasks submitted from now on (default SPROJ_DEVICE_ANY).
+ * SPROJ_ERR_NO_DEVICE if the mask names no existing worker. */
+int sproj_set_devices(unsigned device_mask);
+
+/* What ran where: per-worker counts of projection tasks and LORs since sproj_init or sproj_stats_reset. */
+struct sproj_worker_stats {
+  char name[64];         /* StarPU's worker name, e.g. "CUDA 0 (NVIDIA H200 ...)" or "CPU 3" */
+  int is_gpu;            /* 1 for a CUDA worker */
+  int64_t tasks;         /* projection tasks executed */
+  int64_t lors;          /* LORs projected (forward + back) */
+};
+int sproj_num_workers(void);
+int sproj_worker_stats(int worker, struct sproj_worker_stats *stats);
+int sproj_stats_reset(void);
+
+/* Waits until every submitted task has finished. */
+int sproj_wait_all(void);
+
+/* Host memory that GPUs can copy from asynchronously (pinned when GPUs are in use). sproj_init first. */
+int sproj_malloc_pinned(void **ptr, size_t bytes);
+int sproj_free_pinned(void *ptr, size_t bytes);
+/* Pins / unpins memory the caller allocated itself (a no-op without GPUs). */
+int sproj_pin(void *ptr, size_t bytes);
+int sproj_unpin(void *ptr, size_t bytes);
+
+/* What the caller will do with a host buffer after a sync call. */
+enum sproj_sync_mode {
+  SPROJ_SYNC_READ = 1, /* only read it: device copies stay valid and are reused */
+  SPROJ_SYNC_WRITE = 2 /* read and modify it (until the next submission using it): device copies are dropped */
+};
+
+/* StarPU's data handle type, without including starpu.h (it is starpu_data_handle_t). */
+struct _starpu_data_state;
+typedef struct _starpu_data_state *sproj_starpu_handle;
+
+/* ---- images ------------------------------------------------------------------------------------------- */
+typedef struct sproj_image sproj_image;
+
+/* Registers a host image of dims[0]*dims[1]*dims[2] floats (C order) with voxel_size[3] > 0 and origin[3]
+ * (centre of voxel (0,0,0)). The buffer must stay valid until sproj_image_unregister; while registered, read
+ * it only after sproj_image_sync and modify it only after sproj_image_sync(..., SPROJ_SYNC_WRITE).
+ * Errors: NULL, NOT_INIT, DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW. */
+int sproj_image_register(sproj_image **img, float *data, const int dims[3], const float voxel_size[3],
+                         const float origin[3]);
+/* Uses a caller's StarPU handle instead: a vector of dims[0]*dims[1]*dims[2] floats (elemsize 4).
+ * Its reduction methods are set to starproj's (needed by back projection). sproj_image_unregister then
+ * leaves the handle registered. Errors as above, plus INVALID for a handle of another kind or size. */
+int sproj_image_register_handle(sproj_image **img, sproj_starpu_handle handle, const int dims[3],
+                                const float voxel_size[3], const float origin[3]);
+/* Step 1: allocates the image on one GPU (0..sproj_num_gpus()-1) or on every GPU (SPROJ_ALL_GPUS) and copies
+ * it there, after any pending task that writes it; returns when the copy is done. Without GPUs,
+ * SPROJ_ALL_GPUS is a no-op. Errors: NULL, NOT_INIT, NO_DEVICE. */
+int sproj_image_upload(sproj_image *img, int gpu);
+/* Step 3: drops the device copy (after pending tasks; the value is written back first if only the device has
+ * it). Errors: NULL, NOT_INIT, NO_DEVICE. */
+int sproj_image_release(sproj_image *img, int gpu);
+/* Waits for pending tasks on the image (including the reduction of back projections) and makes the host buffer
+ * hold its current value; see enum sproj_sync_mode. Errors: NULL, NOT_INIT, INVALID (mode). */
+int sproj_image_sync(sproj_image *img, int mode);
+/* Waits, writes the value back to the host buffer and frees the object (img may be NULL: no-op). */
+int sproj_image_unregister(sproj_image *img);
+/* The StarPU handle of the image, for callers who submit their own tasks on it. */
+sproj_starpu_handle sproj_image_handle(const sproj_image *img);
+
+/* ---- LOR sets and chunkings --------------------------------------------------------------------------- */
+typedef struct sproj_lors sproj_lors;
+typedef struct sproj_chunks sproj_chunks;
+
+/* Registers num_lors LORs: xstart[3*i..3*i+2] to xend[3*i..3*i+2]. The buffers are read, never written,
+ * and must stay valid until sproj_lors_unregister. Every coordinate is checked to be finite.
+ * Errors: NULL, EMPTY (num_lors == 0), DIMS (num_lors < 0), OVERFLOW (num_lors > 2^32-1), NONFINITE. */
+int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xend, int64_t num_lors);
+/* Uses a caller's StarPU handles: two vectors of equal length with elemsize 3*sizeof(float). */
+int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend);
+int sproj_lors_count(const sproj_lors *lors, int64_t *num_lors);
+/* Frees the LOR set. SPROJ_ERR_BUSY while chunkings or projection vectors of it exist. */
+int sproj_lors_unregister(sproj_lors *lors);
+
+/* A chunking of a LOR set: chunk c covers LORs [first[c], first[c] + count[c]). Chunks may come in any order
+ * and need not cover every LOR, but must not overlap. A chunking is created once and reused for as many
+ * requests (and projection vectors of the LOR set) as wanted. Errors: NULL, EMPTY (num_chunks == 0 or
+ * count[c] == 0), DIMS (negative), RANGE (outside the set or overlapping), NOMEM. */
+int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int64_t *first,
+                               const int64_t *count);
+/* num_chunks chunks of (nearly) equal size covering the whole set (num_chunks <= number of LORs). */
+int sproj_chunks_create_blocks(sproj_chunks **chunks, sproj_lors *lors, int num_chunks);
+int sproj_chunks_count(const sproj_chunks *chunks, int *num_chunks);
+int sproj_chunks_range(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count);
+/* Frees the chunking after pending tasks that use it (chunks may be NULL: no-op). */
+int sproj_chunks_destroy(sproj_chunks *chunks);
+
+/* Step 1 / step 3 for LORs: copies the LORs of one chunk (or SPROJ_ALL_CHUNKS) of a chunking (NULL: the
+ * whole set as used by whole-set requests) to one GPU or every GPU / drops those copies.
+ * Errors: NULL, NOT_INIT, MISMATCH (chunking of another set), RANGE (chunk), NO_DEVICE. */
+int sproj_lors_upload(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
+int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
+
+/* ---- projection vectors ------------------------------------------------------------------------------- */
+typedef struct sproj_proj sproj_proj;
+
+/* Registers a host vector with one float per LOR of lors (the output of forward projection, the input of
+ * back projection). Errors: NULL, NOT_INIT. */
+int sproj_proj_register(sproj_proj **proj, float *values, sproj_lors *lors);
+/* Uses a caller's StarPU vector handle of float elements, one per LOR. */
+int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors);
+/* Copies the values of a chunk (or all chunks; chunks NULL: the whole vector) to GPUs / drops the copies. */
+int sproj_proj_upload(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu);
+int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu);
+/* Waits for pending tasks writing the chunk (SPROJ_ALL_CHUNKS: all chunks; chunks NULL: the whole vector) and
+ * makes the host buffer hold its current values; see enum sproj_sync_mode. */
+int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int mode);
+/* Waits, writes the values back to the host buffer and frees the object (NULL: no-op). */
+int sproj_proj_unregister(sproj_proj *proj);
+
+/* ---- projections (step 2) ----------------------------------------------------------------------------- */
+/* Forward projection of img along the LORs of one chunk (SPROJ_ALL_CHUNKS: every chunk; chunks NULL: the
+ * whole LOR set, chunk must then be 0 or SPROJ_ALL_CHUNKS) into the matching elements of proj (overwritten).
+ * Returns at once; the work runs on whichever CPU cores and GPUs StarPU picks, using resident copies.
+ * Errors: NULL, NOT_INIT, MISMATCH (chunking of another LOR set than proj's), RANGE (chunk), NO_DEVICE. */
+int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk);
+/* Back projection: ADDS the transpose of the forward projector applied to proj's chunk elements to img.
+ * Tasks from any number of calls and threads accumulate race-free (StarPU reduction). */
+int sproj_back(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk);
+/* The same for a list of chunks in one call: neighbouring small chunks are merged into fewer, larger tasks,
+ * which is much cheaper than one call per small chunk. Errors as above, plus EMPTY (num == 0). */
+int sproj_fwd_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                     int num);
+int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                      int num);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARPROJ_H */

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Installs what starproj needs on Debian 12: build tools, hwloc and Check from Debian, and StarPU 1.4 built
+# from Debian's source package (with CUDA when nvcc is found). Re-running it with everything present is quick.
+#
+# usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--jobs N]
+#   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
+#   --with-cuda=DIR / --without-cuda   build StarPU with the CUDA toolkit in DIR / without CUDA
+#                  (default: with CUDA when nvcc is on PATH or in /usr/local/cuda)
+set -euo pipefail
+
+prefix=/usr/local
+cuda_dir=auto
+jobs=$(nproc 2>/dev/null || echo 2)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix=$2; shift 2 ;;
+    --prefix=*) prefix=${1#--prefix=}; shift ;;
+    --without-cuda) cuda_dir=no; shift ;;
+    --with-cuda=*) cuda_dir=${1#--with-cuda=}; shift ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "install-deps: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$prefix" 2>/dev/null || true
+[ -d "$prefix" ] && prefix=$(cd "$prefix" && pwd)
+
+log() { printf 'install-deps: %s\n' "$*"; }
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  log "not root and no sudo: install the Debian packages listed in $0 by hand"; SUDO=(false)
+fi
+
+if [ "$cuda_dir" = auto ]; then
+  if command -v nvcc >/dev/null 2>&1; then
+    cuda_dir=$(dirname "$(dirname "$(command -v nvcc)")")
+  elif [ -x /usr/local/cuda/bin/nvcc ]; then
+    cuda_dir=/usr/local/cuda
+  else
+    cuda_dir=no
+  fi
+fi
+
+# --- Debian packages: only what is missing -------------------------------------------------------------
+packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  "${SUDO[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  log "Debian packages present"
+fi
+
+# --- StarPU 1.4 -----------------------------------------------------------------------------------------
+starpu_ok() {
+  local pc="$prefix/lib/pkgconfig"
+  PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --exists 'starpu-1.4 >= 1.4.0' || return 1
+  local cfg="$prefix/include/starpu/1.4/starpu_config.h"
+  [ -f "$cfg" ] || return 1
+  if [ "$cuda_dir" != no ]; then grep -q '^#define STARPU_USE_CUDA 1' "$cfg" || return 1; fi
+  # StarPU sizes its worker tables at build time from the build machine's cores: ours must fit big hosts.
+  local maxcpus
+  maxcpus=$(sed -n 's/^#define STARPU_MAXCPUS \([0-9]*\)/\1/p' "$cfg")
+  [ "${maxcpus:-0}" -ge 128 ] || return 1
+  return 0
+}
+
+if starpu_ok; then
+  log "StarPU 1.4 present in $prefix (CUDA: $cuda_dir)"
+  exit 0
+fi
+
+log "building StarPU 1.4 from Debian's source package into $prefix (CUDA: $cuda_dir)"
+# Debian 12 carries StarPU 1.3 only; a later suite's source package carries 1.4 (only the newest is served).
+src_list=/etc/apt/sources.list.d/starproj-starpu-src.sources
+if ! apt-cache showsrc starpu 2>/dev/null | grep -q '^Version: 1\.4'; then
+  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    | "${SUDO[@]}" tee "$src_list" >/dev/null
+  "${SUDO[@]}" apt-get update -q
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/starproj-starpu.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+apt-get source -q starpu 2>&1 | grep -v '^W: Download is performed unsandboxed' || true
+srcdir=$(find . -maxdepth 1 -type d -name 'starpu-1.4*' | head -n 1)
+[ -n "$srcdir" ] || { log "apt-get source gave no StarPU 1.4 source"; exit 1; }
+cd "$srcdir"
+log "source: $srcdir"
+
+cuda_args=(--disable-cuda)
+if [ "$cuda_dir" != no ]; then
+  # CUDA 13 removed cudaDeviceProp::computeMode; read it through cudaDeviceGetAttribute instead.
+  for f in src/drivers/cuda/driver_cuda.c src/drivers/cuda/driver_cuda1.c; do
+    [ -f "$f" ] || continue
+    if grep -q 'props\[devid\]\.computeMode' "$f"; then
+      perl -0pi -e 's/if \(props\[devid\]\.computeMode == cudaComputeModeExclusive\)/int compute_mode = 0;\n\tcudaDeviceGetAttribute(&compute_mode, cudaDevAttrComputeMode, devid);\n\tif (compute_mode == cudaComputeModeExclusive)/g' "$f"
+      grep -q 'props\[devid\]\.computeMode' "$f" && { log "could not patch $f"; exit 1; }
+    fi
+  done
+  cuda_args=(--enable-cuda --with-cuda-dir="$cuda_dir")
+  export PATH="$cuda_dir/bin:$PATH"
+fi
+
+./configure -q --prefix="$prefix" "${cuda_args[@]}" \
+  --disable-opencl --disable-hip --disable-build-doc --disable-build-examples --disable-build-tests \
+  --disable-fortran --disable-socl --disable-starpufft --disable-mpi --disable-fxt --disable-glpk \
+  --disable-starpupy --disable-openmp \
+  --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16 >"$work/configure.log" 2>&1 \
+  || { tail -n 40 "$work/configure.log"; log "StarPU configure failed"; exit 1; }
+make -s -j"$jobs" >"$work/build.log" 2>&1 || { tail -n 60 "$work/build.log"; log "StarPU build failed"; exit 1; }
+
+if [ -w "$prefix" ] && { [ ! -e "$prefix/lib" ] || [ -w "$prefix/lib" ]; }; then
+  make -s install >"$work/install.log" 2>&1 || { tail -n 40 "$work/install.log"; exit 1; }
+else
+  "${SUDO[@]}" make -s install >"$work/install.log" 2>&1 || { tail -n 40 "$work/install.log"; exit 1; }
+fi
+case "$prefix" in /usr|/usr/local) "${SUDO[@]}" ldconfig ;; esac
+starpu_ok || { log "StarPU installed but not found by pkg-config in $prefix"; exit 1; }
+log "StarPU $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) installed in $prefix"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds starproj and runs its tests; prints every test program's own Check summary and
+# a closing total. usage: scripts/test.sh [--prefix DIR]   (DIR: where StarPU goes, default /usr/local)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+prefix_args=()
+[ $# -gt 0 ] && prefix_args=("$@")
+bash scripts/install-deps.sh "${prefix_args[@]}" || exit 1
+bash scripts/build.sh "${prefix_args[@]}" || exit 1
+prefix=/usr/local
+[ "${1:-}" = --prefix ] && prefix=$2
+case "${1:-}" in --prefix=*) prefix=${1#--prefix=} ;; esac
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+make -s check >/dev/null 2>&1
+status=$?
+
+echo "== starproj tests: each program's own summary =="
+checks=0 failures=0 errors=0 programs=0 skipped=0
+for trs in tests/*.trs; do
+  prog=${trs%.trs}
+  result=$(sed -n 's/^:test-result: //p' "$trs")
+  printf '%-22s %s\n' "$prog" "$result"
+  if [ "$result" = SKIP ]; then
+    skipped=$((skipped + 1))
+    grep -h 'SKIPPED' "$prog.log" | sed 's/^/    /'
+    continue
+  fi
+  programs=$((programs + 1))
+  while read -r line; do
+    echo "    $line"
+    set -- $(echo "$line" | sed -E 's/.*Checks: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+).*/\1 \2 \3/')
+    checks=$((checks + $1)) failures=$((failures + $2)) errors=$((errors + $3))
+  done < <(grep -oE '[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$prog.log")
+  if [ "$result" != PASS ]; then
+    echo "    --- $prog.log ---"
+    sed 's/^/    /' "$prog.log"
+  fi
+done
+echo "== total: $checks checks, $failures failures, $errors errors in $programs test programs; $skipped skipped =="
+if [ $status -ne 0 ] || [ $failures -ne 0 ] || [ $errors -ne 0 ] || [ $programs -eq 0 ]; then
+  echo "== tests FAILED =="
+  exit 1
+fi
+echo "== tests passed =="

@@ -1,0 +1,55 @@
+/* errors.c: status codes, their descriptions and the per-thread message of the last failure. */
+#include "config.h"
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include "internal.h"
+
+static _Thread_local char last_error[512];
+
+int sproj_fail(int code, const char *func, const char *fmt, ...)
+{
+  va_list ap;
+  int len = snprintf(last_error, sizeof last_error, "%s: ", func);
+  if (len < 0 || (size_t)len >= sizeof last_error)
+    len = 0;
+  va_start(ap, fmt);
+  vsnprintf(last_error + len, sizeof last_error - (size_t)len, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *sproj_last_error(void)
+{
+  return last_error;
+}
+
+const char *sproj_strerror(int status)
+{
+  switch (status) {
+  case SPROJ_OK: return "success";
+  case SPROJ_ERR_NULL: return "a required pointer argument is NULL";
+  case SPROJ_ERR_DIMS: return "a dimension or count is zero or negative";
+  case SPROJ_ERR_VOXEL_SIZE: return "a voxel size is not a finite number greater than 0";
+  case SPROJ_ERR_NONFINITE: return "a coordinate or origin is NaN or infinite";
+  case SPROJ_ERR_MISMATCH: return "objects that must belong together do not";
+  case SPROJ_ERR_EMPTY: return "nothing to work on (zero LORs, chunks or elements)";
+  case SPROJ_ERR_OVERFLOW: return "a size is too large";
+  case SPROJ_ERR_RANGE: return "an index or range is outside its bounds, or ranges overlap";
+  case SPROJ_ERR_NOT_INIT: return "starproj is not initialised (call sproj_init)";
+  case SPROJ_ERR_NO_DEVICE: return "no such GPU or no worker of the requested kind";
+  case SPROJ_ERR_NOMEM: return "out of host memory";
+  case SPROJ_ERR_STARPU: return "StarPU refused or failed an operation";
+  case SPROJ_ERR_BUSY: return "the object is still used by other objects";
+  case SPROJ_ERR_INVALID: return "invalid argument";
+  default: return "unknown status code";
+  }
+}
+
+int64_t sproj_first_nonfinite(const float *v, int64_t n)
+{
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(v[i]))
+      return i;
+  return -1;
+}

@@ -1,0 +1,178 @@
+/* image.c: registering images as StarPU vector handles, their residency on GPUs, sync and unregistration. */
+#include "config.h"
+#include <math.h>
+#include <stdlib.h>
+#include "internal.h"
+
+static int check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],
+                          struct sproj_geom *geom)
+{
+  if (!dims || !voxel_size || !origin)
+    return sproj_fail(SPROJ_ERR_NULL, func, "dims, voxel_size and origin must not be NULL");
+  uint64_t total = 1;
+  for (int k = 0; k < 3; k++) {
+    if (dims[k] <= 0)
+      return sproj_fail(SPROJ_ERR_DIMS, func, "dims[%d] = %d must be > 0", k, dims[k]);
+    total *= (uint64_t)dims[k];
+    if (total > UINT32_MAX)
+      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "%d x %d x %d voxels exceed 2^32-1", dims[0], dims[1], dims[2]);
+  }
+  for (int k = 0; k < 3; k++)
+    if (!isfinite(voxel_size[k]) || !(voxel_size[k] > 0.0f))
+      return sproj_fail(SPROJ_ERR_VOXEL_SIZE, func, "voxel_size[%d] = %g must be finite and > 0", k, voxel_size[k]);
+  for (int k = 0; k < 3; k++)
+    if (!isfinite(origin[k]))
+      return sproj_fail(SPROJ_ERR_NONFINITE, func, "origin[%d] is not finite", k);
+  for (int k = 0; k < 3; k++) {
+    /* the far face of the box must be finite too */
+    float far = origin[k] + (float)dims[k] * voxel_size[k];
+    if (!isfinite(far))
+      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "image extent along axis %d is not finite", k);
+    geom->n[k] = dims[k];
+    geom->voxel_size[k] = voxel_size[k];
+    geom->origin[k] = origin[k];
+  }
+  return SPROJ_OK;
+}
+
+static int image_new(const char *func, sproj_image **out, starpu_data_handle_t handle, int owns,
+                     const struct sproj_geom *geom)
+{
+  sproj_image *img = calloc(1, sizeof *img);
+  if (!img)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  img->handle = handle;
+  img->owns_handle = owns;
+  img->geom = *geom;
+  /* back projections accumulate through StarPU's reduction mode */
+  starpu_data_set_reduction_methods(handle, &sproj_image_add_cl, &sproj_image_zero_cl);
+  *out = img;
+  return SPROJ_OK;
+}
+
+int sproj_image_register(sproj_image **img, float *data, const int dims[3], const float voxel_size[3],
+                         const float origin[3])
+{
+  struct sproj_geom geom;
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!img || !data)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img and data must not be NULL");
+  if ((ret = check_geometry(__func__, dims, voxel_size, origin, &geom)))
+    return ret;
+  uint32_t nvox = (uint32_t)dims[0] * (uint32_t)dims[1] * (uint32_t)dims[2];
+  starpu_data_handle_t handle;
+  starpu_vector_data_register(&handle, STARPU_MAIN_RAM, (uintptr_t)data, nvox, sizeof(float));
+  ret = image_new(__func__, img, handle, 1, &geom);
+  if (ret)
+    starpu_data_unregister_no_coherency(handle);
+  return ret;
+}
+
+int sproj_image_register_handle(sproj_image **img, sproj_starpu_handle handle, const int dims[3],
+                                const float voxel_size[3], const float origin[3])
+{
+  struct sproj_geom geom;
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!img || !handle)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img and handle must not be NULL");
+  if ((ret = check_geometry(__func__, dims, voxel_size, origin, &geom)))
+    return ret;
+  if (starpu_data_get_interface_id(handle) != STARPU_VECTOR_INTERFACE_ID)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the handle is not a StarPU vector");
+  uint32_t nvox = (uint32_t)dims[0] * (uint32_t)dims[1] * (uint32_t)dims[2];
+  if (starpu_vector_get_nx(handle) != nvox || starpu_vector_get_elemsize(handle) != sizeof(float))
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the vector holds %u elements of %zu bytes, the image needs %u floats",
+                      starpu_vector_get_nx(handle), starpu_vector_get_elemsize(handle), nvox);
+  return image_new(__func__, img, handle, 0, &geom);
+}
+
+int sproj_image_upload(sproj_image *img, int gpu)
+{
+  unsigned nodes[STARPU_MAXCUDADEVS];
+  if (!img)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img is NULL");
+  int n = sproj_gpu_nodes(__func__, gpu, nodes);
+  if (n < 0)
+    return n;
+  return sproj_upload_handles(&img->handle, 1, nodes, n);
+}
+
+int sproj_image_release(sproj_image *img, int gpu)
+{
+  unsigned nodes[STARPU_MAXCUDADEVS];
+  if (!img)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img is NULL");
+  int n = sproj_gpu_nodes(__func__, gpu, nodes);
+  if (n < 0)
+    return n;
+  return sproj_release_handles(&img->handle, 1, nodes, n);
+}
+
+int sproj_image_sync(sproj_image *img, int mode)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!img)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img is NULL");
+  if (mode != SPROJ_SYNC_READ && mode != SPROJ_SYNC_WRITE)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "mode %d must be SPROJ_SYNC_READ or SPROJ_SYNC_WRITE", mode);
+  if (starpu_data_acquire(img->handle, mode == SPROJ_SYNC_WRITE ? STARPU_RW : STARPU_R) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+  starpu_data_release(img->handle);
+  return SPROJ_OK;
+}
+
+int sproj_image_unregister(sproj_image *img)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!img)
+    return SPROJ_OK;
+  /* finishes pending back projections (their reduction) and brings the value home */
+  if (starpu_data_acquire(img->handle, STARPU_R) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+  starpu_data_release(img->handle);
+  if (img->owns_handle)
+    starpu_data_unregister(img->handle);
+  free(img);
+  return SPROJ_OK;
+}
+
+sproj_starpu_handle sproj_image_handle(const sproj_image *img)
+{
+  return img ? img->handle : NULL;
+}
+
+int sproj_upload_handles(starpu_data_handle_t *handles, int nhandles, const unsigned *nodes, int nnodes)
+{
+  /* queue every copy first so that they overlap, then wait for each */
+  for (int g = 0; g < nnodes; g++)
+    for (int h = 0; h < nhandles; h++)
+      if (starpu_data_fetch_on_node(handles[h], nodes[g], 1) != 0)
+        return sproj_fail(SPROJ_ERR_STARPU, "upload", "starpu_data_fetch_on_node failed");
+  for (int g = 0; g < nnodes; g++)
+    for (int h = 0; h < nhandles; h++)
+      if (starpu_data_fetch_on_node(handles[h], nodes[g], 0) != 0)
+        return sproj_fail(SPROJ_ERR_STARPU, "upload", "starpu_data_fetch_on_node failed");
+  return SPROJ_OK;
+}
+
+int sproj_release_handles(starpu_data_handle_t *handles, int nhandles, const unsigned *nodes, int nnodes)
+{
+  for (int h = 0; h < nhandles; h++) {
+    /* wait for the tasks writing it and bring the value home, then drop the device copies */
+    if (starpu_data_acquire(handles[h], STARPU_R) != 0)
+      return sproj_fail(SPROJ_ERR_STARPU, "release", "starpu_data_acquire failed");
+    starpu_data_release(handles[h]);
+    for (int g = 0; g < nnodes; g++)
+      if (starpu_data_is_on_node(handles[h], nodes[g]) && starpu_data_evict_from_node(handles[h], nodes[g]) != 0)
+        starpu_data_wont_use(handles[h]); /* still read by a running task: evict it first when memory is short */
+  }
+  return SPROJ_OK;
+}

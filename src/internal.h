@@ -1,0 +1,105 @@
+/* internal.h: starproj's objects and the helpers shared by the runtime files (not installed). */
+#ifndef SPROJ_INTERNAL_H
+#define SPROJ_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <starpu.h>
+
+#include "starproj.h"
+#include "../codelets/codelets.h"
+
+/* ---- errors (errors.c) ---- */
+/* Records "func: message" as this thread's last error and returns code. */
+int sproj_fail(int code, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define SPROJ_FAIL(code, ...) sproj_fail((code), __func__, __VA_ARGS__)
+
+/* ---- runtime state (runtime.c) ---- */
+struct sproj_runtime {
+  int initialized;
+  int owns_starpu;          /* 1 if sproj_init started StarPU */
+  int ngpus;                /* distinct CUDA devices with a worker */
+  unsigned gpu_node[STARPU_MAXCUDADEVS]; /* memory node of each GPU */
+  int ncpu;                 /* CPU workers */
+  int64_t task_lors;        /* largest task, in LORs */
+  unsigned where;           /* STARPU_CPU / STARPU_CUDA mask for projection tasks */
+};
+extern struct sproj_runtime sproj_rt;
+
+/* SPROJ_OK if initialised, else records and returns SPROJ_ERR_NOT_INIT. */
+int sproj_check_init(const char *func);
+/* Memory nodes named by a GPU argument: one node, or every GPU's. Returns the count or a negative error. */
+int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS]);
+/* Fewest pieces a chunk of n LORs is cut into, and the LOR target of one task of a request of total LORs. */
+int64_t sproj_pieces_for(int64_t n);
+int64_t sproj_task_target(int64_t total);
+
+/* ---- objects ---- */
+struct sproj_image {
+  starpu_data_handle_t handle;
+  struct sproj_geom geom;
+  int owns_handle;
+};
+
+struct sproj_lors {
+  starpu_data_handle_t xs, xe;
+  int64_t num_lors;
+  int owns_handles;
+  pthread_mutex_t lock;     /* guards the fields below */
+  int nchunkings;           /* user chunkings alive */
+  sproj_chunks *whole;      /* chunking used by whole-set requests (created on first use) */
+  sproj_proj **projs;       /* projection vectors of this set */
+  int nprojs, cap_projs;
+};
+
+/* A chunking: chunks made of pieces; every piece is one StarPU child of each vector handle. */
+struct sproj_chunks {
+  uint64_t id;              /* unique for the process' lifetime: keys the plans of projection vectors */
+  sproj_lors *lors;
+  int num_chunks;
+  int64_t *first, *count;   /* per chunk */
+  int *piece_start;         /* chunk c has pieces piece_start[c] .. piece_start[c+1]-1 */
+  unsigned npieces;
+  int64_t *piece_first;     /* per piece: first LOR and number of LORs */
+  uint32_t *piece_len;
+  starpu_data_handle_t *xs_children, *xe_children;
+};
+
+/* A chunking applied to one projection vector. */
+struct sproj_plan {
+  uint64_t chunking_id;
+  unsigned npieces;
+  starpu_data_handle_t *children;
+};
+
+struct sproj_proj {
+  starpu_data_handle_t handle;
+  sproj_lors *lors;
+  int owns_handle;
+  pthread_mutex_t lock;     /* serialises submissions and plan changes on this vector */
+  struct sproj_plan *plans;
+  int nplans, cap_plans;
+};
+
+/* Makes ch a valid chunking for lors (NULL: the whole-set chunking, created on first use). */
+int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out);
+/* Applies ch's pieces to a vector handle (a StarPU partition plan); the caller frees *children. */
+int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children);
+/* Children of proj's vector for chunking ch (planned on first use). Call with proj->lock held. */
+int sproj_proj_children(sproj_proj *proj, const sproj_chunks *ch, starpu_data_handle_t **children);
+/* Drops the plan proj keeps for a chunking that is being destroyed. */
+void sproj_proj_forget_chunking(sproj_proj *proj, uint64_t chunking_id);
+/* Frees a chunking's data (plans on the LOR handles and arrays). */
+void sproj_chunks_free(sproj_chunks *ch);
+
+/* Validates a chunk argument against a chunking and expands it into a list of chunk indices. */
+int sproj_chunk_list(const char *func, const sproj_chunks *ch, int chunk, int **list, int *num);
+
+/* Fetches (and waits for) handles on memory nodes; drops their copies there. */
+int sproj_upload_handles(starpu_data_handle_t *handles, int nhandles, const unsigned *nodes, int nnodes);
+int sproj_release_handles(starpu_data_handle_t *handles, int nhandles, const unsigned *nodes, int nnodes);
+
+/* Checks that every float of an array is finite; returns the index of the first that is not, or -1. */
+int64_t sproj_first_nonfinite(const float *v, int64_t n);
+
+#endif

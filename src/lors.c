@@ -1,0 +1,671 @@
+/* lors.c: LOR sets, chunkings (pieces planned as StarPU partitions) and projection vectors. */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static uint64_t next_chunking_id = 1;
+
+#define LOR_BYTES (3 * sizeof(float))
+
+/* ---- LOR sets ---------------------------------------------------------------------------------------- */
+static int lors_new(const char *func, sproj_lors **out, starpu_data_handle_t xs, starpu_data_handle_t xe, int64_t n,
+                    int owns)
+{
+  sproj_lors *lors = calloc(1, sizeof *lors);
+  if (!lors)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  lors->xs = xs;
+  lors->xe = xe;
+  lors->num_lors = n;
+  lors->owns_handles = owns;
+  pthread_mutex_init(&lors->lock, NULL);
+  *out = lors;
+  return SPROJ_OK;
+}
+
+static int check_coordinates(const char *func, const float *xs, const float *xe, int64_t n)
+{
+  int64_t bad = sproj_first_nonfinite(xs, 3 * n);
+  if (bad >= 0)
+    return sproj_fail(SPROJ_ERR_NONFINITE, func, "xstart of LOR %lld is not finite", (long long)(bad / 3));
+  bad = sproj_first_nonfinite(xe, 3 * n);
+  if (bad >= 0)
+    return sproj_fail(SPROJ_ERR_NONFINITE, func, "xend of LOR %lld is not finite", (long long)(bad / 3));
+  return SPROJ_OK;
+}
+
+int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xend, int64_t num_lors)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!lors || !xstart || !xend)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "lors, xstart and xend must not be NULL");
+  if (num_lors == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "num_lors is 0");
+  if (num_lors < 0)
+    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_lors = %lld is negative", (long long)num_lors);
+  if (num_lors > UINT32_MAX)
+    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "num_lors = %lld exceeds 2^32-1 (register several sets)", (long long)num_lors);
+  if ((ret = check_coordinates(__func__, xstart, xend, num_lors)))
+    return ret;
+  starpu_data_handle_t xs, xe;
+  /* LORs are only ever read: StarPU never writes through these pointers */
+  starpu_vector_data_register(&xs, STARPU_MAIN_RAM, (uintptr_t)xstart, (uint32_t)num_lors, LOR_BYTES);
+  starpu_vector_data_register(&xe, STARPU_MAIN_RAM, (uintptr_t)xend, (uint32_t)num_lors, LOR_BYTES);
+  ret = lors_new(__func__, lors, xs, xe, num_lors, 1);
+  if (ret) {
+    starpu_data_unregister_no_coherency(xs);
+    starpu_data_unregister_no_coherency(xe);
+  }
+  return ret;
+}
+
+int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!lors || !xstart || !xend)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "lors, xstart and xend must not be NULL");
+  if (starpu_data_get_interface_id(xstart) != STARPU_VECTOR_INTERFACE_ID ||
+      starpu_data_get_interface_id(xend) != STARPU_VECTOR_INTERFACE_ID)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "xstart and xend must be StarPU vectors");
+  if (starpu_vector_get_elemsize(xstart) != LOR_BYTES || starpu_vector_get_elemsize(xend) != LOR_BYTES)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "xstart and xend elements must be 3 floats (elemsize %zu)", LOR_BYTES);
+  int64_t n = starpu_vector_get_nx(xstart);
+  if (n != (int64_t)starpu_vector_get_nx(xend))
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "xstart has %lld LORs, xend %u", (long long)n, starpu_vector_get_nx(xend));
+  if (n == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "the vectors hold no LOR");
+  /* the coordinates are checked where they are current */
+  if (starpu_data_acquire(xstart, STARPU_R) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+  if (starpu_data_acquire(xend, STARPU_R) != 0) {
+    starpu_data_release(xstart);
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+  }
+  ret = check_coordinates(__func__, (const float *)starpu_vector_get_local_ptr(xstart),
+                          (const float *)starpu_vector_get_local_ptr(xend), n);
+  starpu_data_release(xstart);
+  starpu_data_release(xend);
+  if (ret)
+    return ret;
+  return lors_new(__func__, lors, xstart, xend, n, 0);
+}
+
+int sproj_lors_count(const sproj_lors *lors, int64_t *num_lors)
+{
+  if (!lors || !num_lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "lors and num_lors must not be NULL");
+  *num_lors = lors->num_lors;
+  return SPROJ_OK;
+}
+
+int sproj_lors_unregister(sproj_lors *lors)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!lors)
+    return SPROJ_OK;
+  pthread_mutex_lock(&lors->lock);
+  int busy = lors->nchunkings > 0 || lors->nprojs > 0;
+  int nchunkings = lors->nchunkings, nprojs = lors->nprojs;
+  pthread_mutex_unlock(&lors->lock);
+  if (busy)
+    return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d chunkings and %d projection vectors of this LOR set still exist", nchunkings,
+                      nprojs);
+  if (lors->whole)
+    sproj_chunks_free(lors->whole);
+  if (lors->owns_handles) {
+    starpu_data_unregister(lors->xs);
+    starpu_data_unregister(lors->xe);
+  }
+  pthread_mutex_destroy(&lors->lock);
+  free(lors->projs);
+  free(lors);
+  return SPROJ_OK;
+}
+
+/* ---- chunkings ---------------------------------------------------------------------------------------- */
+/* StarPU filter: child id is piece id of the chunking passed in filter_arg_ptr (any vector elemsize). */
+static void piece_filter(void *father_interface, void *child_interface, struct starpu_data_filter *f, unsigned id,
+                         unsigned nparts)
+{
+  (void)nparts;
+  const struct sproj_chunks *ch = f->filter_arg_ptr;
+  struct starpu_vector_interface *father = father_interface, *child = child_interface;
+  size_t offset = (size_t)ch->piece_first[id] * father->elemsize;
+  child->id = father->id;
+  child->nx = ch->piece_len[id];
+  child->elemsize = father->elemsize;
+  child->allocsize = (size_t)child->nx * father->elemsize;
+  if (father->dev_handle) {
+    if (father->ptr)
+      child->ptr = father->ptr + offset;
+    child->offset = father->offset + offset;
+    child->dev_handle = father->dev_handle;
+  }
+}
+
+int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children)
+{
+  starpu_data_handle_t *c = calloc(ch->npieces, sizeof *c);
+  if (!c)
+    return SPROJ_ERR_NOMEM;
+  struct starpu_data_filter f = {
+    .filter_func = piece_filter,
+    .nchildren = ch->npieces,
+    .filter_arg_ptr = (void *)ch,
+  };
+  starpu_data_partition_plan(handle, &f, c);
+  *children = c;
+  return SPROJ_OK;
+}
+
+void sproj_chunks_free(sproj_chunks *ch)
+{
+  if (ch->xs_children)
+    starpu_data_partition_clean(ch->lors->xs, ch->npieces, ch->xs_children);
+  if (ch->xe_children)
+    starpu_data_partition_clean(ch->lors->xe, ch->npieces, ch->xe_children);
+  free(ch->xs_children);
+  free(ch->xe_children);
+  free(ch->first);
+  free(ch->count);
+  free(ch->piece_start);
+  free(ch->piece_first);
+  free(ch->piece_len);
+  free(ch);
+}
+
+/* Builds a chunking from validated ranges: cuts chunks into pieces, plans and activates them on the LORs. */
+static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, int num, const int64_t *first,
+                        const int64_t *count)
+{
+  sproj_chunks *ch = calloc(1, sizeof *ch);
+  if (!ch)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  ch->lors = lors;
+  ch->num_chunks = num;
+  ch->first = malloc(num * sizeof *ch->first);
+  ch->count = malloc(num * sizeof *ch->count);
+  ch->piece_start = malloc((num + 1) * sizeof *ch->piece_start);
+  if (!ch->first || !ch->count || !ch->piece_start)
+    goto nomem;
+  int64_t npieces = 0;
+  for (int c = 0; c < num; c++) {
+    ch->first[c] = first[c];
+    ch->count[c] = count[c];
+    ch->piece_start[c] = (int)npieces;
+    npieces += sproj_pieces_for(count[c]);
+    if (npieces > INT32_MAX / 2) {
+      sproj_chunks_free(ch);
+      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "too many pieces");
+    }
+  }
+  ch->piece_start[num] = (int)npieces;
+  ch->npieces = (unsigned)npieces;
+  ch->piece_first = malloc(npieces * sizeof *ch->piece_first);
+  ch->piece_len = malloc(npieces * sizeof *ch->piece_len);
+  if (!ch->piece_first || !ch->piece_len)
+    goto nomem;
+  for (int c = 0; c < num; c++) {
+    int np = ch->piece_start[c + 1] - ch->piece_start[c];
+    for (int p = 0; p < np; p++) {
+      /* equal pieces, the first ones one LOR longer */
+      int64_t base = count[c] / np, extra = count[c] % np;
+      int64_t offset = p * base + (p < extra ? p : extra);
+      ch->piece_first[ch->piece_start[c] + p] = first[c] + offset;
+      ch->piece_len[ch->piece_start[c] + p] = (uint32_t)(base + (p < extra ? 1 : 0));
+    }
+  }
+  if (sproj_plan_pieces(lors->xs, ch, &ch->xs_children) || sproj_plan_pieces(lors->xe, ch, &ch->xe_children))
+    goto nomem;
+  /* LORs are read-only: activate the partition now, once, so that concurrent submissions never race to do it */
+  starpu_data_partition_readonly_submit(lors->xs, ch->npieces, ch->xs_children);
+  starpu_data_partition_readonly_submit(lors->xe, ch->npieces, ch->xe_children);
+  ch->id = __atomic_fetch_add(&next_chunking_id, 1, __ATOMIC_RELAXED);
+  *out = ch;
+  return SPROJ_OK;
+nomem:
+  sproj_chunks_free(ch);
+  return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+}
+
+struct range_ref {
+  int64_t first;
+  int chunk;
+};
+
+static int cmp_by_first(const void *a, const void *b)
+{
+  int64_t fa = ((const struct range_ref *)a)->first, fb = ((const struct range_ref *)b)->first;
+  return fa < fb ? -1 : fa > fb;
+}
+
+int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int64_t *first,
+                               const int64_t *count)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!chunks || !lors || !first || !count)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, lors, first and count must not be NULL");
+  if (num_chunks == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "num_chunks is 0");
+  if (num_chunks < 0)
+    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_chunks = %d is negative", num_chunks);
+  for (int c = 0; c < num_chunks; c++) {
+    if (count[c] == 0)
+      return SPROJ_FAIL(SPROJ_ERR_EMPTY, "chunk %d is empty", c);
+    if (count[c] < 0)
+      return SPROJ_FAIL(SPROJ_ERR_DIMS, "count[%d] = %lld is negative", c, (long long)count[c]);
+    if (first[c] < 0 || first[c] > lors->num_lors || count[c] > lors->num_lors - first[c])
+      return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunk %d = [%lld, %lld) is outside the %lld LORs", c, (long long)first[c],
+                        (long long)first[c] + (long long)count[c], (long long)lors->num_lors);
+  }
+  struct range_ref *order = malloc(num_chunks * sizeof *order);
+  if (!order)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  for (int c = 0; c < num_chunks; c++)
+    order[c] = (struct range_ref){first[c], c};
+  qsort(order, num_chunks, sizeof *order, cmp_by_first);
+  for (int i = 1; i < num_chunks; i++) {
+    int a = order[i - 1].chunk, b = order[i].chunk;
+    if (first[b] < first[a] + count[a]) {
+      free(order);
+      return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunks %d and %d overlap", a, b);
+    }
+  }
+  free(order);
+  sproj_chunks *ch;
+  if ((ret = chunks_build(__func__, &ch, lors, num_chunks, first, count)))
+    return ret;
+  pthread_mutex_lock(&lors->lock);
+  lors->nchunkings++;
+  pthread_mutex_unlock(&lors->lock);
+  *chunks = ch;
+  return SPROJ_OK;
+}
+
+int sproj_chunks_create_blocks(sproj_chunks **chunks, sproj_lors *lors, int num_chunks)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!chunks || !lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks and lors must not be NULL");
+  if (num_chunks == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "num_chunks is 0");
+  if (num_chunks < 0)
+    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_chunks = %d is negative", num_chunks);
+  if (num_chunks > lors->num_lors)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "%d chunks of %lld LORs would leave chunks empty", num_chunks,
+                      (long long)lors->num_lors);
+  int64_t *first = malloc(num_chunks * sizeof *first), *count = malloc(num_chunks * sizeof *count);
+  if (!first || !count) {
+    free(first);
+    free(count);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
+  int64_t base = lors->num_lors / num_chunks, extra = lors->num_lors % num_chunks;
+  for (int c = 0; c < num_chunks; c++) {
+    first[c] = c * base + (c < extra ? c : extra);
+    count[c] = base + (c < extra ? 1 : 0);
+  }
+  ret = sproj_chunks_create_ranges(chunks, lors, num_chunks, first, count);
+  free(first);
+  free(count);
+  return ret;
+}
+
+int sproj_chunks_count(const sproj_chunks *chunks, int *num_chunks)
+{
+  if (!chunks || !num_chunks)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks and num_chunks must not be NULL");
+  *num_chunks = chunks->num_chunks;
+  return SPROJ_OK;
+}
+
+int sproj_chunks_range(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count)
+{
+  if (!chunks || !first || !count)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, first and count must not be NULL");
+  if (chunk < 0 || chunk >= chunks->num_chunks)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunk %d outside 0..%d", chunk, chunks->num_chunks - 1);
+  *first = chunks->first[chunk];
+  *count = chunks->count[chunk];
+  return SPROJ_OK;
+}
+
+int sproj_chunks_destroy(sproj_chunks *chunks)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!chunks)
+    return SPROJ_OK;
+  sproj_lors *lors = chunks->lors;
+  if (chunks == lors->whole)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the whole-set chunking belongs to its LOR set");
+  pthread_mutex_lock(&lors->lock);
+  for (int i = 0; i < lors->nprojs; i++)
+    sproj_proj_forget_chunking(lors->projs[i], chunks->id);
+  lors->nchunkings--;
+  pthread_mutex_unlock(&lors->lock);
+  sproj_chunks_free(chunks);
+  return SPROJ_OK;
+}
+
+int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out)
+{
+  if (ch) {
+    if (ch->lors != lors)
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "the chunking belongs to another LOR set");
+    *out = ch;
+    return SPROJ_OK;
+  }
+  pthread_mutex_lock(&lors->lock);
+  int ret = SPROJ_OK;
+  if (!lors->whole) {
+    int64_t first = 0;
+    ret = chunks_build(func, &lors->whole, lors, 1, &first, &lors->num_lors);
+  }
+  pthread_mutex_unlock(&lors->lock);
+  *out = lors->whole;
+  return ret;
+}
+
+int sproj_chunk_list(const char *func, const sproj_chunks *ch, int chunk, int **list, int *num)
+{
+  if (chunk != SPROJ_ALL_CHUNKS && (chunk < 0 || chunk >= ch->num_chunks))
+    return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", chunk, ch->num_chunks - 1);
+  int n = chunk == SPROJ_ALL_CHUNKS ? ch->num_chunks : 1;
+  int *l = malloc(n * sizeof *l);
+  if (!l)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  for (int i = 0; i < n; i++)
+    l[i] = chunk == SPROJ_ALL_CHUNKS ? i : chunk;
+  *list = l;
+  *num = n;
+  return SPROJ_OK;
+}
+
+/* Handles of the pieces of the listed chunks, from a per-piece handle array. */
+static starpu_data_handle_t *piece_handles(const sproj_chunks *ch, const int *list, int num,
+                                           starpu_data_handle_t *const *arrays, int narrays, int *count)
+{
+  int n = 0;
+  for (int i = 0; i < num; i++)
+    n += ch->piece_start[list[i] + 1] - ch->piece_start[list[i]];
+  starpu_data_handle_t *h = malloc((size_t)n * narrays * sizeof *h);
+  if (!h)
+    return NULL;
+  int k = 0;
+  for (int a = 0; a < narrays; a++)
+    for (int i = 0; i < num; i++)
+      for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1]; p++)
+        h[k++] = arrays[a][p];
+  *count = k;
+  return h;
+}
+
+/* Upload or release of the LORs of some chunks. */
+static int lors_residency(const char *func, sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu,
+                          int upload)
+{
+  unsigned nodes[STARPU_MAXCUDADEVS];
+  const sproj_chunks *ch;
+  int *list, num, nh, ret;
+  if (!lors)
+    return sproj_fail(SPROJ_ERR_NULL, func, "lors is NULL");
+  int nnodes = sproj_gpu_nodes(func, gpu, nodes);
+  if (nnodes < 0)
+    return nnodes;
+  if ((ret = sproj_resolve_chunks(func, lors, chunks, &ch)))
+    return ret;
+  if ((ret = sproj_chunk_list(func, ch, chunk, &list, &num)))
+    return ret;
+  starpu_data_handle_t *arrays[2] = {ch->xs_children, ch->xe_children};
+  starpu_data_handle_t *h = piece_handles(ch, list, num, arrays, 2, &nh);
+  free(list);
+  if (!h)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  ret = upload ? sproj_upload_handles(h, nh, nodes, nnodes) : sproj_release_handles(h, nh, nodes, nnodes);
+  free(h);
+  return ret;
+}
+
+int sproj_lors_upload(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu)
+{
+  return lors_residency(__func__, lors, chunks, chunk, gpu, 1);
+}
+
+int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu)
+{
+  return lors_residency(__func__, lors, chunks, chunk, gpu, 0);
+}
+
+/* ---- projection vectors ------------------------------------------------------------------------------- */
+static int proj_new(const char *func, sproj_proj **out, starpu_data_handle_t handle, sproj_lors *lors, int owns)
+{
+  sproj_proj *proj = calloc(1, sizeof *proj);
+  if (!proj)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  proj->handle = handle;
+  proj->lors = lors;
+  proj->owns_handle = owns;
+  pthread_mutex_init(&proj->lock, NULL);
+  pthread_mutex_lock(&lors->lock);
+  if (lors->nprojs == lors->cap_projs) {
+    int cap = lors->cap_projs ? 2 * lors->cap_projs : 4;
+    sproj_proj **p = realloc(lors->projs, cap * sizeof *p);
+    if (!p) {
+      pthread_mutex_unlock(&lors->lock);
+      pthread_mutex_destroy(&proj->lock);
+      free(proj);
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    }
+    lors->projs = p;
+    lors->cap_projs = cap;
+  }
+  lors->projs[lors->nprojs++] = proj;
+  pthread_mutex_unlock(&lors->lock);
+  *out = proj;
+  return SPROJ_OK;
+}
+
+int sproj_proj_register(sproj_proj **proj, float *values, sproj_lors *lors)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!proj || !values || !lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj, values and lors must not be NULL");
+  starpu_data_handle_t handle;
+  starpu_vector_data_register(&handle, STARPU_MAIN_RAM, (uintptr_t)values, (uint32_t)lors->num_lors, sizeof(float));
+  ret = proj_new(__func__, proj, handle, lors, 1);
+  if (ret)
+    starpu_data_unregister_no_coherency(handle);
+  return ret;
+}
+
+int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!proj || !handle || !lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj, handle and lors must not be NULL");
+  if (starpu_data_get_interface_id(handle) != STARPU_VECTOR_INTERFACE_ID)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the handle is not a StarPU vector");
+  if (starpu_vector_get_elemsize(handle) != sizeof(float) || starpu_vector_get_nx(handle) != lors->num_lors)
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the vector holds %u elements of %zu bytes, the LOR set needs %lld floats",
+                      starpu_vector_get_nx(handle), starpu_vector_get_elemsize(handle), (long long)lors->num_lors);
+  return proj_new(__func__, proj, handle, lors, 0);
+}
+
+int sproj_proj_children(sproj_proj *proj, const sproj_chunks *ch, starpu_data_handle_t **children)
+{
+  for (int i = 0; i < proj->nplans; i++)
+    if (proj->plans[i].chunking_id == ch->id) {
+      *children = proj->plans[i].children;
+      return SPROJ_OK;
+    }
+  if (proj->nplans == proj->cap_plans) {
+    int cap = proj->cap_plans ? 2 * proj->cap_plans : 4;
+    struct sproj_plan *p = realloc(proj->plans, cap * sizeof *p);
+    if (!p)
+      return SPROJ_ERR_NOMEM;
+    proj->plans = p;
+    proj->cap_plans = cap;
+  }
+  struct sproj_plan *plan = &proj->plans[proj->nplans];
+  if (sproj_plan_pieces(proj->handle, ch, &plan->children))
+    return SPROJ_ERR_NOMEM;
+  plan->chunking_id = ch->id;
+  plan->npieces = ch->npieces;
+  proj->nplans++;
+  *children = plan->children;
+  return SPROJ_OK;
+}
+
+static void plan_clean(sproj_proj *proj, struct sproj_plan *plan)
+{
+  starpu_data_partition_clean(proj->handle, plan->npieces, plan->children);
+  free(plan->children);
+}
+
+void sproj_proj_forget_chunking(sproj_proj *proj, uint64_t chunking_id)
+{
+  pthread_mutex_lock(&proj->lock);
+  for (int i = 0; i < proj->nplans; i++)
+    if (proj->plans[i].chunking_id == chunking_id) {
+      plan_clean(proj, &proj->plans[i]);
+      proj->plans[i] = proj->plans[--proj->nplans];
+      break;
+    }
+  pthread_mutex_unlock(&proj->lock);
+}
+
+/* The piece handles of proj for the given chunks of a resolved chunking (proj->lock held). */
+static int proj_piece_handles(const char *func, sproj_proj *proj, const sproj_chunks *ch, int chunk,
+                              starpu_data_handle_t **handles, int *nh)
+{
+  starpu_data_handle_t *children;
+  int *list, num, ret;
+  if ((ret = sproj_chunk_list(func, ch, chunk, &list, &num)))
+    return ret;
+  if ((ret = sproj_proj_children(proj, ch, &children))) {
+    free(list);
+    return sproj_fail(ret, func, "out of memory");
+  }
+  *handles = piece_handles(ch, list, num, &children, 1, nh);
+  free(list);
+  return *handles ? SPROJ_OK : sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+}
+
+static int proj_residency(const char *func, sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu,
+                          int upload)
+{
+  unsigned nodes[STARPU_MAXCUDADEVS];
+  const sproj_chunks *ch;
+  starpu_data_handle_t *h;
+  int nh, ret;
+  if (!proj)
+    return sproj_fail(SPROJ_ERR_NULL, func, "proj is NULL");
+  int nnodes = sproj_gpu_nodes(func, gpu, nodes);
+  if (nnodes < 0)
+    return nnodes;
+  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
+  if ((ret = sproj_resolve_chunks(func, proj->lors, chunks, &ch)))
+    return ret;
+  pthread_mutex_lock(&proj->lock);
+  if (!(ret = proj_piece_handles(func, proj, ch, chunks ? chunk : SPROJ_ALL_CHUNKS, &h, &nh))) {
+    ret = upload ? sproj_upload_handles(h, nh, nodes, nnodes) : sproj_release_handles(h, nh, nodes, nnodes);
+    free(h);
+  }
+  pthread_mutex_unlock(&proj->lock);
+  return ret;
+}
+
+int sproj_proj_upload(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu)
+{
+  return proj_residency(__func__, proj, chunks, chunk, gpu, 1);
+}
+
+int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu)
+{
+  return proj_residency(__func__, proj, chunks, chunk, gpu, 0);
+}
+
+int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int mode)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!proj)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj is NULL");
+  if (mode != SPROJ_SYNC_READ && mode != SPROJ_SYNC_WRITE)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "mode %d must be SPROJ_SYNC_READ or SPROJ_SYNC_WRITE", mode);
+  enum starpu_data_access_mode m = mode == SPROJ_SYNC_WRITE ? STARPU_RW : STARPU_R;
+  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
+  if (chunks && chunks->lors != proj->lors)
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the chunking belongs to another LOR set");
+  pthread_mutex_lock(&proj->lock);
+  if (!chunks) {
+    if (starpu_data_acquire(proj->handle, m) == 0) {
+      /* StarPU gathers the active chunking's pieces into the whole vector first */
+      starpu_data_release(proj->handle);
+    } else {
+      ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+    }
+  } else {
+    starpu_data_handle_t *h;
+    int nh;
+    if (!(ret = proj_piece_handles(__func__, proj, chunks, chunk, &h, &nh))) {
+      for (int i = 0; i < nh && !ret; i++) {
+        if (starpu_data_acquire(h[i], m) == 0)
+          starpu_data_release(h[i]);
+        else
+          ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+      }
+      free(h);
+    }
+  }
+  pthread_mutex_unlock(&proj->lock);
+  return ret;
+}
+
+int sproj_proj_unregister(sproj_proj *proj)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!proj)
+    return SPROJ_OK;
+  sproj_lors *lors = proj->lors;
+  pthread_mutex_lock(&lors->lock);
+  for (int i = 0; i < lors->nprojs; i++)
+    if (lors->projs[i] == proj) {
+      lors->projs[i] = lors->projs[--lors->nprojs];
+      break;
+    }
+  pthread_mutex_unlock(&lors->lock);
+  for (int i = 0; i < proj->nplans; i++)
+    plan_clean(proj, &proj->plans[i]);
+  if (proj->owns_handle) {
+    starpu_data_unregister(proj->handle);
+  } else if (starpu_data_acquire(proj->handle, STARPU_R) == 0) {
+    starpu_data_release(proj->handle);
+  }
+  pthread_mutex_destroy(&proj->lock);
+  free(proj->plans);
+  free(proj);
+  return SPROJ_OK;
+}

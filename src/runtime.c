@@ -1,0 +1,346 @@
+/* runtime.c: starting and stopping StarPU, scheduler choice, GPUs, task granularity and per-worker statistics. */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef SPROJ_USE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+#include <hwloc.h>
+#include "internal.h"
+
+struct sproj_runtime sproj_rt;
+
+/* per-worker counters; each worker only adds to its own slot */
+static struct {
+  int64_t tasks, lors;
+} worker_stats[STARPU_NMAXWORKERS];
+
+#define DEFAULT_TASK_LORS_GPU ((int64_t)1 << 20)
+#define DEFAULT_TASK_LORS_CPU ((int64_t)1 << 15)
+/* below this many LORs a piece is not worth a task of its own */
+#define MIN_PIECE_LORS 4096
+
+void sproj_config_init(struct sproj_config *cfg)
+{
+  if (!cfg)
+    return;
+  cfg->ncpu = -1;
+  cfg->ncuda = -1;
+  cfg->sched = NULL;
+  cfg->task_lors = 0;
+  cfg->verbose = 0;
+}
+
+int sproj_check_init(const char *func)
+{
+  if (!sproj_rt.initialized)
+    return sproj_fail(SPROJ_ERR_NOT_INIT, func, "starproj is not initialised (call sproj_init first)");
+  return SPROJ_OK;
+}
+
+/* GPUs StarPU will drive if started with ncuda (-1: default), to pick a scheduler before starting it. */
+static int expected_gpus(int ncuda)
+{
+  const char *env = getenv("STARPU_NCUDA");
+  if (env && *env)
+    return atoi(env);
+  if (ncuda >= 0)
+    return ncuda;
+#ifdef SPROJ_USE_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess)
+    return 0;
+  return count;
+#else
+  return 0;
+#endif
+}
+
+static int physical_cores(void)
+{
+  hwloc_topology_t topo;
+  int cores = -1;
+  if (hwloc_topology_init(&topo) == 0) {
+    if (hwloc_topology_load(topo) == 0)
+      cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    hwloc_topology_destroy(topo);
+  }
+  return cores;
+}
+
+int sproj_init(const struct sproj_config *cfg)
+{
+  struct sproj_config c;
+  if (sproj_rt.initialized)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "starproj is already initialised");
+  sproj_config_init(&c);
+  if (cfg)
+    c = *cfg;
+  if (c.ncpu < -1 || c.ncuda < -1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "ncpu (%d) and ncuda (%d) must be -1 (default) or >= 0", c.ncpu, c.ncuda);
+  if (c.task_lors < 0 || c.task_lors > UINT32_MAX)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "task_lors %lld must be 0 (automatic) or 1..2^32-1", (long long)c.task_lors);
+  if (c.ncpu == 0 && c.ncuda == 0)
+    return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "ncpu = ncuda = 0 leaves no worker");
+
+  int owns = 0;
+  if (!starpu_is_initialized()) {
+    struct starpu_conf conf;
+    starpu_conf_init(&conf);
+    if (c.ncpu >= 0)
+      conf.ncpus = c.ncpu;
+    if (c.ncuda >= 0)
+      conf.ncuda = c.ncuda;
+    /* StarPU's own variables (STARPU_SCHED, STARPU_NCPU, ...) keep their precedence over these fields */
+    conf.sched_policy_name = c.sched ? c.sched : (expected_gpus(c.ncuda) > 0 ? "dmda" : "lws");
+    int ret = starpu_init(&conf);
+    if (ret == -ENODEV)
+      return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "StarPU found no worker to run on");
+    if (ret != 0)
+      return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_init failed (%d)", ret);
+    owns = 1;
+  }
+
+  memset(&sproj_rt, 0, sizeof sproj_rt);
+  sproj_rt.owns_starpu = owns;
+  unsigned nworkers = starpu_worker_get_count();
+  for (unsigned w = 0; w < nworkers; w++) {
+    if (starpu_worker_get_type((int)w) == STARPU_CUDA_WORKER) {
+      int devid = starpu_worker_get_devid((int)w);
+      if (devid >= 0 && devid < STARPU_MAXCUDADEVS && devid + 1 > sproj_rt.ngpus)
+        sproj_rt.ngpus = devid + 1;
+      if (devid >= 0 && devid < STARPU_MAXCUDADEVS)
+        sproj_rt.gpu_node[devid] = starpu_worker_get_memory_node(w);
+    } else if (starpu_worker_get_type((int)w) == STARPU_CPU_WORKER) {
+      sproj_rt.ncpu++;
+    }
+  }
+  sproj_rt.task_lors = c.task_lors ? c.task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
+  sproj_rt.where = (sproj_rt.ncpu > 0 ? STARPU_CPU : 0) | (sproj_rt.ngpus > 0 ? STARPU_CUDA : 0);
+  memset(worker_stats, 0, sizeof worker_stats);
+  sproj_rt.initialized = 1;
+
+  if (c.verbose)
+    fprintf(stderr, "starproj: %d CPU workers, %d GPUs, scheduler %s, %d physical cores, tasks of <= %lld LORs\n",
+            sproj_rt.ncpu, sproj_rt.ngpus, sproj_scheduler_name(), physical_cores(), (long long)sproj_rt.task_lors);
+  return SPROJ_OK;
+}
+
+int sproj_shutdown(void)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  starpu_task_wait_for_all();
+  if (sproj_rt.owns_starpu)
+    starpu_shutdown();
+  memset(&sproj_rt, 0, sizeof sproj_rt);
+  return SPROJ_OK;
+}
+
+const char *sproj_scheduler_name(void)
+{
+  if (!sproj_rt.initialized)
+    return NULL;
+  struct starpu_sched_policy *policy = starpu_sched_get_sched_policy();
+  return policy && policy->policy_name ? policy->policy_name : "unknown";
+}
+
+int sproj_num_cpu_workers(void)
+{
+  return sproj_rt.initialized ? sproj_rt.ncpu : 0;
+}
+
+int sproj_num_gpus(void)
+{
+  return sproj_rt.initialized ? sproj_rt.ngpus : 0;
+}
+
+int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS])
+{
+  int ret = sproj_check_init(func);
+  if (ret)
+    return ret;
+  if (gpu == SPROJ_ALL_GPUS) {
+    for (int g = 0; g < sproj_rt.ngpus; g++)
+      nodes[g] = sproj_rt.gpu_node[g];
+    return sproj_rt.ngpus;
+  }
+  if (gpu < 0 || gpu >= sproj_rt.ngpus)
+    return sproj_fail(SPROJ_ERR_NO_DEVICE, func, "GPU %d does not exist (StarPU drives %d GPUs)", gpu, sproj_rt.ngpus);
+  nodes[0] = sproj_rt.gpu_node[gpu];
+  return 1;
+}
+
+int sproj_set_task_lors(int64_t task_lors)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (task_lors < 0 || task_lors > UINT32_MAX)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "task_lors %lld must be 0 (automatic) or 1..2^32-1", (long long)task_lors);
+  sproj_rt.task_lors = task_lors ? task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
+  return SPROJ_OK;
+}
+
+int64_t sproj_get_task_lors(void)
+{
+  return sproj_rt.initialized ? sproj_rt.task_lors : 0;
+}
+
+/* Workers a single request should be spread over: every GPU, or every CPU core when there is none. */
+static int64_t split_target(void)
+{
+  if (sproj_rt.ngpus > 0 && (sproj_rt.where & STARPU_CUDA))
+    return sproj_rt.ngpus;
+  return sproj_rt.ncpu > 0 ? 2 * (int64_t)sproj_rt.ncpu : 1;
+}
+
+int64_t sproj_pieces_for(int64_t n)
+{
+  int64_t by_size = (n + sproj_rt.task_lors - 1) / sproj_rt.task_lors;
+  int64_t by_workers = (n + MIN_PIECE_LORS - 1) / MIN_PIECE_LORS;
+  if (by_workers > split_target())
+    by_workers = split_target();
+  int64_t pieces = by_size > by_workers ? by_size : by_workers;
+  return pieces > 0 ? pieces : 1;
+}
+
+int64_t sproj_task_target(int64_t total)
+{
+  int64_t target = total / split_target();
+  if (target < MIN_PIECE_LORS)
+    target = MIN_PIECE_LORS;
+  if (target > sproj_rt.task_lors)
+    target = sproj_rt.task_lors;
+  return target;
+}
+
+int sproj_set_devices(unsigned device_mask)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (device_mask == 0 || (device_mask & ~(unsigned)SPROJ_DEVICE_ANY))
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "device mask 0x%x must combine SPROJ_DEVICE_CPU and SPROJ_DEVICE_CUDA", device_mask);
+  unsigned where = 0;
+  if ((device_mask & SPROJ_DEVICE_CPU) && sproj_rt.ncpu > 0)
+    where |= STARPU_CPU;
+  if ((device_mask & SPROJ_DEVICE_CUDA) && sproj_rt.ngpus > 0)
+    where |= STARPU_CUDA;
+  if (!where)
+    return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "no worker of the kinds in mask 0x%x (%d CPU workers, %d GPUs)", device_mask,
+                      sproj_rt.ncpu, sproj_rt.ngpus);
+  sproj_rt.where = where;
+  return SPROJ_OK;
+}
+
+int sproj_wait_all(void)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (starpu_task_wait_for_all() != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_task_wait_for_all failed");
+  return SPROJ_OK;
+}
+
+/* ---- statistics ---- */
+void sproj_stats_count(int64_t lors)
+{
+  int w = starpu_worker_get_id();
+  if (w < 0 || w >= STARPU_NMAXWORKERS)
+    return;
+  __atomic_add_fetch(&worker_stats[w].tasks, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&worker_stats[w].lors, lors, __ATOMIC_RELAXED);
+}
+
+int sproj_num_workers(void)
+{
+  return sproj_rt.initialized ? (int)starpu_worker_get_count() : 0;
+}
+
+int sproj_worker_stats(int worker, struct sproj_worker_stats *stats)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!stats)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "stats is NULL");
+  if (worker < 0 || worker >= (int)starpu_worker_get_count())
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "worker %d outside 0..%u", worker, starpu_worker_get_count() - 1);
+  memset(stats, 0, sizeof *stats);
+  starpu_worker_get_name(worker, stats->name, sizeof stats->name);
+  stats->is_gpu = starpu_worker_get_type(worker) == STARPU_CUDA_WORKER;
+  stats->tasks = __atomic_load_n(&worker_stats[worker].tasks, __ATOMIC_RELAXED);
+  stats->lors = __atomic_load_n(&worker_stats[worker].lors, __ATOMIC_RELAXED);
+  return SPROJ_OK;
+}
+
+int sproj_stats_reset(void)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  for (int w = 0; w < STARPU_NMAXWORKERS; w++) {
+    __atomic_store_n(&worker_stats[w].tasks, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&worker_stats[w].lors, 0, __ATOMIC_RELAXED);
+  }
+  return SPROJ_OK;
+}
+
+/* ---- host memory ---- */
+int sproj_malloc_pinned(void **ptr, size_t bytes)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!ptr)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "ptr is NULL");
+  if (bytes == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "bytes is 0");
+  if (starpu_malloc(ptr, bytes) != 0 || !*ptr)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "could not allocate %zu bytes", bytes);
+  return SPROJ_OK;
+}
+
+int sproj_free_pinned(void *ptr, size_t bytes)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!ptr)
+    return SPROJ_OK;
+  if (starpu_free_noflag(ptr, bytes) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_free_noflag failed");
+  return SPROJ_OK;
+}
+
+int sproj_pin(void *ptr, size_t bytes)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!ptr)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "ptr is NULL");
+  if (bytes == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "bytes is 0");
+  if (starpu_memory_pin(ptr, bytes) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_memory_pin failed");
+  return SPROJ_OK;
+}
+
+int sproj_unpin(void *ptr, size_t bytes)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!ptr)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "ptr is NULL");
+  if (bytes == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "bytes is 0");
+  if (starpu_memory_unpin(ptr, bytes) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_memory_unpin failed");
+  return SPROJ_OK;
+}

@@ -2,7 +2,9 @@
  * 146.3 M sinogram LORs, 215x215x71 image), with image and LORs registered and uploaded once: one request, 272
  * per-view chunks, and 2414 segment-viewgram chunks (every 8th view). Prints a table.
  *
- * usage: bench_nontof [--repeats N] [--views-step S] [--small] */
+ * usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b,...] [--small]
+ *   --only: run only the jobs whose names contain one of the comma-separated words (the one-request jobs always
+ *           run: they are the reference of the ratios) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +42,7 @@ static double median(double *v, int n)
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-enum mode { ONE_CALL, PER_CHUNK, CHUNK_LIST };
+enum mode { ONE_CALL, PER_CHUNK, BATCH, CHUNK_LIST };
 
 struct scenario {
   const char *name;
@@ -63,9 +65,14 @@ static void run_once(struct scenario *sc, double *t_submit, double *t_done, doub
   double t0 = now();
   if (sc->mode == ONE_CALL)
     CHECK(sc->back ? sproj_back(img, sc->proj, NULL, SPROJ_ALL_CHUNKS) : sproj_fwd(img, sc->proj, NULL, SPROJ_ALL_CHUNKS));
-  else if (sc->mode == PER_CHUNK)
+  else if (sc->mode == PER_CHUNK || sc->mode == BATCH) {
+    if (sc->mode == BATCH)
+      CHECK(sproj_batch_begin());
     for (int c = 0; c < sc->nchunks; c++)
       CHECK(sc->back ? sproj_back(img, sc->proj, sc->chunks, c) : sproj_fwd(img, sc->proj, sc->chunks, c));
+    if (sc->mode == BATCH)
+      CHECK(sproj_batch_end());
+  }
   else
     CHECK(sc->back ? sproj_back_chunks(img, sc->proj, sc->chunks, g_list, sc->nchunks)
                    : sproj_fwd_chunks(img, sc->proj, sc->chunks, g_list, sc->nchunks));
@@ -104,20 +111,25 @@ static void run(struct scenario *sc, int warmups, int repeats)
 int main(int argc, char **argv)
 {
   int repeats = 5, warmups = 2, view_step = 8, small = 0;
+  const char *only = NULL;
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
       repeats = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--warmups") && a + 1 < argc)
+      warmups = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--only") && a + 1 < argc)
+      only = argv[++a];
     else if (!strcmp(argv[a], "--views-step") && a + 1 < argc)
       view_step = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--small"))
       small = 1;
     else {
-      fprintf(stderr, "usage: %s [--repeats N] [--views-step S] [--small]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--small]\n", argv[0]);
       return 2;
     }
   }
-  if (repeats < 1 || repeats > 64 || view_step < 1) {
-    fprintf(stderr, "repeats must be 1..64 and views-step >= 1\n");
+  if (repeats < 1 || repeats > 64 || warmups < 0 || view_step < 1) {
+    fprintf(stderr, "repeats must be 1..64, warmups >= 0 and views-step >= 1\n");
     return 2;
   }
 
@@ -214,10 +226,12 @@ int main(int argc, char **argv)
     {"fwd 1 request", 0, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0},
     {"fwd per view (calls)", 0, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0},
     {"fwd seg-viewgram (calls)", 0, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
+    {"fwd seg-viewgram (batch)", 0, BATCH, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
     {"fwd seg-viewgram (1 list)", 0, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
     {"back 1 request", 1, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0},
     {"back per view (calls)", 1, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0},
     {"back seg-viewgram (calls)", 1, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
+    {"back seg-viewgram (batch)", 1, BATCH, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
     {"back seg-viewgram (1 list)", 1, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
   };
   const int nscen = sizeof scen / sizeof scen[0];
@@ -257,7 +271,20 @@ int main(int argc, char **argv)
   }
 
   /* StarPU calibrates its performance models on the first runs (warm-ups), then the timed repeats */
+  int selected[16];
   for (int i = 0; i < nscen; i++) {
+    selected[i] = scen[i].mode == ONE_CALL || !only;
+    for (const char *w = only; w && *w && !selected[i];) {
+      size_t len = strcspn(w, ",");
+      char word[64];
+      snprintf(word, sizeof word, "%.*s", (int)len, w);
+      selected[i] = len > 0 && strstr(scen[i].name, word) != NULL;
+      w += len + (w[len] == ',');
+    }
+  }
+  for (int i = 0; i < nscen; i++) {
+    if (!selected[i])
+      continue;
     run(&scen[i], warmups, repeats);
     fprintf(stderr, "# %-28s %.4f s\n", scen[i].name, scen[i].t_done);
   }
@@ -265,9 +292,11 @@ int main(int argc, char **argv)
   printf("\n%-28s %6s %10s %9s %9s %9s %9s %9s %8s %6s\n", "job (median of repeats)", "calls", "LORs", "CPU tasks",
          "GPU tasks", "submit s", "done s", "+host s", "s/M LORs", "ratio");
   for (int i = 0; i < nscen; i++) {
-    const struct scenario *base = &scen[scen[i].back ? 4 : 0];
+    if (!selected[i])
+      continue;
+    const struct scenario *base = &scen[scen[i].back ? nscen / 2 : 0];
     double rate = scen[i].t_done / (scen[i].lors / 1e6), base_rate = base->t_done / (base->lors / 1e6);
-    int calls = scen[i].mode == PER_CHUNK ? scen[i].nchunks : 1;
+    int calls = scen[i].mode == PER_CHUNK || scen[i].mode == BATCH ? scen[i].nchunks : 1;
     printf("%-28s %6d %10lld %9lld %9lld %9.4f %9.4f %9.4f %8.5f %6.2f\n", scen[i].name, calls,
            (long long)scen[i].lors, (long long)scen[i].cpu_tasks, (long long)scen[i].gpu_tasks, scen[i].t_submit,
            scen[i].t_done, scen[i].t_sync, rate, rate / base_rate);

@@ -76,14 +76,16 @@ enum sproj_device {
 #define SPROJ_ALL_CHUNKS (-1)
 
 struct sproj_config {
-  int ncpu;          /* CPU workers; -1: StarPU's default ($STARPU_NCPU, else every core not driving a GPU) */
-  int ncuda;         /* CUDA workers (GPUs); -1: StarPU's default ($STARPU_NCUDA, else all); 0: none */
-  const char *sched; /* StarPU scheduler; NULL: $STARPU_SCHED if set, else "dmda" with GPUs, "lws" without */
-  int64_t task_lors; /* largest number of LORs in one task; 0: automatic (see sproj_set_task_lors) */
-  int verbose;       /* 1: print the chosen workers and scheduler on stderr at sproj_init */
+  int ncpu;            /* CPU workers; -1: StarPU's default ($STARPU_NCPU, else every core not driving a GPU) */
+  int ncuda;           /* GPUs; -1: StarPU's default ($STARPU_NCUDA, else all); 0: none */
+  const char *sched;   /* StarPU scheduler; NULL: $STARPU_SCHED if set, else "dmda" with GPUs, "lws" without */
+  int64_t task_lors;   /* largest number of LORs in one task; 0: automatic (see sproj_set_task_lors) */
+  int workers_per_gpu; /* CUDA workers (streams) per GPU, so that small tasks run side by side;
+                        * -1: $STARPU_NWORKER_PER_CUDA if set, else 4 */
+  int verbose;         /* 1: print the chosen workers and scheduler on stderr at sproj_init */
 };
 
-/* Fills cfg with the defaults (all -1 / NULL / 0). */
+/* Fills cfg with the defaults (-1 / NULL / 0). */
 void sproj_config_init(struct sproj_config *cfg);
 
 /* Starts StarPU with cfg (NULL: defaults). If the caller already initialised StarPU, starproj uses that
@@ -122,6 +124,16 @@ int sproj_stats_reset(void);
 
 /* Waits until every submitted task has finished. */
 int sproj_wait_all(void);
+
+/* Batches. Between sproj_batch_begin() and sproj_batch_end(), this thread's sproj_fwd / sproj_back calls (and the
+ * _chunks variants) on one image, projection vector and chunking are collected and submitted together, merged
+ * into few large tasks as sproj_fwd_chunks does: one call per small chunk then costs about what one list call
+ * costs. A call on other objects submits what was collected first; so does every sync, upload, release, wait or
+ * unregister call of this thread, and sproj_image_handle(). Until then other threads do not see the collected
+ * work: do not make them depend on it inside the batch. Batches nest; the outermost end submits and returns the
+ * status of that submission. Errors: NOT_INIT, INVALID (end without begin). */
+int sproj_batch_begin(void);
+int sproj_batch_end(void);
 
 /* Host memory that GPUs can copy from asynchronously (pinned when GPUs are in use). sproj_init first. */
 int sproj_malloc_pinned(void **ptr, size_t bytes);

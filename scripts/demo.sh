@@ -8,4 +8,4 @@ prefix=/usr/local
 [ "${1:-}" = --prefix ] && prefix=$2
 case "${1:-}" in --prefix=*) prefix=${1#--prefix=} ;; esac
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-exec ./examples/demo
+exec ./build/examples/demo

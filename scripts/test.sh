@@ -12,7 +12,8 @@ prefix=/usr/local
 case "${1:-}" in --prefix=*) prefix=${1#--prefix=} ;; esac
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-make -s check >/dev/null 2>&1
+cd build
+make -s -j"$(nproc 2>/dev/null || echo 2)" check >/dev/null 2>&1
 status=$?
 
 echo "== starproj tests: each program's own summary =="

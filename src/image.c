@@ -114,7 +114,7 @@ int sproj_image_release(sproj_image *img, int gpu)
 
 int sproj_image_sync(sproj_image *img, int mode)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   if (!img)
@@ -129,7 +129,7 @@ int sproj_image_sync(sproj_image *img, int mode)
 
 int sproj_image_unregister(sproj_image *img)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   if (!img)
@@ -146,6 +146,9 @@ int sproj_image_unregister(sproj_image *img)
 
 sproj_starpu_handle sproj_image_handle(const sproj_image *img)
 {
+  /* the caller may use the handle directly: what this thread collected must be in StarPU's order first */
+  if (sproj_rt.initialized)
+    sproj_flush_pending();
   return img ? img->handle : NULL;
 }
 

@@ -28,6 +28,10 @@ extern struct sproj_runtime sproj_rt;
 
 /* SPROJ_OK if initialised, else records and returns SPROJ_ERR_NOT_INIT. */
 int sproj_check_init(const char *func);
+/* Submits what this thread's open batch holds (see sproj_batch_begin). */
+int sproj_flush_pending(void);
+/* sproj_check_init, then sproj_flush_pending: for every call that waits on, moves or frees data. */
+int sproj_check_init_flush(const char *func);
 /* Memory nodes named by a GPU argument: one node, or every GPU's. Returns the count or a negative error. */
 int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS]);
 /* Fewest pieces a chunk of n LORs is cut into, and the LOR target of one task of a request of total LORs. */

@@ -105,7 +105,7 @@ int sproj_lors_count(const sproj_lors *lors, int64_t *num_lors)
 
 int sproj_lors_unregister(sproj_lors *lors)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   if (!lors)
@@ -343,7 +343,7 @@ int sproj_chunks_range(const sproj_chunks *chunks, int chunk, int64_t *first, in
 
 int sproj_chunks_destroy(sproj_chunks *chunks)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   if (!chunks)
@@ -605,7 +605,7 @@ int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, int chunk, 
 
 int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int mode)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   if (!proj)
@@ -644,7 +644,7 @@ int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int
 
 int sproj_proj_unregister(sproj_proj *proj)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   if (!proj)

@@ -18,6 +18,8 @@ static struct {
 
 #define DEFAULT_TASK_LORS_GPU ((int64_t)1 << 20)
 #define DEFAULT_TASK_LORS_CPU ((int64_t)1 << 15)
+/* CUDA workers (streams) per GPU: small chunks leave most of the GPU idle unless several kernels run at once */
+#define DEFAULT_WORKERS_PER_GPU 4
 /* below this many LORs a piece is not worth a task of its own */
 #define MIN_PIECE_LORS 4096
 
@@ -29,6 +31,7 @@ void sproj_config_init(struct sproj_config *cfg)
   cfg->ncuda = -1;
   cfg->sched = NULL;
   cfg->task_lors = 0;
+  cfg->workers_per_gpu = -1;
   cfg->verbose = 0;
 }
 
@@ -37,6 +40,12 @@ int sproj_check_init(const char *func)
   if (!sproj_rt.initialized)
     return sproj_fail(SPROJ_ERR_NOT_INIT, func, "starproj is not initialised (call sproj_init first)");
   return SPROJ_OK;
+}
+
+int sproj_check_init_flush(const char *func)
+{
+  int ret = sproj_check_init(func);
+  return ret ? ret : sproj_flush_pending();
 }
 
 /* GPUs StarPU will drive if started with ncuda (-1: default), to pick a scheduler before starting it. */
@@ -83,6 +92,8 @@ int sproj_init(const struct sproj_config *cfg)
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "task_lors %lld must be 0 (automatic) or 1..2^32-1", (long long)c.task_lors);
   if (c.ncpu == 0 && c.ncuda == 0)
     return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "ncpu = ncuda = 0 leaves no worker");
+  if (c.workers_per_gpu < -1 || c.workers_per_gpu == 0 || c.workers_per_gpu > 64)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "workers_per_gpu %d must be -1 (default) or 1..64", c.workers_per_gpu);
 
   int owns = 0;
   if (!starpu_is_initialized()) {
@@ -94,6 +105,10 @@ int sproj_init(const struct sproj_config *cfg)
       conf.ncuda = c.ncuda;
     /* StarPU's own variables (STARPU_SCHED, STARPU_NCPU, ...) keep their precedence over these fields */
     conf.sched_policy_name = c.sched ? c.sched : (expected_gpus(c.ncuda) > 0 ? "dmda" : "lws");
+    /* StarPU reads this one only from the environment */
+    char per_gpu[16];
+    snprintf(per_gpu, sizeof per_gpu, "%d", c.workers_per_gpu > 0 ? c.workers_per_gpu : DEFAULT_WORKERS_PER_GPU);
+    setenv("STARPU_NWORKER_PER_CUDA", per_gpu, c.workers_per_gpu > 0);
     int ret = starpu_init(&conf);
     if (ret == -ENODEV)
       return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "StarPU found no worker to run on");
@@ -122,14 +137,15 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_rt.initialized = 1;
 
   if (c.verbose)
-    fprintf(stderr, "starproj: %d CPU workers, %d GPUs, scheduler %s, %d physical cores, tasks of <= %lld LORs\n",
-            sproj_rt.ncpu, sproj_rt.ngpus, sproj_scheduler_name(), physical_cores(), (long long)sproj_rt.task_lors);
+    fprintf(stderr, "starproj: %d CPU workers, %d GPUs (%d CUDA workers), scheduler %s, %d physical cores, tasks of "
+            "<= %lld LORs\n", sproj_rt.ncpu, sproj_rt.ngpus, (int)starpu_cuda_worker_get_count(), sproj_scheduler_name(),
+            physical_cores(), (long long)sproj_rt.task_lors);
   return SPROJ_OK;
 }
 
 int sproj_shutdown(void)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   starpu_task_wait_for_all();
@@ -159,7 +175,7 @@ int sproj_num_gpus(void)
 
 int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS])
 {
-  int ret = sproj_check_init(func);
+  int ret = sproj_check_init_flush(func);
   if (ret)
     return ret;
   if (gpu == SPROJ_ALL_GPUS) {
@@ -238,7 +254,7 @@ int sproj_set_devices(unsigned device_mask)
 
 int sproj_wait_all(void)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
   if (starpu_task_wait_for_all() != 0)

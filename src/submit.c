@@ -43,6 +43,7 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl, const s
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
+/* Submits the tasks of validated chunks. */
 static int submit(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
                   const int *list, int num)
 {
@@ -53,11 +54,8 @@ static int submit(const char *func, int back, sproj_image *img, sproj_proj *proj
   if ((ret = sproj_resolve_chunks(func, proj->lors, chunks, &ch)))
     return ret;
   int64_t total = 0;
-  for (int i = 0; i < num; i++) {
-    if (list[i] < 0 || list[i] >= ch->num_chunks)
-      return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", list[i], ch->num_chunks - 1);
+  for (int i = 0; i < num; i++)
     total += ch->count[list[i]];
-  }
   int64_t target = sproj_task_target(total);
 
   struct task_group *g = malloc(sizeof *g);
@@ -114,6 +112,90 @@ static int check_args(const char *func, const sproj_image *img, const sproj_proj
   return SPROJ_OK;
 }
 
+/* ---- batches: this thread's requests collected until sproj_batch_end ---- */
+struct batch {
+  int depth;
+  int back;
+  sproj_image *img;
+  sproj_proj *proj;
+  const sproj_chunks *chunks;
+  int *list;
+  int num, cap;
+};
+static _Thread_local struct batch batch;
+
+int sproj_flush_pending(void)
+{
+  if (batch.num == 0)
+    return SPROJ_OK;
+  int ret = submit("sproj_batch_end", batch.back, batch.img, batch.proj, batch.chunks, batch.list, batch.num);
+  batch.num = 0;
+  return ret;
+}
+
+/* Adds validated chunks to this thread's batch (submitting what it held if they belong to other objects). */
+static int batch_add(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
+                     const int *list, int num)
+{
+  int ret = SPROJ_OK;
+  if (batch.num > 0 && (batch.back != back || batch.img != img || batch.proj != proj || batch.chunks != chunks))
+    ret = sproj_flush_pending();
+  if (batch.num + num > batch.cap) {
+    int cap = 2 * (batch.num + num);
+    int *l = realloc(batch.list, cap * sizeof *l);
+    if (!l)
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    batch.list = l;
+    batch.cap = cap;
+  }
+  batch.back = back;
+  batch.img = img;
+  batch.proj = proj;
+  batch.chunks = chunks;
+  for (int i = 0; i < num; i++)
+    batch.list[batch.num++] = list[i];
+  return ret;
+}
+
+int sproj_batch_begin(void)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  batch.depth++;
+  return SPROJ_OK;
+}
+
+int sproj_batch_end(void)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (batch.depth == 0)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "no batch is open on this thread");
+  if (--batch.depth > 0)
+    return SPROJ_OK;
+  ret = sproj_flush_pending();
+  free(batch.list);
+  batch.list = NULL;
+  batch.cap = 0;
+  return ret;
+}
+
+/* Submits (or, inside a batch, collects) validated chunks. */
+static int request(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
+                   const int *list, int num)
+{
+  for (int i = 0; i < num; i++) {
+    int nchunks = chunks ? chunks->num_chunks : 1;
+    if (list[i] < 0 || list[i] >= nchunks)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", list[i], nchunks - 1);
+  }
+  if (batch.depth > 0)
+    return batch_add(func, back, img, proj, chunks, list, num);
+  return submit(func, back, img, proj, chunks, list, num);
+}
+
 static int submit_one(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
                       int chunk)
 {
@@ -124,12 +206,12 @@ static int submit_one(const char *func, int back, sproj_image *img, sproj_proj *
     int *list, num;
     if ((ret = sproj_chunk_list(func, chunks, chunk, &list, &num)))
       return ret;
-    ret = submit(func, back, img, proj, chunks, list, num);
+    ret = request(func, back, img, proj, chunks, list, num);
     free(list);
     return ret;
   }
   int c = chunks ? chunk : 0;
-  return submit(func, back, img, proj, chunks, &c, 1);
+  return request(func, back, img, proj, chunks, &c, 1);
 }
 
 static int submit_list(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
@@ -144,7 +226,7 @@ static int submit_list(const char *func, int back, sproj_image *img, sproj_proj 
     return sproj_fail(SPROJ_ERR_EMPTY, func, "num is 0");
   if (num < 0)
     return sproj_fail(SPROJ_ERR_DIMS, func, "num = %d is negative", num);
-  return submit(func, back, img, proj, chunks, list, num);
+  return request(func, back, img, proj, chunks, list, num);
 }
 
 int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)

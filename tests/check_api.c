@@ -34,6 +34,7 @@ START_TEST(test_not_initialised)
   EXPECT(sproj_malloc_pinned(&p, 16), SPROJ_ERR_NOT_INIT, "sproj_malloc_pinned");
   EXPECT(sproj_set_devices(SPROJ_DEVICE_CPU), SPROJ_ERR_NOT_INIT, "sproj_set_devices");
   EXPECT(sproj_shutdown(), SPROJ_ERR_NOT_INIT, "sproj_shutdown");
+  EXPECT(sproj_batch_begin(), SPROJ_ERR_NOT_INIT, "sproj_batch_begin");
   ck_assert_ptr_eq(img, SENTINEL);
   ck_assert_ptr_eq(lors, SENTINEL);
   ck_assert_ptr_eq(p, SENTINEL);
@@ -50,6 +51,9 @@ START_TEST(test_not_initialised)
   cfg.ncpu = 0;
   cfg.ncuda = 0;
   EXPECT(sproj_init(&cfg), SPROJ_ERR_NO_DEVICE, "sproj_init");
+  sproj_config_init(&cfg);
+  cfg.workers_per_gpu = 0;
+  EXPECT(sproj_init(&cfg), SPROJ_ERR_INVALID, "sproj_init");
 }
 END_TEST
 
@@ -77,6 +81,7 @@ START_TEST(test_runtime_calls)
   EXPECT(sproj_set_task_lors((int64_t)1 << 40), SPROJ_ERR_RANGE, "sproj_set_task_lors");
   int64_t task_lors = sproj_get_task_lors();
   ck_assert_int_gt(task_lors, 0);
+  EXPECT(sproj_batch_end(), SPROJ_ERR_INVALID, "sproj_batch_end");
   EXPECT(sproj_set_devices(0), SPROJ_ERR_INVALID, "sproj_set_devices");
   EXPECT(sproj_set_devices(8), SPROJ_ERR_INVALID, "sproj_set_devices");
   if (sproj_num_gpus() == 0)

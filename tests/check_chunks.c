@@ -272,6 +272,67 @@ START_TEST(test_sync_write_then_back)
 }
 END_TEST
 
+/* Calls inside a batch are merged into few tasks and give the same values; a sync inside the batch sees the work
+ * collected so far; a call on another vector submits what was collected. */
+START_TEST(test_batch)
+{
+  float *out = tu_alloc(N), *out2 = tu_alloc(N);
+  for (int64_t i = 0; i < N; i++)
+    out[i] = out2[i] = NAN;
+  sproj_image *im;
+  sproj_lors *lors;
+  sproj_proj *proj, *proj2;
+  sproj_chunks *ch;
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&proj, out, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&proj2, out2, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 300), SPROJ_OK);
+  int64_t before = tu_total_tasks();
+  ck_assert_int_eq(sproj_batch_begin(), SPROJ_OK);
+  ck_assert_int_eq(sproj_batch_begin(), SPROJ_OK); /* nested */
+  for (int c = 0; c < 300; c++)
+    ck_assert_int_eq(sproj_fwd(im, proj, ch, c), SPROJ_OK);
+  ck_assert_int_eq(sproj_batch_end(), SPROJ_OK);
+  ck_assert_int_eq(tu_total_tasks() - before, 0); /* still collected */
+  ck_assert_int_eq(sproj_batch_end(), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  int64_t tasks = tu_total_tasks() - before;
+  printf("batch of 300 calls: %lld tasks\n", (long long)tasks);
+  ck_assert_msg(tasks >= 1 && tasks <= 30, "%lld tasks for a batch of 300 small chunks", (long long)tasks);
+  for (int64_t i = 0; i < N; i++)
+    ck_assert_msg(out[i] == whole[i], "LOR %lld: %.9g vs %.9g", (long long)i, out[i], whole[i]);
+
+  ck_assert_int_eq(sproj_proj_sync(proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_WRITE), SPROJ_OK);
+  for (int64_t i = 0; i < N; i++)
+    out[i] = NAN;
+  int64_t first, count;
+  ck_assert_int_eq(sproj_chunks_range(ch, 7, &first, &count), SPROJ_OK);
+  ck_assert_int_eq(sproj_batch_begin(), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd(im, proj, ch, 7), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(proj, ch, 7, SPROJ_SYNC_READ), SPROJ_OK);
+  for (int64_t i = first; i < first + count; i++)
+    ck_assert_msg(out[i] == whole[i], "sync inside a batch: LOR %lld is %.9g", (long long)i, out[i]);
+  for (int c = 0; c < 300; c++) {
+    ck_assert_int_eq(sproj_fwd(im, proj, ch, c), SPROJ_OK);
+    ck_assert_int_eq(sproj_fwd(im, proj2, ch, c), SPROJ_OK); /* alternating vectors: every call submits */
+  }
+  ck_assert_int_eq(sproj_batch_end(), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(proj2, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  for (int64_t i = 0; i < N; i++)
+    ck_assert_msg(out[i] == whole[i] && out2[i] == whole[i], "LOR %lld: %.9g / %.9g vs %.9g", (long long)i, out[i],
+                  out2[i], whole[i]);
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(proj2), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  free(out);
+  free(out2);
+}
+END_TEST
+
 /* A single whole-set request is cut into enough tasks for every worker, and task_lors bounds task size. */
 START_TEST(test_granularity)
 {
@@ -311,6 +372,7 @@ int main(void)
   tcase_add_test(tc, test_switching_chunkings);
   tcase_add_test(tc, test_threads_submit);
   tcase_add_test(tc, test_sync_write_then_back);
+  tcase_add_test(tc, test_batch);
   tcase_add_test(tc, test_granularity);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -2,7 +2,7 @@
  * 146.3 M sinogram LORs, 215x215x71 image), with image and LORs registered and uploaded once: one request, 272
  * per-view chunks, and 2414 segment-viewgram chunks (every 8th view). Prints a table.
  *
- * usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b,...] [--small]
+ * usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b,...] [--devices any|gpu|cpu] [--small]
  *   --only: run only the jobs whose names contain one of the comma-separated words (the one-request jobs always
  *           run: they are the reference of the ratios) */
 #include <math.h>
@@ -111,7 +111,7 @@ static void run(struct scenario *sc, int warmups, int repeats)
 int main(int argc, char **argv)
 {
   int repeats = 5, warmups = 2, view_step = 8, small = 0;
-  const char *only = NULL;
+  const char *only = NULL, *devices = NULL;
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
       repeats = atoi(argv[++a]);
@@ -119,12 +119,15 @@ int main(int argc, char **argv)
       warmups = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--only") && a + 1 < argc)
       only = argv[++a];
+    else if (!strcmp(argv[a], "--devices") && a + 1 < argc)
+      devices = argv[++a];
     else if (!strcmp(argv[a], "--views-step") && a + 1 < argc)
       view_step = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--small"))
       small = 1;
     else {
-      fprintf(stderr, "usage: %s [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--small]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--devices any|gpu|cpu] "
+                      "[--small]\n", argv[0]);
       return 2;
     }
   }
@@ -136,6 +139,9 @@ int main(int argc, char **argv)
   struct sproj_config cfg;
   sproj_config_init(&cfg);
   CHECK(sproj_init(&cfg));
+  if (devices)
+    CHECK(sproj_set_devices(!strcmp(devices, "any") ? SPROJ_DEVICE_ANY
+                            : !strcmp(devices, "gpu") ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU));
   struct scanner sc;
   scanner_vision600(&sc);
   int n[3] = {215, 215, 71};
@@ -155,9 +161,10 @@ int main(int argc, char **argv)
   const size_t nvox = (size_t)n[0] * n[1] * n[2];
   long ncores = sysconf(_SC_NPROCESSORS_ONLN);
 
-  printf("# starproj %d.%d.%d bench_nontof: %d CPU workers, %d GPUs, scheduler %s, task_lors %lld\n",
-         SPROJ_VERSION_MAJOR, SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH, sproj_num_cpu_workers(), sproj_num_gpus(),
-         sproj_scheduler_name(), (long long)sproj_get_task_lors());
+  printf("# starproj %d.%d.%d bench_nontof: %d CPU workers, %d GPUs (%d workers in all), scheduler %s, projections "
+         "on %s, task_lors %lld\n", SPROJ_VERSION_MAJOR, SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH,
+         sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_workers(), sproj_scheduler_name(),
+         devices ? devices : "default devices", (long long)sproj_get_task_lors());
   printf("# %d views x %d radial x %d planes = %lld LORs, image %dx%dx%d of %.2f mm\n", nviews, sc.nrad,
          scanner_planes(&sc), (long long)nlors, n[0], n[1], n[2], vs[0]);
 

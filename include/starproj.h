@@ -107,8 +107,10 @@ int sproj_num_gpus(void);
 int sproj_set_task_lors(int64_t task_lors);
 int64_t sproj_get_task_lors(void);
 
-/* Which kinds of worker may run projection tasks submitted from now on (default SPROJ_DEVICE_ANY).
- * SPROJ_ERR_NO_DEVICE if the mask names no existing worker. */
+/* Which kinds of worker may run projection tasks submitted from now on. Default: the GPUs when StarPU drives any
+ * (CPU workers then still run reductions and the caller's own tasks), else the CPU cores. SPROJ_DEVICE_ANY lets
+ * the scheduler weigh both, which pays where the GPUs are not much faster than all cores together; on an H200
+ * against 15 cores it did not (doc/benchmarks.md). SPROJ_ERR_NO_DEVICE if the mask names no existing worker. */
 int sproj_set_devices(unsigned device_mask);
 
 /* What ran where: per-worker counts of projection tasks and LORs since sproj_init or sproj_stats_reset. */

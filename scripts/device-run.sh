@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from the repository root with .device/ carried (see scripts/device-bundle.sh): the test
-# programs, the demo and the non-TOF benchmark (default workers, then GPU only). Logs go to $OUT (or /tmp/out).
-# usage: scripts/device-run.sh [tests] [demo] [bench] [bench-gpu] [sweep]   (default: the first four)
-#   sweep: the segment-viewgram jobs under several worker / scheduler settings
+# programs, the demo and the non-TOF benchmark. Logs go to $OUT (or /tmp/out).
+# usage: scripts/device-run.sh [tests] [demo] [bench] [bench-any] [sweep]   (default: tests demo bench)
+#   bench-any: projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
+#   sweep:     the segment-viewgram jobs under several StarPU settings
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/out}
@@ -11,7 +12,7 @@ export LD_LIBRARY_PATH="$root/.device/lib:$root/.device/build/.libs:/usr/local/c
 export STARPU_HOME=${STARPU_HOME:-/tmp/starpu-home}
 export STARPU_SILENT=1
 cd "$root/.device/build"
-steps=${*:-tests demo bench bench-gpu}
+steps=${*:-tests demo bench}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -4
 for step in $steps; do
   case $step in
@@ -19,21 +20,21 @@ for step in $steps; do
       for t in check_api check_fwd check_adjoint check_chunks check_cuda; do
         timeout 300 "./tests/$t" >"$out/$t.log" 2>&1
         echo "$t: exit $? $(grep -hE 'Checks:|SKIPPED' "$out/$t.log" | tr '\n' ' ')"
-        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball)' "$out/$t.log"
+        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch)' "$out/$t.log"
         grep -hE ':[FE]:' "$out/$t.log" | head -5
       done ;;
     demo)
-      timeout 120 ./examples/demo >"$out/demo.log" 2>&1; echo "demo: exit $?"; tail -n 22 "$out/demo.log" ;;
+      timeout 120 ./examples/demo >"$out/demo.log" 2>&1
+      echo "demo: exit $?"; grep -vE '^CPU [0-9]+ +0 +0$' "$out/demo.log" | tail -n 16 ;;
     bench)
       timeout 400 ./examples/bench_nontof >"$out/bench.log" 2>"$out/bench.err"; echo "bench: exit $?"
-      grep -v '^$' "$out/bench.log" | tail -n 14; tail -n 3 "$out/bench.err" ;;
-    bench-gpu)
-      STARPU_NCPU=0 timeout 300 ./examples/bench_nontof >"$out/bench_gpu.log" 2>"$out/bench_gpu.err"
-      echo "bench (STARPU_NCPU=0): exit $?"; grep -v '^$' "$out/bench_gpu.log" | tail -n 14; tail -n 3 "$out/bench_gpu.err" ;;
+      grep -v '^$' "$out/bench.log" | tail -n 17; tail -n 2 "$out/bench.err" ;;
+    bench-any)
+      timeout 400 ./examples/bench_nontof --devices any >"$out/bench_any.log" 2>"$out/bench_any.err"
+      echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err" ;;
     sweep)
-      for cfg in "STARPU_NCPU=0 STARPU_NWORKER_PER_CUDA=1" "STARPU_NCPU=0 STARPU_NWORKER_PER_CUDA=4" \
-                 "STARPU_NCPU=0 STARPU_NWORKER_PER_CUDA=8" "STARPU_NWORKER_PER_CUDA=4" \
-                 "STARPU_NWORKER_PER_CUDA=4 STARPU_SCHED=dmdas"; do
+      for cfg in "STARPU_CUDA_PIPELINE=2" "STARPU_CUDA_PIPELINE=8" "STARPU_CUDA_PIPELINE=32" \
+                 "STARPU_NWORKER_PER_CUDA=2 STARPU_CUDA_PIPELINE=8"; do
         echo "== $cfg"
         env $cfg timeout 200 ./examples/bench_nontof --only seg --repeats 3 >"$out/sweep.log" 2>&1
         grep -E '^(fwd|back) ' "$out/sweep.log"

@@ -23,6 +23,8 @@ struct sproj_runtime {
   int ncpu;                 /* CPU workers */
   int64_t task_lors;        /* largest task, in LORs */
   unsigned where;           /* STARPU_CPU / STARPU_CUDA mask for projection tasks */
+  unsigned ctx;             /* scheduling context projection tasks go to (0: every worker) */
+  unsigned ctx_cpu, ctx_gpu;/* contexts of the CPU workers and of the CUDA workers (0 if none was made) */
 };
 extern struct sproj_runtime sproj_rt;
 

@@ -20,6 +20,9 @@ static struct {
 #define DEFAULT_TASK_LORS_CPU ((int64_t)1 << 15)
 /* CUDA workers (streams) per GPU: small chunks leave most of the GPU idle unless several kernels run at once */
 #define DEFAULT_WORKERS_PER_GPU 4
+/* tasks a CUDA worker queues on its stream ahead: hides the per-task latency of small chunks (H200: 2.6x -> 1.8x
+ * per LOR for 2414 segment-viewgram calls, doc/benchmarks.md) */
+#define DEFAULT_CUDA_PIPELINE "32"
 /* below this many LORs a piece is not worth a task of its own */
 #define MIN_PIECE_LORS 4096
 
@@ -78,6 +81,32 @@ static int physical_cores(void)
   return cores;
 }
 
+/* One scheduling context per kind of worker, with the scheduler in use: a task restricted to one kind is then
+ * scheduled among those workers only, and the scheduler's per-task cost does not grow with the others. */
+static void make_contexts(void)
+{
+  int nworkers = (int)starpu_worker_get_count(), ncpu = 0, ngpu = 0;
+  int *cpus = malloc(nworkers * sizeof *cpus), *gpus = malloc(nworkers * sizeof *gpus);
+  const char *policy = starpu_sched_get_sched_policy()->policy_name;
+  if (!cpus || !gpus) {
+    free(cpus);
+    free(gpus);
+    return; /* projections then use the global context */
+  }
+  for (int w = 0; w < nworkers; w++) {
+    if (starpu_worker_get_type(w) == STARPU_CPU_WORKER)
+      cpus[ncpu++] = w;
+    else if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER)
+      gpus[ngpu++] = w;
+  }
+  if (ncpu > 0)
+    sproj_rt.ctx_cpu = starpu_sched_ctx_create(cpus, ncpu, "starproj-cpus", STARPU_SCHED_CTX_POLICY_NAME, policy, 0);
+  if (ngpu > 0)
+    sproj_rt.ctx_gpu = starpu_sched_ctx_create(gpus, ngpu, "starproj-gpus", STARPU_SCHED_CTX_POLICY_NAME, policy, 0);
+  free(cpus);
+  free(gpus);
+}
+
 int sproj_init(const struct sproj_config *cfg)
 {
   struct sproj_config c;
@@ -109,6 +138,7 @@ int sproj_init(const struct sproj_config *cfg)
     char per_gpu[16];
     snprintf(per_gpu, sizeof per_gpu, "%d", c.workers_per_gpu > 0 ? c.workers_per_gpu : DEFAULT_WORKERS_PER_GPU);
     setenv("STARPU_NWORKER_PER_CUDA", per_gpu, c.workers_per_gpu > 0);
+    setenv("STARPU_CUDA_PIPELINE", DEFAULT_CUDA_PIPELINE, 0);
     int ret = starpu_init(&conf);
     if (ret == -ENODEV)
       return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "StarPU found no worker to run on");
@@ -132,9 +162,11 @@ int sproj_init(const struct sproj_config *cfg)
     }
   }
   sproj_rt.task_lors = c.task_lors ? c.task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
+  make_contexts();
   /* Projections go to the GPUs when there are any: measured on an H200 with 15 cores, the cores would add under 1%
    * of throughput while model-based scheduling over every worker costs ~25 us per task (see doc/benchmarks.md). */
   sproj_rt.where = sproj_rt.ngpus > 0 ? STARPU_CUDA : STARPU_CPU;
+  sproj_rt.ctx = sproj_rt.ngpus > 0 ? sproj_rt.ctx_gpu : sproj_rt.ctx_cpu;
   memset(worker_stats, 0, sizeof worker_stats);
   sproj_rt.initialized = 1;
 
@@ -145,12 +177,26 @@ int sproj_init(const struct sproj_config *cfg)
   return SPROJ_OK;
 }
 
+/* Waits for the tasks of starproj's contexts and of every other context. */
+static void wait_everything(void)
+{
+  if (sproj_rt.ctx_cpu)
+    starpu_task_wait_for_all_in_ctx(sproj_rt.ctx_cpu);
+  if (sproj_rt.ctx_gpu)
+    starpu_task_wait_for_all_in_ctx(sproj_rt.ctx_gpu);
+  starpu_task_wait_for_all();
+}
+
 int sproj_shutdown(void)
 {
   int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
-  starpu_task_wait_for_all();
+  wait_everything();
+  if (sproj_rt.ctx_cpu)
+    starpu_sched_ctx_delete(sproj_rt.ctx_cpu);
+  if (sproj_rt.ctx_gpu)
+    starpu_sched_ctx_delete(sproj_rt.ctx_gpu);
   if (sproj_rt.owns_starpu)
     starpu_shutdown();
   memset(&sproj_rt, 0, sizeof sproj_rt);
@@ -161,7 +207,7 @@ const char *sproj_scheduler_name(void)
 {
   if (!sproj_rt.initialized)
     return NULL;
-  struct starpu_sched_policy *policy = starpu_sched_get_sched_policy();
+  struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(sproj_rt.ctx);
   return policy && policy->policy_name ? policy->policy_name : "unknown";
 }
 
@@ -251,6 +297,7 @@ int sproj_set_devices(unsigned device_mask)
     return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "no worker of the kinds in mask 0x%x (%d CPU workers, %d GPUs)", device_mask,
                       sproj_rt.ncpu, sproj_rt.ngpus);
   sproj_rt.where = where;
+  sproj_rt.ctx = where == STARPU_CUDA ? sproj_rt.ctx_gpu : where == STARPU_CPU ? sproj_rt.ctx_cpu : 0;
   return SPROJ_OK;
 }
 
@@ -259,8 +306,7 @@ int sproj_wait_all(void)
   int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
-  if (starpu_task_wait_for_all() != 0)
-    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_task_wait_for_all failed");
+  wait_everything();
   return SPROJ_OK;
 }
 

@@ -37,7 +37,7 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl, const s
   arg->npieces = g->npieces;
   int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
                                1 + SPROJ_BUFFERS_PER_PIECE * g->npieces, STARPU_EXECUTE_WHERE,
-                               (unsigned long long)sproj_rt.where, 0);
+                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0);
   g->npieces = 0;
   g->lors = 0;
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;

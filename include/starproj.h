@@ -76,7 +76,8 @@ enum sproj_device {
 #define SPROJ_ALL_CHUNKS (-1)
 
 struct sproj_config {
-  int ncpu;            /* CPU workers; -1: StarPU's default ($STARPU_NCPU, else every core not driving a GPU) */
+  int ncpu;            /* CPU workers; -1: $STARPU_NCPU if set, else every core when there is no GPU, else the
+                        * cores left after one per CUDA worker and one for the submitting thread */
   int ncuda;           /* GPUs; -1: StarPU's default ($STARPU_NCUDA, else all); 0: none */
   const char *sched;   /* StarPU scheduler; NULL: $STARPU_SCHED if set, else "dmda" with GPUs, "lws" without */
   int64_t task_lors;   /* largest number of LORs in one task; 0: automatic (see sproj_set_task_lors) */

@@ -33,7 +33,7 @@ for step in $steps; do
       timeout 400 ./examples/bench_nontof --devices any >"$out/bench_any.log" 2>"$out/bench_any.err"
       echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err" ;;
     sweep)
-      for cfg in "STARPU_CUDA_PIPELINE=2" "STARPU_NWORKER_PER_CUDA=1" "STARPU_NCPU=0"; do
+      for cfg in "STARPU_NCPU=15" "STARPU_NCPU=0"; do
         echo "== $cfg"
         env $cfg timeout 200 ./examples/bench_nontof --only seg --repeats 3 >"$out/sweep.log" 2>&1
         grep -E '^(fwd|back) ' "$out/sweep.log"

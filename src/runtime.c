@@ -128,16 +128,27 @@ int sproj_init(const struct sproj_config *cfg)
   if (!starpu_is_initialized()) {
     struct starpu_conf conf;
     starpu_conf_init(&conf);
-    if (c.ncpu >= 0)
+    int gpus = expected_gpus(c.ncuda), per_gpu = c.workers_per_gpu > 0 ? c.workers_per_gpu : DEFAULT_WORKERS_PER_GPU;
+    const char *env_per_gpu = getenv("STARPU_NWORKER_PER_CUDA");
+    if (c.workers_per_gpu < 0 && env_per_gpu && atoi(env_per_gpu) > 0)
+      per_gpu = atoi(env_per_gpu);
+    if (c.ncpu >= 0) {
       conf.ncpus = c.ncpu;
+    } else if (gpus > 0) {
+      /* one core for each CUDA worker thread and one for the submitting thread: on the H200 machine 15 CPU
+       * workers beside 4 CUDA workers and the main thread doubled the cost of 2414 small tasks */
+      int cores = physical_cores();
+      if (cores > 0)
+        conf.ncpus = cores - gpus * per_gpu - 1 > 0 ? cores - gpus * per_gpu - 1 : 0;
+    }
     if (c.ncuda >= 0)
       conf.ncuda = c.ncuda;
     /* StarPU's own variables (STARPU_SCHED, STARPU_NCPU, ...) keep their precedence over these fields */
-    conf.sched_policy_name = c.sched ? c.sched : (expected_gpus(c.ncuda) > 0 ? "dmda" : "lws");
+    conf.sched_policy_name = c.sched ? c.sched : (gpus > 0 ? "dmda" : "lws");
     /* StarPU reads this one only from the environment */
-    char per_gpu[16];
-    snprintf(per_gpu, sizeof per_gpu, "%d", c.workers_per_gpu > 0 ? c.workers_per_gpu : DEFAULT_WORKERS_PER_GPU);
-    setenv("STARPU_NWORKER_PER_CUDA", per_gpu, c.workers_per_gpu > 0);
+    char per_gpu_str[16];
+    snprintf(per_gpu_str, sizeof per_gpu_str, "%d", per_gpu);
+    setenv("STARPU_NWORKER_PER_CUDA", per_gpu_str, c.workers_per_gpu > 0);
     setenv("STARPU_CUDA_PIPELINE", DEFAULT_CUDA_PIPELINE, 0);
     int ret = starpu_init(&conf);
     if (ret == -ENODEV)

@@ -11,24 +11,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "common.h"
 #include "scanner.h"
-#include "starproj.h"
-
-#define CHECK(call)                                                                                             \
-  do {                                                                                                         \
-    int rc_ = (call);                                                                                          \
-    if (rc_ != SPROJ_OK) {                                                                                     \
-      fprintf(stderr, "%s failed: %s (%s)\n", #call, sproj_strerror(rc_), sproj_last_error());                \
-      exit(1);                                                                                                 \
-    }                                                                                                          \
-  } while (0)
-
-static double now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

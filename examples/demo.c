@@ -5,24 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "common.h"
 #include "scanner.h"
-#include "starproj.h"
-
-#define CHECK(call)                                                                                             \
-  do {                                                                                                         \
-    int rc_ = (call);                                                                                          \
-    if (rc_ != SPROJ_OK) {                                                                                     \
-      fprintf(stderr, "%s failed: %s (%s)\n", #call, sproj_strerror(rc_), sproj_last_error());                \
-      exit(1);                                                                                                 \
-    }                                                                                                          \
-  } while (0)
-
-static double now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 /* cylinder of radius 50 mm (value 1) with a hot ball (4) and a cold ball (0) */
 static void phantom(float *img, const int n[3], const float vs[3], const float origin[3])

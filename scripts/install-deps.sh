@@ -90,7 +90,10 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/starproj-starpu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-apt-get source -q starpu 2>&1 | grep -v '^W: Download is performed unsandboxed' || true
+# the newest 1.4.x the configured suites carry (a later 1.5 would change the API)
+version=$(apt-cache showsrc starpu | sed -n 's/^Version: \(1\.4\.[^ ]*\)$/\1/p' | sort -V | tail -n 1)
+[ -n "$version" ] || { log "no StarPU 1.4 source package is served"; exit 1; }
+apt-get source -q "starpu=$version" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true
 srcdir=$(find . -maxdepth 1 -type d -name 'starpu-1.4*' | head -n 1)
 [ -n "$srcdir" ] || { log "apt-get source gave no StarPU 1.4 source"; exit 1; }
 cd "$srcdir"

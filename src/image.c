@@ -90,26 +90,25 @@ int sproj_image_register_handle(sproj_image **img, sproj_starpu_handle handle, c
   return image_new(__func__, img, handle, 0, &geom);
 }
 
-int sproj_image_upload(sproj_image *img, int gpu)
+static int image_residency(const char *func, sproj_image *img, int gpu, int upload)
 {
   unsigned nodes[STARPU_MAXCUDADEVS];
   if (!img)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "img is NULL");
-  int n = sproj_gpu_nodes(__func__, gpu, nodes);
+    return sproj_fail(SPROJ_ERR_NULL, func, "img is NULL");
+  int n = sproj_gpu_nodes(func, gpu, nodes);
   if (n < 0)
     return n;
-  return sproj_upload_handles(&img->handle, 1, nodes, n);
+  return upload ? sproj_upload_handles(&img->handle, 1, nodes, n) : sproj_release_handles(&img->handle, 1, nodes, n);
+}
+
+int sproj_image_upload(sproj_image *img, int gpu)
+{
+  return image_residency(__func__, img, gpu, 1);
 }
 
 int sproj_image_release(sproj_image *img, int gpu)
 {
-  unsigned nodes[STARPU_MAXCUDADEVS];
-  if (!img)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "img is NULL");
-  int n = sproj_gpu_nodes(__func__, gpu, nodes);
-  if (n < 0)
-    return n;
-  return sproj_release_handles(&img->handle, 1, nodes, n);
+  return image_residency(__func__, img, gpu, 0);
 }
 
 int sproj_image_sync(sproj_image *img, int mode)

@@ -392,30 +392,27 @@ int sproj_free_pinned(void *ptr, size_t bytes)
   return SPROJ_OK;
 }
 
-int sproj_pin(void *ptr, size_t bytes)
+/* Pins (pin = 1) or unpins a caller's host range. */
+static int pin_range(const char *func, void *ptr, size_t bytes, int pin)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init(func);
   if (ret)
     return ret;
   if (!ptr)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "ptr is NULL");
+    return sproj_fail(SPROJ_ERR_NULL, func, "ptr is NULL");
   if (bytes == 0)
-    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "bytes is 0");
-  if (starpu_memory_pin(ptr, bytes) != 0)
-    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_memory_pin failed");
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "bytes is 0");
+  if ((pin ? starpu_memory_pin(ptr, bytes) : starpu_memory_unpin(ptr, bytes)) != 0)
+    return sproj_fail(SPROJ_ERR_STARPU, func, "StarPU could not %spin the range", pin ? "" : "un");
   return SPROJ_OK;
+}
+
+int sproj_pin(void *ptr, size_t bytes)
+{
+  return pin_range(__func__, ptr, bytes, 1);
 }
 
 int sproj_unpin(void *ptr, size_t bytes)
 {
-  int ret = sproj_check_init(__func__);
-  if (ret)
-    return ret;
-  if (!ptr)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "ptr is NULL");
-  if (bytes == 0)
-    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "bytes is 0");
-  if (starpu_memory_unpin(ptr, bytes) != 0)
-    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_memory_unpin failed");
-  return SPROJ_OK;
+  return pin_range(__func__, ptr, bytes, 0);
 }

@@ -107,13 +107,12 @@ START_TEST(test_back_concurrent_equals_one_task)
   ck_assert_int_eq(tu_back_whole(&g, one, xs, xe, n, y), SPROJ_OK);
   ck_assert_int_eq(tu_total_tasks() - before, 1);
 
-  sproj_image *img;
-  sproj_lors *lors;
-  sproj_proj *proj;
+  struct tu_set set;
   sproj_chunks *chunks;
-  ck_assert_int_eq(sproj_image_register(&img, many, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, y, lors), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, many, xs, xe, n, y), SPROJ_OK);
+  sproj_image *img = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_blocks(&chunks, lors, 40), SPROJ_OK);
   before = tu_total_tasks();
   pthread_t th[4];
@@ -132,9 +131,7 @@ START_TEST(test_back_concurrent_equals_one_task)
   printf("back projection, 40 tasks from 4 threads vs 1 task: relative L2 difference %.2e\n", rel);
   ck_assert_msg(rel <= 1e-5, "relative difference %.3g", rel);
   ck_assert_int_eq(sproj_chunks_destroy(chunks), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   free(one);
   free(many);
   free(y);

@@ -65,13 +65,12 @@ START_TEST(test_ranges_equal_one_call)
   float *out = tu_alloc(N);
   for (int64_t i = 0; i < N; i++)
     out[i] = NAN;
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj;
+  struct tu_set set;
   sproj_chunks *ch;
-  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, out, lors), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, img, xs, xe, N, out), SPROJ_OK);
+  sproj_image *im = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_ranges(&ch, lors, NC, first, count), SPROJ_OK);
   for (int c = 0; c < NC; c++)
     ck_assert_int_eq(sproj_fwd(im, proj, ch, c), SPROJ_OK);
@@ -92,9 +91,7 @@ START_TEST(test_ranges_equal_one_call)
   }
   ck_assert_msg(sqrt(num / den) <= 1e-6, "relative L2 difference %.3g", sqrt(num / den));
   ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   free(covered);
   free(out);
 }
@@ -106,13 +103,12 @@ START_TEST(test_blocks_list_and_reuse)
 {
   float *out = tu_alloc(N), *img2 = tu_alloc(tu_nvox(&g));
   memcpy(img2, img, tu_nvox(&g) * sizeof *img2);
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj;
+  struct tu_set set;
   sproj_chunks *ch;
-  ck_assert_int_eq(sproj_image_register(&im, img2, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, out, lors), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, img2, xs, xe, N, out), SPROJ_OK);
+  sproj_image *im = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 37), SPROJ_OK);
   int list[37];
   for (int c = 0; c < 37; c++)
@@ -134,9 +130,7 @@ START_TEST(test_blocks_list_and_reuse)
                     iter, (long long)i, out[i], scale * whole[i]);
   }
   ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   free(out);
   free(img2);
 }
@@ -147,13 +141,12 @@ END_TEST
 START_TEST(test_switching_chunkings)
 {
   float *out = tu_alloc(N);
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj;
+  struct tu_set set;
   sproj_chunks *a, *b;
-  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, out, lors), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, img, xs, xe, N, out), SPROJ_OK);
+  sproj_image *im = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_blocks(&a, lors, 5), SPROJ_OK);
   ck_assert_int_eq(sproj_chunks_create_blocks(&b, lors, 13), SPROJ_OK);
   for (int round = 0; round < 3; round++) {
@@ -172,9 +165,7 @@ START_TEST(test_switching_chunkings)
   }
   ck_assert_int_eq(sproj_chunks_destroy(a), SPROJ_OK);
   ck_assert_int_eq(sproj_chunks_destroy(b), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   free(out);
 }
 END_TEST
@@ -202,13 +193,12 @@ START_TEST(test_threads_submit)
   float *out = tu_alloc(N);
   for (int64_t i = 0; i < N; i++)
     out[i] = NAN;
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj;
+  struct tu_set set;
   sproj_chunks *ch;
-  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, out, lors), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, img, xs, xe, N, out), SPROJ_OK);
+  sproj_image *im = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 300), SPROJ_OK);
   pthread_t th[8];
   struct fwd_job jobs[8];
@@ -224,9 +214,7 @@ START_TEST(test_threads_submit)
   for (int64_t i = 0; i < N; i++)
     ck_assert_msg(out[i] == whole[i], "LOR %lld: %.9g vs %.9g", (long long)i, out[i], whole[i]);
   ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   free(out);
 }
 END_TEST
@@ -240,13 +228,12 @@ START_TEST(test_sync_write_then_back)
   for (int64_t i = 0; i < N; i++)
     values[i] = 1.0f;
   memset(bimg, 0, nvox * sizeof *bimg);
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj;
+  struct tu_set set;
   sproj_chunks *ch;
-  ck_assert_int_eq(sproj_image_register(&im, bimg, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, values, lors), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, bimg, xs, xe, N, values), SPROJ_OK);
+  sproj_image *im = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 6), SPROJ_OK);
   /* bring chunk 2 to wherever it would be used, then change it on the host */
   ck_assert_int_eq(sproj_proj_upload(proj, ch, 2, SPROJ_ALL_GPUS), SPROJ_OK);
@@ -263,9 +250,7 @@ START_TEST(test_sync_write_then_back)
   /* float accumulation of thousands of contributions per voxel: 1e-5, the bound for back projection */
   ck_assert_msg(rel <= 1e-5, "back projection of the modified values: relative L2 difference %.3g", rel);
   ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   free(values);
   free(bimg);
   free(ref);
@@ -279,13 +264,13 @@ START_TEST(test_batch)
   float *out = tu_alloc(N), *out2 = tu_alloc(N);
   for (int64_t i = 0; i < N; i++)
     out[i] = out2[i] = NAN;
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj, *proj2;
+  struct tu_set set;
+  sproj_proj *proj2;
   sproj_chunks *ch;
-  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, out, lors), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, img, xs, xe, N, out), SPROJ_OK);
+  sproj_image *im = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_proj_register(&proj2, out2, lors), SPROJ_OK);
   ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 300), SPROJ_OK);
   int64_t before = tu_total_tasks();
@@ -324,10 +309,8 @@ START_TEST(test_batch)
     ck_assert_msg(out[i] == whole[i] && out2[i] == whole[i], "LOR %lld: %.9g / %.9g vs %.9g", (long long)i, out[i],
                   out2[i], whole[i]);
   ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_unregister(proj2), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   free(out);
   free(out2);
 }

@@ -133,14 +133,14 @@ START_TEST(test_residency)
   memcpy(img2, img, nvox * sizeof *img2);
   starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
-  sproj_image *im, *im2;
-  sproj_lors *lors;
-  sproj_proj *proj;
+  struct tu_set set;
+  sproj_image *im2;
   sproj_chunks *ch;
-  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(tu_set_register(&set, &g, img, xs, xe, N, out), SPROJ_OK);
   ck_assert_int_eq(sproj_image_register(&im2, img2, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&proj, out, lors), SPROJ_OK);
+  sproj_image *im = set.img;
+  sproj_lors *lors = set.lors;
+  sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 16), SPROJ_OK);
 
   ck_assert_int_eq(sproj_image_upload(im, 0), SPROJ_OK);
@@ -174,9 +174,7 @@ START_TEST(test_residency)
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
   starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
   ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(im2), SPROJ_OK);
   free(img2);
   free(out);

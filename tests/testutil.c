@@ -427,44 +427,40 @@ int tu_run(Suite *s)
 }
 
 /* ---- whole-set projections through the library ---- */
-static int register_all(const struct tu_geom *g, float *img, const float *xs, const float *xe, int64_t n,
-                        float *values, sproj_image **im, sproj_lors **lors, sproj_proj **proj)
+int tu_set_register(struct tu_set *s, const struct tu_geom *g, float *img, const float *xs, const float *xe,
+                    int64_t n, float *values)
 {
-  int ret = sproj_image_register(im, img, g->n, g->vs, g->origin);
+  int ret = sproj_image_register(&s->img, img, g->n, g->vs, g->origin);
   if (ret)
     return ret;
-  if ((ret = sproj_lors_register(lors, xs, xe, n)))
+  if ((ret = sproj_lors_register(&s->lors, xs, xe, n)))
     return ret;
-  return sproj_proj_register(proj, values, *lors);
+  return sproj_proj_register(&s->proj, values, s->lors);
 }
 
-static int unregister_all(sproj_image *im, sproj_lors *lors, sproj_proj *proj)
+int tu_set_unregister(struct tu_set *s)
 {
-  int r1 = sproj_proj_unregister(proj), r2 = sproj_lors_unregister(lors), r3 = sproj_image_unregister(im);
+  int r1 = sproj_proj_unregister(s->proj), r2 = sproj_lors_unregister(s->lors), r3 = sproj_image_unregister(s->img);
   return r1 ? r1 : r2 ? r2 : r3;
 }
 
 int tu_fwd_whole(const struct tu_geom *g, float *img, const float *xs, const float *xe, int64_t n, float *out)
 {
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj;
-  int ret = register_all(g, img, xs, xe, n, out, &im, &lors, &proj);
+  struct tu_set s;
+  int ret = tu_set_register(&s, g, img, xs, xe, n, out);
   if (!ret)
-    ret = sproj_fwd(im, proj, NULL, SPROJ_ALL_CHUNKS);
-  int ret2 = unregister_all(im, lors, proj);
+    ret = sproj_fwd(s.img, s.proj, NULL, SPROJ_ALL_CHUNKS);
+  int ret2 = tu_set_unregister(&s);
   return ret ? ret : ret2;
 }
 
 int tu_back_whole(const struct tu_geom *g, float *img, const float *xs, const float *xe, int64_t n, float *values)
 {
-  sproj_image *im;
-  sproj_lors *lors;
-  sproj_proj *proj;
-  int ret = register_all(g, img, xs, xe, n, values, &im, &lors, &proj);
+  struct tu_set s;
+  int ret = tu_set_register(&s, g, img, xs, xe, n, values);
   if (!ret)
-    ret = sproj_back(im, proj, NULL, SPROJ_ALL_CHUNKS);
-  int ret2 = unregister_all(im, lors, proj);
+    ret = sproj_back(s.img, s.proj, NULL, SPROJ_ALL_CHUNKS);
+  int ret2 = tu_set_unregister(&s);
   return ret ? ret : ret2;
 }
 

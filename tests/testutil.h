@@ -53,6 +53,16 @@ double tu_rel_l2_fd(const float *a, const double *b, int64_t n);
 double tu_dot_fd(const float *a, const double *b, int64_t n);
 double tu_dot_ff(const float *a, const float *b, int64_t n);
 
+/* An image, a LOR set and a projection vector registered together. */
+struct tu_set {
+  sproj_image *img;
+  sproj_lors *lors;
+  sproj_proj *proj;
+};
+int tu_set_register(struct tu_set *s, const struct tu_geom *g, float *img, const float *xs, const float *xe,
+                    int64_t n, float *values);
+int tu_set_unregister(struct tu_set *s);
+
 /* Whole-set forward (into out) / back projection (adding into img) through the library, registering and
  * unregistering everything; returns the first failing status. */
 int tu_fwd_whole(const struct tu_geom *g, float *img, const float *xs, const float *xe, int64_t n, float *out);

@@ -46,6 +46,7 @@ static int image_new(const char *func, sproj_image **out, starpu_data_handle_t h
   img->geom = *geom;
   /* back projections accumulate through StarPU's reduction mode */
   starpu_data_set_reduction_methods(handle, &sproj_image_add_cl, &sproj_image_zero_cl);
+  sproj_count_object(1);
   *out = img;
   return SPROJ_OK;
 }
@@ -139,6 +140,7 @@ int sproj_image_unregister(sproj_image *img)
   starpu_data_release(img->handle);
   if (img->owns_handle)
     starpu_data_unregister(img->handle);
+  sproj_count_object(-1);
   free(img);
   return SPROJ_OK;
 }

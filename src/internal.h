@@ -25,7 +25,11 @@ struct sproj_runtime {
   unsigned where;           /* STARPU_CPU / STARPU_CUDA mask for projection tasks */
   unsigned ctx;             /* scheduling context projection tasks go to (0: every worker) */
   unsigned ctx_cpu, ctx_gpu;/* contexts of the CPU workers and of the CUDA workers (0 if none was made) */
+  int live_objects;         /* registered images, LOR sets and projection vectors (atomic) */
 };
+
+/* Counts registered objects (delta +1 / -1), so that sproj_shutdown can refuse while some remain. */
+void sproj_count_object(int delta);
 extern struct sproj_runtime sproj_rt;
 
 /* SPROJ_OK if initialised, else records and returns SPROJ_ERR_NOT_INIT. */

@@ -20,6 +20,7 @@ static int lors_new(const char *func, sproj_lors **out, starpu_data_handle_t xs,
   lors->num_lors = n;
   lors->owns_handles = owns;
   pthread_mutex_init(&lors->lock, NULL);
+  sproj_count_object(1);
   *out = lors;
   return SPROJ_OK;
 }
@@ -126,6 +127,7 @@ int sproj_lors_unregister(sproj_lors *lors)
   pthread_mutex_destroy(&lors->lock);
   free(lors->projs);
   free(lors);
+  sproj_count_object(-1);
   return SPROJ_OK;
 }
 
@@ -474,6 +476,7 @@ static int proj_new(const char *func, sproj_proj **out, starpu_data_handle_t han
   }
   lors->projs[lors->nprojs++] = proj;
   pthread_mutex_unlock(&lors->lock);
+  sproj_count_object(1);
   *out = proj;
   return SPROJ_OK;
 }
@@ -667,5 +670,6 @@ int sproj_proj_unregister(sproj_proj *proj)
   pthread_mutex_destroy(&proj->lock);
   free(proj->plans);
   free(proj);
+  sproj_count_object(-1);
   return SPROJ_OK;
 }

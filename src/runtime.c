@@ -198,11 +198,19 @@ static void wait_everything(void)
   starpu_task_wait_for_all();
 }
 
+void sproj_count_object(int delta)
+{
+  __atomic_add_fetch(&sproj_rt.live_objects, delta, __ATOMIC_RELAXED);
+}
+
 int sproj_shutdown(void)
 {
   int ret = sproj_check_init_flush(__func__);
   if (ret)
     return ret;
+  int live = __atomic_load_n(&sproj_rt.live_objects, __ATOMIC_RELAXED);
+  if (live > 0)
+    return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d images, LOR sets or projection vectors are still registered", live);
   wait_everything();
   if (sproj_rt.ctx_cpu)
     starpu_sched_ctx_delete(sproj_rt.ctx_cpu);

@@ -147,6 +147,7 @@ START_TEST(test_image_register)
 
   /* calls on an image */
   ck_assert_int_eq(sproj_image_register(&img, image, dims, vs, origin), SPROJ_OK);
+  EXPECT(sproj_shutdown(), SPROJ_ERR_BUSY, "sproj_shutdown"); /* the image is still registered */
   EXPECT(sproj_image_upload(NULL, 0), SPROJ_ERR_NULL, "sproj_image_upload");
   EXPECT(sproj_image_upload(img, sproj_num_gpus()), SPROJ_ERR_NO_DEVICE, "sproj_image_upload");
   EXPECT(sproj_image_upload(img, -2), SPROJ_ERR_NO_DEVICE, "sproj_image_upload");

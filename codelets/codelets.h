@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <starpu.h>
 #include "joseph3d_ray.h"
+#include "tof.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -13,34 +14,58 @@ extern "C" {
 /* Most LOR pieces one projection task may carry (bounded by the CUDA kernel parameter table). */
 #define SPROJ_MAX_PIECES 64
 
-/* cl_arg of a projection task. Its buffers are the image, then (xstart, xend, values) for each piece. */
+/* cl_arg of a projection task. Its buffers are the image, then for each piece: xstart, xend, values, and when
+ * present the TOF bin of each event (int16), the per-LOR sigma and the per-LOR centre offset. */
 struct sproj_proj_arg {
   struct sproj_geom geom;
+  struct sproj_tof_arg tof; /* num_bins 0: non-TOF */
   int npieces;
+  int lm;                   /* 1: listmode, pieces carry TOF bins */
 };
 
-#define SPROJ_BUFFERS_PER_PIECE 3
+static inline int sproj_buffers_per_piece(const struct sproj_proj_arg *arg)
+{
+  return 3 + arg->lm + arg->tof.per_lor_sigma + arg->tof.per_lor_offset;
+}
 
 /* The LORs and values of piece p of a projection task, wherever the task runs. */
 struct sproj_piece {
   const float *xs, *xe;
   float *values;
+  const int16_t *bins;
+  const float *sigma, *offset;
   uint32_t n;
 };
 
-static inline struct sproj_piece sproj_piece_get(void *buffers[], int p)
+static inline struct sproj_piece sproj_piece_get(void *buffers[], const struct sproj_proj_arg *arg, int p)
 {
-  void **b = buffers + 1 + SPROJ_BUFFERS_PER_PIECE * p;
-  struct sproj_piece piece;
+  void **b = buffers + 1 + sproj_buffers_per_piece(arg) * p;
+  struct sproj_piece piece = {0};
   piece.xs = (const float *)STARPU_VECTOR_GET_PTR(b[0]);
   piece.xe = (const float *)STARPU_VECTOR_GET_PTR(b[1]);
   piece.values = (float *)STARPU_VECTOR_GET_PTR(b[2]);
   piece.n = STARPU_VECTOR_GET_NX(b[0]);
+  int k = 3;
+  if (arg->lm)
+    piece.bins = (const int16_t *)STARPU_VECTOR_GET_PTR(b[k++]);
+  if (arg->tof.per_lor_sigma)
+    piece.sigma = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
+  if (arg->tof.per_lor_offset)
+    piece.offset = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
   return piece;
 }
 
+/* What a CPU codelet does for LOR i of a piece; img is the task's image buffer. */
+typedef void (*sproj_lor_fn)(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i);
+/* The CPU side of every projection codelet: calls fn for each LOR of each piece and counts the work. */
+void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn);
+
 extern struct starpu_codelet sproj_joseph3d_fwd_cl;
 extern struct starpu_codelet sproj_joseph3d_back_cl;
+extern struct starpu_codelet sproj_joseph3d_tof_sino_fwd_cl;
+extern struct starpu_codelet sproj_joseph3d_tof_sino_back_cl;
+extern struct starpu_codelet sproj_joseph3d_tof_lm_fwd_cl;
+extern struct starpu_codelet sproj_joseph3d_tof_lm_back_cl;
 /* Reduction methods of image handles: zero a per-worker buffer; add one buffer into another. */
 extern struct starpu_codelet sproj_image_zero_cl;
 extern struct starpu_codelet sproj_image_add_cl;
@@ -50,12 +75,38 @@ size_t sproj_proj_task_size(struct starpu_task *task, unsigned nimpl);
 /* Counts an executed projection task on the calling worker (for sproj_worker_stats). */
 void sproj_stats_count(int64_t lors);
 
+/* A performance model of a projection codelet (regression on sproj_proj_task_size). */
+#define SPROJ_PROJ_MODEL(var, sym)                                                                                   \
+  static struct starpu_perfmodel var = {                                                                             \
+    .type = STARPU_NL_REGRESSION_BASED,                                                                              \
+    .symbol = sym,                                                                                                   \
+    .size_base = sproj_proj_task_size,                                                                               \
+  }
+
 #ifdef SPROJ_USE_CUDA
 void sproj_joseph3d_fwd_cuda(void *buffers[], void *cl_arg);
 void sproj_joseph3d_back_cuda(void *buffers[], void *cl_arg);
+void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg);
+void sproj_joseph3d_tof_sino_back_cuda(void *buffers[], void *cl_arg);
+void sproj_joseph3d_tof_lm_fwd_cuda(void *buffers[], void *cl_arg);
+void sproj_joseph3d_tof_lm_back_cuda(void *buffers[], void *cl_arg);
 void sproj_image_zero_cuda(void *buffers[], void *cl_arg);
 void sproj_image_add_cuda(void *buffers[], void *cl_arg);
+#define SPROJ_CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define SPROJ_CUDA_IMPL(fn)
 #endif
+
+/* A projection codelet: a CPU function, the CUDA function when built, a variable number of buffers. */
+#define SPROJ_PROJ_CODELET(var, cpu_fn, cuda_fn, perfmodel, cl_name)                                                     \
+  struct starpu_codelet var = {                                                                                      \
+    .cpu_funcs = {cpu_fn},                                                                                           \
+    .cpu_funcs_name = {#cpu_fn},                                                                                     \
+    SPROJ_CUDA_IMPL(cuda_fn)                                                                                         \
+    .nbuffers = STARPU_VARIABLE_NBUFFERS,                                                                            \
+    .model = &perfmodel,                                                                                             \
+    .name = cl_name,                                                                                                 \
+  }
 
 #ifdef __cplusplus
 }

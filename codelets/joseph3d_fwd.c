@@ -3,35 +3,15 @@
 #include "codelets.h"
 #include "joseph3d_fwd.h"
 
-static void joseph3d_fwd_cpu(void *buffers[], void *cl_arg)
+static void fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
 {
-  const struct sproj_proj_arg *arg = cl_arg;
-  const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
-  int64_t total = 0;
-
-  for (int p = 0; p < arg->npieces; p++) {
-    struct sproj_piece pc = sproj_piece_get(buffers, p);
-    for (uint32_t i = 0; i < pc.n; i++)
-      pc.values[i] = joseph3d_fwd_lor(img, &arg->geom, pc.xs + 3 * (size_t)i, pc.xe + 3 * (size_t)i);
-    total += pc.n;
-  }
-  sproj_stats_count(total);
+  pc->values[i] = joseph3d_fwd_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i);
 }
 
-static struct starpu_perfmodel joseph3d_fwd_model = {
-  .type = STARPU_NL_REGRESSION_BASED,
-  .symbol = "starproj_joseph3d_fwd",
-  .size_base = sproj_proj_task_size,
-};
+static void joseph3d_fwd_cpu(void *buffers[], void *cl_arg)
+{
+  sproj_cpu_run(buffers, cl_arg, fwd_lor);
+}
 
-struct starpu_codelet sproj_joseph3d_fwd_cl = {
-  .cpu_funcs = {joseph3d_fwd_cpu},
-  .cpu_funcs_name = {"joseph3d_fwd_cpu"},
-#ifdef SPROJ_USE_CUDA
-  .cuda_funcs = {sproj_joseph3d_fwd_cuda},
-  .cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
-  .nbuffers = STARPU_VARIABLE_NBUFFERS,
-  .model = &joseph3d_fwd_model,
-  .name = "joseph3d_fwd",
-};
+SPROJ_PROJ_MODEL(joseph3d_fwd_model, "starproj_joseph3d_fwd");
+SPROJ_PROJ_CODELET(sproj_joseph3d_fwd_cl, joseph3d_fwd_cpu, sproj_joseph3d_fwd_cuda, joseph3d_fwd_model, "joseph3d_fwd");

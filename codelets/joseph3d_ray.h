@@ -27,6 +27,7 @@ struct sproj_geom {
 
 /* One LOR prepared for stepping through the voxel planes of its principal axis. */
 struct sproj_ray {
+  int axis;                 /* principal axis */
   int first, last;          /* planes first..last of the principal axis are sampled */
   int nu, nv;               /* image size along the two other axes u < v */
   unsigned stride_k, stride_u, stride_v; /* element strides of the principal axis, u and v */
@@ -96,6 +97,7 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
   if (r->first > r->last)
     return 0;
 
+  r->axis = a;
   r->cf = g->voxel_size[a] / sqrtf(ca);
   r->au = (d[u] * g->voxel_size[a]) / (g->voxel_size[u] * d[a]);
   r->bu = (xs[u] - g->origin[u] + d[u] * (g->origin[a] - xs[a]) / d[a]) / g->voxel_size[u];

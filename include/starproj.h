@@ -55,7 +55,8 @@ enum sproj_status {
   SPROJ_ERR_NOMEM = -11,      /* out of host memory */
   SPROJ_ERR_STARPU = -12,     /* StarPU refused or failed an operation */
   SPROJ_ERR_BUSY = -13,       /* the object is still used by others (chunkings or projections of a LOR set) */
-  SPROJ_ERR_INVALID = -14     /* any other invalid argument (flags, handle of the wrong kind, double init) */
+  SPROJ_ERR_INVALID = -14,    /* any other invalid argument (flags, handle of the wrong kind, double init) */
+  SPROJ_ERR_TOF = -15         /* a TOF parameter is out of its range (bin width, number of bins, sigma, num_sigmas) */
 };
 
 /* Short description of a status code (never NULL, also for unknown codes). */
@@ -250,6 +251,61 @@ int sproj_fwd_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chu
                      int num);
 int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
                       int num);
+
+/* ---- time of flight ---------------------------------------------------------------------------------- */
+/* Conventions (parallelproj's): TOF bin b of a LOR is centred (b - (num_bins-1)/2) * bin_width from the LOR's
+ * midpoint, shifted by center_offset along the LOR towards xend. Each Joseph sample contributes to the bins
+ * within num_sigmas * sigma of its position with the Gaussian integrated over the bin, normalised over that
+ * window (at most 64 bins), so that the sum over the bins equals the non-TOF projection where the bins cover the
+ * LOR. Listmode events use the same weights: an event in bin b projects to the value of TOF-sinogram bin b of its
+ * LOR. TOF sinograms are laid out [lor][tof_bin]. */
+#define SPROJ_MAX_TOF_BINS 32767
+
+struct sproj_tof_params {
+  float bin_width;     /* width of a TOF bin along the LOR, in the units of the LORs; > 0 */
+  int num_bins;        /* 1 .. SPROJ_MAX_TOF_BINS */
+  float num_sigmas;    /* half-width of a sample's window, in sigmas; > 0 (3 is usual) */
+  float sigma;         /* standard deviation of the TOF kernel along the LOR; > 0 (when not per LOR) */
+  float center_offset; /* shift of the bin centres towards xend (when not per LOR) */
+};
+typedef struct sproj_tof sproj_tof;
+
+/* Registers TOF parameters once. sigma and center_offset may each be NULL (the scalar in params applies) or an
+ * array with one value per LOR of lors, registered with it and chunked like it (it must stay valid until
+ * sproj_tof_unregister). Errors: NULL (tof, params, or arrays without lors), NOT_INIT, TOF (a parameter or a
+ * per-LOR sigma out of range), NONFINITE (offsets). */
+int sproj_tof_register(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors, const float *sigma,
+                       const float *center_offset);
+int sproj_tof_unregister(sproj_tof *tof);
+
+/* Registers listmode events: a LOR set whose LOR i carries the TOF bin tof_bin[i] (0 .. num_bins-1 of the TOF
+ * parameters it is projected with; checked at submission). Errors: those of sproj_lors_register, NULL, RANGE
+ * (a negative bin). */
+int sproj_lors_register_events(sproj_lors **events, const float *xstart, const float *xend, const int16_t *tof_bin,
+                               int64_t num_events);
+
+/* Registers a TOF sinogram: num_tof_bins values per LOR of lors, [lor][tof_bin]. Errors: as sproj_proj_register,
+ * EMPTY / DIMS (num_tof_bins 0 / negative), TOF (more than SPROJ_MAX_TOF_BINS). */
+int sproj_proj_register_tof(sproj_proj **proj, float *values, sproj_lors *lors, int num_tof_bins);
+
+/* TOF-sinogram forward / back projection of chunks, as sproj_fwd / sproj_back. proj must hold tof's number of bins
+ * per LOR. Errors: as sproj_fwd, plus NULL (tof), MISMATCH (bins, or per-LOR parameters of another set). */
+int sproj_fwd_tof_sino(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
+                       const sproj_tof *tof);
+int sproj_back_tof_sino(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
+                        const sproj_tof *tof);
+int sproj_fwd_tof_sino_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                              int num, const sproj_tof *tof);
+int sproj_back_tof_sino_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                               int num, const sproj_tof *tof);
+/* TOF listmode forward / back projection of chunks of events (sproj_lors_register_events), one value per event.
+ * Errors: as above, plus INVALID (a LOR set without bins), RANGE (an event's bin >= tof's num_bins). */
+int sproj_fwd_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk, const sproj_tof *tof);
+int sproj_back_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk, const sproj_tof *tof);
+int sproj_fwd_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                            int num, const sproj_tof *tof);
+int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                             int num, const sproj_tof *tof);
 
 #ifdef __cplusplus
 }

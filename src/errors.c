@@ -42,6 +42,7 @@ const char *sproj_strerror(int status)
   case SPROJ_ERR_STARPU: return "StarPU refused or failed an operation";
   case SPROJ_ERR_BUSY: return "the object is still used by other objects";
   case SPROJ_ERR_INVALID: return "invalid argument";
+  case SPROJ_ERR_TOF: return "a TOF parameter is out of its range";
   default: return "unknown status code";
   }
 }

@@ -51,20 +51,42 @@ struct sproj_image {
   int owns_handle;
 };
 
+/* A chunking applied to one per-LOR vector: a StarPU partition plan, one child per piece. */
+struct sproj_plan {
+  uint64_t chunking_id;
+  unsigned npieces;
+  starpu_data_handle_t *children;
+};
+
+/* A vector with one element per LOR of a LOR set (projection values, TOF bins, per-LOR sigma or offset) and the
+ * chunkings applied to it. Read-only vectors activate each plan once, on first use; the partition of a written
+ * vector changes with the chunking in use, so its submitters hold its lock. */
+struct sproj_vec {
+  starpu_data_handle_t handle;
+  sproj_lors *lors;
+  int owns_handle;
+  int readonly;
+  pthread_mutex_t lock;
+  struct sproj_plan *plans;
+  int nplans, cap_plans;
+};
+
 struct sproj_lors {
   starpu_data_handle_t xs, xe;
   int64_t num_lors;
   int owns_handles;
+  struct sproj_vec *bins;   /* listmode: int16 TOF bin of each event (NULL for plain LOR sets) */
+  int min_bin, max_bin;
   pthread_mutex_t lock;     /* guards the fields below */
   int nchunkings;           /* user chunkings alive */
   sproj_chunks *whole;      /* chunking used by whole-set requests (created on first use) */
-  sproj_proj **projs;       /* projection vectors of this set */
-  int nprojs, cap_projs;
+  struct sproj_vec **vecs;  /* vectors of other objects (projection values, TOF parameters) on this set */
+  int nvecs, cap_vecs;
 };
 
 /* A chunking: chunks made of pieces; every piece is one StarPU child of each vector handle. */
 struct sproj_chunks {
-  uint64_t id;              /* unique for the process' lifetime: keys the plans of projection vectors */
+  uint64_t id;              /* unique for the process' lifetime: keys the plans of per-LOR vectors */
   sproj_lors *lors;
   int num_chunks;
   int64_t *first, *count;   /* per chunk */
@@ -75,32 +97,39 @@ struct sproj_chunks {
   starpu_data_handle_t *xs_children, *xe_children;
 };
 
-/* A chunking applied to one projection vector. */
-struct sproj_plan {
-  uint64_t chunking_id;
-  unsigned npieces;
-  starpu_data_handle_t *children;
+struct sproj_proj {
+  struct sproj_vec vec;     /* its lock serialises submissions and plan changes on this vector */
+  int num_bins;             /* values per LOR: 1, or the TOF bins of a TOF sinogram */
 };
 
-struct sproj_proj {
-  starpu_data_handle_t handle;
-  sproj_lors *lors;
-  int owns_handle;
-  pthread_mutex_t lock;     /* serialises submissions and plan changes on this vector */
-  struct sproj_plan *plans;
-  int nplans, cap_plans;
+struct sproj_tof {
+  struct sproj_tof_params params;
+  sproj_lors *lors;         /* set of the per-LOR arrays (NULL when there are none) */
+  struct sproj_vec *sigma, *center_offset;
 };
+
+/* Per-LOR vectors (vec.c). init attaches the vector to lors (lors->vecs) unless own is set (the set's own bins). */
+int sproj_vec_init(struct sproj_vec *v, sproj_lors *lors, starpu_data_handle_t handle, int owns, int readonly,
+                   int own);
+void sproj_vec_fini(struct sproj_vec *v, int own);
+/* Children of the vector for chunking ch, planned (and for read-only vectors activated) on first use. The _locked
+ * form expects v->lock held. */
+int sproj_vec_children(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_handle_t **children);
+int sproj_vec_children_locked(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_handle_t **children);
+/* Drops the plan of a chunking that is being destroyed. */
+void sproj_vec_forget(struct sproj_vec *v, uint64_t chunking_id);
+/* Registers a host array of num_lors elements of elemsize bytes as a read-only per-LOR vector of lors. */
+int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own);
 
 /* Makes ch a valid chunking for lors (NULL: the whole-set chunking, created on first use). */
 int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out);
 /* Applies ch's pieces to a vector handle (a StarPU partition plan); the caller frees *children. */
 int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children);
-/* Children of proj's vector for chunking ch (planned on first use). Call with proj->lock held. */
-int sproj_proj_children(sproj_proj *proj, const sproj_chunks *ch, starpu_data_handle_t **children);
-/* Drops the plan proj keeps for a chunking that is being destroyed. */
-void sproj_proj_forget_chunking(sproj_proj *proj, uint64_t chunking_id);
 /* Frees a chunking's data (plans on the LOR handles and arrays). */
 void sproj_chunks_free(sproj_chunks *ch);
+/* Handles of the pieces of the listed chunks, taken from per-piece handle arrays (array after array). */
+starpu_data_handle_t *sproj_piece_handles(const sproj_chunks *ch, const int *list, int num,
+                                          starpu_data_handle_t *const *arrays, int narrays, int *count);
 
 /* Validates a chunk argument against a chunking and expands it into a list of chunk indices. */
 int sproj_chunk_list(const char *func, const sproj_chunks *ch, int chunk, int **list, int *num);

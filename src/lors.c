@@ -1,4 +1,4 @@
-/* lors.c: LOR sets, chunkings (pieces planned as StarPU partitions) and projection vectors. */
+/* lors.c: LOR sets (plain and listmode events) and chunkings (pieces planned as StarPU partitions). */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +63,40 @@ int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xen
   return ret;
 }
 
+int sproj_lors_register_events(sproj_lors **events, const float *xstart, const float *xend, const int16_t *tof_bin,
+                               int64_t num_events)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!events || !xstart || !xend || !tof_bin)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "events, xstart, xend and tof_bin must not be NULL");
+  if (num_events > 0 && num_events <= UINT32_MAX) {
+    for (int64_t i = 0; i < num_events; i++)
+      if (tof_bin[i] < 0)
+        return SPROJ_FAIL(SPROJ_ERR_RANGE, "tof_bin of event %lld is %d: bins are numbered from 0", (long long)i,
+                          tof_bin[i]);
+  }
+  sproj_lors *lors;
+  if ((ret = sproj_lors_register(&lors, xstart, xend, num_events)))
+    return sproj_fail(ret, __func__, "%s", sproj_last_error()); /* same checks, named for this call */
+  int min = tof_bin[0], max = tof_bin[0];
+  for (int64_t i = 1; i < num_events; i++) {
+    if (tof_bin[i] < min)
+      min = tof_bin[i];
+    if (tof_bin[i] > max)
+      max = tof_bin[i];
+  }
+  lors->min_bin = min;
+  lors->max_bin = max;
+  if (sproj_vec_register_ro(&lors->bins, lors, tof_bin, sizeof(int16_t), 1)) {
+    sproj_lors_unregister(lors);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
+  *events = lors;
+  return SPROJ_OK;
+}
+
 int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend)
 {
   int ret = sproj_check_init(__func__);
@@ -112,12 +146,15 @@ int sproj_lors_unregister(sproj_lors *lors)
   if (!lors)
     return SPROJ_OK;
   pthread_mutex_lock(&lors->lock);
-  int busy = lors->nchunkings > 0 || lors->nprojs > 0;
-  int nchunkings = lors->nchunkings, nprojs = lors->nprojs;
+  int nchunkings = lors->nchunkings, nvecs = lors->nvecs;
   pthread_mutex_unlock(&lors->lock);
-  if (busy)
-    return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d chunkings and %d projection vectors of this LOR set still exist", nchunkings,
-                      nprojs);
+  if (nchunkings > 0 || nvecs > 0)
+    return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d chunkings and %d projection vectors or TOF parameter sets of this LOR set "
+                      "still exist", nchunkings, nvecs);
+  if (lors->bins) {
+    sproj_vec_fini(lors->bins, 1);
+    free(lors->bins);
+  }
   if (lors->whole)
     sproj_chunks_free(lors->whole);
   if (lors->owns_handles) {
@@ -125,7 +162,7 @@ int sproj_lors_unregister(sproj_lors *lors)
     starpu_data_unregister(lors->xe);
   }
   pthread_mutex_destroy(&lors->lock);
-  free(lors->projs);
+  free(lors->vecs);
   free(lors);
   sproj_count_object(-1);
   return SPROJ_OK;
@@ -354,8 +391,10 @@ int sproj_chunks_destroy(sproj_chunks *chunks)
   if (chunks == lors->whole)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "the whole-set chunking belongs to its LOR set");
   pthread_mutex_lock(&lors->lock);
-  for (int i = 0; i < lors->nprojs; i++)
-    sproj_proj_forget_chunking(lors->projs[i], chunks->id);
+  for (int i = 0; i < lors->nvecs; i++)
+    sproj_vec_forget(lors->vecs[i], chunks->id);
+  if (lors->bins)
+    sproj_vec_forget(lors->bins, chunks->id);
   lors->nchunkings--;
   pthread_mutex_unlock(&lors->lock);
   sproj_chunks_free(chunks);
@@ -396,8 +435,7 @@ int sproj_chunk_list(const char *func, const sproj_chunks *ch, int chunk, int **
   return SPROJ_OK;
 }
 
-/* Handles of the pieces of the listed chunks, from a per-piece handle array. */
-static starpu_data_handle_t *piece_handles(const sproj_chunks *ch, const int *list, int num,
+starpu_data_handle_t *sproj_piece_handles(const sproj_chunks *ch, const int *list, int num,
                                            starpu_data_handle_t *const *arrays, int narrays, int *count)
 {
   int n = 0;
@@ -432,7 +470,7 @@ static int lors_residency(const char *func, sproj_lors *lors, const sproj_chunks
   if ((ret = sproj_chunk_list(func, ch, chunk, &list, &num)))
     return ret;
   starpu_data_handle_t *arrays[2] = {ch->xs_children, ch->xe_children};
-  starpu_data_handle_t *h = piece_handles(ch, list, num, arrays, 2, &nh);
+  starpu_data_handle_t *h = sproj_piece_handles(ch, list, num, arrays, 2, &nh);
   free(list);
   if (!h)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
@@ -451,225 +489,3 @@ int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, 
   return lors_residency(__func__, lors, chunks, chunk, gpu, 0);
 }
 
-/* ---- projection vectors ------------------------------------------------------------------------------- */
-static int proj_new(const char *func, sproj_proj **out, starpu_data_handle_t handle, sproj_lors *lors, int owns)
-{
-  sproj_proj *proj = calloc(1, sizeof *proj);
-  if (!proj)
-    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  proj->handle = handle;
-  proj->lors = lors;
-  proj->owns_handle = owns;
-  pthread_mutex_init(&proj->lock, NULL);
-  pthread_mutex_lock(&lors->lock);
-  if (lors->nprojs == lors->cap_projs) {
-    int cap = lors->cap_projs ? 2 * lors->cap_projs : 4;
-    sproj_proj **p = realloc(lors->projs, cap * sizeof *p);
-    if (!p) {
-      pthread_mutex_unlock(&lors->lock);
-      pthread_mutex_destroy(&proj->lock);
-      free(proj);
-      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-    }
-    lors->projs = p;
-    lors->cap_projs = cap;
-  }
-  lors->projs[lors->nprojs++] = proj;
-  pthread_mutex_unlock(&lors->lock);
-  sproj_count_object(1);
-  *out = proj;
-  return SPROJ_OK;
-}
-
-int sproj_proj_register(sproj_proj **proj, float *values, sproj_lors *lors)
-{
-  int ret = sproj_check_init(__func__);
-  if (ret)
-    return ret;
-  if (!proj || !values || !lors)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj, values and lors must not be NULL");
-  starpu_data_handle_t handle;
-  starpu_vector_data_register(&handle, STARPU_MAIN_RAM, (uintptr_t)values, (uint32_t)lors->num_lors, sizeof(float));
-  ret = proj_new(__func__, proj, handle, lors, 1);
-  if (ret)
-    starpu_data_unregister_no_coherency(handle);
-  return ret;
-}
-
-int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors)
-{
-  int ret = sproj_check_init(__func__);
-  if (ret)
-    return ret;
-  if (!proj || !handle || !lors)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj, handle and lors must not be NULL");
-  if (starpu_data_get_interface_id(handle) != STARPU_VECTOR_INTERFACE_ID)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the handle is not a StarPU vector");
-  if (starpu_vector_get_elemsize(handle) != sizeof(float) || starpu_vector_get_nx(handle) != lors->num_lors)
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the vector holds %u elements of %zu bytes, the LOR set needs %lld floats",
-                      starpu_vector_get_nx(handle), starpu_vector_get_elemsize(handle), (long long)lors->num_lors);
-  return proj_new(__func__, proj, handle, lors, 0);
-}
-
-int sproj_proj_children(sproj_proj *proj, const sproj_chunks *ch, starpu_data_handle_t **children)
-{
-  for (int i = 0; i < proj->nplans; i++)
-    if (proj->plans[i].chunking_id == ch->id) {
-      *children = proj->plans[i].children;
-      return SPROJ_OK;
-    }
-  if (proj->nplans == proj->cap_plans) {
-    int cap = proj->cap_plans ? 2 * proj->cap_plans : 4;
-    struct sproj_plan *p = realloc(proj->plans, cap * sizeof *p);
-    if (!p)
-      return SPROJ_ERR_NOMEM;
-    proj->plans = p;
-    proj->cap_plans = cap;
-  }
-  struct sproj_plan *plan = &proj->plans[proj->nplans];
-  if (sproj_plan_pieces(proj->handle, ch, &plan->children))
-    return SPROJ_ERR_NOMEM;
-  plan->chunking_id = ch->id;
-  plan->npieces = ch->npieces;
-  proj->nplans++;
-  *children = plan->children;
-  return SPROJ_OK;
-}
-
-static void plan_clean(sproj_proj *proj, struct sproj_plan *plan)
-{
-  starpu_data_partition_clean(proj->handle, plan->npieces, plan->children);
-  free(plan->children);
-}
-
-void sproj_proj_forget_chunking(sproj_proj *proj, uint64_t chunking_id)
-{
-  pthread_mutex_lock(&proj->lock);
-  for (int i = 0; i < proj->nplans; i++)
-    if (proj->plans[i].chunking_id == chunking_id) {
-      plan_clean(proj, &proj->plans[i]);
-      proj->plans[i] = proj->plans[--proj->nplans];
-      break;
-    }
-  pthread_mutex_unlock(&proj->lock);
-}
-
-/* The piece handles of proj for the given chunks of a resolved chunking (proj->lock held). */
-static int proj_piece_handles(const char *func, sproj_proj *proj, const sproj_chunks *ch, int chunk,
-                              starpu_data_handle_t **handles, int *nh)
-{
-  starpu_data_handle_t *children;
-  int *list, num, ret;
-  if ((ret = sproj_chunk_list(func, ch, chunk, &list, &num)))
-    return ret;
-  if ((ret = sproj_proj_children(proj, ch, &children))) {
-    free(list);
-    return sproj_fail(ret, func, "out of memory");
-  }
-  *handles = piece_handles(ch, list, num, &children, 1, nh);
-  free(list);
-  return *handles ? SPROJ_OK : sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-}
-
-static int proj_residency(const char *func, sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu,
-                          int upload)
-{
-  unsigned nodes[STARPU_MAXCUDADEVS];
-  const sproj_chunks *ch;
-  starpu_data_handle_t *h;
-  int nh, ret;
-  if (!proj)
-    return sproj_fail(SPROJ_ERR_NULL, func, "proj is NULL");
-  int nnodes = sproj_gpu_nodes(func, gpu, nodes);
-  if (nnodes < 0)
-    return nnodes;
-  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
-    return sproj_fail(SPROJ_ERR_RANGE, func, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
-  if ((ret = sproj_resolve_chunks(func, proj->lors, chunks, &ch)))
-    return ret;
-  pthread_mutex_lock(&proj->lock);
-  if (!(ret = proj_piece_handles(func, proj, ch, chunks ? chunk : SPROJ_ALL_CHUNKS, &h, &nh))) {
-    ret = upload ? sproj_upload_handles(h, nh, nodes, nnodes) : sproj_release_handles(h, nh, nodes, nnodes);
-    free(h);
-  }
-  pthread_mutex_unlock(&proj->lock);
-  return ret;
-}
-
-int sproj_proj_upload(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu)
-{
-  return proj_residency(__func__, proj, chunks, chunk, gpu, 1);
-}
-
-int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu)
-{
-  return proj_residency(__func__, proj, chunks, chunk, gpu, 0);
-}
-
-int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int mode)
-{
-  int ret = sproj_check_init_flush(__func__);
-  if (ret)
-    return ret;
-  if (!proj)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj is NULL");
-  if (mode != SPROJ_SYNC_READ && mode != SPROJ_SYNC_WRITE)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "mode %d must be SPROJ_SYNC_READ or SPROJ_SYNC_WRITE", mode);
-  enum starpu_data_access_mode m = mode == SPROJ_SYNC_WRITE ? STARPU_RW : STARPU_R;
-  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
-    return SPROJ_FAIL(SPROJ_ERR_RANGE, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
-  if (chunks && chunks->lors != proj->lors)
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the chunking belongs to another LOR set");
-  pthread_mutex_lock(&proj->lock);
-  if (!chunks) {
-    if (starpu_data_acquire(proj->handle, m) == 0) {
-      /* StarPU gathers the active chunking's pieces into the whole vector first */
-      starpu_data_release(proj->handle);
-    } else {
-      ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-    }
-  } else {
-    starpu_data_handle_t *h;
-    int nh;
-    if (!(ret = proj_piece_handles(__func__, proj, chunks, chunk, &h, &nh))) {
-      for (int i = 0; i < nh && !ret; i++) {
-        if (starpu_data_acquire(h[i], m) == 0)
-          starpu_data_release(h[i]);
-        else
-          ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-      }
-      free(h);
-    }
-  }
-  pthread_mutex_unlock(&proj->lock);
-  return ret;
-}
-
-int sproj_proj_unregister(sproj_proj *proj)
-{
-  int ret = sproj_check_init_flush(__func__);
-  if (ret)
-    return ret;
-  if (!proj)
-    return SPROJ_OK;
-  sproj_lors *lors = proj->lors;
-  pthread_mutex_lock(&lors->lock);
-  for (int i = 0; i < lors->nprojs; i++)
-    if (lors->projs[i] == proj) {
-      lors->projs[i] = lors->projs[--lors->nprojs];
-      break;
-    }
-  pthread_mutex_unlock(&lors->lock);
-  for (int i = 0; i < proj->nplans; i++)
-    plan_clean(proj, &proj->plans[i]);
-  if (proj->owns_handle) {
-    starpu_data_unregister(proj->handle);
-  } else if (starpu_data_acquire(proj->handle, STARPU_R) == 0) {
-    starpu_data_release(proj->handle);
-  }
-  pthread_mutex_destroy(&proj->lock);
-  free(proj->plans);
-  free(proj);
-  sproj_count_object(-1);
-  return SPROJ_OK;
-}

@@ -7,96 +7,134 @@ size_t sproj_proj_task_size(struct starpu_task *task, unsigned nimpl)
 {
   (void)nimpl;
   const struct sproj_proj_arg *arg = task->cl_arg;
-  int nmax = arg->geom.n[0];
+  int nmax = arg->geom.n[0], bpp = sproj_buffers_per_piece(arg);
   if (arg->geom.n[1] > nmax)
     nmax = arg->geom.n[1];
   if (arg->geom.n[2] > nmax)
     nmax = arg->geom.n[2];
   size_t lors = 0;
   for (int p = 0; p < arg->npieces; p++)
-    lors += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 1 + SPROJ_BUFFERS_PER_PIECE * p));
+    lors += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 1 + bpp * p));
   /* work grows with the LORs times the planes each crosses, at most the largest dimension */
   return lors * (size_t)nmax;
 }
 
+/* What is asked: direction and kind of projector. */
+enum sproj_kind { KIND_NONTOF, KIND_TOF_SINO, KIND_TOF_LM };
+struct request {
+  int back;
+  enum sproj_kind kind;
+  const sproj_tof *tof;
+};
+
+static struct starpu_codelet *codelet_of(const struct request *rq)
+{
+  static struct starpu_codelet *const table[3][2] = {
+    {&sproj_joseph3d_fwd_cl, &sproj_joseph3d_back_cl},
+    {&sproj_joseph3d_tof_sino_fwd_cl, &sproj_joseph3d_tof_sino_back_cl},
+    {&sproj_joseph3d_tof_lm_fwd_cl, &sproj_joseph3d_tof_lm_back_cl},
+  };
+  return table[rq->kind][rq->back];
+}
+
+#define MAX_BUFFERS_PER_PIECE 6
+
 /* Pieces collected for one task. */
 struct task_group {
-  struct starpu_data_descr descr[1 + SPROJ_BUFFERS_PER_PIECE * SPROJ_MAX_PIECES];
-  int npieces;
+  struct starpu_data_descr descr[1 + MAX_BUFFERS_PER_PIECE * SPROJ_MAX_PIECES];
+  struct sproj_proj_arg arg; /* npieces counts the pieces collected */
   int64_t lors;
 };
 
-static int group_submit(struct task_group *g, struct starpu_codelet *cl, const struct sproj_image *img)
+static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 {
-  if (g->npieces == 0)
+  if (g->arg.npieces == 0)
     return SPROJ_OK;
   struct sproj_proj_arg *arg = malloc(sizeof *arg);
   if (!arg)
     return SPROJ_ERR_NOMEM;
-  arg->geom = img->geom;
-  arg->npieces = g->npieces;
+  *arg = g->arg;
   int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
-                               1 + SPROJ_BUFFERS_PER_PIECE * g->npieces, STARPU_EXECUTE_WHERE,
+                               1 + sproj_buffers_per_piece(arg) * arg->npieces, STARPU_EXECUTE_WHERE,
                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0);
-  g->npieces = 0;
+  g->arg.npieces = 0;
   g->lors = 0;
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
 /* Submits the tasks of validated chunks. */
-static int submit(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                  const int *list, int num)
+static int submit(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
+                  const sproj_chunks *chunks, const int *list, int num)
 {
   const sproj_chunks *ch;
-  starpu_data_handle_t *values;
+  sproj_lors *lors = proj->vec.lors;
+  starpu_data_handle_t *values, *bins = NULL, *sigma = NULL, *offset = NULL;
   int ret;
 
-  if ((ret = sproj_resolve_chunks(func, proj->lors, chunks, &ch)))
+  if ((ret = sproj_resolve_chunks(func, lors, chunks, &ch)))
     return ret;
   int64_t total = 0;
   for (int i = 0; i < num; i++)
     total += ch->count[list[i]];
   int64_t target = sproj_task_target(total);
 
-  struct task_group *g = malloc(sizeof *g);
+  /* the read-only per-LOR vectors: their plans are activated once, under their own locks */
+  if ((rq->kind == KIND_TOF_LM && sproj_vec_children(lors->bins, ch, &bins)) ||
+      (rq->tof && rq->tof->sigma && sproj_vec_children(rq->tof->sigma, ch, &sigma)) ||
+      (rq->tof && rq->tof->center_offset && sproj_vec_children(rq->tof->center_offset, ch, &offset)))
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+
+  struct task_group *g = calloc(1, sizeof *g);
   if (!g)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  g->npieces = 0;
-  g->lors = 0;
+  g->arg.geom = img->geom;
+  g->arg.lm = rq->kind == KIND_TOF_LM;
+  if (rq->tof) {
+    const struct sproj_tof_params *p = &rq->tof->params;
+    g->arg.tof = (struct sproj_tof_arg){p->bin_width, p->num_sigmas, p->sigma, p->center_offset, p->num_bins,
+                                        sigma != NULL, offset != NULL};
+  }
+  int bpp = sproj_buffers_per_piece(&g->arg);
   g->descr[0].handle = img->handle;
-  g->descr[0].mode = back ? STARPU_REDUX : STARPU_R;
-  struct starpu_codelet *cl = back ? &sproj_joseph3d_back_cl : &sproj_joseph3d_fwd_cl;
-  enum starpu_data_access_mode values_mode = back ? STARPU_R : STARPU_W;
+  g->descr[0].mode = rq->back ? STARPU_REDUX : STARPU_R;
+  struct starpu_codelet *cl = codelet_of(rq);
+  enum starpu_data_access_mode values_mode = rq->back ? STARPU_R : STARPU_W;
 
   /* the vector's partition may change with the chunking: one submitter of this vector at a time */
-  pthread_mutex_lock(&proj->lock);
-  if ((ret = sproj_proj_children(proj, ch, &values)))
+  pthread_mutex_lock(&proj->vec.lock);
+  if ((ret = sproj_vec_children_locked(&proj->vec, ch, &values)))
     ret = sproj_fail(ret, func, "out of memory");
   for (int i = 0; i < num && !ret; i++) {
     for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1] && !ret; p++) {
-      if (g->npieces == SPROJ_MAX_PIECES || (g->npieces > 0 && g->lors + ch->piece_len[p] > target))
-        if ((ret = group_submit(g, cl, img)))
+      if (g->arg.npieces == SPROJ_MAX_PIECES || (g->arg.npieces > 0 && g->lors + ch->piece_len[p] > target))
+        if ((ret = group_submit(g, cl)))
           ret = sproj_fail(ret, func, "StarPU refused a task");
-      struct starpu_data_descr *d = g->descr + 1 + SPROJ_BUFFERS_PER_PIECE * g->npieces;
-      d[0].handle = ch->xs_children[p];
-      d[0].mode = STARPU_R;
-      d[1].handle = ch->xe_children[p];
-      d[1].mode = STARPU_R;
-      d[2].handle = values[p];
-      d[2].mode = values_mode;
-      g->npieces++;
+      struct starpu_data_descr *d = g->descr + 1 + bpp * g->arg.npieces;
+      starpu_data_handle_t h[MAX_BUFFERS_PER_PIECE] = {ch->xs_children[p], ch->xe_children[p], values[p]};
+      int k = 3;
+      if (bins)
+        h[k++] = bins[p];
+      if (sigma)
+        h[k++] = sigma[p];
+      if (offset)
+        h[k++] = offset[p];
+      for (int j = 0; j < bpp; j++) {
+        d[j].handle = h[j];
+        d[j].mode = j == 2 ? values_mode : STARPU_R;
+      }
+      g->arg.npieces++;
       g->lors += ch->piece_len[p];
     }
   }
-  if (!ret && (ret = group_submit(g, cl, img)))
+  if (!ret && (ret = group_submit(g, cl)))
     ret = sproj_fail(ret, func, "StarPU refused a task");
-  pthread_mutex_unlock(&proj->lock);
+  pthread_mutex_unlock(&proj->vec.lock);
   free(g);
   return ret;
 }
 
-static int check_args(const char *func, const sproj_image *img, const sproj_proj *proj, const sproj_chunks *chunks,
-                      int chunk)
+static int check_args(const char *func, const struct request *rq, const sproj_image *img, const sproj_proj *proj,
+                      const sproj_chunks *chunks, int chunk)
 {
   int ret = sproj_check_init(func);
   if (ret)
@@ -105,17 +143,42 @@ static int check_args(const char *func, const sproj_image *img, const sproj_proj
     return sproj_fail(SPROJ_ERR_NULL, func, "img and proj must not be NULL");
   if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
     return sproj_fail(SPROJ_ERR_RANGE, func, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
-  if (chunks && chunks->lors != proj->lors)
+  const sproj_lors *lors = proj->vec.lors;
+  if (chunks && chunks->lors != lors)
     return sproj_fail(SPROJ_ERR_MISMATCH, func, "the chunking belongs to another LOR set than proj");
   if (chunks && chunk != SPROJ_ALL_CHUNKS && (chunk < 0 || chunk >= chunks->num_chunks))
     return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", chunk, chunks->num_chunks - 1);
+  if (rq->kind == KIND_NONTOF) {
+    if (proj->num_bins != 1)
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "proj holds %d TOF bins per LOR: use the TOF projectors",
+                        proj->num_bins);
+    return SPROJ_OK;
+  }
+  if (!rq->tof)
+    return sproj_fail(SPROJ_ERR_NULL, func, "tof is NULL");
+  if (rq->tof->lors && rq->tof->lors != lors)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the per-LOR TOF parameters belong to another LOR set");
+  int num_bins = rq->tof->params.num_bins;
+  if (rq->kind == KIND_TOF_SINO && proj->num_bins != num_bins)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "proj holds %d values per LOR, the TOF parameters %d bins",
+                      proj->num_bins, num_bins);
+  if (rq->kind == KIND_TOF_LM) {
+    if (!lors->bins)
+      return sproj_fail(SPROJ_ERR_INVALID, func, "the LOR set has no TOF bins (sproj_lors_register_events)");
+    if (proj->num_bins != 1)
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "listmode takes one value per event, proj holds %d",
+                        proj->num_bins);
+    if (lors->max_bin >= num_bins)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d, the TOF parameters have %d bins",
+                        lors->max_bin, num_bins);
+  }
   return SPROJ_OK;
 }
 
 /* ---- batches: this thread's requests collected until sproj_batch_end ---- */
 struct batch {
   int depth;
-  int back;
+  struct request rq;
   sproj_image *img;
   sproj_proj *proj;
   const sproj_chunks *chunks;
@@ -128,17 +191,18 @@ int sproj_flush_pending(void)
 {
   if (batch.num == 0)
     return SPROJ_OK;
-  int ret = submit("sproj_batch_end", batch.back, batch.img, batch.proj, batch.chunks, batch.list, batch.num);
+  int ret = submit("sproj_batch_end", &batch.rq, batch.img, batch.proj, batch.chunks, batch.list, batch.num);
   batch.num = 0;
   return ret;
 }
 
 /* Adds validated chunks to this thread's batch (submitting what it held if they belong to other objects). */
-static int batch_add(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                     const int *list, int num)
+static int batch_add(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
+                     const sproj_chunks *chunks, const int *list, int num)
 {
   int ret = SPROJ_OK;
-  if (batch.num > 0 && (batch.back != back || batch.img != img || batch.proj != proj || batch.chunks != chunks))
+  if (batch.num > 0 && (batch.rq.back != rq->back || batch.rq.kind != rq->kind || batch.rq.tof != rq->tof ||
+                        batch.img != img || batch.proj != proj || batch.chunks != chunks))
     ret = sproj_flush_pending();
   if (batch.num + num > batch.cap) {
     int cap = 2 * (batch.num + num);
@@ -148,7 +212,7 @@ static int batch_add(const char *func, int back, sproj_image *img, sproj_proj *p
     batch.list = l;
     batch.cap = cap;
   }
-  batch.back = back;
+  batch.rq = *rq;
   batch.img = img;
   batch.proj = proj;
   batch.chunks = chunks;
@@ -183,8 +247,8 @@ int sproj_batch_end(void)
 }
 
 /* Submits (or, inside a batch, collects) validated chunks. */
-static int request(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                   const int *list, int num)
+static int request(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
+                   const sproj_chunks *chunks, const int *list, int num)
 {
   for (int i = 0; i < num; i++) {
     int nchunks = chunks ? chunks->num_chunks : 1;
@@ -192,32 +256,32 @@ static int request(const char *func, int back, sproj_image *img, sproj_proj *pro
       return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", list[i], nchunks - 1);
   }
   if (batch.depth > 0)
-    return batch_add(func, back, img, proj, chunks, list, num);
-  return submit(func, back, img, proj, chunks, list, num);
+    return batch_add(func, rq, img, proj, chunks, list, num);
+  return submit(func, rq, img, proj, chunks, list, num);
 }
 
-static int submit_one(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                      int chunk)
+static int submit_one(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
+                      const sproj_chunks *chunks, int chunk)
 {
-  int ret = check_args(func, img, proj, chunks, chunk);
+  int ret = check_args(func, rq, img, proj, chunks, chunk);
   if (ret)
     return ret;
   if (chunks && chunk == SPROJ_ALL_CHUNKS) {
     int *list, num;
     if ((ret = sproj_chunk_list(func, chunks, chunk, &list, &num)))
       return ret;
-    ret = request(func, back, img, proj, chunks, list, num);
+    ret = request(func, rq, img, proj, chunks, list, num);
     free(list);
     return ret;
   }
   int c = chunks ? chunk : 0;
-  return request(func, back, img, proj, chunks, &c, 1);
+  return request(func, rq, img, proj, chunks, &c, 1);
 }
 
-static int submit_list(const char *func, int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                       const int *list, int num)
+static int submit_list(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
+                       const sproj_chunks *chunks, const int *list, int num)
 {
-  int ret = check_args(func, img, proj, chunks, 0);
+  int ret = check_args(func, rq, img, proj, chunks, 0);
   if (ret)
     return ret;
   if (!list)
@@ -226,25 +290,40 @@ static int submit_list(const char *func, int back, sproj_image *img, sproj_proj 
     return sproj_fail(SPROJ_ERR_EMPTY, func, "num is 0");
   if (num < 0)
     return sproj_fail(SPROJ_ERR_DIMS, func, "num = %d is negative", num);
-  return request(func, back, img, proj, chunks, list, num);
+  return request(func, rq, img, proj, chunks, list, num);
 }
 
-int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)
-{
-  return submit_one(__func__, 0, img, proj, chunks, chunk);
-}
+/* The public entry points: one chunk (or all) and a list of chunks, for each projector and direction. */
+#define SPROJ_ENTRY_POINTS(name, back, kind)                                                                    \
+  int sproj_##name(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)                  \
+  {                                                                                                            \
+    const struct request rq = {back, kind, NULL};                                                              \
+    return submit_one(__func__, &rq, img, proj, chunks, chunk);                                                \
+  }                                                                                                            \
+  int sproj_##name##_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *list,   \
+                            int num)                                                                           \
+  {                                                                                                            \
+    const struct request rq = {back, kind, NULL};                                                              \
+    return submit_list(__func__, &rq, img, proj, chunks, list, num);                                           \
+  }
 
-int sproj_back(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)
-{
-  return submit_one(__func__, 1, img, proj, chunks, chunk);
-}
+#define SPROJ_TOF_ENTRY_POINTS(name, back, kind)                                                                \
+  int sproj_##name(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,                  \
+                   const sproj_tof *tof)                                                                       \
+  {                                                                                                            \
+    const struct request rq = {back, kind, tof};                                                               \
+    return submit_one(__func__, &rq, img, proj, chunks, chunk);                                                \
+  }                                                                                                            \
+  int sproj_##name##_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *list,   \
+                            int num, const sproj_tof *tof)                                                     \
+  {                                                                                                            \
+    const struct request rq = {back, kind, tof};                                                               \
+    return submit_list(__func__, &rq, img, proj, chunks, list, num);                                           \
+  }
 
-int sproj_fwd_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list, int num)
-{
-  return submit_list(__func__, 0, img, proj, chunks, chunk_list, num);
-}
-
-int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list, int num)
-{
-  return submit_list(__func__, 1, img, proj, chunks, chunk_list, num);
-}
+SPROJ_ENTRY_POINTS(fwd, 0, KIND_NONTOF)
+SPROJ_ENTRY_POINTS(back, 1, KIND_NONTOF)
+SPROJ_TOF_ENTRY_POINTS(fwd_tof_sino, 0, KIND_TOF_SINO)
+SPROJ_TOF_ENTRY_POINTS(back_tof_sino, 1, KIND_TOF_SINO)
+SPROJ_TOF_ENTRY_POINTS(fwd_tof_lm, 0, KIND_TOF_LM)
+SPROJ_TOF_ENTRY_POINTS(back_tof_lm, 1, KIND_TOF_LM)

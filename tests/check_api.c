@@ -59,12 +59,12 @@ END_TEST
 
 START_TEST(test_strerror)
 {
-  for (int code = 0; code >= SPROJ_ERR_INVALID; code--) {
+  for (int code = 0; code >= SPROJ_ERR_TOF; code--) {
     const char *s = sproj_strerror(code);
     ck_assert_ptr_nonnull(s);
     ck_assert_msg(strlen(s) > 5, "code %d", code);
     ck_assert_msg(strcmp(s, "unknown status code") != 0, "code %d has no description", code);
-    for (int other = code - 1; other >= SPROJ_ERR_INVALID; other--)
+    for (int other = code - 1; other >= SPROJ_ERR_TOF; other--)
       ck_assert_msg(strcmp(s, sproj_strerror(other)) != 0, "codes %d and %d share a description", code, other);
   }
   ck_assert_str_eq(sproj_strerror(-999), "unknown status code");

@@ -42,6 +42,12 @@ void tu_ref_fwd(const float *img, const struct tu_geom *g, const float *xs, cons
 void tu_ref_back(double *img, const struct tu_geom *g, const float *xs, const float *xe, const float *values,
                  int64_t n);
 
+/* Independent double-precision TOF-sinogram projection of one LOR into out[num_bins]. Only the choice of the
+ * bins each sample reaches (parallelproj's float window) is emulated in float; positions along the LOR, the
+ * Gaussian integrals over the bins and their normalisation are computed in double. Offset towards xend. */
+void tu_ref_tof_sino_lor(const float *img, const struct tu_geom *g, const float *xs, const float *xe, float bin_width,
+                         int num_bins, float num_sigmas, float sigma, float offset, double *out);
+
 /* Ball of radius r around c (world units), value 1, with partial-volume fractions from s^3 sub-samples. */
 void tu_ball_image(float *img, const struct tu_geom *g, const double c[3], double r, int s);
 

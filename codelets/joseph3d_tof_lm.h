@@ -1,0 +1,41 @@
+/* joseph3d_tof_lm.h: the planes of a LOR that can reach TOF bin b, shared by the listmode projectors. */
+#ifndef SPROJ_JOSEPH3D_TOF_LM_H
+#define SPROJ_JOSEPH3D_TOF_LM_H
+
+#include "joseph3d_ray.h"
+#include "tof.h"
+
+/* Planes k0..k1 (within the ray's planes) whose window may hold bin b: |k*at + bt - b| <= max_diff + 1. Every
+ * plane whose window does hold b lies in this range; each plane is still checked exactly. */
+SPROJ_HD void sproj_tof_lm_planes(const struct sproj_ray *r, const struct sproj_tof_line *l, int b, int *k0, int *k1)
+{
+  float reach = l->max_diff + 1.0f;
+  float lo = (b - reach - l->bt) / l->at, hi = (b + reach - l->bt) / l->at;
+  if (lo > hi) {
+    float tmp = lo;
+    lo = hi;
+    hi = tmp;
+  }
+  lo = fmaxf(lo, (float)r->first - 1.0f);
+  hi = fminf(hi, (float)r->last + 1.0f);
+  *k0 = (int)floorf(lo);
+  *k1 = (int)ceilf(hi);
+  if (*k0 < r->first)
+    *k0 = r->first;
+  if (*k1 > r->last)
+    *k1 = r->last;
+}
+
+/* Normalised weight of bin b for the sample at it_f (0 if b is outside its window): the same float operations as
+ * the sinogram projectors, so that an event and sinogram bin b of its LOR get bit-identical values. */
+SPROJ_HD float sproj_tof_lm_weight(float it_f, const struct sproj_tof_line *l, int b, float *sum)
+{
+  int n, it_min = sproj_tof_window(it_f, l->max_diff, &n);
+  int j = b - it_min;
+  if (j < 0 || j >= n)
+    return 0.0f;
+  *sum = sproj_tof_sum(sproj_tof_edge(it_f, it_min, 0, l->edge_scale), sproj_tof_edge(it_f, it_min, n, l->edge_scale));
+  return 0.5f * (sproj_tof_edge(it_f, it_min, j, l->edge_scale) - sproj_tof_edge(it_f, it_min, j + 1, l->edge_scale));
+}
+
+#endif

@@ -1,0 +1,21 @@
+/* joseph3d_tof_lm_back.c: CPU codelet, codelet struct and performance model of the TOF listmode back projection. */
+#include "config.h"
+#include "codelets.h"
+#include "joseph3d_tof_lm_back.h"
+
+static void tof_lm_back_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
+{
+  float sigma, offset;
+  sproj_tof_lor_params(&arg->tof, pc->sigma, pc->offset, i, &sigma, &offset);
+  joseph3d_tof_lm_back_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, &arg->tof, sigma, offset,
+                           pc->bins[i], pc->values[i]);
+}
+
+static void joseph3d_tof_lm_back_cpu(void *buffers[], void *cl_arg)
+{
+  sproj_cpu_run(buffers, cl_arg, tof_lm_back_lor);
+}
+
+SPROJ_PROJ_MODEL(tof_lm_back_model, "starproj_joseph3d_tof_lm_back");
+SPROJ_PROJ_CODELET(sproj_joseph3d_tof_lm_back_cl, joseph3d_tof_lm_back_cpu, sproj_joseph3d_tof_lm_back_cuda,
+                   tof_lm_back_model, "joseph3d_tof_lm_back");

@@ -1,0 +1,16 @@
+/* joseph3d_tof_lm_back.cu: CUDA kernel of the TOF listmode back projection (one thread per event, atomic adds). */
+#include "config.h"
+#include "cuda_pieces.h"
+#include "joseph3d_tof_lm_back.h"
+
+__global__ static void tof_lm_back_kernel(float *img, const struct sproj_proj_arg a,
+                                          const __grid_constant__ struct sproj_piece_table t)
+{
+  SPROJ_CUDA_THIS_LOR(t, p, i);
+  float sigma, offset;
+  sproj_tof_lor_params(&a.tof, t.sigma[p], t.offset[p], i, &sigma, &offset);
+  joseph3d_tof_lm_back_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma, offset,
+                           t.bins[p][i], t.values[p][i]);
+}
+
+SPROJ_CUDA_LAUNCHER(sproj_joseph3d_tof_lm_back_cuda, tof_lm_back_kernel, float *)

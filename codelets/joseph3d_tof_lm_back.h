@@ -1,0 +1,25 @@
+/* joseph3d_tof_lm_back.h: TOF listmode back projection of one event, the adjoint of joseph3d_tof_lm_fwd.h. */
+#ifndef SPROJ_JOSEPH3D_TOF_LM_BACK_H
+#define SPROJ_JOSEPH3D_TOF_LM_BACK_H
+
+#include "joseph3d_tof_lm.h"
+
+SPROJ_HD void joseph3d_tof_lm_back_lor(float *img, const struct sproj_geom *g, const float *xs, const float *xe,
+                                       const struct sproj_tof_arg *t, float sigma, float offset, int b, float value)
+{
+  struct sproj_ray r;
+  struct sproj_tof_line l;
+  if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))
+    return;
+  sproj_tof_line_setup(&r, g, xs, xe, t, sigma, offset, &l);
+  int k0, k1;
+  sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
+  for (int k = k0; k <= k1; k++) {
+    float sum, w = sproj_tof_lm_weight(k * l.at + l.bt, &l, b, &sum);
+    if (w == 0.0f)
+      continue;
+    sproj_ray_scatter(img, &r, k, r.cf * ((value / sum) * w));
+  }
+}
+
+#endif

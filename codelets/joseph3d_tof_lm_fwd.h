@@ -1,0 +1,29 @@
+/* joseph3d_tof_lm_fwd.h: TOF listmode forward projection of one event (host + CUDA). */
+#ifndef SPROJ_JOSEPH3D_TOF_LM_FWD_H
+#define SPROJ_JOSEPH3D_TOF_LM_FWD_H
+
+#include "joseph3d_tof_lm.h"
+
+/* The value TOF-sinogram bin b of the event's LOR would get. */
+SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom *g, const float *xs, const float *xe,
+                                       const struct sproj_tof_arg *t, float sigma, float offset, int b)
+{
+  struct sproj_ray r;
+  struct sproj_tof_line l;
+  if (!sproj_ray_setup(xs, xe, g, &r))
+    return 0.0f;
+  sproj_tof_line_setup(&r, g, xs, xe, t, sigma, offset, &l);
+  int k0, k1;
+  sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
+  float out = 0.0f;
+  for (int k = k0; k <= k1; k++) {
+    float sum, w = sproj_tof_lm_weight(k * l.at + l.bt, &l, b, &sum);
+    if (w == 0.0f)
+      continue;
+    float v = r.cf * sproj_ray_sample(img, &r, k);
+    out += (v / sum) * w;
+  }
+  return out;
+}
+
+#endif

@@ -1,0 +1,21 @@
+/* joseph3d_tof_sino_fwd.c: CPU codelet, codelet struct and performance model of the TOF-sinogram forward projection. */
+#include "config.h"
+#include "codelets.h"
+#include "joseph3d_tof_sino_fwd.h"
+
+static void tof_sino_fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
+{
+  float sigma, offset;
+  sproj_tof_lor_params(&arg->tof, pc->sigma, pc->offset, i, &sigma, &offset);
+  joseph3d_tof_sino_fwd_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, &arg->tof, sigma, offset,
+                            pc->values + (size_t)i * arg->tof.num_bins);
+}
+
+static void joseph3d_tof_sino_fwd_cpu(void *buffers[], void *cl_arg)
+{
+  sproj_cpu_run(buffers, cl_arg, tof_sino_fwd_lor);
+}
+
+SPROJ_PROJ_MODEL(tof_sino_fwd_model, "starproj_joseph3d_tof_sino_fwd");
+SPROJ_PROJ_CODELET(sproj_joseph3d_tof_sino_fwd_cl, joseph3d_tof_sino_fwd_cpu, sproj_joseph3d_tof_sino_fwd_cuda,
+                   tof_sino_fwd_model, "joseph3d_tof_sino_fwd");

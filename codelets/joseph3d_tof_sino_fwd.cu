@@ -1,0 +1,16 @@
+/* joseph3d_tof_sino_fwd.cu: CUDA kernel of the TOF-sinogram forward projection (one thread per LOR). */
+#include "config.h"
+#include "cuda_pieces.h"
+#include "joseph3d_tof_sino_fwd.h"
+
+__global__ static void tof_sino_fwd_kernel(const float *__restrict__ img, const struct sproj_proj_arg a,
+                                           const __grid_constant__ struct sproj_piece_table t)
+{
+  SPROJ_CUDA_THIS_LOR(t, p, i);
+  float sigma, offset;
+  sproj_tof_lor_params(&a.tof, t.sigma[p], t.offset[p], i, &sigma, &offset);
+  joseph3d_tof_sino_fwd_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma, offset,
+                            t.values[p] + (size_t)i * a.tof.num_bins);
+}
+
+SPROJ_CUDA_LAUNCHER(sproj_joseph3d_tof_sino_fwd_cuda, tof_sino_fwd_kernel, const float *)

@@ -1,0 +1,85 @@
+/* tof.h: time-of-flight weights of Joseph samples (host + CUDA), shared by the TOF sinogram and listmode projectors.
+ *
+ * Bin b of a LOR is centred (b - (num_bins-1)/2) * bin_width from its midpoint, shifted by center_offset towards
+ * xend. A sample at TOF coordinate t (in bins) contributes to the bins of its window [it_min, it_min + n) with the
+ * Gaussian integrated over each bin, normalised over the window. The weights are differences of erf at the bin
+ * edges, so a window of n bins costs n + 1 erf and its normalisation is the first minus the last edge value: the
+ * sinogram and the listmode projectors compute bit-identical weights. */
+#ifndef SPROJ_TOF_H
+#define SPROJ_TOF_H
+
+#include "joseph3d_ray.h"
+
+/* Longest window of bins one sample contributes to (parallelproj's MAX_NUM_TOF_WEIGHTS). */
+#define SPROJ_TOF_MAX_WINDOW 64
+
+/* TOF parameters of a projection task (scalars; per-LOR sigma / offset come as buffers). */
+struct sproj_tof_arg {
+  float bin_width;
+  float num_sigmas;
+  float sigma;          /* used when per_lor_sigma is 0 */
+  float center_offset;  /* used when per_lor_offset is 0 */
+  int num_bins;
+  int per_lor_sigma, per_lor_offset;
+};
+
+/* The TOF coordinate (in bins) of the sample in plane k: k * at + bt. */
+struct sproj_tof_line {
+  float at, bt;
+  float max_diff;       /* window half-width in bins: num_sigmas * sigma / bin_width */
+  float edge_scale;     /* bin_width / (sqrt(2) sigma): turns a distance in bins into an erf argument */
+};
+
+SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj_geom *g, const float *xs,
+                                   const float *xe, const struct sproj_tof_arg *t, float sigma, float offset,
+                                   struct sproj_tof_line *l)
+{
+  int a = r->axis;
+  float costheta = g->voxel_size[a] / r->cf;
+  float sign = xe[a] >= xs[a] ? 1.0f : -1.0f;
+  /* centre of bin 0 projected on the principal axis; the offset runs along the LOR towards xend */
+  float tof_origin = 0.5f * (xs[a] + xe[a]) - sign * (0.5f * t->num_bins - 0.5f) * (t->bin_width * costheta) +
+                     sign * offset * costheta;
+  float tof_slope = sign * t->bin_width * costheta;
+  l->at = sign * r->cf / t->bin_width;
+  l->bt = (g->origin[a] - tof_origin) / tof_slope;
+  l->max_diff = t->num_sigmas * sigma / t->bin_width;
+  l->edge_scale = t->bin_width / (1.41421356237309505f * sigma);
+}
+
+/* Window of the sample at TOF coordinate it_f: first bin and number of bins (as parallelproj chooses them). */
+SPROJ_HD int sproj_tof_window(float it_f, float max_diff, int *n)
+{
+  int it_min = (int)floorf(it_f - max_diff);
+  int it_max = (int)ceilf(it_f + max_diff);
+  *n = it_max + 1 - it_min;
+  if (*n > SPROJ_TOF_MAX_WINDOW) {
+    it_min = (int)lroundf(it_f) - SPROJ_TOF_MAX_WINDOW / 2;
+    *n = SPROJ_TOF_MAX_WINDOW;
+  }
+  return it_min;
+}
+
+/* erf at edge j (0..n) of the window: the upper edge of bin it_min + j - 1, i.e. the lower edge of bin it_min + j */
+SPROJ_HD float sproj_tof_edge(float it_f, int it_min, int j, float edge_scale)
+{
+  return erff(((it_f - (float)it_min) - (float)j + 0.5f) * edge_scale);
+}
+
+/* Total weight of a window (what its bins' weights are divided by). Bin it_min + k weighs 0.5 * (edge(k) -
+ * edge(k+1)), so the total is 0.5 * (edge(0) - edge(n)); an empty total (sigma far below the bin width) counts 1. */
+SPROJ_HD float sproj_tof_sum(float e_first, float e_last)
+{
+  float sum = 0.5f * (e_first - e_last);
+  return sum > 0.0f ? sum : 1.0f;
+}
+
+/* Per-LOR sigma and offset, from the per-LOR buffers when given. */
+SPROJ_HD void sproj_tof_lor_params(const struct sproj_tof_arg *t, const float *sigma, const float *offset,
+                                   unsigned i, float *s, float *o)
+{
+  *s = t->per_lor_sigma ? sigma[i] : t->sigma;
+  *o = t->per_lor_offset ? offset[i] : t->center_offset;
+}
+
+#endif

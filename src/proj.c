@@ -1,0 +1,173 @@
+/* proj.c: projection vectors (one value, or one per TOF bin, for each LOR of a set): registration, residency,
+ * sync and unregistration. */
+#include "config.h"
+#include <stdlib.h>
+#include "internal.h"
+
+static int proj_new(const char *func, sproj_proj **out, starpu_data_handle_t handle, sproj_lors *lors, int owns,
+                    int num_bins)
+{
+  sproj_proj *proj = calloc(1, sizeof *proj);
+  if (!proj)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  if (sproj_vec_init(&proj->vec, lors, handle, owns, 0, 0)) {
+    free(proj);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  proj->num_bins = num_bins;
+  sproj_count_object(1);
+  *out = proj;
+  return SPROJ_OK;
+}
+
+static int proj_register(const char *func, sproj_proj **proj, float *values, sproj_lors *lors, int num_bins)
+{
+  int ret = sproj_check_init(func);
+  if (ret)
+    return ret;
+  if (!proj || !values || !lors)
+    return sproj_fail(SPROJ_ERR_NULL, func, "proj, values and lors must not be NULL");
+  if (num_bins == 0)
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "num_tof_bins is 0");
+  if (num_bins < 0)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num_tof_bins = %d is negative", num_bins);
+  if (num_bins > SPROJ_MAX_TOF_BINS)
+    return sproj_fail(SPROJ_ERR_TOF, func, "num_tof_bins = %d exceeds %d", num_bins, SPROJ_MAX_TOF_BINS);
+  starpu_data_handle_t handle;
+  /* one element per LOR: its num_bins values, so that chunks of LORs are chunks of the vector */
+  starpu_vector_data_register(&handle, STARPU_MAIN_RAM, (uintptr_t)values, (uint32_t)lors->num_lors,
+                              (size_t)num_bins * sizeof(float));
+  ret = proj_new(func, proj, handle, lors, 1, num_bins);
+  if (ret)
+    starpu_data_unregister_no_coherency(handle);
+  return ret;
+}
+
+int sproj_proj_register(sproj_proj **proj, float *values, sproj_lors *lors)
+{
+  return proj_register(__func__, proj, values, lors, 1);
+}
+
+int sproj_proj_register_tof(sproj_proj **proj, float *values, sproj_lors *lors, int num_tof_bins)
+{
+  return proj_register(__func__, proj, values, lors, num_tof_bins);
+}
+
+int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!proj || !handle || !lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj, handle and lors must not be NULL");
+  if (starpu_data_get_interface_id(handle) != STARPU_VECTOR_INTERFACE_ID)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the handle is not a StarPU vector");
+  if (starpu_vector_get_elemsize(handle) != sizeof(float) || starpu_vector_get_nx(handle) != lors->num_lors)
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the vector holds %u elements of %zu bytes, the LOR set needs %lld floats",
+                      starpu_vector_get_nx(handle), starpu_vector_get_elemsize(handle), (long long)lors->num_lors);
+  return proj_new(__func__, proj, handle, lors, 0, 1);
+}
+
+/* The piece handles of proj for the given chunks of a resolved chunking (proj->vec.lock held). */
+static int proj_piece_handles(const char *func, sproj_proj *proj, const sproj_chunks *ch, int chunk,
+                              starpu_data_handle_t **handles, int *nh)
+{
+  starpu_data_handle_t *children;
+  int *list, num, ret;
+  if ((ret = sproj_chunk_list(func, ch, chunk, &list, &num)))
+    return ret;
+  if ((ret = sproj_vec_children_locked(&proj->vec, ch, &children))) {
+    free(list);
+    return sproj_fail(ret, func, "out of memory");
+  }
+  *handles = sproj_piece_handles(ch, list, num, &children, 1, nh);
+  free(list);
+  return *handles ? SPROJ_OK : sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+}
+
+static int proj_residency(const char *func, sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu,
+                          int upload)
+{
+  unsigned nodes[STARPU_MAXCUDADEVS];
+  const sproj_chunks *ch;
+  starpu_data_handle_t *h;
+  int nh, ret;
+  if (!proj)
+    return sproj_fail(SPROJ_ERR_NULL, func, "proj is NULL");
+  int nnodes = sproj_gpu_nodes(func, gpu, nodes);
+  if (nnodes < 0)
+    return nnodes;
+  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
+  if ((ret = sproj_resolve_chunks(func, proj->vec.lors, chunks, &ch)))
+    return ret;
+  pthread_mutex_lock(&proj->vec.lock);
+  if (!(ret = proj_piece_handles(func, proj, ch, chunks ? chunk : SPROJ_ALL_CHUNKS, &h, &nh))) {
+    ret = upload ? sproj_upload_handles(h, nh, nodes, nnodes) : sproj_release_handles(h, nh, nodes, nnodes);
+    free(h);
+  }
+  pthread_mutex_unlock(&proj->vec.lock);
+  return ret;
+}
+
+int sproj_proj_upload(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu)
+{
+  return proj_residency(__func__, proj, chunks, chunk, gpu, 1);
+}
+
+int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu)
+{
+  return proj_residency(__func__, proj, chunks, chunk, gpu, 0);
+}
+
+int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int mode)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!proj)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj is NULL");
+  if (mode != SPROJ_SYNC_READ && mode != SPROJ_SYNC_WRITE)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "mode %d must be SPROJ_SYNC_READ or SPROJ_SYNC_WRITE", mode);
+  enum starpu_data_access_mode m = mode == SPROJ_SYNC_WRITE ? STARPU_RW : STARPU_R;
+  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
+  if (chunks && chunks->lors != proj->vec.lors)
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the chunking belongs to another LOR set");
+  pthread_mutex_lock(&proj->vec.lock);
+  if (!chunks) {
+    if (starpu_data_acquire(proj->vec.handle, m) == 0) {
+      /* StarPU gathers the active chunking's pieces into the whole vector first */
+      starpu_data_release(proj->vec.handle);
+    } else {
+      ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+    }
+  } else {
+    starpu_data_handle_t *h;
+    int nh;
+    if (!(ret = proj_piece_handles(__func__, proj, chunks, chunk, &h, &nh))) {
+      for (int i = 0; i < nh && !ret; i++) {
+        if (starpu_data_acquire(h[i], m) == 0)
+          starpu_data_release(h[i]);
+        else
+          ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+      }
+      free(h);
+    }
+  }
+  pthread_mutex_unlock(&proj->vec.lock);
+  return ret;
+}
+
+int sproj_proj_unregister(sproj_proj *proj)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!proj)
+    return SPROJ_OK;
+  sproj_vec_fini(&proj->vec, 0);
+  free(proj);
+  sproj_count_object(-1);
+  return SPROJ_OK;
+}

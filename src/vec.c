@@ -1,0 +1,129 @@
+/* vec.c: per-LOR vectors (projection values, listmode TOF bins, per-LOR TOF sigma and offset) and the chunkings
+ * applied to them as StarPU partition plans. */
+#include "config.h"
+#include <stdlib.h>
+#include "internal.h"
+
+int sproj_vec_init(struct sproj_vec *v, sproj_lors *lors, starpu_data_handle_t handle, int owns, int readonly,
+                   int own)
+{
+  v->handle = handle;
+  v->lors = lors;
+  v->owns_handle = owns;
+  v->readonly = readonly;
+  v->plans = NULL;
+  v->nplans = v->cap_plans = 0;
+  pthread_mutex_init(&v->lock, NULL);
+  if (own)
+    return SPROJ_OK;
+  pthread_mutex_lock(&lors->lock);
+  if (lors->nvecs == lors->cap_vecs) {
+    int cap = lors->cap_vecs ? 2 * lors->cap_vecs : 4;
+    struct sproj_vec **p = realloc(lors->vecs, cap * sizeof *p);
+    if (!p) {
+      pthread_mutex_unlock(&lors->lock);
+      pthread_mutex_destroy(&v->lock);
+      return SPROJ_ERR_NOMEM;
+    }
+    lors->vecs = p;
+    lors->cap_vecs = cap;
+  }
+  lors->vecs[lors->nvecs++] = v;
+  pthread_mutex_unlock(&lors->lock);
+  return SPROJ_OK;
+}
+
+static void plan_clean(struct sproj_vec *v, struct sproj_plan *plan)
+{
+  /* gathers the pieces into the whole vector first if this plan is active */
+  starpu_data_partition_clean(v->handle, plan->npieces, plan->children);
+  free(plan->children);
+}
+
+void sproj_vec_fini(struct sproj_vec *v, int own)
+{
+  if (!own) {
+    sproj_lors *lors = v->lors;
+    pthread_mutex_lock(&lors->lock);
+    for (int i = 0; i < lors->nvecs; i++)
+      if (lors->vecs[i] == v) {
+        lors->vecs[i] = lors->vecs[--lors->nvecs];
+        break;
+      }
+    pthread_mutex_unlock(&lors->lock);
+  }
+  for (int i = 0; i < v->nplans; i++)
+    plan_clean(v, &v->plans[i]);
+  if (v->owns_handle) {
+    starpu_data_unregister(v->handle);
+  } else if (starpu_data_acquire(v->handle, STARPU_R) == 0) {
+    starpu_data_release(v->handle); /* the caller keeps the handle, coherent in main memory */
+  }
+  pthread_mutex_destroy(&v->lock);
+  free(v->plans);
+}
+
+int sproj_vec_children_locked(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_handle_t **children)
+{
+  for (int i = 0; i < v->nplans; i++)
+    if (v->plans[i].chunking_id == ch->id) {
+      *children = v->plans[i].children;
+      return SPROJ_OK;
+    }
+  if (v->nplans == v->cap_plans) {
+    int cap = v->cap_plans ? 2 * v->cap_plans : 4;
+    struct sproj_plan *p = realloc(v->plans, cap * sizeof *p);
+    if (!p)
+      return SPROJ_ERR_NOMEM;
+    v->plans = p;
+    v->cap_plans = cap;
+  }
+  struct sproj_plan *plan = &v->plans[v->nplans];
+  if (sproj_plan_pieces(v->handle, ch, &plan->children))
+    return SPROJ_ERR_NOMEM;
+  plan->chunking_id = ch->id;
+  plan->npieces = ch->npieces;
+  v->nplans++;
+  /* read-only data: activate the partition once, now, so that concurrent submissions never race to do it */
+  if (v->readonly)
+    starpu_data_partition_readonly_submit(v->handle, plan->npieces, plan->children);
+  *children = plan->children;
+  return SPROJ_OK;
+}
+
+int sproj_vec_children(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_handle_t **children)
+{
+  pthread_mutex_lock(&v->lock);
+  int ret = sproj_vec_children_locked(v, ch, children);
+  pthread_mutex_unlock(&v->lock);
+  return ret;
+}
+
+void sproj_vec_forget(struct sproj_vec *v, uint64_t chunking_id)
+{
+  pthread_mutex_lock(&v->lock);
+  for (int i = 0; i < v->nplans; i++)
+    if (v->plans[i].chunking_id == chunking_id) {
+      plan_clean(v, &v->plans[i]);
+      v->plans[i] = v->plans[--v->nplans];
+      break;
+    }
+  pthread_mutex_unlock(&v->lock);
+}
+
+int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own)
+{
+  struct sproj_vec *v = malloc(sizeof *v);
+  if (!v)
+    return SPROJ_ERR_NOMEM;
+  starpu_data_handle_t h;
+  /* only ever read: StarPU never writes through this pointer */
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)data, (uint32_t)lors->num_lors, elemsize);
+  if (sproj_vec_init(v, lors, h, 1, 1, own)) {
+    starpu_data_unregister_no_coherency(h);
+    free(v);
+    return SPROJ_ERR_NOMEM;
+  }
+  *out = v;
+  return SPROJ_OK;
+}

@@ -14,18 +14,6 @@
 #include "common.h"
 #include "scanner.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 enum mode { ONE_CALL, PER_CHUNK, BATCH, CHUNK_LIST };
 
 struct scenario {

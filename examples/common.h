@@ -23,4 +23,17 @@ static inline double now(void)
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+static inline int sproj_example_cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* median of n values (sorts them) */
+static inline double median(double *v, int n)
+{
+  qsort(v, n, sizeof *v, sproj_example_cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 #endif

@@ -34,5 +34,10 @@ int64_t scanner_first_lor(const struct scanner *s, int view, int seg);
 
 /* Fills xstart/xend (3 floats per LOR) for the whole sinogram, using nthreads threads. */
 void scanner_sinogram_lors(const struct scanner *s, float *xstart, float *xend, int nthreads);
+/* The same for the listed views only, one after the other. */
+void scanner_views_lors(const struct scanner *s, const int *views, int nviews, float *xstart, float *xend,
+                        int nthreads);
+/* n LORs of the sinogram drawn at random (view, ring pair, radial bin). */
+void scanner_random_lors(const struct scanner *s, int64_t n, uint64_t seed, float *xstart, float *xend);
 
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from the repository root with .device/ carried (see scripts/device-bundle.sh): the test
 # programs, the demo and the non-TOF benchmark. Logs go to $OUT (or /tmp/out).
-# usage: scripts/device-run.sh [tests] [demo] [bench] [bench-any] [sweep]   (default: tests demo bench)
+# usage: scripts/device-run.sh [tests] [demo] [bench] [bench-tof] [bench-any] [sweep]
+#   (default: tests demo bench bench-tof)
 #   bench-any: projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
 #   sweep:     the segment-viewgram jobs under several StarPU settings
 set -uo pipefail
@@ -12,15 +13,15 @@ export LD_LIBRARY_PATH="$root/.device/lib:$root/.device/build/.libs:/usr/local/c
 export STARPU_HOME=${STARPU_HOME:-/tmp/starpu-home}
 export STARPU_SILENT=1
 cd "$root/.device/build"
-steps=${*:-tests demo bench}
+steps=${*:-tests demo bench bench-tof}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -4
 for step in $steps; do
   case $step in
     tests)
-      for t in check_api check_fwd check_adjoint check_chunks check_cuda; do
+      for t in check_api check_fwd check_adjoint check_chunks check_tof check_cuda; do
         timeout 300 "./tests/$t" >"$out/$t.log" 2>&1
         echo "$t: exit $? $(grep -hE 'Checks:|SKIPPED' "$out/$t.log" | tr '\n' ' ')"
-        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch)' "$out/$t.log"
+        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over)' "$out/$t.log"
         grep -hE ':[FE]:' "$out/$t.log" | head -5
       done ;;
     demo)
@@ -29,6 +30,9 @@ for step in $steps; do
     bench)
       timeout 400 ./examples/bench_nontof >"$out/bench.log" 2>"$out/bench.err"; echo "bench: exit $?"
       grep -v '^$' "$out/bench.log" | tail -n 17; tail -n 2 "$out/bench.err" ;;
+    bench-tof)
+      timeout 400 ./examples/bench_tof >"$out/bench_tof.log" 2>"$out/bench_tof.err"; echo "bench_tof: exit $?"
+      grep -v '^$' "$out/bench_tof.log" | tail -n 12; tail -n 2 "$out/bench_tof.err" ;;
     bench-any)
       timeout 400 ./examples/bench_nontof --devices any >"$out/bench_any.log" 2>"$out/bench_any.err"
       echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err" ;;

@@ -1,0 +1,206 @@
+/* bench_tof.c: TOF projections on the benchmark geometry with image and LORs registered and uploaded once: one TOF
+ * subset (every 34th view: 8 views, 4.3 M LORs x 29 bins) forward and back, and 20 M listmode events (random LORs
+ * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events. Prints a table.
+ *
+ * usage: bench_tof [--repeats N] [--warmups N] [--events N] [--small] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "common.h"
+#include "scanner.h"
+
+struct job {
+  const char *name;
+  int back, lm, per_chunk;
+  sproj_proj *proj;
+  sproj_chunks *chunks;
+  int nchunks;
+  double t_done, t_sync, reference;
+};
+
+static sproj_image *g_img, *g_back;
+static sproj_tof *g_tof;
+
+static void run_once(const struct job *j, double *t_done, double *t_sync)
+{
+  sproj_image *img = j->back ? g_back : g_img;
+  double t0 = now();
+  for (int c = 0; c < (j->per_chunk ? j->nchunks : 1); c++) {
+    const sproj_chunks *ch = j->per_chunk ? j->chunks : NULL;
+    int chunk = j->per_chunk ? c : SPROJ_ALL_CHUNKS;
+    if (j->lm)
+      CHECK(j->back ? sproj_back_tof_lm(img, j->proj, ch, chunk, g_tof) : sproj_fwd_tof_lm(img, j->proj, ch, chunk, g_tof));
+    else
+      CHECK(j->back ? sproj_back_tof_sino(img, j->proj, ch, chunk, g_tof)
+                    : sproj_fwd_tof_sino(img, j->proj, ch, chunk, g_tof));
+  }
+  CHECK(sproj_wait_all());
+  *t_done = now() - t0;
+  if (j->back)
+    CHECK(sproj_image_sync(img, SPROJ_SYNC_READ));
+  else
+    CHECK(sproj_proj_sync(j->proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+  *t_sync = now() - t0;
+}
+
+int main(int argc, char **argv)
+{
+  int repeats = 5, warmups = 2, small = 0;
+  int64_t nevents = 20000000;
+  for (int a = 1; a < argc; a++) {
+    if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
+      repeats = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--warmups") && a + 1 < argc)
+      warmups = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--events") && a + 1 < argc)
+      nevents = atoll(argv[++a]);
+    else if (!strcmp(argv[a], "--small"))
+      small = 1;
+    else {
+      fprintf(stderr, "usage: %s [--repeats N] [--warmups N] [--events N] [--small]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (repeats < 1 || repeats > 64 || warmups < 0 || nevents < 1) {
+    fprintf(stderr, "repeats must be 1..64, warmups >= 0, events >= 1\n");
+    return 2;
+  }
+  CHECK(sproj_init(NULL));
+  struct scanner sc;
+  scanner_vision600(&sc);
+  int n[3] = {215, 215, 71};
+  float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
+  /* 29 bins of 13 x 0.01302 ns x c/2, sigma of a 385 ps FWHM time resolution, 3 sigmas */
+  struct sproj_tof_params par = {13 * 0.01302f * 299.792f / 2, 29, 3.0f, 299.792f / 2 * 0.385f / 2.355f, 0.0f};
+  int view_step = 34;
+  if (small) {
+    sc.nsides = 8;
+    sc.nrings = 6;
+    sc.nrad = 101;
+    n[0] = n[1] = 64;
+    n[2] = 24;
+    vs[0] = vs[1] = vs[2] = 8.0f;
+    view_step = 8;
+    if (nevents > 200000)
+      nevents = 200000;
+  }
+  for (int k = 0; k < 3; k++)
+    origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
+  const size_t nvox = (size_t)n[0] * n[1] * n[2];
+  int nviews = (scanner_views(&sc) + view_step - 1) / view_step;
+  const int64_t per_view = scanner_lors_per_view(&sc), nlors = nviews * per_view;
+  long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("# starproj %d.%d.%d bench_tof: %d CPU workers, %d GPUs (%d workers), scheduler %s\n", SPROJ_VERSION_MAJOR,
+         SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH, sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_workers(),
+         sproj_scheduler_name());
+  printf("# TOF: %d bins of %.2f mm, sigma %.2f mm, %.0f sigmas; subset %d views x %lld LORs = %lld LORs; %lld events\n",
+         par.num_bins, par.bin_width, par.sigma, par.num_sigmas, nviews, (long long)per_view, (long long)nlors,
+         (long long)nevents);
+
+  double t0 = now();
+  float *xs, *xe, *exs, *exe, *image, *back, *sino, *lmv, *lmv2;
+  int16_t *bins;
+  CHECK(sproj_malloc_pinned((void **)&xs, 3 * nlors * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&xe, 3 * nlors * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&exs, 3 * nevents * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&exe, 3 * nevents * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&bins, nevents * sizeof(int16_t)));
+  CHECK(sproj_malloc_pinned((void **)&image, nvox * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&back, nvox * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&sino, nlors * par.num_bins * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&lmv, nevents * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&lmv2, nevents * sizeof(float)));
+  int *views = malloc(nviews * sizeof *views);
+  for (int v = 0; v < nviews; v++)
+    views[v] = v * view_step;
+  scanner_views_lors(&sc, views, nviews, xs, xe, (int)ncores);
+  scanner_random_lors(&sc, nevents, 4242, exs, exe);
+  srand(777);
+  for (int64_t i = 0; i < nevents; i++)
+    bins[i] = (int16_t)(rand() % par.num_bins);
+  for (size_t v = 0; v < nvox; v++) {
+    image[v] = (float)rand() / RAND_MAX;
+    back[v] = 0.0f;
+  }
+  printf("# host data: %.2f s\n", now() - t0);
+
+  sproj_lors *lors, *events;
+  sproj_proj *p_sino, *p_lm, *p_lm2;
+  sproj_chunks *mchunks;
+  CHECK(sproj_image_register(&g_img, image, n, vs, origin));
+  CHECK(sproj_image_register(&g_back, back, n, vs, origin));
+  CHECK(sproj_lors_register(&lors, xs, xe, nlors));
+  CHECK(sproj_lors_register_events(&events, exs, exe, bins, nevents));
+  CHECK(sproj_proj_register_tof(&p_sino, sino, lors, par.num_bins));
+  CHECK(sproj_proj_register(&p_lm, lmv, events));
+  CHECK(sproj_proj_register(&p_lm2, lmv2, events));
+  CHECK(sproj_tof_register(&g_tof, &par, NULL, NULL, NULL));
+  int nmchunks = (int)((nevents + 999999) / 1000000);
+  CHECK(sproj_chunks_create_blocks(&mchunks, events, nmchunks));
+  t0 = now();
+  CHECK(sproj_image_upload(g_img, SPROJ_ALL_GPUS));
+  CHECK(sproj_image_upload(g_back, SPROJ_ALL_GPUS));
+  CHECK(sproj_lors_upload(lors, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  CHECK(sproj_lors_upload(events, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  CHECK(sproj_lors_upload(events, mchunks, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  printf("# upload: %.2f s\n", now() - t0);
+
+  struct job jobs[] = {
+    {"TOF sino fwd (subset)", 0, 0, 0, p_sino, NULL, 1, 0, 0, 0.0669},
+    {"TOF sino back (subset)", 1, 0, 0, p_sino, NULL, 1, 0, 0, 0.0276},
+    {"TOF LM fwd, 1 request", 0, 1, 0, p_lm, NULL, 1, 0, 0, 0.0126},
+    {"TOF LM fwd, 1M-event calls", 0, 1, 1, p_lm2, mchunks, nmchunks, 0, 0, 0.0126},
+    {"TOF LM back, 1 request", 1, 1, 0, p_lm, NULL, 1, 0, 0, 0.0239},
+    {"TOF LM back, 1M-event calls", 1, 1, 1, p_lm2, mchunks, nmchunks, 0, 0, 0.0239},
+  };
+  const int njobs = sizeof jobs / sizeof jobs[0];
+
+  /* correctness before timing: chunked listmode equals one request, bit for bit */
+  double d0, d1;
+  run_once(&jobs[2], &d0, &d1);
+  run_once(&jobs[3], &d0, &d1);
+  int64_t differ = 0, nonzero = 0;
+  for (int64_t i = 0; i < nevents; i++) {
+    differ += lmv[i] != lmv2[i];
+    nonzero += lmv[i] != 0.0f;
+  }
+  printf("# check: listmode in 1M chunks vs one request: %lld of %lld differ; %lld events non-zero\n",
+         (long long)differ, (long long)nevents, (long long)nonzero);
+  if (differ || !nonzero) {
+    fprintf(stderr, "chunked listmode differs from one request (or nothing projected): not timing\n");
+    return 1;
+  }
+
+  for (int i = 0; i < njobs; i++) {
+    double done[64], sync[64];
+    for (int r = 0; r < warmups; r++)
+      run_once(&jobs[i], &done[0], &sync[0]);
+    for (int r = 0; r < repeats; r++)
+      run_once(&jobs[i], &done[r], &sync[r]);
+    jobs[i].t_done = median(done, repeats);
+    jobs[i].t_sync = median(sync, repeats);
+    fprintf(stderr, "# %-30s %.4f s\n", jobs[i].name, jobs[i].t_done);
+  }
+  printf("\n%-30s %6s %9s %9s %12s %10s\n", "job (median of repeats)", "calls", "done s", "+host s", "parallelproj",
+         "ratio");
+  for (int i = 0; i < njobs; i++)
+    printf("%-30s %6d %9.4f %9.4f %12.4f %10.2f\n", jobs[i].name, jobs[i].per_chunk ? jobs[i].nchunks : 1,
+           jobs[i].t_done, jobs[i].t_sync, jobs[i].reference, jobs[i].t_done / jobs[i].reference);
+  printf("# done: tasks finished, data on the GPU (back: before the reduction); +host: result on the host\n"
+         "# parallelproj: libparallelproj 2.0.8 on one H200, shared/docs/GPU.md; ratio = done / parallelproj\n");
+
+  CHECK(sproj_chunks_destroy(mchunks));
+  CHECK(sproj_proj_unregister(p_sino));
+  CHECK(sproj_proj_unregister(p_lm));
+  CHECK(sproj_proj_unregister(p_lm2));
+  CHECK(sproj_tof_unregister(g_tof));
+  CHECK(sproj_lors_unregister(lors));
+  CHECK(sproj_lors_unregister(events));
+  CHECK(sproj_image_unregister(g_img));
+  CHECK(sproj_image_unregister(g_back));
+  CHECK(sproj_shutdown());
+  free(views);
+  return 0;
+}

@@ -1,5 +1,6 @@
 /* lors.c: LOR sets (plain and listmode events) and chunkings (pieces planned as StarPU partitions). */
 #include "config.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -78,8 +79,11 @@ int sproj_lors_register_events(sproj_lors **events, const float *xstart, const f
                           tof_bin[i]);
   }
   sproj_lors *lors;
-  if ((ret = sproj_lors_register(&lors, xstart, xend, num_events)))
-    return sproj_fail(ret, __func__, "%s", sproj_last_error()); /* same checks, named for this call */
+  if ((ret = sproj_lors_register(&lors, xstart, xend, num_events))) {
+    char why[512]; /* the same checks, reported under this call's name */
+    snprintf(why, sizeof why, "%s", sproj_last_error());
+    return sproj_fail(ret, __func__, "%s", why);
+  }
   int min = tof_bin[0], max = tof_bin[0];
   for (int64_t i = 1; i < num_events; i++) {
     if (tof_bin[i] < min)

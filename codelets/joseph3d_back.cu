@@ -3,7 +3,7 @@
 #include "cuda_pieces.h"
 #include "joseph3d_back.h"
 
-__global__ static void joseph3d_back_kernel(float *img, const struct sproj_proj_arg a,
+__global__ static void joseph3d_back_kernel(float *img, const __grid_constant__ struct sproj_proj_arg a,
                                             const __grid_constant__ struct sproj_piece_table t)
 {
   SPROJ_CUDA_THIS_LOR(t, p, i);

@@ -3,7 +3,7 @@
 #include "cuda_pieces.h"
 #include "joseph3d_tof_lm_fwd.h"
 
-__global__ static void tof_lm_fwd_kernel(const float *__restrict__ img, const struct sproj_proj_arg a,
+__global__ static void tof_lm_fwd_kernel(const float *__restrict__ img, const __grid_constant__ struct sproj_proj_arg a,
                                          const __grid_constant__ struct sproj_piece_table t)
 {
   SPROJ_CUDA_THIS_LOR(t, p, i);

@@ -28,14 +28,15 @@ SPROJ_HD void sproj_tof_lm_planes(const struct sproj_ray *r, const struct sproj_
 
 /* Normalised weight of bin b for the sample at it_f (0 if b is outside its window): the same float operations as
  * the sinogram projectors, so that an event and sinogram bin b of its LOR get bit-identical values. */
-SPROJ_HD float sproj_tof_lm_weight(float it_f, const struct sproj_tof_line *l, int b, float *sum)
+SPROJ_HD float sproj_tof_lm_weight(const struct sproj_tof_line *l, int k, int b, float *sum)
 {
-  int n, it_min = sproj_tof_window(it_f, l->max_diff, &n);
-  int j = b - it_min;
-  if (j < 0 || j >= n)
+  struct sproj_tof_sample s;
+  sproj_tof_sample_at(l, k, b + 1, &s);
+  int j = b - s.it_min;
+  if (j < 0 || j >= s.n)
     return 0.0f;
-  *sum = sproj_tof_sum(sproj_tof_edge(it_f, it_min, 0, l->edge_scale), sproj_tof_edge(it_f, it_min, n, l->edge_scale));
-  return 0.5f * (sproj_tof_edge(it_f, it_min, j, l->edge_scale) - sproj_tof_edge(it_f, it_min, j + 1, l->edge_scale));
+  *sum = sproj_tof_sample_sum(&s, l);
+  return 0.5f * (sproj_tof_sample_edge(&s, l, j) - sproj_tof_sample_edge(&s, l, j + 1));
 }
 
 #endif

@@ -15,7 +15,7 @@ SPROJ_HD void joseph3d_tof_lm_back_lor(float *img, const struct sproj_geom *g, c
   int k0, k1;
   sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
   for (int k = k0; k <= k1; k++) {
-    float sum, w = sproj_tof_lm_weight(k * l.at + l.bt, &l, b, &sum);
+    float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);
     if (w == 0.0f)
       continue;
     sproj_ray_scatter(img, &r, k, r.cf * ((value / sum) * w));

@@ -17,7 +17,7 @@ SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom
   sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
   float out = 0.0f;
   for (int k = k0; k <= k1; k++) {
-    float sum, w = sproj_tof_lm_weight(k * l.at + l.bt, &l, b, &sum);
+    float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);
     if (w == 0.0f)
       continue;
     float v = r.cf * sproj_ray_sample(img, &r, k);

@@ -17,17 +17,16 @@ SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geo
     return;
   sproj_tof_line_setup(&r, g, xs, xe, t, sigma, offset, &l);
   for (int k = r.first; k <= r.last; k++) {
-    float it_f = k * l.at + l.bt;
-    int n, it_min = sproj_tof_window(it_f, l.max_diff, &n);
-    int j0 = it_min < 0 ? -it_min : 0, j1 = it_min + n > t->num_bins ? t->num_bins - it_min : n;
-    if (j0 >= j1)
+    struct sproj_tof_sample s;
+    sproj_tof_sample_at(&l, k, t->num_bins, &s);
+    if (s.j0 >= s.j1)
       continue; /* the window lies beyond the bins */
     float v = r.cf * sproj_ray_sample(img, &r, k);
-    v = v / sproj_tof_sum(sproj_tof_edge(it_f, it_min, 0, l.edge_scale), sproj_tof_edge(it_f, it_min, n, l.edge_scale));
-    float e = sproj_tof_edge(it_f, it_min, j0, l.edge_scale);
-    for (int j = j0; j < j1; j++) {
-      float e_next = sproj_tof_edge(it_f, it_min, j + 1, l.edge_scale);
-      out[it_min + j] += v * (0.5f * (e - e_next));
+    v = v / sproj_tof_sample_sum(&s, &l);
+    float e = sproj_tof_sample_edge(&s, &l, s.j0);
+    for (int j = s.j0; j < s.j1; j++) {
+      float e_next = sproj_tof_sample_edge(&s, &l, j + 1);
+      out[s.it_min + j] += v * (0.5f * (e - e_next));
       e = e_next;
     }
   }

@@ -74,6 +74,32 @@ SPROJ_HD float sproj_tof_sum(float e_first, float e_last)
   return sum > 0.0f ? sum : 1.0f;
 }
 
+/* The sample in plane k: its TOF coordinate, its window [it_min, it_min + n) and the part of the window inside the
+ * bins 0 .. num_bins-1, which is it_min + j0 .. it_min + j1 - 1 (empty when j0 >= j1). */
+struct sproj_tof_sample {
+  float it_f;
+  int it_min, n, j0, j1;
+};
+
+SPROJ_HD void sproj_tof_sample_at(const struct sproj_tof_line *l, int k, int num_bins, struct sproj_tof_sample *s)
+{
+  s->it_f = k * l->at + l->bt;
+  s->it_min = sproj_tof_window(s->it_f, l->max_diff, &s->n);
+  s->j0 = s->it_min < 0 ? -s->it_min : 0;
+  s->j1 = s->it_min + s->n > num_bins ? num_bins - s->it_min : s->n;
+}
+
+/* erf at edge j of the sample's window, and the window's total weight */
+SPROJ_HD float sproj_tof_sample_edge(const struct sproj_tof_sample *s, const struct sproj_tof_line *l, int j)
+{
+  return sproj_tof_edge(s->it_f, s->it_min, j, l->edge_scale);
+}
+
+SPROJ_HD float sproj_tof_sample_sum(const struct sproj_tof_sample *s, const struct sproj_tof_line *l)
+{
+  return sproj_tof_sum(sproj_tof_sample_edge(s, l, 0), sproj_tof_sample_edge(s, l, s->n));
+}
+
 /* Per-LOR sigma and offset, from the per-LOR buffers when given. */
 SPROJ_HD void sproj_tof_lor_params(const struct sproj_tof_arg *t, const float *sigma, const float *offset,
                                    unsigned i, float *s, float *o)

@@ -94,8 +94,8 @@ void sproj_config_init(struct sproj_config *cfg);
  * instance as it is (cfg's worker counts and scheduler are then ignored) and sproj_shutdown() leaves it
  * running. Returns SPROJ_ERR_INVALID if starproj is already initialised. */
 int sproj_init(const struct sproj_config *cfg);
-/* Waits for all submitted work and stops StarPU (if sproj_init started it). SPROJ_ERR_BUSY while images, LOR sets
- * or projection vectors are still registered. */
+/* Waits for all submitted work and stops StarPU (if sproj_init started it). SPROJ_ERR_BUSY while images, LOR sets,
+ * projection vectors or TOF parameters are still registered. */
 int sproj_shutdown(void);
 
 /* Scheduler in use, e.g. "dmda" (NULL before sproj_init). */

@@ -9,9 +9,8 @@ SPROJ_HD void joseph3d_tof_lm_back_lor(float *img, const struct sproj_geom *g, c
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
-  if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))
+  if (value == 0.0f || !sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
     return;
-  sproj_tof_line_setup(&r, g, xs, xe, t, sigma, offset, &l);
   int k0, k1;
   sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
   for (int k = k0; k <= k1; k++) {

@@ -10,9 +10,8 @@ SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
-  if (!sproj_ray_setup(xs, xe, g, &r))
+  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
     return 0.0f;
-  sproj_tof_line_setup(&r, g, xs, xe, t, sigma, offset, &l);
   int k0, k1;
   sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
   float out = 0.0f;

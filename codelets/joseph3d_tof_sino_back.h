@@ -11,9 +11,8 @@ SPROJ_HD void joseph3d_tof_sino_back_lor(float *img, const struct sproj_geom *g,
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
-  if (!sproj_ray_setup(xs, xe, g, &r))
+  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
     return;
-  sproj_tof_line_setup(&r, g, xs, xe, t, sigma, offset, &l);
   for (int k = r.first; k <= r.last; k++) {
     struct sproj_tof_sample s;
     sproj_tof_sample_at(&l, k, t->num_bins, &s);

@@ -13,9 +13,8 @@ SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geo
   struct sproj_tof_line l;
   for (int b = 0; b < t->num_bins; b++)
     out[b] = 0.0f;
-  if (!sproj_ray_setup(xs, xe, g, &r))
+  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
     return;
-  sproj_tof_line_setup(&r, g, xs, xe, t, sigma, offset, &l);
   for (int k = r.first; k <= r.last; k++) {
     struct sproj_tof_sample s;
     sproj_tof_sample_at(&l, k, t->num_bins, &s);

@@ -47,6 +47,17 @@ SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj
   l->edge_scale = t->bin_width / (1.41421356237309505f * sigma);
 }
 
+/* The ray and its TOF line: 0 when the LOR samples no plane (as sproj_ray_setup). */
+SPROJ_HD int sproj_tof_ray_setup(const float *xs, const float *xe, const struct sproj_geom *g,
+                                 const struct sproj_tof_arg *t, float sigma, float offset, struct sproj_ray *r,
+                                 struct sproj_tof_line *l)
+{
+  if (!sproj_ray_setup(xs, xe, g, r))
+    return 0;
+  sproj_tof_line_setup(r, g, xs, xe, t, sigma, offset, l);
+  return 1;
+}
+
 /* Window of the sample at TOF coordinate it_f: first bin and number of bins (as parallelproj chooses them). */
 SPROJ_HD int sproj_tof_window(float it_f, float max_diff, int *n)
 {

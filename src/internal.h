@@ -76,7 +76,7 @@ struct sproj_lors {
   int64_t num_lors;
   int owns_handles;
   struct sproj_vec *bins;   /* listmode: int16 TOF bin of each event (NULL for plain LOR sets) */
-  int min_bin, max_bin;
+  int max_bin;              /* largest event bin */
   pthread_mutex_t lock;     /* guards the fields below */
   int nchunkings;           /* user chunkings alive */
   sproj_chunks *whole;      /* chunking used by whole-set requests (created on first use) */

@@ -72,11 +72,16 @@ int sproj_lors_register_events(sproj_lors **events, const float *xstart, const f
     return ret;
   if (!events || !xstart || !xend || !tof_bin)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "events, xstart, xend and tof_bin must not be NULL");
+  /* one pass over the bins: a negative one is an error, the largest is checked against each submission's TOF bins */
+  int max = 0;
   if (num_events > 0 && num_events <= UINT32_MAX) {
-    for (int64_t i = 0; i < num_events; i++)
+    for (int64_t i = 0; i < num_events; i++) {
       if (tof_bin[i] < 0)
         return SPROJ_FAIL(SPROJ_ERR_RANGE, "tof_bin of event %lld is %d: bins are numbered from 0", (long long)i,
                           tof_bin[i]);
+      if (tof_bin[i] > max)
+        max = tof_bin[i];
+    }
   }
   sproj_lors *lors;
   if ((ret = sproj_lors_register(&lors, xstart, xend, num_events))) {
@@ -84,14 +89,6 @@ int sproj_lors_register_events(sproj_lors **events, const float *xstart, const f
     snprintf(why, sizeof why, "%s", sproj_last_error());
     return sproj_fail(ret, __func__, "%s", why);
   }
-  int min = tof_bin[0], max = tof_bin[0];
-  for (int64_t i = 1; i < num_events; i++) {
-    if (tof_bin[i] < min)
-      min = tof_bin[i];
-    if (tof_bin[i] > max)
-      max = tof_bin[i];
-  }
-  lors->min_bin = min;
   lors->max_bin = max;
   if (sproj_vec_register_ro(&lors->bins, lors, tof_bin, sizeof(int16_t), 1)) {
     sproj_lors_unregister(lors);

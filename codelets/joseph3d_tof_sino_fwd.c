@@ -8,7 +8,7 @@ static void tof_sino_fwd_lor(const struct sproj_proj_arg *arg, float *img, const
   float sigma, offset;
   sproj_tof_lor_params(&arg->tof, pc->sigma, pc->offset, i, &sigma, &offset);
   joseph3d_tof_sino_fwd_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, &arg->tof, sigma, offset,
-                            pc->values + (size_t)i * arg->tof.num_bins);
+                            pc->values + (size_t)i * arg->tof.num_bins, 1);
 }
 
 static void joseph3d_tof_sino_fwd_cpu(void *buffers[], void *cl_arg)

@@ -1,16 +1,68 @@
-/* joseph3d_tof_sino_fwd.cu: CUDA kernel of the TOF-sinogram forward projection (one thread per LOR). */
+/* joseph3d_tof_sino_fwd.cu: CUDA kernel of the TOF-sinogram forward projection (one thread per LOR).
+ *
+ * Every sample adds into the bins of its window, so a LOR's bins take hundreds of read-modify-writes. They go to
+ * shared memory, one column per thread (bin b of thread x at acc[b * blockDim.x + x]: each thread keeps to its
+ * own bank), and the block writes its LORs' bins out once, coalesced. Bin counts whose block does not fit in
+ * shared memory accumulate in global memory instead; both orders of the additions are the same, so are the
+ * values. */
 #include "config.h"
 #include "cuda_pieces.h"
 #include "joseph3d_tof_sino_fwd.h"
 
 __global__ static void tof_sino_fwd_kernel(const float *__restrict__ img, const __grid_constant__ struct sproj_proj_arg a,
-                                           const __grid_constant__ struct sproj_piece_table t)
+                                           const __grid_constant__ struct sproj_piece_table t, int in_shared)
 {
-  SPROJ_CUDA_THIS_LOR(t, p, i);
-  float sigma, offset;
-  sproj_tof_lor_params(&a.tof, t.sigma[p], t.offset[p], i, &sigma, &offset);
-  joseph3d_tof_sino_fwd_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma, offset,
-                            t.values[p] + (size_t)i * a.tof.num_bins);
+  extern __shared__ float acc[];
+  unsigned i;
+  int p = sproj_piece_of_thread(&t, &i);
+  unsigned nb = (unsigned)a.tof.num_bins;
+  if (i < t.n[p]) {
+    float sigma, offset;
+    sproj_tof_lor_params(&a.tof, t.sigma[p], t.offset[p], i, &sigma, &offset);
+    if (in_shared)
+      joseph3d_tof_sino_fwd_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma,
+                                offset, acc + threadIdx.x, blockDim.x);
+    else
+      joseph3d_tof_sino_fwd_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma,
+                                offset, t.values[p] + (size_t)i * nb, 1);
+  }
+  if (!in_shared)
+    return;
+  __syncthreads();
+  /* the block's LORs are consecutive in piece p: their bins form one run of the output */
+  unsigned first = i - threadIdx.x;
+  unsigned count = min(blockDim.x, t.n[p] - first);
+  float *dst = t.values[p] + (size_t)first * nb;
+  for (unsigned e = threadIdx.x; e < count * nb; e += blockDim.x) {
+    unsigned lor = e / nb;
+    dst[e] = acc[(e - lor * nb) * blockDim.x + lor];
+  }
 }
 
-SPROJ_CUDA_LAUNCHER(sproj_joseph3d_tof_sino_fwd_cuda, tof_sino_fwd_kernel, const float *)
+/* Shared memory for the bins of a block, or 0 when it cannot have that much. */
+static size_t tof_sino_fwd_shared(int num_bins)
+{
+  size_t bytes = (size_t)num_bins * SPROJ_CUDA_BLOCK * sizeof(float);
+  if (bytes <= 48 * 1024)
+    return bytes;
+  /* more than the default needs the kernel's opt-in; the device refuses what it does not have */
+  if (cudaFuncSetAttribute(tof_sino_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return bytes;
+}
+
+extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
+{
+  const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;
+  struct sproj_piece_table t;
+  unsigned blocks = sproj_piece_table_fill(&t, buffers, arg);
+  if (blocks > 0) {
+    size_t shared = tof_sino_fwd_shared(arg->tof.num_bins);
+    tof_sino_fwd_kernel<<<blocks, SPROJ_CUDA_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
+      (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t, shared > 0);
+    SPROJ_CUDA_CHECK_LAUNCH();
+  }
+  sproj_stats_count(sproj_piece_table_lors(&t));
+}

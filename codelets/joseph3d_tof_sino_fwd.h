@@ -5,14 +5,16 @@
 #include "joseph3d_ray.h"
 #include "tof.h"
 
-/* out[b] (b < num_bins) = sum over the samples of cf * image sample * normalised weight of bin b. */
+/* out[b * stride] (b < num_bins) = sum over the samples of cf * image sample * normalised weight of bin b. The
+ * stride lets a CUDA thread accumulate in its column of a shared-memory block instead of in global memory. */
 SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geom *g, const float *xs, const float *xe,
-                                        const struct sproj_tof_arg *t, float sigma, float offset, float *out)
+                                        const struct sproj_tof_arg *t, float sigma, float offset, float *out,
+                                        unsigned stride)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
   for (int b = 0; b < t->num_bins; b++)
-    out[b] = 0.0f;
+    out[b * stride] = 0.0f;
   if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
     return;
   for (int k = r.first; k <= r.last; k++) {
@@ -25,7 +27,7 @@ SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geo
     float e = sproj_tof_sample_edge(&s, &l, s.j0);
     for (int j = s.j0; j < s.j1; j++) {
       float e_next = sproj_tof_sample_edge(&s, &l, j + 1);
-      out[s.it_min + j] += v * (0.5f * (e - e_next));
+      out[(s.it_min + j) * stride] += v * (0.5f * (e - e_next));
       e = e_next;
     }
   }

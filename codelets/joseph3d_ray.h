@@ -3,6 +3,7 @@
 #define SPROJ_JOSEPH3D_RAY_H
 
 #include <math.h>
+#include <stdint.h>
 
 #ifdef __CUDACC__
 #define SPROJ_HD __host__ __device__ static inline
@@ -31,6 +32,7 @@ struct sproj_ray {
   int first, last;          /* planes first..last of the principal axis are sampled */
   int nu, nv;               /* image size along the two other axes u < v */
   unsigned stride_k, stride_u, stride_v; /* element strides of the principal axis, u and v */
+  unsigned nvox;            /* voxels in the image */
   float au, bu, av, bv;     /* in plane k the ray is at index coordinates (k*au + bu, k*av + bv) */
   float cf;                 /* voxel_size[axis] / |cos(axis)|: the length each sample stands for */
 };
@@ -113,6 +115,7 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
   r->stride_v = stride[v];
   r->nu = g->n[u];
   r->nv = g->n[v];
+  r->nvox = stride[0] * (unsigned)g->n[0];
   return 1;
 }
 
@@ -156,19 +159,47 @@ SPROJ_HD float sproj_ray_sample(const float *img, const struct sproj_ray *r, int
   return v00 * (1 - c.wu) * (1 - c.wv) + v10 * c.wu * (1 - c.wv) + v01 * (1 - c.wu) * c.wv + v11 * c.wu * c.wv;
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* Adds a to img[i] and b to img[i + 1]. Back projection is bound by the number of global atomics, and from sm_90 on
+ * one vector atomic adds a whole aligned float4: when both voxels share one (i % 4 != 3) and it lies inside the
+ * image, one atomic adds (a, b) with zeros in the other two lanes, which leaves those voxels as they are. */
+__device__ static inline void sproj_add_pair(float *img, unsigned i, float a, float b, unsigned nvox)
+{
+  unsigned lane = i & 3u, base = i - lane;
+  if (lane == 3u || base + 3u >= nvox || ((uintptr_t)img & 15u) != 0) {
+    atomicAdd(&img[i], a);
+    atomicAdd(&img[i + 1], b);
+    return;
+  }
+  float4 q;
+  q.x = lane == 0u ? a : 0.0f;
+  q.y = lane == 0u ? b : (lane == 1u ? a : 0.0f);
+  q.z = lane == 1u ? b : (lane == 2u ? a : 0.0f);
+  q.w = lane == 2u ? b : 0.0f;
+  atomicAdd((float4 *)(img + base), q);
+}
+#endif
+
 /* The adjoint of sproj_ray_sample: adds val times the four bilinear weights of plane k into the image. */
 SPROJ_HD void sproj_ray_scatter(float *img, const struct sproj_ray *r, int k, float val)
 {
   struct sproj_corners c;
   sproj_ray_corners(r, k, &c);
-  if (c.ok[0])
-    SPROJ_ADD(&img[c.idx[0]], val * ((1 - c.wu) * (1 - c.wv)));
-  if (c.ok[1])
-    SPROJ_ADD(&img[c.idx[1]], val * (c.wu * (1 - c.wv)));
-  if (c.ok[2])
-    SPROJ_ADD(&img[c.idx[2]], val * ((1 - c.wu) * c.wv));
-  if (c.ok[3])
-    SPROJ_ADD(&img[c.idx[3]], val * (c.wu * c.wv));
+  float w[4] = {val * ((1 - c.wu) * (1 - c.wv)), val * (c.wu * (1 - c.wv)), val * ((1 - c.wu) * c.wv),
+                val * (c.wu * c.wv)};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  /* v along the fastest axis: corners 0 and 2, and 1 and 3, are neighbours in memory */
+  if (r->stride_v == 1u && c.ok[0] == c.ok[2] && c.ok[1] == c.ok[3]) {
+    if (c.ok[0])
+      sproj_add_pair(img, c.idx[0], w[0], w[2], r->nvox);
+    if (c.ok[1])
+      sproj_add_pair(img, c.idx[1], w[1], w[3], r->nvox);
+    return;
+  }
+#endif
+  for (int q = 0; q < 4; q++)
+    if (c.ok[q])
+      SPROJ_ADD(&img[c.idx[q]], w[q]);
 }
 
 #endif /* SPROJ_JOSEPH3D_RAY_H */

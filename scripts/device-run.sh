@@ -5,6 +5,8 @@
 #   (default: tests demo bench bench-tof)
 #   bench-any: projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
 #   sweep:     the segment-viewgram jobs under several StarPU settings
+#   ab:        bench_tof and the one-request non-TOF jobs, first with the library in .device/base (an older build
+#              copied there by hand: cp -L .device/build/.libs/libstarproj.so.0 .device/base/), then with this one
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/out}
@@ -36,6 +38,16 @@ for step in $steps; do
     bench-any)
       timeout 400 ./examples/bench_nontof --devices any >"$out/bench_any.log" 2>"$out/bench_any.err"
       echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err" ;;
+    ab)
+      for lib in base build/.libs; do
+        echo "== library .device/$lib"
+        env LD_LIBRARY_PATH="$root/.device/$lib:$LD_LIBRARY_PATH" STARPU_HOME="/tmp/starpu-ab-${lib%%/*}" \
+          timeout 250 ./examples/bench_tof >"$out/ab_tof_${lib%%/*}.log" 2>&1
+        grep -E '^TOF ' "$out/ab_tof_${lib%%/*}.log"
+        env LD_LIBRARY_PATH="$root/.device/$lib:$LD_LIBRARY_PATH" STARPU_HOME="/tmp/starpu-ab-${lib%%/*}" \
+          timeout 250 ./examples/bench_nontof --only none >"$out/ab_nontof_${lib%%/*}.log" 2>&1
+        grep -E '^(fwd|back) ' "$out/ab_nontof_${lib%%/*}.log"
+      done ;;
     sweep)
       for cfg in "STARPU_NCPU=15" "STARPU_NCPU=0"; do
         echo "== $cfg"

@@ -12,7 +12,7 @@ SPROJ_HD float joseph3d_fwd_lor(const float *img, const struct sproj_geom *g, co
     return 0.0f;
   float sum = 0.0f;
   for (int k = r.first; k <= r.last; k++)
-    sum += sproj_ray_sample(img, &r, k, 1);
+    sum += sproj_ray_sample(img, &r, k);
   return sum * r.cf;
 }
 

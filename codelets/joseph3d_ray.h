@@ -147,47 +147,15 @@ SPROJ_HD void sproj_ray_corners(const struct sproj_ray *r, int k, struct sproj_c
   c->ok[3] = u1 && v1;
 }
 
-#if defined(__CUDA_ARCH__)
-/* img[i] and img[i + 1] with one load when both lie in an aligned float4 inside the image (i % 4 != 3): half the
- * load instructions of a forward projection, the same values. */
-__device__ static inline void sproj_load_pair(const float *__restrict__ img, unsigned i, unsigned nvox, float *a,
-                                              float *b)
-{
-  unsigned lane = i & 3u, base = i - lane;
-  if (lane == 3u || base + 3u >= nvox || ((uintptr_t)img & 15u) != 0) {
-    *a = __ldg(&img[i]);
-    *b = __ldg(&img[i + 1]);
-    return;
-  }
-  float4 q = __ldg((const float4 *)(img + base));
-  *a = lane == 0u ? q.x : (lane == 1u ? q.y : q.z);
-  *b = lane == 0u ? q.y : (lane == 1u ? q.z : q.w);
-}
-#endif
-
-/* Interpolated image value where the ray crosses plane k (neighbours outside the image count as 0). On the GPU,
- * paired = 1 loads neighbouring corners together: the non-TOF forward projection gains 3% (H200), while the TOF
- * forward projections, whose threads diverge more, lose 11-17%; the values are the same either way. */
-SPROJ_HD float sproj_ray_sample(const float *img, const struct sproj_ray *r, int k, int paired)
+/* Interpolated image value where the ray crosses plane k (neighbours outside the image count as 0). */
+SPROJ_HD float sproj_ray_sample(const float *img, const struct sproj_ray *r, int k)
 {
   struct sproj_corners c;
   sproj_ray_corners(r, k, &c);
-  float v00 = 0.0f, v10 = 0.0f, v01 = 0.0f, v11 = 0.0f;
-#if defined(__CUDA_ARCH__)
-  /* v along the fastest axis: corners 0 and 2, and 1 and 3, are neighbours in memory */
-  if (paired && r->stride_v == 1u && c.ok[0] == c.ok[2] && c.ok[1] == c.ok[3]) {
-    if (c.ok[0])
-      sproj_load_pair(img, c.idx[0], r->nvox, &v00, &v01);
-    if (c.ok[1])
-      sproj_load_pair(img, c.idx[1], r->nvox, &v10, &v11);
-  } else
-#endif
-  {
-    v00 = c.ok[0] ? img[c.idx[0]] : 0.0f;
-    v10 = c.ok[1] ? img[c.idx[1]] : 0.0f;
-    v01 = c.ok[2] ? img[c.idx[2]] : 0.0f;
-    v11 = c.ok[3] ? img[c.idx[3]] : 0.0f;
-  }
+  float v00 = c.ok[0] ? img[c.idx[0]] : 0.0f;
+  float v10 = c.ok[1] ? img[c.idx[1]] : 0.0f;
+  float v01 = c.ok[2] ? img[c.idx[2]] : 0.0f;
+  float v11 = c.ok[3] ? img[c.idx[3]] : 0.0f;
   return v00 * (1 - c.wu) * (1 - c.wv) + v10 * c.wu * (1 - c.wv) + v01 * (1 - c.wu) * c.wv + v11 * c.wu * c.wv;
 }
 

@@ -19,7 +19,7 @@ SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom
     float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);
     if (w == 0.0f)
       continue;
-    float v = r.cf * sproj_ray_sample(img, &r, k, 0);
+    float v = r.cf * sproj_ray_sample(img, &r, k);
     out += (v / sum) * w;
   }
   return out;

@@ -22,7 +22,7 @@ SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geo
     sproj_tof_sample_at(&l, k, t->num_bins, &s);
     if (s.j0 >= s.j1)
       continue; /* the window lies beyond the bins */
-    float v = r.cf * sproj_ray_sample(img, &r, k, 0);
+    float v = r.cf * sproj_ray_sample(img, &r, k);
     v = v / sproj_tof_sample_sum(&s, &l);
     float e = sproj_tof_sample_edge(&s, &l, s.j0);
     for (int j = s.j0; j < s.j1; j++) {

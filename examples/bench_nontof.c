@@ -14,6 +14,8 @@
 #include "common.h"
 #include "scanner.h"
 
+#define MAX_GPUS 8
+
 enum mode { ONE_CALL, PER_CHUNK, BATCH, CHUNK_LIST };
 
 struct scenario {
@@ -26,6 +28,7 @@ struct scenario {
   int64_t lors;
   double t_submit, t_done, t_sync; /* medians: submission returned, tasks done, result on the host */
   int64_t cpu_tasks, gpu_tasks;    /* tasks per repeat on CPU workers and on GPUs */
+  int64_t gpu_lors[MAX_GPUS];      /* LORs per GPU (all repeats), to see how the GPUs shared the work */
 };
 
 static sproj_image *g_img, *g_back;
@@ -68,10 +71,15 @@ static void run(struct scenario *sc, int warmups, int repeats)
   for (int r = 0; r < repeats; r++)
     run_once(sc, &s[r], &d[r], &y[r]);
   sc->cpu_tasks = sc->gpu_tasks = 0;
+  memset(sc->gpu_lors, 0, sizeof sc->gpu_lors);
   for (int w = 0; w < sproj_num_workers(); w++) {
     struct sproj_worker_stats st;
+    int dev;
     CHECK(sproj_worker_stats(w, &st));
     *(st.is_gpu ? &sc->gpu_tasks : &sc->cpu_tasks) += st.tasks;
+    /* StarPU names CUDA workers "CUDA <device>.<worker> (...)" */
+    if (st.is_gpu && sscanf(st.name, "CUDA %d", &dev) == 1 && dev >= 0 && dev < MAX_GPUS)
+      sc->gpu_lors[dev] += st.lors;
   }
   sc->cpu_tasks /= repeats;
   sc->gpu_tasks /= repeats;
@@ -202,16 +210,16 @@ int main(int argc, char **argv)
   printf("# upload of image and 3 x %.2f GB of LORs: %.2f s\n", 2 * 12.0 * nlors / 1e9, now() - t0);
 
   struct scenario scen[] = {
-    {"fwd 1 request", 0, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0},
-    {"fwd per view (calls)", 0, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0},
-    {"fwd seg-viewgram (calls)", 0, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
-    {"fwd seg-viewgram (batch)", 0, BATCH, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
-    {"fwd seg-viewgram (1 list)", 0, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
-    {"back 1 request", 1, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0},
-    {"back per view (calls)", 1, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0},
-    {"back seg-viewgram (calls)", 1, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
-    {"back seg-viewgram (batch)", 1, BATCH, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
-    {"back seg-viewgram (1 list)", 1, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0},
+    {"fwd 1 request", 0, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0, {0}},
+    {"fwd per view (calls)", 0, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0, {0}},
+    {"fwd seg-viewgram (calls)", 0, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0, {0}},
+    {"fwd seg-viewgram (batch)", 0, BATCH, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0, {0}},
+    {"fwd seg-viewgram (1 list)", 0, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0, {0}},
+    {"back 1 request", 1, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0, {0}},
+    {"back per view (calls)", 1, PER_CHUNK, views, nviews, p_view, nlors, 0, 0, 0, 0, 0, {0}},
+    {"back seg-viewgram (calls)", 1, PER_CHUNK, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0, {0}},
+    {"back seg-viewgram (batch)", 1, BATCH, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0, {0}},
+    {"back seg-viewgram (1 list)", 1, CHUNK_LIST, segs, nsv, p_seg, seg_lors, 0, 0, 0, 0, 0, {0}},
   };
   const int nscen = sizeof scen / sizeof scen[0];
 
@@ -282,6 +290,20 @@ int main(int argc, char **argv)
   }
   printf("# done: all tasks finished (back: before the reduction); +host: result on the host (back: reduced)\n"
          "# ratio: seconds per LOR relative to the one-request run of the same direction\n");
+  if (sproj_num_gpus() > 1) {
+    printf("# share of the LORs each GPU projected (%%, GPU 0 first):\n");
+    for (int i = 0; i < nscen; i++) {
+      int64_t total = 0;
+      if (!selected[i])
+        continue;
+      for (int d = 0; d < MAX_GPUS; d++)
+        total += scen[i].gpu_lors[d];
+      printf("#   %-28s", scen[i].name);
+      for (int d = 0; d < sproj_num_gpus() && d < MAX_GPUS; d++)
+        printf(" %5.1f", total ? 100.0 * scen[i].gpu_lors[d] / total : 0.0);
+      printf("\n");
+    }
+  }
 
   CHECK(sproj_chunks_destroy(views));
   CHECK(sproj_chunks_destroy(segs));

@@ -80,7 +80,8 @@ struct sproj_config {
   int ncpu;            /* CPU workers; -1: $STARPU_NCPU if set, else every core when there is no GPU, else the
                         * cores left after one per CUDA worker and one for the submitting thread */
   int ncuda;           /* GPUs; -1: StarPU's default ($STARPU_NCUDA, else all); 0: none */
-  const char *sched;   /* StarPU scheduler; NULL: $STARPU_SCHED if set, else "dmda" with GPUs, "lws" without */
+  const char *sched;   /* StarPU scheduler for every context; NULL: $STARPU_SCHED if set, else "lws" for
+                          projections on GPUs or on CPU cores, "dmda" for projections on any device */
   int64_t task_lors;   /* largest number of LORs in one task; 0: automatic (see sproj_set_task_lors) */
   int workers_per_gpu; /* CUDA workers (streams) per GPU, so that small tasks run side by side;
                         * -1: $STARPU_NWORKER_PER_CUDA if set, else 4 */
@@ -98,7 +99,7 @@ int sproj_init(const struct sproj_config *cfg);
  * projection vectors or TOF parameters are still registered. */
 int sproj_shutdown(void);
 
-/* Scheduler in use, e.g. "dmda" (NULL before sproj_init). */
+/* Scheduler of the devices projections go to now (sproj_set_devices), e.g. "lws" (NULL before sproj_init). */
 const char *sproj_scheduler_name(void);
 /* Number of CPU workers and of GPUs driven by StarPU (0 before sproj_init). */
 int sproj_num_cpu_workers(void);

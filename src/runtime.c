@@ -81,13 +81,18 @@ static int physical_cores(void)
   return cores;
 }
 
-/* One scheduling context per kind of worker, with the scheduler in use: a task restricted to one kind is then
- * scheduled among those workers only, and the scheduler's per-task cost does not grow with the others. */
-static void make_contexts(void)
+/* One scheduling context per kind of worker: a task restricted to one kind is then scheduled among those workers
+ * only, and the scheduler's per-task cost does not grow with the others. A scheduler the caller chose (config or
+ * $STARPU_SCHED) runs every context. Otherwise the GPU context runs lws: the GPUs' workers take tasks as they free
+ * up, which needs no performance model. dmda, which stays StarPU's policy for projections on any device, placed
+ * every back projection task of a request on one of two H200 after small test runs had calibrated its models
+ * (doc/benchmarks.md); with lws both GPUs took half, and one GPU ran as fast as with dmda. */
+static void make_contexts(int sched_chosen)
 {
   int nworkers = (int)starpu_worker_get_count(), ncpu = 0, ngpu = 0;
   int *cpus = malloc(nworkers * sizeof *cpus), *gpus = malloc(nworkers * sizeof *gpus);
   const char *policy = starpu_sched_get_sched_policy()->policy_name;
+  const char *gpu_policy = sched_chosen ? policy : "lws";
   if (!cpus || !gpus) {
     free(cpus);
     free(gpus);
@@ -102,7 +107,8 @@ static void make_contexts(void)
   if (ncpu > 0)
     sproj_rt.ctx_cpu = starpu_sched_ctx_create(cpus, ncpu, "starproj-cpus", STARPU_SCHED_CTX_POLICY_NAME, policy, 0);
   if (ngpu > 0)
-    sproj_rt.ctx_gpu = starpu_sched_ctx_create(gpus, ngpu, "starproj-gpus", STARPU_SCHED_CTX_POLICY_NAME, policy, 0);
+    sproj_rt.ctx_gpu = starpu_sched_ctx_create(gpus, ngpu, "starproj-gpus", STARPU_SCHED_CTX_POLICY_NAME, gpu_policy,
+                                               0);
   free(cpus);
   free(gpus);
 }
@@ -173,7 +179,9 @@ int sproj_init(const struct sproj_config *cfg)
     }
   }
   sproj_rt.task_lors = c.task_lors ? c.task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
-  make_contexts();
+  /* a StarPU the caller started runs the scheduler the caller chose */
+  const char *env_sched = getenv("STARPU_SCHED");
+  make_contexts(!owns || c.sched != NULL || (env_sched && *env_sched));
   /* Projections go to the GPUs when there are any: measured on an H200 with 15 cores, the cores would add under 1%
    * of throughput while model-based scheduling over every worker costs ~25 us per task (see doc/benchmarks.md). */
   sproj_rt.where = sproj_rt.ngpus > 0 ? STARPU_CUDA : STARPU_CPU;

@@ -83,8 +83,8 @@ static int physical_cores(void)
 
 /* One scheduling context per kind of worker: a task restricted to one kind is then scheduled among those workers
  * only, and the scheduler's per-task cost does not grow with the others. A scheduler the caller chose (config or
- * $STARPU_SCHED) runs every context. Otherwise the GPU context runs lws: the GPUs' workers take tasks as they free
- * up, which needs no performance model. dmda, which stays StarPU's policy for projections on any device, placed
+ * $STARPU_SCHED) runs every context. Otherwise both run lws: the workers of one kind take tasks as they free up,
+ * which needs no performance model. dmda, which stays StarPU's policy for projections on any device, placed
  * every back projection task of a request on one of two H200 after small test runs had calibrated its models
  * (doc/benchmarks.md); with lws both GPUs took half, and one GPU ran as fast as with dmda. */
 static void make_contexts(int sched_chosen)
@@ -92,7 +92,7 @@ static void make_contexts(int sched_chosen)
   int nworkers = (int)starpu_worker_get_count(), ncpu = 0, ngpu = 0;
   int *cpus = malloc(nworkers * sizeof *cpus), *gpus = malloc(nworkers * sizeof *gpus);
   const char *policy = starpu_sched_get_sched_policy()->policy_name;
-  const char *gpu_policy = sched_chosen ? policy : "lws";
+  const char *kind_policy = sched_chosen ? policy : "lws";
   if (!cpus || !gpus) {
     free(cpus);
     free(gpus);
@@ -105,10 +105,11 @@ static void make_contexts(int sched_chosen)
       gpus[ngpu++] = w;
   }
   if (ncpu > 0)
-    sproj_rt.ctx_cpu = starpu_sched_ctx_create(cpus, ncpu, "starproj-cpus", STARPU_SCHED_CTX_POLICY_NAME, policy, 0);
+    sproj_rt.ctx_cpu = starpu_sched_ctx_create(cpus, ncpu, "starproj-cpus", STARPU_SCHED_CTX_POLICY_NAME,
+                                               kind_policy, 0);
   if (ngpu > 0)
-    sproj_rt.ctx_gpu = starpu_sched_ctx_create(gpus, ngpu, "starproj-gpus", STARPU_SCHED_CTX_POLICY_NAME, gpu_policy,
-                                               0);
+    sproj_rt.ctx_gpu = starpu_sched_ctx_create(gpus, ngpu, "starproj-gpus", STARPU_SCHED_CTX_POLICY_NAME,
+                                               kind_policy, 0);
   free(cpus);
   free(gpus);
 }

@@ -33,6 +33,22 @@ static int64_t gpu_tasks(void)
   return t;
 }
 
+/* Asserts that every forward value of the GPU is within 1e-5 relative (plus 1e-6 of the largest value) of the CPU's;
+ * returns how many are bit-identical, with the largest value and the largest difference. */
+static int64_t compare_forward(const float *cpu, const float *gpu, int64_t n, double *maxv, double *maxdiff)
+{
+  int64_t identical = 0;
+  *maxv = tu_max_abs(cpu, n);
+  *maxdiff = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    *maxdiff = fmax(*maxdiff, fabs((double)cpu[i] - gpu[i]));
+    identical += cpu[i] == gpu[i];
+    ck_assert_msg(fabs((double)cpu[i] - gpu[i]) <= 1e-5 * fabs(cpu[i]) + 1e-6 * *maxv, "value %lld: CPU %.9g GPU %.9g",
+                  (long long)i, cpu[i], gpu[i]);
+  }
+  return identical;
+}
+
 /* CPU and GPU run the same float operations (no FMA contraction on either side): forward projections agree to
  * 1e-5 relative (the issue's bound); back projections differ only in the order atomics add up. */
 START_TEST(test_cpu_vs_cuda)
@@ -53,14 +69,8 @@ START_TEST(test_cpu_vs_cuda)
   ck_assert_msg(gpu_tasks() > before, "no task ran on a GPU");
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
 
-  double maxv = tu_max_abs(cpu, N), maxdiff = 0.0;
-  int64_t identical = 0;
-  for (int64_t i = 0; i < N; i++) {
-    maxdiff = fmax(maxdiff, fabs((double)cpu[i] - gpu[i]));
-    identical += cpu[i] == gpu[i];
-    ck_assert_msg(fabs((double)cpu[i] - gpu[i]) <= 1e-5 * fabs(cpu[i]) + 1e-6 * maxv, "LOR %lld: CPU %.9g GPU %.9g",
-                  (long long)i, cpu[i], gpu[i]);
-  }
+  double maxv, maxdiff;
+  int64_t identical = compare_forward(cpu, gpu, N, &maxv, &maxdiff);
   double brel = tu_rel_l2_ff(bgpu, bcpu, nvox), bmax = tu_max_abs(bcpu, nvox), bmaxdiff = 0.0;
   for (int64_t v = 0; v < nvox; v++)
     bmaxdiff = fmax(bmaxdiff, fabs((double)bgpu[v] - bcpu[v]));
@@ -156,17 +166,12 @@ START_TEST(test_tof_cpu_vs_cuda)
   memset(bgpu, 0, nvox * sizeof *bgpu);
   tof_run(SPROJ_DEVICE_CPU, lm, 1, &par, bins, cpu, bcpu, n);
   tof_run(SPROJ_DEVICE_CUDA, lm, 1, &par, bins, cpu, bgpu, n);
-  double maxv = tu_max_abs(cpu, nval), maxdiff = 0.0;
-  int64_t identical = 0;
-  for (int64_t i = 0; i < nval; i++) {
-    maxdiff = fmax(maxdiff, fabs((double)cpu[i] - gpu[i]));
-    identical += cpu[i] == gpu[i];
-    ck_assert_msg(fabs((double)cpu[i] - gpu[i]) <= 1e-5 * fabs(cpu[i]) + 1e-6 * maxv, "value %lld: CPU %.9g GPU %.9g",
-                  (long long)i, cpu[i], gpu[i]);
-  }
+  double maxv, maxdiff;
+  int64_t identical = compare_forward(cpu, gpu, nval, &maxv, &maxdiff);
   double brel = tu_rel_l2_ff(bgpu, bcpu, nvox);
   printf("TOF %s (%d bins) CPU vs CUDA: forward %lld of %lld identical, max difference %.3g (max %.3g); back "
-         "relative L2 %.3g\n", lm ? "listmode" : "sinogram", par.num_bins, (long long)identical, (long long)nval, maxdiff, maxv, brel);
+         "relative L2 %.3g\n", lm ? "listmode" : "sinogram", par.num_bins, (long long)identical, (long long)nval,
+         maxdiff, maxv, brel);
   ck_assert_msg(maxv > 0.0, "nothing projected");
   ck_assert_msg(brel <= 1e-5, "back projection CPU vs CUDA relative L2 %.3g", brel);
   free(cpu);

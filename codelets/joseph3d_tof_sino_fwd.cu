@@ -19,6 +19,8 @@ __global__ static void tof_sino_fwd_kernel(const float *__restrict__ img, const 
   if (i < t.n[p]) {
     float sigma, offset;
     sproj_tof_lor_params(&a.tof, t.sigma[p], t.offset[p], i, &sigma, &offset);
+    /* two calls rather than one on a chosen pointer: each knows its memory space, so the shared one compiles to
+     * shared-memory loads and stores instead of generic ones */
     if (in_shared)
       joseph3d_tof_sino_fwd_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma,
                                 offset, acc + threadIdx.x, blockDim.x);

@@ -308,6 +308,12 @@ int sproj_fwd_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chun
 int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
                              int num, const sproj_tof *tof);
 
+/* ---- scanner geometry -------------------------------------------------------------------------------- */
+
+/* ---- forward model and reconstruction ---------------------------------------------------------------- */
+
+/* ---- simulation and files ------------------------------------------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,6 +26,9 @@ struct sproj_geom {
   float origin[3];
 };
 
+/* Largest |index coordinate| a sample may have before the float -> int conversion (far beyond any image). */
+#define SPROJ_RAY_MAX_INDEX 16777216.0f
+
 /* One LOR prepared for stepping through the voxel planes of its principal axis. */
 struct sproj_ray {
   int axis;                 /* principal axis */
@@ -80,8 +83,13 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
     a = 0; u = 1; v = 2; ca = c0;
   }
 
+  /* The clipped ends lie inside the box, so f1, f2 lie in [-0.5, n - 0.5] up to rounding; clamping them to
+   * [-1, n] changes no such value but keeps the float -> int conversions defined for degenerate input
+   * (overflowing differences, NaN), which then samples nothing or stays inside the image. */
   float f1 = (xs[a] + tmin * d[a] - g->origin[a]) / g->voxel_size[a];
   float f2 = (xs[a] + tmax * d[a] - g->origin[a]) / g->voxel_size[a];
+  f1 = fminf(fmaxf(f1, -1.0f), (float)g->n[a]);
+  f2 = fminf(fmaxf(f2, -1.0f), (float)g->n[a]);
   if ((int)floorf(f1) == (int)floorf(f2))
     return 0;
   if (f1 > f2) {
@@ -105,6 +113,16 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
   r->bu = (xs[u] - g->origin[u] + d[u] * (g->origin[a] - xs[a]) / d[a]) / g->voxel_size[u];
   r->av = (d[v] * g->voxel_size[a]) / (g->voxel_size[v] * d[a]);
   r->bv = (xs[v] - g->origin[v] + d[v] * (g->origin[a] - xs[a]) / d[a]) / g->voxel_size[v];
+
+  /* The in-plane index coordinates are linear in k: checking them at the first and last planes bounds every
+   * sample's, so sproj_ray_corners converts only values far inside the int range. A ray through the box is
+   * within [-1, n] there; beyond SPROJ_RAY_MAX_INDEX (or NaN) only overflowed arithmetic can be, and such a
+   * ray samples nothing. */
+  float ends[4] = {r->first * r->au + r->bu, r->last * r->au + r->bu, r->first * r->av + r->bv,
+                   r->last * r->av + r->bv};
+  for (k = 0; k < 4; k++)
+    if (!(fabsf(ends[k]) <= SPROJ_RAY_MAX_INDEX))
+      return 0;
 
   unsigned stride[3];
   stride[2] = 1u;

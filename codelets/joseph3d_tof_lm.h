@@ -16,8 +16,9 @@ SPROJ_HD void sproj_tof_lm_planes(const struct sproj_ray *r, const struct sproj_
     lo = hi;
     hi = tmp;
   }
-  lo = fmaxf(lo, (float)r->first - 1.0f);
-  hi = fminf(hi, (float)r->last + 1.0f);
+  /* both bounds into [first - 1, last + 1], infinities and NaN (at == 0) included, before converting to int */
+  lo = fminf(fmaxf(lo, (float)r->first - 1.0f), (float)r->last + 1.0f);
+  hi = fmaxf(fminf(hi, (float)r->last + 1.0f), (float)r->first - 1.0f);
   *k0 = (int)floorf(lo);
   *k1 = (int)ceilf(hi);
   if (*k0 < r->first)

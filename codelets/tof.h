@@ -13,6 +13,9 @@
 /* Longest window of bins one sample contributes to (parallelproj's MAX_NUM_TOF_WEIGHTS). */
 #define SPROJ_TOF_MAX_WINDOW 64
 
+/* Largest |TOF coordinate| of a sample, in bins, before the window is computed (see sproj_tof_sample_at). */
+#define SPROJ_TOF_MAX_COORD 8388608.0f
+
 /* TOF parameters of a projection task (scalars; per-LOR sigma / offset come as buffers). */
 struct sproj_tof_arg {
   float bin_width;
@@ -43,7 +46,9 @@ SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj
   float tof_slope = sign * t->bin_width * costheta;
   l->at = sign * r->cf / t->bin_width;
   l->bt = (g->origin[a] - tof_origin) / tof_slope;
-  l->max_diff = t->num_sigmas * sigma / t->bin_width;
+  /* a window wider than SPROJ_TOF_MAX_WINDOW is cut to that many bins around the sample whatever its width, so
+   * clamping the half-width there changes no weight and keeps the window's float -> int conversions defined */
+  l->max_diff = fminf(t->num_sigmas * sigma / t->bin_width, (float)SPROJ_TOF_MAX_WINDOW);
   l->edge_scale = t->bin_width / (1.41421356237309505f * sigma);
 }
 
@@ -94,7 +99,9 @@ struct sproj_tof_sample {
 
 SPROJ_HD void sproj_tof_sample_at(const struct sproj_tof_line *l, int k, int num_bins, struct sproj_tof_sample *s)
 {
-  s->it_f = k * l->at + l->bt;
+  /* beyond SPROJ_TOF_MAX_COORD bins a window cannot reach bins 0 .. SPROJ_MAX_TOF_BINS-1: clamping there (NaN
+   * included) changes no weight and keeps the window's float -> int conversions and negations defined */
+  s->it_f = fminf(fmaxf(k * l->at + l->bt, -SPROJ_TOF_MAX_COORD), SPROJ_TOF_MAX_COORD);
   s->it_min = sproj_tof_window(s->it_f, l->max_diff, &s->n);
   s->j0 = s->it_min < 0 ? -s->it_min : 0;
   s->j1 = s->it_min + s->n > num_bins ? num_bins - s->it_min : s->n;

@@ -78,10 +78,12 @@ enum sproj_device {
 
 struct sproj_config {
   int ncpu;            /* CPU workers; -1: $STARPU_NCPU if set, else every core when there is no GPU, else the
-                        * cores left after one per CUDA worker and one for the submitting thread */
+                        * cores left after one per CUDA worker and one for the submitting thread; at most the
+                        * machine's hardware threads (RANGE otherwise) */
   int ncuda;           /* GPUs; -1: StarPU's default ($STARPU_NCUDA, else all); 0: none */
   const char *sched;   /* StarPU scheduler for every context; NULL: $STARPU_SCHED if set, else "lws" for
-                          projections on GPUs or on CPU cores, "dmda" for projections on any device */
+                          projections on GPUs or on CPU cores, "dmda" for projections on any device. A name
+                          StarPU does not know, here or in $STARPU_SCHED, makes sproj_init fail (INVALID) */
   int64_t task_lors;   /* largest number of LORs in one task; 0: automatic (see sproj_set_task_lors) */
   int workers_per_gpu; /* CUDA workers (streams) per GPU, so that small tasks run side by side;
                         * -1: $STARPU_NWORKER_PER_CUDA if set, else 4 */
@@ -191,9 +193,14 @@ sproj_starpu_handle sproj_image_handle(const sproj_image *img);
 typedef struct sproj_lors sproj_lors;
 typedef struct sproj_chunks sproj_chunks;
 
+/* Largest |coordinate| of a LOR endpoint (10 km in mm; a float there is exact to 1 mm). */
+#define SPROJ_MAX_COORDINATE 1e7f
+
 /* Registers num_lors LORs: xstart[3*i..3*i+2] to xend[3*i..3*i+2]. The buffers are read, never written,
- * and must stay valid until sproj_lors_unregister. Every coordinate is checked to be finite.
- * Errors: NULL, EMPTY (num_lors == 0), DIMS (num_lors < 0), OVERFLOW (num_lors > 2^32-1), NONFINITE. */
+ * and must stay valid until sproj_lors_unregister. Every coordinate is checked to be finite and at most
+ * SPROJ_MAX_COORDINATE in magnitude (RANGE otherwise): float coordinates farther out lose the precision of a
+ * voxel.
+ * Errors: NULL, EMPTY (num_lors == 0), DIMS (num_lors < 0), OVERFLOW (num_lors > 2^32-1), NONFINITE, RANGE. */
 int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xend, int64_t num_lors);
 /* Uses a caller's StarPU handles: two vectors of equal length with elemsize 3*sizeof(float). */
 int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend);
@@ -247,7 +254,9 @@ int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, in
  * Tasks from any number of calls and threads accumulate race-free (StarPU reduction). */
 int sproj_back(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk);
 /* The same for a list of chunks in one call: neighbouring small chunks are merged into fewer, larger tasks,
- * which is much cheaper than one call per small chunk. Errors as above, plus EMPTY (num == 0). */
+ * which is much cheaper than one call per small chunk. A chunk may be listed more than once (here or in a
+ * batch): forward projection writes the same values again, back projection adds once per listed copy.
+ * Errors as above, plus EMPTY (num == 0). */
 int sproj_fwd_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
                      int num);
 int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
@@ -261,7 +270,16 @@ int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *ch
  * LOR. Listmode events use the same weights: an event in bin b projects to the value of TOF-sinogram bin b of its
  * LOR. TOF sinograms are laid out [lor][tof_bin]. */
 #define SPROJ_MAX_TOF_BINS 32767
+/* Bound of the TOF ratios below: kernels narrower or wider than a millionth or a million bins, or offsets of more
+ * than a million bins, describe no scanner and would overflow the bin arithmetic. */
+#define SPROJ_TOF_MAX_RATIO 1e6
 
+/* Ranges, checked by sproj_tof_register (SPROJ_ERR_TOF otherwise; NONFINITE for a NaN or infinite offset), for the
+ * scalars and for every per-LOR value alike:
+ *   bin_width and sigma finite and > 0, with 1/SPROJ_TOF_MAX_RATIO <= sigma / bin_width <= SPROJ_TOF_MAX_RATIO;
+ *   num_sigmas finite and > 0, with num_sigmas * sigma / bin_width <= SPROJ_TOF_MAX_RATIO (a sample's window is
+ *   cut to 64 bins around it anyway);
+ *   center_offset finite, with |center_offset| <= SPROJ_TOF_MAX_RATIO * bin_width. */
 struct sproj_tof_params {
   float bin_width;     /* width of a TOF bin along the LOR, in the units of the LORs; > 0 */
   int num_bins;        /* 1 .. SPROJ_MAX_TOF_BINS */

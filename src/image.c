@@ -86,7 +86,7 @@ int sproj_image_register_handle(sproj_image **img, sproj_starpu_handle handle, c
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "the handle is not a StarPU vector");
   uint32_t nvox = (uint32_t)dims[0] * (uint32_t)dims[1] * (uint32_t)dims[2];
   if (starpu_vector_get_nx(handle) != nvox || starpu_vector_get_elemsize(handle) != sizeof(float))
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the vector holds %u elements of %zu bytes, the image needs %u floats",
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the vector holds %u elements of %zu bytes, the image needs %u floats",
                       starpu_vector_get_nx(handle), starpu_vector_get_elemsize(handle), nvox);
   return image_new(__func__, img, handle, 0, &geom);
 }

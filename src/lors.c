@@ -1,5 +1,6 @@
 /* lors.c: LOR sets (plain and listmode events) and chunkings (pieces planned as StarPU partitions). */
 #include "config.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +27,28 @@ static int lors_new(const char *func, sproj_lors **out, starpu_data_handle_t xs,
   return SPROJ_OK;
 }
 
+/* Index of the first coordinate beyond SPROJ_MAX_COORDINATE, or -1 (NaN compares false and is found before). */
+static int64_t first_far(const float *v, int64_t n)
+{
+  for (int64_t i = 0; i < n; i++)
+    if (fabsf(v[i]) > SPROJ_MAX_COORDINATE)
+      return i;
+  return -1;
+}
+
 static int check_coordinates(const char *func, const float *xs, const float *xe, int64_t n)
 {
-  int64_t bad = sproj_first_nonfinite(xs, 3 * n);
-  if (bad >= 0)
-    return sproj_fail(SPROJ_ERR_NONFINITE, func, "xstart of LOR %lld is not finite", (long long)(bad / 3));
-  bad = sproj_first_nonfinite(xe, 3 * n);
-  if (bad >= 0)
-    return sproj_fail(SPROJ_ERR_NONFINITE, func, "xend of LOR %lld is not finite", (long long)(bad / 3));
+  const float *ends[2] = {xs, xe};
+  const char *names[2] = {"xstart", "xend"};
+  for (int e = 0; e < 2; e++) {
+    int64_t bad = sproj_first_nonfinite(ends[e], 3 * n);
+    if (bad >= 0)
+      return sproj_fail(SPROJ_ERR_NONFINITE, func, "%s of LOR %lld is not finite", names[e], (long long)(bad / 3));
+    bad = first_far(ends[e], 3 * n);
+    if (bad >= 0)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "%s of LOR %lld has a coordinate %g beyond %g", names[e],
+                        (long long)(bad / 3), ends[e][bad], SPROJ_MAX_COORDINATE);
+  }
   return SPROJ_OK;
 }
 
@@ -304,8 +319,8 @@ int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_
     if (count[c] < 0)
       return SPROJ_FAIL(SPROJ_ERR_DIMS, "count[%d] = %lld is negative", c, (long long)count[c]);
     if (first[c] < 0 || first[c] > lors->num_lors || count[c] > lors->num_lors - first[c])
-      return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunk %d = [%lld, %lld) is outside the %lld LORs", c, (long long)first[c],
-                        (long long)first[c] + (long long)count[c], (long long)lors->num_lors);
+      return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunk %d (first %lld, count %lld) is outside the %lld LORs", c,
+                        (long long)first[c], (long long)count[c], (long long)lors->num_lors);
   }
   struct range_ref *order = malloc(num_chunks * sizeof *order);
   if (!order)

@@ -69,16 +69,37 @@ static int expected_gpus(int ncuda)
 #endif
 }
 
-static int physical_cores(void)
+/* Number of hwloc objects of a type (cores, hardware threads) on this machine, or -1. */
+static int count_hw(hwloc_obj_type_t type)
 {
   hwloc_topology_t topo;
-  int cores = -1;
+  int count = -1;
   if (hwloc_topology_init(&topo) == 0) {
     if (hwloc_topology_load(topo) == 0)
-      cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+      count = hwloc_get_nbobjs_by_type(topo, type);
     hwloc_topology_destroy(topo);
   }
-  return cores;
+  return count;
+}
+
+static int physical_cores(void)
+{
+  return count_hw(HWLOC_OBJ_CORE);
+}
+
+/* SPROJ_OK if StarPU knows a scheduling policy of that name, else INVALID with the names it knows. */
+static int check_sched_name(const char *name, const char *where)
+{
+  char known[512] = "";
+  size_t len = 0;
+  for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p; p++) {
+    if ((*p)->policy_name && strcmp((*p)->policy_name, name) == 0)
+      return SPROJ_OK;
+    if ((*p)->policy_name && len + strlen((*p)->policy_name) + 2 < sizeof known)
+      len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", len ? " " : "", (*p)->policy_name);
+  }
+  return sproj_fail(SPROJ_ERR_INVALID, "sproj_init", "unknown scheduler '%s' (%s); StarPU knows: %s", name, where,
+                    known);
 }
 
 /* One scheduling context per kind of worker: a task restricted to one kind is then scheduled among those workers
@@ -117,6 +138,7 @@ static void make_contexts(int sched_chosen)
 int sproj_init(const struct sproj_config *cfg)
 {
   struct sproj_config c;
+  int ret;
   if (sproj_rt.initialized)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "starproj is already initialised");
   sproj_config_init(&c);
@@ -130,6 +152,15 @@ int sproj_init(const struct sproj_config *cfg)
     return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "ncpu = ncuda = 0 leaves no worker");
   if (c.workers_per_gpu < -1 || c.workers_per_gpu == 0 || c.workers_per_gpu > 64)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "workers_per_gpu %d must be -1 (default) or 1..64", c.workers_per_gpu);
+  int pus = count_hw(HWLOC_OBJ_PU);
+  if (c.ncpu > STARPU_MAXCPUS || (pus > 0 && c.ncpu > pus))
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "ncpu = %d exceeds the %d hardware threads of this machine", c.ncpu,
+                      pus > 0 && pus < STARPU_MAXCPUS ? pus : STARPU_MAXCPUS);
+  const char *env_sched = getenv("STARPU_SCHED");
+  if (c.sched && (ret = check_sched_name(c.sched, "config")))
+    return ret;
+  if (env_sched && *env_sched && (ret = check_sched_name(env_sched, "STARPU_SCHED")))
+    return ret;
 
   int owns = 0;
   if (!starpu_is_initialized()) {
@@ -157,7 +188,7 @@ int sproj_init(const struct sproj_config *cfg)
     snprintf(per_gpu_str, sizeof per_gpu_str, "%d", per_gpu);
     setenv("STARPU_NWORKER_PER_CUDA", per_gpu_str, c.workers_per_gpu > 0);
     setenv("STARPU_CUDA_PIPELINE", DEFAULT_CUDA_PIPELINE, 0);
-    int ret = starpu_init(&conf);
+    ret = starpu_init(&conf);
     if (ret == -ENODEV)
       return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "StarPU found no worker to run on");
     if (ret != 0)
@@ -181,7 +212,6 @@ int sproj_init(const struct sproj_config *cfg)
   }
   sproj_rt.task_lors = c.task_lors ? c.task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
   /* a StarPU the caller started runs the scheduler the caller chose */
-  const char *env_sched = getenv("STARPU_SCHED");
   make_contexts(!owns || c.sched != NULL || (env_sched && *env_sched));
   /* Projections go to the GPUs when there are any: measured on an H200 with 15 cores, the cores would add under 1%
    * of throughput while model-based scheduling over every worker costs ~25 us per task (see doc/benchmarks.md). */
@@ -392,8 +422,10 @@ int sproj_malloc_pinned(void **ptr, size_t bytes)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "ptr is NULL");
   if (bytes == 0)
     return SPROJ_FAIL(SPROJ_ERR_EMPTY, "bytes is 0");
-  if (starpu_malloc(ptr, bytes) != 0 || !*ptr)
+  void *p = NULL;
+  if (starpu_malloc(&p, bytes) != 0 || !p)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "could not allocate %zu bytes", bytes);
+  *ptr = p;
   return SPROJ_OK;
 }
 

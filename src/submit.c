@@ -43,8 +43,21 @@ static struct starpu_codelet *codelet_of(const struct request *rq)
 struct task_group {
   struct starpu_data_descr descr[1 + MAX_BUFFERS_PER_PIECE * SPROJ_MAX_PIECES];
   struct sproj_proj_arg arg; /* npieces counts the pieces collected */
+  unsigned piece[SPROJ_MAX_PIECES]; /* which pieces of the chunking */
   int64_t lors;
 };
+
+/* A chunk listed several times in one request must not put a piece's handles several times into one task: StarPU
+ * 1.4 never completes a task that holds the same handle four times. A repeated piece starts a new task instead,
+ * which StarPU orders after the first: forward projection writes the same values again, back projection adds once
+ * per listed copy. */
+static int group_holds(const struct task_group *g, unsigned piece)
+{
+  for (int j = 0; j < g->arg.npieces; j++)
+    if (g->piece[j] == piece)
+      return 1;
+  return 0;
+}
 
 static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 {
@@ -106,7 +119,8 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
     ret = sproj_fail(ret, func, "out of memory");
   for (int i = 0; i < num && !ret; i++) {
     for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1] && !ret; p++) {
-      if (g->arg.npieces == SPROJ_MAX_PIECES || (g->arg.npieces > 0 && g->lors + ch->piece_len[p] > target))
+      if (g->arg.npieces == SPROJ_MAX_PIECES || (g->arg.npieces > 0 && g->lors + ch->piece_len[p] > target) ||
+          group_holds(g, (unsigned)p))
         if ((ret = group_submit(g, cl)))
           ret = sproj_fail(ret, func, "StarPU refused a task");
       struct starpu_data_descr *d = g->descr + 1 + bpp * g->arg.npieces;
@@ -122,7 +136,7 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
         d[j].handle = h[j];
         d[j].mode = j == 2 ? values_mode : STARPU_R;
       }
-      g->arg.npieces++;
+      g->piece[g->arg.npieces++] = (unsigned)p;
       g->lors += ch->piece_len[p];
     }
   }

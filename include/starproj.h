@@ -88,6 +88,10 @@ struct sproj_config {
   int workers_per_gpu; /* CUDA workers (streams) per GPU, so that small tasks run side by side;
                         * -1: $STARPU_NWORKER_PER_CUDA if set, else 4 */
   int verbose;         /* 1: print the chosen workers and scheduler on stderr at sproj_init */
+  int max_queued_tasks;/* submission calls wait while more tasks than this are queued and not finished, until
+                        * half of them are done, so memory stays bounded (StarPU keeps a few KB per queued
+                        * task); -1: 10000 ($STARPU_LIMIT_MAX_SUBMITTED_TASKS if set); 0: no limit. Applies
+                        * only when sproj_init starts StarPU. */
 };
 
 /* Fills cfg with the defaults (-1 / NULL / 0). */
@@ -95,10 +99,14 @@ void sproj_config_init(struct sproj_config *cfg);
 
 /* Starts StarPU with cfg (NULL: defaults). If the caller already initialised StarPU, starproj uses that
  * instance as it is (cfg's worker counts and scheduler are then ignored) and sproj_shutdown() leaves it
- * running. Returns SPROJ_ERR_INVALID if starproj is already initialised. */
+ * running. The process environment is left as it was found (settings StarPU only reads from the environment
+ * are set for its start and restored). Not thread-safe: call it from one thread, before any other starproj
+ * call. Errors: INVALID (already initialised, a bad field, an unknown scheduler), RANGE (ncpu, task_lors),
+ * NO_DEVICE (no worker), STARPU. */
 int sproj_init(const struct sproj_config *cfg);
 /* Waits for all submitted work and stops StarPU (if sproj_init started it). SPROJ_ERR_BUSY while images, LOR sets,
- * projection vectors or TOF parameters are still registered. */
+ * projection vectors or TOF parameters are still registered. Not thread-safe: call it once no other thread uses
+ * starproj. */
 int sproj_shutdown(void);
 
 /* Scheduler of the devices projections go to now (sproj_set_devices), e.g. "lws" (NULL before sproj_init). */

@@ -23,6 +23,8 @@ static struct {
 /* tasks a CUDA worker queues on its stream ahead: hides the per-task latency of small chunks (H200: 2.6x -> 1.8x
  * per LOR for 2414 segment-viewgram calls, doc/benchmarks.md) */
 #define DEFAULT_CUDA_PIPELINE "32"
+/* queued tasks above which submission waits (see sproj_config.max_queued_tasks) */
+#define DEFAULT_MAX_QUEUED_TASKS 10000
 /* below this many LORs a piece is not worth a task of its own */
 #define MIN_PIECE_LORS 4096
 
@@ -36,6 +38,7 @@ void sproj_config_init(struct sproj_config *cfg)
   cfg->task_lors = 0;
   cfg->workers_per_gpu = -1;
   cfg->verbose = 0;
+  cfg->max_queued_tasks = -1;
 }
 
 int sproj_check_init(const char *func)
@@ -135,6 +138,32 @@ static void make_contexts(int sched_chosen)
   free(gpus);
 }
 
+/* A variable of the caller's environment, set for starpu_init and restored afterwards. */
+struct saved_env {
+  const char *name;
+  char *old; /* copy of the caller's value, NULL if it was unset */
+  int changed;
+};
+
+static void env_push(struct saved_env *s, const char *name, const char *value, int overwrite)
+{
+  const char *old = getenv(name);
+  s->name = name;
+  s->old = old ? strdup(old) : NULL;
+  s->changed = (!old || overwrite) && (!old || s->old) && setenv(name, value, 1) == 0;
+}
+
+static void env_pop(struct saved_env *s)
+{
+  if (s->changed) {
+    if (s->old)
+      setenv(s->name, s->old, 1);
+    else
+      unsetenv(s->name);
+  }
+  free(s->old);
+}
+
 int sproj_init(const struct sproj_config *cfg)
 {
   struct sproj_config c;
@@ -144,6 +173,9 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_config_init(&c);
   if (cfg)
     c = *cfg;
+  if (c.max_queued_tasks < -1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "max_queued_tasks (%d) must be -1 (default), 0 (no limit) or > 0",
+                      c.max_queued_tasks);
   if (c.ncpu < -1 || c.ncuda < -1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "ncpu (%d) and ncuda (%d) must be -1 (default) or >= 0", c.ncpu, c.ncuda);
   if (c.task_lors < 0 || c.task_lors > UINT32_MAX)
@@ -183,17 +215,29 @@ int sproj_init(const struct sproj_config *cfg)
       conf.ncuda = c.ncuda;
     /* StarPU's own variables (STARPU_SCHED, STARPU_NCPU, ...) keep their precedence over these fields */
     conf.sched_policy_name = c.sched ? c.sched : (gpus > 0 ? "dmda" : "lws");
-    /* StarPU reads this one only from the environment */
+    /* StarPU reads these two only from the environment, at starpu_init: set them for it, then put back what the
+     * caller had */
     char per_gpu_str[16];
     snprintf(per_gpu_str, sizeof per_gpu_str, "%d", per_gpu);
-    setenv("STARPU_NWORKER_PER_CUDA", per_gpu_str, c.workers_per_gpu > 0);
-    setenv("STARPU_CUDA_PIPELINE", DEFAULT_CUDA_PIPELINE, 0);
+    struct saved_env saved[2];
+    env_push(&saved[0], "STARPU_NWORKER_PER_CUDA", per_gpu_str, c.workers_per_gpu > 0);
+    env_push(&saved[1], "STARPU_CUDA_PIPELINE", DEFAULT_CUDA_PIPELINE, 0);
     ret = starpu_init(&conf);
+    env_pop(&saved[1]);
+    env_pop(&saved[0]);
     if (ret == -ENODEV)
       return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "StarPU found no worker to run on");
     if (ret != 0)
       return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_init failed (%d)", ret);
     owns = 1;
+    /* Submission blocks while more tasks than this are queued, so memory stays bounded however many small calls
+     * arrive (StarPU keeps ~8 KB per queued task); $STARPU_LIMIT_MAX_SUBMITTED_TASKS, read by StarPU, wins. */
+    const char *env_limit = getenv("STARPU_LIMIT_MAX_SUBMITTED_TASKS");
+    int limit = c.max_queued_tasks < 0 ? DEFAULT_MAX_QUEUED_TASKS : c.max_queued_tasks;
+    if (!(env_limit && *env_limit) && limit > 0) {
+      starpu_set_limit_max_submitted_tasks(limit);
+      starpu_set_limit_min_submitted_tasks(limit / 2);
+    }
   }
 
   memset(&sproj_rt, 0, sizeof sproj_rt);

@@ -290,6 +290,68 @@ START_TEST(test_small_gaps)
 }
 END_TEST
 
+/* ---- bounded memory under many queued calls --------------------------------------------------------------------- */
+static long status_kib(const char *key)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  size_t n = strlen(key);
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, key, n) == 0)
+      v = atol(line + n);
+  if (f)
+    fclose(f);
+  return v;
+}
+
+/* 10^5 small forward calls submitted as fast as possible: without a bound StarPU keeps every queued task (the
+ * hardening review saw ~770 MiB RSS; this test grew by 141 MiB on 2 cores); with the default bound of 10000 queued
+ * tasks (+16 MiB measured) the peak must stay within QUEUE_RSS_MIB of what the process held before. */
+#define QUEUE_CALLS 100000
+#define QUEUE_RSS_MIB 64
+START_TEST(test_queued_calls_memory)
+{
+  /* tasks of 1000 LORs take longer than a call takes to submit, so that without a bound the queue grows */
+  enum { nchunks = 100, per_chunk = 1000 };
+  int64_t first[nchunks], count[nchunks];
+  for (int c = 0; c < nchunks; c++) {
+    first[c] = (int64_t)c * per_chunk;
+    count[c] = per_chunk;
+  }
+  float *values = tu_alloc(nchunks * per_chunk);
+  float *ls = tu_alloc(3 * nchunks * per_chunk), *le = tu_alloc(3 * nchunks * per_chunk);
+  tu_random_lors(&geo, ls, le, nchunks * per_chunk, NULL);
+  sproj_image *img;
+  sproj_lors *lors;
+  sproj_chunks *chunks;
+  sproj_proj *proj;
+  ck_assert_int_eq(sproj_image_register(&img, image, geo.n, geo.vs, geo.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, ls, le, nchunks * per_chunk), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_ranges(&chunks, lors, nchunks, first, count), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&proj, values, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd(img, proj, chunks, SPROJ_ALL_CHUNKS), SPROJ_OK);
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
+  long before = status_kib("VmRSS:");
+  for (int i = 0; i < QUEUE_CALLS; i++)
+    ck_assert_int_eq(sproj_fwd(img, proj, chunks, i % nchunks), SPROJ_OK);
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
+  long peak = status_kib("VmHWM:");
+  printf("queued calls: %d forward calls, RSS before %.1f MiB, peak %.1f MiB (bound: +%d MiB)\n", QUEUE_CALLS,
+         before / 1024.0, peak / 1024.0, QUEUE_RSS_MIB);
+  ck_assert_msg(before > 0 && peak > 0, "could not read /proc/self/status");
+  ck_assert_msg(peak - before < QUEUE_RSS_MIB * 1024L, "peak RSS grew by %.1f MiB under %d queued calls",
+                (peak - before) / 1024.0, QUEUE_CALLS);
+  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(chunks), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  free(values);
+  free(ls);
+  free(le);
+}
+END_TEST
+
 /* runs with starproj stopped: sproj_init must refuse bad configurations before starting anything */
 START_TEST(test_init_config)
 {
@@ -313,6 +375,16 @@ START_TEST(test_init_config)
   ck_assert_int_eq(sproj_init(&cfg), SPROJ_OK);
   ck_assert_str_eq(sproj_scheduler_name(), "eager");
   ck_assert_int_eq(sproj_shutdown(), SPROJ_OK);
+
+  /* the environment is left as it was: unset stays unset, a caller's value stays */
+  unsetenv("STARPU_CUDA_PIPELINE");
+  setenv("STARPU_NWORKER_PER_CUDA", "3", 1);
+  cfg.workers_per_gpu = 2;
+  ck_assert_int_eq(sproj_init(&cfg), SPROJ_OK);
+  ck_assert_ptr_null(getenv("STARPU_CUDA_PIPELINE"));
+  ck_assert_str_eq(getenv("STARPU_NWORKER_PER_CUDA"), "3");
+  ck_assert_int_eq(sproj_shutdown(), SPROJ_OK);
+  unsetenv("STARPU_NWORKER_PER_CUDA");
 }
 END_TEST
 
@@ -346,6 +418,7 @@ int main(void)
   tcase_add_test(tc, test_far_coordinates);
   tcase_add_test(tc, test_repeated_chunks);
   tcase_add_test(tc, test_small_gaps);
+  tcase_add_test(tc, test_queued_calls_memory);
   suite_add_tcase(s, tc);
   ret |= tu_run(s);
   if (sproj_shutdown() != SPROJ_OK)

@@ -340,6 +340,11 @@ START_TEST(test_queued_calls_memory)
   printf("queued calls: %d forward calls, RSS before %.1f MiB, peak %.1f MiB (bound: +%d MiB)\n", QUEUE_CALLS,
          before / 1024.0, peak / 1024.0, QUEUE_RSS_MIB);
   ck_assert_msg(before > 0 && peak > 0, "could not read /proc/self/status");
+#ifdef __SANITIZE_ADDRESS__
+  /* AddressSanitizer keeps freed memory in quarantine (256 MiB): the RSS says nothing here */
+  printf("queued calls: RSS not asserted under AddressSanitizer\n");
+  peak = before;
+#endif
   ck_assert_msg(peak - before < QUEUE_RSS_MIB * 1024L, "peak RSS grew by %.1f MiB under %d queued calls",
                 (peak - before) / 1024.0, QUEUE_CALLS);
   ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);

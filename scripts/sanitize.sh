@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds starproj without CUDA under AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included)
+# in build-sanitize/ and runs the whole test suite there; fails on any sanitizer report. Expects what
+# scripts/install-deps.sh installs. usage: scripts/sanitize.sh [--prefix DIR]   (DIR: where StarPU is)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+prefix=/usr/local
+[ "${1:-}" = --prefix ] && prefix=$2
+case "${1:-}" in --prefix=*) prefix=${1#--prefix=} ;; esac
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -x configure ] || ./autogen.sh >/dev/null
+mkdir -p build-sanitize
+cd build-sanitize
+san="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer"
+if [ ! -f Makefile ]; then
+  ../configure -q --without-cuda CFLAGS="-O1 -g $san" LDFLAGS="$san" || { echo "sanitize: configure failed"; exit 1; }
+fi
+make -s -j"$(nproc 2>/dev/null || echo 2)" >/dev/null || { echo "sanitize: build failed"; exit 1; }
+# huge allocations are part of the tests (a failed allocation must return a status): let them fail, not abort
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:abort_on_error=0
+export LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp
+export UBSAN_OPTIONS=print_stacktrace=1
+make -s -j"$(nproc 2>/dev/null || echo 2)" check >/dev/null 2>&1
+status=$?
+reports=$(grep -lE 'runtime error:|ERROR: (Address|Leak)Sanitizer' tests/*.log 2>/dev/null)
+echo "== sanitizer build (ASan + UBSan incl. float-cast-overflow, no CUDA) =="
+for trs in tests/*.trs; do
+  printf '%-22s %s\n' "${trs%.trs}" "$(sed -n 's/^:test-result: //p' "$trs")"
+done
+if [ -n "$reports" ] || [ $status -ne 0 ]; then
+  for f in $reports; do
+    echo "--- sanitizer report in $f ---"
+    grep -E -A12 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$f" | head -40
+  done
+  [ -z "$reports" ] && for f in tests/*.log; do grep -qE ':[FE]:' "$f" && grep -E ':[FE]:' "$f"; done
+  echo "== sanitizer run FAILED =="
+  exit 1
+fi
+echo "== sanitizer run passed: no reports =="

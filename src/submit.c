@@ -75,6 +75,40 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
+/* How back projection tasks write the image. STARPU_REDUX gives every worker that runs one a private image buffer
+ * on its memory node (the main copy needs one more on a GPU), so that tasks run side by side. Where a node's memory
+ * limit (STARPU_LIMIT_*_MEM, or a GPU's size) cannot hold those buffers, StarPU would spin forever looking for
+ * room: the tasks then add into the image itself, one at a time on it (STARPU_COMMUTE keeps their order free),
+ * which needs no extra buffer on the host and one image on a GPU. An image that does not fit a GPU at all is
+ * refused (NOMEM, naming the limit). */
+static int back_mode(const char *func, const sproj_image *img, enum starpu_data_access_mode *mode)
+{
+  size_t bytes = (size_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2] * sizeof(float);
+  unsigned workers_on[STARPU_MAXNODES] = {0};
+  int nworkers = (int)starpu_worker_get_count();
+  for (int w = 0; w < nworkers; w++) {
+    enum starpu_worker_archtype type = starpu_worker_get_type(w);
+    if ((type == STARPU_CPU_WORKER && (sproj_rt.where & STARPU_CPU)) ||
+        (type == STARPU_CUDA_WORKER && (sproj_rt.where & STARPU_CUDA)))
+      workers_on[starpu_worker_get_memory_node(w)]++;
+  }
+  *mode = STARPU_REDUX;
+  for (unsigned node = 0; node < starpu_memory_nodes_get_count() && node < STARPU_MAXNODES; node++) {
+    if (!workers_on[node])
+      continue;
+    starpu_ssize_t total = starpu_memory_get_total(node);
+    if (total < 0)
+      continue; /* no limit */
+    int host = starpu_node_get_kind(node) == STARPU_CPU_RAM;
+    if (!host && (size_t)total < bytes)
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "the image (%zu bytes) does not fit in the %zd bytes of memory node %u",
+                        bytes, total, node);
+    if ((size_t)total < (workers_on[node] + (host ? 0 : 1)) * bytes)
+      *mode = STARPU_RW | STARPU_COMMUTE;
+  }
+  return SPROJ_OK;
+}
+
 /* Submits the tasks of validated chunks. */
 static int submit(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
                   const sproj_chunks *chunks, const int *list, int num)
@@ -109,7 +143,11 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
   }
   int bpp = sproj_buffers_per_piece(&g->arg);
   g->descr[0].handle = img->handle;
-  g->descr[0].mode = rq->back ? STARPU_REDUX : STARPU_R;
+  g->descr[0].mode = STARPU_R;
+  if (rq->back && (ret = back_mode(func, img, &g->descr[0].mode))) {
+    free(g);
+    return ret;
+  }
   struct starpu_codelet *cl = codelet_of(rq);
   enum starpu_data_access_mode values_mode = rq->back ? STARPU_R : STARPU_W;
 

@@ -259,7 +259,10 @@ int sproj_proj_unregister(sproj_proj *proj);
  * Errors: NULL, NOT_INIT, MISMATCH (chunking of another LOR set than proj's), RANGE (chunk), NO_DEVICE. */
 int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk);
 /* Back projection: ADDS the transpose of the forward projector applied to proj's chunk elements to img.
- * Tasks from any number of calls and threads accumulate race-free (StarPU reduction). */
+ * Tasks from any number of calls and threads accumulate race-free (StarPU reduction: each worker adds into a
+ * private image buffer). Where a memory limit (STARPU_LIMIT_CPU_MEM / STARPU_LIMIT_CUDA_MEM, or a GPU's size)
+ * cannot hold one buffer per worker, the tasks add into the image one at a time instead (slower, same values);
+ * an image that does not fit a GPU is refused with NOMEM. */
 int sproj_back(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk);
 /* The same for a list of chunks in one call: neighbouring small chunks are merged into fewer, larger tasks,
  * which is much cheaper than one call per small chunk. A chunk may be listed more than once (here or in a

@@ -21,7 +21,19 @@ struct sproj_proj_arg {
   struct sproj_tof_arg tof; /* num_bins 0: non-TOF */
   int npieces;
   int lm;                   /* 1: listmode, pieces carry TOF bins */
+  int fixed_point;          /* back projection into a fixed-point accumulator (reproducible mode), not the image */
 };
+
+/* Where a back projection task adds: its first buffer, as a float image or as a fixed-point accumulator. */
+SPROJ_HD struct sproj_out sproj_out_of(void *buffer, const struct sproj_proj_arg *arg)
+{
+  struct sproj_out out = {0, 0};
+  if (arg->fixed_point)
+    out.q = (unsigned long long *)buffer;
+  else
+    out.f = (float *)buffer;
+  return out;
+}
 
 static inline int sproj_buffers_per_piece(const struct sproj_proj_arg *arg)
 {
@@ -69,6 +81,10 @@ extern struct starpu_codelet sproj_joseph3d_tof_lm_back_cl;
 /* Reduction methods of image handles: zero a per-worker buffer; add one buffer into another. */
 extern struct starpu_codelet sproj_image_zero_cl;
 extern struct starpu_codelet sproj_image_add_cl;
+/* Reproducible mode: reduction methods of fixed-point accumulators, and image += accumulator, accumulator = 0. */
+extern struct starpu_codelet sproj_fixed_zero_cl;
+extern struct starpu_codelet sproj_fixed_add_cl;
+extern struct starpu_codelet sproj_fixed_flush_cl;
 
 /* Work of a projection task for the performance models: LORs times the largest image dimension. */
 size_t sproj_proj_task_size(struct starpu_task *task, unsigned nimpl);
@@ -92,6 +108,9 @@ void sproj_joseph3d_tof_lm_fwd_cuda(void *buffers[], void *cl_arg);
 void sproj_joseph3d_tof_lm_back_cuda(void *buffers[], void *cl_arg);
 void sproj_image_zero_cuda(void *buffers[], void *cl_arg);
 void sproj_image_add_cuda(void *buffers[], void *cl_arg);
+void sproj_fixed_zero_cuda(void *buffers[], void *cl_arg);
+void sproj_fixed_add_cuda(void *buffers[], void *cl_arg);
+void sproj_fixed_flush_cuda(void *buffers[], void *cl_arg);
 #define SPROJ_CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define SPROJ_CUDA_IMPL(fn)

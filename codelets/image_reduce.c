@@ -1,4 +1,5 @@
-/* image_reduce.c: reduction methods of image handles (zero a buffer, add one buffer into another), CPU side. */
+/* image_reduce.c: reduction methods of image handles (zero a buffer, add one buffer into another) and of the
+ * fixed-point accumulators of the reproducible mode, and the flush of an accumulator into its image; CPU side. */
 #include "config.h"
 #include <string.h>
 #include "codelets.h"
@@ -54,4 +55,68 @@ struct starpu_codelet sproj_image_add_cl = {
   .modes = {STARPU_RW | STARPU_COMMUTE, STARPU_R},
   .model = &image_add_model,
   .name = "image_add",
+};
+
+/* ---- fixed-point accumulators (reproducible mode, see fixed_point.h) ---- */
+static void fixed_zero_cpu(void *buffers[], void *cl_arg)
+{
+  (void)cl_arg;
+  memset((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0, (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * 8);
+}
+
+static void fixed_add_cpu(void *buffers[], void *cl_arg)
+{
+  (void)cl_arg;
+  unsigned long long *dst = (unsigned long long *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  const unsigned long long *src = (const unsigned long long *)STARPU_VECTOR_GET_PTR(buffers[1]);
+  uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
+  for (uint32_t i = 0; i < n; i++)
+    dst[i] += src[i];
+}
+
+/* image += accumulator, accumulator = 0 */
+static void fixed_flush_cpu(void *buffers[], void *cl_arg)
+{
+  (void)cl_arg;
+  float *img = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  unsigned long long *acc = (unsigned long long *)STARPU_VECTOR_GET_PTR(buffers[1]);
+  uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
+  for (uint32_t i = 0; i < n; i++) {
+    img[i] += sproj_from_fixed(acc[i]);
+    acc[i] = 0;
+  }
+}
+
+static struct starpu_perfmodel fixed_zero_model = {.type = STARPU_HISTORY_BASED, .symbol = "starproj_fixed_zero"};
+static struct starpu_perfmodel fixed_add_model = {.type = STARPU_HISTORY_BASED, .symbol = "starproj_fixed_add"};
+static struct starpu_perfmodel fixed_flush_model = {.type = STARPU_HISTORY_BASED, .symbol = "starproj_fixed_flush"};
+
+struct starpu_codelet sproj_fixed_zero_cl = {
+  .cpu_funcs = {fixed_zero_cpu},
+  .cpu_funcs_name = {"fixed_zero_cpu"},
+  SPROJ_CUDA_IMPL(sproj_fixed_zero_cuda)
+  .nbuffers = 1,
+  .modes = {STARPU_W},
+  .model = &fixed_zero_model,
+  .name = "fixed_zero",
+};
+
+struct starpu_codelet sproj_fixed_add_cl = {
+  .cpu_funcs = {fixed_add_cpu},
+  .cpu_funcs_name = {"fixed_add_cpu"},
+  SPROJ_CUDA_IMPL(sproj_fixed_add_cuda)
+  .nbuffers = 2,
+  .modes = {STARPU_RW | STARPU_COMMUTE, STARPU_R},
+  .model = &fixed_add_model,
+  .name = "fixed_add",
+};
+
+struct starpu_codelet sproj_fixed_flush_cl = {
+  .cpu_funcs = {fixed_flush_cpu},
+  .cpu_funcs_name = {"fixed_flush_cpu"},
+  SPROJ_CUDA_IMPL(sproj_fixed_flush_cuda)
+  .nbuffers = 2,
+  .modes = {STARPU_RW, STARPU_RW},
+  .model = &fixed_flush_model,
+  .name = "fixed_flush",
 };

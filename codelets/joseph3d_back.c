@@ -5,7 +5,7 @@
 
 static void back_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
 {
-  joseph3d_back_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, pc->values[i]);
+  joseph3d_back_lor(sproj_out_of(img, arg), &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, pc->values[i]);
 }
 
 static void joseph3d_back_cpu(void *buffers[], void *cl_arg)

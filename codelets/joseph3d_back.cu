@@ -7,7 +7,7 @@ __global__ static void joseph3d_back_kernel(float *img, const __grid_constant__ 
                                             const __grid_constant__ struct sproj_piece_table t)
 {
   SPROJ_CUDA_THIS_LOR(t, p, i);
-  joseph3d_back_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, t.values[p][i]);
+  joseph3d_back_lor(sproj_out_of(img, &a), &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, t.values[p][i]);
 }
 
 SPROJ_CUDA_LAUNCHER(sproj_joseph3d_back_cuda, joseph3d_back_kernel, float *)

@@ -5,7 +5,7 @@
 #include "joseph3d_ray.h"
 
 /* Adds value times the forward weights of the LOR xs->xe into the image. */
-SPROJ_HD void joseph3d_back_lor(float *img, const struct sproj_geom *g, const float *xs, const float *xe, float value)
+SPROJ_HD void joseph3d_back_lor(struct sproj_out img, const struct sproj_geom *g, const float *xs, const float *xe, float value)
 {
   struct sproj_ray r;
   if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))

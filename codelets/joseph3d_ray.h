@@ -11,6 +11,15 @@
 #define SPROJ_HD static inline
 #endif
 
+#include "fixed_point.h"
+
+/* Where a back projection adds: the float image (f), or in reproducible mode a 64-bit fixed-point accumulator of
+ * the same size (q, see fixed_point.h); exactly one is set. */
+struct sproj_out {
+  float *f;
+  unsigned long long *q;
+};
+
 /* Adds into the image: an atomic on the GPU (many threads share one buffer); a plain add on a CPU, where every
  * StarPU worker accumulates into its own reduction buffer with one thread. */
 #ifdef __CUDA_ARCH__
@@ -199,12 +208,19 @@ __device__ static inline void sproj_add_pair(float *img, unsigned i, float a, fl
 #endif
 
 /* The adjoint of sproj_ray_sample: adds val times the four bilinear weights of plane k into the image. */
-SPROJ_HD void sproj_ray_scatter(float *img, const struct sproj_ray *r, int k, float val)
+SPROJ_HD void sproj_ray_scatter(struct sproj_out out, const struct sproj_ray *r, int k, float val)
 {
   struct sproj_corners c;
   sproj_ray_corners(r, k, &c);
   float w[4] = {val * ((1 - c.wu) * (1 - c.wv)), val * (c.wu * (1 - c.wv)), val * ((1 - c.wu) * c.wv),
                 val * (c.wu * c.wv)};
+  if (out.q) {
+    for (int q = 0; q < 4; q++)
+      if (c.ok[q])
+        sproj_fixed_add(&out.q[c.idx[q]], w[q]);
+    return;
+  }
+  float *img = out.f;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   /* v along the fastest axis: corners 0 and 2, and 1 and 3, are neighbours in memory */
   if (r->stride_v == 1u && c.ok[0] == c.ok[2] && c.ok[1] == c.ok[3]) {

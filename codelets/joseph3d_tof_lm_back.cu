@@ -9,7 +9,7 @@ __global__ static void tof_lm_back_kernel(float *img, const __grid_constant__ st
   SPROJ_CUDA_THIS_LOR(t, p, i);
   float sigma, offset;
   sproj_tof_lor_params(&a.tof, t.sigma[p], t.offset[p], i, &sigma, &offset);
-  joseph3d_tof_lm_back_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma, offset,
+  joseph3d_tof_lm_back_lor(sproj_out_of(img, &a), &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma, offset,
                            t.bins[p][i], t.values[p][i]);
 }
 

@@ -4,7 +4,7 @@
 
 #include "joseph3d_tof_lm.h"
 
-SPROJ_HD void joseph3d_tof_lm_back_lor(float *img, const struct sproj_geom *g, const float *xs, const float *xe,
+SPROJ_HD void joseph3d_tof_lm_back_lor(struct sproj_out img, const struct sproj_geom *g, const float *xs, const float *xe,
                                        const struct sproj_tof_arg *t, float sigma, float offset, int b, float value)
 {
   struct sproj_ray r;

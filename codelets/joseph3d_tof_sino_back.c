@@ -7,7 +7,7 @@ static void tof_sino_back_lor(const struct sproj_proj_arg *arg, float *img, cons
 {
   float sigma, offset;
   sproj_tof_lor_params(&arg->tof, pc->sigma, pc->offset, i, &sigma, &offset);
-  joseph3d_tof_sino_back_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, &arg->tof, sigma,
+  joseph3d_tof_sino_back_lor(sproj_out_of(img, arg), &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, &arg->tof, sigma,
                              offset, pc->values + (size_t)i * arg->tof.num_bins);
 }
 

@@ -6,7 +6,7 @@
 #include "tof.h"
 
 /* Adds, for each sample, cf * (sum over its window of normalised weight * p[b]) times the bilinear weights. */
-SPROJ_HD void joseph3d_tof_sino_back_lor(float *img, const struct sproj_geom *g, const float *xs, const float *xe,
+SPROJ_HD void joseph3d_tof_sino_back_lor(struct sproj_out img, const struct sproj_geom *g, const float *xs, const float *xe,
                                          const struct sproj_tof_arg *t, float sigma, float offset, const float *p)
 {
   struct sproj_ray r;

@@ -92,6 +92,7 @@ struct sproj_config {
                         * half of them are done, so memory stays bounded (StarPU keeps a few KB per queued
                         * task); -1: 10000 ($STARPU_LIMIT_MAX_SUBMITTED_TASKS if set); 0: no limit. Applies
                         * only when sproj_init starts StarPU. */
+  int reproducible;    /* 1: images start in reproducible mode (see sproj_image_set_reproducible); 0: default */
 };
 
 /* Fills cfg with the defaults (-1 / NULL / 0). */
@@ -194,6 +195,16 @@ int sproj_image_release(sproj_image *img, int gpu);
 int sproj_image_sync(sproj_image *img, int mode);
 /* Waits, writes the value back to the host buffer and frees the object (img may be NULL: no-op). */
 int sproj_image_unregister(sproj_image *img);
+/* Reproducible mode (on = 1) or the default (on = 0) for back projections into this image from now on. By default
+ * back projections add in float in whatever order tasks, workers and GPUs run, so the last bits of a voxel vary
+ * from run to run. In reproducible mode every contribution is rounded to a 64-bit fixed-point number with 2^-32
+ * resolution and summed as integers (in any order, the same sum); each back projection call then adds its sum to
+ * the image once, in float. The result has the same bits on every run, for any number of CPU workers and GPUs,
+ * any task size and any order of the chunks in a call (the order of separate calls, as on one thread, still
+ * counts). It differs from the default mode by at most the rounding of each contribution (2^-33 absolute); sums
+ * must stay within +-2^31 per voxel and call. Costs: one 8-byte accumulator per voxel per device, one flush task
+ * per call, and integer atomics on GPUs (measured in doc/benchmarks.md). Errors: NULL, NOT_INIT, INVALID (on). */
+int sproj_image_set_reproducible(sproj_image *img, int on);
 /* The StarPU handle of the image, for callers who submit their own tasks on it. */
 sproj_starpu_handle sproj_image_handle(const sproj_image *img);
 

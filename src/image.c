@@ -44,6 +44,7 @@ static int image_new(const char *func, sproj_image **out, starpu_data_handle_t h
   img->handle = handle;
   img->owns_handle = owns;
   img->geom = *geom;
+  img->reproducible = sproj_rt.reproducible;
   /* back projections accumulate through StarPU's reduction mode */
   starpu_data_set_reduction_methods(handle, &sproj_image_add_cl, &sproj_image_zero_cl);
   sproj_count_object(1);
@@ -138,11 +139,50 @@ int sproj_image_unregister(sproj_image *img)
   if (starpu_data_acquire(img->handle, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
   starpu_data_release(img->handle);
+  if (img->acc)
+    starpu_data_unregister_no_coherency(img->acc);
   if (img->owns_handle)
     starpu_data_unregister(img->handle);
   sproj_count_object(-1);
   free(img);
   return SPROJ_OK;
+}
+
+int sproj_image_set_reproducible(sproj_image *img, int on)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!img)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img is NULL");
+  if (on != 0 && on != 1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "on = %d must be 0 or 1", on);
+  img->reproducible = on;
+  return SPROJ_OK;
+}
+
+int sproj_image_accumulator(const char *func, sproj_image *img, starpu_data_handle_t *acc)
+{
+  /* one submitter creates it: the image's first reproducible back projection */
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&lock);
+  int ret = SPROJ_OK;
+  if (!img->acc) {
+    uint32_t nvox = (uint32_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2];
+    starpu_data_handle_t h;
+    /* StarPU allocates it where it is used; it starts at zero and every flush leaves it at zero */
+    starpu_vector_data_register(&h, -1, 0, nvox, sizeof(unsigned long long));
+    starpu_data_set_reduction_methods(h, &sproj_fixed_add_cl, &sproj_fixed_zero_cl);
+    if (starpu_task_insert(&sproj_fixed_zero_cl, STARPU_W, h, 0) != 0) {
+      starpu_data_unregister_no_coherency(h);
+      ret = sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused a task");
+    } else {
+      img->acc = h;
+    }
+  }
+  *acc = img->acc;
+  pthread_mutex_unlock(&lock);
+  return ret;
 }
 
 sproj_starpu_handle sproj_image_handle(const sproj_image *img)

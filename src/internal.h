@@ -26,6 +26,7 @@ struct sproj_runtime {
   unsigned ctx;             /* scheduling context projection tasks go to (0: every worker) */
   unsigned ctx_cpu, ctx_gpu;/* contexts of the CPU workers and of the CUDA workers (0 if none was made) */
   int live_objects;         /* registered images, LOR sets and projection vectors (atomic) */
+  int reproducible;         /* images registered from now on start in reproducible mode */
 };
 
 /* Counts registered objects (delta +1 / -1), so that sproj_shutdown can refuse while some remain. */
@@ -45,10 +46,15 @@ int64_t sproj_pieces_for(int64_t n);
 int64_t sproj_task_target(int64_t total);
 
 /* ---- objects ---- */
+struct sproj_image;
+/* The fixed-point accumulator of an image's reproducible back projections, created (zeroed) on first use. */
+int sproj_image_accumulator(const char *func, struct sproj_image *img, starpu_data_handle_t *acc);
 struct sproj_image {
   starpu_data_handle_t handle;
   struct sproj_geom geom;
   int owns_handle;
+  int reproducible;           /* back projections accumulate in fixed point (sproj_image_set_reproducible) */
+  starpu_data_handle_t acc;   /* their 64-bit accumulator, one per voxel (NULL until first needed) */
 };
 
 /* A chunking applied to one per-LOR vector: a StarPU partition plan, one child per piece. */

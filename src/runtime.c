@@ -39,6 +39,7 @@ void sproj_config_init(struct sproj_config *cfg)
   cfg->workers_per_gpu = -1;
   cfg->verbose = 0;
   cfg->max_queued_tasks = -1;
+  cfg->reproducible = 0;
 }
 
 int sproj_check_init(const char *func)
@@ -262,6 +263,7 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_rt.where = sproj_rt.ngpus > 0 ? STARPU_CUDA : STARPU_CPU;
   sproj_rt.ctx = sproj_rt.ngpus > 0 ? sproj_rt.ctx_gpu : sproj_rt.ctx_cpu;
   memset(worker_stats, 0, sizeof worker_stats);
+  sproj_rt.reproducible = c.reproducible != 0;
   sproj_rt.initialized = 1;
 
   if (c.verbose)

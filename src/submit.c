@@ -81,9 +81,9 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
  * room: the tasks then add into the image itself, one at a time on it (STARPU_COMMUTE keeps their order free),
  * which needs no extra buffer on the host and one image on a GPU. An image that does not fit a GPU at all is
  * refused (NOMEM, naming the limit). */
-static int back_mode(const char *func, const sproj_image *img, enum starpu_data_access_mode *mode)
+static int back_mode(const char *func, const sproj_image *img, size_t elemsize, enum starpu_data_access_mode *mode)
 {
-  size_t bytes = (size_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2] * sizeof(float);
+  size_t bytes = (size_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2] * elemsize;
   unsigned workers_on[STARPU_MAXNODES] = {0};
   int nworkers = (int)starpu_worker_get_count();
   for (int w = 0; w < nworkers; w++) {
@@ -142,9 +142,17 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
                                         sigma != NULL, offset != NULL};
   }
   int bpp = sproj_buffers_per_piece(&g->arg);
-  g->descr[0].handle = img->handle;
+  /* back projections add into the image, or in reproducible mode into its fixed-point accumulator */
+  starpu_data_handle_t acc = NULL;
+  g->arg.fixed_point = rq->back && img->reproducible;
+  if (g->arg.fixed_point && (ret = sproj_image_accumulator(func, img, &acc))) {
+    free(g);
+    return ret;
+  }
+  g->descr[0].handle = acc ? acc : img->handle;
   g->descr[0].mode = STARPU_R;
-  if (rq->back && (ret = back_mode(func, img, &g->descr[0].mode))) {
+  if (rq->back &&
+      (ret = back_mode(func, img, acc ? sizeof(unsigned long long) : sizeof(float), &g->descr[0].mode))) {
     free(g);
     return ret;
   }
@@ -180,6 +188,11 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
   }
   if (!ret && (ret = group_submit(g, cl)))
     ret = sproj_fail(ret, func, "StarPU refused a task");
+  /* the call's fixed-point sum goes into the image once, in float, after all its tasks */
+  if (!ret && acc &&
+      starpu_task_insert(&sproj_fixed_flush_cl, STARPU_RW, img->handle, STARPU_RW, acc, STARPU_EXECUTE_WHERE,
+                         (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0) != 0)
+    ret = sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused a task");
   pthread_mutex_unlock(&proj->vec.lock);
   free(g);
   return ret;

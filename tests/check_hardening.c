@@ -46,30 +46,40 @@ struct extreme {
 static void run_extreme(const struct extreme *e, const float *xs, const float *xe, int num_bins)
 {
   static float img[GUARD + N16 * N16 * N16 + GUARD], out[GUARD + MAXB + GUARD];
+  static unsigned long long acc[GUARD + N16 * N16 * N16 + GUARD];
   struct sproj_geom g = {{N16, N16, N16}, {2.0f, 2.0f, 2.0f}, {-15.0f, -15.0f, -15.0f}};
   struct sproj_tof_arg t = {e->bin_width, e->num_sigmas, e->sigma, e->offset, num_bins, 0, 0};
-  for (int i = 0; i < GUARD; i++)
+  for (int i = 0; i < GUARD; i++) {
     img[i] = img[GUARD + N16 * N16 * N16 + i] = out[i] = out[GUARD + MAXB + i] = 12345.0f;
+    acc[i] = acc[GUARD + N16 * N16 * N16 + i] = 12345u;
+  }
   for (int i = 0; i < N16 * N16 * N16; i++)
     img[GUARD + i] = 1.0f;
   float *image = img + GUARD, *bins = out + GUARD;
+  /* back projections add into the float image and into a fixed-point accumulator (reproducible mode) */
+  const struct sproj_out targets[2] = {{image, NULL}, {NULL, acc + GUARD}};
 
   joseph3d_tof_sino_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, bins, 1);
-  joseph3d_tof_sino_back_lor(image, &g, xs, xe, &t, e->sigma, e->offset, bins);
+  for (int o = 0; o < 2; o++)
+    joseph3d_tof_sino_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, bins);
   for (int b = 0; b < num_bins; b += num_bins > 1 ? num_bins - 1 : 1) {
     float v = joseph3d_tof_lm_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, b);
     (void)v;
-    joseph3d_tof_lm_back_lor(image, &g, xs, xe, &t, e->sigma, e->offset, b, 1.0f);
+    for (int o = 0; o < 2; o++)
+      joseph3d_tof_lm_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, b, 1.0f);
   }
   float v = joseph3d_fwd_lor(image, &g, xs, xe);
   ck_assert_msg(isfinite(v), "non-TOF forward gave %g", v);
-  joseph3d_back_lor(image, &g, xs, xe, 1.0f);
+  for (int o = 0; o < 2; o++)
+    joseph3d_back_lor(targets[o], &g, xs, xe, 1.0f);
   for (int i = 0; i < GUARD; i++) {
     ck_assert_msg(out[i] == 12345.0f && out[GUARD + MAXB + i] == 12345.0f,
                   "a TOF bin outside the LOR's %d bins was written (bin_width %g, num_sigmas %g, sigma %g, offset %g)",
                   num_bins, e->bin_width, e->num_sigmas, e->sigma, e->offset);
     ck_assert_msg(img[i] == 12345.0f && img[GUARD + N16 * N16 * N16 + i] == 12345.0f,
                   "a voxel outside the image was written");
+    ck_assert_msg(acc[i] == 12345u && acc[GUARD + N16 * N16 * N16 + i] == 12345u,
+                  "a voxel outside the fixed-point accumulator was written");
   }
 }
 

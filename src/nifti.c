@@ -123,6 +123,28 @@ static int to_float(int datatype, const void *src, float *dst, size_t n, double 
   return 1;
 }
 
+/* Reads the voxel bytes from the image file (compressed or not) at the header's offset. */
+static int read_voxels(const char *func, const nifti_image *nim, void *buf, size_t bytes)
+{
+  znzFile fp = znzopen(nim->iname, "rb", nifti_is_gzfile(nim->iname));
+  if (znz_isnull(fp))
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", nim->iname, strerror(errno));
+  int ret = SPROJ_OK;
+  if (znzseek(fp, (znz_off_t)nim->iname_offset, SEEK_SET) < 0) /* gzseek returns the offset, fseek 0 */
+    ret = sproj_fail(SPROJ_ERR_IO, func, "'%s' ends before its data", nim->iname);
+  char *p = buf;
+  for (size_t done = 0; !ret && done < bytes;) {
+    size_t piece = bytes - done < ((size_t)1 << 26) ? bytes - done : ((size_t)1 << 26);
+    size_t got = znzread(p + done, 1, piece, fp);
+    if (got != piece)
+      ret = sproj_fail(SPROJ_ERR_IO, func, "'%s' is truncated: %zu of %zu data bytes", nim->iname, done + got,
+                       bytes);
+    done += got;
+  }
+  znzclose(fp);
+  return ret;
+}
+
 int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_size[3], float origin[3])
 {
   if (!path || !data || !dims || !voxel_size)
@@ -137,9 +159,10 @@ int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_si
   if (!hdr)
     return SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s' is not a valid NIfTI-1 or ANALYZE file", path);
   free(hdr);
-  nifti_image *nim = nifti_image_read(path, 1);
+  /* the header only: nifticlib's data loader zeroes NaN and infinity and pads a short file with zeros */
+  nifti_image *nim = nifti_image_read(path, 0);
   if (!nim)
-    return SPROJ_FAIL(SPROJ_ERR_IO, "'%s': nifticlib could not read the image data (truncated file?)", path);
+    return SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': nifticlib could not make sense of the header", path);
 
   int ret = SPROJ_OK;
   int n[3] = {nim->nz, nim->ny, nim->nx};
@@ -176,15 +199,26 @@ int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_si
     inter = nim->scl_inter;
   }
   float *out = NULL;
+  void *raw = NULL;
   if (!ret && !(out = malloc(nvox * sizeof *out)))
     ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %zu voxels", nvox);
+  if (!ret && (nim->nbyper <= 0 || nim->nbyper > 8 || nim->iname_offset < 0 || !nim->iname))
+    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': data type %s or data offset not supported", path,
+                     nifti_datatype_string(nim->datatype));
+  if (!ret && !(raw = malloc(nvox * (size_t)nim->nbyper)))
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %zu voxels", nvox);
+  if (!ret)
+    ret = read_voxels(__func__, nim, raw, nvox * (size_t)nim->nbyper);
   if (!ret) {
+    if (nim->swapsize > 1 && nim->byteorder != nifti_short_order())
+      nifti_swap_Nbytes(nvox * (size_t)nim->nbyper / (size_t)nim->swapsize, nim->swapsize, raw);
     if (nim->datatype == NIFTI_TYPE_FLOAT32 && slope == 1.0 && inter == 0.0)
-      memcpy(out, nim->data, nvox * sizeof *out); /* bit for bit, NaN payloads included */
-    else if (!to_float(nim->datatype, nim->data, out, nvox, slope, inter))
+      memcpy(out, raw, nvox * sizeof *out); /* bit for bit, NaN payloads included */
+    else if (!to_float(nim->datatype, raw, out, nvox, slope, inter))
       ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': data type %s is not a real number type", path,
                        nifti_datatype_string(nim->datatype));
   }
+  free(raw);
   nifti_image_free(nim);
   if (ret) {
     free(out);

@@ -391,7 +391,8 @@ struct sproj_lm_info {
   float tof_bin_width;  /* mm, 0 for non-TOF data */
 };
 /* Writes <base>.hdr and <base>.raw. tof_bin may be NULL (all 0). Errors: NULL, INVALID (names), DIMS (negative
- * count), RANGE (an LOR outside 0 .. num_lors-1, a bin outside 0 .. max(num_tof_bins,1)-1), TOF, NOMEM, IO. */
+ * count), RANGE (num_lors, an LOR outside 0 .. num_lors-1, a bin outside 0 .. max(num_tof_bins,1)-1), OVERFLOW
+ * (more than 2^59 events), TOF, NOMEM, IO. */
 int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info, const int32_t *lor,
                              const int16_t *tof_bin);
 /* Reads them back into new arrays *lor and *tof_bin (free both with sproj_free; NULL when there are no events).
@@ -404,7 +405,8 @@ int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_
  * > 0 either). NaN and values below lo are black, values above hi white. */
 
 /* Three central slices of an image side by side, each scaled with nearest-neighbour sampling to square pixels
- * (voxel aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels:
+ * (voxel aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels; index 0 of
+ * an axis at the top or left:
  * transaxial (axis 2 fixed at n2/2; rows: axis 1, columns: axis 0), coronal (axis 1 fixed at n1/2; rows: axis 2,
  * columns: axis 0) and sagittal (axis 0 fixed at n0/2; rows: axis 2, columns: axis 1), separated by 4 black
  * columns. Errors: NULL, DIMS, VOXEL_SIZE, OVERFLOW, INVALID (window lo >= hi or not finite), NOMEM, IO. */

@@ -194,7 +194,8 @@ int sproj_png_write_image(const char *path, const float *data, const int dims[3]
       int64_t ir = nearest(r, q->height, dims[q->row_axis]);
       for (uint32_t c = 0; c < q->width; c++) {
         int64_t ic = nearest(c, q->width, dims[q->col_axis]);
-        int64_t idx = ir * stride[q->row_axis] + ic * stride[q->col_axis] + centre[q->fixed_axis] * stride[q->fixed_axis];
+        int64_t idx =
+          ir * stride[q->row_axis] + ic * stride[q->col_axis] + centre[q->fixed_axis] * stride[q->fixed_axis];
         size_t at = (size_t)r * width + q->x0 + c;
         values[at] = data[idx];
         shown[at] = 1;

@@ -265,7 +265,7 @@ static int check_threads(const char *func, int num_threads)
 }
 
 /* Runs fn on every block, on up to num_threads threads (0: one per online core); the calling thread works too. */
-static int run_blocks(const char *func, int num_threads, int64_t nblocks, block_fn fn, void *ctx)
+static void run_blocks(int num_threads, int64_t nblocks, block_fn fn, void *ctx)
 {
   if (num_threads == 0) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -283,8 +283,6 @@ static int run_blocks(const char *func, int num_threads, int64_t nblocks, block_
   for (int t = 0; t < started; t++)
     pthread_join(threads[t], NULL);
   free(threads);
-  (void)func;
-  return SPROJ_OK;
 }
 
 /* ---- Poisson noise ----------------------------------------------------------------------------------------- */
@@ -324,7 +322,8 @@ static int check_means(const char *func, struct means *m, int64_t nblocks, int n
   m->first_bad = malloc((size_t)nblocks * sizeof *m->first_bad);
   if (!m->first_bad)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  int ret = run_blocks(func, num_threads, nblocks, check_block, m);
+  run_blocks(num_threads, nblocks, check_block, m);
+  int ret = SPROJ_OK;
   for (int64_t b = 0; !ret && b < nblocks; b++) {
     int64_t i = m->first_bad[b];
     if (i >= 0) {
@@ -360,7 +359,8 @@ int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed
   struct means m = {.expected = expected, .n = n, .seed = seed, .counts = counts};
   if ((ret = check_means(__func__, &m, nblocks, num_threads)))
     return ret;
-  return run_blocks(__func__, num_threads, nblocks, poisson_block, &m);
+  run_blocks(num_threads, nblocks, poisson_block, &m);
+  return SPROJ_OK;
 }
 
 /* ---- listmode events --------------------------------------------------------------------------------------- */
@@ -437,7 +437,7 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
     free(m.block_first_event);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
   }
-  run_blocks(__func__, num_threads, nblocks, count_block, &m);
+  run_blocks(num_threads, nblocks, count_block, &m);
   int64_t total = 0;
   const int64_t max_events = (int64_t)(SIZE_MAX / (sizeof(int32_t) + sizeof(int16_t)) / 2);
   for (int64_t b = 0; b < nblocks && total >= 0; b++) {
@@ -458,7 +458,7 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
       free(m.block_first_event);
       return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %" PRId64 " events", total);
     }
-    run_blocks(__func__, num_threads, nblocks, emit_block, &m);
+    run_blocks(num_threads, nblocks, emit_block, &m);
     /* Fisher-Yates, one stream of its own: the order depends on the seed only */
     struct rng r;
     rng_stream(&r, seed, 0, 1);

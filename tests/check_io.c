@@ -1,4 +1,4 @@
-/* check_io.c: NIfTI, raw sinogram and listmode files, PNG previews, the phantom, Poisson noise and listmode sampling. */
+/* check_io.c: NIfTI, raw sinogram and listmode files, PNG previews, phantom, Poisson noise and listmode sampling. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>

@@ -466,16 +466,21 @@ static int header_read(const char *func, const char *base, const char *content, 
   return SPROJ_OK;
 }
 
-/* Splits a whitespace-separated list into at most max words (in place). */
+/* Splits a whitespace-separated list into at most max words (in place; max + 1 if there are more). */
 static int split_words(char *s, char **words, int max)
 {
   int n = 0;
-  for (char *tok = strtok(s, " \t"); tok; tok = strtok(NULL, " \t")) {
+  for (;;) {
+    while (*s == ' ' || *s == '\t')
+      *s++ = '\0';
+    if (!*s)
+      return n;
     if (n == max)
       return max + 1;
-    words[n++] = tok;
+    words[n++] = s;
+    while (*s && *s != ' ' && *s != '\t')
+      s++;
   }
-  return n;
 }
 
 static int header_shape(const char *func, const struct header *h, int64_t min_size, int *ndims, int64_t *shape)

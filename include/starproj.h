@@ -357,7 +357,8 @@ int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_si
  *   scanner = <text>                     num_tof_bins = <n>   tof_bin_width = <mm>
  * and, for listmode, fields = lor tof_bin, num_lors = <n>. Lines starting with '#' are comments; unknown keys are
  * ignored. base may be given with or without ".hdr". The data file is written first and the header last, after
- * removing any old header: a header is never next to data it does not describe. */
+ * removing any old header: a header is never next to data it does not describe. (So a rewrite that fails in its
+ * last steps, the renames, may leave an old pair without its header.) */
 #define SPROJ_RAW_MAX_DIMS 8
 #define SPROJ_RAW_NAME_LEN 32
 
@@ -366,8 +367,9 @@ struct sproj_sino_info {
   int num_dims;                                         /* 1 .. SPROJ_RAW_MAX_DIMS */
   int64_t shape[SPROJ_RAW_MAX_DIMS];                    /* size of each axis, slowest first; > 0 */
   char axes[SPROJ_RAW_MAX_DIMS][SPROJ_RAW_NAME_LEN];    /* what each axis is: "view", "radial", "plane",
-                                                         * "tof_bin", ...; letters, digits, '_', '-', '.' */
-  char scanner[64];                                     /* scanner preset name, "" if none (no spaces) */
+                                                         * "tof_bin", ...; letters, digits and _-.+ */
+  char scanner[64];                                     /* scanner preset name, "" if none (characters as
+                                                         * for axes) */
   int num_tof_bins;                                     /* 0 for non-TOF data */
   float tof_bin_width;                                  /* mm, 0 for non-TOF data */
 };
@@ -441,7 +443,7 @@ struct sproj_phantom {
  * image box, radius 0.8 x half the smaller transaxial extent (axes 0, 1), length 0.8 x the axial extent (axis 2),
  * value 1; six spheres in the central transaxial plane on a ring of 0.55 x the cylinder radius, 60 degrees
  * apart: four hot (value 4, radii 0.18, 0.15, 0.12, 0.09 x the cylinder radius) and two cold (value 0, radii
- * 0.18, 0.12 x the cylinder radius). Errors: NULL, DIMS, VOXEL_SIZE, NONFINITE. */
+ * 0.18, 0.12 x the cylinder radius). Errors: NULL, DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW. */
 int sproj_phantom_default(struct sproj_phantom *phantom, const int dims[3], const float voxel_size[3],
                           const float origin[3]);
 /* Fills (overwrites) image[n0][n1][n2] with the phantom: each voxel holds the mean of the phantom's values at
@@ -459,8 +461,8 @@ int sproj_phantom_fill(const struct sproj_phantom *phantom, float *image, const 
 
 /* counts[i] ~ Poisson(expected[i]), exact samplers (inversion for means below 10, Hoermann's PTRS above),
  * returned as whole numbers in floats (exact up to 2^24). counts may equal expected (in place). expected[i]
- * must be finite and >= 0 (0 gives 0). Errors: NULL, DIMS (n < 0), NONFINITE, RANGE (a negative mean),
- * INVALID (num_threads), NOMEM (threads). */
+ * must be finite and >= 0 (0 gives 0); they are all checked before any count is written. Errors: NULL, DIMS
+ * (n < 0), NONFINITE, RANGE (a negative mean), INVALID (num_threads), NOMEM. */
 int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed, int num_threads);
 
 /* Listmode events from expected counts: expected[lor*T + t] for num_lors LORs and T = max(num_tof_bins, 1) TOF

@@ -56,7 +56,9 @@ enum sproj_status {
   SPROJ_ERR_STARPU = -12,     /* StarPU refused or failed an operation */
   SPROJ_ERR_BUSY = -13,       /* the object is still used by others (chunkings or projections of a LOR set) */
   SPROJ_ERR_INVALID = -14,    /* any other invalid argument (flags, handle of the wrong kind, double init) */
-  SPROJ_ERR_TOF = -15         /* a TOF parameter is out of its range (bin width, number of bins, sigma, num_sigmas) */
+  SPROJ_ERR_TOF = -15,        /* a TOF parameter is out of its range (bin width, number of bins, sigma, num_sigmas) */
+  SPROJ_ERR_IO = -16,         /* a file could not be opened, read, written or renamed */
+  SPROJ_ERR_FORMAT = -17      /* a file's content is not in the expected format (header, type, size) */
 };
 
 /* Short description of a status code (never NULL, also for unknown codes). */
@@ -353,6 +355,166 @@ int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chu
 /* ---- forward model and reconstruction ---------------------------------------------------------------- */
 
 /* ---- simulation and files ------------------------------------------------------------------------------- */
+/* Host-side calls: they need neither sproj_init nor StarPU, and are safe from several threads at once (each call
+ * works on its own arguments). Arrays that these calls allocate for the caller are freed with sproj_free. */
+
+/* Frees an array returned by sproj_nifti_read, sproj_raw_read_sino, sproj_raw_read_listmode or
+ * sproj_sample_listmode (NULL: no-op). */
+void sproj_free(void *ptr);
+
+/* Files are written atomically: the data goes to a temporary file in the target's folder (named
+ * ".<name>.tmp-<pid>-<n>"), which is renamed to the target only once everything is written and flushed. On any
+ * failure the temporary file is removed, and a file already at the target stays as it was. */
+
+/* Writes an image as NIfTI-1 (a single .nii file, float32, native byte order). The path must end in ".nii".
+ * The image is float data[n0][n1][n2] (axis 2 fastest), voxel_size[3] > 0 and origin[3] (centre of voxel (0,0,0))
+ * in mm, as for sproj_image_register. NIfTI's fastest index i is starproj's axis 2, j axis 1 and k axis 0, so a
+ * NIfTI reader (nibabel) shows the shape (n2, n1, n0) and voxel sizes (vs2, vs1, vs0). The qform and sform
+ * (both code 1, scanner coordinates) map voxel (i, j, k) to the world point (x, y, z) with
+ *   x = origin[0] + k*vs0,  y = origin[1] + j*vs1,  z = origin[2] + i*vs2,
+ * i.e. the file's world coordinates are starproj's (the LORs' frame): the linear part of the affine is a
+ * permutation, with determinant < 0 (qfac = -1). Units: mm (xyzt_units). description: optional text (first 79
+ * characters kept, NULL: none). Errors: NULL, INVALID (path), DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW, NOMEM, IO. */
+int sproj_nifti_write(const char *path, const float *data, const int dims[3], const float voxel_size[3],
+                      const float origin[3], const char *description);
+
+/* Reads a NIfTI-1 image (.nii, .nii.gz, .hdr/.img; any of NIfTI's real data types, converted to float with the
+ * file's scl_slope / scl_inter) into a new array *data (free with sproj_free) with dims (n0, n1, n2) =
+ * (dim[3], dim[2], dim[1]), voxel_size = (pixdim[3], pixdim[2], pixdim[1]) and origin = world coordinates of the
+ * centre of voxel (0,0,0) from the sform (else the qform, else 0). For files written by sproj_nifti_write this is
+ * the exact inverse. Files with another orientation are read with the same index mapping; their origin is still
+ * the world position of voxel (0,0,0), but the directions of the axes are not applied. origin may be NULL.
+ * Errors: NULL, IO (cannot open or read, truncated data), FORMAT (not NIfTI, more than 3 dimensions with a size
+ * > 1, complex or RGB data, pixdim not > 0), OVERFLOW, NOMEM. */
+int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_size[3], float origin[3]);
+
+/* Raw data with a text header: "<base>.hdr" holds "key = value" lines, "<base>.raw" the numbers, C order (the
+ * last axis fastest), native byte order (recorded in the header; the readers swap if needed). Keys:
+ *   format = starproj-raw 1              content = sinogram | listmode
+ *   data_file = <base name>.raw          data_type = float32 | int32
+ *   byte_order = little-endian | big-endian
+ *   shape = <n1> <n2> ...                (slowest first)      axes = <name1> <name2> ...
+ *   scanner = <text>                     num_tof_bins = <n>   tof_bin_width = <mm>
+ * and, for listmode, fields = lor tof_bin, num_lors = <n>. Lines starting with '#' are comments; unknown keys are
+ * ignored. base may be given with or without ".hdr". The data file is written first and the header last, after
+ * removing any old header: a header is never next to data it does not describe. (So a rewrite that fails in its
+ * last steps, the renames, may leave an old pair without its header.) */
+#define SPROJ_RAW_MAX_DIMS 8
+#define SPROJ_RAW_NAME_LEN 32
+
+/* A sinogram: a float32 array of any layout, described by the names of its axes. */
+struct sproj_sino_info {
+  int num_dims;                                         /* 1 .. SPROJ_RAW_MAX_DIMS */
+  int64_t shape[SPROJ_RAW_MAX_DIMS];                    /* size of each axis, slowest first; > 0 */
+  char axes[SPROJ_RAW_MAX_DIMS][SPROJ_RAW_NAME_LEN];    /* what each axis is: "view", "radial", "plane",
+                                                         * "tof_bin", ...; letters, digits and _-.+ */
+  char scanner[64];                                     /* scanner preset name, "" if none (characters as
+                                                         * for axes) */
+  int num_tof_bins;                                     /* 0 for non-TOF data */
+  float tof_bin_width;                                  /* mm, 0 for non-TOF data */
+};
+
+/* Writes <base>.hdr and <base>.raw. Errors: NULL, INVALID (names with other characters, empty base),
+ * DIMS, OVERFLOW (more than 2^62 bytes), TOF (num_tof_bins or tof_bin_width negative or not finite), NOMEM, IO. */
+int sproj_raw_write_sino(const char *base, const struct sproj_sino_info *info, const float *data);
+/* Reads them back: *info and a new array *data (free with sproj_free). Errors: NULL, IO (a file cannot be opened
+ * or read), FORMAT (missing or malformed key, content not "sinogram", data type not float32, data file of
+ * another size than the shape says), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
+int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data);
+
+/* Listmode: num_events events, each two int32 fields in the file (shape = num_events 2, axes = event field,
+ * fields = lor tof_bin): the index of the event's LOR in the scanner's LOR enumeration (0 .. num_lors-1) and its
+ * TOF bin (0 .. num_tof_bins-1; 0 for non-TOF data). */
+struct sproj_lm_info {
+  int64_t num_events;   /* >= 0 (an empty list is valid) */
+  int64_t num_lors;     /* size of the LOR enumeration, 1 .. 2^31-1 */
+  char scanner[64];     /* scanner preset name, "" if none */
+  int num_tof_bins;     /* 0 for non-TOF data (every tof_bin then 0) */
+  float tof_bin_width;  /* mm, 0 for non-TOF data */
+};
+/* Writes <base>.hdr and <base>.raw. tof_bin may be NULL (all 0). Errors: NULL, INVALID (names), DIMS (negative
+ * count), RANGE (num_lors, an LOR outside 0 .. num_lors-1, a bin outside 0 .. max(num_tof_bins,1)-1), OVERFLOW
+ * (more than 2^59 events), TOF, NOMEM, IO. */
+int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info, const int32_t *lor,
+                             const int16_t *tof_bin);
+/* Reads them back into new arrays *lor and *tof_bin (free both with sproj_free; NULL when there are no events).
+ * tof_bin may be NULL if the bins are not wanted. Errors: as sproj_raw_read_sino (content "listmode", data type
+ * int32, fields lor tof_bin), plus FORMAT for an event whose LOR or bin is out of its range. */
+int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin);
+
+/* PNG previews (8-bit greyscale). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and hi = the 99.5th
+ * percentile of the finite values shown (the largest finite value if that is not > 0; min .. max if that is not
+ * > 0 either). NaN and values below lo are black, values above hi white. */
+
+/* Three central slices of an image side by side, each scaled with nearest-neighbour sampling to square pixels
+ * (voxel aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels; index 0 of
+ * an axis at the top or left:
+ * transaxial (axis 2 fixed at n2/2; rows: axis 1, columns: axis 0), coronal (axis 1 fixed at n1/2; rows: axis 2,
+ * columns: axis 0) and sagittal (axis 0 fixed at n0/2; rows: axis 2, columns: axis 1), separated by 4 black
+ * columns. Errors: NULL, DIMS, VOXEL_SIZE, OVERFLOW, INVALID (window lo >= hi or not finite), NOMEM, IO. */
+int sproj_png_write_image(const char *path, const float *data, const int dims[3], const float voxel_size[3],
+                          const float window[2]);
+/* One view of a sinogram: plane_axis down the rows, radial_axis across the columns, at index view of view_axis;
+ * a fourth axis (TOF bins) is summed over. num_dims is 3 or 4, shape slowest first, the three axis arguments
+ * distinct and < num_dims. Each bin becomes an s x s block, s the largest integer (1 .. 8) keeping both sides
+ * <= 2048 pixels (sampled down when one side has more than 2048 bins). Errors: NULL, DIMS, INVALID, RANGE (view),
+ * OVERFLOW, NOMEM, IO. */
+int sproj_png_write_sino(const char *path, const float *sino, int num_dims, const int64_t *shape, int view_axis,
+                         int radial_axis, int plane_axis, int64_t view, const float window[2]);
+
+/* A phantom: a cylinder along axis 2 with spheres in it. Spheres replace the cylinder's value where they lie
+ * (a later sphere replaces an earlier one), so a cold sphere (value 0) is a hole; outside the cylinder and the
+ * spheres the image is 0. Coordinates in mm, in the image's world frame. */
+#define SPROJ_PHANTOM_MAX_SPHERES 16
+struct sproj_phantom_sphere {
+  float centre[3];
+  float radius;         /* > 0 */
+  float value;
+};
+struct sproj_phantom {
+  float centre[3];      /* centre of the cylinder (its axis is parallel to axis 2) */
+  float radius;         /* cylinder radius, > 0 */
+  float length;         /* cylinder length along axis 2, > 0 */
+  float value;          /* activity in the cylinder */
+  int num_spheres;      /* 0 .. SPROJ_PHANTOM_MAX_SPHERES */
+  struct sproj_phantom_sphere spheres[SPROJ_PHANTOM_MAX_SPHERES];
+};
+/* Defaults scaled to an image (dims, voxel_size, origin as for sproj_image_register): a cylinder centred in the
+ * image box, radius 0.8 x half the smaller transaxial extent (axes 0, 1), length 0.8 x the axial extent (axis 2),
+ * value 1; six spheres in the central transaxial plane on a ring of 0.55 x the cylinder radius, 60 degrees
+ * apart: four hot (value 4, radii 0.18, 0.15, 0.12, 0.09 x the cylinder radius) and two cold (value 0, radii
+ * 0.18, 0.12 x the cylinder radius). Errors: NULL, DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW. */
+int sproj_phantom_default(struct sproj_phantom *phantom, const int dims[3], const float voxel_size[3],
+                          const float origin[3]);
+/* Fills (overwrites) image[n0][n1][n2] with the phantom: each voxel holds the mean of the phantom's values at
+ * supersample^3 points spread evenly over the voxel (the centres of a regular sub-grid), which approximates
+ * its partial-volume fractions (supersample 1: the value at the voxel centre). supersample: 1 .. 16.
+ * Errors: NULL, DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW, INVALID (phantom: radius or length not > 0, too many
+ * spheres, non-finite values; supersample out of range). */
+int sproj_phantom_fill(const struct sproj_phantom *phantom, float *image, const int dims[3],
+                       const float voxel_size[3], const float origin[3], int supersample);
+
+/* Random numbers: xoshiro256** streams seeded through splitmix64. The n elements are cut into fixed blocks of
+ * SPROJ_RNG_BLOCK elements, each with its own stream derived from (seed, block index): results depend only on
+ * the seed and the data, never on num_threads (0: one thread per online core; otherwise 1 .. 1024). */
+#define SPROJ_RNG_BLOCK 65536
+
+/* counts[i] ~ Poisson(expected[i]), exact samplers (inversion for means below 10, Hoermann's PTRS above),
+ * returned as whole numbers in floats (exact up to 2^24). counts may equal expected (in place). expected[i]
+ * must be finite and >= 0 (0 gives 0); they are all checked before any count is written. Errors: NULL, DIMS
+ * (n < 0), NONFINITE, RANGE (a negative mean), INVALID (num_threads), NOMEM. */
+int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed, int num_threads);
+
+/* Listmode events from expected counts: expected[lor*T + t] for num_lors LORs and T = max(num_tof_bins, 1) TOF
+ * bins. Draws c ~ Poisson(expected[e]) for every element e, exactly as sproj_poisson(expected, ..., seed) would
+ * (the same numbers for the same seed), emits c events of element e (LOR e / T, TOF bin e % T), and shuffles
+ * them into a random order (Fisher-Yates, a stream of its own derived from seed). *lor and *tof_bin are new
+ * arrays of *num_events elements (free with sproj_free; NULL when no event was drawn); tof_bin may be NULL if
+ * the bins are not wanted. Errors: NULL, DIMS, OVERFLOW (num_lors > 2^31-1 or too many events), TOF (bins),
+ * NONFINITE, RANGE (negative mean), INVALID (num_threads), NOMEM. */
+int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed, int num_threads,
+                          int32_t **lor, int16_t **tof_bin, int64_t *num_events);
+
 
 #ifdef __cplusplus
 }

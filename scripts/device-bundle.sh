@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds starproj (CUDA codelets for sm_90) into .device/build and copies the shared libraries a bare GPU machine
-# lacks (StarPU, hwloc, subunit) into .device/lib, so that .device can be carried to a lent GPU machine.
+# lacks (StarPU, hwloc, subunit, nifticlib, libpng) into .device/lib, so that .device can be carried to a lent GPU
+# machine.
 # usage: scripts/device-bundle.sh [--prefix DIR]   (DIR: where install-deps.sh put StarPU, default /usr/local)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,8 @@ prefix=/usr/local
 root=$PWD
 mkdir -p .device/lib .device/build
 for lib in "$prefix/lib/libstarpu-1.4.so.9" /usr/lib/x86_64-linux-gnu/libhwloc.so.15 \
-           /usr/lib/x86_64-linux-gnu/libsubunit.so.0; do
+           /usr/lib/x86_64-linux-gnu/libsubunit.so.0 /usr/lib/x86_64-linux-gnu/libniftiio.so.2 \
+           /usr/lib/x86_64-linux-gnu/libznz.so.3 /usr/lib/x86_64-linux-gnu/libpng16.so.16; do
   cp -L "$lib" .device/lib/
 done
 [ -x configure ] || ./autogen.sh >/dev/null

@@ -43,6 +43,8 @@ const char *sproj_strerror(int status)
   case SPROJ_ERR_BUSY: return "the object is still used by other objects";
   case SPROJ_ERR_INVALID: return "invalid argument";
   case SPROJ_ERR_TOF: return "a TOF parameter is out of its range";
+  case SPROJ_ERR_IO: return "a file could not be read or written";
+  case SPROJ_ERR_FORMAT: return "a file is not in the expected format";
   default: return "unknown status code";
   }
 }

@@ -1,0 +1,828 @@
+/* io.c: atomic output files, and sinograms and listmode as raw data with a "key = value" text header. */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "internal.h"
+#include "files.h"
+
+void sproj_free(void *ptr)
+{
+  free(ptr);
+}
+
+int sproj_host_little_endian(void)
+{
+  const uint16_t one = 1;
+  unsigned char first;
+  memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+/* ---- atomic output ------------------------------------------------------------------------------------- */
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *str_printf(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int len = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (len < 0)
+    return NULL;
+  char *s = malloc((size_t)len + 1);
+  if (!s)
+    return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)len + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+static atomic_uint tmp_counter;
+
+int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out)
+{
+  memset(out, 0, sizeof *out);
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  int dirlen = slash ? (int)(slash - path) + 1 : 0;
+  if (!*name)
+    return sproj_fail(SPROJ_ERR_INVALID, func, "'%s' names a folder, not a file", path);
+  out->final_path = strdup(path);
+  if (!out->final_path)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  /* a hidden name in the same folder, so that the rename stays on one file system and is atomic */
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned n = atomic_fetch_add(&tmp_counter, 1u);
+    out->tmp_path = str_printf("%.*s.%s.tmp-%ld-%u", dirlen, path, name, (long)getpid(), n);
+    if (!out->tmp_path) {
+      sproj_out_discard(out);
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    }
+    int fd = open(out->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      out->fp = fdopen(fd, "wb");
+      if (!out->fp) {
+        int err = errno;
+        close(fd);
+        sproj_out_discard(out);
+        return sproj_fail(SPROJ_ERR_IO, func, "cannot open a temporary file for '%s': %s", path, strerror(err));
+      }
+      return SPROJ_OK;
+    }
+    int err = errno;
+    free(out->tmp_path);
+    out->tmp_path = NULL;
+    if (err != EEXIST) {
+      sproj_out_discard(out);
+      return sproj_fail(SPROJ_ERR_IO, func, "cannot create a file next to '%s': %s", path, strerror(err));
+    }
+  }
+  sproj_out_discard(out);
+  return sproj_fail(SPROJ_ERR_IO, func, "cannot find a free temporary name next to '%s'", path);
+}
+
+int sproj_out_write(const char *func, struct sproj_outfile *out, const void *buf, size_t bytes)
+{
+  const char *p = buf;
+  while (bytes > 0) {
+    size_t piece = bytes < ((size_t)1 << 26) ? bytes : ((size_t)1 << 26);
+    if (fwrite(p, 1, piece, out->fp) != piece)
+      return sproj_fail(SPROJ_ERR_IO, func, "cannot write '%s': %s", out->final_path, strerror(errno));
+    p += piece;
+    bytes -= piece;
+  }
+  return SPROJ_OK;
+}
+
+int sproj_out_close(const char *func, struct sproj_outfile *out)
+{
+  FILE *fp = out->fp;
+  out->fp = NULL;
+  int failed = fflush(fp) != 0;
+  int err = errno;
+  /* the data must be on disk before the rename makes the file visible under its name */
+  if (!failed && fsync(fileno(fp)) != 0 && errno != EINVAL && errno != EROFS) {
+    failed = 1;
+    err = errno;
+  }
+  if (fclose(fp) != 0 && !failed) {
+    failed = 1;
+    err = errno;
+  }
+  if (failed)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot write '%s': %s", out->final_path, strerror(err));
+  return SPROJ_OK;
+}
+
+int sproj_out_rename(const char *func, struct sproj_outfile *out)
+{
+  if (rename(out->tmp_path, out->final_path) != 0)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot rename the written file to '%s': %s", out->final_path,
+                      strerror(errno));
+  free(out->tmp_path);
+  out->tmp_path = NULL;
+  return SPROJ_OK;
+}
+
+void sproj_out_discard(struct sproj_outfile *out)
+{
+  if (out->fp)
+    fclose(out->fp);
+  out->fp = NULL;
+  if (out->tmp_path) {
+    unlink(out->tmp_path);
+    free(out->tmp_path);
+    out->tmp_path = NULL;
+  }
+  free(out->final_path);
+  out->final_path = NULL;
+}
+
+/* ---- raw data: names and headers ----------------------------------------------------------------------- */
+#define RAW_FORMAT "starproj-raw 1"
+#define MAX_HEADER_BYTES 65536
+#define MAX_KEYS 64
+
+static int valid_name(const char *s, size_t cap, int allow_empty)
+{
+  size_t len = strnlen(s, cap);
+  if (len == cap || (len == 0 && !allow_empty))
+    return 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+          c == '.' || c == '+'))
+      return 0;
+  }
+  return 1;
+}
+
+/* <base>.hdr and <base>.raw from a base given with or without ".hdr". */
+static int raw_paths(const char *func, const char *base, char **hdr, char **raw)
+{
+  size_t len = strlen(base);
+  if (len >= 4 && strcmp(base + len - 4, ".hdr") == 0)
+    len -= 4;
+  if (len == 0 || base[len - 1] == '/')
+    return sproj_fail(SPROJ_ERR_INVALID, func, "'%s' names no file", base);
+  *hdr = str_printf("%.*s.hdr", (int)len, base);
+  *raw = str_printf("%.*s.raw", (int)len, base);
+  if (!*hdr || !*raw) {
+    free(*hdr);
+    free(*raw);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  return SPROJ_OK;
+}
+
+static const char *base_name(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* A growing text buffer for a header. */
+struct text {
+  char *s;
+  size_t len, cap;
+  int failed;
+};
+
+static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_add(struct text *t, const char *fmt, ...)
+{
+  if (t->failed)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    t->failed = 1;
+    return;
+  }
+  if (t->len + (size_t)n + 1 > t->cap) {
+    size_t cap = 2 * (t->len + (size_t)n + 1);
+    char *s = realloc(t->s, cap);
+    if (!s) {
+      t->failed = 1;
+      return;
+    }
+    t->s = s;
+    t->cap = cap;
+  }
+  va_start(ap, fmt);
+  vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+  va_end(ap);
+  t->len += (size_t)n;
+}
+
+/* Header lines common to both kinds. */
+static void header_start(struct text *t, const char *content, const char *raw_path, const char *type, int ndims,
+                         const int64_t *shape)
+{
+  text_add(t, "# starproj raw data header: key = value; the data file holds the numbers in C order (last axis\n"
+              "# fastest), without padding, in the byte order given here\n");
+  text_add(t, "format = %s\ncontent = %s\ndata_file = %s\ndata_type = %s\nbyte_order = %s\nshape =", RAW_FORMAT,
+           content, base_name(raw_path), type, sproj_host_little_endian() ? "little-endian" : "big-endian");
+  for (int k = 0; k < ndims; k++)
+    text_add(t, " %" PRId64, shape[k]);
+  text_add(t, "\n");
+}
+
+static void header_tof(struct text *t, const char *scanner, int num_tof_bins, float tof_bin_width)
+{
+  if (scanner[0])
+    text_add(t, "scanner = %s\n", scanner);
+  text_add(t, "num_tof_bins = %d\ntof_bin_width = %.9g\n", num_tof_bins, (double)tof_bin_width);
+}
+
+/* Writes the data (through fill, piece by piece) and then the header, as the header comment in starproj.h says. */
+typedef int (*fill_fn)(const void *ctx, int64_t first, int64_t count, void *buf);
+
+static int raw_write(const char *func, const char *hdr_path, const char *raw_path, const struct text *header,
+                     fill_fn fill, const void *ctx, int64_t num_items, size_t item_bytes)
+{
+  struct sproj_outfile data, head;
+  int ret = sproj_out_open(func, raw_path, &data);
+  if (ret)
+    return ret;
+  if ((ret = sproj_out_open(func, hdr_path, &head))) {
+    sproj_out_discard(&data);
+    return ret;
+  }
+  const int64_t per_piece = 1 << 16;
+  void *buf = malloc((size_t)per_piece * item_bytes);
+  if (!buf)
+    ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  for (int64_t first = 0; !ret && first < num_items; first += per_piece) {
+    int64_t count = num_items - first < per_piece ? num_items - first : per_piece;
+    const void *src = buf;
+    if (fill)
+      fill(ctx, first, count, buf);
+    else
+      src = (const char *)ctx + (size_t)first * item_bytes;
+    ret = sproj_out_write(func, &data, src, (size_t)count * item_bytes);
+  }
+  free(buf);
+  if (!ret)
+    ret = sproj_out_write(func, &head, header->s, header->len);
+  if (!ret)
+    ret = sproj_out_close(func, &data);
+  if (!ret)
+    ret = sproj_out_close(func, &head);
+  /* no moment where an old header sits next to new data */
+  if (!ret && unlink(hdr_path) != 0 && errno != ENOENT)
+    ret = sproj_fail(SPROJ_ERR_IO, func, "cannot replace '%s': %s", hdr_path, strerror(errno));
+  if (!ret)
+    ret = sproj_out_rename(func, &data);
+  if (!ret && (ret = sproj_out_rename(func, &head)))
+    unlink(raw_path); /* data without its header would look like a loose file of another writer */
+  sproj_out_discard(&data);
+  sproj_out_discard(&head);
+  return ret;
+}
+
+/* ---- raw data: reading ----------------------------------------------------------------------------------- */
+struct header {
+  char *text;
+  int nkeys;
+  char *key[MAX_KEYS], *value[MAX_KEYS];
+  char *hdr_path, *raw_path;
+};
+
+static void header_free(struct header *h)
+{
+  free(h->text);
+  free(h->hdr_path);
+  free(h->raw_path);
+}
+
+static char *trim(char *s)
+{
+  while (*s == ' ' || *s == '\t' || *s == '\r')
+    s++;
+  size_t len = strlen(s);
+  while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r'))
+    s[--len] = '\0';
+  return s;
+}
+
+static const char *header_get(const struct header *h, const char *key)
+{
+  for (int i = 0; i < h->nkeys; i++)
+    if (strcmp(h->key[i], key) == 0)
+      return h->value[i];
+  return NULL;
+}
+
+static int header_need(const char *func, const struct header *h, const char *key, const char **value)
+{
+  *value = header_get(h, key);
+  if (!*value)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has no key '%s'", h->hdr_path, key);
+  return SPROJ_OK;
+}
+
+static int parse_i64(const char *s, int64_t *v, char **end)
+{
+  errno = 0;
+  char *e;
+  long long x = strtoll(s, &e, 10);
+  if (e == s || errno)
+    return 0;
+  *v = x;
+  if (end)
+    *end = e;
+  return 1;
+}
+
+static int header_int(const char *func, const struct header *h, const char *key, int optional, int64_t lo,
+                      int64_t hi, int64_t *v)
+{
+  const char *s = header_get(h, key);
+  if (!s) {
+    if (optional)
+      return SPROJ_OK;
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has no key '%s'", h->hdr_path, key);
+  }
+  char *end;
+  if (!parse_i64(s, v, &end) || *end || *v < lo || *v > hi)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': %s = '%s' is not an integer in %" PRId64 " .. %" PRId64,
+                      h->hdr_path, key, s, lo, hi);
+  return SPROJ_OK;
+}
+
+static int header_float(const char *func, const struct header *h, const char *key, float *v)
+{
+  const char *s = header_get(h, key);
+  if (!s)
+    return SPROJ_OK;
+  char *end;
+  errno = 0;
+  float x = strtof(s, &end);
+  if (end == s || *end || errno || !isfinite(x) || x < 0.0f)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': %s = '%s' is not a finite number >= 0", h->hdr_path, key, s);
+  *v = x;
+  return SPROJ_OK;
+}
+
+/* Reads and splits a header, and checks the keys both kinds need. */
+static int header_read(const char *func, const char *base, const char *content, const char *type,
+                       struct header *h, int *swap)
+{
+  memset(h, 0, sizeof *h);
+  int ret = raw_paths(func, base, &h->hdr_path, &h->raw_path);
+  if (ret)
+    return ret;
+  FILE *fp = fopen(h->hdr_path, "rb");
+  if (!fp)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", h->hdr_path, strerror(errno));
+  h->text = malloc(MAX_HEADER_BYTES + 1);
+  if (!h->text) {
+    fclose(fp);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  size_t len = fread(h->text, 1, MAX_HEADER_BYTES + 1, fp);
+  int read_error = ferror(fp);
+  fclose(fp);
+  if (read_error)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s'", h->hdr_path);
+  if (len > MAX_HEADER_BYTES)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' is larger than a header can be (%d bytes)", h->hdr_path,
+                      MAX_HEADER_BYTES);
+  h->text[len] = '\0';
+  if (strlen(h->text) != len)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' is not text (it holds a NUL byte)", h->hdr_path);
+
+  char *line = h->text;
+  int lineno = 0;
+  while (line && *line) {
+    char *next = strchr(line, '\n');
+    if (next)
+      *next++ = '\0';
+    lineno++;
+    char *s = trim(line);
+    line = next;
+    if (!*s || *s == '#')
+      continue;
+    char *eq = strchr(s, '=');
+    if (!eq)
+      return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' line %d is not 'key = value'", h->hdr_path, lineno);
+    *eq = '\0';
+    char *key = trim(s), *value = trim(eq + 1);
+    if (!*key)
+      return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' line %d has no key", h->hdr_path, lineno);
+    if (header_get(h, key))
+      return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' line %d repeats key '%s'", h->hdr_path, lineno, key);
+    if (h->nkeys == MAX_KEYS)
+      return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has more than %d keys", h->hdr_path, MAX_KEYS);
+    h->key[h->nkeys] = key;
+    h->value[h->nkeys++] = value;
+  }
+
+  const char *v;
+  if ((ret = header_need(func, h, "format", &v)))
+    return ret;
+  if (strcmp(v, RAW_FORMAT) != 0)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': format '%s' is not '%s'", h->hdr_path, v, RAW_FORMAT);
+  if ((ret = header_need(func, h, "content", &v)))
+    return ret;
+  if (strcmp(v, content) != 0)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' holds '%s', not %s", h->hdr_path, v, content);
+  if ((ret = header_need(func, h, "data_type", &v)))
+    return ret;
+  if (strcmp(v, type) != 0)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': data_type '%s' is not %s", h->hdr_path, v, type);
+  if ((ret = header_need(func, h, "byte_order", &v)))
+    return ret;
+  if (strcmp(v, "little-endian") == 0)
+    *swap = !sproj_host_little_endian();
+  else if (strcmp(v, "big-endian") == 0)
+    *swap = sproj_host_little_endian();
+  else
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': byte_order '%s' is neither little-endian nor big-endian",
+                      h->hdr_path, v);
+  /* the data file is named relative to the header's folder, and only within it */
+  if ((ret = header_need(func, h, "data_file", &v)))
+    return ret;
+  if (!*v || strchr(v, '/'))
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': data_file '%s' is not a file name in its folder", h->hdr_path,
+                      v);
+  const char *slash = strrchr(h->hdr_path, '/');
+  int dirlen = slash ? (int)(slash - h->hdr_path) + 1 : 0;
+  free(h->raw_path);
+  h->raw_path = str_printf("%.*s%s", dirlen, h->hdr_path, v);
+  if (!h->raw_path)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  return SPROJ_OK;
+}
+
+/* Splits a whitespace-separated list into at most max words (in place; max + 1 if there are more). */
+static int split_words(char *s, char **words, int max)
+{
+  int n = 0;
+  for (;;) {
+    while (*s == ' ' || *s == '\t')
+      *s++ = '\0';
+    if (!*s)
+      return n;
+    if (n == max)
+      return max + 1;
+    words[n++] = s;
+    while (*s && *s != ' ' && *s != '\t')
+      s++;
+  }
+}
+
+static int header_shape(const char *func, const struct header *h, int64_t min_size, int *ndims, int64_t *shape)
+{
+  const char *v;
+  int ret = header_need(func, h, "shape", &v);
+  if (ret)
+    return ret;
+  char copy[1024];
+  if (strlen(v) >= sizeof copy)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': shape is too long", h->hdr_path);
+  strcpy(copy, v);
+  char *words[SPROJ_RAW_MAX_DIMS + 1];
+  int n = split_words(copy, words, SPROJ_RAW_MAX_DIMS);
+  if (n < 1 || n > SPROJ_RAW_MAX_DIMS)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': shape has %d sizes, not 1 .. %d", h->hdr_path, n,
+                      SPROJ_RAW_MAX_DIMS);
+  for (int k = 0; k < n; k++) {
+    char *end;
+    if (!parse_i64(words[k], &shape[k], &end) || *end || shape[k] < min_size)
+      return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': shape size '%s' is not an integer >= %" PRId64, h->hdr_path,
+                        words[k], min_size);
+  }
+  *ndims = n;
+  return SPROJ_OK;
+}
+
+/* Number of elements of a shape, or -1 if its bytes (elem bytes each) overflow 2^62. */
+static int64_t shape_count(int ndims, const int64_t *shape, size_t elem)
+{
+  int64_t total = 1;
+  for (int k = 0; k < ndims; k++) {
+    if (shape[k] != 0 && total > ((INT64_C(1) << 62) / (int64_t)elem) / shape[k])
+      return -1;
+    total *= shape[k];
+  }
+  return total;
+}
+
+static void swap4(void *data, int64_t n)
+{
+  unsigned char *p = data;
+  for (int64_t i = 0; i < n; i++, p += 4) {
+    unsigned char a = p[0], b = p[1];
+    p[0] = p[3];
+    p[1] = p[2];
+    p[2] = b;
+    p[3] = a;
+  }
+}
+
+/* Reads the data file of exactly bytes bytes into a new buffer. */
+static int read_data(const char *func, const struct header *h, size_t bytes, void **out)
+{
+  FILE *fp = fopen(h->raw_path, "rb");
+  if (!fp)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", h->raw_path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(fp), &st) != 0) {
+    int err = errno;
+    fclose(fp);
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': %s", h->raw_path, strerror(err));
+  }
+  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)bytes) {
+    fclose(fp);
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %jd bytes, its header '%s' describes %zu",
+                      h->raw_path, (intmax_t)st.st_size, h->hdr_path, bytes);
+  }
+  void *buf = malloc(bytes ? bytes : 1);
+  if (!buf) {
+    fclose(fp);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for %zu bytes", bytes);
+  }
+  size_t got = bytes ? fread(buf, 1, bytes, fp) : 0;
+  int err = ferror(fp) ? errno : 0;
+  fclose(fp);
+  if (got != bytes) {
+    free(buf);
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s'%s%s", h->raw_path, err ? ": " : "",
+                      err ? strerror(err) : " (shorter than it was a moment ago)");
+  }
+  *out = buf;
+  return SPROJ_OK;
+}
+
+/* ---- sinograms ------------------------------------------------------------------------------------------- */
+static int check_tof_fields(const char *func, int num_tof_bins, float tof_bin_width)
+{
+  if (num_tof_bins < 0 || num_tof_bins > SPROJ_MAX_TOF_BINS)
+    return sproj_fail(SPROJ_ERR_TOF, func, "num_tof_bins = %d is not in 0 .. %d", num_tof_bins,
+                      SPROJ_MAX_TOF_BINS);
+  if (!isfinite(tof_bin_width) || tof_bin_width < 0.0f)
+    return sproj_fail(SPROJ_ERR_TOF, func, "tof_bin_width = %g is not a finite number >= 0", tof_bin_width);
+  return SPROJ_OK;
+}
+
+int sproj_raw_write_sino(const char *base, const struct sproj_sino_info *info, const float *data)
+{
+  if (!base || !info || !data)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base, info and data must not be NULL");
+  if (info->num_dims < 1 || info->num_dims > SPROJ_RAW_MAX_DIMS)
+    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_dims = %d is not in 1 .. %d", info->num_dims, SPROJ_RAW_MAX_DIMS);
+  for (int k = 0; k < info->num_dims; k++) {
+    if (info->shape[k] <= 0)
+      return SPROJ_FAIL(SPROJ_ERR_DIMS, "shape[%d] = %" PRId64 " must be > 0", k, info->shape[k]);
+    if (!valid_name(info->axes[k], SPROJ_RAW_NAME_LEN, 0))
+      return SPROJ_FAIL(SPROJ_ERR_INVALID, "axes[%d] is empty, unterminated or has characters other than "
+                        "letters, digits and _-.+", k);
+  }
+  if (!valid_name(info->scanner, sizeof info->scanner, 1))
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "scanner is unterminated or has characters other than letters, digits "
+                      "and _-.+");
+  int ret = check_tof_fields(__func__, info->num_tof_bins, info->tof_bin_width);
+  if (ret)
+    return ret;
+  int64_t count = shape_count(info->num_dims, info->shape, sizeof(float));
+  if (count < 0)
+    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "the shape has more than 2^62 bytes");
+
+  char *hdr, *raw;
+  if ((ret = raw_paths(__func__, base, &hdr, &raw)))
+    return ret;
+  struct text t = {0};
+  header_start(&t, "sinogram", raw, "float32", info->num_dims, info->shape);
+  text_add(&t, "axes =");
+  for (int k = 0; k < info->num_dims; k++)
+    text_add(&t, " %s", info->axes[k]);
+  text_add(&t, "\n");
+  header_tof(&t, info->scanner, info->num_tof_bins, info->tof_bin_width);
+  if (t.failed)
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  else
+    ret = raw_write(__func__, hdr, raw, &t, NULL, data, count, sizeof(float));
+  free(t.s);
+  free(hdr);
+  free(raw);
+  return ret;
+}
+
+int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data)
+{
+  if (!base || !info || !data)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base, info and data must not be NULL");
+  struct header h;
+  struct sproj_sino_info in;
+  memset(&in, 0, sizeof in);
+  int swap = 0, ret = header_read(__func__, base, "sinogram", "float32", &h, &swap);
+  if (!ret)
+    ret = header_shape(__func__, &h, 1, &in.num_dims, in.shape);
+  const char *axes = NULL;
+  if (!ret)
+    ret = header_need(__func__, &h, "axes", &axes);
+  if (!ret) {
+    char copy[SPROJ_RAW_MAX_DIMS * (SPROJ_RAW_NAME_LEN + 1) + 64];
+    char *words[SPROJ_RAW_MAX_DIMS + 1];
+    int n = -1;
+    if (strlen(axes) < sizeof copy) {
+      strcpy(copy, axes);
+      n = split_words(copy, words, SPROJ_RAW_MAX_DIMS);
+    }
+    if (n != in.num_dims)
+      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': axes '%s' do not name the %d axes of the shape", h.hdr_path, axes,
+                       in.num_dims);
+    for (int k = 0; !ret && k < n; k++) {
+      if (strlen(words[k]) >= SPROJ_RAW_NAME_LEN || !valid_name(words[k], SPROJ_RAW_NAME_LEN, 0))
+        ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': axis name '%s' is too long or has odd characters", h.hdr_path,
+                         words[k]);
+      else
+        strcpy(in.axes[k], words[k]);
+    }
+  }
+  const char *scanner = ret ? NULL : header_get(&h, "scanner");
+  if (scanner) {
+    if (strlen(scanner) >= sizeof in.scanner || !valid_name(scanner, sizeof in.scanner, 1))
+      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': scanner '%s' is too long or has odd characters", h.hdr_path,
+                       scanner);
+    else
+      strcpy(in.scanner, scanner);
+  }
+  int64_t bins = 0;
+  if (!ret)
+    ret = header_int(__func__, &h, "num_tof_bins", 1, 0, SPROJ_MAX_TOF_BINS, &bins);
+  in.num_tof_bins = (int)bins;
+  if (!ret)
+    ret = header_float(__func__, &h, "tof_bin_width", &in.tof_bin_width);
+  int64_t count = 0;
+  if (!ret && ((count = shape_count(in.num_dims, in.shape, sizeof(float))) < 0 ||
+               (uint64_t)count > SIZE_MAX / sizeof(float)))
+    ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "'%s': the shape is too large", h.hdr_path);
+  void *buf = NULL;
+  if (!ret)
+    ret = read_data(__func__, &h, (size_t)count * sizeof(float), &buf);
+  header_free(&h);
+  if (ret)
+    return ret;
+  if (swap)
+    swap4(buf, count);
+  *info = in;
+  *data = buf;
+  return SPROJ_OK;
+}
+
+/* ---- listmode -------------------------------------------------------------------------------------------- */
+struct lm_src {
+  const int32_t *lor;
+  const int16_t *tof_bin;
+};
+
+static int lm_fill(const void *ctx, int64_t first, int64_t count, void *buf)
+{
+  const struct lm_src *src = ctx;
+  int32_t *out = buf;
+  for (int64_t e = 0; e < count; e++) {
+    out[2 * e] = src->lor[first + e];
+    out[2 * e + 1] = src->tof_bin ? src->tof_bin[first + e] : 0;
+  }
+  return 0;
+}
+
+static int check_lm_info(const char *func, const struct sproj_lm_info *info)
+{
+  if (info->num_events < 0)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num_events = %" PRId64 " is negative", info->num_events);
+  if (info->num_lors < 1 || info->num_lors > INT32_MAX)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "num_lors = %" PRId64 " is not in 1 .. 2^31-1", info->num_lors);
+  if (!valid_name(info->scanner, sizeof info->scanner, 1))
+    return sproj_fail(SPROJ_ERR_INVALID, func, "scanner is unterminated or has characters other than letters, "
+                      "digits and _-.+");
+  return check_tof_fields(func, info->num_tof_bins, info->tof_bin_width);
+}
+
+int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info, const int32_t *lor,
+                             const int16_t *tof_bin)
+{
+  if (!base || !info)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base and info must not be NULL");
+  int ret = check_lm_info(__func__, info);
+  if (ret)
+    return ret;
+  if (!lor && info->num_events > 0)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "lor must not be NULL");
+  if (info->num_events > (INT64_C(1) << 59))
+    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%" PRId64 " events are too many", info->num_events);
+  int nbins = info->num_tof_bins > 1 ? info->num_tof_bins : 1;
+  for (int64_t e = 0; e < info->num_events; e++) {
+    if (lor[e] < 0 || lor[e] >= info->num_lors)
+      return SPROJ_FAIL(SPROJ_ERR_RANGE, "event %" PRId64 ": LOR %" PRId32 " is not in 0 .. %" PRId64, e, lor[e],
+                        info->num_lors - 1);
+    if (tof_bin && (tof_bin[e] < 0 || tof_bin[e] >= nbins))
+      return SPROJ_FAIL(SPROJ_ERR_RANGE, "event %" PRId64 ": TOF bin %d is not in 0 .. %d", e, tof_bin[e],
+                        nbins - 1);
+  }
+
+  char *hdr, *raw;
+  if ((ret = raw_paths(__func__, base, &hdr, &raw)))
+    return ret;
+  int64_t shape[2] = {info->num_events, 2};
+  struct text t = {0};
+  header_start(&t, "listmode", raw, "int32", 2, shape);
+  text_add(&t, "axes = event field\nfields = lor tof_bin\nnum_lors = %" PRId64 "\n", info->num_lors);
+  header_tof(&t, info->scanner, info->num_tof_bins, info->tof_bin_width);
+  struct lm_src src = {lor, tof_bin};
+  if (t.failed)
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  else
+    ret = raw_write(__func__, hdr, raw, &t, lm_fill, &src, info->num_events, 2 * sizeof(int32_t));
+  free(t.s);
+  free(hdr);
+  free(raw);
+  return ret;
+}
+
+int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin)
+{
+  if (!base || !info || !lor)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base, info and lor must not be NULL");
+  struct header h;
+  struct sproj_lm_info in;
+  memset(&in, 0, sizeof in);
+  int ndims = 0, swap = 0;
+  int64_t shape[SPROJ_RAW_MAX_DIMS];
+  int ret = header_read(__func__, base, "listmode", "int32", &h, &swap);
+  if (!ret)
+    ret = header_shape(__func__, &h, 0, &ndims, shape);
+  if (!ret && (ndims != 2 || shape[1] != 2))
+    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': listmode shape must be '<events> 2'", h.hdr_path);
+  const char *v = NULL;
+  if (!ret && (ret = header_need(__func__, &h, "fields", &v)) == 0 &&
+      strcmp(v, "lor tof_bin") != 0)
+    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': fields '%s' are not 'lor tof_bin'", h.hdr_path, v);
+  if (!ret)
+    ret = header_int(__func__, &h, "num_lors", 0, 1, INT32_MAX, &in.num_lors);
+  const char *scanner = ret ? NULL : header_get(&h, "scanner");
+  if (scanner) {
+    if (strlen(scanner) >= sizeof in.scanner || !valid_name(scanner, sizeof in.scanner, 1))
+      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': scanner '%s' is too long or has odd characters", h.hdr_path,
+                       scanner);
+    else
+      strcpy(in.scanner, scanner);
+  }
+  int64_t bins = 0;
+  if (!ret)
+    ret = header_int(__func__, &h, "num_tof_bins", 1, 0, SPROJ_MAX_TOF_BINS, &bins);
+  in.num_tof_bins = (int)bins;
+  if (!ret)
+    ret = header_float(__func__, &h, "tof_bin_width", &in.tof_bin_width);
+  if (!ret && (shape[0] > (INT64_C(1) << 59) || (uint64_t)shape[0] > SIZE_MAX / 8))
+    ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "'%s': %" PRId64 " events are too many", h.hdr_path, shape[0]);
+  in.num_events = ret ? 0 : shape[0];
+  int32_t *buf = NULL;
+  if (!ret)
+    ret = read_data(__func__, &h, (size_t)in.num_events * 2 * sizeof(int32_t), (void **)&buf);
+  int32_t *lors = NULL;
+  int16_t *bins_out = NULL;
+  if (!ret && in.num_events > 0) {
+    if (swap)
+      swap4(buf, 2 * in.num_events);
+    lors = malloc((size_t)in.num_events * sizeof *lors);
+    bins_out = tof_bin ? malloc((size_t)in.num_events * sizeof *bins_out) : NULL;
+    if (!lors || (tof_bin && !bins_out))
+      ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %" PRId64 " events", in.num_events);
+  }
+  int nbins = in.num_tof_bins > 1 ? in.num_tof_bins : 1;
+  for (int64_t e = 0; !ret && e < in.num_events; e++) {
+    int32_t l = buf[2 * e], b = buf[2 * e + 1];
+    if (l < 0 || l >= in.num_lors || b < 0 || b >= nbins)
+      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': event %" PRId64 " (LOR %" PRId32 ", TOF bin %" PRId32
+                       ") is outside 0 .. %" PRId64 " / 0 .. %d", h.raw_path, e, l, b, in.num_lors - 1, nbins - 1);
+    lors[e] = l;
+    if (bins_out)
+      bins_out[e] = (int16_t)b;
+  }
+  header_free(&h);
+  free(buf);
+  if (ret) {
+    free(lors);
+    free(bins_out);
+    return ret;
+  }
+  *info = in;
+  *lor = lors;
+  if (tof_bin)
+    *tof_bin = bins_out;
+  return SPROJ_OK;
+}

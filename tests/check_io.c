@@ -1,0 +1,1017 @@
+/* check_io.c: NIfTI, raw sinogram and listmode files, PNG previews, phantom, Poisson noise and listmode sampling. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <check.h>
+#include <nifti1_io.h>
+#include <png.h>
+#include "starproj.h"
+
+/* Every test works in its own folder below this one (made in main, in the current directory). */
+static char top[64];
+static char dir[256];
+
+/* Check runs each test in a child process of its own (unless CK_FORK=no): process id and count name its folder */
+static void new_dir(void)
+{
+  static int count;
+  snprintf(dir, sizeof dir, "%s/t%ld-%d", top, (long)getpid(), count++);
+  ck_assert_int_eq(mkdir(dir, 0777), 0);
+}
+
+static const char *in_dir(const char *name)
+{
+  static char buf[4][512];
+  static int which;
+  which = (which + 1) % 4;
+  snprintf(buf[which], sizeof buf[which], "%s/%s", dir, name);
+  return buf[which];
+}
+
+/* number of entries in a folder, "." and ".." not counted; -1 if it cannot be opened */
+static int count_entries(const char *path)
+{
+  DIR *d = opendir(path);
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      n++;
+  closedir(d);
+  return n;
+}
+
+static int exists(const char *path)
+{
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static long file_size(const char *path)
+{
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void write_text(const char *path, const char *text)
+{
+  FILE *fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  fputs(text, fp);
+  fclose(fp);
+}
+
+static char *read_text(const char *path)
+{
+  FILE *fp = fopen(path, "rb");
+  ck_assert_ptr_nonnull(fp);
+  char *s = calloc(1, 70000);
+  size_t n = fread(s, 1, 69999, fp);
+  s[n] = '\0';
+  fclose(fp);
+  return s;
+}
+
+/* replaces the first occurrence of old in a text file by new */
+static void edit_text(const char *path, const char *old, const char *new)
+{
+  char *s = read_text(path);
+  char *at = strstr(s, old);
+  ck_assert_msg(at != NULL, "'%s' not in %s", old, path);
+  char *out = calloc(1, strlen(s) + strlen(new) + 1);
+  memcpy(out, s, (size_t)(at - s));
+  strcat(out, new);
+  strcat(out, at + strlen(old));
+  write_text(path, out);
+  free(s);
+  free(out);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, a)) > 0)
+    fwrite(buf, 1, n, b);
+  fclose(a);
+  fclose(b);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static double uniform(void)
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#define EXPECT(call, status)                                                                                     \
+  do {                                                                                                           \
+    int rc_ = (call);                                                                                            \
+    ck_assert_msg(rc_ == (status), "%s returned %d (%s: %s), expected %d", #call, rc_, sproj_strerror(rc_),       \
+                  sproj_last_error(), (status));                                                                 \
+  } while (0)
+
+/* ---- NIfTI -------------------------------------------------------------------------------------------------- */
+static const int ndims[3] = {7, 5, 9};
+static const float nvs[3] = {1.5f, 2.25f, 3.0f}, norigin[3] = {-4.5f, 3.25f, -12.0f};
+
+START_TEST(test_nifti_roundtrip)
+{
+  new_dir();
+  int n = ndims[0] * ndims[1] * ndims[2];
+  float *img = malloc(n * sizeof *img);
+  for (int i = 0; i < n; i++)
+    img[i] = (float)(uniform() * 100.0 - 20.0);
+  img[3] = NAN;
+  img[4] = -0.0f;
+  img[5] = INFINITY;
+  const char *path = in_dir("img.nii");
+  EXPECT(sproj_nifti_write(path, img, ndims, nvs, norigin, "starproj test"), SPROJ_OK);
+  /* 348-byte header, 4 bytes of extension flag, then the floats */
+  ck_assert_int_eq(file_size(path), 352 + 4 * n);
+  ck_assert_int_eq(count_entries(dir), 1);
+
+  float *back = NULL, vs[3], origin[3];
+  int dims[3];
+  EXPECT(sproj_nifti_read(path, &back, dims, vs, origin), SPROJ_OK);
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(dims[k], ndims[k]);
+    ck_assert_msg(vs[k] == nvs[k], "voxel size %d: %g, wrote %g", k, vs[k], nvs[k]);
+    ck_assert_msg(origin[k] == norigin[k], "origin %d: %g, wrote %g", k, origin[k], norigin[k]);
+  }
+  /* bit for bit, NaN, -0 and infinity included */
+  ck_assert_int_eq(memcmp(back, img, n * sizeof *img), 0);
+  sproj_free(back);
+
+  /* overwriting an existing file works and leaves one file */
+  img[0] = 42.0f;
+  EXPECT(sproj_nifti_write(path, img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  EXPECT(sproj_nifti_read(path, &back, dims, vs, NULL), SPROJ_OK);
+  ck_assert_float_eq(back[0], 42.0f);
+  sproj_free(back);
+  ck_assert_int_eq(count_entries(dir), 1);
+  free(img);
+}
+END_TEST
+
+START_TEST(test_nifti_header)
+{
+  new_dir();
+  int n = ndims[0] * ndims[1] * ndims[2];
+  float *img = calloc(n, sizeof *img);
+  const char *path = in_dir("hdr.nii");
+  EXPECT(sproj_nifti_write(path, img, ndims, nvs, norigin, "hello"), SPROJ_OK);
+  nifti_image *nim = nifti_image_read(path, 0);
+  ck_assert_ptr_nonnull(nim);
+  /* NIfTI's i is starproj's axis 2, j axis 1, k axis 0 */
+  ck_assert_int_eq(nim->ndim, 3);
+  ck_assert_int_eq(nim->nx, ndims[2]);
+  ck_assert_int_eq(nim->ny, ndims[1]);
+  ck_assert_int_eq(nim->nz, ndims[0]);
+  ck_assert_msg(nim->dx == nvs[2] && nim->dy == nvs[1] && nim->dz == nvs[0], "pixdim %g %g %g", nim->dx, nim->dy,
+                nim->dz);
+  ck_assert_int_eq(nim->datatype, NIFTI_TYPE_FLOAT32);
+  ck_assert_int_eq(nim->nifti_type, NIFTI_FTYPE_NIFTI1_1);
+  ck_assert_int_eq(nim->xyz_units, NIFTI_UNITS_MM);
+  ck_assert_int_eq(nim->qform_code, NIFTI_XFORM_SCANNER_ANAT);
+  ck_assert_int_eq(nim->sform_code, NIFTI_XFORM_SCANNER_ANAT);
+  ck_assert_msg(nim->qfac == -1.0f, "qfac %g: the axis permutation has determinant < 0", nim->qfac);
+  ck_assert_str_eq(nim->descrip, "hello");
+  ck_assert_int_eq((int)nim->iname_offset, 352);
+  /* world position of every voxel centre: origin + index * voxel size, starproj's axes. The sform holds the
+   * exact floats (tolerance: float rounding of origin + index*vs, 1e-5 mm); the qform goes through a float
+   * quaternion of a 90-degree rotation, whose entries are off by ~1e-7, i.e. < 1e-4 mm over this image */
+  double worst_s = 0.0, worst_q = 0.0;
+  for (int i0 = 0; i0 < ndims[0]; i0++)
+    for (int i1 = 0; i1 < ndims[1]; i1++)
+      for (int i2 = 0; i2 < ndims[2]; i2++) {
+        double ijk[3] = {i2, i1, i0}, want[3];
+        int idx[3] = {i0, i1, i2};
+        for (int a = 0; a < 3; a++)
+          want[a] = norigin[a] + idx[a] * (double)nvs[a];
+        for (int r = 0; r < 3; r++) {
+          double s = nim->sto_xyz.m[r][3], q = nim->qto_xyz.m[r][3];
+          for (int c = 0; c < 3; c++) {
+            s += nim->sto_xyz.m[r][c] * ijk[c];
+            q += nim->qto_xyz.m[r][c] * ijk[c];
+          }
+          worst_s = fmax(worst_s, fabs(s - want[r]));
+          worst_q = fmax(worst_q, fabs(q - want[r]));
+        }
+      }
+  ck_assert_msg(worst_s < 1e-5, "sform misplaces a voxel by %g mm", worst_s);
+  ck_assert_msg(worst_q < 1e-4, "qform misplaces a voxel by %g mm", worst_q);
+  nifti_image_free(nim);
+  free(img);
+}
+END_TEST
+
+/* a file from another writer: int16 with slope and intercept, 4-D with one volume, no sform */
+START_TEST(test_nifti_foreign)
+{
+  new_dir();
+  int dims8[8] = {4, 4, 3, 2, 1, 1, 1, 1};
+  nifti_image *nim = nifti_make_new_nim(dims8, NIFTI_TYPE_INT16, 1);
+  ck_assert_ptr_nonnull(nim);
+  int16_t *v = nim->data;
+  for (int i = 0; i < 24; i++)
+    v[i] = (int16_t)(i - 5);
+  nim->scl_slope = 2.0f;
+  nim->scl_inter = 1.0f;
+  nim->dx = nim->pixdim[1] = 0.5f;
+  nim->dy = nim->pixdim[2] = 0.75f;
+  nim->dz = nim->pixdim[3] = 1.25f;
+  nim->qform_code = 1;
+  nim->qoffset_x = 10.0f;
+  nim->qoffset_y = 20.0f;
+  nim->qoffset_z = 30.0f;
+  nim->quatern_b = nim->quatern_c = nim->quatern_d = 0.0f;
+  nim->qfac = 1.0f;
+  nim->qto_xyz = nifti_quatern_to_mat44(0, 0, 0, 10, 20, 30, 0.5f, 0.75f, 1.25f, 1.0f);
+  ck_assert_int_eq(nifti_set_filenames(nim, in_dir("foreign.nii"), 0, 1), 0);
+  nifti_image_write(nim);
+  nifti_image_free(nim);
+
+  float *back = NULL, vs[3], origin[3];
+  int dims[3];
+  EXPECT(sproj_nifti_read(in_dir("foreign.nii"), &back, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(dims[0], 2);
+  ck_assert_int_eq(dims[1], 3);
+  ck_assert_int_eq(dims[2], 4);
+  ck_assert_float_eq(vs[0], 1.25f);
+  ck_assert_float_eq(vs[2], 0.5f);
+  ck_assert_float_eq(origin[0], 10.0f);
+  ck_assert_float_eq(origin[2], 30.0f);
+  for (int i = 0; i < 24; i++) /* exact: small integers */
+    ck_assert_msg(back[i] == 2.0f * (i - 5) + 1.0f, "voxel %d: %g", i, back[i]);
+  sproj_free(back);
+
+  /* two volumes: not an image starproj reads */
+  dims8[4] = 2;
+  nim = nifti_make_new_nim(dims8, NIFTI_TYPE_FLOAT32, 1);
+  ck_assert_int_eq(nifti_set_filenames(nim, in_dir("4d.nii"), 0, 1), 0);
+  nifti_image_write(nim);
+  nifti_image_free(nim);
+  back = (float *)0x1;
+  EXPECT(sproj_nifti_read(in_dir("4d.nii"), &back, dims, vs, origin), SPROJ_ERR_FORMAT);
+  ck_assert_ptr_eq(back, (float *)0x1);
+}
+END_TEST
+
+START_TEST(test_nifti_errors)
+{
+  new_dir();
+  float img[7 * 5 * 9] = {0};
+  int bad_dims[3] = {7, 0, 9};
+  float bad_vs[3] = {1.0f, 0.0f, 1.0f}, bad_origin[3] = {0.0f, NAN, 0.0f};
+  EXPECT(sproj_nifti_write(NULL, img, ndims, nvs, norigin, NULL), SPROJ_ERR_NULL);
+  EXPECT(sproj_nifti_write(in_dir("a.nii"), NULL, ndims, nvs, norigin, NULL), SPROJ_ERR_NULL);
+  EXPECT(sproj_nifti_write(in_dir("a.img"), img, ndims, nvs, norigin, NULL), SPROJ_ERR_INVALID);
+  EXPECT(sproj_nifti_write(in_dir("a.nii.gz"), img, ndims, nvs, norigin, NULL), SPROJ_ERR_INVALID);
+  EXPECT(sproj_nifti_write(in_dir("a.nii"), img, bad_dims, nvs, norigin, NULL), SPROJ_ERR_DIMS);
+  EXPECT(sproj_nifti_write(in_dir("a.nii"), img, ndims, bad_vs, norigin, NULL), SPROJ_ERR_VOXEL_SIZE);
+  EXPECT(sproj_nifti_write(in_dir("a.nii"), img, ndims, nvs, bad_origin, NULL), SPROJ_ERR_NONFINITE);
+  ck_assert_int_eq(count_entries(dir), 0);
+
+  float *data = (float *)0x1, vs[3] = {-1, -1, -1};
+  int dims[3] = {-1, -1, -1};
+  EXPECT(sproj_nifti_read(in_dir("missing.nii"), &data, dims, vs, NULL), SPROJ_ERR_IO);
+  ck_assert(strstr(sproj_last_error(), "missing.nii") != NULL);
+  write_text(in_dir("text.nii"), "this is not an image, but it is long enough to be read as a header? no: it is "
+                                 "a sentence of text that goes on for more than three hundred and fifty bytes, "
+                                 "so that the reader finds a header's worth of bytes and must look at what they "
+                                 "say rather than at how many there are; sizeof_hdr will not be 348 here, nor "
+                                 "its byte-swapped twin, and the magic will not be n+1 either........ end.");
+  EXPECT(sproj_nifti_read(in_dir("text.nii"), &data, dims, vs, NULL), SPROJ_ERR_FORMAT);
+  write_text(in_dir("short.nii"), "tiny");
+  EXPECT(sproj_nifti_read(in_dir("short.nii"), &data, dims, vs, NULL), SPROJ_ERR_FORMAT);
+  /* a good header with data cut short */
+  EXPECT(sproj_nifti_write(in_dir("good.nii"), img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  ck_assert_int_eq(truncate(in_dir("good.nii"), 352 + 100), 0);
+  EXPECT(sproj_nifti_read(in_dir("good.nii"), &data, dims, vs, NULL), SPROJ_ERR_IO);
+  ck_assert_ptr_eq(data, (float *)0x1);
+  ck_assert_int_eq(dims[0], -1);
+  ck_assert_float_eq(vs[0], -1.0f);
+}
+END_TEST
+
+/* a write that fails after its temporary file exists leaves nothing behind */
+START_TEST(test_failed_writes_leave_nothing)
+{
+  new_dir();
+  float img[7 * 5 * 9] = {0};
+  EXPECT(sproj_nifti_write(in_dir("nowhere/a.nii"), img, ndims, nvs, norigin, NULL), SPROJ_ERR_IO);
+  ck_assert_int_eq(count_entries(dir), 0);
+  /* the target is a folder: the temporary file is written, the rename fails, the temporary goes */
+  ck_assert_int_eq(mkdir(in_dir("taken.nii"), 0777), 0);
+  EXPECT(sproj_nifti_write(in_dir("taken.nii"), img, ndims, nvs, norigin, NULL), SPROJ_ERR_IO);
+  ck_assert_int_eq(count_entries(dir), 1);
+  ck_assert_int_eq(count_entries(in_dir("taken.nii")), 0);
+  EXPECT(sproj_png_write_image(in_dir("taken.nii"), img, ndims, nvs, NULL), SPROJ_ERR_IO);
+  ck_assert_int_eq(count_entries(dir), 1);
+  /* raw: data file blocked by a folder; no header may appear, no temporary stays */
+  ck_assert_int_eq(mkdir(in_dir("sino.raw"), 0777), 0);
+  struct sproj_sino_info info = {.num_dims = 1, .shape = {315}, .axes = {"bin"}};
+  EXPECT(sproj_raw_write_sino(in_dir("sino"), &info, img), SPROJ_ERR_IO);
+  ck_assert_int_eq(count_entries(dir), 2);
+  ck_assert(!exists(in_dir("sino.hdr")));
+  /* a good pair, then a rewrite that cannot replace its header (the header's name is a non-empty folder now):
+   * both temporary files go, the old data stays */
+  EXPECT(sproj_raw_write_sino(in_dir("pair"), &info, img), SPROJ_OK);
+  ck_assert_int_eq(count_entries(dir), 4);
+  ck_assert_int_eq(unlink(in_dir("pair.hdr")), 0);
+  ck_assert_int_eq(mkdir(in_dir("pair.hdr"), 0777), 0);
+  ck_assert_int_eq(mkdir(in_dir("pair.hdr/x"), 0777), 0);
+  EXPECT(sproj_raw_write_sino(in_dir("pair"), &info, img), SPROJ_ERR_IO);
+  ck_assert_int_eq(count_entries(dir), 4);
+  /* a read-only folder (only meaningful when not root: root writes anyway) */
+  if (geteuid() != 0) {
+    ck_assert_int_eq(mkdir(in_dir("ro"), 0555), 0);
+    EXPECT(sproj_nifti_write(in_dir("ro/a.nii"), img, ndims, nvs, norigin, NULL), SPROJ_ERR_IO);
+    ck_assert_int_eq(count_entries(in_dir("ro")), 0);
+    chmod(in_dir("ro"), 0755);
+  }
+}
+END_TEST
+
+/* ---- raw sinograms ----------------------------------------------------------------------------------------- */
+static struct sproj_sino_info sino_info(void)
+{
+  struct sproj_sino_info info;
+  memset(&info, 0, sizeof info);
+  info.num_dims = 4;
+  int64_t shape[4] = {3, 4, 5, 6};
+  const char *names[4] = {"plane", "view", "radial", "tof_bin"};
+  for (int k = 0; k < 4; k++) {
+    info.shape[k] = shape[k];
+    strcpy(info.axes[k], names[k]);
+  }
+  strcpy(info.scanner, "test-ring_2");
+  info.num_tof_bins = 6;
+  info.tof_bin_width = 25.4f;
+  return info;
+}
+
+START_TEST(test_raw_sino_roundtrip)
+{
+  new_dir();
+  struct sproj_sino_info info = sino_info(), back;
+  float data[360], *read = NULL;
+  for (int i = 0; i < 360; i++)
+    data[i] = (float)(uniform() * 7.0 - 1.0);
+  data[7] = NAN;
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, data), SPROJ_OK);
+  ck_assert_int_eq(count_entries(dir), 2);
+  ck_assert_int_eq(file_size(in_dir("s.raw")), 360 * 4);
+  char *text = read_text(in_dir("s.hdr"));
+  ck_assert(strstr(text, "format = starproj-raw 1\n"));
+  ck_assert(strstr(text, "content = sinogram\n"));
+  ck_assert(strstr(text, "shape = 3 4 5 6\n"));
+  ck_assert(strstr(text, "axes = plane view radial tof_bin\n"));
+  ck_assert(strstr(text, "data_type = float32\n"));
+  ck_assert(strstr(text, "data_file = s.raw\n"));
+  free(text);
+  EXPECT(sproj_raw_read_sino(in_dir("s.hdr"), &back, &read), SPROJ_OK);
+  ck_assert_int_eq(back.num_dims, 4);
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(back.shape[k], info.shape[k]);
+    ck_assert_str_eq(back.axes[k], info.axes[k]);
+  }
+  ck_assert_str_eq(back.scanner, "test-ring_2");
+  ck_assert_int_eq(back.num_tof_bins, 6);
+  ck_assert_msg(back.tof_bin_width == 25.4f, "bin width %.9g", back.tof_bin_width);
+  ck_assert_int_eq(memcmp(read, data, sizeof data), 0);
+  sproj_free(read);
+
+  /* the other byte order: a header saying so and swapped bytes read back as the same numbers */
+  int little = 1;
+  unsigned char probe;
+  memcpy(&probe, &little, 1);
+  edit_text(in_dir("s.hdr"), probe ? "little-endian" : "big-endian", probe ? "big-endian" : "little-endian");
+  FILE *fp = fopen(in_dir("s.raw"), "wb");
+  for (int i = 0; i < 360; i++) {
+    unsigned char b[4];
+    memcpy(b, &data[i], 4);
+    unsigned char r[4] = {b[3], b[2], b[1], b[0]};
+    fwrite(r, 1, 4, fp);
+  }
+  fclose(fp);
+  EXPECT(sproj_raw_read_sino(in_dir("s"), &back, &read), SPROJ_OK);
+  ck_assert_int_eq(memcmp(read, data, sizeof data), 0);
+  sproj_free(read);
+
+  /* argument errors write nothing */
+  struct sproj_sino_info bad = info;
+  bad.shape[2] = 0;
+  EXPECT(sproj_raw_write_sino(in_dir("b"), &bad, data), SPROJ_ERR_DIMS);
+  bad = info;
+  strcpy(bad.axes[1], "two words");
+  EXPECT(sproj_raw_write_sino(in_dir("b"), &bad, data), SPROJ_ERR_INVALID);
+  bad = info;
+  bad.num_dims = 9;
+  EXPECT(sproj_raw_write_sino(in_dir("b"), &bad, data), SPROJ_ERR_DIMS);
+  bad = info;
+  bad.tof_bin_width = -1.0f;
+  EXPECT(sproj_raw_write_sino(in_dir("b"), &bad, data), SPROJ_ERR_TOF);
+  EXPECT(sproj_raw_write_sino(in_dir("b"), &info, NULL), SPROJ_ERR_NULL);
+  EXPECT(sproj_raw_write_sino("", &info, data), SPROJ_ERR_INVALID);
+  ck_assert_int_eq(count_entries(dir), 2);
+}
+END_TEST
+
+/* Each corruption of a good pair gives the documented status and changes neither output. */
+START_TEST(test_raw_corrupt)
+{
+  new_dir();
+  struct sproj_sino_info info = sino_info();
+  float data[360] = {0};
+  EXPECT(sproj_raw_write_sino(in_dir("good"), &info, data), SPROJ_OK);
+  struct {
+    const char *old, *new;
+    int status;
+  } cases[] = {
+    {"shape = 3 4 5 6\n", "", SPROJ_ERR_FORMAT},                      /* missing key */
+    {"data_type = float32", "data_type = int16", SPROJ_ERR_FORMAT},   /* wrong type */
+    {"shape = 3 4 5 6", "shape = 3 4 5 7", SPROJ_ERR_FORMAT},         /* size differs from the file's */
+    {"shape = 3 4 5 6", "shape = 3 4 -5 6", SPROJ_ERR_FORMAT},        /* negative size */
+    {"shape = 3 4 5 6", "shape = 3 4 5x 6", SPROJ_ERR_FORMAT},        /* not a number */
+    {"shape = 3 4 5 6", "shape = 9223372036854775807 4 5 6", SPROJ_ERR_OVERFLOW},
+    {"axes = plane view radial tof_bin", "axes = plane view", SPROJ_ERR_FORMAT},
+    {"content = sinogram", "content = listmode", SPROJ_ERR_FORMAT},
+    {"format = starproj-raw 1", "format = starproj-raw 2", SPROJ_ERR_FORMAT},
+    {"byte_order = ", "byte_order = middle-", SPROJ_ERR_FORMAT},
+    {"data_file = good.raw", "data_file = ../good.raw", SPROJ_ERR_FORMAT},
+    {"data_file = good.raw", "data_file = gone.raw", SPROJ_ERR_IO},  /* missing data file */
+    {"num_tof_bins = 6", "num_tof_bins = many", SPROJ_ERR_FORMAT},
+    {"content = sinogram\n", "content = sinogram\ncontent = sinogram\n", SPROJ_ERR_FORMAT}, /* repeated */
+    {"content = sinogram\n", "content sinogram\n", SPROJ_ERR_FORMAT}, /* not key = value */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    copy_file(in_dir("good.hdr"), in_dir("bad.hdr"));
+    edit_text(in_dir("bad.hdr"), "data_file = good.raw", "data_file = good.raw"); /* still points at good.raw */
+    edit_text(in_dir("bad.hdr"), cases[c].old, cases[c].new);
+    struct sproj_sino_info out;
+    memset(&out, 0x5a, sizeof out);
+    float *read = (float *)0x1;
+    int rc = sproj_raw_read_sino(in_dir("bad"), &out, &read);
+    ck_assert_msg(rc == cases[c].status, "case %zu ('%s'): %d (%s), expected %d", c, cases[c].new, rc,
+                  sproj_last_error(), cases[c].status);
+    ck_assert_ptr_eq(read, (float *)0x1);
+    ck_assert_int_eq(out.num_dims, 0x5a5a5a5a);
+  }
+  /* data file cut short or too long, missing header, binary garbage header */
+  float *read = (float *)0x1;
+  struct sproj_sino_info out;
+  ck_assert_int_eq(truncate(in_dir("good.raw"), 360 * 4 - 4), 0);
+  EXPECT(sproj_raw_read_sino(in_dir("good"), &out, &read), SPROJ_ERR_FORMAT);
+  ck_assert_int_eq(truncate(in_dir("good.raw"), 360 * 4 + 1), 0);
+  EXPECT(sproj_raw_read_sino(in_dir("good"), &out, &read), SPROJ_ERR_FORMAT);
+  EXPECT(sproj_raw_read_sino(in_dir("none"), &out, &read), SPROJ_ERR_IO);
+  FILE *fp = fopen(in_dir("bin.hdr"), "wb");
+  for (int i = 0; i < 1000; i++)
+    fputc((int)(uniform() * 256), fp);
+  fclose(fp);
+  EXPECT(sproj_raw_read_sino(in_dir("bin"), &out, &read), SPROJ_ERR_FORMAT);
+  EXPECT(sproj_raw_read_sino(NULL, &out, &read), SPROJ_ERR_NULL);
+  ck_assert_ptr_eq(read, (float *)0x1);
+}
+END_TEST
+
+/* ---- raw listmode ------------------------------------------------------------------------------------------ */
+START_TEST(test_raw_listmode)
+{
+  new_dir();
+  enum { N = 1000 };
+  int32_t lor[N];
+  int16_t bin[N];
+  for (int e = 0; e < N; e++) {
+    lor[e] = (int32_t)(uniform() * 70000);
+    bin[e] = (int16_t)(uniform() * 29);
+  }
+  struct sproj_lm_info info = {.num_events = N, .num_lors = 70000, .scanner = "vision600", .num_tof_bins = 29,
+                               .tof_bin_width = 25.4f};
+  EXPECT(sproj_raw_write_listmode(in_dir("lm"), &info, lor, bin), SPROJ_OK);
+  ck_assert_int_eq(file_size(in_dir("lm.raw")), N * 8);
+  char *text = read_text(in_dir("lm.hdr"));
+  ck_assert(strstr(text, "fields = lor tof_bin\n"));
+  ck_assert(strstr(text, "shape = 1000 2\n"));
+  ck_assert(strstr(text, "data_type = int32\n"));
+  free(text);
+  struct sproj_lm_info back;
+  int32_t *rl = NULL;
+  int16_t *rb = NULL;
+  EXPECT(sproj_raw_read_listmode(in_dir("lm"), &back, &rl, &rb), SPROJ_OK);
+  ck_assert_int_eq(back.num_events, N);
+  ck_assert_int_eq(back.num_lors, 70000);
+  ck_assert_int_eq(back.num_tof_bins, 29);
+  ck_assert_str_eq(back.scanner, "vision600");
+  ck_assert_int_eq(memcmp(rl, lor, sizeof lor), 0);
+  ck_assert_int_eq(memcmp(rb, bin, sizeof bin), 0);
+  sproj_free(rl);
+  sproj_free(rb);
+
+  /* non-TOF without bins: every bin reads back as 0; bins not wanted: NULL is fine */
+  struct sproj_lm_info plain = {.num_events = N, .num_lors = 70000};
+  EXPECT(sproj_raw_write_listmode(in_dir("plain"), &plain, lor, NULL), SPROJ_OK);
+  EXPECT(sproj_raw_read_listmode(in_dir("plain"), &back, &rl, &rb), SPROJ_OK);
+  for (int e = 0; e < N; e++)
+    ck_assert_int_eq(rb[e], 0);
+  sproj_free(rl);
+  sproj_free(rb);
+  EXPECT(sproj_raw_read_listmode(in_dir("plain"), &back, &rl, NULL), SPROJ_OK);
+  sproj_free(rl);
+
+  /* an empty list */
+  struct sproj_lm_info empty = {.num_events = 0, .num_lors = 10};
+  EXPECT(sproj_raw_write_listmode(in_dir("empty"), &empty, NULL, NULL), SPROJ_OK);
+  rl = (int32_t *)0x1;
+  EXPECT(sproj_raw_read_listmode(in_dir("empty"), &back, &rl, &rb), SPROJ_OK);
+  ck_assert_int_eq(back.num_events, 0);
+  ck_assert_ptr_null(rl);
+  ck_assert_ptr_null(rb);
+
+  /* out-of-range events are refused when written, and reported when a file holds them */
+  int32_t saved = lor[10];
+  lor[10] = 70000;
+  EXPECT(sproj_raw_write_listmode(in_dir("bad"), &info, lor, bin), SPROJ_ERR_RANGE);
+  lor[10] = saved;
+  bin[3] = 29;
+  EXPECT(sproj_raw_write_listmode(in_dir("bad"), &info, lor, bin), SPROJ_ERR_RANGE);
+  bin[3] = 0;
+  ck_assert(!exists(in_dir("bad.hdr")) && !exists(in_dir("bad.raw")));
+  edit_text(in_dir("lm.hdr"), "num_lors = 70000", "num_lors = 100");
+  rl = (int32_t *)0x1;
+  EXPECT(sproj_raw_read_listmode(in_dir("lm"), &back, &rl, &rb), SPROJ_ERR_FORMAT);
+  ck_assert_ptr_eq(rl, (int32_t *)0x1);
+  edit_text(in_dir("lm.hdr"), "num_lors = 100", "num_lors = 70000");
+  edit_text(in_dir("lm.hdr"), "fields = lor tof_bin", "fields = ring_a det_a");
+  EXPECT(sproj_raw_read_listmode(in_dir("lm"), &back, &rl, &rb), SPROJ_ERR_FORMAT);
+  /* a sinogram header is not a listmode header */
+  struct sproj_sino_info s = sino_info();
+  float data[360] = {0};
+  EXPECT(sproj_raw_write_sino(in_dir("sino"), &s, data), SPROJ_OK);
+  EXPECT(sproj_raw_read_listmode(in_dir("sino"), &back, &rl, &rb), SPROJ_ERR_FORMAT);
+  ck_assert_ptr_eq(rl, (int32_t *)0x1);
+}
+END_TEST
+
+/* ---- PNG --------------------------------------------------------------------------------------------------- */
+static unsigned char *read_png(const char *path, uint32_t *width, uint32_t *height)
+{
+  png_image im;
+  memset(&im, 0, sizeof im);
+  im.version = PNG_IMAGE_VERSION;
+  ck_assert_msg(png_image_begin_read_from_file(&im, path), "libpng: %s", im.message);
+  im.format = PNG_FORMAT_GRAY;
+  unsigned char *buf = malloc(PNG_IMAGE_SIZE(im));
+  ck_assert_msg(png_image_finish_read(&im, NULL, buf, 0, NULL), "libpng: %s", im.message);
+  *width = im.width;
+  *height = im.height;
+  return buf;
+}
+
+START_TEST(test_png)
+{
+  new_dir();
+  /* extents 40, 30, 30 mm: the pitch is 40/256 mm, so the transaxial panel is 256 x 192 (columns x rows),
+   * coronal 256 x 192, sagittal 192 x 192; with two gaps of 4: 712 x 192 */
+  int dims[3] = {20, 30, 10};
+  float vs[3] = {2.0f, 1.0f, 3.0f};
+  float *img = malloc(6000 * sizeof *img);
+  for (int i0 = 0; i0 < 20; i0++)
+    for (int j = 0; j < 300; j++)
+      img[i0 * 300 + j] = (float)i0; /* a ramp along axis 0 */
+  img[0] = NAN;
+  EXPECT(sproj_png_write_image(in_dir("img.png"), img, dims, vs, NULL), SPROJ_OK);
+  uint32_t w, h;
+  unsigned char *px = read_png(in_dir("img.png"), &w, &h);
+  ck_assert_int_eq(w, 712);
+  ck_assert_int_eq(h, 192);
+  /* window 0 .. 99.5th percentile (19 of a 0..19 ramp): transaxial column c shows voxel floor(c*20/256), grey
+   * round(255*i0/19) (i0 < 19) or white; the gap is black */
+  for (uint32_t c = 0; c < 256; c++) {
+    int i0 = (int)((c + 0.5) * 20.0 / 256.0);
+    int want = (int)lround(255.0 * i0 / 19.0);
+    ck_assert_msg(px[100 * w + c] == want, "column %u: grey %d, expected %d", c, px[100 * w + c], want);
+  }
+  ck_assert_int_eq(px[100 * w + 257], 0);
+  ck_assert_int_eq(px[100 * w + 256 + 4 + 255], 255);
+  free(px);
+  /* an explicit window */
+  float window[2] = {5.0f, 10.0f};
+  EXPECT(sproj_png_write_image(in_dir("win.png"), img, dims, vs, window), SPROJ_OK);
+  px = read_png(in_dir("win.png"), &w, &h);
+  ck_assert_int_eq(px[100 * w + 0], 0);     /* voxel 0 (< 5) */
+  ck_assert_int_eq(px[100 * w + 255], 255); /* voxel 19 (> 10) */
+  free(px);
+  free(img);
+
+  /* a sinogram view: 6 views x 20 radial x 12 planes x 3 TOF bins, axes (view, radial, plane, tof):
+   * 8 x 8 blocks: 160 x 96 */
+  int64_t shape[4] = {6, 20, 12, 3};
+  float *sino = malloc(6000 * sizeof *sino); /* enough for the wide sinogram below too */
+  for (int i = 0; i < 6000; i++)
+    sino[i] = 1.0f;
+  EXPECT(sproj_png_write_sino(in_dir("sino.png"), sino, 4, shape, 0, 1, 2, 5, NULL), SPROJ_OK);
+  px = read_png(in_dir("sino.png"), &w, &h);
+  ck_assert_int_eq(w, 160);
+  ck_assert_int_eq(h, 96);
+  ck_assert_int_eq(px[0], 255); /* sums of 3 with window 0 .. 3 */
+  free(px);
+  /* axes in another order, 3-D: (plane, view, radial) */
+  int64_t shape3[3] = {12, 6, 20};
+  EXPECT(sproj_png_write_sino(in_dir("sino3.png"), sino, 3, shape3, 1, 2, 0, 0, NULL), SPROJ_OK);
+  px = read_png(in_dir("sino3.png"), &w, &h);
+  ck_assert_int_eq(w, 160);
+  ck_assert_int_eq(h, 96);
+  free(px);
+  /* more than 2048 radial bins: sampled down to 2048 columns, planes at scale 1 */
+  int64_t wide[3] = {1, 3000, 2};
+  EXPECT(sproj_png_write_sino(in_dir("wide.png"), sino, 3, wide, 0, 1, 2, 0, NULL), SPROJ_OK);
+  px = read_png(in_dir("wide.png"), &w, &h);
+  ck_assert_int_eq(w, 2048);
+  ck_assert_int_eq(h, 2);
+  free(px);
+  EXPECT(sproj_png_write_sino(in_dir("x.png"), sino, 4, shape, 0, 1, 2, 6, NULL), SPROJ_ERR_RANGE);
+  EXPECT(sproj_png_write_sino(in_dir("x.png"), sino, 4, shape, 0, 1, 1, 0, NULL), SPROJ_ERR_INVALID);
+  EXPECT(sproj_png_write_sino(in_dir("x.png"), sino, 5, shape, 0, 1, 2, 0, NULL), SPROJ_ERR_DIMS);
+  float inverted[2] = {2.0f, 1.0f};
+  EXPECT(sproj_png_write_sino(in_dir("x.png"), sino, 4, shape, 0, 1, 2, 0, inverted), SPROJ_ERR_INVALID);
+  ck_assert(!exists(in_dir("x.png")));
+  free(sino);
+}
+END_TEST
+
+/* ---- phantom ----------------------------------------------------------------------------------------------- */
+START_TEST(test_phantom_cylinder)
+{
+  /* a cylinder alone, radius 20, length 30, value 1.5, off-centre, on anisotropic voxels: the sum times the
+   * voxel volume is within 2% of pi r^2 L x value (2x2x2 supersampling leaves ~0.1% here) */
+  int dims[3] = {40, 56, 24};
+  float vs[3] = {1.25f, 1.0f, 2.0f}, origin[3] = {-24.375f, -27.5f, -23.0f};
+  struct sproj_phantom p;
+  memset(&p, 0, sizeof p);
+  p.centre[0] = 1.3f;
+  p.centre[1] = -2.1f;
+  p.centre[2] = 0.7f;
+  p.radius = 20.0f;
+  p.length = 30.0f;
+  p.value = 1.5f;
+  size_t n = 40 * 56 * 24;
+  float *img = malloc(n * sizeof *img);
+  EXPECT(sproj_phantom_fill(&p, img, dims, vs, origin, 2), SPROJ_OK);
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    ck_assert(img[i] >= 0.0f && img[i] <= 1.5f);
+    sum += img[i];
+  }
+  double volume = sum * vs[0] * vs[1] * vs[2], analytic = 3.14159265358979 * 400.0 * 30.0 * 1.5;
+  ck_assert_msg(fabs(volume / analytic - 1.0) < 0.02, "integral %g, analytic %g", volume, analytic);
+  /* the voxel nearest the centre is fully inside, a corner fully outside */
+  int c0 = (int)lround((1.3 - origin[0]) / vs[0]), c1 = (int)lround((-2.1 - origin[1]) / vs[1]),
+      c2 = (int)lround((0.7 - origin[2]) / vs[2]);
+  ck_assert_float_eq(img[((size_t)c0 * 56 + c1) * 24 + c2], 1.5f);
+  ck_assert_float_eq(img[0], 0.0f);
+  /* supersampling 4 is closer still (0.5%) */
+  EXPECT(sproj_phantom_fill(&p, img, dims, vs, origin, 4), SPROJ_OK);
+  sum = 0.0;
+  for (size_t i = 0; i < n; i++)
+    sum += img[i];
+  ck_assert_msg(fabs(sum * vs[0] * vs[1] * vs[2] / analytic - 1.0) < 0.005, "integral %g", sum * 5.0);
+
+  float *keep = malloc(n * sizeof *keep);
+  memcpy(keep, img, n * sizeof *img);
+  EXPECT(sproj_phantom_fill(&p, img, dims, vs, origin, 0), SPROJ_ERR_INVALID);
+  EXPECT(sproj_phantom_fill(&p, img, dims, vs, origin, 17), SPROJ_ERR_INVALID);
+  p.radius = 0.0f;
+  EXPECT(sproj_phantom_fill(&p, img, dims, vs, origin, 2), SPROJ_ERR_INVALID);
+  p.radius = 20.0f;
+  p.num_spheres = 17;
+  EXPECT(sproj_phantom_fill(&p, img, dims, vs, origin, 2), SPROJ_ERR_INVALID);
+  EXPECT(sproj_phantom_fill(NULL, img, dims, vs, origin, 2), SPROJ_ERR_NULL);
+  ck_assert_int_eq(memcmp(keep, img, n * sizeof *img), 0);
+  free(keep);
+  free(img);
+}
+END_TEST
+
+START_TEST(test_phantom_default)
+{
+  int dims[3] = {64, 64, 32};
+  float vs[3] = {2.0f, 2.0f, 2.0f}, origin[3] = {-63.0f, -63.0f, -31.0f};
+  struct sproj_phantom p;
+  EXPECT(sproj_phantom_default(&p, dims, vs, origin), SPROJ_OK);
+  /* centred box: radius 0.8 * 64, length 0.8 * 64, six spheres inside the cylinder */
+  ck_assert_float_eq_tol(p.radius, 51.2f, 1e-4f);
+  ck_assert_float_eq_tol(p.length, 51.2f, 1e-4f);
+  for (int k = 0; k < 3; k++)
+    ck_assert_float_eq_tol(p.centre[k], 0.0f, 1e-5f);
+  ck_assert_int_eq(p.num_spheres, 6);
+  size_t n = 64 * 64 * 32;
+  float *img = malloc(n * sizeof *img);
+  EXPECT(sproj_phantom_fill(&p, img, dims, vs, origin, 2), SPROJ_OK);
+  /* the integral: cylinder plus each sphere's (value - 1) x volume, within 2% */
+  const double pi = 3.14159265358979;
+  double analytic = pi * p.radius * p.radius * p.length * p.value, sum = 0.0;
+  for (int s = 0; s < p.num_spheres; s++) {
+    double r = p.spheres[s].radius;
+    analytic += 4.0 / 3.0 * pi * r * r * r * (p.spheres[s].value - p.value);
+    ck_assert(hypot(p.spheres[s].centre[0], p.spheres[s].centre[1]) + r < p.radius);
+  }
+  for (size_t i = 0; i < n; i++)
+    sum += img[i];
+  ck_assert_msg(fabs(sum * 8.0 / analytic - 1.0) < 0.02, "integral %g, analytic %g", sum * 8.0, analytic);
+  /* every voxel whose whole cube lies inside a sphere holds exactly its value: the hot spheres' cores mean 4,
+   * the cold ones' 0 */
+  for (int s = 0; s < p.num_spheres; s++) {
+    const struct sproj_phantom_sphere *q = &p.spheres[s];
+    double inner = q->radius - sqrt(3.0) * 1.0; /* half-diagonal of a 2 mm voxel */
+    double mean = 0.0;
+    int count = 0;
+    for (size_t i = 0; i < n; i++) {
+      int i0 = (int)(i / (64 * 32)), i1 = (int)(i / 32 % 64), i2 = (int)(i % 32);
+      double d0 = origin[0] + 2.0 * i0 - q->centre[0], d1 = origin[1] + 2.0 * i1 - q->centre[1],
+             d2 = origin[2] + 2.0 * i2 - q->centre[2];
+      if (sqrt(d0 * d0 + d1 * d1 + d2 * d2) <= inner) {
+        mean += img[i];
+        count++;
+      }
+    }
+    ck_assert_msg(count > 0, "sphere %d has no voxel inside", s);
+    mean /= count;
+    ck_assert_msg(fabs(mean - q->value) < 1e-6, "sphere %d: core mean %g, value %g", s, mean, q->value);
+  }
+  /* the centre is background */
+  ck_assert_float_eq(img[(32 * 64 + 32) * 32 + 16], 1.0f);
+  int bad[3] = {64, -1, 32};
+  EXPECT(sproj_phantom_default(&p, bad, vs, origin), SPROJ_ERR_DIMS);
+  free(img);
+}
+END_TEST
+
+/* ---- Poisson ----------------------------------------------------------------------------------------------- */
+static double poisson_pmf(double mu, int k)
+{
+  return exp(-mu + k * log(mu) - lgamma(k + 1.0));
+}
+
+/* Sample mean and variance against 5 standard errors: se(mean) = sqrt(mu/N); se(variance) = sqrt((mu4 -
+ * sigma^4)/N) with Poisson's central mu4 = mu + 3 mu^2, i.e. sqrt((mu + 2 mu^2)/N). Where N p >= 50, the
+ * frequency of each k is within 5 binomial standard deviations of N p. A false failure at 5 sigma has
+ * probability ~6e-7 per check; the seeds are fixed, so a pass is reproducible anyway. */
+START_TEST(test_poisson_moments)
+{
+  const double means[] = {0.1, 3.0, 9.99, 10.0, 30.0, 1000.0, 1.0e6};
+  const int64_t N = 200000;
+  float *expected = malloc(N * sizeof *expected), *counts = malloc(N * sizeof *counts);
+  for (size_t m = 0; m < sizeof means / sizeof means[0]; m++) {
+    double mu = means[m];
+    for (int64_t i = 0; i < N; i++)
+      expected[i] = (float)mu;
+    mu = (float)mu;
+    EXPECT(sproj_poisson(expected, counts, N, 12345 + m, 2), SPROJ_OK);
+    double s1 = 0.0, s2 = 0.0;
+    int kmax = (int)(mu + 10.0 * sqrt(mu) + 10.0);
+    int64_t *hist = calloc((size_t)kmax + 1, sizeof *hist);
+    for (int64_t i = 0; i < N; i++) {
+      double k = counts[i];
+      ck_assert_msg(k >= 0.0 && k == floor(k), "sample %g", k);
+      s1 += k;
+      if (k <= kmax)
+        hist[(int)k]++;
+    }
+    double mean = s1 / N;
+    for (int64_t i = 0; i < N; i++)
+      s2 += (counts[i] - mean) * (counts[i] - mean);
+    double var = s2 / (N - 1);
+    double se_mean = sqrt(mu / N), se_var = sqrt((mu + 2.0 * mu * mu) / N);
+    ck_assert_msg(fabs(mean - mu) < 5.0 * se_mean, "mu %g: mean %g (se %g)", mu, mean, se_mean);
+    ck_assert_msg(fabs(var - mu) < 5.0 * se_var, "mu %g: variance %g (se %g)", mu, var, se_var);
+    if (mu <= 1000.0)
+      for (int k = 0; k <= kmax; k++) {
+        double p = poisson_pmf(mu, k), np = N * p;
+        if (np < 50.0)
+          continue;
+        double sd = sqrt(np * (1.0 - p));
+        ck_assert_msg(fabs(hist[k] - np) < 5.0 * sd, "mu %g: %ld samples of %d, expected %g (sd %g)", mu,
+                      (long)hist[k], k, np, sd);
+      }
+    free(hist);
+  }
+  /* a mean of 0 gives 0 */
+  for (int64_t i = 0; i < N; i++)
+    expected[i] = 0.0f;
+  EXPECT(sproj_poisson(expected, counts, N, 7, 0), SPROJ_OK);
+  for (int64_t i = 0; i < N; i++)
+    ck_assert_float_eq(counts[i], 0.0f);
+  free(expected);
+  free(counts);
+}
+END_TEST
+
+START_TEST(test_poisson_reproducible)
+{
+  /* 3.5 blocks of mixed means, so that threads share the work differently */
+  const int64_t N = 3 * SPROJ_RNG_BLOCK + SPROJ_RNG_BLOCK / 2;
+  float *expected = malloc(N * sizeof *expected), *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+  for (int64_t i = 0; i < N; i++)
+    expected[i] = (float)(uniform() * uniform() * 60.0);
+  EXPECT(sproj_poisson(expected, a, N, 2024, 1), SPROJ_OK);
+  EXPECT(sproj_poisson(expected, b, N, 2024, 3), SPROJ_OK);
+  ck_assert_int_eq(memcmp(a, b, N * sizeof *a), 0);
+  EXPECT(sproj_poisson(expected, b, N, 2024, 0), SPROJ_OK);
+  ck_assert_int_eq(memcmp(a, b, N * sizeof *a), 0);
+  /* another seed: other numbers (equal only where both draws agree, which for these means is far from all) */
+  EXPECT(sproj_poisson(expected, b, N, 2025, 2), SPROJ_OK);
+  int64_t same = 0;
+  for (int64_t i = 0; i < N; i++)
+    same += a[i] == b[i];
+  ck_assert_msg(same < N / 2, "%ld of %ld equal", (long)same, (long)N);
+  /* in place */
+  memcpy(b, expected, N * sizeof *b);
+  EXPECT(sproj_poisson(b, b, N, 2024, 2), SPROJ_OK);
+  ck_assert_int_eq(memcmp(a, b, N * sizeof *a), 0);
+  /* errors change nothing */
+  memcpy(b, a, N * sizeof *b);
+  expected[N - 1] = -1.0f;
+  EXPECT(sproj_poisson(expected, b, N, 1, 2), SPROJ_ERR_RANGE);
+  expected[N - 1] = NAN;
+  EXPECT(sproj_poisson(expected, b, N, 1, 2), SPROJ_ERR_NONFINITE);
+  ck_assert_int_eq(memcmp(a, b, N * sizeof *a), 0);
+  EXPECT(sproj_poisson(expected, b, -1, 1, 2), SPROJ_ERR_DIMS);
+  EXPECT(sproj_poisson(expected, b, N, 1, -1), SPROJ_ERR_INVALID);
+  EXPECT(sproj_poisson(NULL, b, N, 1, 1), SPROJ_ERR_NULL);
+  EXPECT(sproj_poisson(expected, b, 0, 1, 1), SPROJ_OK);
+  free(expected);
+  free(a);
+  free(b);
+}
+END_TEST
+
+/* ---- listmode sampling ------------------------------------------------------------------------------------- */
+START_TEST(test_listmode_sampling)
+{
+  const int64_t num_lors = 20000;
+  const int T = 7;
+  const int64_t n = num_lors * T; /* 140000 elements: three blocks */
+  float *expected = malloc(n * sizeof *expected), *counts = malloc(n * sizeof *counts);
+  double total_expected = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    expected[i] = (float)(uniform() * 0.6);
+    total_expected += expected[i];
+  }
+  int32_t *lor = NULL;
+  int16_t *bin = NULL;
+  int64_t num = -1;
+  EXPECT(sproj_sample_listmode(expected, num_lors, T, 99, 3, &lor, &bin, &num), SPROJ_OK);
+  /* the total is Poisson(sum of means): within 5 sigma */
+  ck_assert_msg(fabs(num - total_expected) < 5.0 * sqrt(total_expected), "%ld events, expected %g", (long)num,
+                total_expected);
+  /* the histogram of (LOR, bin) equals sproj_poisson's draws with the same seed */
+  EXPECT(sproj_poisson(expected, counts, n, 99, 1), SPROJ_OK);
+  int64_t *hist = calloc(n, sizeof *hist);
+  int64_t descents = 0;
+  for (int64_t e = 0; e < num; e++) {
+    ck_assert(lor[e] >= 0 && lor[e] < num_lors);
+    ck_assert(bin[e] >= 0 && bin[e] < T);
+    hist[(int64_t)lor[e] * T + bin[e]]++;
+    if (e > 0 && lor[e] < lor[e - 1])
+      descents++;
+  }
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(hist[i] == (int64_t)counts[i], "element %ld: %ld events, %g drawn", (long)i, (long)hist[i],
+                  counts[i]);
+  /* shuffled: in a random order about half the neighbours descend (sd 0.5/sqrt(num); 0.4 .. 0.6 is > 20 sd) */
+  double frac = (double)descents / (double)(num - 1);
+  ck_assert_msg(frac > 0.4 && frac < 0.6, "fraction of descents %g", frac);
+  /* the same seed gives the same list on any number of threads */
+  int32_t *lor2;
+  int16_t *bin2;
+  int64_t num2;
+  EXPECT(sproj_sample_listmode(expected, num_lors, T, 99, 1, &lor2, &bin2, &num2), SPROJ_OK);
+  ck_assert_int_eq(num2, num);
+  ck_assert_int_eq(memcmp(lor, lor2, num * sizeof *lor), 0);
+  ck_assert_int_eq(memcmp(bin, bin2, num * sizeof *bin), 0);
+  sproj_free(lor2);
+  sproj_free(bin2);
+  /* without bins wanted: the same LORs in the same order */
+  EXPECT(sproj_sample_listmode(expected, num_lors, T, 99, 2, &lor2, NULL, &num2), SPROJ_OK);
+  ck_assert_int_eq(memcmp(lor, lor2, num * sizeof *lor), 0);
+  sproj_free(lor2);
+
+  /* written and read back as a listmode file */
+  new_dir();
+  struct sproj_lm_info info = {.num_events = num, .num_lors = num_lors, .num_tof_bins = T, .tof_bin_width = 20.0f};
+  EXPECT(sproj_raw_write_listmode(in_dir("sim"), &info, lor, bin), SPROJ_OK);
+  struct sproj_lm_info back;
+  EXPECT(sproj_raw_read_listmode(in_dir("sim.hdr"), &back, &lor2, &bin2), SPROJ_OK);
+  ck_assert_int_eq(back.num_events, num);
+  ck_assert_int_eq(memcmp(lor, lor2, num * sizeof *lor), 0);
+  ck_assert_int_eq(memcmp(bin, bin2, num * sizeof *bin), 0);
+  sproj_free(lor2);
+  sproj_free(bin2);
+  sproj_free(lor);
+  sproj_free(bin);
+
+  /* non-TOF: bins all 0; nothing expected: no events and NULL arrays */
+  EXPECT(sproj_sample_listmode(expected, n, 0, 5, 2, &lor, &bin, &num), SPROJ_OK);
+  for (int64_t e = 0; e < num; e++)
+    ck_assert_int_eq(bin[e], 0);
+  sproj_free(lor);
+  sproj_free(bin);
+  for (int64_t i = 0; i < n; i++)
+    expected[i] = 0.0f;
+  EXPECT(sproj_sample_listmode(expected, num_lors, T, 5, 2, &lor, &bin, &num), SPROJ_OK);
+  ck_assert_int_eq(num, 0);
+  ck_assert_ptr_null(lor);
+  ck_assert_ptr_null(bin);
+  /* errors */
+  lor = (int32_t *)0x1;
+  expected[3] = -2.0f;
+  EXPECT(sproj_sample_listmode(expected, num_lors, T, 5, 2, &lor, &bin, &num), SPROJ_ERR_RANGE);
+  EXPECT(sproj_sample_listmode(expected, 0, T, 5, 2, &lor, &bin, &num), SPROJ_ERR_DIMS);
+  EXPECT(sproj_sample_listmode(expected, num_lors, -1, 5, 2, &lor, &bin, &num), SPROJ_ERR_TOF);
+  EXPECT(sproj_sample_listmode(expected, (int64_t)1 << 31, 1, 5, 2, &lor, &bin, &num), SPROJ_ERR_OVERFLOW);
+  EXPECT(sproj_sample_listmode(expected, num_lors, T, 5, 2, NULL, &bin, &num), SPROJ_ERR_NULL);
+  ck_assert_ptr_eq(lor, (int32_t *)0x1);
+  ck_assert_int_eq(num, 0);
+  free(hist);
+  free(expected);
+  free(counts);
+}
+END_TEST
+
+START_TEST(test_status_texts)
+{
+  ck_assert_str_eq(sproj_strerror(SPROJ_ERR_IO), "a file could not be read or written");
+  ck_assert_str_eq(sproj_strerror(SPROJ_ERR_FORMAT), "a file is not in the expected format");
+}
+END_TEST
+
+static void remove_tree(const char *path)
+{
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+        continue;
+      char sub[1024];
+      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      remove_tree(sub);
+    }
+    closedir(d);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+int main(void)
+{
+  strcpy(top, "check_io.XXXXXX");
+  if (!mkdtemp(top)) {
+    perror("check_io: mkdtemp");
+    return 99;
+  }
+  Suite *s = suite_create("io");
+  TCase *tc = tcase_create("files");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_nifti_roundtrip);
+  tcase_add_test(tc, test_nifti_header);
+  tcase_add_test(tc, test_nifti_foreign);
+  tcase_add_test(tc, test_nifti_errors);
+  tcase_add_test(tc, test_failed_writes_leave_nothing);
+  tcase_add_test(tc, test_raw_sino_roundtrip);
+  tcase_add_test(tc, test_raw_corrupt);
+  tcase_add_test(tc, test_raw_listmode);
+  tcase_add_test(tc, test_png);
+  tcase_add_test(tc, test_status_texts);
+  suite_add_tcase(s, tc);
+  TCase *sim = tcase_create("simulation");
+  tcase_set_timeout(sim, 60);
+  tcase_add_test(sim, test_phantom_cylinder);
+  tcase_add_test(sim, test_phantom_default);
+  tcase_add_test(sim, test_poisson_moments);
+  tcase_add_test(sim, test_poisson_reproducible);
+  tcase_add_test(sim, test_listmode_sampling);
+  suite_add_tcase(s, sim);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  remove_tree(top);
+  return failed == 0 ? 0 : 1;
+}

@@ -154,7 +154,8 @@ struct sproj_recon {
   sproj_proj *data;              /* NULL: listmode (y = 1) */
   const sproj_chunks *chunks;
   struct chunk_lists subsets;
-  sproj_proj *p;                 /* forward values, then ratios: lives where the tasks run */
+  sproj_proj *p;                 /* forward values, then ratios: stay where the tasks run */
+  float *p_host;                 /* p's host buffer */
   sproj_image *xb, *bp;          /* blurred image (later the blurred back projection), back projection */
   starpu_data_handle_t scratch;  /* the blur's intermediate */
   int blur;
@@ -255,22 +256,21 @@ static void temp_image_free(sproj_image *img)
   free(img);
 }
 
-/* A projection vector of the model's shape that lives only where tasks put it. */
-static int temp_proj(const char *func, sproj_proj **out, const sproj_model *md)
+/* A projection vector of the model's shape. It has a host buffer (values_out, to free after unregistering) only so
+ * that StarPU can gather its pieces there when the objective asks for it; the tasks never need it. */
+static int temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md)
 {
-  sproj_proj *p = calloc(1, sizeof *p);
-  if (!p)
+  size_t nval = (size_t)md->lors->num_lors * (size_t)md->num_values;
+  float *values = malloc(nval * sizeof *values);
+  if (!values)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  starpu_data_handle_t h;
-  starpu_vector_data_register(&h, -1, 0, (uint32_t)md->lors->num_lors, (size_t)md->num_values * sizeof(float));
-  if (sproj_vec_init(&p->vec, md->lors, h, 1, 0, 0)) {
-    starpu_data_unregister_no_coherency(h);
-    free(p);
-    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  int ret = md->num_values > 1 ? sproj_proj_register_tof(out, values, md->lors, md->num_values)
+                               : sproj_proj_register(out, values, md->lors);
+  if (ret) {
+    free(values);
+    return ret;
   }
-  p->num_bins = md->num_values;
-  sproj_count_object(1);
-  *out = p;
+  *values_out = values;
   return SPROJ_OK;
 }
 
@@ -464,6 +464,7 @@ static void recon_free(sproj_recon *r)
     starpu_data_unregister_no_coherency(r->scratch);
   if (r->p)
     sproj_proj_unregister(r->p);
+  free(r->p_host);
   lists_free(&r->subsets);
   if (r->model)
     __atomic_sub_fetch(&r->model->users, 1, __ATOMIC_RELAXED);
@@ -558,7 +559,7 @@ int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_r
   r->blur = gauss.radius[0] > 0 || gauss.radius[1] > 0 || gauss.radius[2] > 0;
   r->objective = cfg->objective != 0;
   r->sens_factor = 1.0f;
-  if ((ret = temp_proj(__func__, &r->p, r->model)) || (ret = temp_image(__func__, &r->bp, x)) ||
+  if ((ret = temp_proj(__func__, &r->p, &r->p_host, r->model)) || (ret = temp_image(__func__, &r->bp, x)) ||
       (r->blur && (ret = temp_image(__func__, &r->xb, x))))
     goto fail;
   if (r->blur)

@@ -12,12 +12,6 @@
 #include "recon_scene.h"
 
 #define SENTINEL ((void *)0x1234)
-#define EXPECT(call, status)                                                                                   \
-  do {                                                                                                         \
-    int rc_ = (call);                                                                                          \
-    ck_assert_msg(rc_ == (status), "%s returned %d (%s: %s), expected %d", #call, rc_, sproj_strerror(rc_),      \
-                  sproj_last_error(), (status));                                                               \
-  } while (0)
 
 static struct scene sc;
 static float *ybar;      /* noise-free non-TOF data of the unblurred phantom */
@@ -242,83 +236,6 @@ START_TEST(test_gauss_fwhm)
 END_TEST
 
 /* ---- reconstructions ---- */
-struct trace {
-  int n;
-  double nll[64];
-  double elapsed[64];
-};
-
-static int record(const struct sproj_recon_progress *pr, void *user)
-{
-  struct trace *t = user;
-  ck_assert_int_eq(pr->iteration, t->n + 1);
-  ck_assert_int_eq(pr->has_objective, 1);
-  if (t->n < 64) {
-    t->nll[t->n] = pr->objective;
-    t->elapsed[t->n] = pr->elapsed;
-  }
-  t->n++;
-  return 0;
-}
-
-static float *ones_image(void)
-{
-  float *x = tu_alloc(tu_nvox(&sc.g));
-  for (int64_t v = 0; v < tu_nvox(&sc.g); v++)
-    x[v] = 1.0f;
-  return x;
-}
-
-/* Sinogram reconstruction of data (non-TOF or TOF) with S interleaved subsets of views (order: NULL, or an explicit
- * list of the S = 1 subset's chunks), iters iterations; x (initialised to 1 here) holds the result; trace gets the
- * objective of each iteration when not NULL; sens (not NULL) gets subset 0's sensitivity. */
-static void run_sino(int tof, const float *fwhm, int S, const int *order, float *data, int iters, float *x,
-                     struct trace *trace, float *sens)
-{
-  sproj_lors *lors;
-  sproj_chunks *views;
-  sproj_tof *t = NULL;
-  sproj_model *model;
-  sproj_image *img;
-  sproj_proj *y;
-  sproj_recon *r;
-  for (int64_t v = 0; v < tu_nvox(&sc.g); v++)
-    x[v] = 1.0f;
-  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
-  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
-  if (tof)
-    ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
-  EXPECT(sproj_model_create(&model, lors, sc.mult, tof ? sc.add_tof : sc.add, t, fwhm), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_register(&img, x, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
-  ck_assert_int_eq(tof ? sproj_proj_register_tof(&y, data, lors, sc.tof.num_bins) : sproj_proj_register(&y, data, lors),
-                   SPROJ_OK);
-  struct sproj_recon_config cfg;
-  sproj_recon_config_init(&cfg);
-  cfg.model = model;
-  cfg.data = y;
-  cfg.chunks = views;
-  cfg.num_subsets = S;
-  int size = sc.nviews;
-  if (order) {
-    cfg.subset_chunks = order;
-    cfg.subset_sizes = &size;
-  }
-  cfg.objective = trace != NULL;
-  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
-  if (sens)
-    EXPECT(sproj_recon_sensitivity(r, 0, sens), SPROJ_OK);
-  if (trace)
-    trace->n = 0;
-  EXPECT(sproj_recon_iterate(r, iters, trace ? record : NULL, trace), SPROJ_OK);
-  EXPECT(sproj_recon_destroy(r), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(y), SPROJ_OK);
-  ck_assert_int_eq(sproj_model_destroy(model), SPROJ_OK);
-  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
-  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-}
-
 /* MLEM on noise-free data (m != 1, a > 0): the negative log-likelihood falls at every one of 40 iterations, and the
  * image approaches the phantom. Without a resolution model the relative L2 error after 40 iterations was 0.107
  * (bound 0.12); with a 6 mm resolution model (data made with it) 0.251 (bound 0.27): deconvolution converges
@@ -332,7 +249,7 @@ START_TEST(test_mlem_converges)
   float *data = tu_alloc(sc.nlors), *x = tu_alloc(nvox), *sens = tu_alloc(nvox);
   ck_assert_int_eq(scene_expected(&sc, sc.truth, blur ? fwhm : NULL, 0, data), SPROJ_OK);
   struct trace t;
-  run_sino(0, blur ? fwhm : NULL, 1, NULL, data, 40, x, &t, sens);
+  scene_run_sino(&sc, 0, blur ? fwhm : NULL, 1, NULL, data, 40, x, &t, sens);
   ck_assert_int_eq(t.n, 40);
   for (int i = 1; i < t.n; i++)
     ck_assert_msg(t.nll[i] < t.nll[i - 1], "iteration %d: NLL %.12g after %.12g", i + 1, t.nll[i], t.nll[i - 1]);
@@ -393,8 +310,8 @@ START_TEST(test_osem1_equals_mlem)
   int order[256];
   for (int v = 0; v < sc.nviews; v++)
     order[v] = sc.nviews - 1 - v;
-  run_sino(0, NULL, 1, NULL, ybar, 5, mlem, NULL, NULL);
-  run_sino(0, NULL, 1, order, ybar, 5, osem, NULL, NULL);
+  scene_run_sino(&sc, 0, NULL, 1, NULL, ybar, 5, mlem, NULL, NULL);
+  scene_run_sino(&sc, 0, NULL, 1, order, ybar, 5, osem, NULL, NULL);
   host_mlem(ybar, 5, host);
   double d1 = tu_rel_l2_ff(osem, mlem, nvox), d2 = tu_rel_l2_ff(mlem, host, nvox);
   printf("OSEM(1 subset) vs MLEM: %.2e; MLEM vs host-driven MLEM: %.2e (relative L2, 5 iterations)\n", d1, d2);
@@ -413,8 +330,8 @@ START_TEST(test_osem_subsets)
   int64_t nvox = tu_nvox(&sc.g);
   float *x = tu_alloc(nvox), *full = tu_alloc(nvox), *sum = tu_alloc(nvox), *s = tu_alloc(nvox);
   struct trace tm, to;
-  run_sino(0, NULL, 1, NULL, ybar, 2, x, &tm, full);
-  run_sino(0, NULL, 8, NULL, ybar, 2, x, &to, NULL);
+  scene_run_sino(&sc, 0, NULL, 1, NULL, ybar, 2, x, &tm, full);
+  scene_run_sino(&sc, 0, NULL, 8, NULL, ybar, 2, x, &to, NULL);
   printf("NLL after 2 iterations: MLEM %.9g, OSEM (8 subsets) %.9g\n", tm.nll[1], to.nll[1]);
   ck_assert_msg(to.nll[1] < tm.nll[1], "OSEM %.9g is not below MLEM %.9g", to.nll[1], tm.nll[1]);
 
@@ -466,10 +383,10 @@ START_TEST(test_tof_mlem)
   float *data = tu_alloc(nval), *x = tu_alloc(nvox), *xn = tu_alloc(nvox);
   ck_assert_int_eq(scene_expected(&sc, sc.truth, NULL, 1, data), SPROJ_OK);
   struct trace t;
-  run_sino(1, NULL, 1, NULL, data, 20, x, &t, NULL);
+  scene_run_sino(&sc, 1, NULL, 1, NULL, data, 20, x, &t, NULL);
   for (int i = 1; i < t.n; i++)
     ck_assert_msg(t.nll[i] < t.nll[i - 1], "iteration %d: NLL %.12g after %.12g", i + 1, t.nll[i], t.nll[i - 1]);
-  run_sino(0, NULL, 1, NULL, ybar, 20, xn, NULL, NULL);
+  scene_run_sino(&sc, 0, NULL, 1, NULL, ybar, 20, xn, NULL, NULL);
   double err = tu_rel_l2_ff(x, sc.truth, nvox), errn = tu_rel_l2_ff(xn, sc.truth, nvox);
   printf("TOF MLEM: NLL %.9g -> %.9g, relative L2 error %.4f after 20 iterations (non-TOF %.4f)\n", t.nll[0],
          t.nll[t.n - 1], err, errn);
@@ -480,65 +397,6 @@ START_TEST(test_tof_mlem)
   free(xn);
 }
 END_TEST
-
-/* Listmode reconstruction of events (one per count) with the sinogram's LORs and m as sensitivity model: S subsets
- * of interleaved per-view event chunks, and per-subset sensitivities over the same views when per_subset. */
-static void run_lm(int tof, int S, int per_subset, const float *counts, int iters, float *x, struct trace *trace)
-{
-  int nb = tof ? sc.tof.num_bins : 1;
-  float *exs, *exe, *em, *ea;
-  int16_t *eb;
-  int64_t first[256], count[256];
-  int64_t n = scene_events(&sc, counts, nb, &exs, &exe, &eb, &em, &ea, first, count);
-  sproj_lors *lors, *events;
-  sproj_chunks *views, *evchunks;
-  sproj_tof *t = NULL;
-  sproj_model *model, *sens_model;
-  sproj_image *img;
-  sproj_recon *r;
-  for (int64_t v = 0; v < tu_nvox(&sc.g); v++)
-    x[v] = 1.0f;
-  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
-  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
-  if (tof) {
-    ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
-    ck_assert_int_eq(sproj_lors_register_events(&events, exs, exe, eb, n), SPROJ_OK);
-  } else {
-    ck_assert_int_eq(sproj_lors_register(&events, exs, exe, n), SPROJ_OK);
-  }
-  ck_assert_int_eq(sproj_chunks_create_ranges(&evchunks, events, sc.nviews, first, count), SPROJ_OK);
-  EXPECT(sproj_model_create(&model, events, em, ea, t, NULL), SPROJ_OK);
-  /* the sensitivity LORs carry the sinogram background summed over TOF bins: the objective is then the sinogram's */
-  EXPECT(sproj_model_create(&sens_model, lors, sc.mult, sc.add, NULL, NULL), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_register(&img, x, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
-  struct sproj_recon_config cfg;
-  sproj_recon_config_init(&cfg);
-  cfg.model = model;
-  cfg.chunks = evchunks;
-  cfg.num_subsets = S;
-  cfg.sens_model = sens_model;
-  if (per_subset)
-    cfg.sens_chunks = views;
-  cfg.objective = trace != NULL;
-  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
-  if (trace)
-    trace->n = 0;
-  EXPECT(sproj_recon_iterate(r, iters, trace ? record : NULL, trace), SPROJ_OK);
-  EXPECT(sproj_recon_destroy(r), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
-  ck_assert_int_eq(sproj_model_destroy(model), SPROJ_OK);
-  ck_assert_int_eq(sproj_model_destroy(sens_model), SPROJ_OK);
-  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
-  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
-  ck_assert_int_eq(sproj_chunks_destroy(evchunks), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(events), SPROJ_OK);
-  free(exs);
-  free(exe);
-  free(eb);
-  free(em);
-  free(ea);
-}
 
 /* One listmode event per count of an integer sinogram: listmode MLEM equals sinogram MLEM to 1e-4 relative L2 after
  * 5 iterations (non-TOF: _i = 0, TOF: 1; measured 1.5e-6), and so do their objectives (1e-6: the same sum,
@@ -557,15 +415,15 @@ START_TEST(test_lm_equals_sino)
   for (int64_t k = 0; k < nval; k++)
     events += counts[k];
   struct trace ts, tl;
-  run_sino(tof, NULL, 1, NULL, counts, 5, xs, &ts, NULL);
-  run_lm(tof, 1, 0, counts, 5, xl, &tl);
+  scene_run_sino(&sc, tof, NULL, 1, NULL, counts, 5, xs, &ts, NULL);
+  scene_run_lm(&sc, tof, 1, 0, counts, 5, xl, &tl);
   double d = tu_rel_l2_ff(xl, xs, nvox), dn = fabs(tl.nll[4] - ts.nll[4]) / fabs(ts.nll[4]);
   printf("%s, %.0f events: listmode vs sinogram MLEM %.2e, objectives %.12g / %.12g (%.2e)\n", tof ? "TOF" : "non-TOF",
          events, d, tl.nll[4], ts.nll[4], dn);
   ck_assert_msg(d <= 1e-4, "listmode MLEM differs from sinogram MLEM by %.3g", d);
   ck_assert_msg(dn <= 1e-6, "listmode objective differs from the sinogram's by %.3g", dn);
-  run_sino(tof, NULL, 4, NULL, counts, 3, xs, NULL, NULL);
-  run_lm(tof, 4, 1, counts, 3, xl, NULL);
+  scene_run_sino(&sc, tof, NULL, 4, NULL, counts, 3, xs, NULL, NULL);
+  scene_run_lm(&sc, tof, 4, 1, counts, 3, xl, NULL);
   d = tu_rel_l2_ff(xl, xs, nvox);
   printf("%s: LM-OSEM vs sinogram OSEM (4 subsets, 3 iterations) %.2e\n", tof ? "TOF" : "non-TOF", d);
   ck_assert_msg(d <= 1e-4, "LM-OSEM differs from sinogram OSEM by %.3g", d);
@@ -585,9 +443,9 @@ START_TEST(test_asynchronous)
 {
   const float fwhm[3] = {5.0f, 5.0f, 5.0f};
   int64_t nvox = tu_nvox(&sc.g);
-  float *x = ones_image(), *xref = tu_alloc(nvox);
+  float *x = scene_ones(&sc), *xref = tu_alloc(nvox);
   struct trace t;
-  run_sino(0, fwhm, 4, NULL, ybar, 3, xref, &t, NULL);
+  scene_run_sino(&sc, 0, fwhm, 4, NULL, ybar, 3, xref, &t, NULL);
 
   sproj_lors *lors;
   sproj_chunks *views;
@@ -634,7 +492,7 @@ END_TEST
 START_TEST(test_bad_inputs)
 {
   int64_t nvox = tu_nvox(&sc.g), n = sc.nlors;
-  float *x = ones_image(), *data = scene_copy(ybar, n), *bad = scene_copy(sc.mult, n);
+  float *x = scene_ones(&sc), *data = scene_copy(ybar, n), *bad = scene_copy(sc.mult, n);
   float *tofdata = tu_alloc(n * sc.tof.num_bins);
   memset(tofdata, 0, n * sc.tof.num_bins * sizeof *tofdata);
   const float neg_fwhm[3] = {1, -1, 1}, nan_fwhm[3] = {NAN, 1, 1}, wide[3] = {1000.0f, 0, 0};

@@ -196,3 +196,131 @@ int64_t scene_events(const struct scene *s, const float *counts, int values_per_
   }
   return n;
 }
+
+/* ---- reconstructions through the library ---- */
+int scene_record(const struct sproj_recon_progress *pr, void *user)
+{
+  struct trace *t = user;
+  ck_assert_int_eq(pr->iteration, t->n + 1);
+  ck_assert_int_eq(pr->has_objective, 1);
+  if (t->n < 64) {
+    t->nll[t->n] = pr->objective;
+    t->elapsed[t->n] = pr->elapsed;
+  }
+  t->n++;
+  return 0;
+}
+
+float *scene_ones(const struct scene *s)
+{
+  float *x = tu_alloc(tu_nvox(&s->g));
+  for (int64_t v = 0; v < tu_nvox(&s->g); v++)
+    x[v] = 1.0f;
+  return x;
+}
+
+void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, const int *order, float *data, int iters,
+                    float *x, struct trace *trace, float *sens)
+{
+  sproj_lors *lors;
+  sproj_chunks *views;
+  sproj_tof *t = NULL;
+  sproj_model *model;
+  sproj_image *img;
+  sproj_proj *y;
+  sproj_recon *r;
+  for (int64_t v = 0; v < tu_nvox(&s->g); v++)
+    x[v] = 1.0f;
+  ck_assert_int_eq(sproj_lors_register(&lors, s->xs, s->xe, s->nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(s, lors, &views), SPROJ_OK);
+  if (tof)
+    ck_assert_int_eq(sproj_tof_register(&t, &s->tof, NULL, NULL, NULL), SPROJ_OK);
+  EXPECT(sproj_model_create(&model, lors, s->mult, tof ? s->add_tof : s->add, t, fwhm), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&img, x, s->g.n, s->g.vs, s->g.origin), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_proj_register_tof(&y, data, lors, s->tof.num_bins) : sproj_proj_register(&y, data, lors),
+                   SPROJ_OK);
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = model;
+  cfg.data = y;
+  cfg.chunks = views;
+  cfg.num_subsets = S;
+  int size = s->nviews;
+  if (order) {
+    cfg.subset_chunks = order;
+    cfg.subset_sizes = &size;
+  }
+  cfg.objective = trace != NULL;
+  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
+  if (sens)
+    EXPECT(sproj_recon_sensitivity(r, 0, sens), SPROJ_OK);
+  if (trace)
+    trace->n = 0;
+  EXPECT(sproj_recon_iterate(r, iters, trace ? scene_record : NULL, trace), SPROJ_OK);
+  EXPECT(sproj_recon_destroy(r), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(y), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(model), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+}
+
+void scene_run_lm(const struct scene *s, int tof, int S, int per_subset, const float *counts, int iters, float *x,
+                  struct trace *trace)
+{
+  int nb = tof ? s->tof.num_bins : 1;
+  float *exs, *exe, *em, *ea;
+  int16_t *eb;
+  int64_t first[256], count[256];
+  int64_t n = scene_events(s, counts, nb, &exs, &exe, &eb, &em, &ea, first, count);
+  sproj_lors *lors, *events;
+  sproj_chunks *views, *evchunks;
+  sproj_tof *t = NULL;
+  sproj_model *model, *sens_model;
+  sproj_image *img;
+  sproj_recon *r;
+  for (int64_t v = 0; v < tu_nvox(&s->g); v++)
+    x[v] = 1.0f;
+  ck_assert_int_eq(sproj_lors_register(&lors, s->xs, s->xe, s->nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(s, lors, &views), SPROJ_OK);
+  if (tof) {
+    ck_assert_int_eq(sproj_tof_register(&t, &s->tof, NULL, NULL, NULL), SPROJ_OK);
+    ck_assert_int_eq(sproj_lors_register_events(&events, exs, exe, eb, n), SPROJ_OK);
+  } else {
+    ck_assert_int_eq(sproj_lors_register(&events, exs, exe, n), SPROJ_OK);
+  }
+  ck_assert_int_eq(sproj_chunks_create_ranges(&evchunks, events, s->nviews, first, count), SPROJ_OK);
+  EXPECT(sproj_model_create(&model, events, em, ea, t, NULL), SPROJ_OK);
+  /* the sensitivity LORs carry the sinogram background summed over TOF bins: the objective is then the sinogram's */
+  EXPECT(sproj_model_create(&sens_model, lors, s->mult, s->add, NULL, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&img, x, s->g.n, s->g.vs, s->g.origin), SPROJ_OK);
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = model;
+  cfg.chunks = evchunks;
+  cfg.num_subsets = S;
+  cfg.sens_model = sens_model;
+  if (per_subset)
+    cfg.sens_chunks = views;
+  cfg.objective = trace != NULL;
+  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
+  if (trace)
+    trace->n = 0;
+  EXPECT(sproj_recon_iterate(r, iters, trace ? scene_record : NULL, trace), SPROJ_OK);
+  EXPECT(sproj_recon_destroy(r), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(model), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(sens_model), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(evchunks), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(events), SPROJ_OK);
+  free(exs);
+  free(exe);
+  free(eb);
+  free(em);
+  free(ea);
+}
+

@@ -40,7 +40,35 @@ int64_t scene_events(const struct scene *s, const float *counts, int values_per_
 /* The separable Gaussian blur of the library's gauss3d codelet, run on one worker kind (STARPU_CPU / STARPU_CUDA). */
 void scene_blur(const struct tu_geom *g, const float fwhm[3], const float *in, float *out, unsigned where);
 
-/* Copies of a float array. */
+/* Copies of a float array; an image of ones. */
 float *scene_copy(const float *v, int64_t n);
+float *scene_ones(const struct scene *s);
+
+/* Asserts a status, printing the library's message when it differs. */
+#define EXPECT(call, status)                                                                                   \
+  do {                                                                                                         \
+    int rc_ = (call);                                                                                          \
+    ck_assert_msg(rc_ == (status), "%s returned %d (%s: %s), expected %d", #call, rc_, sproj_strerror(rc_),      \
+                  sproj_last_error(), (status));                                                               \
+  } while (0)
+
+/* Objectives and times of the iterations of a run (scene_record is its callback). */
+struct trace {
+  int n;
+  double nll[64];
+  double elapsed[64];
+};
+int scene_record(const struct sproj_recon_progress *pr, void *user);
+
+/* Sinogram reconstruction of data (non-TOF, or TOF with tof) with S interleaved subsets of views (order: NULL, or an
+ * explicit list of the one subset's chunks), fwhm the resolution model (NULL: none), iters iterations; x (set to 1
+ * here) holds the result; trace (not NULL) gets the objective of each iteration; sens (not NULL) subset 0's
+ * sensitivity. */
+void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, const int *order, float *data, int iters,
+                    float *x, struct trace *trace, float *sens);
+/* Listmode reconstruction of one event per count with the sinogram's LORs and m as sensitivity model: S subsets of
+ * interleaved per-view event chunks, per-subset sensitivities over the same views when per_subset. */
+void scene_run_lm(const struct scene *s, int tof, int S, int per_subset, const float *counts, int iters, float *x,
+                  struct trace *trace);
 
 #endif

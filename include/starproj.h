@@ -367,7 +367,10 @@ void sproj_recon_config_init(struct sproj_recon_config *cfg);
 
 /* Sets up a reconstruction of x (the initial image, finite and >= 0, usually 1 inside the field of view; updated
  * in place) from cfg, computes and keeps the sensitivities, and checks x and the data on the host (the only time
- * they are read there). x, the models, the data and the chunkings must outlive the reconstruction.
+ * they are read there). x, the models, the data and the chunkings must outlive the reconstruction. Memory: the
+ * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
+ * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size that only
+ * the objective fills).
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
  * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
  * RANGE (S < 1 or more than the chunks, a chunk index out of range, a blur kernel wider than 2*64+1 voxels, a

@@ -373,8 +373,8 @@ void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * the objective fills).
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
  * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
- * RANGE (S < 1 or more than the chunks, a chunk index out of range, a blur kernel wider than 2*64+1 voxels, a
- * negative value in x or the data), NONFINITE (NaN / infinite in x or the data), EMPTY (a subset of 0 chunks),
+ * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, a blur kernel wider
+ * than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite in x or the data), EMPTY (a subset of 0 chunks),
  * INVALID (a sens_model on listmode events), NOMEM, STARPU. */
 int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg);
 

@@ -190,8 +190,8 @@ static int lists_make(const char *func, const char *what, const sproj_chunks *ch
   int nch = ch->num_chunks;
   if (S < 1)
     return sproj_fail(SPROJ_ERR_RANGE, func, "%d subsets: there must be at least 1", S);
-  if (!idx && S > nch)
-    return sproj_fail(SPROJ_ERR_RANGE, func, "%d subsets of %d chunks (%s) would leave subsets empty", S, nch, what);
+  if (S > nch)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "%d subsets of %d chunks (%s): at most one subset per chunk", S, nch, what);
   if (idx && !sizes)
     return sproj_fail(SPROJ_ERR_NULL, func, "%s: subset sizes are NULL", what);
   int64_t total = 0;
@@ -207,6 +207,21 @@ static int lists_make(const char *func, const char *what, const sproj_chunks *ch
   for (int64_t i = 0; idx && i < total; i++)
     if (idx[i] < 0 || idx[i] >= nch)
       return sproj_fail(SPROJ_ERR_RANGE, func, "%s: chunk %d outside 0..%d", what, idx[i], nch - 1);
+  /* a chunk twice in one subset would get the ratio of its ratio */
+  if (idx) {
+    int *seen = calloc(nch, sizeof *seen), pos = 0;
+    if (!seen)
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    for (int k = 0; k < S; k++)
+      for (int j = 0; j < sizes[k]; j++, pos++) {
+        if (seen[idx[pos]] == k + 1) {
+          free(seen);
+          return sproj_fail(SPROJ_ERR_RANGE, func, "%s: chunk %d appears twice in subset %d", what, idx[pos], k);
+        }
+        seen[idx[pos]] = k + 1;
+      }
+    free(seen);
+  }
   if (!idx)
     total = nch;
   out->num = S;

@@ -548,7 +548,10 @@ START_TEST(test_bad_inputs)
   EXPECT(sproj_recon_create(&r, img, &c), SPROJ_ERR_RANGE);
   c = cfg, c.num_subsets = 2, c.subset_chunks = list, c.subset_sizes = sizes;
   EXPECT(sproj_recon_create(&r, img, &c), SPROJ_ERR_RANGE); /* chunk 64 of 64 */
-  list[2] = 3;
+  list[1] = 0, list[2] = 3;
+  EXPECT(sproj_recon_create(&r, img, &c), SPROJ_ERR_RANGE); /* chunk 0 twice in subset 0 */
+  ck_assert_msg(strstr(sproj_last_error(), "twice") != NULL, "message '%s'", sproj_last_error());
+  list[1] = 5;
   c.subset_sizes = zero_sizes;
   EXPECT(sproj_recon_create(&r, img, &c), SPROJ_ERR_EMPTY);
   c = cfg, c.data = yo;

@@ -375,22 +375,22 @@ START_TEST(test_osem_subsets)
 }
 END_TEST
 
-/* TOF-sinogram MLEM on noise-free TOF data: NLL falls at every one of 20 iterations; relative L2 error to the
- * phantom 0.125 measured (bound 0.14), below non-TOF MLEM's after as many iterations (0.161). */
+/* TOF-sinogram MLEM on noise-free TOF data: NLL falls at every one of 8 iterations; relative L2 error to the
+ * phantom 0.212 measured (bound 0.23), below non-TOF MLEM's after as many iterations (0.261). */
 START_TEST(test_tof_mlem)
 {
   int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * sc.tof.num_bins;
   float *data = tu_alloc(nval), *x = tu_alloc(nvox), *xn = tu_alloc(nvox);
   ck_assert_int_eq(scene_expected(&sc, sc.truth, NULL, 1, data), SPROJ_OK);
   struct trace t;
-  scene_run_sino(&sc, 1, NULL, 1, NULL, data, 20, x, &t, NULL);
+  scene_run_sino(&sc, 1, NULL, 1, NULL, data, 8, x, &t, NULL);
   for (int i = 1; i < t.n; i++)
     ck_assert_msg(t.nll[i] < t.nll[i - 1], "iteration %d: NLL %.12g after %.12g", i + 1, t.nll[i], t.nll[i - 1]);
-  scene_run_sino(&sc, 0, NULL, 1, NULL, ybar, 20, xn, NULL, NULL);
+  scene_run_sino(&sc, 0, NULL, 1, NULL, ybar, 8, xn, NULL, NULL);
   double err = tu_rel_l2_ff(x, sc.truth, nvox), errn = tu_rel_l2_ff(xn, sc.truth, nvox);
-  printf("TOF MLEM: NLL %.9g -> %.9g, relative L2 error %.4f after 20 iterations (non-TOF %.4f)\n", t.nll[0],
+  printf("TOF MLEM: NLL %.9g -> %.9g, relative L2 error %.4f after 8 iterations (non-TOF %.4f)\n", t.nll[0],
          t.nll[t.n - 1], err, errn);
-  ck_assert_msg(err < 0.14, "TOF MLEM relative L2 error %.4f", err);
+  ck_assert_msg(err < 0.23, "TOF MLEM relative L2 error %.4f", err);
   ck_assert_msg(err < errn, "TOF (%.4f) no better than non-TOF (%.4f)", err, errn);
   free(data);
   free(x);

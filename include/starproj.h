@@ -341,7 +341,9 @@ int sproj_model_destroy(sproj_model *model);
  * ordered by StarPU's sequential consistency, so the image and every intermediate stay where they are computed
  * (on the GPUs) until the caller asks for them. The sensitivities s_k = G^T A^T m are computed once, at create,
  * with the non-TOF back projector (TOF weights are normalised, so this equals the sum over TOF bins where the bins
- * cover the part of each LOR inside the image) and stay resident. */
+ * cover the part of each LOR inside the image) and stay resident. Where ybar <= 0 the ratio m y / ybar is taken as
+ * 0 (the limit 0/0 = 0 for y = 0; for y > 0 such a value has an infinite likelihood term and no direction to move);
+ * voxels where s_k is 0 (no LOR of subset k reaches them) are set to 0; the image never becomes negative. */
 typedef struct sproj_recon sproj_recon;
 
 struct sproj_recon_config {

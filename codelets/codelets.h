@@ -127,6 +127,59 @@ void sproj_fixed_flush_cuda(void *buffers[], void *cl_arg);
     .name = cl_name,                                                                                                 \
   }
 
+/* ---- reconstruction codelets (em_ratio, em_update, gauss3d) ---- */
+/* cl_arg of an EM ratio task. Its buffers are, for each piece of LORs: the forward values p (overwritten with the
+ * ratio), then when present the data y, the per-LOR factor m and the background a (num_bins values per LOR for p,
+ * y and a, one for m). */
+struct sproj_ratio_arg {
+  int npieces;
+  int num_bins;
+  int has_y, has_m, has_a;
+};
+static inline int sproj_ratio_buffers_per_piece(const struct sproj_ratio_arg *arg)
+{
+  return 1 + arg->has_y + arg->has_m + arg->has_a;
+}
+/* The buffers of piece q of a ratio task, wherever the task runs. */
+struct sproj_ratio_piece {
+  float *p;
+  const float *y, *m, *a;
+  uint32_t n;
+};
+static inline struct sproj_ratio_piece sproj_ratio_piece_get(void *buffers[], const struct sproj_ratio_arg *arg, int q)
+{
+  void **b = buffers + sproj_ratio_buffers_per_piece(arg) * q;
+  struct sproj_ratio_piece pc = {0};
+  int k = 1;
+  pc.p = (float *)STARPU_VECTOR_GET_PTR(b[0]);
+  pc.n = STARPU_VECTOR_GET_NX(b[0]);
+  if (arg->has_y)
+    pc.y = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
+  if (arg->has_m)
+    pc.m = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
+  if (arg->has_a)
+    pc.a = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
+  return pc;
+}
+/* cl_arg of an EM update task (buffers: image RW, back-projected ratio R, sensitivity R). */
+struct sproj_update_arg {
+  float sens_factor;
+};
+/* Fills a blur task's argument for an image of n voxels of voxel_size: per axis a sampled Gaussian of the given FWHM
+ * (same units as voxel_size; 0: no blur) cut at 3 sigma and normalised to sum 1. Returns -1, or the first axis whose
+ * kernel would exceed SPROJ_GAUSS_MAX_RADIUS. */
+struct sproj_gauss_arg;
+int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float voxel_size[3], const float fwhm[3]);
+/* EM ratio (pieces of LORs), EM update (an image) and separable Gaussian blur (buffers: in R, out W, scratch). */
+extern struct starpu_codelet sproj_em_ratio_cl;
+extern struct starpu_codelet sproj_em_update_cl;
+extern struct starpu_codelet sproj_gauss3d_cl;
+#ifdef SPROJ_USE_CUDA
+void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
+void sproj_em_update_cuda(void *buffers[], void *cl_arg);
+void sproj_gauss3d_cuda(void *buffers[], void *cl_arg);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -353,6 +353,106 @@ int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chu
 /* ---- scanner geometry -------------------------------------------------------------------------------- */
 
 /* ---- forward model and reconstruction ---------------------------------------------------------------- */
+/* A forward model: expected counts ybar = m * (A G x) + a for the LORs of a set, where A is the non-TOF, TOF-sinogram
+ * or TOF-listmode projector, m a multiplicative factor per LOR (attenuation x normalisation; NULL: 1), a an additive
+ * background (randoms + scatter; NULL: 0) with one value per LOR, or per LOR and TOF bin ([lor][bin]) for a TOF
+ * sinogram, and G an optional image-space Gaussian resolution model (separable, zero outside the image, kernel cut
+ * at 3 sigma, normalised to sum 1; applied before forward and, as its own adjoint, after back projection). */
+typedef struct sproj_model sproj_model;
+
+/* Creates a model on the LORs of lors (a sinogram LOR set, or listmode events). tof NULL: non-TOF projector (events
+ * registered with bins are then projected without them); tof given: TOF listmode for events registered with
+ * sproj_lors_register_events, TOF sinogram otherwise. mult (one float per LOR) and add (one per LOR, or tof's
+ * num_bins per LOR for a TOF sinogram) may be NULL; they are read, never written, registered as read-only per-LOR
+ * vectors chunked like the LORs, and must stay valid until sproj_model_destroy. fwhm_mm: NULL or the FWHM of the
+ * resolution model along the three image axes, in the units of the LORs (0: no blur along that axis). The model
+ * keeps lors and tof in use (unregister them after sproj_model_destroy). Thread safety: create and destroy one
+ * model from one thread; a model may serve several reconstructions.
+ * Errors: NULL (model, lors), NOT_INIT, NONFINITE (a NaN / infinite factor, background or FWHM), RANGE (a negative
+ * factor, background or FWHM; an event bin beyond tof's bins), MISMATCH (tof's per-LOR parameters of another set),
+ * NOMEM. */
+int sproj_model_create(sproj_model **model, sproj_lors *lors, const float *mult, const float *add, const sproj_tof *tof,
+                       const float fwhm_mm[3]);
+/* Frees the model (NULL: no-op). SPROJ_ERR_BUSY while a reconstruction uses it. */
+int sproj_model_destroy(sproj_model *model);
+
+/* An ML-EM / OS-EM reconstruction: x <- x / s_k * G^T A^T (m y / ybar) over the LORs of subset k, one update per
+ * subset, S subsets per iteration (MLEM: S = 1). Sinogram data y (non-TOF or TOF) or listmode (y = 1 per event, with
+ * per-event m and a). Every step of a subset (blur, forward projection, ratio, back projection into a zeroed image,
+ * blur, update) is a StarPU task with CPU and CUDA implementations; a whole iteration is submitted at once and
+ * ordered by StarPU's sequential consistency, so the image and every intermediate stay where they are computed
+ * (on the GPUs) until the caller asks for them. The sensitivities s_k = G^T A^T m are computed once, at create,
+ * with the non-TOF back projector (TOF weights are normalised, so this equals the sum over TOF bins where the bins
+ * cover the part of each LOR inside the image) and stay resident. Where ybar <= 0 the ratio m y / ybar is taken as
+ * 0 (the limit 0/0 = 0 for y = 0; for y > 0 such a value has an infinite likelihood term and no direction to move);
+ * voxels where s_k is 0 (no LOR of subset k reaches them) are set to 0; the image never becomes negative. */
+typedef struct sproj_recon sproj_recon;
+
+struct sproj_recon_config {
+  const sproj_model *model;   /* forward model of the data (required) */
+  sproj_proj *data;           /* measured counts y on model's LOR set: one value per LOR, or [lor][bin] for a TOF
+                               * sinogram; finite and >= 0. NULL: listmode, y = 1 per LOR (event) */
+  const sproj_chunks *chunks; /* chunking of model's LOR set (required); subsets are lists of its chunks */
+  int num_subsets;            /* S >= 1, at most the number of chunks */
+  const int *subset_chunks;   /* NULL: interleaved, chunk c belongs to subset c % S (e.g. one chunk per view: subset s
+                               * = views s, s + S, ...). Else the chunk indices of subset 0, then of subset 1, ... */
+  const int *subset_sizes;    /* with subset_chunks: the number of chunks of each of the S subsets (each >= 1) */
+  const sproj_model *sens_model;   /* LORs and m the sensitivity is back-projected from (listmode: the scanner's
+                                    * sinogram LOR set with its m; required). NULL with sinogram data: model */
+  const sproj_chunks *sens_chunks; /* NULL: one sensitivity of the whole sens_model LOR set, used divided by S (with
+                                    * sinogram data and no sens_model: the data's own subsets, one each). Else a
+                                    * chunking of sens_model's LOR set: one sensitivity per subset, from the lists below */
+  const int *sens_subset_chunks;   /* with sens_chunks: as subset_chunks (NULL: interleaved) */
+  const int *sens_subset_sizes;    /* as subset_sizes */
+  int objective;                   /* 1: compute the objective after every iteration and pass it to the callback */
+};
+/* Fills cfg with zeros / NULL (num_subsets 1). */
+void sproj_recon_config_init(struct sproj_recon_config *cfg);
+
+/* Sets up a reconstruction of x (the initial image, finite and >= 0, usually 1 inside the field of view; updated
+ * in place) from cfg, computes and keeps the sensitivities, and checks x and the data on the host (the only time
+ * they are read there). x, the models, the data and the chunkings must outlive the reconstruction. Memory: the
+ * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
+ * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size that only
+ * the objective fills).
+ * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
+ * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
+ * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, a blur kernel wider
+ * than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite in x or the data), EMPTY (a subset of 0 chunks),
+ * INVALID (a sens_model on listmode events), NOMEM, STARPU. */
+int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg);
+
+/* Progress after each iteration. */
+struct sproj_recon_progress {
+  int iteration;     /* iterations done by this reconstruction so far (1, 2, ...) */
+  int num_subsets;   /* updates per iteration */
+  double elapsed;    /* seconds since this sproj_recon_iterate call began, the iteration's work finished */
+  int has_objective; /* 1 when cfg.objective asked for it */
+  double objective;  /* Poisson negative log-likelihood of x after this iteration (see sproj_recon_objective) */
+};
+/* Called after each iteration with x's current value in its host buffer (read it or save it; do not modify it).
+ * Return 0 to go on, anything else to stop after this iteration. */
+typedef int (*sproj_recon_callback)(const struct sproj_recon_progress *progress, void *user);
+
+/* Runs num_iterations iterations (continuing from the previous ones). Without a callback (and without objective) it
+ * returns once the work is submitted: x is current after sproj_image_sync. With a callback, each iteration is
+ * waited for and x brought to the host before the call. One thread per reconstruction at a time.
+ * Errors: NULL, NOT_INIT, DIMS (num_iterations < 0), STARPU, NOMEM, or what a submission returned. */
+int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_callback callback, void *user);
+
+/* Poisson negative log-likelihood of x, sum(ybar - y log ybar) in double over the LORs of the subsets (terms with
+ * y = 0 contribute ybar; y > 0 with ybar <= 0 gives +infinity). Sinogram: a forward projection of every subset,
+ * brought to the host. Listmode: sum over the events of -log(ybar) plus <s, x> + sum of sens_model's background,
+ * s the sum of the sensitivities (so the subsets' sensitivities must cover the sensitivity LORs once). Waits.
+ * Errors: NULL, NOT_INIT, STARPU, NOMEM. */
+int sproj_recon_objective(sproj_recon *recon, double *nll);
+
+/* Copies the sensitivity image subset k uses (already divided by S when one serves all) into out (as many floats
+ * as x). Waits. Errors: NULL, NOT_INIT, RANGE (k). */
+int sproj_recon_sensitivity(sproj_recon *recon, int subset, float *out);
+
+/* Waits for pending work, frees the reconstruction's data (x keeps its current value) (NULL: no-op). */
+int sproj_recon_destroy(sproj_recon *recon);
 
 /* ---- simulation and files ------------------------------------------------------------------------------- */
 /* Host-side calls: they need neither sproj_init nor StarPU, and are safe from several threads at once (each call

@@ -20,10 +20,10 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 for step in $steps; do
   case $step in
     tests)
-      for t in check_api check_fwd check_adjoint check_chunks check_tof check_cuda; do
+      for t in check_api check_fwd check_adjoint check_chunks check_tof check_cuda check_recon check_recon_cuda; do
         timeout 300 "./tests/$t" >"$out/$t.log" 2>&1
         echo "$t: exit $? $(grep -hE 'Checks:|SKIPPED' "$out/$t.log" | tr '\n' ' ')"
-        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over)' "$out/$t.log"
+        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over|blur|non-TOF|MLEM|OSEM)' "$out/$t.log"
         grep -hE ':[FE]:' "$out/$t.log" | head -5
       done ;;
     demo)

@@ -1,0 +1,40 @@
+/* em_ratio.c: CPU codelet, codelet struct and performance model of the EM ratio over pieces of LORs. */
+#include "config.h"
+#include "codelets.h"
+#include "em_ratio.h"
+
+static void em_ratio_cpu(void *buffers[], void *cl_arg)
+{
+  const struct sproj_ratio_arg *arg = cl_arg;
+  for (int q = 0; q < arg->npieces; q++) {
+    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
+    for (uint32_t i = 0; i < pc.n; i++)
+      em_ratio_lor(pc.p, pc.y, pc.m, pc.a, arg->num_bins, i);
+  }
+}
+
+/* work: the values of every piece */
+static size_t em_ratio_size(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  const struct sproj_ratio_arg *arg = task->cl_arg;
+  size_t values = 0;
+  for (int q = 0; q < arg->npieces; q++)
+    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, sproj_ratio_buffers_per_piece(arg) * q));
+  return values * (size_t)arg->num_bins;
+}
+
+static struct starpu_perfmodel em_ratio_model = {
+  .type = STARPU_NL_REGRESSION_BASED,
+  .symbol = "starproj_em_ratio",
+  .size_base = em_ratio_size,
+};
+
+struct starpu_codelet sproj_em_ratio_cl = {
+  .cpu_funcs = {em_ratio_cpu},
+  .cpu_funcs_name = {"em_ratio_cpu"},
+  SPROJ_CUDA_IMPL(sproj_em_ratio_cuda)
+  .nbuffers = STARPU_VARIABLE_NBUFFERS,
+  .model = &em_ratio_model,
+  .name = "em_ratio",
+};

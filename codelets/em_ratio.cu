@@ -1,0 +1,55 @@
+/* em_ratio.cu: CUDA kernel of the EM ratio (one thread per LOR of every piece), queued on StarPU's stream. */
+#include "config.h"
+#include "cuda_pieces.h"
+#include "em_ratio.h"
+
+/* The pieces of one ratio task: which blocks serve which piece, and each piece's buffers. */
+struct ratio_table {
+  int npieces;
+  unsigned block_start[SPROJ_MAX_PIECES + 1];
+  unsigned n[SPROJ_MAX_PIECES];
+  float *p[SPROJ_MAX_PIECES];
+  const float *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
+};
+static_assert(sizeof(struct ratio_table) + sizeof(struct sproj_ratio_arg) <= 4096,
+              "the ratio table no longer fits in the kernel parameters");
+
+__global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins)
+{
+  /* piece of this block: the last one whose first block is not after it */
+  unsigned b = blockIdx.x;
+  int lo = 0, hi = t.npieces - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (t.block_start[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  unsigned i = (b - t.block_start[lo]) * blockDim.x + threadIdx.x;
+  if (i < t.n[lo])
+    em_ratio_lor(t.p[lo], t.y[lo], t.m[lo], t.a[lo], num_bins, i);
+}
+
+extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
+{
+  const struct sproj_ratio_arg *arg = (const struct sproj_ratio_arg *)cl_arg;
+  struct ratio_table t;
+  unsigned blocks = 0;
+  t.npieces = arg->npieces;
+  for (int q = 0; q < arg->npieces; q++) {
+    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
+    t.block_start[q] = blocks;
+    t.n[q] = pc.n;
+    t.p[q] = pc.p;
+    t.y[q] = pc.y;
+    t.m[q] = pc.m;
+    t.a[q] = pc.a;
+    blocks += (pc.n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  }
+  t.block_start[arg->npieces] = blocks;
+  if (blocks == 0)
+    return;
+  em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins);
+  SPROJ_CUDA_CHECK_LAUNCH();
+}

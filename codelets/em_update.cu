@@ -1,0 +1,26 @@
+/* em_update.cu: CUDA kernel of the multiplicative EM image update, queued on StarPU's stream. */
+#include "config.h"
+#include "cuda_pieces.h"
+#include "em_update.h"
+
+__global__ static void em_update_kernel(float *__restrict__ x, const float *__restrict__ bp,
+                                        const float *__restrict__ sens, float sens_factor, uint32_t n)
+{
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    x[i] = em_update_value(x[i], bp[i], sens[i], sens_factor);
+}
+
+extern "C" void sproj_em_update_cuda(void *buffers[], void *cl_arg)
+{
+  const struct sproj_update_arg *arg = (const struct sproj_update_arg *)cl_arg;
+  uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
+  unsigned blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  if (blocks > 65535u * 16u)
+    blocks = 65535u * 16u;
+  if (blocks == 0)
+    return;
+  em_update_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+    (float *)STARPU_VECTOR_GET_PTR(buffers[0]), (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
+    (const float *)STARPU_VECTOR_GET_PTR(buffers[2]), arg->sens_factor, n);
+  SPROJ_CUDA_CHECK_LAUNCH();
+}

@@ -1,0 +1,778 @@
+/* recon.c: forward models (per-LOR factors, background, resolution blur) and ML-EM / OS-EM reconstruction submitted
+ * as StarPU task graphs on resident data. */
+#include "config.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "internal.h"
+#include "../codelets/gauss3d.h"
+
+/* ---- models ------------------------------------------------------------------------------------------- */
+struct sproj_model {
+  sproj_lors *lors;
+  const sproj_tof *tof;
+  int lm;                       /* TOF listmode: events with bins and a TOF parameter set */
+  int num_values;               /* values per LOR of the data and the background: TOF bins of a TOF sinogram, else 1 */
+  const float *mult_host, *add_host;
+  struct sproj_vec *mult, *add; /* read-only per-LOR vectors (NULL when absent) */
+  float fwhm[3];
+  int users;                    /* reconstructions using the model (atomic) */
+};
+
+/* Index of the first value that is NaN / infinite (*bad_kind 0) or negative (*bad_kind 1), or -1. */
+static int64_t first_bad_value(const float *v, int64_t n, int *bad_kind)
+{
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(v[i])) {
+      *bad_kind = 0;
+      return i;
+    }
+    if (v[i] < 0.0f) {
+      *bad_kind = 1;
+      return i;
+    }
+  }
+  return -1;
+}
+
+/* SPROJ_OK, or the status and message for a NaN / infinite or negative value in an array of counts or factors with
+ * per_elem values per element (a LOR or a voxel). */
+static int check_values(const char *func, const char *what, const char *elem, const float *v, int64_t n, int per_elem)
+{
+  int kind;
+  int64_t bad = first_bad_value(v, n, &kind);
+  if (bad < 0)
+    return SPROJ_OK;
+  if (kind == 0)
+    return sproj_fail(SPROJ_ERR_NONFINITE, func, "%s of %s %lld is not finite", what, elem, (long long)(bad / per_elem));
+  return sproj_fail(SPROJ_ERR_RANGE, func, "%s of %s %lld is %g: it must be >= 0", what, elem,
+                    (long long)(bad / per_elem), v[bad]);
+}
+
+static void model_free(sproj_model *md)
+{
+  struct sproj_vec *vecs[2] = {md->mult, md->add};
+  for (int i = 0; i < 2; i++)
+    if (vecs[i]) {
+      sproj_vec_fini(vecs[i], 0);
+      free(vecs[i]);
+    }
+  free(md);
+}
+
+int sproj_model_create(sproj_model **model, sproj_lors *lors, const float *mult, const float *add, const sproj_tof *tof,
+                       const float fwhm_mm[3])
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!model || !lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "model and lors must not be NULL");
+  int lm = tof && lors->bins;
+  if (tof && tof->lors && tof->lors != lors)
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the per-LOR TOF parameters belong to another LOR set");
+  if (lm && lors->max_bin >= tof->params.num_bins)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "an event has TOF bin %d, the TOF parameters have %d bins", lors->max_bin,
+                      tof->params.num_bins);
+  int num_values = tof && !lm ? tof->params.num_bins : 1;
+  if (fwhm_mm)
+    for (int k = 0; k < 3; k++) {
+      if (!isfinite(fwhm_mm[k]))
+        return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "fwhm_mm[%d] is not finite", k);
+      if (fwhm_mm[k] < 0.0f)
+        return SPROJ_FAIL(SPROJ_ERR_RANGE, "fwhm_mm[%d] = %g must be >= 0", k, fwhm_mm[k]);
+    }
+  if (mult && (ret = check_values(__func__, "the factor", "LOR", mult, lors->num_lors, 1)))
+    return ret;
+  if (add && (ret = check_values(__func__, "the background", "LOR", add, lors->num_lors * num_values, num_values)))
+    return ret;
+
+  sproj_model *md = calloc(1, sizeof *md);
+  if (!md)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  md->lors = lors;
+  md->tof = tof;
+  md->lm = lm;
+  md->num_values = num_values;
+  md->mult_host = mult;
+  md->add_host = add;
+  for (int k = 0; k < 3; k++)
+    md->fwhm[k] = fwhm_mm ? fwhm_mm[k] : 0.0f;
+  if ((mult && sproj_vec_register_ro(&md->mult, lors, mult, sizeof(float), 0)) ||
+      (add && sproj_vec_register_ro(&md->add, lors, add, (size_t)num_values * sizeof(float), 0))) {
+    model_free(md);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
+  sproj_count_object(1);
+  *model = md;
+  return SPROJ_OK;
+}
+
+int sproj_model_destroy(sproj_model *model)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!model)
+    return SPROJ_OK;
+  int users = __atomic_load_n(&model->users, __ATOMIC_RELAXED);
+  if (users > 0)
+    return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d reconstructions still use the model", users);
+  model_free(model);
+  sproj_count_object(-1);
+  return SPROJ_OK;
+}
+
+/* Forward (back = 0) or back projection of a list of chunks with the model's projector. */
+static int model_project(const sproj_model *md, int back, sproj_image *img, sproj_proj *p, const sproj_chunks *ch,
+                         const int *list, int num)
+{
+  int ret;
+  if (!md->tof)
+    ret = back ? sproj_back_chunks(img, p, ch, list, num) : sproj_fwd_chunks(img, p, ch, list, num);
+  else if (md->lm)
+    ret = back ? sproj_back_tof_lm_chunks(img, p, ch, list, num, md->tof)
+               : sproj_fwd_tof_lm_chunks(img, p, ch, list, num, md->tof);
+  else
+    ret = back ? sproj_back_tof_sino_chunks(img, p, ch, list, num, md->tof)
+               : sproj_fwd_tof_sino_chunks(img, p, ch, list, num, md->tof);
+  /* inside a caller's batch the projection would only be collected: our own tasks must come after it */
+  return ret ? ret : sproj_flush_pending();
+}
+
+/* ---- reconstructions ------------------------------------------------------------------------------------ */
+/* Lists of chunks: list k is idx[start[k] .. start[k+1]). */
+struct chunk_lists {
+  int num;
+  int *start, *idx;
+};
+
+struct sproj_recon {
+  sproj_image *x;
+  sproj_model *model, *sens_model;
+  sproj_proj *data;              /* NULL: listmode (y = 1) */
+  const sproj_chunks *chunks;
+  struct chunk_lists subsets;
+  sproj_proj *p;                 /* forward values, then ratios: stay where the tasks run */
+  float *p_host;                 /* p's host buffer */
+  sproj_image *xb, *bp;          /* blurred image (later the blurred back projection), back projection */
+  starpu_data_handle_t scratch;  /* the blur's intermediate */
+  int blur;
+  struct sproj_gauss_arg gauss;
+  int num_sens;
+  sproj_image **sens;            /* one per subset, or one for all */
+  float sens_factor;             /* 1, or 1/S when one sensitivity serves S subsets */
+  double sens_background;        /* sum of the sensitivity model's background (listmode objective) */
+  int iterations;
+  int objective;
+};
+
+void sproj_recon_config_init(struct sproj_recon_config *cfg)
+{
+  if (!cfg)
+    return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->num_subsets = 1;
+}
+
+static void lists_free(struct chunk_lists *l)
+{
+  free(l->start);
+  free(l->idx);
+  l->start = l->idx = NULL;
+}
+
+/* Validates and copies S lists of chunks of ch (idx NULL: interleaved, chunk c in list c % S). */
+static int lists_make(const char *func, const char *what, const sproj_chunks *ch, int S, const int *idx,
+                      const int *sizes, struct chunk_lists *out)
+{
+  int nch = ch->num_chunks;
+  if (S < 1)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "%d subsets: there must be at least 1", S);
+  if (S > nch)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "%d subsets of %d chunks (%s): at most one subset per chunk", S, nch, what);
+  if (idx && !sizes)
+    return sproj_fail(SPROJ_ERR_NULL, func, "%s: subset sizes are NULL", what);
+  int64_t total = 0;
+  for (int k = 0; idx && k < S; k++) {
+    if (sizes[k] == 0)
+      return sproj_fail(SPROJ_ERR_EMPTY, func, "%s: subset %d has no chunk", what, k);
+    if (sizes[k] < 0)
+      return sproj_fail(SPROJ_ERR_DIMS, func, "%s: subset %d has %d chunks", what, k, sizes[k]);
+    total += sizes[k];
+    if (total > INT32_MAX / 2)
+      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "%s: too many chunks", what);
+  }
+  for (int64_t i = 0; idx && i < total; i++)
+    if (idx[i] < 0 || idx[i] >= nch)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "%s: chunk %d outside 0..%d", what, idx[i], nch - 1);
+  /* a chunk twice in one subset would get the ratio of its ratio */
+  if (idx) {
+    int *seen = calloc(nch, sizeof *seen), pos = 0;
+    if (!seen)
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    for (int k = 0; k < S; k++)
+      for (int j = 0; j < sizes[k]; j++, pos++) {
+        if (seen[idx[pos]] == k + 1) {
+          free(seen);
+          return sproj_fail(SPROJ_ERR_RANGE, func, "%s: chunk %d appears twice in subset %d", what, idx[pos], k);
+        }
+        seen[idx[pos]] = k + 1;
+      }
+    free(seen);
+  }
+  if (!idx)
+    total = nch;
+  out->num = S;
+  out->start = malloc((S + 1) * sizeof *out->start);
+  out->idx = malloc(total * sizeof *out->idx);
+  if (!out->start || !out->idx) {
+    lists_free(out);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  int pos = 0;
+  for (int k = 0; k < S; k++) {
+    out->start[k] = pos;
+    if (idx) {
+      memcpy(out->idx + pos, idx + pos, sizes[k] * sizeof *idx);
+      pos += sizes[k];
+    } else {
+      for (int c = k; c < nch; c += S)
+        out->idx[pos++] = c;
+    }
+  }
+  out->start[S] = pos;
+  return SPROJ_OK;
+}
+
+/* An image like x that lives only where tasks put it (no host buffer until one is asked for). */
+static int temp_image(const char *func, sproj_image **out, const sproj_image *like)
+{
+  const struct sproj_geom *g = &like->geom;
+  uint32_t nvox = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, -1, 0, nvox, sizeof(float));
+  int ret = sproj_image_register_handle(out, h, g->n, g->voxel_size, g->origin);
+  if (ret) {
+    starpu_data_unregister_no_coherency(h);
+    return sproj_fail(ret, func, "could not set up an image: %s", sproj_last_error());
+  }
+  return SPROJ_OK;
+}
+
+/* Drops an image of temp_image after the tasks using it, without bringing it home. */
+static void temp_image_free(sproj_image *img)
+{
+  if (!img)
+    return;
+  starpu_data_unregister_no_coherency(img->handle);
+  sproj_count_object(-1);
+  free(img);
+}
+
+/* A projection vector of the model's shape. It has a host buffer (values_out, to free after unregistering) only so
+ * that StarPU can gather its pieces there when the objective asks for it; the tasks never need it. */
+static int temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md)
+{
+  size_t nval = (size_t)md->lors->num_lors * (size_t)md->num_values;
+  float *values = malloc(nval * sizeof *values);
+  if (!values)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  int ret = md->num_values > 1 ? sproj_proj_register_tof(out, values, md->lors, md->num_values)
+                               : sproj_proj_register(out, values, md->lors);
+  if (ret) {
+    free(values);
+    return ret;
+  }
+  *values_out = values;
+  return SPROJ_OK;
+}
+
+/* ---- task submission ---- */
+static int insert_status(int starpu_ret)
+{
+  return starpu_ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
+}
+
+static int submit_zero(starpu_data_handle_t h)
+{
+  return insert_status(starpu_task_insert(&sproj_image_zero_cl, STARPU_W, h, STARPU_EXECUTE_WHERE,
+                                          (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+}
+
+static int submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_handle_t out)
+{
+  struct sproj_gauss_arg *arg = malloc(sizeof *arg);
+  if (!arg)
+    return SPROJ_ERR_NOMEM;
+  *arg = r->gauss;
+  return insert_status(starpu_task_insert(&sproj_gauss3d_cl, STARPU_R, in, STARPU_W, out, STARPU_SCRATCH, r->scratch,
+                                          STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
+                                          (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+}
+
+static int submit_update(sproj_recon *r, starpu_data_handle_t corr, starpu_data_handle_t sens)
+{
+  struct sproj_update_arg *arg = malloc(sizeof *arg);
+  if (!arg)
+    return SPROJ_ERR_NOMEM;
+  arg->sens_factor = r->sens_factor;
+  return insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, r->x->handle, STARPU_R, corr, STARPU_R, sens,
+                                          STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
+                                          (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+}
+
+#define RATIO_MAX_BUFFERS 4
+
+/* Ratio tasks over the pieces of one list of chunks, grouped as projection tasks are. */
+static int submit_ratio(sproj_recon *r, const int *list, int num)
+{
+  const sproj_chunks *ch = r->chunks;
+  const sproj_model *md = r->model;
+  starpu_data_handle_t *pc, *yc = NULL, *mc = NULL, *ac = NULL;
+  if ((md->mult && sproj_vec_children(md->mult, ch, &mc)) || (md->add && sproj_vec_children(md->add, ch, &ac)))
+    return SPROJ_ERR_NOMEM;
+  struct starpu_data_descr *descr = malloc(RATIO_MAX_BUFFERS * SPROJ_MAX_PIECES * sizeof *descr);
+  if (!descr)
+    return SPROJ_ERR_NOMEM;
+  int64_t total = 0;
+  for (int i = 0; i < num; i++)
+    total += ch->count[list[i]];
+  int64_t target = sproj_task_target(total);
+  struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, md->add != NULL};
+  int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK;
+  int64_t lors = 0;
+
+  /* the partitions of written vectors change with the chunking in use: hold their locks (p before the data) */
+  pthread_mutex_lock(&r->p->vec.lock);
+  if (r->data)
+    pthread_mutex_lock(&r->data->vec.lock);
+  if (sproj_vec_children_locked(&r->p->vec, ch, &pc) || (r->data && sproj_vec_children_locked(&r->data->vec, ch, &yc)))
+    ret = SPROJ_ERR_NOMEM;
+  for (int i = 0; i < num && !ret; i++) {
+    for (int q = ch->piece_start[list[i]]; q < ch->piece_start[list[i] + 1] && !ret; q++) {
+      int last = i == num - 1 && q == ch->piece_start[list[i] + 1] - 1;
+      struct starpu_data_descr *d = descr + bpp * arg.npieces;
+      int k = 0;
+      d[k++] = (struct starpu_data_descr){.handle = pc[q], .mode = STARPU_RW};
+      if (yc)
+        d[k++] = (struct starpu_data_descr){.handle = yc[q], .mode = STARPU_R};
+      if (mc)
+        d[k++] = (struct starpu_data_descr){.handle = mc[q], .mode = STARPU_R};
+      if (ac)
+        d[k++] = (struct starpu_data_descr){.handle = ac[q], .mode = STARPU_R};
+      arg.npieces++;
+      lors += ch->piece_len[q];
+      if (last || arg.npieces == SPROJ_MAX_PIECES || lors >= target) {
+        struct sproj_ratio_arg *a = malloc(sizeof *a);
+        if (!a) {
+          ret = SPROJ_ERR_NOMEM;
+          break;
+        }
+        *a = arg;
+        ret = insert_status(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_DATA_MODE_ARRAY,
+                                               descr, bpp * arg.npieces, STARPU_EXECUTE_WHERE,
+                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+        arg.npieces = 0;
+        lors = 0;
+      }
+    }
+  }
+  if (r->data)
+    pthread_mutex_unlock(&r->data->vec.lock);
+  pthread_mutex_unlock(&r->p->vec.lock);
+  free(descr);
+  return ret;
+}
+
+/* The blurred image to project: x itself without a resolution model. */
+static int submit_blurred_x(sproj_recon *r, sproj_image **src)
+{
+  *src = r->x;
+  if (!r->blur)
+    return SPROJ_OK;
+  *src = r->xb;
+  return submit_gauss(r, r->x->handle, r->xb->handle);
+}
+
+/* One OS-EM update: blur, forward, ratio, zero, back, blur, update, all as tasks. */
+static int submit_subset(sproj_recon *r, int k)
+{
+  const int *list = r->subsets.idx + r->subsets.start[k];
+  int num = r->subsets.start[k + 1] - r->subsets.start[k], ret;
+  sproj_image *src, *corr = r->bp;
+  if ((ret = submit_blurred_x(r, &src)) || (ret = model_project(r->model, 0, src, r->p, r->chunks, list, num)) ||
+      (ret = submit_ratio(r, list, num)) || (ret = submit_zero(r->bp->handle)) ||
+      (ret = model_project(r->model, 1, r->bp, r->p, r->chunks, list, num)))
+    return ret;
+  if (r->blur) {
+    corr = r->xb;
+    if ((ret = submit_gauss(r, r->bp->handle, r->xb->handle)))
+      return ret;
+  }
+  return submit_update(r, corr->handle, r->sens[r->num_sens == 1 ? 0 : k]->handle);
+}
+
+/* ---- creation ---- */
+/* Checks a registered vector's values on the host (waits for it and gathers it there). */
+static int check_handle_values(const char *func, const char *what, const char *elem, starpu_data_handle_t h, int64_t n,
+                               int per_elem)
+{
+  if (starpu_data_acquire(h, STARPU_R) != 0)
+    return sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
+  int ret = check_values(func, what, elem, (const float *)starpu_vector_get_local_ptr(h), n, per_elem);
+  starpu_data_release(h);
+  return ret;
+}
+
+/* Sensitivities G^T A^T m (non-TOF A) over lists of chunks of the sensitivity model (lists NULL: one of the whole
+ * set), each into its own resident image. */
+static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chunks *ch, const struct chunk_lists *l)
+{
+  const sproj_model *sm = r->sens_model;
+  int64_t n = sm->lors->num_lors;
+  int num = l ? l->num : 1, ret = SPROJ_OK;
+  r->sens = calloc(num, sizeof *r->sens);
+  float *m = malloc(n * sizeof *m);
+  if (!r->sens || !m) {
+    free(m);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  for (int64_t i = 0; i < n; i++)
+    m[i] = sm->mult_host ? sm->mult_host[i] : 1.0f;
+  sproj_proj *pm;
+  if ((ret = sproj_proj_register(&pm, m, sm->lors))) {
+    free(m);
+    return ret;
+  }
+  r->num_sens = num;
+  for (int k = 0; k < num && !ret; k++) {
+    if ((ret = temp_image(func, &r->sens[k], r->x)))
+      break;
+    sproj_image *into = r->blur ? r->bp : r->sens[k];
+    const int *list = l ? l->idx + l->start[k] : NULL;
+    int len = l ? l->start[k + 1] - l->start[k] : 0;
+    if ((ret = submit_zero(into->handle)))
+      break;
+    ret = l ? sproj_back_chunks(into, pm, ch, list, len) : sproj_back(into, pm, NULL, SPROJ_ALL_CHUNKS);
+    if (!ret)
+      ret = sproj_flush_pending();
+    if (!ret && r->blur)
+      ret = submit_gauss(r, r->bp->handle, r->sens[k]->handle);
+  }
+  sproj_proj_unregister(pm); /* waits for the back projections reading it */
+  free(m);
+  if (ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM)
+    return sproj_fail(ret, func, "could not submit the sensitivity computation");
+  return ret;
+}
+
+static void recon_free(sproj_recon *r)
+{
+  for (int k = 0; k < r->num_sens; k++)
+    temp_image_free(r->sens[k]);
+  free(r->sens);
+  temp_image_free(r->xb);
+  temp_image_free(r->bp);
+  if (r->scratch)
+    starpu_data_unregister_no_coherency(r->scratch);
+  if (r->p)
+    sproj_proj_unregister(r->p);
+  free(r->p_host);
+  lists_free(&r->subsets);
+  if (r->model)
+    __atomic_sub_fetch(&r->model->users, 1, __ATOMIC_RELAXED);
+  if (r->sens_model)
+    __atomic_sub_fetch(&r->sens_model->users, 1, __ATOMIC_RELAXED);
+  free(r);
+}
+
+/* Checks everything that can be checked before anything is registered. */
+static int check_config(const char *func, sproj_image *x, const struct sproj_recon_config *c)
+{
+  if (!x || !c)
+    return sproj_fail(SPROJ_ERR_NULL, func, "recon, x and cfg must not be NULL");
+  if (!c->model || !c->chunks)
+    return sproj_fail(SPROJ_ERR_NULL, func, "cfg->model and cfg->chunks must not be NULL");
+  const sproj_model *md = c->model;
+  if (c->chunks->lors != md->lors)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the chunking belongs to another LOR set than the model");
+  if (c->data) {
+    if (c->data->vec.lors != md->lors)
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "the data belong to another LOR set than the model");
+    if (c->data->num_bins != md->num_values)
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "the data hold %d values per LOR, the model %d", c->data->num_bins,
+                        md->num_values);
+  } else if (!c->sens_model) {
+    return sproj_fail(SPROJ_ERR_NULL, func, "listmode (no data) needs cfg->sens_model for the sensitivity");
+  }
+  const sproj_model *sm = c->sens_model ? c->sens_model : md;
+  if (c->sens_model && c->sens_model->lors->bins && c->sens_model->tof)
+    return sproj_fail(SPROJ_ERR_INVALID, func, "the sensitivity model is a listmode model: it needs the scanner's LORs");
+  if (c->sens_chunks && c->sens_chunks->lors != sm->lors)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the sensitivity chunking belongs to another LOR set");
+  if (!c->sens_chunks && (c->sens_subset_chunks || c->sens_subset_sizes))
+    return sproj_fail(SPROJ_ERR_NULL, func, "sensitivity subsets need cfg->sens_chunks");
+  return SPROJ_OK;
+}
+
+int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!recon)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "recon, x and cfg must not be NULL");
+  if ((ret = check_config(__func__, x, cfg)))
+    return ret;
+  struct sproj_gauss_arg gauss;
+  int bad_axis = sproj_gauss_arg_init(&gauss, x->geom.n, x->geom.voxel_size, cfg->model->fwhm);
+  if (bad_axis >= 0)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "a FWHM of %g along axis %d spans more than %d voxels each side at 3 sigma",
+                      cfg->model->fwhm[bad_axis], bad_axis, SPROJ_GAUSS_MAX_RADIUS);
+  struct chunk_lists subsets = {0}, sens_lists = {0};
+  const sproj_chunks *sens_chunks = cfg->sens_chunks;
+  if ((ret = lists_make(__func__, "subsets", cfg->chunks, cfg->num_subsets, cfg->subset_chunks, cfg->subset_sizes,
+                        &subsets)))
+    return ret;
+  if (sens_chunks && (ret = lists_make(__func__, "sensitivity subsets", sens_chunks, cfg->num_subsets,
+                                       cfg->sens_subset_chunks, cfg->sens_subset_sizes, &sens_lists))) {
+    lists_free(&subsets);
+    return ret;
+  }
+  /* the values, on the host, once */
+  const struct sproj_geom *g = &x->geom;
+  int64_t nvox = (int64_t)g->n[0] * g->n[1] * g->n[2];
+  if ((ret = check_handle_values(__func__, "the initial image", "voxel", x->handle, nvox, 1)) == SPROJ_OK && cfg->data) {
+    pthread_mutex_lock(&cfg->data->vec.lock);
+    ret = check_handle_values(__func__, "the data", "LOR", cfg->data->vec.handle,
+                              cfg->data->vec.lors->num_lors * cfg->data->num_bins, cfg->data->num_bins);
+    pthread_mutex_unlock(&cfg->data->vec.lock);
+  }
+  if (ret) {
+    lists_free(&subsets);
+    lists_free(&sens_lists);
+    return ret;
+  }
+
+  sproj_recon *r = calloc(1, sizeof *r);
+  if (!r) {
+    lists_free(&subsets);
+    lists_free(&sens_lists);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
+  r->x = x;
+  r->model = (sproj_model *)cfg->model;
+  r->sens_model = (sproj_model *)(cfg->sens_model ? cfg->sens_model : cfg->model);
+  __atomic_add_fetch(&r->model->users, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&r->sens_model->users, 1, __ATOMIC_RELAXED);
+  r->data = cfg->data;
+  r->chunks = cfg->chunks;
+  r->subsets = subsets;
+  r->gauss = gauss;
+  r->blur = gauss.radius[0] > 0 || gauss.radius[1] > 0 || gauss.radius[2] > 0;
+  r->objective = cfg->objective != 0;
+  r->sens_factor = 1.0f;
+  if ((ret = temp_proj(__func__, &r->p, &r->p_host, r->model)) || (ret = temp_image(__func__, &r->bp, x)) ||
+      (r->blur && (ret = temp_image(__func__, &r->xb, x))))
+    goto fail;
+  if (r->blur)
+    starpu_vector_data_register(&r->scratch, -1, 0, (uint32_t)nvox, sizeof(float));
+
+  if (sens_chunks) {
+    ret = make_sensitivities(__func__, r, sens_chunks, &sens_lists);
+  } else if (!cfg->sens_model && cfg->data) {
+    ret = make_sensitivities(__func__, r, r->chunks, &r->subsets); /* sinogram: each subset's own */
+  } else {
+    ret = make_sensitivities(__func__, r, NULL, NULL);
+    r->sens_factor = 1.0f / (float)cfg->num_subsets;
+  }
+  if (ret)
+    goto fail;
+  if (r->sens_model->add_host) {
+    const float *a = r->sens_model->add_host;
+    for (int64_t i = 0; i < r->sens_model->lors->num_lors * r->sens_model->num_values; i++)
+      r->sens_background += a[i];
+  }
+  lists_free(&sens_lists);
+  *recon = r;
+  return SPROJ_OK;
+fail:
+  lists_free(&sens_lists);
+  recon_free(r);
+  return ret;
+}
+
+int sproj_recon_destroy(sproj_recon *recon)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!recon)
+    return SPROJ_OK;
+  recon_free(recon);
+  return SPROJ_OK;
+}
+
+/* ---- iterations and objective ---- */
+static double seconds_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Poisson term of one value: ybar - y log ybar (+infinity for y > 0 and ybar <= 0). */
+static double nll_term(double y, double ybar)
+{
+  if (y > 0.0)
+    return ybar > 0.0 ? ybar - y * log(ybar) : INFINITY;
+  return ybar;
+}
+
+/* Sum over the LORs of the subsets of the terms of the expected values in p (on the host). */
+static double nll_of_lors(const sproj_recon *r, const float *p, const float *y)
+{
+  const sproj_model *md = r->model;
+  const int nv = md->num_values;
+  double sum = 0.0;
+  for (int j = 0; j < r->subsets.start[r->subsets.num]; j++) {
+    int c = r->subsets.idx[j];
+    for (int64_t i = r->chunks->first[c]; i < r->chunks->first[c] + r->chunks->count[c]; i++) {
+      double m = md->mult_host ? md->mult_host[i] : 1.0;
+      for (int b = 0; b < nv; b++) {
+        size_t k = (size_t)i * nv + b;
+        double ybar = m * p[k] + (md->add_host ? md->add_host[k] : 0.0);
+        if (y)
+          sum += nll_term(y[k], ybar);
+        else
+          sum += ybar > 0.0 ? -log(ybar) : INFINITY; /* an event: y = 1, its ybar counted by <s, x> */
+      }
+    }
+  }
+  return sum;
+}
+
+/* <sum of the sensitivities, x> on the host: the expected total of the sensitivity LORs, less their background. */
+static int sens_dot_x(const char *func, sproj_recon *r, double *dot)
+{
+  const struct sproj_geom *g = &r->x->geom;
+  size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
+  if (starpu_data_acquire(r->x->handle, STARPU_R) != 0)
+    return sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
+  const float *x = (const float *)starpu_vector_get_local_ptr(r->x->handle);
+  double sum = 0.0;
+  int ret = SPROJ_OK;
+  for (int k = 0; k < r->num_sens && !ret; k++) {
+    if (starpu_data_acquire(r->sens[k]->handle, STARPU_R) != 0) {
+      ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
+      break;
+    }
+    const float *s = (const float *)starpu_vector_get_local_ptr(r->sens[k]->handle);
+    for (size_t v = 0; v < nvox; v++)
+      sum += (double)s[v] * x[v];
+    starpu_data_release(r->sens[k]->handle);
+  }
+  starpu_data_release(r->x->handle);
+  *dot = sum;
+  return ret;
+}
+
+static int objective(const char *func, sproj_recon *r, double *nll)
+{
+  sproj_image *src;
+  int ret;
+  if ((ret = submit_blurred_x(r, &src)) ||
+      (ret = model_project(r->model, 0, src, r->p, r->chunks, r->subsets.idx, r->subsets.start[r->subsets.num])))
+    return ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM ? sproj_fail(ret, func, "could not submit") : ret;
+  double sum = 0.0;
+  pthread_mutex_lock(&r->p->vec.lock);
+  if (r->data)
+    pthread_mutex_lock(&r->data->vec.lock);
+  /* the whole vectors: StarPU gathers the pieces on the host */
+  if (starpu_data_acquire(r->p->vec.handle, STARPU_R) != 0) {
+    ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
+  } else {
+    if (r->data && starpu_data_acquire(r->data->vec.handle, STARPU_R) != 0) {
+      ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
+    } else {
+      const float *y = r->data ? (const float *)starpu_vector_get_local_ptr(r->data->vec.handle) : NULL;
+      sum = nll_of_lors(r, (const float *)starpu_vector_get_local_ptr(r->p->vec.handle), y);
+      if (r->data)
+        starpu_data_release(r->data->vec.handle);
+    }
+    starpu_data_release(r->p->vec.handle);
+  }
+  if (r->data)
+    pthread_mutex_unlock(&r->data->vec.lock);
+  pthread_mutex_unlock(&r->p->vec.lock);
+  if (!ret && !r->data) {
+    double dot = 0.0;
+    if (!(ret = sens_dot_x(func, r, &dot)))
+      sum += dot + r->sens_background;
+  }
+  if (!ret)
+    *nll = sum;
+  return ret;
+}
+
+int sproj_recon_objective(sproj_recon *recon, double *nll)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!recon || !nll)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "recon and nll must not be NULL");
+  return objective(__func__, recon, nll);
+}
+
+int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_callback callback, void *user)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!recon)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "recon is NULL");
+  if (num_iterations < 0)
+    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_iterations = %d is negative", num_iterations);
+  double t0 = seconds_now();
+  for (int it = 0; it < num_iterations; it++) {
+    for (int k = 0; k < recon->subsets.num; k++)
+      if ((ret = submit_subset(recon, k)))
+        return ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM ? SPROJ_FAIL(ret, "could not submit subset %d", k)
+                                                                 : ret;
+    recon->iterations++;
+    if (!callback)
+      continue;
+    struct sproj_recon_progress pr = {recon->iterations, recon->subsets.num, 0.0, recon->objective, 0.0};
+    if (recon->objective && (ret = objective(__func__, recon, &pr.objective)))
+      return ret;
+    if ((ret = sproj_image_sync(recon->x, SPROJ_SYNC_READ)))
+      return ret;
+    pr.elapsed = seconds_now() - t0;
+    if (callback(&pr, user))
+      break;
+  }
+  return SPROJ_OK;
+}
+
+int sproj_recon_sensitivity(sproj_recon *recon, int subset, float *out)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!recon || !out)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "recon and out must not be NULL");
+  if (subset < 0 || subset >= recon->subsets.num)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "subset %d outside 0..%d", subset, recon->subsets.num - 1);
+  starpu_data_handle_t h = recon->sens[recon->num_sens == 1 ? 0 : subset]->handle;
+  if (starpu_data_acquire(h, STARPU_R) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+  const float *s = (const float *)starpu_vector_get_local_ptr(h);
+  uint32_t n = starpu_vector_get_nx(h);
+  for (uint32_t v = 0; v < n; v++)
+    out[v] = s[v] * recon->sens_factor;
+  starpu_data_release(h);
+  return SPROJ_OK;
+}

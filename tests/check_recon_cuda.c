@@ -1,0 +1,169 @@
+/* check_recon_cuda.c: reconstructions on the GPU agree with the CPU ones, and between subsets nothing crosses the bus.
+ * Exits 77 (Automake: SKIP) when StarPU drives no GPU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <starpu.h>
+#include "recon_scene.h"
+
+static struct scene sc;
+
+/* The blur codelet on the GPU against the CPU: the same float operations in the same order (no FMA contraction on
+ * either side), so within 1e-6 of the largest value. */
+START_TEST(test_blur_cpu_vs_cuda)
+{
+  const float fwhm[3] = {7.0f, 5.0f, 9.0f};
+  int64_t n = tu_nvox(&sc.g);
+  float *in = tu_alloc(n), *cpu = tu_alloc(n), *gpu = tu_alloc(n);
+  tu_fill_uniform(in, n, 0.0f, 1.0f);
+  scene_blur(&sc.g, fwhm, in, cpu, STARPU_CPU);
+  scene_blur(&sc.g, fwhm, in, gpu, STARPU_CUDA);
+  double maxdiff = 0.0, maxv = tu_max_abs(cpu, n);
+  for (int64_t i = 0; i < n; i++)
+    maxdiff = fmax(maxdiff, fabs((double)cpu[i] - gpu[i]));
+  printf("blur CPU vs CUDA: max difference %.3g (max value %.3g)\n", maxdiff, maxv);
+  ck_assert_msg(maxdiff <= 1e-6 * maxv, "blur differs by %.3g", maxdiff);
+  free(in);
+  free(cpu);
+  free(gpu);
+}
+END_TEST
+
+/* 5 iterations on CPU workers only and on the GPUs only agree to 1e-4 relative L2: non-TOF OSEM (4 subsets) with a
+ * resolution model (_i = 0), TOF-sinogram MLEM (1), TOF LM-OSEM with per-subset sensitivities (2). The projections
+ * agree to 1e-5 per value; back projections differ in the order atomics add up. */
+START_TEST(test_recon_cpu_vs_cuda)
+{
+  const float fwhm[3] = {5.0f, 5.0f, 5.0f};
+  static const char *const name[3] = {"non-TOF OSEM with resolution model", "TOF-sinogram MLEM", "TOF LM-OSEM"};
+  int tof = _i > 0, nb = tof ? sc.tof.num_bins : 1;
+  int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * nb;
+  float *ybar = tu_alloc(nval), *counts = tu_alloc(nval), *cpu = tu_alloc(nvox), *gpu = tu_alloc(nvox);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CPU), SPROJ_OK);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, _i == 0 ? fwhm : NULL, tof, ybar), SPROJ_OK);
+  tu_seed(31);
+  scene_counts(ybar, nval, counts);
+  for (int dev = 0; dev < 2; dev++) {
+    float *x = dev ? gpu : cpu;
+    ck_assert_int_eq(sproj_set_devices(dev ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU), SPROJ_OK);
+    if (_i == 0)
+      scene_run_sino(&sc, 0, fwhm, 4, NULL, counts, 5, x, NULL, NULL);
+    else if (_i == 1)
+      scene_run_sino(&sc, 1, NULL, 1, NULL, counts, 5, x, NULL, NULL);
+    else
+      scene_run_lm(&sc, 1, 4, 1, counts, 5, x, NULL);
+  }
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  double d = tu_rel_l2_ff(gpu, cpu, nvox);
+  printf("%s, 5 iterations: CPU vs CUDA relative L2 %.2e\n", name[_i], d);
+  ck_assert_msg(d <= 1e-4, "%s: CPU and CUDA differ by %.3g", name[_i], d);
+  free(ybar);
+  free(counts);
+  free(cpu);
+  free(gpu);
+}
+END_TEST
+
+/* bytes moved between main memory and every GPU, both ways, since the last call (reading resets the counters) */
+static long long bus_bytes(void)
+{
+  long long total = 0;
+  for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+    if (starpu_worker_get_type(w) != STARPU_CUDA_WORKER)
+      continue;
+    unsigned node = starpu_worker_get_memory_node(w);
+    int buses[2] = {starpu_bus_get_id(STARPU_MAIN_RAM, node), starpu_bus_get_id(node, STARPU_MAIN_RAM)};
+    for (int b = 0; b < 2; b++) {
+      struct starpu_profiling_bus_info info;
+      if (buses[b] >= 0 && starpu_bus_get_profiling_info(buses[b], &info) == 0)
+        total += info.transferred_bytes;
+    }
+  }
+  return total;
+}
+
+/* After a first iteration (which brings the LORs, data, factors and image to the GPUs), three more OS-EM iterations
+ * with a resolution model (4 subsets, 7 tasks and more each) move no byte between main memory and the GPUs; syncing
+ * the image then moves at least its size: the counter counts. */
+START_TEST(test_recon_residency)
+{
+  const float fwhm[3] = {5.0f, 5.0f, 5.0f};
+  int64_t nvox = tu_nvox(&sc.g);
+  float *x = scene_ones(&sc), *data = tu_alloc(sc.nlors);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, fwhm, 0, data), SPROJ_OK);
+  sproj_lors *lors;
+  sproj_chunks *views;
+  sproj_model *model;
+  sproj_image *img;
+  sproj_proj *y;
+  sproj_recon *r;
+  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_create(&model, lors, sc.mult, sc.add, NULL, fwhm), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&img, x, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&y, data, lors), SPROJ_OK);
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = model;
+  cfg.data = y;
+  cfg.chunks = views;
+  cfg.num_subsets = 4;
+  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
+  starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+  EXPECT(sproj_recon_iterate(r, 1, NULL, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
+  long long first = bus_bytes();
+  EXPECT(sproj_recon_iterate(r, 3, NULL, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
+  long long resident = bus_bytes();
+  ck_assert_int_eq(sproj_image_sync(img, SPROJ_SYNC_READ), SPROJ_OK);
+  long long sync = bus_bytes();
+  starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
+  printf("residency: first iteration moved %lld bytes, the next 3 iterations %lld, syncing the image %lld (image %lld "
+         "bytes)\n", first, resident, sync, (long long)nvox * 4);
+  ck_assert_msg(resident == 0, "%lld bytes crossed the bus during 3 iterations", resident);
+  ck_assert_msg(sync >= nvox * 4, "the counter saw %lld bytes for a %lld-byte image", sync, (long long)nvox * 4);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  ck_assert_int_eq(sproj_recon_destroy(r), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(y), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(model), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  free(x);
+  free(data);
+}
+END_TEST
+
+int main(void)
+{
+  if (tu_init(-1, -1) != SPROJ_OK) {
+    fprintf(stderr, "sproj_init: %s\n", sproj_last_error());
+    return 99;
+  }
+  if (sproj_num_gpus() == 0) {
+    printf("check_recon_cuda: SKIPPED: StarPU drives no CUDA worker on this machine (CPU workers: %d)\n",
+           sproj_num_cpu_workers());
+    sproj_shutdown();
+    return 77;
+  }
+  if (sproj_num_cpu_workers() == 0) {
+    printf("check_recon_cuda: SKIPPED: the CPU-vs-CUDA comparison needs a CPU worker\n");
+    sproj_shutdown();
+    return 77;
+  }
+  tu_seed(2024);
+  scene_build(&sc);
+  Suite *s = suite_create("reconstruction on CUDA");
+  TCase *tc = tcase_create("recon cuda");
+  tcase_add_test(tc, test_blur_cpu_vs_cuda);
+  tcase_add_loop_test(tc, test_recon_cpu_vs_cuda, 0, 3);
+  tcase_add_test(tc, test_recon_residency);
+  suite_add_tcase(s, tc);
+  int ret = tu_run(s);
+  scene_free(&sc);
+  sproj_shutdown();
+  return ret;
+}

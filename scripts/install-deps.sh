@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what starproj needs on Debian 12: build tools, hwloc and Check from Debian, and StarPU 1.4 built
-# from Debian's source package (with CUDA when nvcc is found). Re-running it with everything present is quick.
+# Installs what starproj needs on Debian 12: build tools, hwloc, Check, cmake (consumer check) and doxygen (`make doc`)
+# from Debian, and StarPU 1.4 built from Debian's source package (with CUDA when nvcc is found). Re-running it with
+# everything present is quick.
 #
 # usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--jobs N]
 #   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
@@ -46,7 +47,7 @@ if [ "$cuda_dir" = auto ]; then
 fi
 
 # --- Debian packages: only what is missing -------------------------------------------------------------
-packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates)
+packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates cmake doxygen)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 /* check_oneshot.c: the libparallelproj-style one-shot calls against the resident API on the same inputs, and their
  * answers to bad input. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,35 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* Several threads at once on the same inputs, each with its own output: every result equals the serial one. */
+#define NTHREADS 4
+static float thread_out[NTHREADS][NL];
+static int thread_status[NTHREADS];
+
+static void *thread_fwd(void *arg)
+{
+  int t = (int)(intptr_t)arg;
+  for (int rep = 0; rep < 3 && !thread_status[t]; rep++)
+    thread_status[t] = sproj_pp_joseph3d_fwd(xs, xe, image, G.origin, G.vs, thread_out[t], NL, G.n, 0, 64);
+  return NULL;
+}
+
+START_TEST(test_threads)
+{
+  static float serial[NL];
+  ck_assert_int_eq(sproj_pp_joseph3d_fwd(xs, xe, image, G.origin, G.vs, serial, NL, G.n, 0, 64), SPROJ_OK);
+  pthread_t th[NTHREADS];
+  for (int t = 0; t < NTHREADS; t++)
+    ck_assert_int_eq(pthread_create(&th[t], NULL, thread_fwd, (void *)(intptr_t)t), 0);
+  for (int t = 0; t < NTHREADS; t++)
+    pthread_join(th[t], NULL);
+  for (int t = 0; t < NTHREADS; t++) {
+    ck_assert_int_eq(thread_status[t], SPROJ_OK);
+    ck_assert_msg(memcmp(thread_out[t], serial, sizeof serial) == 0, "thread %d: forward differs from serial", t);
+  }
+}
+END_TEST
+
 START_TEST(test_not_initialised)
 {
   float out[NL];
@@ -223,6 +253,7 @@ int main(void)
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_same_as_resident, 0, 6);
   tcase_add_test(tc, test_bad_input);
+  tcase_add_test(tc, test_threads);
   suite_add_tcase(s, tc);
   ret |= tu_run(s);
   /* every failed call unregistered what it had registered: shutdown finds nothing left */

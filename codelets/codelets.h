@@ -99,7 +99,18 @@ void sproj_stats_count(int64_t lors);
     .size_base = sproj_proj_task_size,                                                                               \
   }
 
+/* Whether the library holds a kernel image a GPU can run (cuda_check.cu), and what the GPU is. */
+enum sproj_cuda_image { SPROJ_CUDA_IMAGE_OK = 0, SPROJ_CUDA_IMAGE_MISSING = 1, SPROJ_CUDA_IMAGE_ERROR = 2 };
+struct sproj_cuda_device_info {
+  char name[256];  /* e.g. "NVIDIA H200" */
+  int major, minor; /* compute capability */
+  int result;       /* enum sproj_cuda_image */
+  char error[64];   /* the CUDA error's name when result is not OK */
+};
+
 #ifdef SPROJ_USE_CUDA
+/* Fills info for CUDA device `device` and returns info->result. Restores the calling thread's current device. */
+int sproj_cuda_image_check(int device, struct sproj_cuda_device_info *info);
 void sproj_joseph3d_fwd_cuda(void *buffers[], void *cl_arg);
 void sproj_joseph3d_back_cuda(void *buffers[], void *cl_arg);
 void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg);

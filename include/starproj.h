@@ -120,14 +120,19 @@ int sproj_num_gpus(void);
 
 /* Task granularity. A request (one chunk, a list of chunks or the whole LOR set) is cut into tasks of at
  * most task_lors LORs, and large chunks into enough pieces to keep every worker busy. 0 restores the
- * automatic value (2^20 LORs with GPUs, 2^15 on CPUs only). Affects chunkings created afterwards. */
+ * automatic value (2^20 LORs with GPUs, 2^15 on CPUs only). Affects chunkings created afterwards.
+ * Errors: NOT_INIT, RANGE (negative or above 2^32-1). Not thread-safe: call it while no other thread creates
+ * chunkings or submits projections (they read the value unlocked). */
 int sproj_set_task_lors(int64_t task_lors);
+/* The current largest task, in LORs (0 before sproj_init). */
 int64_t sproj_get_task_lors(void);
 
 /* Which kinds of worker may run projection tasks submitted from now on. Default: the GPUs when StarPU drives any
  * (CPU workers then still run reductions and the caller's own tasks), else the CPU cores. SPROJ_DEVICE_ANY lets
  * the scheduler weigh both, which pays where the GPUs are not much faster than all cores together; on an H200
- * against 15 cores it did not (doc/benchmarks.md). SPROJ_ERR_NO_DEVICE if the mask names no existing worker. */
+ * against 15 cores it did not (doc/benchmarks.md). SPROJ_ERR_NO_DEVICE if the mask names no existing worker.
+ * Errors also: NOT_INIT, INVALID (a mask outside SPROJ_DEVICE_ANY). Not thread-safe: call it while no other
+ * thread submits projections (they read the setting unlocked); tasks already submitted keep their devices. */
 int sproj_set_devices(unsigned device_mask);
 
 /* What ran where: per-worker counts of projection tasks and LORs since sproj_init or sproj_stats_reset. */
@@ -156,9 +161,13 @@ int sproj_batch_end(void);
 
 /* Host memory that GPUs can copy from asynchronously (pinned when GPUs are in use). sproj_init first. */
 int sproj_malloc_pinned(void **ptr, size_t bytes);
+/* Frees memory from sproj_malloc_pinned; bytes must be the size it was allocated with (ptr NULL: no-op). Not
+ * while a registered object still uses it. Errors: NOT_INIT, STARPU. */
 int sproj_free_pinned(void *ptr, size_t bytes);
 /* Pins / unpins memory the caller allocated itself (a no-op without GPUs). */
 int sproj_pin(void *ptr, size_t bytes);
+/* Undoes sproj_pin on the same range (ptr and bytes as pinned), before the caller frees it. Errors: NOT_INIT, NULL,
+ * EMPTY (bytes 0), STARPU (StarPU could not unpin the range). */
 int sproj_unpin(void *ptr, size_t bytes);
 
 /* What the caller will do with a host buffer after a sync call. */
@@ -225,6 +234,7 @@ typedef struct sproj_chunks sproj_chunks;
 int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xend, int64_t num_lors);
 /* Uses a caller's StarPU handles: two vectors of equal length with elemsize 3*sizeof(float). */
 int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend);
+/* Number of LORs (or events) of the set, into *num_lors. Errors: NULL. */
 int sproj_lors_count(const sproj_lors *lors, int64_t *num_lors);
 /* Frees the LOR set. SPROJ_ERR_BUSY while chunkings or projection vectors of it exist. */
 int sproj_lors_unregister(sproj_lors *lors);
@@ -237,7 +247,9 @@ int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_
                                const int64_t *count);
 /* num_chunks chunks of (nearly) equal size covering the whole set (num_chunks <= number of LORs). */
 int sproj_chunks_create_blocks(sproj_chunks **chunks, sproj_lors *lors, int num_chunks);
+/* Number of chunks of the chunking, into *num_chunks. Errors: NULL. */
 int sproj_chunks_count(const sproj_chunks *chunks, int *num_chunks);
+/* LORs of chunk `chunk`: [*first, *first + *count). Errors: NULL, RANGE (chunk outside 0..num_chunks-1). */
 int sproj_chunks_range(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count);
 /* Frees the chunking after pending tasks that use it (chunks may be NULL: no-op). */
 int sproj_chunks_destroy(sproj_chunks *chunks);
@@ -319,6 +331,8 @@ typedef struct sproj_tof sproj_tof;
  * per-LOR sigma out of range), NONFINITE (offsets). */
 int sproj_tof_register(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors, const float *sigma,
                        const float *center_offset);
+/* Frees TOF parameters (NULL: no-op), after pending tasks that read their per-LOR arrays; tasks already submitted
+ * keep the scalar parameters they were given. Errors: NOT_INIT. */
 int sproj_tof_unregister(sproj_tof *tof);
 
 /* Registers listmode events: a LOR set whose LOR i carries the TOF bin tof_bin[i] (0 .. num_bins-1 of the TOF

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what starproj needs on Debian 12: build tools, hwloc, Check, nifticlib and libpng from Debian, and
-# StarPU 1.4 built from Debian's source package (with CUDA when nvcc is found). Re-running it with everything
-# present is quick.
+# Installs what starproj needs on Debian 12: build tools, hwloc, Check, nifticlib, libpng, clang (fuzzing), cmake
+# (consumer check) and doxygen (`make doc`) from Debian, and StarPU 1.4 built from Debian's source package (with
+# CUDA when nvcc is found). Re-running it with everything present is quick.
 #
 # usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--jobs N]
 #   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
@@ -48,7 +48,7 @@ fi
 
 # --- Debian packages: only what is missing -------------------------------------------------------------
 packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates
-  clang libclang-rt-14-dev libnifti2-dev libpng-dev)
+  clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

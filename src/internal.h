@@ -45,6 +45,12 @@ int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS
 int64_t sproj_pieces_for(int64_t n);
 int64_t sproj_task_target(int64_t total);
 
+/* GPU check (cuda_check.c): SPROJ_OK if info says the library has a kernel image for the GPU, else records a
+ * message naming the GPU, its compute capability and the architectures built for, and returns NO_DEVICE. */
+int sproj_cuda_image_status(int device, const struct sproj_cuda_device_info *info);
+/* Runs that check on every GPU StarPU drives (no-op in builds without CUDA). */
+int sproj_check_cuda_images(void);
+
 /* ---- objects ---- */
 struct sproj_image;
 /* The fixed-point accumulator of an image's reproducible back projections, created (zeroed) on first use. */

@@ -255,6 +255,13 @@ int sproj_init(const struct sproj_config *cfg)
       sproj_rt.ncpu++;
     }
   }
+  /* a GPU the library has no kernel image for would fail every projection task: refuse it now, by name */
+  if ((ret = sproj_check_cuda_images())) {
+    if (owns)
+      starpu_shutdown();
+    memset(&sproj_rt, 0, sizeof sproj_rt);
+    return ret;
+  }
   sproj_rt.task_lors = c.task_lors ? c.task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
   /* a StarPU the caller started runs the scheduler the caller chose */
   make_contexts(!owns || c.sched != NULL || (env_sched && *env_sched));

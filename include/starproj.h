@@ -139,6 +139,7 @@ int sproj_set_devices(unsigned device_mask);
 struct sproj_worker_stats {
   char name[64];         /* StarPU's worker name, e.g. "CUDA 0 (NVIDIA H200 ...)" or "CPU 3" */
   int is_gpu;            /* 1 for a CUDA worker */
+  int gpu;               /* its GPU, 0 .. sproj_num_gpus()-1 (as in sproj_image_upload); -1 for a CPU worker */
   int64_t tasks;         /* projection tasks executed */
   int64_t lors;          /* LORs projected (forward + back) */
 };

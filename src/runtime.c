@@ -448,6 +448,7 @@ int sproj_worker_stats(int worker, struct sproj_worker_stats *stats)
   memset(stats, 0, sizeof *stats);
   starpu_worker_get_name(worker, stats->name, sizeof stats->name);
   stats->is_gpu = starpu_worker_get_type(worker) == STARPU_CUDA_WORKER;
+  stats->gpu = stats->is_gpu ? starpu_worker_get_devid(worker) : -1;
   stats->tasks = __atomic_load_n(&worker_stats[worker].tasks, __ATOMIC_RELAXED);
   stats->lors = __atomic_load_n(&worker_stats[worker].lors, __ATOMIC_RELAXED);
   return SPROJ_OK;

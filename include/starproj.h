@@ -317,9 +317,12 @@ int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chu
  * ends is joined to it. Projections, uploads and syncs treat such a chunk as one chunk (its ranges are pieces of
  * the same tasks), with the values every single-range chunking gives: forward bit for bit, back projections up to
  * the order of the additions. Many short ranges cost what as many small chunks cost in memory (one StarPU child
- * handle per range and per-LOR vector), not in tasks. Errors: NULL, NOT_INIT, EMPTY (num_chunks == 0, a chunk
- * without ranges, an empty range), DIMS (negative), RANGE (outside the set or overlapping), OVERFLOW (more than
- * 2^30 ranges), NOMEM. */
+ * handle per range and per-LOR vector), not in tasks; and creating or destroying a chunking takes time that grows
+ * with the square of its ranges (StarPU checks the children of a partition pairwise): about 0.5 s for 4000 ranges
+ * on 2 cores, so a chunking of 10^5 ranges (views of a vision600-size sinogram stored [segment][axial][view][radial]
+ * are 352512) is impractical: store such data view by view, or chunk a subset's own LOR set.
+ * Errors: NULL, NOT_INIT, EMPTY (num_chunks == 0, a chunk without ranges, an empty range), DIMS (negative), RANGE
+ * (outside the set or overlapping), OVERFLOW (more than 2^30 ranges or pieces), NOMEM. */
 int sproj_chunks_create_lists(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int *num_ranges,
                               const int64_t *first, const int64_t *count);
 /* Strided ranges: chunk c is num_ranges[c] ranges of count[c] LORs starting at first[c] + k * stride[c],

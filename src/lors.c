@@ -259,6 +259,8 @@ static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, 
     ch->range_start[c] = rs[c];
     ch->piece_start[c] = (int)npieces;
     int64_t chunk_pieces = sproj_pieces_for(total);
+    if (chunk_pieces > INT32_MAX / 2)
+      npieces = INT32_MAX; /* also keeps chunk_pieces * count in range_pieces below 2^62 */
     for (int r = rs[c]; r < rs[c + 1] && npieces <= INT32_MAX / 2; r++) {
       ch->range_first[r] = first[r];
       ch->range_count[r] = count[r];

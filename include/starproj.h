@@ -340,8 +340,8 @@ int sproj_chunks_ranges(const sproj_chunks *chunks, int chunk, int64_t *first, i
  * at distance radius from the axis z) with detectors_per_module detectors each, detector_pitch apart, centred on
  * the module. Module m's centre lies at angle 2*pi*m/num_modules from the x axis; detector d of a ring
  * (0 .. num_modules*detectors_per_module - 1) is detector d % detectors_per_module of module d / detectors_per_module,
- * counted counter-clockwise (from -x*sin towards +y). Ring r lies at z = ring_z[r]. Units: those of the images
- * (millimetres in the presets).
+ * detectors numbered counter-clockwise (towards increasing angle) within and across modules. Ring r lies at
+ * z = ring_z[r]. Units: those of the images (millimetres in the presets).
  *
  * Its sinogram (span 1, no arc correction, interleaved):
  * - views v = 0 .. D/2 - 1 (D = detectors per ring), radial bins k = 0 .. num_radial_bins - 1;

@@ -825,8 +825,8 @@ START_TEST(test_tof_bins)
 END_TEST
 
 /* ---- detector pairs ----------------------------------------------------------------------------------- */
-/* Every LOR of the small sinogram (in [segment][axial][view][radial], max ring difference 5) and 50000 random ones of
- * vision600: its detector pair gives back the LOR's endpoints bit for bit and, through sproj_scanner_pair_lor, its
+/* Every LOR of the small sinogram (in [segment][axial][view][radial], max ring difference 5), of a one-ring scanner
+ * with an even number of radial bins, and 50000 random LORs of vision600: its detector pair gives back the LOR's endpoints bit for bit and, through sproj_scanner_pair_lor, its
  * index (swapped 0); the reversed pair gives the same index with swapped 1. Pairs outside the sinogram or the
  * scanner give RANGE and leave outputs untouched. */
 static void check_pairs(const sproj_scanner *sc, int64_t n, const int64_t *lor)
@@ -884,6 +884,23 @@ START_TEST(test_detector_pairs)
   struct sproj_det_pair out = {9, 9, 9, 9};
   REQUIRE_EQ(sproj_scanner_lor_pairs(sc, 2, bad_lor, &out), SPROJ_ERR_RANGE);
   REQUIRE(out.ring_a == 9 && out.det_b == 9);
+  free(lor);
+  sproj_scanner_destroy(sc);
+
+  /* an even number of radial bins (bins -32 .. 31 around the centre) and a single ring */
+  struct sproj_scanner_params p;
+  REQUIRE_EQ(sproj_scanner_preset("small", &p), SPROJ_OK);
+  p.num_radial_bins = 64;
+  p.num_rings = 1;
+  p.max_ring_difference = -1;
+  REQUIRE_EQ(sproj_scanner_create(&sc, &p), SPROJ_OK);
+  in = info_of(sc);
+  REQUIRE_EQ(in.num_segments, 1);
+  REQUIRE_EQ(in.num_lors, 64 * 64);
+  lor = malloc(in.num_lors * sizeof *lor);
+  for (int64_t i = 0; i < in.num_lors; i++)
+    lor[i] = i;
+  check_pairs(sc, in.num_lors, lor);
   free(lor);
   sproj_scanner_destroy(sc);
 

@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 #include "common.h"
-#include "scanner.h"
 
 #define MAX_GPUS 8
 
@@ -122,22 +121,27 @@ int main(int argc, char **argv)
   if (devices)
     CHECK(sproj_set_devices(!strcmp(devices, "any") ? SPROJ_DEVICE_ANY
                             : !strcmp(devices, "gpu") ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU));
-  struct scanner sc;
-  scanner_vision600(&sc);
+  struct sproj_scanner_params sp;
+  CHECK(sproj_scanner_preset("vision600", &sp));
   int n[3] = {215, 215, 71};
   float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
   if (small) { /* a quick run on a development machine */
-    sc.nsides = 8;
-    sc.nrings = 6;
-    sc.nrad = 101;
+    sp.num_modules = 8;
+    sp.num_rings = 6;
+    sp.num_radial_bins = 101;
+    sp.max_ring_difference = -1;
     n[0] = n[1] = 64;
     n[2] = 24;
     vs[0] = vs[1] = vs[2] = 8.0f;
   }
   for (int k = 0; k < 3; k++)
     origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
-  const int nviews = scanner_views(&sc), nseg = scanner_segments(&sc);
-  const int64_t nlors = scanner_num_lors(&sc);
+  sproj_scanner *scn;
+  struct sproj_sinogram_info sino;
+  CHECK(sproj_scanner_create(&scn, &sp));
+  CHECK(sproj_scanner_info(scn, &sino));
+  const int nviews = sino.num_views, nseg = sino.num_segments, maxrd = sino.max_ring_difference;
+  const int64_t nlors = sino.num_lors;
   const size_t nvox = (size_t)n[0] * n[1] * n[2];
   long ncores = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -145,8 +149,8 @@ int main(int argc, char **argv)
          "on %s, task_lors %lld\n", SPROJ_VERSION_MAJOR, SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH,
          sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_workers(), sproj_scheduler_name(),
          devices ? devices : "default devices", (long long)sproj_get_task_lors());
-  printf("# %d views x %d radial x %d planes = %lld LORs, image %dx%dx%d of %.2f mm\n", nviews, sc.nrad,
-         scanner_planes(&sc), (long long)nlors, n[0], n[1], n[2], vs[0]);
+  printf("# %d views x %d radial x %d planes = %lld LORs, image %dx%dx%d of %.2f mm\n", nviews, sino.num_radial_bins,
+         sino.num_planes, (long long)nlors, n[0], n[1], n[2], vs[0]);
 
   double t0 = now();
   float *xs, *xe, *image, *back, *v_one, *v_view, *v_seg;
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
   CHECK(sproj_malloc_pinned((void **)&v_one, nlors * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&v_view, nlors * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&v_seg, nlors * sizeof(float)));
-  scanner_sinogram_lors(&sc, xs, xe, (int)ncores);
+  CHECK(sproj_scanner_lors(scn, xs, xe, (int)ncores));
   srand(12345);
   for (size_t v = 0; v < nvox; v++)
     image[v] = (float)rand() / RAND_MAX;
@@ -167,7 +171,6 @@ int main(int argc, char **argv)
   printf("# host data: %.2f s\n", now() - t0);
 
   /* chunkings: views, and one view x one segment for every view_step-th view */
-  int64_t per_view = scanner_lors_per_view(&sc);
   int nsv = ((nviews + view_step - 1) / view_step) * nseg;
   int nmax = nsv > nviews ? nsv : nviews;
   int64_t *first = malloc(nmax * sizeof *first), *count = malloc(nmax * sizeof *count);
@@ -175,9 +178,11 @@ int main(int argc, char **argv)
   int64_t seg_lors = 0;
   int c = 0;
   for (int v = 0; v < nviews; v += view_step)
-    for (int s = 0; s < nseg; s++, c++) {
-      first[c] = scanner_first_lor(&sc, v, s);
-      count[c] = (int64_t)scanner_segment_planes(&sc, s) * sc.nrad;
+    for (int s = -maxrd; s <= maxrd; s++, c++) {
+      int planes;
+      CHECK(sproj_scanner_lor_index(scn, v, s, 0, 0, &first[c]));
+      CHECK(sproj_scanner_segment_planes(scn, s, &planes));
+      count[c] = (int64_t)planes * sino.num_radial_bins;
       seg_lors += count[c];
     }
   for (int i = 0; i < nsv; i++)
@@ -191,11 +196,7 @@ int main(int argc, char **argv)
   CHECK(sproj_image_register(&g_back, back, n, vs, origin));
   CHECK(sproj_lors_register(&lors, xs, xe, nlors));
   CHECK(sproj_chunks_create_ranges(&segs, lors, nsv, first, count));
-  for (int v = 0; v < nviews; v++) {
-    first[v] = v * per_view;
-    count[v] = per_view;
-  }
-  CHECK(sproj_chunks_create_ranges(&views, lors, nviews, first, count));
+  CHECK(sproj_scanner_chunks_views(&views, scn, lors));
   CHECK(sproj_proj_register(&p_one, v_one, lors));
   CHECK(sproj_proj_register(&p_view, v_view, lors));
   CHECK(sproj_proj_register(&p_seg, v_seg, lors));
@@ -239,8 +240,12 @@ int main(int argc, char **argv)
       maxrel_view = d;
   }
   for (int v = 0; v < nviews; v += view_step)
-    for (int s = 0; s < nseg; s++) {
-      int64_t f = scanner_first_lor(&sc, v, s), cnt = (int64_t)scanner_segment_planes(&sc, s) * sc.nrad;
+    for (int s = -maxrd; s <= maxrd; s++) {
+      int64_t f, cnt;
+      int planes;
+      CHECK(sproj_scanner_lor_index(scn, v, s, 0, 0, &f));
+      CHECK(sproj_scanner_segment_planes(scn, s, &planes));
+      cnt = (int64_t)planes * sino.num_radial_bins;
       for (int64_t i = f; i < f + cnt; i++) {
         if (isnan(v_seg[i]))
           unwritten++;
@@ -314,6 +319,7 @@ int main(int argc, char **argv)
   CHECK(sproj_image_unregister(g_img));
   CHECK(sproj_image_unregister(g_back));
   CHECK(sproj_shutdown());
+  CHECK(sproj_scanner_destroy(scn));
   free(first);
   free(count);
   free(g_list);

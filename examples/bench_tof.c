@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "common.h"
-#include "scanner.h"
 
 struct job {
   const char *name;
@@ -68,17 +67,18 @@ int main(int argc, char **argv)
     return 2;
   }
   CHECK(sproj_init(NULL));
-  struct scanner sc;
-  scanner_vision600(&sc);
+  struct sproj_scanner_params sp;
+  CHECK(sproj_scanner_preset("vision600", &sp));
   int n[3] = {215, 215, 71};
   float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
   /* 29 bins of 13 x 0.01302 ns x c/2, sigma of a 385 ps FWHM time resolution, 3 sigmas */
   struct sproj_tof_params par = {13 * 0.01302f * 299.792f / 2, 29, 3.0f, 299.792f / 2 * 0.385f / 2.355f, 0.0f};
   int view_step = 34;
   if (small) {
-    sc.nsides = 8;
-    sc.nrings = 6;
-    sc.nrad = 101;
+    sp.num_modules = 8;
+    sp.num_rings = 6;
+    sp.num_radial_bins = 101;
+    sp.max_ring_difference = -1;
     n[0] = n[1] = 64;
     n[2] = 24;
     vs[0] = vs[1] = vs[2] = 8.0f;
@@ -89,8 +89,15 @@ int main(int argc, char **argv)
   for (int k = 0; k < 3; k++)
     origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
   const size_t nvox = (size_t)n[0] * n[1] * n[2];
-  int nviews = (scanner_views(&sc) + view_step - 1) / view_step;
-  const int64_t per_view = scanner_lors_per_view(&sc), nlors = nviews * per_view;
+  sproj_scanner *scn;
+  struct sproj_sinogram_info info;
+  CHECK(sproj_scanner_create(&scn, &sp));
+  CHECK(sproj_scanner_info(scn, &info));
+  /* one TOF subset: the views 0, view_step, 2 * view_step, ... */
+  int nviews;
+  int *views = malloc(((info.num_views + view_step - 1) / view_step) * sizeof *views);
+  CHECK(sproj_scanner_subset_views(scn, view_step, 0, views, &nviews));
+  const int64_t per_view = info.lors_per_view, nlors = nviews * per_view;
   long ncores = sysconf(_SC_NPROCESSORS_ONLN);
   printf("# starproj %d.%d.%d bench_tof: %d CPU workers, %d GPUs (%d workers), scheduler %s\n", SPROJ_VERSION_MAJOR,
          SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH, sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_workers(),
@@ -112,11 +119,8 @@ int main(int argc, char **argv)
   CHECK(sproj_malloc_pinned((void **)&sino, nlors * par.num_bins * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&lmv, nevents * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&lmv2, nevents * sizeof(float)));
-  int *views = malloc(nviews * sizeof *views);
-  for (int v = 0; v < nviews; v++)
-    views[v] = v * view_step;
-  scanner_views_lors(&sc, views, nviews, xs, xe, (int)ncores);
-  scanner_random_lors(&sc, nevents, 4242, exs, exe);
+  CHECK(sproj_scanner_view_lors(scn, views, nviews, xs, xe, (int)ncores));
+  random_events(scn, nevents, 4242, exs, exe);
   srand(777);
   for (int64_t i = 0; i < nevents; i++)
     bins[i] = (int16_t)(rand() % par.num_bins);
@@ -201,6 +205,7 @@ int main(int argc, char **argv)
   CHECK(sproj_image_unregister(g_img));
   CHECK(sproj_image_unregister(g_back));
   CHECK(sproj_shutdown());
+  CHECK(sproj_scanner_destroy(scn));
   free(views);
   return 0;
 }

@@ -36,4 +36,31 @@ static inline double median(double *v, int n)
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* n listmode events on LORs of the scanner's sinogram (which must hold every ring pair) drawn at random (view,
+ * ring pair, radial bin; xorshift64 from seed), recorded as detector pairs the way a scanner reports them and turned
+ * into LOR endpoints */
+static inline void random_events(const sproj_scanner *scanner, int64_t n, uint64_t seed, float *xstart, float *xend)
+{
+  enum { BLOCK = 1 << 16 };
+  static int64_t lor[BLOCK];
+  static struct sproj_det_pair pairs[BLOCK];
+  struct sproj_sinogram_info in;
+  CHECK(sproj_scanner_info(scanner, &in));
+  uint64_t x = seed ? seed : 1;
+  for (int64_t done = 0; done < n; done += BLOCK) {
+    int64_t m = n - done < BLOCK ? n - done : BLOCK;
+    for (int64_t i = 0; i < m; i++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      int v = (int)(x % (uint64_t)in.num_views);
+      int r1 = (int)((x >> 20) % (uint64_t)in.num_rings), r2 = (int)((x >> 30) % (uint64_t)in.num_rings);
+      int k = (int)((x >> 40) % (uint64_t)in.num_radial_bins);
+      CHECK(sproj_scanner_lor_index(scanner, v, r2 - r1, r1 < r2 ? r1 : r2, k, &lor[i]));
+    }
+    CHECK(sproj_scanner_lor_pairs(scanner, m, lor, pairs));
+    CHECK(sproj_scanner_pair_lors(scanner, m, pairs, xstart + 3 * done, xend + 3 * done));
+  }
+}
+
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 #include "common.h"
-#include "scanner.h"
 
 /* cylinder of radius 50 mm (value 1) with a hot ball (4) and a cold ball (0) */
 static void phantom(float *img, const int n[3], const float vs[3], const float origin[3])
@@ -45,16 +44,21 @@ int main(void)
   printf("starproj demo: %d CPU workers, %d GPUs, scheduler %s\n", sproj_num_cpu_workers(), sproj_num_gpus(),
          sproj_scheduler_name());
 
-  struct scanner sc;
-  scanner_small(&sc);
-  const int nviews = scanner_views(&sc);
-  const int64_t nlors = scanner_num_lors(&sc), per_view = scanner_lors_per_view(&sc);
+  /* the library's small preset scanner and its sinogram, [view][segment][axial][radial] */
+  struct sproj_scanner_params sp;
+  sproj_scanner *scn;
+  struct sproj_sinogram_info sino;
+  CHECK(sproj_scanner_preset("small", &sp));
+  CHECK(sproj_scanner_create(&scn, &sp));
+  CHECK(sproj_scanner_info(scn, &sino));
+  const int nviews = sino.num_views;
+  const int64_t nlors = sino.num_lors;
   const int n[3] = {64, 64, 16};
   const float vs[3] = {2.0f, 2.0f, 2.0f};
   const float origin[3] = {-63.0f, -63.0f, -15.0f};
   const size_t nvox = (size_t)n[0] * n[1] * n[2];
   printf("scanner: %d detectors x %d rings, %d views x %d radial bins x %d planes = %lld LORs; image %dx%dx%d\n",
-         scanner_detectors_per_ring(&sc), sc.nrings, nviews, sc.nrad, scanner_planes(&sc), (long long)nlors, n[0],
+         sino.num_detectors, sino.num_rings, nviews, sino.num_radial_bins, sino.num_planes, (long long)nlors, n[0],
          n[1], n[2]);
 
   /* pinned host buffers: copies to and from GPUs run asynchronously */
@@ -69,7 +73,7 @@ int main(void)
   CHECK(sproj_malloc_pinned((void **)&expect, nlors * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&ratio, nlors * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&ones, nlors * sizeof(float)));
-  scanner_sinogram_lors(&sc, xs, xe, 4);
+  CHECK(sproj_scanner_lors(scn, xs, xe, 4));
   phantom(truth, n, vs, origin);
   for (size_t v = 0; v < nvox; v++) {
     x[v] = 1.0f;
@@ -93,12 +97,7 @@ int main(void)
   CHECK(sproj_proj_register(&p_expect, expect, lors));
   CHECK(sproj_proj_register(&p_ratio, ratio, lors));
   CHECK(sproj_proj_register(&p_ones, ones, lors));
-  int64_t *first = malloc(nviews * sizeof *first), *count = malloc(nviews * sizeof *count);
-  for (int v = 0; v < nviews; v++) {
-    first[v] = v * per_view;
-    count[v] = per_view;
-  }
-  CHECK(sproj_chunks_create_ranges(&views, lors, nviews, first, count));
+  CHECK(sproj_scanner_chunks_views(&views, scn, lors)); /* chunk v = view v */
 
   /* step 1: allocate + copy what stays on the GPUs (no-ops without GPUs) */
   double t0 = now();
@@ -168,7 +167,7 @@ int main(void)
   float *exs = malloc(3 * nevents * sizeof *exs), *exe = malloc(3 * nevents * sizeof *exe);
   float *ev_values = malloc(nevents * sizeof *ev_values), *lm_back = calloc(nvox, sizeof *lm_back);
   int16_t *ev_bins = malloc(nevents * sizeof *ev_bins);
-  scanner_random_lors(&sc, nevents, 99, exs, exe);
+  random_events(scn, nevents, 99, exs, exe); /* detector pairs turned into LORs */
   for (int64_t i = 0; i < nevents; i++)
     ev_bins[i] = (int16_t)(i % tpar.num_bins);
   sproj_lors *events;
@@ -233,8 +232,7 @@ int main(void)
     CHECK(sproj_free_pinned(pbufs[b], nlors * sizeof(float)));
   CHECK(sproj_free_pinned(xs, 3 * nlors * sizeof(float)));
   CHECK(sproj_free_pinned(xe, 3 * nlors * sizeof(float)));
-  free(first);
-  free(count);
+  CHECK(sproj_scanner_destroy(scn));
   CHECK(sproj_shutdown());
   return 0;
 }

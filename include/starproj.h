@@ -250,7 +250,8 @@ int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_
 int sproj_chunks_create_blocks(sproj_chunks **chunks, sproj_lors *lors, int num_chunks);
 /* Number of chunks of the chunking, into *num_chunks. Errors: NULL. */
 int sproj_chunks_count(const sproj_chunks *chunks, int *num_chunks);
-/* LORs of chunk `chunk`: [*first, *first + *count). Errors: NULL, RANGE (chunk outside 0..num_chunks-1). */
+/* LORs of chunk `chunk`, when it is one range: [*first, *first + *count). Errors: NULL, RANGE (chunk outside
+ * 0..num_chunks-1), INVALID (a chunk of several ranges: see sproj_chunks_ranges). */
 int sproj_chunks_range(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count);
 /* Frees the chunking after pending tasks that use it (chunks may be NULL: no-op). */
 int sproj_chunks_destroy(sproj_chunks *chunks);
@@ -366,6 +367,175 @@ int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chu
                              int num, const sproj_tof *tof);
 
 /* ---- scanner geometry -------------------------------------------------------------------------------- */
+/* Chunkings whose chunks are lists of ranges. Chunk c of sproj_chunks_create_lists is the num_ranges[c] ranges
+ * [first[k], first[k] + count[k]) for k = s .. s + num_ranges[c] - 1, s = num_ranges[0] + ... + num_ranges[c-1]:
+ * first and count hold the ranges of chunk 0, then those of chunk 1, and so on. No two ranges (of one chunk or of
+ * two) may overlap; chunks need not cover every LOR. A range that starts where the previous range of its chunk
+ * ends is joined to it. Projections, uploads and syncs treat such a chunk as one chunk (its ranges are pieces of
+ * the same tasks), with the values every single-range chunking gives: forward bit for bit, back projections up to
+ * the order of the additions. Many short ranges cost what as many small chunks cost in memory (one StarPU child
+ * handle per range and per-LOR vector), not in tasks; and creating or destroying a chunking takes time that grows
+ * with the square of its ranges (StarPU checks the children of a partition pairwise): about 0.5 s for 4000 ranges
+ * on 2 cores, so a chunking of 10^5 ranges (views of a vision600-size sinogram stored [segment][axial][view][radial]
+ * are 352512) is impractical: store such data view by view, or chunk a subset's own LOR set.
+ * Errors: NULL, NOT_INIT, EMPTY (num_chunks == 0, a chunk without ranges, an empty range), DIMS (negative), RANGE
+ * (outside the set or overlapping), OVERFLOW (more than 2^30 ranges or pieces), NOMEM. */
+int sproj_chunks_create_lists(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int *num_ranges,
+                              const int64_t *first, const int64_t *count);
+/* Strided ranges: chunk c is num_ranges[c] ranges of count[c] LORs starting at first[c] + k * stride[c],
+ * k = 0 .. num_ranges[c] - 1 (a viewgram of a sinogram stored [segment][axial][view][radial] is one such chunk).
+ * Errors as sproj_chunks_create_lists (RANGE also when a range starts outside the set). */
+int sproj_chunks_create_strided(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int64_t *first,
+                                const int64_t *count, const int64_t *stride, const int *num_ranges);
+/* LORs in chunk (all its ranges); number of ranges of chunk (after joining); its ranges into first[num_ranges] and
+ * count[num_ranges], in the order given at creation. Errors: NULL, RANGE (chunk). Thread-safe (read-only). */
+int sproj_chunks_size(const sproj_chunks *chunks, int chunk, int64_t *num_lors);
+int sproj_chunks_num_ranges(const sproj_chunks *chunks, int chunk, int *num_ranges);
+int sproj_chunks_ranges(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count);
+
+/* Cylindrical PET scanners: num_rings rings, each a regular polygon of num_modules flat modules (the polygon's sides,
+ * at distance radius from the axis z) with detectors_per_module detectors each, detector_pitch apart, centred on
+ * the module. Module m's centre lies at angle 2*pi*m/num_modules from the x axis; detector d of a ring
+ * (0 .. num_modules*detectors_per_module - 1) is detector d % detectors_per_module of module d / detectors_per_module,
+ * detectors numbered counter-clockwise (towards increasing angle) within and across modules. Ring r lies at
+ * z = ring_z[r]. Units: those of the images (millimetres in the presets).
+ *
+ * Its sinogram (span 1, no arc correction, interleaved):
+ * - views v = 0 .. D/2 - 1 (D = detectors per ring), radial bins k = 0 .. num_radial_bins - 1;
+ *   with j = k - num_radial_bins/2 and h = floor(j/2), the LOR of (v, k) joins detector (v + h) mod D (at xstart)
+ *   and detector (v + D/2 - (j - h)) mod D (at xend): bin num_radial_bins/2 passes through the axis and each
+ *   radial step moves one of the two detectors by one;
+ * - segments s = -max_ring_difference .. +max_ring_difference: the ring pairs with ring(xend) - ring(xstart) = s;
+ *   axial positions a = 0 .. num_rings - |s| - 1 within a segment: ring(xstart) = a + max(0, -s), so a is the lower
+ *   of the two rings (as STIR numbers them). The planes of a view are its (segment, axial) pairs.
+ * - LOR index, by the layout's order (radial bins always fastest; segments in the layout's segment sequence):
+ *     SPROJ_ORDER_VIEW_SEGMENT     [view][segment][axial][radial]  a view, and a viewgram, is one range
+ *     SPROJ_ORDER_SEGMENT_VIEW     [segment][view][axial][radial]  STIR's "by view" order: a viewgram is one range
+ *     SPROJ_ORDER_SEGMENT_AXIAL    [segment][axial][view][radial]  STIR's "by sinogram" order: a viewgram is one
+ *                                                                  range of num_radial_bins LORs per axial position
+ * Number of LORs: views x radial bins x planes, planes = sum over s of (num_rings - |s|).
+ * A scanner object is immutable: every call on it may run from any number of threads at once. None of the calls
+ * below needs sproj_init, except those that make chunkings. */
+#define SPROJ_MAX_RINGS 256
+#define SPROJ_MAX_DETECTORS_PER_RING (1 << 20)
+
+enum sproj_lor_order {
+  SPROJ_ORDER_VIEW_SEGMENT = 0,   /* [view][segment][axial][radial] (default; the benchmarks' order) */
+  SPROJ_ORDER_SEGMENT_VIEW = 1,   /* [segment][view][axial][radial] */
+  SPROJ_ORDER_SEGMENT_AXIAL = 2   /* [segment][axial][view][radial] (the "framework order") */
+};
+enum sproj_segment_sequence {
+  SPROJ_SEGMENTS_ASCENDING = 0,   /* -max, ..., -1, 0, 1, ..., max (default) */
+  SPROJ_SEGMENTS_ZERO_PLUS = 1,   /* 0, +1, -1, +2, -2, ... (STIR's standard sequence) */
+  SPROJ_SEGMENTS_ZERO_MINUS = 2   /* 0, -1, +1, -2, +2, ... (ECAT / Siemens files) */
+};
+
+struct sproj_scanner_params {
+  int num_modules;            /* sides of the polygon, >= 3 */
+  int detectors_per_module;   /* >= 1; detectors per ring (num_modules * detectors_per_module) even, <= 2^20 */
+  double detector_pitch;      /* > 0; a module's detectors must fit on its side: detectors_per_module * pitch <=
+                               * 2 * radius * tan(pi / num_modules) */
+  double radius;              /* distance of the modules from the axis, > 0 */
+  int num_rings;              /* 1 .. SPROJ_MAX_RINGS */
+  double ring_z[SPROJ_MAX_RINGS]; /* axial position of each ring, strictly increasing (entries past num_rings unused) */
+  int num_radial_bins;        /* 1 .. D - 1, at most D - 1 so that no LOR joins a detector to itself */
+  int max_ring_difference;    /* 0 .. num_rings - 1; -1: num_rings - 1 (every ring pair) */
+  int order;                  /* enum sproj_lor_order */
+  int segment_sequence;       /* enum sproj_segment_sequence */
+};
+typedef struct sproj_scanner sproj_scanner;
+
+/* Fills params with a named scanner: "small" (16 modules x 8 detectors = 128 per ring, pitch 4, radius 90, 8 rings
+ * 4 mm apart centred on 0, 65 radial bins: 64 views x 65 x 64 planes = 266240 LORs, for tests and the demo) or
+ * "vision600" (parallelproj's benchmark scanner, Siemens Biograph Vision 600-like: 34 modules x 16 = 544 per ring,
+ * pitch 4.03125 mm, radius 0.5 * (744.1 + 2 * 8.51) mm, 36 rings at 5.31556 * r + 2.8 * floor(r / 9) mm centred on 0
+ * (their mean), 415 radial bins: 272 views x 415 x 1296 planes = 146292480 LORs). Every ring pair, order
+ * SPROJ_ORDER_VIEW_SEGMENT, segments ascending; change fields before sproj_scanner_create as wanted.
+ * Errors: NULL, INVALID (unknown name: params untouched). */
+int sproj_scanner_preset(const char *name, struct sproj_scanner_params *params);
+/* Checks params and makes a scanner object (the caller frees it with sproj_scanner_destroy).
+ * Errors: NULL, DIMS (a count < 1), NONFINITE (pitch, radius, ring_z), RANGE (a count too large, odd detectors per
+ * ring, detectors that do not fit on a module, rings not increasing, too many radial bins, max_ring_difference),
+ * INVALID (order, segment_sequence), NOMEM. */
+int sproj_scanner_create(sproj_scanner **scanner, const struct sproj_scanner_params *params);
+/* Frees a scanner (NULL: no-op). Chunkings made from it stay valid. */
+int sproj_scanner_destroy(sproj_scanner *scanner);
+/* The parameters the scanner was made with (max_ring_difference resolved: never -1). */
+int sproj_scanner_params(const sproj_scanner *scanner, struct sproj_scanner_params *params);
+
+/* Sizes of a scanner's sinogram. */
+struct sproj_sinogram_info {
+  int num_detectors;          /* per ring (D) */
+  int num_rings;
+  int num_views;              /* D / 2 */
+  int num_radial_bins;
+  int max_ring_difference;    /* segments -max .. +max */
+  int num_segments;           /* 2 * max + 1 */
+  int num_planes;             /* (segment, axial) pairs of a view */
+  int64_t lors_per_view;      /* num_planes * num_radial_bins */
+  int64_t num_lors;           /* num_views * lors_per_view */
+};
+int sproj_scanner_info(const sproj_scanner *scanner, struct sproj_sinogram_info *info);
+/* Axial positions of segment s (num_rings - |s|). Errors: NULL, RANGE (segment). */
+int sproj_scanner_segment_planes(const sproj_scanner *scanner, int segment, int *num_planes);
+/* LOR index of (view, segment, axial, radial) in the scanner's order, and back. Errors: NULL, RANGE (an index
+ * outside the sinogram; outputs untouched). */
+int sproj_scanner_lor_index(const sproj_scanner *scanner, int view, int segment, int axial, int radial, int64_t *lor);
+int sproj_scanner_lor_position(const sproj_scanner *scanner, int64_t lor, int *view, int *segment, int *axial,
+                               int *radial);
+
+/* Endpoints of LORs (3 floats per LOR each: xstart at the detector of ring(xstart), xend at the other), computed
+ * in double and rounded to float:
+ * - sproj_scanner_lors: the whole sinogram, num_lors LORs in the scanner's order;
+ * - sproj_scanner_view_lors: the listed views one after the other, each view's lors_per_view LORs in the order
+ *   [segment][axial][radial] (the same in every order): a view subset's own LOR set;
+ * - sproj_scanner_lors_at: the LORs of n given indices.
+ * nthreads: host threads that fill (0: one per online core). Errors: NULL, RANGE (a view or index), DIMS (n,
+ * nthreads or num_views negative), NOMEM. */
+int sproj_scanner_lors(const sproj_scanner *scanner, float *xstart, float *xend, int nthreads);
+int sproj_scanner_view_lors(const sproj_scanner *scanner, const int *views, int num_views, float *xstart,
+                            float *xend, int nthreads);
+int sproj_scanner_lors_at(const sproj_scanner *scanner, int64_t n, const int64_t *lor, float *xstart, float *xend);
+
+/* Chunkings of a LOR set registered from sproj_scanner_lors (its LOR count must be the sinogram's, else MISMATCH):
+ * - views: chunk v = view v (one range in SPROJ_ORDER_VIEW_SEGMENT; num_planes ranges in the others);
+ * - viewgrams: chunk v * num_segments + (s + max_ring_difference) = view v of segment s;
+ * - subsets: chunk t (0 .. num_subsets - 1) = views t, t + num_subsets, t + 2 * num_subsets, ... (RANGE if
+ *   num_subsets > num_views). sproj_scanner_subset_views gives those views (= chunk indices of the views chunking,
+ *   for sproj_fwd_chunks lists) in views[] (room for (num_views + num_subsets - 1) / num_subsets) and their number.
+ * Errors: NULL, NOT_INIT, MISMATCH, RANGE / DIMS (num_subsets, subset), those of sproj_chunks_create_lists. */
+int sproj_scanner_chunks_views(sproj_chunks **chunks, const sproj_scanner *scanner, sproj_lors *lors);
+int sproj_scanner_chunks_viewgrams(sproj_chunks **chunks, const sproj_scanner *scanner, sproj_lors *lors);
+int sproj_scanner_chunks_subsets(sproj_chunks **chunks, const sproj_scanner *scanner, sproj_lors *lors,
+                                 int num_subsets);
+int sproj_scanner_subset_views(const sproj_scanner *scanner, int num_subsets, int subset, int *views, int *num_views);
+
+/* Detector pairs (listmode events): detector det_a of ring ring_a and detector det_b of ring ring_b.
+ * - sproj_scanner_pair_lors: xstart = detector a's position, xend = detector b's, for n pairs, exactly the floats
+ *   of the sinogram LOR of the same detectors (when it is one). A TOF bin of an event given as such a pair is
+ *   numbered from detector a's side: it needs no change (see sproj_tof_bins_from_centered for other numberings).
+ * - sproj_scanner_lor_pairs: the detector pair of n sinogram LOR indices (a at xstart, b at xend).
+ * - sproj_scanner_pair_lor: the sinogram LOR of one pair and *swapped = 1 when its xstart is detector b (the
+ *   pair's TOF bins then count from the other end: b' = num_tof_bins - 1 - b); RANGE when the pair is in no LOR of
+ *   the sinogram (radial bin or ring difference outside it, or both detectors the same).
+ * Errors: NULL, DIMS (n < 0), RANGE (a ring, detector or LOR index outside the scanner; outputs untouched). */
+struct sproj_det_pair {
+  int32_t ring_a, det_a, ring_b, det_b;
+};
+int sproj_scanner_pair_lors(const sproj_scanner *scanner, int64_t n, const struct sproj_det_pair *pairs,
+                            float *xstart, float *xend);
+int sproj_scanner_lor_pairs(const sproj_scanner *scanner, int64_t n, const int64_t *lor,
+                            struct sproj_det_pair *pairs);
+int sproj_scanner_pair_lor(const sproj_scanner *scanner, const struct sproj_det_pair *pair, int64_t *lor,
+                           int *swapped);
+
+/* TOF bin numbering. starproj numbers the num_tof_bins bins 0 .. num_tof_bins - 1 from xstart's side; frameworks
+ * (STIR) number them around the centre: c = b - num_tof_bins / 2 (integer division), i.e. -(n-1)/2 .. (n-1)/2 for
+ * odd n. reverse = 1: the centred numbering counts from xend's side (c = (n - 1 - b) - n/2). n values are converted
+ * from in to out (which may be the same array). Errors: NULL, DIMS (n < 0), TOF (num_tof_bins outside
+ * 1 .. SPROJ_MAX_TOF_BINS), RANGE (a value outside its numbering: nothing written). Thread-safe. */
+int sproj_tof_bins_from_centered(int64_t n, const int16_t *centered, int16_t *bins, int num_tof_bins, int reverse);
+int sproj_tof_bins_to_centered(int64_t n, const int16_t *bins, int16_t *centered, int num_tof_bins, int reverse);
 
 /* ---- forward model and reconstruction ---------------------------------------------------------------- */
 /* A forward model: expected counts ybar = m * (A G x) + a for the LORs of a set, where A is the non-TOF, TOF-sinogram

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from the repository root with .device/ carried (see scripts/device-bundle.sh): the test
 # programs, the demo and the non-TOF benchmark. Logs go to $OUT (or /tmp/out).
-# usage: scripts/device-run.sh [tests] [demo] [bench] [bench-tof] [bench-any] [sweep]
+# usage: scripts/device-run.sh [tests] [recon] [bench-recon] [demo] [bench] [bench-tof] [bench-any] [sweep]
 #   (default: tests demo bench bench-tof)
 #   bench-any: projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
 #   sweep:     the segment-viewgram jobs under several StarPU settings
@@ -20,11 +20,21 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 for step in $steps; do
   case $step in
     tests)
-      for t in check_api check_fwd check_adjoint check_chunks check_tof check_cuda check_recon check_recon_cuda; do
+      for t in $(cd tests && ls check_* | grep -vE '\.(o|log|trs)$'); do
         timeout 300 "./tests/$t" >"$out/$t.log" 2>&1
         echo "$t: exit $? $(grep -hE 'Checks:|SKIPPED' "$out/$t.log" | tr '\n' ' ')"
         grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over|blur|non-TOF|MLEM|OSEM)' "$out/$t.log"
         grep -hE ':[FE]:' "$out/$t.log" | head -5
+      done ;;
+    recon)
+      for args in "" "--tof" "--listmode --tof"; do
+        timeout 200 ./starproj-recon $args --output /tmp/recon-out >"$out/recon.log" 2>&1
+        echo "starproj-recon $args: exit $?"; grep -E '^(iteration [0-9]+/|reconstruction:|relative|sensitivities)' "$out/recon.log"
+      done ;;
+    bench-recon)
+      for args in "" "--tof"; do
+        timeout 280 ./examples/bench_recon $args >"$out/bench_recon.log" 2>&1
+        echo "bench_recon $args: exit $?"; grep -E '^(\||setup)' "$out/bench_recon.log"; grep -E 'failed' "$out/bench_recon.log"
       done ;;
     demo)
       timeout 120 ./examples/demo >"$out/demo.log" 2>&1

@@ -101,7 +101,9 @@ struct sproj_chunks {
   uint64_t id;              /* unique for the process' lifetime: keys the plans of per-LOR vectors */
   sproj_lors *lors;
   int num_chunks;
-  int64_t *first, *count;   /* per chunk */
+  int64_t *count;           /* per chunk: LORs in all its ranges */
+  int *range_start;         /* chunk c has ranges range_start[c] .. range_start[c+1]-1 */
+  int64_t *range_first, *range_count;
   int *piece_start;         /* chunk c has pieces piece_start[c] .. piece_start[c+1]-1 */
   unsigned npieces;
   int64_t *piece_first;     /* per piece: first LOR and number of LORs */
@@ -132,6 +134,11 @@ int sproj_vec_children_locked(struct sproj_vec *v, const sproj_chunks *ch, starp
 void sproj_vec_forget(struct sproj_vec *v, uint64_t chunking_id);
 /* Registers a host array of num_lors elements of elemsize bytes as a read-only per-LOR vector of lors. */
 int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own);
+
+/* Validates and builds a chunking whose chunk c is the list of ranges range_start[c] .. range_start[c+1]-1 of
+ * first/count (range_start NULL: one range per chunk), reporting errors under func's name. */
+int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
+                             const int *range_start, const int64_t *first, const int64_t *count);
 
 /* Makes ch a valid chunking for lors (NULL: the whole-set chunking, created on first use). */
 int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out);

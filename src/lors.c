@@ -228,39 +228,65 @@ void sproj_chunks_free(sproj_chunks *ch)
     starpu_data_partition_clean(ch->lors->xe, ch->npieces, ch->xe_children);
   free(ch->xs_children);
   free(ch->xe_children);
-  free(ch->first);
   free(ch->count);
+  free(ch->range_start);
+  free(ch->range_first);
+  free(ch->range_count);
   free(ch->piece_start);
   free(ch->piece_first);
   free(ch->piece_len);
   free(ch);
 }
 
-/* Builds a chunking from validated ranges: cuts chunks into pieces, plans and activates them on the LORs. */
-static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, int num, const int64_t *first,
-                        const int64_t *count)
+/* Pieces of one range of a chunk of total LORs cut into chunk_pieces: its share, rounded up, so that a chunk of one
+ * range is cut as before and a range is never longer per piece than the chunk's pieces. */
+static int64_t range_pieces(int64_t chunk_pieces, int64_t count, int64_t total)
+{
+  if (count == total)
+    return chunk_pieces;
+  return (chunk_pieces * count + total - 1) / total;
+}
+
+/* Builds a chunking from validated ranges (chunk c: ranges rs[c] .. rs[c+1]-1, ranges that continue the previous
+ * one of their chunk already merged): cuts ranges into pieces, plans and activates them on the LORs. */
+static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, int num, const int *rs,
+                        const int64_t *first, const int64_t *count)
 {
   sproj_chunks *ch = calloc(1, sizeof *ch);
   if (!ch)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  int nr = rs[num];
   ch->lors = lors;
   ch->num_chunks = num;
-  ch->first = malloc(num * sizeof *ch->first);
   ch->count = malloc(num * sizeof *ch->count);
+  ch->range_start = malloc((num + 1) * sizeof *ch->range_start);
+  ch->range_first = malloc(nr * sizeof *ch->range_first);
+  ch->range_count = malloc(nr * sizeof *ch->range_count);
   ch->piece_start = malloc((num + 1) * sizeof *ch->piece_start);
-  if (!ch->first || !ch->count || !ch->piece_start)
+  if (!ch->count || !ch->range_start || !ch->range_first || !ch->range_count || !ch->piece_start)
     goto nomem;
   int64_t npieces = 0;
   for (int c = 0; c < num; c++) {
-    ch->first[c] = first[c];
-    ch->count[c] = count[c];
+    int64_t total = 0;
+    for (int r = rs[c]; r < rs[c + 1]; r++)
+      total += count[r];
+    ch->count[c] = total;
+    ch->range_start[c] = rs[c];
     ch->piece_start[c] = (int)npieces;
-    npieces += sproj_pieces_for(count[c]);
+    int64_t chunk_pieces = sproj_pieces_for(total);
+    if (chunk_pieces > INT32_MAX / 2)
+      npieces = INT32_MAX; /* also keeps chunk_pieces * count in range_pieces below 2^62 */
+    for (int r = rs[c]; r < rs[c + 1] && npieces <= INT32_MAX / 2; r++) {
+      ch->range_first[r] = first[r];
+      ch->range_count[r] = count[r];
+      npieces += range_pieces(chunk_pieces, count[r], total);
+    }
     if (npieces > INT32_MAX / 2) {
       sproj_chunks_free(ch);
       return sproj_fail(SPROJ_ERR_OVERFLOW, func, "too many pieces");
     }
   }
+  ch->range_start[num] = nr;
   ch->piece_start[num] = (int)npieces;
   ch->npieces = (unsigned)npieces;
   ch->piece_first = malloc(npieces * sizeof *ch->piece_first);
@@ -268,13 +294,16 @@ static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, 
   if (!ch->piece_first || !ch->piece_len)
     goto nomem;
   for (int c = 0; c < num; c++) {
-    int np = ch->piece_start[c + 1] - ch->piece_start[c];
-    for (int p = 0; p < np; p++) {
+    int64_t chunk_pieces = sproj_pieces_for(ch->count[c]);
+    int piece = ch->piece_start[c];
+    for (int r = rs[c]; r < rs[c + 1]; r++) {
+      int64_t np = range_pieces(chunk_pieces, count[r], ch->count[c]);
       /* equal pieces, the first ones one LOR longer */
-      int64_t base = count[c] / np, extra = count[c] % np;
-      int64_t offset = p * base + (p < extra ? p : extra);
-      ch->piece_first[ch->piece_start[c] + p] = first[c] + offset;
-      ch->piece_len[ch->piece_start[c] + p] = (uint32_t)(base + (p < extra ? 1 : 0));
+      int64_t base = count[r] / np, extra = count[r] % np;
+      for (int64_t p = 0; p < np; p++, piece++) {
+        ch->piece_first[piece] = first[r] + p * base + (p < extra ? p : extra);
+        ch->piece_len[piece] = (uint32_t)(base + (p < extra ? 1 : 0));
+      }
     }
   }
   if (sproj_plan_pieces(lors->xs, ch, &ch->xs_children) || sproj_plan_pieces(lors->xe, ch, &ch->xe_children))
@@ -292,13 +321,97 @@ nomem:
 
 struct range_ref {
   int64_t first;
-  int chunk;
+  int range, chunk;
 };
 
 static int cmp_by_first(const void *a, const void *b)
 {
   int64_t fa = ((const struct range_ref *)a)->first, fb = ((const struct range_ref *)b)->first;
   return fa < fb ? -1 : fa > fb;
+}
+
+/* Names range r of chunk c in messages: "chunk 3" when every chunk is one range, else "range 7 (chunk 3)". */
+static const char *range_name(char *buf, size_t size, const int *rs, int r, int c)
+{
+  if (rs)
+    snprintf(buf, size, "range %d (chunk %d)", r, c);
+  else
+    snprintf(buf, size, "chunk %d", c);
+  return buf;
+}
+
+int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
+                             const int *range_start, const int64_t *first, const int64_t *count)
+{
+  char a[48], b[48];
+  if (num_chunks == 0)
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "num_chunks is 0");
+  if (num_chunks < 0)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num_chunks = %d is negative", num_chunks);
+  const int *rs = range_start;
+  int nr = rs ? rs[num_chunks] : num_chunks;
+  for (int c = 0; c < num_chunks; c++) {
+    int r0 = rs ? rs[c] : c, r1 = rs ? rs[c + 1] : c + 1;
+    if (r1 == r0)
+      return sproj_fail(SPROJ_ERR_EMPTY, func, "chunk %d has no range", c);
+    for (int r = r0; r < r1; r++) {
+      if (count[r] == 0)
+        return sproj_fail(SPROJ_ERR_EMPTY, func, "%s is empty", range_name(a, sizeof a, rs, r, c));
+      if (count[r] < 0)
+        return sproj_fail(SPROJ_ERR_DIMS, func, "count[%d] = %lld is negative", r, (long long)count[r]);
+      if (first[r] < 0 || first[r] > lors->num_lors || count[r] > lors->num_lors - first[r])
+        return sproj_fail(SPROJ_ERR_RANGE, func, "%s (first %lld, count %lld) is outside the %lld LORs",
+                          range_name(a, sizeof a, rs, r, c), (long long)first[r], (long long)count[r],
+                          (long long)lors->num_lors);
+    }
+  }
+  struct range_ref *order = malloc(nr * sizeof *order);
+  int *merged_rs = malloc((num_chunks + 1) * sizeof *merged_rs);
+  int64_t *mfirst = malloc(nr * sizeof *mfirst), *mcount = malloc(nr * sizeof *mcount);
+  int ret = SPROJ_OK;
+  if (!order || !merged_rs || !mfirst || !mcount) {
+    ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    goto out;
+  }
+  for (int c = 0; c < num_chunks; c++)
+    for (int r = rs ? rs[c] : c; r < (rs ? rs[c + 1] : c + 1); r++)
+      order[r] = (struct range_ref){first[r], r, c};
+  qsort(order, nr, sizeof *order, cmp_by_first);
+  for (int i = 1; i < nr; i++) {
+    int p = order[i - 1].range, q = order[i].range;
+    if (first[q] < first[p] + count[p]) {
+      ret = sproj_fail(SPROJ_ERR_RANGE, func, "%s and %s overlap", range_name(a, sizeof a, rs, p, order[i - 1].chunk),
+                       range_name(b, sizeof b, rs, q, order[i].chunk));
+      goto out;
+    }
+  }
+  /* a range that continues the previous one of its chunk joins it: fewer, longer pieces */
+  int m = 0;
+  for (int c = 0; c < num_chunks; c++) {
+    merged_rs[c] = m;
+    for (int r = rs ? rs[c] : c; r < (rs ? rs[c + 1] : c + 1); r++) {
+      if (m > merged_rs[c] && mfirst[m - 1] + mcount[m - 1] == first[r]) {
+        mcount[m - 1] += count[r];
+      } else {
+        mfirst[m] = first[r];
+        mcount[m++] = count[r];
+      }
+    }
+  }
+  merged_rs[num_chunks] = m;
+  sproj_chunks *ch;
+  if ((ret = chunks_build(func, &ch, lors, num_chunks, merged_rs, mfirst, mcount)))
+    goto out;
+  pthread_mutex_lock(&lors->lock);
+  lors->nchunkings++;
+  pthread_mutex_unlock(&lors->lock);
+  *chunks = ch;
+out:
+  free(order);
+  free(merged_rs);
+  free(mfirst);
+  free(mcount);
+  return ret;
 }
 
 int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int64_t *first,
@@ -309,41 +422,92 @@ int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_
     return ret;
   if (!chunks || !lors || !first || !count)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, lors, first and count must not be NULL");
+  return sproj_chunks_build_lists(__func__, chunks, lors, num_chunks, NULL, first, count);
+}
+
+/* Turns per-chunk range counts into the start of each chunk's ranges; returns the total or a negative status. */
+static int64_t list_starts(const char *func, int num_chunks, const int *num_ranges, int **starts)
+{
   if (num_chunks == 0)
-    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "num_chunks is 0");
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "num_chunks is 0");
   if (num_chunks < 0)
-    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_chunks = %d is negative", num_chunks);
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num_chunks = %d is negative", num_chunks);
+  int64_t total = 0;
   for (int c = 0; c < num_chunks; c++) {
-    if (count[c] == 0)
-      return SPROJ_FAIL(SPROJ_ERR_EMPTY, "chunk %d is empty", c);
-    if (count[c] < 0)
-      return SPROJ_FAIL(SPROJ_ERR_DIMS, "count[%d] = %lld is negative", c, (long long)count[c]);
-    if (first[c] < 0 || first[c] > lors->num_lors || count[c] > lors->num_lors - first[c])
-      return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunk %d (first %lld, count %lld) is outside the %lld LORs", c,
-                        (long long)first[c], (long long)count[c], (long long)lors->num_lors);
+    if (num_ranges[c] == 0)
+      return sproj_fail(SPROJ_ERR_EMPTY, func, "chunk %d has no range", c);
+    if (num_ranges[c] < 0)
+      return sproj_fail(SPROJ_ERR_DIMS, func, "num_ranges[%d] = %d is negative", c, num_ranges[c]);
+    total += num_ranges[c];
+    if (total > INT32_MAX / 2)
+      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "more than 2^30 ranges");
   }
-  struct range_ref *order = malloc(num_chunks * sizeof *order);
-  if (!order)
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  int *s = malloc((num_chunks + 1) * sizeof *s);
+  if (!s)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  s[0] = 0;
   for (int c = 0; c < num_chunks; c++)
-    order[c] = (struct range_ref){first[c], c};
-  qsort(order, num_chunks, sizeof *order, cmp_by_first);
-  for (int i = 1; i < num_chunks; i++) {
-    int a = order[i - 1].chunk, b = order[i].chunk;
-    if (first[b] < first[a] + count[a]) {
-      free(order);
-      return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunks %d and %d overlap", a, b);
+    s[c + 1] = s[c] + num_ranges[c];
+  *starts = s;
+  return total;
+}
+
+int sproj_chunks_create_lists(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int *num_ranges,
+                              const int64_t *first, const int64_t *count)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!chunks || !lors || !num_ranges || !first || !count)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, lors, num_ranges, first and count must not be NULL");
+  int *starts;
+  int64_t total = list_starts(__func__, num_chunks, num_ranges, &starts);
+  if (total < 0)
+    return (int)total;
+  ret = sproj_chunks_build_lists(__func__, chunks, lors, num_chunks, starts, first, count);
+  free(starts);
+  return ret;
+}
+
+int sproj_chunks_create_strided(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int64_t *first,
+                                const int64_t *count, const int64_t *stride, const int *num_ranges)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!chunks || !lors || !first || !count || !stride || !num_ranges)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, lors, first, count, stride and num_ranges must not be NULL");
+  int *starts;
+  int64_t total = list_starts(__func__, num_chunks, num_ranges, &starts);
+  if (total < 0)
+    return (int)total;
+  for (int c = 0; c < num_chunks; c++) {
+    /* the last range must start inside the set: checked before first + (n-1)*stride can overflow */
+    int64_t steps = num_ranges[c] - 1, s = stride[c] < 0 ? -stride[c] : stride[c];
+    if (stride[c] == INT64_MIN || (steps > 0 && s > (INT64_MAX / 2) / steps) || first[c] < 0 ||
+        first[c] > lors->num_lors || first[c] + steps * stride[c] < 0 || first[c] + steps * stride[c] > lors->num_lors) {
+      free(starts);
+      return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunk %d: %d ranges from %lld with stride %lld leave the %lld LORs", c,
+                        num_ranges[c], (long long)first[c], (long long)stride[c], (long long)lors->num_lors);
     }
   }
-  free(order);
-  sproj_chunks *ch;
-  if ((ret = chunks_build(__func__, &ch, lors, num_chunks, first, count)))
-    return ret;
-  pthread_mutex_lock(&lors->lock);
-  lors->nchunkings++;
-  pthread_mutex_unlock(&lors->lock);
-  *chunks = ch;
-  return SPROJ_OK;
+  int64_t *f = malloc(total * sizeof *f), *n = malloc(total * sizeof *n);
+  if (!f || !n) {
+    free(starts);
+    free(f);
+    free(n);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
+  for (int c = 0; c < num_chunks; c++)
+    for (int k = 0; k < num_ranges[c]; k++) {
+      f[starts[c] + k] = first[c] + k * stride[c];
+      n[starts[c] + k] = count[c];
+    }
+  ret = sproj_chunks_build_lists(__func__, chunks, lors, num_chunks, starts, f, n);
+  free(starts);
+  free(f);
+  free(n);
+  return ret;
 }
 
 int sproj_chunks_create_blocks(sproj_chunks **chunks, sproj_lors *lors, int num_chunks)
@@ -385,14 +549,61 @@ int sproj_chunks_count(const sproj_chunks *chunks, int *num_chunks)
   return SPROJ_OK;
 }
 
+static int check_chunk(const char *func, const sproj_chunks *chunks, int chunk)
+{
+  if (chunk < 0 || chunk >= chunks->num_chunks)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", chunk, chunks->num_chunks - 1);
+  return SPROJ_OK;
+}
+
 int sproj_chunks_range(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count)
 {
   if (!chunks || !first || !count)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, first and count must not be NULL");
-  if (chunk < 0 || chunk >= chunks->num_chunks)
-    return SPROJ_FAIL(SPROJ_ERR_RANGE, "chunk %d outside 0..%d", chunk, chunks->num_chunks - 1);
-  *first = chunks->first[chunk];
-  *count = chunks->count[chunk];
+  int ret = check_chunk(__func__, chunks, chunk);
+  if (ret)
+    return ret;
+  int r = chunks->range_start[chunk], nr = chunks->range_start[chunk + 1] - r;
+  if (nr != 1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "chunk %d is %d ranges (sproj_chunks_ranges lists them)", chunk, nr);
+  *first = chunks->range_first[r];
+  *count = chunks->range_count[r];
+  return SPROJ_OK;
+}
+
+int sproj_chunks_size(const sproj_chunks *chunks, int chunk, int64_t *num_lors)
+{
+  if (!chunks || !num_lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks and num_lors must not be NULL");
+  int ret = check_chunk(__func__, chunks, chunk);
+  if (ret)
+    return ret;
+  *num_lors = chunks->count[chunk];
+  return SPROJ_OK;
+}
+
+int sproj_chunks_num_ranges(const sproj_chunks *chunks, int chunk, int *num_ranges)
+{
+  if (!chunks || !num_ranges)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks and num_ranges must not be NULL");
+  int ret = check_chunk(__func__, chunks, chunk);
+  if (ret)
+    return ret;
+  *num_ranges = chunks->range_start[chunk + 1] - chunks->range_start[chunk];
+  return SPROJ_OK;
+}
+
+int sproj_chunks_ranges(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count)
+{
+  if (!chunks || !first || !count)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, first and count must not be NULL");
+  int ret = check_chunk(__func__, chunks, chunk);
+  if (ret)
+    return ret;
+  for (int r = chunks->range_start[chunk]; r < chunks->range_start[chunk + 1]; r++) {
+    first[r - chunks->range_start[chunk]] = chunks->range_first[r];
+    count[r - chunks->range_start[chunk]] = chunks->range_count[r];
+  }
   return SPROJ_OK;
 }
 
@@ -429,7 +640,8 @@ int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks 
   int ret = SPROJ_OK;
   if (!lors->whole) {
     int64_t first = 0;
-    ret = chunks_build(func, &lors->whole, lors, 1, &first, &lors->num_lors);
+    int starts[2] = {0, 1};
+    ret = chunks_build(func, &lors->whole, lors, 1, starts, &first, &lors->num_lors);
   }
   pthread_mutex_unlock(&lors->lock);
   *out = lors->whole;

@@ -1,0 +1,145 @@
+/* check_threads.c: 16 host threads submitting per-viewgram forward and back projections of one registered image
+ * (the small preset scanner) give the single-threaded results. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+#define NTHREADS 16
+
+struct job {
+  sproj_image *img, *back;
+  sproj_proj *fwd_out, *back_in;
+  const sproj_chunks *viewgrams;
+  int num_chunks, first;
+  int status;
+};
+
+/* viewgrams first, first + NTHREADS, ...: each forward projected, then its given values back projected */
+static void *submit(void *arg)
+{
+  struct job *j = arg;
+  for (int c = j->first; c < j->num_chunks && j->status == SPROJ_OK; c += NTHREADS) {
+    j->status = sproj_fwd(j->img, j->fwd_out, j->viewgrams, c);
+    if (j->status == SPROJ_OK)
+      j->status = sproj_back(j->back, j->back_in, j->viewgrams, c);
+  }
+  return NULL;
+}
+
+/* Forward values bit for bit (each LOR is computed by the same code whatever thread submits it); back projection to
+ * 1e-5 of the image's maximum (the reduction adds the per-worker images in whatever order the tasks ran; observed
+ * differences are up to ~2e-6). */
+START_TEST(test_threads_equal_single)
+{
+  struct sproj_scanner_params sp;
+  sproj_scanner *sc;
+  struct sproj_sinogram_info in;
+  ck_assert_int_eq(sproj_scanner_preset("small", &sp), SPROJ_OK);
+  ck_assert_int_eq(sproj_scanner_create(&sc, &sp), SPROJ_OK);
+  ck_assert_int_eq(sproj_scanner_info(sc, &in), SPROJ_OK);
+  const int64_t n = in.num_lors;
+  struct tu_geom g = {{64, 64, 16}, {2.0f, 2.0f, 2.0f}, {-63.0f, -63.0f, -15.0f}};
+  const int64_t nvox = tu_nvox(&g);
+  float *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *img = tu_alloc(nvox), *given = tu_alloc(n);
+  float *fwd1 = tu_alloc(n), *fwd16 = tu_alloc(n), *back1 = calloc(nvox, sizeof *back1),
+        *back16 = calloc(nvox, sizeof *back16);
+  tu_seed(61);
+  tu_fill_uniform(img, nvox, 0.0f, 1.0f);
+  tu_fill_uniform(given, n, 0.5f, 1.5f);
+  for (int64_t i = 0; i < n; i++)
+    fwd1[i] = fwd16[i] = NAN;
+  ck_assert_int_eq(sproj_scanner_lors(sc, xs, xe, 2), SPROJ_OK);
+
+  sproj_image *im, *b1, *b16;
+  sproj_lors *lors;
+  sproj_proj *p_given, *p1, *p16;
+  sproj_chunks *vg;
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&b1, back1, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&b16, back16, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&p_given, given, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&p1, fwd1, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&p16, fwd16, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_scanner_chunks_viewgrams(&vg, sc, lors), SPROJ_OK);
+  int nc;
+  ck_assert_int_eq(sproj_chunks_count(vg, &nc), SPROJ_OK);
+  ck_assert_int_eq(nc, in.num_views * in.num_segments);
+  ck_assert_int_eq(sproj_image_upload(im, SPROJ_ALL_GPUS), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_upload(lors, vg, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS), SPROJ_OK);
+
+  /* the reference: one thread, one call per viewgram */
+  for (int c = 0; c < nc; c++) {
+    ck_assert_int_eq(sproj_fwd(im, p1, vg, c), SPROJ_OK);
+    ck_assert_int_eq(sproj_back(b1, p_given, vg, c), SPROJ_OK);
+  }
+  ck_assert_int_eq(sproj_proj_sync(p1, NULL, 0, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_sync(b1, SPROJ_SYNC_READ), SPROJ_OK);
+
+  pthread_t th[NTHREADS];
+  struct job jobs[NTHREADS];
+  for (int t = 0; t < NTHREADS; t++) {
+    jobs[t] = (struct job){im, b16, p16, p_given, vg, nc, t, SPROJ_OK};
+    ck_assert_int_eq(pthread_create(&th[t], NULL, submit, &jobs[t]), 0);
+  }
+  for (int t = 0; t < NTHREADS; t++) {
+    pthread_join(th[t], NULL);
+    ck_assert_msg(jobs[t].status == SPROJ_OK, "thread %d: %s", t, sproj_strerror(jobs[t].status));
+  }
+  ck_assert_int_eq(sproj_proj_sync(p16, NULL, 0, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_sync(b16, SPROJ_SYNC_READ), SPROJ_OK);
+
+  int64_t differ = 0, nonzero = 0;
+  for (int64_t i = 0; i < n; i++) {
+    differ += memcmp(&fwd1[i], &fwd16[i], sizeof(float)) != 0;
+    nonzero += fwd1[i] > 0.0f;
+  }
+  ck_assert_msg(differ == 0, "%lld of %lld forward values differ", (long long)differ, (long long)n);
+  ck_assert_msg(nonzero > n / 4, "only %lld LORs see the image", (long long)nonzero);
+  double d = 0.0, m = 0.0;
+  for (int64_t v = 0; v < nvox; v++) {
+    d = fmax(d, fabs((double)back16[v] - back1[v]));
+    m = fmax(m, fabs((double)back1[v]));
+  }
+  printf("16 threads, %d viewgrams: back projection differs by %.3g of its maximum %.6g\n", nc, d / m, m);
+  ck_assert(m > 0.0);
+  ck_assert_msg(d <= 1e-5 * m, "back projections differ by %.3g of the maximum", d / m);
+
+  ck_assert_int_eq(sproj_chunks_destroy(vg), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(p_given), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(p1), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(p16), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(b1), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(b16), SPROJ_OK);
+  sproj_scanner_destroy(sc);
+  free(xs);
+  free(xe);
+  free(img);
+  free(given);
+  free(fwd1);
+  free(fwd16);
+  free(back1);
+  free(back16);
+}
+END_TEST
+
+int main(void)
+{
+  if (tu_init(-1, -1) != SPROJ_OK) {
+    fprintf(stderr, "sproj_init: %s\n", sproj_last_error());
+    return 99;
+  }
+  Suite *s = suite_create("threads");
+  TCase *tc = tcase_create("threads");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_threads_equal_single);
+  suite_add_tcase(s, tc);
+  int ret = tu_run(s);
+  sproj_shutdown();
+  return ret;
+}

@@ -26,7 +26,8 @@ static const char *usage_text =
   "data:\n"
   "  --tof                 time of flight (sinogram or listmode)\n"
   "  --listmode            listmode events and LM-OSEM instead of a sinogram\n"
-  "  --counts N            expected true counts of the simulation (default 2e7 for small, 2e9 for vision600)\n"
+  "  --counts N            expected true counts of the simulation (default 2e7 for small, 2e9 for vision600;\n"
+  "                        a tenth of that for listmode)\n"
   "  --background F        background (randoms + scatter) as a fraction of the mean trues per LOR (default 0.2)\n"
   "  --seed N              seed of the noise (default 1)\n"
   "  --noise-free          no Poisson noise (sinograms only)\n"
@@ -259,8 +260,8 @@ static int parse_options(int argc, char **argv, struct options *o)
   }
   if (o->voxel_size < 0)
     o->voxel_size = small ? 2.0f : 2.78f;
-  if (o->counts < 0)
-    o->counts = small ? 2e7 : 2e9;
+  if (o->counts < 0) /* listmode: one event per count, so fewer by default */
+    o->counts = small ? (o->listmode ? 2e6 : 2e7) : (o->listmode ? 2e8 : 2e9);
   if (!o->subsets)
     o->subsets = small ? 8 : 34;
   return 0;

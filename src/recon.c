@@ -638,18 +638,20 @@ static double nll_of_lors(const sproj_recon *r, const float *p, const float *y)
   const int nv = md->num_values;
   double sum = 0.0;
   for (int j = 0; j < r->subsets.start[r->subsets.num]; j++) {
+    const sproj_chunks *ch = r->chunks;
     int c = r->subsets.idx[j];
-    for (int64_t i = r->chunks->first[c]; i < r->chunks->first[c] + r->chunks->count[c]; i++) {
-      double m = md->mult_host ? md->mult_host[i] : 1.0;
-      for (int b = 0; b < nv; b++) {
-        size_t k = (size_t)i * nv + b;
-        double ybar = m * p[k] + (md->add_host ? md->add_host[k] : 0.0);
-        if (y)
-          sum += nll_term(y[k], ybar);
-        else
-          sum += ybar > 0.0 ? -log(ybar) : INFINITY; /* an event: y = 1, its ybar counted by <s, x> */
+    for (int q = ch->range_start[c]; q < ch->range_start[c + 1]; q++)
+      for (int64_t i = ch->range_first[q]; i < ch->range_first[q] + ch->range_count[q]; i++) {
+        double m = md->mult_host ? md->mult_host[i] : 1.0;
+        for (int b = 0; b < nv; b++) {
+          size_t k = (size_t)i * nv + b;
+          double ybar = m * p[k] + (md->add_host ? md->add_host[k] : 0.0);
+          if (y)
+            sum += nll_term(y[k], ybar);
+          else
+            sum += ybar > 0.0 ? -log(ybar) : INFINITY; /* an event: y = 1, its ybar counted by <s, x> */
+        }
       }
-    }
   }
   return sum;
 }

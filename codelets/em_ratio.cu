@@ -1,4 +1,4 @@
-/* em_ratio.cu: CUDA kernel of the EM ratio (one thread per LOR of every piece), queued on StarPU's stream. */
+/* em_ratio.cu: CUDA kernel of the EM ratio (one thread per value of every piece), queued on StarPU's stream. */
 #include "config.h"
 #include "cuda_pieces.h"
 #include "em_ratio.h"
@@ -7,7 +7,7 @@
 struct ratio_table {
   int npieces;
   unsigned block_start[SPROJ_MAX_PIECES + 1];
-  unsigned n[SPROJ_MAX_PIECES];
+  unsigned long long n[SPROJ_MAX_PIECES]; /* values (LORs x bins) */
   float *p[SPROJ_MAX_PIECES];
   const float *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
 };
@@ -26,9 +26,9 @@ __global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_tabl
     else
       hi = mid - 1;
   }
-  unsigned i = (b - t.block_start[lo]) * blockDim.x + threadIdx.x;
-  if (i < t.n[lo])
-    em_ratio_lor(t.p[lo], t.y[lo], t.m[lo], t.a[lo], num_bins, i);
+  unsigned long long k = (unsigned long long)(b - t.block_start[lo]) * blockDim.x + threadIdx.x;
+  if (k < t.n[lo])
+    em_ratio_at(t.p[lo], t.y[lo], t.m[lo], t.a[lo], num_bins, (size_t)k);
 }
 
 extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
@@ -40,12 +40,12 @@ extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
   for (int q = 0; q < arg->npieces; q++) {
     struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
     t.block_start[q] = blocks;
-    t.n[q] = pc.n;
+    t.n[q] = (unsigned long long)pc.n * (unsigned long long)arg->num_bins;
     t.p[q] = pc.p;
     t.y[q] = pc.y;
     t.m[q] = pc.m;
     t.a[q] = pc.a;
-    blocks += (pc.n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+    blocks += (unsigned)((t.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
   }
   t.block_start[arg->npieces] = blocks;
   if (blocks == 0)

@@ -160,10 +160,12 @@ int sproj_wait_all(void);
 int sproj_batch_begin(void);
 int sproj_batch_end(void);
 
-/* Host memory that GPUs can copy from asynchronously (pinned when GPUs are in use). sproj_init first. */
+/* Host memory that GPUs can copy from asynchronously (pinned when GPUs are in use). sproj_init first.
+ * Errors: NOT_INIT, NULL, EMPTY (0 bytes), NOMEM (*ptr untouched). */
 int sproj_malloc_pinned(void **ptr, size_t bytes);
-/* Frees memory from sproj_malloc_pinned; bytes must be the size it was allocated with (ptr NULL: no-op). Not
- * while a registered object still uses it. Errors: NOT_INIT, STARPU. */
+/* Frees memory from sproj_malloc_pinned; bytes must be the size it was allocated with (ptr NULL: no-op), and
+ * starproj must still run with the same GPUs (free before sproj_shutdown). Not while a registered object still
+ * uses it. Errors: NOT_INIT, INVALID, STARPU. */
 int sproj_free_pinned(void *ptr, size_t bytes);
 /* Pins / unpins memory the caller allocated itself (a no-op without GPUs). */
 int sproj_pin(void *ptr, size_t bytes);

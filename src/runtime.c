@@ -477,6 +477,17 @@ int sproj_malloc_pinned(void **ptr, size_t bytes)
   if (bytes == 0)
     return SPROJ_FAIL(SPROJ_ERR_EMPTY, "bytes is 0");
   void *p = NULL;
+#ifdef SPROJ_USE_CUDA
+  /* StarPU's pinned allocation aborts the process when CUDA refuses: ask CUDA ourselves and report it */
+  if (sproj_rt.ngpus > 0) {
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess || !p) {
+      (void)cudaGetLastError();
+      return SPROJ_FAIL(SPROJ_ERR_NOMEM, "could not allocate %zu bytes of pinned memory", bytes);
+    }
+    *ptr = p;
+    return SPROJ_OK;
+  }
+#endif
   if (starpu_malloc(&p, bytes) != 0 || !p)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "could not allocate %zu bytes", bytes);
   *ptr = p;
@@ -490,6 +501,15 @@ int sproj_free_pinned(void *ptr, size_t bytes)
     return ret;
   if (!ptr)
     return SPROJ_OK;
+#ifdef SPROJ_USE_CUDA
+  if (sproj_rt.ngpus > 0) {
+    if (cudaFreeHost(ptr) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return SPROJ_FAIL(SPROJ_ERR_INVALID, "ptr was not allocated by sproj_malloc_pinned");
+    }
+    return SPROJ_OK;
+  }
+#endif
   if (starpu_free_noflag(ptr, bytes) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_free_noflag failed");
   return SPROJ_OK;

@@ -5,6 +5,7 @@
  * usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b,...] [--devices any|gpu|cpu] [--small]
  *   --only: run only the jobs whose names contain one of the comma-separated words (the one-request jobs always
  *           run: they are the reference of the ratios) */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,34 +90,49 @@ static void run(struct scenario *sc, int warmups, int repeats)
 
 int main(int argc, char **argv)
 {
-  int repeats = 5, warmups = 2, view_step = 8, small = 0;
+  int repeats = 5, warmups = 2, view_step = 8, small = 0, reproducible = 0, verbose = 0;
   const char *only = NULL, *devices = NULL;
-  for (int a = 1; a < argc; a++) {
-    if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
-      repeats = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--warmups") && a + 1 < argc)
-      warmups = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--only") && a + 1 < argc)
-      only = argv[++a];
-    else if (!strcmp(argv[a], "--devices") && a + 1 < argc)
-      devices = argv[++a];
-    else if (!strcmp(argv[a], "--views-step") && a + 1 < argc)
-      view_step = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--small"))
-      small = 1;
-    else {
-      fprintf(stderr, "usage: %s [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--devices any|gpu|cpu] "
-                      "[--small]\n", argv[0]);
-      return 2;
+  static const struct option longopts[] = {
+    {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
+    {"only", required_argument, 0, 'o'},    {"devices", required_argument, 0, 'd'},
+    {"views-step", required_argument, 0, 's'}, {"small", no_argument, 0, 'S'},
+    {"reproducible", no_argument, 0, 'R'},  {"verbose", no_argument, 0, 'v'},
+    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
+    switch (c) {
+    case 'r': repeats = (int)option_number("bench_nontof", "--repeats", optarg, 1, 64); break;
+    case 'w': warmups = (int)option_number("bench_nontof", "--warmups", optarg, 0, 64); break;
+    case 's': view_step = (int)option_number("bench_nontof", "--views-step", optarg, 1, 272); break;
+    case 'o': only = optarg; break;
+    case 'd':
+      if (strcmp(optarg, "any") && strcmp(optarg, "gpu") && strcmp(optarg, "cpu")) {
+        fprintf(stderr, "bench_nontof: --devices needs any, gpu or cpu, not '%s'\n", optarg);
+        return 2;
+      }
+      devices = optarg;
+      break;
+    case 'S': small = 1; break;
+    case 'R': reproducible = 1; break;
+    case 'v': verbose = 1; break;
+    case 'h':
+      printf("usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--devices any|gpu|cpu]\n"
+             "                    [--small] [--reproducible] [--verbose]\n"
+             "  times whole-sinogram, per-view and segment-viewgram forward and back projections on the benchmark\n"
+             "  scanner (--small: the small one); --reproducible: back projections in reproducible mode;\n"
+             "  --verbose: StarPU's own messages\n");
+      return 0;
+    default: return option_error("bench_nontof", argv[optind - 1]);
     }
   }
-  if (repeats < 1 || repeats > 64 || warmups < 0 || view_step < 1) {
-    fprintf(stderr, "repeats must be 1..64, warmups >= 0 and views-step >= 1\n");
-    return 2;
-  }
+  if (optind < argc)
+    return option_error("bench_nontof", argv[optind]);
+  if (!verbose)
+    setenv("STARPU_SILENT", "1", 0);
 
   struct sproj_config cfg;
   sproj_config_init(&cfg);
+  cfg.reproducible = reproducible;
   CHECK(sproj_init(&cfg));
   if (devices)
     CHECK(sproj_set_devices(!strcmp(devices, "any") ? SPROJ_DEVICE_ANY

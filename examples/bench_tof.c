@@ -3,6 +3,7 @@
  * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events. Prints a table.
  *
  * usage: bench_tof [--repeats N] [--warmups N] [--events N] [--small] */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,27 +47,39 @@ static void run_once(const struct job *j, double *t_done, double *t_sync)
 
 int main(int argc, char **argv)
 {
-  int repeats = 5, warmups = 2, small = 0;
+  int repeats = 5, warmups = 2, small = 0, reproducible = 0, verbose = 0;
   int64_t nevents = 20000000;
-  for (int a = 1; a < argc; a++) {
-    if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
-      repeats = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--warmups") && a + 1 < argc)
-      warmups = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--events") && a + 1 < argc)
-      nevents = atoll(argv[++a]);
-    else if (!strcmp(argv[a], "--small"))
-      small = 1;
-    else {
-      fprintf(stderr, "usage: %s [--repeats N] [--warmups N] [--events N] [--small]\n", argv[0]);
-      return 2;
+  static const struct option longopts[] = {
+    {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
+    {"events", required_argument, 0, 'e'},  {"small", no_argument, 0, 'S'},
+    {"reproducible", no_argument, 0, 'R'},  {"verbose", no_argument, 0, 'v'},
+    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
+    switch (c) {
+    case 'r': repeats = (int)option_number("bench_tof", "--repeats", optarg, 1, 64); break;
+    case 'w': warmups = (int)option_number("bench_tof", "--warmups", optarg, 0, 64); break;
+    case 'e': nevents = option_number("bench_tof", "--events", optarg, 1, 2000000000); break;
+    case 'S': small = 1; break;
+    case 'R': reproducible = 1; break;
+    case 'v': verbose = 1; break;
+    case 'h':
+      printf("usage: bench_tof [--repeats N] [--warmups N] [--events N] [--small] [--reproducible] [--verbose]\n"
+             "  times TOF-sinogram projections of one subset and TOF listmode projections of N events (default\n"
+             "  20000000) on the benchmark scanner (--small: the small one); --reproducible: back projections in\n"
+             "  reproducible mode; --verbose: StarPU's own messages\n");
+      return 0;
+    default: return option_error("bench_tof", argv[optind - 1]);
     }
   }
-  if (repeats < 1 || repeats > 64 || warmups < 0 || nevents < 1) {
-    fprintf(stderr, "repeats must be 1..64, warmups >= 0, events >= 1\n");
-    return 2;
-  }
-  CHECK(sproj_init(NULL));
+  if (optind < argc)
+    return option_error("bench_tof", argv[optind]);
+  if (!verbose)
+    setenv("STARPU_SILENT", "1", 0);
+  struct sproj_config cfg;
+  sproj_config_init(&cfg);
+  cfg.reproducible = reproducible;
+  CHECK(sproj_init(&cfg));
   struct sproj_scanner_params sp;
   CHECK(sproj_scanner_preset("vision600", &sp));
   int n[3] = {215, 215, 71};

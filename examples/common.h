@@ -2,10 +2,33 @@
 #ifndef SPROJ_EXAMPLES_COMMON_H
 #define SPROJ_EXAMPLES_COMMON_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include "starproj.h"
+
+/* A whole-number option value in lo..hi, or a message naming the option and exit 2 (programs reject malformed
+ * numbers instead of reading "1e6" as 1). */
+static inline long long option_number(const char *prog, const char *option, const char *arg, long long lo,
+                                      long long hi)
+{
+  char *end;
+  errno = 0;
+  long long v = strtoll(arg, &end, 10);
+  if (errno || end == arg || *end || v < lo || v > hi) {
+    fprintf(stderr, "%s: %s needs a whole number in %lld..%lld, not '%s' (see --help)\n", prog, option, lo, hi, arg);
+    exit(2);
+  }
+  return v;
+}
+
+/* Unknown option or stray argument: a message and exit 2. */
+static inline int option_error(const char *prog, const char *what)
+{
+  fprintf(stderr, "%s: unknown option or argument '%s' (see --help)\n", prog, what);
+  return 2;
+}
 
 #define CHECK(call)                                                                                             \
   do {                                                                                                         \

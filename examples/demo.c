@@ -1,5 +1,6 @@
 /* demo.c: a small ring scanner and a phantom registered once; forward and back projections view by view on every
  * worker StarPU finds, a few MLEM iterations on top, TOF sinogram and listmode projections, and what ran where. */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +37,27 @@ static void back_views(sproj_image *img, sproj_proj *proj, sproj_chunks *views, 
     CHECK(sproj_back(img, proj, views, v));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+  static const struct option longopts[] = {{"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
+  int verbose = 0;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
+    if (c == 'v') {
+      verbose = 1;
+    } else if (c == 'h') {
+      printf("usage: demo [--verbose]\n  a small ring scanner and a phantom: projections view by view, a few MLEM\n"
+             "  iterations, TOF sinogram and listmode projections, and what ran where; --verbose: StarPU's messages\n");
+      return 0;
+    } else {
+      return option_error("demo", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return option_error("demo", argv[optind]);
+  if (!verbose)
+    setenv("STARPU_SILENT", "1", 0);
   struct sproj_config cfg;
   sproj_config_init(&cfg);
   CHECK(sproj_init(&cfg));

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # autogen.sh: generates configure and the Makefile templates (needs autoconf, automake, libtool)
 set -e
 cd "$(dirname "$0")"

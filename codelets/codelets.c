@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* codelets.c: the CPU loop shared by every projection codelet. */
 #include "config.h"
 #include "codelets.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* codelets.h: the StarPU codelets of starproj and the argument every projection task carries (runtime side). */
 #ifndef SPROJ_CODELETS_H
 #define SPROJ_CODELETS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_check.cu: asks the CUDA runtime whether this build of the library holds a kernel image a given GPU can run. */
 #include "config.h"
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_pieces.h: the kernel-parameter table that maps CUDA blocks onto the LOR pieces of one projection task, and
  * the launcher every projection codelet shares. */
 #ifndef SPROJ_CUDA_PIECES_H

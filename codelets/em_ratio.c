@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* em_ratio.c: CPU codelet, codelet struct and performance model of the EM ratio over pieces of LORs. */
 #include "config.h"
 #include "codelets.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* em_ratio.cu: CUDA kernel of the EM ratio (one thread per value of every piece), queued on StarPU's stream. */
 #include "config.h"
 #include "cuda_pieces.h"

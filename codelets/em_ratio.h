@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* em_ratio.h: the EM ratio of one LOR, m*y / (m*p + a) per TOF bin, overwriting the forward values p (host + CUDA). */
 #ifndef SPROJ_EM_RATIO_H
 #define SPROJ_EM_RATIO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* em_update.c: CPU codelet, codelet struct and performance model of the multiplicative EM image update. */
 #include "config.h"
 #include "codelets.h"

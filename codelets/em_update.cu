@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* em_update.cu: CUDA kernel of the multiplicative EM image update, queued on StarPU's stream. */
 #include "config.h"
 #include "cuda_pieces.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* em_update.h: the multiplicative EM update of one voxel, x * bp / sens (host + CUDA). */
 #ifndef SPROJ_EM_UPDATE_H
 #define SPROJ_EM_UPDATE_H

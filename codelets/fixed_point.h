@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fixed_point.h: 64-bit fixed-point accumulation of back projections for the reproducible mode (host + CUDA).
  *
  * Integer additions give the same sum in any order, so contributions converted one by one to fixed point and added

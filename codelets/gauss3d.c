@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gauss3d.c: CPU codelet, codelet struct and performance model of the separable Gaussian blur of an image. */
 #include "config.h"
 #include <math.h>

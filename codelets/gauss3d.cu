@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gauss3d.cu: CUDA kernels of the separable Gaussian blur (one launch per axis), queued on StarPU's stream. */
 #include "config.h"
 #include "cuda_pieces.h"

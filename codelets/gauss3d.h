@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gauss3d.h: separable Gaussian blur of an image along one axis at a time, zero outside the image (host + CUDA). */
 #ifndef SPROJ_GAUSS3D_H
 #define SPROJ_GAUSS3D_H

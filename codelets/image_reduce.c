@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* image_reduce.c: reduction methods of image handles (zero a buffer, add one buffer into another) and of the
  * fixed-point accumulators of the reproducible mode, and the flush of an accumulator into its image; CPU side. */
 #include "config.h"

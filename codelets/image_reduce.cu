@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* image_reduce.cu: reduction methods of image handles and of fixed-point accumulators, and the flush of an
  * accumulator into its image, on the GPU, queued on StarPU's stream. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_back.c: CPU codelet, codelet struct and performance model of the non-TOF back projection. */
 #include "config.h"
 #include "codelets.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_back.cu: CUDA kernel of the non-TOF back projection (one thread per LOR, atomic adds). */
 #include "config.h"
 #include "cuda_pieces.h"

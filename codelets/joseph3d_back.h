@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_back.h: the non-TOF Joseph back projection of one LOR, the exact adjoint of joseph3d_fwd.h. */
 #ifndef SPROJ_JOSEPH3D_BACK_H
 #define SPROJ_JOSEPH3D_BACK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_fwd.cu: CUDA kernel of the non-TOF forward projection (one thread per LOR). */
 #include "config.h"
 #include "cuda_pieces.h"

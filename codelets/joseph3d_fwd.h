@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_fwd.h: the non-TOF Joseph forward projection of one LOR (host + CUDA). */
 #ifndef SPROJ_JOSEPH3D_FWD_H
 #define SPROJ_JOSEPH3D_FWD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_ray.h: ray setup and bilinear sampling of Joseph's method, shared by every projector (host + CUDA). */
 #ifndef SPROJ_JOSEPH3D_RAY_H
 #define SPROJ_JOSEPH3D_RAY_H

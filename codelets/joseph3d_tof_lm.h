@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_lm.h: the planes of a LOR that can reach TOF bin b, shared by the listmode projectors. */
 #ifndef SPROJ_JOSEPH3D_TOF_LM_H
 #define SPROJ_JOSEPH3D_TOF_LM_H

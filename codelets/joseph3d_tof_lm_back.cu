@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_lm_back.cu: CUDA kernel of the TOF listmode back projection (one thread per event, atomic adds). */
 #include "config.h"
 #include "cuda_pieces.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_lm_back.h: TOF listmode back projection of one event, the adjoint of joseph3d_tof_lm_fwd.h. */
 #ifndef SPROJ_JOSEPH3D_TOF_LM_BACK_H
 #define SPROJ_JOSEPH3D_TOF_LM_BACK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_lm_fwd.c: CPU codelet, codelet struct and performance model of the TOF listmode forward projection. */
 #include "config.h"
 #include "codelets.h"

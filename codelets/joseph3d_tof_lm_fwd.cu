@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_lm_fwd.cu: CUDA kernel of the TOF listmode forward projection (one thread per event). */
 #include "config.h"
 #include "cuda_pieces.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_lm_fwd.h: TOF listmode forward projection of one event (host + CUDA). */
 #ifndef SPROJ_JOSEPH3D_TOF_LM_FWD_H
 #define SPROJ_JOSEPH3D_TOF_LM_FWD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_sino_back.h: TOF-sinogram back projection of one LOR, the adjoint of joseph3d_tof_sino_fwd.h. */
 #ifndef SPROJ_JOSEPH3D_TOF_SINO_BACK_H
 #define SPROJ_JOSEPH3D_TOF_SINO_BACK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_sino_fwd.c: CPU codelet, codelet struct and performance model of the TOF-sinogram forward projection. */
 #include "config.h"
 #include "codelets.h"

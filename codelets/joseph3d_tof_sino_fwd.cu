@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_sino_fwd.cu: CUDA kernel of the TOF-sinogram forward projection (one thread per LOR).
  *
  * Every sample adds into the bins of its window, so a LOR's bins take hundreds of read-modify-writes. They go to

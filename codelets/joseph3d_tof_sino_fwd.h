@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joseph3d_tof_sino_fwd.h: TOF-sinogram forward projection of one LOR into its num_bins values (host + CUDA). */
 #ifndef SPROJ_JOSEPH3D_TOF_SINO_FWD_H
 #define SPROJ_JOSEPH3D_TOF_SINO_FWD_H

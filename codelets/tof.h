@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tof.h: time-of-flight weights of Joseph samples (host + CUDA), shared by the TOF sinogram and listmode projectors.
  *
  * Bin b of a LOR is centred (b - (num_bins-1)/2) * bin_width from its midpoint, shifted by center_offset towards

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_nontof.c: non-TOF forward and back projection on the benchmark geometry (Vision 600-like scanner, all
  * 146.3 M sinogram LORs, 215x215x71 image), with image and LORs registered and uploaded once: one request, 272
  * per-view chunks, and 2414 segment-viewgram chunks (every 8th view). Prints a table.

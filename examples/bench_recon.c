@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_recon.c: time of one OSEM iteration on resident data (the library's task graphs), the share of it that is not
  * projection, and the same iteration done the way frameworks call projectors today (host arrays per subset, the image
  * sent with every call, ratio and update on the host). */

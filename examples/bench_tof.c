@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_tof.c: TOF projections on the benchmark geometry with image and LORs registered and uploaded once: one TOF
  * subset (every 34th view: 8 views, 4.3 M LORs x 29 bins) forward and back, and 20 M listmode events (random LORs
  * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events. Prints a table.

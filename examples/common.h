@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* common.h: what the example programs share: failing loudly on a status and a monotonic clock. */
 #ifndef SPROJ_EXAMPLES_COMMON_H
 #define SPROJ_EXAMPLES_COMMON_H

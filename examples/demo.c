@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* demo.c: a small ring scanner and a phantom registered once; forward and back projections view by view on every
  * worker StarPU finds, a few MLEM iterations on top, TOF sinogram and listmode projections, and what ran where. */
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* starproj_recon.c: the starproj-recon program: simulates PET data of a phantom on a scanner preset (or reads raw
  * sinogram / listmode files) and reconstructs it with OSEM or LM-OSEM on whatever devices StarPU drives, writing
  * NIfTI images and PNG previews. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_api.c: libFuzzer target over registration, chunking, TOF parameters and submission: the input is read as a
  * sequence of calls with raw arguments (any float bits, any integers, objects of other sets, repeated chunks). A
  * call may fail with a status, never crash, hang or corrupt; every object registered is unregistered at the end

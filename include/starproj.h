@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* starproj.h: the public API of starproj, Joseph forward and back projectors on data kept resident by StarPU. */
 #ifndef STARPROJ_H
 #define STARPROJ_H

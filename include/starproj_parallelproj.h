@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* starproj_parallelproj.h: one-shot projector calls with the argument lists of libparallelproj 2.x's C API. */
 #ifndef STARPROJ_PARALLELPROJ_H
 #define STARPROJ_PARALLELPROJ_H

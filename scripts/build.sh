@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds starproj in build/ (autogen + configure on the first run), against the StarPU that
 # scripts/install-deps.sh installed. usage: scripts/build.sh [--prefix DIR] [configure options...]
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build in build/ into a temporary directory and builds and runs two programs outside the tree against
 # it: tests/consumers/cmake (find_package(starproj)) and tests/consumers/pkgconfig (pkg-config starproj).
 # usage: scripts/check-consumers.sh [--prefix DIR]   (DIR: where StarPU is, default /usr/local; builds first if needed)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds starproj and runs the demo. usage: scripts/demo.sh [--prefix DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."

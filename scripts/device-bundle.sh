@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds starproj (CUDA codelets for sm_90) into .device/build and copies the shared libraries a bare GPU machine
 # lacks (StarPU, hwloc, subunit, nifticlib, libpng) into .device/lib, so that .device can be carried to a lent GPU
 # machine.

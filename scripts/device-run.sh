@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on a GPU machine from the repository root with .device/ carried (see scripts/device-bundle.sh): the test
 # programs, the demo and the non-TOF benchmark. Logs go to $OUT (or /tmp/out).
 # usage: scripts/device-run.sh [tests] [recon] [bench-recon] [demo] [bench] [bench-tof] [bench-any] [sweep]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer target fuzz/fuzz_api.c (Debian's clang, ASan + UBSan, no CUDA) in build-fuzz/ and runs it
 # for a bounded time from the seed corpus in fuzz/corpus. A crash, sanitizer report or leak fails the run and
 # leaves the input in build-fuzz/ (crash-*, leak-*): turn it into a regression test in tests/check_hardening.c.

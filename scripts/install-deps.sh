@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what starproj needs on Debian 12: build tools, hwloc, Check, nifticlib, libpng, clang (fuzzing), cmake
 # (consumer check) and doxygen (`make doc`) from Debian, and StarPU 1.4 built from Debian's source package (with
 # CUDA when nvcc is found). Re-running it with everything present is quick.

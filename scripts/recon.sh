@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: installs what is missing, builds starproj, then simulates and reconstructs a phantom with
 # starproj-recon on the small scanner (OSEM, every GPU and CPU core StarPU finds). Options after the prefix go to
 # starproj-recon (see build/starproj-recon --help).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds starproj without CUDA under AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included)
 # in build-sanitize/ and runs the whole test suite there; fails on any sanitizer report. Expects what
 # scripts/install-deps.sh installs. usage: scripts/sanitize.sh [--prefix DIR]   (DIR: where StarPU is)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds starproj and runs its tests; prints every test program's own Check summary and
 # a closing total. usage: scripts/test.sh [--prefix DIR]   (DIR: where StarPU goes, default /usr/local)
 set -uo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_check.c: sproj_init's refusal of GPUs the library holds no kernel image for, with a message naming the GPU. */
 #include "config.h"
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c: status codes, their descriptions and the per-thread message of the last failure. */
 #include "config.h"
 #include <stdarg.h>

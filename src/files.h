@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* files.h: what starproj's file writers and readers share: atomic output through temporary files (not installed). */
 #ifndef SPROJ_FILES_H
 #define SPROJ_FILES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* geometry.c: cylindrical scanners as rings of regular polygons: presets, sinogram layout and LOR indices, LOR
  * endpoints, detector pairs of listmode events, and TOF bin numberings. */
 #include "config.h"

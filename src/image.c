@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* image.c: registering images as StarPU vector handles, their residency on GPUs, sync and unregistration. */
 #include "config.h"
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* internal.h: starproj's objects and the helpers shared by the runtime files (not installed). */
 #ifndef SPROJ_INTERNAL_H
 #define SPROJ_INTERNAL_H

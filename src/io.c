@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* io.c: atomic output files, and sinograms and listmode as raw data with a "key = value" text header. */
 #include "config.h"
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lors.c: LOR sets (plain and listmode events) and chunkings (pieces planned as StarPU partitions). */
 #include "config.h"
 #include <math.h>

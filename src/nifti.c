@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nifti.c: images as NIfTI-1 files through nifticlib, with starproj's axes and origin in the affine. */
 #include "config.h"
 #include <errno.h>

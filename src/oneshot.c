@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oneshot.c: libparallelproj-style one-shot projections (register, compute, wait, unregister on every call). */
 #include "config.h"
 #include <stdio.h>

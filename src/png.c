@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* png.c: greyscale PNG previews of images (three central slices) and of sinogram views, through libpng. */
 #include "config.h"
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proj.c: projection vectors (one value, or one per TOF bin, for each LOR of a set): registration, residency,
  * sync and unregistration. */
 #include "config.h"

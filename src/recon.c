@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recon.c: forward models (per-LOR factors, background, resolution blur) and ML-EM / OS-EM reconstruction submitted
  * as StarPU task graphs on resident data. */
 #include "config.h"

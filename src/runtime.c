@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runtime.c: starting and stopping StarPU, scheduler choice, GPUs, task granularity and per-worker statistics. */
 #include "config.h"
 #include <stdio.h>

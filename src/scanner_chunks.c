@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scanner_chunks.c: chunkings of a scanner's sinogram LOR set: views, viewgrams and subsets of interleaved views. */
 #include "config.h"
 #include <stdlib.h>

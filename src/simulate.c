@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simulate.c: a cylinder-and-spheres phantom, seeded Poisson noise and listmode events drawn from expected counts. */
 #include "config.h"
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* submit.c: turning projection requests (chunks of a LOR set) into StarPU tasks of a good size. */
 #include "config.h"
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tof.c: time-of-flight parameters, scalar or per LOR (per-LOR arrays registered as read-only vectors of a set). */
 #include "config.h"
 #include <math.h>

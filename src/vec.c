@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vec.c: per-LOR vectors (projection values, listmode TOF bins, per-LOR TOF sigma and offset) and the chunkings
  * applied to them as StarPU partition plans. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_adjoint.c: back projection is the adjoint of forward projection, adds to the image, and gives the same
  * image whether it runs as one task or as many concurrent tasks submitted from several threads. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_api.c: every public call rejects bad input with its documented status, a message, and no effect. */
 #include <math.h>
 #include <stdio.h>

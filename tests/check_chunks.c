@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_chunks.c: chunked requests equal one request; chunkings are reusable, may switch, leave uncovered LORs
  * untouched, accept submissions from several threads; sync semantics; task granularity. */
 #include <math.h>

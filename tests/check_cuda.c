@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_cuda.c: CUDA codelets agree with the CPU ones, and uploaded data stays resident (no image transfers on
  * repeated computes). Exits 77 (Automake: SKIP) when StarPU drives no GPU. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_fwd.c: forward and back projection against the independent double-precision reference and against
  * analytic chord lengths. */
 #include <math.h>

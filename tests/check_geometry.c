@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_geometry.c: scanner presets and sinogram layouts (counts, indices, LOR endpoints against an independent
  * double-precision polygon), chunkings of a scanner's sinogram, chunks of several ranges in projections, TOF bin
  * numberings, detector pairs, and the status of bad arguments. */

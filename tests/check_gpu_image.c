@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_gpu_image.c: the message sproj_init gives for a GPU the library has no kernel image for (no GPU needed:
  * the CUDA side only fills the device description this message is made from). */
 #include <string.h>

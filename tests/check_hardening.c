@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_hardening.c: regression tests for inputs that once crashed, hung or slipped through: extreme TOF parameters
  * and coordinates (in the projector math itself and at registration), chunks listed several times in one request,
  * and the smaller validation gaps of the hardening review. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_io.c: NIfTI, raw sinogram and listmode files, PNG previews, phantom, Poisson noise and listmode sampling. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_memlimit.c: back projection under a host memory limit too small for a reduction buffer per worker
  * (STARPU_LIMIT_CPU_MEM, set here before StarPU starts) completes, with the values of the double-precision
  * reference, instead of spinning in StarPU's allocator. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_oneshot.c: the libparallelproj-style one-shot calls against the resident API on the same inputs, and their
  * answers to bad input. */
 #include <math.h>

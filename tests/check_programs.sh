@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_programs.sh: starproj-recon rejects bad options and unreadable input with a message and a non-zero exit,
 # leaving no output files; a short run writes the NIfTI and PNG files it names, and a saved sinogram reads back in.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_recon.c: the forward model and ML-EM / OS-EM reconstruction: codelets against double-precision references,
  * the resolution model, convergence, equivalences (OSEM 1 subset = MLEM, listmode = sinogram), asynchrony and bad
  * input. */

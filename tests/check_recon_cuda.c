@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_recon_cuda.c: reconstructions on the GPU agree with the CPU ones, and between subsets nothing crosses the bus.
  * Exits 77 (Automake: SKIP) when StarPU drives no GPU. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_reproducible.c: back projections in reproducible mode give the same bits for any task size, any order of
  * the chunks in a call and any number of workers, and stay within a fixed-point rounding of the default mode. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_threads.c: 16 host threads submitting per-viewgram forward and back projections of one registered image
  * (the small preset scanner) give the single-threaded results. */
 #include <math.h>

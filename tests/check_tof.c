@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check_tof.c: TOF-sinogram and TOF-listmode projectors against the double-precision reference, against the
  * non-TOF projector and each other; adjointness, chunking, per-LOR parameters, the centre offset's direction, and
  * bad input. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recon_scene.c: the ring scanner, phantom, forward model and data of the reconstruction tests. */
 #include "recon_scene.h"
 #include <math.h>

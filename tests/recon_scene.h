@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recon_scene.h: the small PET scene the reconstruction tests share: a ring scanner generated here, a phantom, the
  * forward model's factors and background, and data (noise-free, or integer counts with one listmode event each). */
 #ifndef SPROJ_RECON_SCENE_H

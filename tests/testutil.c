@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* testutil.c: random data, the independent double-precision reference projector, phantoms and comparisons. */
 #include "testutil.h"
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* testutil.h: what the test programs share: random data, an independent double-precision Joseph reference,
  * phantoms, comparisons and the Check runner. */
 #ifndef SPROJ_TESTUTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c: an external program on the resident API: projects a uniform image along one LOR and checks the value. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c: an external program on the one-shot calls: forward and back projection of one LOR, values checked. */
 #include <math.h>
 #include <stdio.h>

@@ -28,6 +28,16 @@ mkdir -p "$prefix" 2>/dev/null || true
 [ -d "$prefix" ] && prefix=$(cd "$prefix" && pwd)
 
 log() { printf 'install-deps: %s\n' "$*"; }
+# apt's and StarPU's full output goes here; the terminal gets a line per step
+logfile=${TMPDIR:-/tmp}/starproj-install-deps.log
+: >"$logfile" 2>/dev/null || logfile=/dev/null
+# runs a step quietly; on failure shows the end of the log
+quiet() {
+  "$@" >>"$logfile" 2>&1 && return 0
+  tail -n 40 "$logfile"
+  log "failed: $* (full output in $logfile)"
+  exit 1
+}
 
 if [ "$(id -u)" -eq 0 ]; then
   SUDO=()
@@ -55,9 +65,9 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  log "installing Debian packages: ${missing[*]}"
-  "${SUDO[@]}" apt-get update -q
-  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  log "installing Debian packages: ${missing[*]} (output in $logfile)"
+  quiet "${SUDO[@]}" apt-get update -q
+  quiet env DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   log "Debian packages present"
 fi
@@ -87,7 +97,8 @@ src_list=/etc/apt/sources.list.d/starproj-starpu-src.sources
 if ! apt-cache showsrc starpu 2>/dev/null | grep -q '^Version: 1\.4'; then
   printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     | "${SUDO[@]}" tee "$src_list" >/dev/null
-  "${SUDO[@]}" apt-get update -q
+  log "added $src_list (Debian source packages of trixie and sid, for StarPU 1.4's source)"
+  quiet "${SUDO[@]}" apt-get update -q
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/starproj-starpu.XXXXXX")
@@ -96,7 +107,8 @@ cd "$work"
 # the newest 1.4.x the configured suites carry (a later 1.5 would change the API)
 version=$(apt-cache showsrc starpu | sed -n 's/^Version: \(1\.4\.[^ ]*\)$/\1/p' | sort -V | tail -n 1)
 [ -n "$version" ] || { log "no StarPU 1.4 source package is served"; exit 1; }
-apt-get source -q "starpu=$version" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true
+log "fetching the source of StarPU $version"
+quiet apt-get source -q "starpu=$version"
 srcdir=$(find . -maxdepth 1 -type d -name 'starpu-1.4*' | head -n 1)
 [ -n "$srcdir" ] || { log "apt-get source gave no StarPU 1.4 source"; exit 1; }
 cd "$srcdir"
@@ -116,18 +128,19 @@ if [ "$cuda_dir" != no ]; then
   export PATH="$cuda_dir/bin:$PATH"
 fi
 
-./configure -q --prefix="$prefix" "${cuda_args[@]}" \
+log "configuring StarPU"
+quiet ./configure -q --prefix="$prefix" "${cuda_args[@]}" \
   --disable-opencl --disable-hip --disable-build-doc --disable-build-examples --disable-build-tests \
   --disable-fortran --disable-socl --disable-starpufft --disable-mpi --disable-fxt --disable-glpk \
   --disable-starpupy --disable-openmp \
-  --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16 >"$work/configure.log" 2>&1 \
-  || { tail -n 40 "$work/configure.log"; log "StarPU configure failed"; exit 1; }
-make -s -j"$jobs" >"$work/build.log" 2>&1 || { tail -n 60 "$work/build.log"; log "StarPU build failed"; exit 1; }
-
+  --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16
+log "building StarPU (about 2.5 minutes on 2 cores)"
+quiet make -s -j"$jobs"
+log "installing StarPU into $prefix"
 if [ -w "$prefix" ] && { [ ! -e "$prefix/lib" ] || [ -w "$prefix/lib" ]; }; then
-  make -s install >"$work/install.log" 2>&1 || { tail -n 40 "$work/install.log"; exit 1; }
+  quiet make -s install
 else
-  "${SUDO[@]}" make -s install >"$work/install.log" 2>&1 || { tail -n 40 "$work/install.log"; exit 1; }
+  quiet "${SUDO[@]}" make -s install
 fi
 case "$prefix" in /usr|/usr/local) "${SUDO[@]}" ldconfig ;; esac
 starpu_ok || { log "StarPU installed but not found by pkg-config in $prefix"; exit 1; }

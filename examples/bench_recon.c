@@ -37,7 +37,8 @@ static void *pinned(size_t bytes)
 }
 
 static const char *usage_text =
-  "usage: bench_recon [--scanner small|vision600] [--tof] [--subsets N] [--iterations N] [--no-host] [--help]\n"
+  "usage: bench_recon [--scanner small|vision600] [--tof] [--subsets N] [--iterations N] [--no-host] [--verbose]\n"
+  "                   [--help]\n"
   "  One OSEM iteration (default 34 subsets on the vision600 scanner, image 215x215x71 of 2.78 mm) on resident\n"
   "  data, timed after one warm-up iteration (median of --iterations, default 3); the projections of the same\n"
   "  subsets alone; and, unless --no-host, the iteration through one-shot calls with host arrays.\n";
@@ -57,11 +58,12 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
   const char *scanner_name = "vision600";
-  int tof_on = 0, subsets = 34, iterations = 3, host = 1;
+  int tof_on = 0, subsets = 34, iterations = 3, host = 1, verbose = 0;
   static const struct option longopts[] = {{"scanner", required_argument, 0, 's'}, {"tof", no_argument, 0, 't'},
                                            {"subsets", required_argument, 0, 'n'},
                                            {"iterations", required_argument, 0, 'i'},
                                            {"no-host", no_argument, 0, 'H'}, {"help", no_argument, 0, 'h'},
+                                           {"verbose", no_argument, 0, 'v'},
                                            {0, 0, 0, 0}};
   opterr = 0;
   int c;
@@ -84,6 +86,7 @@ int main(int argc, char **argv)
       *(c == 'n' ? &subsets : &iterations) = (int)v;
       break;
     case 'H': host = 0; break;
+    case 'v': verbose = 1; break;
     case 'h': fputs(usage_text, stdout); return 0;
     default: return bad("unknown option", argv[optind - 1]);
     }
@@ -91,7 +94,8 @@ int main(int argc, char **argv)
   if (optind < argc)
     return bad("unexpected argument", argv[optind]);
 
-  setenv("STARPU_SILENT", "1", 0);
+  if (!verbose)
+    setenv("STARPU_SILENT", "1", 0);
   TRY(sproj_init(NULL));
   struct sproj_scanner_params sp;
   sproj_scanner *scanner;

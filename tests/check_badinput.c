@@ -1800,6 +1800,48 @@ START_TEST(test_oneshot)
 }
 END_TEST
 
+/* ---- extreme but valid geometries: accepted, and projecting to finite values ------------------------------------ */
+START_TEST(test_extreme_geometries)
+{
+  /* denormal and huge voxel sizes are finite and > 0, so valid; so are origins far out (the box stays finite) */
+  const float den = FLT_TRUE_MIN;
+  const struct tu_geom cases[] = {
+    {{8, 7, 6}, {den, den, den}, {0, 0, 0}},
+    {{8, 7, 6}, {1e30f, 1e30f, 1e30f}, {-3.5e30f, -3e30f, -2.5e30f}},
+    {{8, 7, 6}, {2, 2.5f, 3}, {1e30f, -1e30f, 0}},
+    {{8, 7, 6}, {2, 2.5f, 3}, {den, -den, den}},
+    {{1, 1, 1}, {FLT_MAX / 4, 1, 1}, {0, 0, 0}},
+  };
+  int64_t nvox = tu_nvox(&G);
+  float *im = tu_alloc(nvox), *vals = tu_alloc(NL);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const struct tu_geom *g = &cases[c];
+    int64_t n = tu_nvox(g);
+    for (int64_t v = 0; v < n; v++)
+      im[v] = 1.0f;
+    sproj_image *gi;
+    sproj_proj *gp;
+    ck_assert_msg(sproj_image_register(&gi, im, g->n, g->vs, g->origin) == SPROJ_OK, "case %zu: %s", c,
+                  sproj_last_error());
+    ck_assert_int_eq(sproj_proj_register(&gp, vals, lors), SPROJ_OK);
+    ck_assert_int_eq(sproj_fwd(gi, gp, NULL, 0), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_sync(gp, NULL, 0, SPROJ_SYNC_READ), SPROJ_OK);
+    for (int i = 0; i < NL; i++)
+      ck_assert_msg(isfinite(vals[i]) && vals[i] >= 0, "case %zu: forward value %d = %g", c, i, vals[i]);
+    ck_assert_int_eq(sproj_back(gi, gp, NULL, SPROJ_ALL_CHUNKS), SPROJ_OK);
+    ck_assert_int_eq(sproj_image_sync(gi, SPROJ_SYNC_READ), SPROJ_OK);
+    for (int64_t v = 0; v < n; v++)
+      ck_assert_msg(isfinite(im[v]) && im[v] >= 1.0f, "case %zu: voxel %lld = %g after back projection", c,
+                    (long long)v, im[v]);
+    ck_assert_int_eq(sproj_proj_unregister(gp), SPROJ_OK);
+    ck_assert_int_eq(sproj_image_unregister(gi), SPROJ_OK);
+  }
+  free(im);
+  free(vals);
+  check_unchanged("the extreme geometries");
+}
+END_TEST
+
 /* ---- the library's other calls: no arguments to get wrong, or none that fail ---------------------------------------- */
 START_TEST(test_getters)
 {
@@ -1892,6 +1934,7 @@ int main(void)
   tcase_add_test(tc, test_files);
   tcase_add_test(tc, test_simulation);
   tcase_add_test(tc, test_oneshot);
+  tcase_add_test(tc, test_extreme_geometries);
   tcase_add_test(tc, test_getters);
   tcase_add_test(tc, test_teardown);
   suite_add_tcase(s, tc);

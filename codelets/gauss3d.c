@@ -9,9 +9,11 @@ int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float 
 {
   for (int a = 0; a < 3; a++) {
     double sigma = fwhm[a] / (2.0 * sqrt(2.0 * log(2.0))) / voxel_size[a];
-    int radius = fwhm[a] > 0.0f ? (int)ceil(3.0 * sigma) : 0;
-    if (radius > SPROJ_GAUSS_MAX_RADIUS)
+    /* compared in double: a huge FWHM would overflow the conversion to int (and wrap to a negative radius) */
+    double reach = fwhm[a] > 0.0f ? ceil(3.0 * sigma) : 0.0;
+    if (!(reach <= SPROJ_GAUSS_MAX_RADIUS))
       return a;
+    int radius = (int)reach;
     double w[SPROJ_GAUSS_MAX_RADIUS + 1], sum = 0.0;
     for (int k = 0; k <= radius; k++) {
       w[k] = radius > 0 ? exp(-0.5 * (k / sigma) * (k / sigma)) : 1.0;

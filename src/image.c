@@ -96,6 +96,10 @@ int sproj_image_register_handle(sproj_image **img, sproj_starpu_handle handle, c
 static int image_residency(const char *func, sproj_image *img, int gpu, int upload)
 {
   unsigned nodes[STARPU_MAXCUDADEVS];
+  /* not initialised comes first, as in every other call: no object can exist then */
+  int init = sproj_check_init(func);
+  if (init)
+    return init;
   if (!img)
     return sproj_fail(SPROJ_ERR_NULL, func, "img is NULL");
   int n = sproj_gpu_nodes(func, gpu, nodes);

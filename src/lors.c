@@ -689,6 +689,10 @@ static int lors_residency(const char *func, sproj_lors *lors, const sproj_chunks
   unsigned nodes[STARPU_MAXCUDADEVS];
   const sproj_chunks *ch;
   int *list, num, nh, ret;
+  /* not initialised comes first, as in every other call: no object can exist then */
+  int init = sproj_check_init(func);
+  if (init)
+    return init;
   if (!lors)
     return sproj_fail(SPROJ_ERR_NULL, func, "lors is NULL");
   int nnodes = sproj_gpu_nodes(func, gpu, nodes);

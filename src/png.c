@@ -147,9 +147,15 @@ int sproj_png_write_image(const char *path, const float *data, const int dims[3]
 {
   if (!path || !data || !dims || !voxel_size)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "path, data, dims and voxel_size must not be NULL");
-  for (int k = 0; k < 3; k++)
+  /* the image must be addressable (as in nifti.c): the voxel indices below would overflow otherwise */
+  size_t total = 1;
+  for (int k = 0; k < 3; k++) {
     if (dims[k] <= 0)
       return SPROJ_FAIL(SPROJ_ERR_DIMS, "dims[%d] = %d must be > 0", k, dims[k]);
+    if (total > SIZE_MAX / sizeof(float) / (size_t)dims[k])
+      return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%d x %d x %d voxels are too many", dims[0], dims[1], dims[2]);
+    total *= (size_t)dims[k];
+  }
   for (int k = 0; k < 3; k++)
     if (!isfinite(voxel_size[k]) || !(voxel_size[k] > 0.0f))
       return SPROJ_FAIL(SPROJ_ERR_VOXEL_SIZE, "voxel_size[%d] = %g must be finite and > 0", k, voxel_size[k]);

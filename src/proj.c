@@ -93,6 +93,10 @@ static int proj_residency(const char *func, sproj_proj *proj, const sproj_chunks
   const sproj_chunks *ch;
   starpu_data_handle_t *h;
   int nh, ret;
+  /* not initialised comes first, as in every other call: no object can exist then */
+  int init = sproj_check_init(func);
+  if (init)
+    return init;
   if (!proj)
     return sproj_fail(SPROJ_ERR_NULL, func, "proj is NULL");
   int nnodes = sproj_gpu_nodes(func, gpu, nodes);

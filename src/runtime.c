@@ -178,6 +178,8 @@ int sproj_init(const struct sproj_config *cfg)
   if (c.max_queued_tasks < -1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "max_queued_tasks (%d) must be -1 (default), 0 (no limit) or > 0",
                       c.max_queued_tasks);
+  if (c.reproducible != 0 && c.reproducible != 1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "reproducible (%d) must be 0 or 1", c.reproducible);
   if (c.ncpu < -1 || c.ncuda < -1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "ncpu (%d) and ncuda (%d) must be -1 (default) or >= 0", c.ncpu, c.ncuda);
   if (c.task_lors < 0 || c.task_lors > UINT32_MAX)

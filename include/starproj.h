@@ -121,7 +121,8 @@ int sproj_num_gpus(void);
 
 /* Task granularity. A request (one chunk, a list of chunks or the whole LOR set) is cut into tasks of at
  * most task_lors LORs, and large chunks into enough pieces to keep every worker busy. 0 restores the
- * automatic value (2^20 LORs with GPUs, 2^15 on CPUs only). Affects chunkings created afterwards.
+ * automatic value (2^20 LORs with GPUs, halved until every CUDA worker's task fits a quarter of the smallest GPU's
+ * memory, or of STARPU_LIMIT_CUDA_MEM, at 128 bytes per LOR; 2^15 on CPUs only). Affects chunkings created afterwards.
  * Errors: NOT_INIT, RANGE (negative or above 2^32-1). Not thread-safe: call it while no other thread creates
  * chunkings or submits projections (they read the value unlocked). */
 int sproj_set_task_lors(int64_t task_lors);

@@ -166,6 +166,29 @@ static void env_pop(struct saved_env *s)
   free(s->old);
 }
 
+/* Automatic task size. Every CUDA worker of a GPU holds its task's LORs and values in the GPU's memory at once; when
+ * a memory limit (STARPU_LIMIT_CUDA_MEM, or a small GPU) cannot hold that for every worker, StarPU's allocator
+ * waits forever (an H200 limited to 100 MB hung on 2^20-LOR tasks, 4 workers, 13 MB image). Tasks are therefore
+ * cut so that the workers' tasks take at most a quarter of the smallest GPU, at up to BYTES_PER_LOR each
+ * (endpoints, and values for up to ~25 TOF bins). */
+#define BYTES_PER_LOR 128
+static int64_t default_task_lors(void)
+{
+  if (sproj_rt.ngpus == 0)
+    return DEFAULT_TASK_LORS_CPU;
+  int64_t lors = DEFAULT_TASK_LORS_GPU;
+  unsigned workers = starpu_cuda_worker_get_count() / (unsigned)sproj_rt.ngpus;
+  for (int g = 0; g < sproj_rt.ngpus; g++) {
+    starpu_ssize_t total = starpu_memory_get_total(sproj_rt.gpu_node[g]);
+    if (total <= 0 || workers == 0)
+      continue;
+    int64_t fit = (int64_t)(total / 4) / ((int64_t)workers * BYTES_PER_LOR);
+    while (lors > MIN_PIECE_LORS && lors > fit)
+      lors /= 2;
+  }
+  return lors;
+}
+
 int sproj_init(const struct sproj_config *cfg)
 {
   struct sproj_config c;
@@ -265,7 +288,7 @@ int sproj_init(const struct sproj_config *cfg)
     memset(&sproj_rt, 0, sizeof sproj_rt);
     return ret;
   }
-  sproj_rt.task_lors = c.task_lors ? c.task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
+  sproj_rt.task_lors = c.task_lors ? c.task_lors : default_task_lors();
   /* a StarPU the caller started runs the scheduler the caller chose */
   make_contexts(!owns || c.sched != NULL || (env_sched && *env_sched));
   /* Projections go to the GPUs when there are any: measured on an H200 with 15 cores, the cores would add under 1%
@@ -358,7 +381,7 @@ int sproj_set_task_lors(int64_t task_lors)
     return ret;
   if (task_lors < 0 || task_lors > UINT32_MAX)
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "task_lors %lld must be 0 (automatic) or 1..2^32-1", (long long)task_lors);
-  sproj_rt.task_lors = task_lors ? task_lors : (sproj_rt.ngpus > 0 ? DEFAULT_TASK_LORS_GPU : DEFAULT_TASK_LORS_CPU);
+  sproj_rt.task_lors = task_lors ? task_lors : default_task_lors();
   return SPROJ_OK;
 }
 

@@ -855,9 +855,11 @@ static void write_record(const struct record *r, const struct pending *p)
     if (sscanf(p->wrk[i], "WRK\t%u\t%159[^\t]\t%7[^\t]\t%lf\t%lf\t%lf\t%lf\t%d", &w, name, kind, &ex, &sl, &wa, &tot,
                &tasks) != 8)
       continue;
-    fprintf(out.json, "%s{\"worker\":%u,\"name\":\"%s\",\"kind\":\"%s\",\"executing_s\":%.6f,\"sleeping_s\":%.6f,"
-            "\"waiting_s\":%.6f,\"total_s\":%.6f,\"tasks\":%d}", i ? "," : "", w, name, kind, ex, sl, wa, tot, tasks);
-    fprintf(out.workers, "%s,%u,%s,%s,%.6f,%.6f,%.6f,%.6f,%d\n", key, w, name, kind, ex, sl, wa, tot, tasks);
+    double idle = tot > ex ? tot - ex : 0.0;
+    fprintf(out.json, "%s{\"worker\":%u,\"name\":\"%s\",\"kind\":\"%s\",\"executing_s\":%.6f,\"idle_s\":%.6f,"
+            "\"sleeping_s\":%.6f,\"waiting_s\":%.6f,\"total_s\":%.6f,\"tasks\":%d}", i ? "," : "", w, name, kind, ex,
+            idle, sl, wa, tot, tasks);
+    fprintf(out.workers, "%s,%u,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", key, w, name, kind, ex, idle, sl, wa, tot, tasks);
   }
   fprintf(out.json, "],\"transfers\":[");
   for (int i = 0; i < p->nbus; i++) {
@@ -1483,8 +1485,8 @@ int main(int argc, char **argv)
   for (int c = 0; c < NUM_COLUMNS; c++)
     fprintf(out.csv, "%s%s", c ? "," : "", csv_columns[c]);
   fputc('\n', out.csv);
-  fprintf(out.workers, "scale,workload,policy,worker_set,phase,repeat,worker,name,kind,executing_s,sleeping_s,"
-          "waiting_s,total_s,tasks\n");
+  fprintf(out.workers, "scale,workload,policy,worker_set,phase,repeat,worker,name,kind,executing_s,idle_s,"
+          "sleeping_s,waiting_s,total_s,tasks\n");
   fprintf(out.transfers, "scale,workload,policy,worker_set,phase,repeat,src_node,src_kind,dst_node,dst_kind,bytes,"
           "transfers\n");
   gethostname(out.host, sizeof out.host - 1);
@@ -1547,7 +1549,8 @@ int main(int argc, char **argv)
         }
         struct outcome res;
         double t0 = now();
-        if (model_based(pol[p])) {
+        /* starproj's default is dmda when projections may go to CPU cores and GPUs */
+        if (model_based(pol[p]) || (!strcmp(pol[p], "default") && sets[s].cpus && sets[s].gpus)) {
           run_phase(&o, wl[w], pol[p], &sets[s], home, "calibrate", NULL, &res);
           if (!res.ok)
             printf("calibration %s; ", res.why);

@@ -53,7 +53,7 @@ sleeping_s,tasks_cpu,tasks_gpu,bytes_moved,bytes_h2d,bytes_d2h,bytes_d2d,peak_gp
 checksum_tol,check"
 [ "$(head -n 1 "$out/results.csv")" = "$cols" ] && ok || ko "results.csv header: $(head -n 1 "$out/results.csv")"
 [ "$(head -n 1 "$out/workers.csv")" = "scale,workload,policy,worker_set,phase,repeat,worker,name,kind,executing_s,\
-sleeping_s,waiting_s,total_s,tasks" ] && ok || ko "workers.csv header"
+idle_s,sleeping_s,waiting_s,total_s,tasks" ] && ok || ko "workers.csv header"
 [ "$(head -n 1 "$out/transfers.csv")" = "scale,workload,policy,worker_set,phase,repeat,src_node,src_kind,dst_node,\
 dst_kind,bytes,transfers" ] && ok || ko "transfers.csv header"
 
@@ -79,7 +79,7 @@ awk -F, 'NR > 1 && $12 == "ok" {
 } END { exit bad > 0 }' "$out/results.csv" && ok || ko "inconsistent values in results.csv"
 # per worker: executing time within its record's makespan (joined on scale .. repeat)
 awk -F, 'FNR == 1 { next } NR == FNR { if ($12 == "ok") m[$5","$6","$7","$9","$10","$11] = $16; next }
-  { k = $1","$2","$3","$4","$5","$6; if (!(k in m) || $10 < 0 || $10 > m[k] + 1e-3 || $11 < 0 || $14 < 0) { print; bad++ } }
+  { k = $1","$2","$3","$4","$5","$6; if (!(k in m) || $10 < 0 || $10 > m[k] + 1e-3 || $11 < 0 || $12 < 0 || $15 < 0) { print; bad++ } }
   END { exit bad > 0 }' "$out/results.csv" "$out/workers.csv" && ok || ko "a worker busy beyond its makespan"
 # the same checksums under every policy: within the record's own tolerance of the first policy's
 awk -F, 'NR > 1 && $12 == "ok" {

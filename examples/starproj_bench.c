@@ -45,7 +45,7 @@ struct scale {
 
 static const struct scale scales[] = {
   {"tiny", "small", 4, 33, {32, 32, 8}, 4.0f, 20000, 4, 4, 4, {15.0f, 15, 3.0f, 12.0f, 0.0f}},
-  {"small", "small", 0, 0, {64, 64, 16}, 2.0f, 500000, 8, 1, 8, {15.0f, 15, 3.0f, 12.0f, 0.0f}},
+  {"small", "small", 0, 0, {64, 64, 16}, 2.0f, 200000, 8, 1, 8, {15.0f, 15, 3.0f, 12.0f, 0.0f}},
   {"full", "vision600", 0, 0, {215, 215, 71}, 2.78f, 40000000, 34, 8, 16, {25.4f, 29, 3.0f, 24.5f, 0.0f}},
 };
 #define NUM_SCALES (int)(sizeof scales / sizeof *scales)

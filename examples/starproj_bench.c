@@ -453,6 +453,16 @@ static void gpu_model(char *out, size_t n)
       if (p) {
         snprintf(out, n, "%s", p + 1);
         out[strcspn(out, ")")] = 0;
+        /* StarPU appends the memory size and PCI bus ("... 139.8 GiB 18:00.0"): keep the model */
+        char *size = strstr(out, " GiB");
+        if (!size)
+          size = strstr(out, " GB");
+        if (size) {
+          *size = 0;
+          char *sp = strrchr(out, ' ');
+          if (sp && sp != out)
+            *sp = 0;
+        }
       }
       break;
     }

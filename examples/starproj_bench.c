@@ -677,7 +677,7 @@ static const char *usage_text =
   "  --keep-homes        keep each configuration's STARPU_HOME (its calibrated models) under DIR/homes\n"
   "  --verbose           StarPU's own messages\n"
   "  Exit status: 0 when every configuration ran and agreed with the others, 1 when one failed or disagreed,\n"
-  "  2 for bad options.\n";
+  "  2 for bad options, 130 when interrupted (the records and charts of what ran are kept).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -904,6 +904,16 @@ static void base_record(struct record *r, const char *workload, const char *poli
 
 /* ---- running one configuration ---- */
 
+/* Ctrl-C: the configuration's process (same process group) stops too; the driver stops after it, writing the
+ * charts of what ran and removing its temporary folders. */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+  (void)sig;
+  interrupted = 1;
+}
+
 struct run_opts {
   const char *self, *scale, *outdir;
   int repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes;
@@ -1067,6 +1077,8 @@ static void run_phase(const struct run_opts *o, int workload, const char *policy
     ;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && res->n > 0)
     res->ok = 1;
+  else if (interrupted)
+    snprintf(res->why, sizeof res->why, "interrupted");
   else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
     snprintf(res->why, sizeof res->why, "timeout after %d s", o->timeout);
   else if (WIFSIGNALED(status))
@@ -1324,8 +1336,8 @@ int main(int argc, char **argv)
     switch (c) {
     case 'l': list = 1; break;
     case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-    case 'W': wl_arg = optarg; break;
-    case 's': sched_arg = optarg; break;
+    case 'W': wl_arg = strdup(optarg); break; /* split in place later: argv stays as given (ps shows it) */
+    case 's': sched_arg = strdup(optarg); break;
     case 'k': set_arg = optarg; break;
     case 'S':
       if (strcmp(optarg, "tiny") && strcmp(optarg, "small") && strcmp(optarg, "full"))
@@ -1426,6 +1438,15 @@ int main(int argc, char **argv)
   if (!np || !nw || (set_arg && !ns))
     return usage_error("nothing to run%s", "");
 
+  /* STARPU_LIMIT_CUDA_MEM of the memlimit workload: below the data size, above what an image and its per-worker
+   * buffers need */
+  const struct scale *sc = NULL;
+  for (int i = 0; i < NUM_SCALES; i++)
+    if (!strcmp(scales[i].name, scale))
+      sc = &scales[i];
+  long long need = data_bytes(sc), img = 4LL * sc->dims[0] * sc->dims[1] * sc->dims[2];
+  long long memlimit_mb = (need / 2 > 16 * img ? need / 2 : 16 * img) / (1 << 20) + 1;
+
   /* the machine: a probe process in a STARPU_HOME of its own */
   char self[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -1511,15 +1532,9 @@ int main(int argc, char **argv)
   out.scale = scale;
   out.gpus = gpus;
 
-  const struct scale *sc = NULL;
-  for (int i = 0; i < NUM_SCALES; i++)
-    if (!strcmp(scales[i].name, scale))
-      sc = &scales[i];
   struct run_opts o = {self, scale, outdir, repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes,
                        0};
-  /* below the data size, above what an image and its per-worker buffers need */
-  long long need = data_bytes(sc), img = 4LL * sc->dims[0] * sc->dims[1] * sc->dims[2];
-  o.memlimit_mb = (need / 2 > 16 * img ? need / 2 : 16 * img) / (1 << 20) + 1;
+  o.memlimit_mb = memlimit_mb;
 
   int total = 0;
   for (int w = 0; w < nw; w++)
@@ -1530,9 +1545,14 @@ int main(int argc, char **argv)
          "warm-ups; host %s, %d GPUs (%s), StarPU %s; results in %s\n", total, nw, ns, np, scale, repeats, warmups,
          out.host, gpus, out.gpu, out.version, outdir);
   int done = 0, failed = 0, mismatched = 0;
-  for (int w = 0; w < nw; w++)
-    for (int s = 0; s < ns; s++)
-      for (int p = 0; p < np; p++) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_interrupt;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  for (int w = 0; w < nw && !interrupted; w++)
+    for (int s = 0; s < ns && !interrupted; s++)
+      for (int p = 0; p < np && !interrupted; p++) {
         struct summary *x = &sum[w][s][p];
         x->makespan = x->util = x->moved = NAN;
         done++;
@@ -1573,8 +1593,8 @@ int main(int argc, char **argv)
         }
         run_phase(&o, wl[w], pol[p], &sets[s], home, "measure", tdir, &res);
         if (!res.ok) {
-          printf("FAILED: %s\n", res.why);
-          failed++;
+          printf("%s%s\n", interrupted ? "" : "FAILED: ", res.why);
+          failed += !interrupted;
         }
         else {
           x->makespan = median_of(res.makespan, res.n);
@@ -1614,7 +1634,9 @@ int main(int argc, char **argv)
   nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   charts(outdir, nw, wl, np, pol, ns, sets, sum);
   free(sum);
+  if (interrupted)
+    printf(PROG ": interrupted during configuration %d of %d\n", done, total);
   printf(PROG ": %d configurations, %d failed, %d disagreed with the first policy's results; records in "
          "%s/results.csv and results.jsonl\n", total, failed, mismatched, outdir);
-  return failed || mismatched ? 1 : 0;
+  return interrupted ? 130 : failed || mismatched ? 1 : 0;
 }

@@ -1175,6 +1175,7 @@ static void charts(const char *outdir, int nw, const int *wl, int np, char **pol
   FILE *gp = fopen(path, "w");
   if (!gp)
     return;
+  int plots = 0;
   fprintf(gp, "# gnuplot script written by " PROG "\nset terminal pngcairo size 1400,700 noenhanced\n"
           "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
           "set datafile missing '?'\nset key outside right top\nset xtics rotate by -30\nset grid ytics\n");
@@ -1191,6 +1192,7 @@ static void charts(const char *outdir, int nw, const int *wl, int np, char **pol
       for (int p = 0; p < np; p++)
         fprintf(d, " %s", pol[p]);
       fputc('\n', d);
+      int values = 0;
       for (int w = 0; w < nw; w++) {
         fprintf(d, "%s", workloads[wl[w]].name);
         for (int p = 0; p < np; p++) {
@@ -1199,11 +1201,14 @@ static void charts(const char *outdir, int nw, const int *wl, int np, char **pol
           if (isnan(v))
             fprintf(d, " ?");
           else
-            fprintf(d, " %.6g", v);
+            fprintf(d, " %.6g", v), values++;
         }
         fputc('\n', d);
       }
       fclose(d);
+      if (!values) /* nothing ran on this set: gnuplot would stop at an empty plot */
+        continue;
+      plots++;
       const char *file = strrchr(path, '/') + 1;
       char png[PATH_MAX];
       snprintf(png, sizeof png, "%.*s.png", (int)(strlen(file) - 4), file);
@@ -1212,6 +1217,10 @@ static void charts(const char *outdir, int nw, const int *wl, int np, char **pol
       fprintf(gp, "plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)\n", np + 1, file);
     }
   fclose(gp);
+  if (!plots) {
+    printf("charts: no configuration ran, nothing to draw\n");
+    return;
+  }
   if (!have_program("gnuplot")) {
     printf("charts skipped: gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data files and\n"
            "%s/charts.gp are written: run 'gnuplot charts.gp' in %s later\n", outdir, outdir);

@@ -1554,6 +1554,7 @@ int main(int argc, char **argv)
          "warm-ups; host %s, %d GPUs (%s), StarPU %s; results in %s\n", total, nw, ns, np, scale, repeats, warmups,
          out.host, gpus, out.gpu, out.version, outdir);
   int done = 0, failed = 0, mismatched = 0;
+  double t_start = now();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_interrupt;
@@ -1566,7 +1567,8 @@ int main(int argc, char **argv)
         x->makespan = x->util = x->moved = NAN;
         done++;
         const char *wname = workloads[wl[w]].name;
-        printf("[%3d/%d] %-16s %-12s %-26s ", done, total, wname, sets[s].name, pol[p]);
+        int el = (int)(now() - t_start);
+        printf("[%3d/%d %2d:%02d] %-16s %-12s %-26s ", done, total, el / 60, el % 60, wname, sets[s].name, pol[p]);
         fflush(stdout);
         if (workloads[wl[w]].needs_gpu && !sets[s].gpus) {
           printf("skipped (needs GPUs)\n");

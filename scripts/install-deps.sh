@@ -59,7 +59,7 @@ fi
 
 # --- Debian packages: only what is missing -------------------------------------------------------------
 packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates
-  clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen)
+  clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

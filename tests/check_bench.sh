@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# check_bench.sh: starproj-bench at its tiny scale with three policies on CPU workers writes the documented CSV and
+# JSON columns with consistent values (busy time within the makespan, no negative byte counts, the same checksums
+# under every policy), and rejects bad options with a message and exit status 2.
+set -u
+prog=./starproj-bench
+[ -x "$prog" ] || { echo "check_bench: $prog not built"; exit 99; }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/starproj-bench-test.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# bad options: exit 2, a message naming the problem, no output folder
+expect_usage() {
+  local out="$dir/bad" msg
+  msg=$("$prog" --output "$out" "$@" 2>&1 >/dev/null); local rc=$?
+  if [ $rc -ne 2 ]; then ko "'$*' exited $rc, expected 2"; return; fi
+  if [ -z "$msg" ]; then ko "'$*' printed no message"; return; fi
+  if [ -e "$out" ]; then ko "'$*' created the output folder"; return; fi
+  ok
+}
+expect_usage --no-such-option
+expect_usage --scale huge
+expect_usage --repeats 0
+expect_usage --repeats 2x
+expect_usage --repeats
+expect_usage --workloads nonesuch
+expect_usage --scheds no-such-policy
+expect_usage --workers cpu:w2
+expect_usage --workers quantum
+expect_usage stray-argument
+# --trace needs a StarPU built with FxT: without it, a message and exit 2
+if "$prog" --list 2>/dev/null | grep -q 'trace: unavailable'; then expect_usage --trace; fi
+
+if "$prog" --help | grep -q '^usage: starproj-bench'; then ok; else ko "--help"; fi
+if "$prog" --list | grep -q '^  fwd-whole'; then ok; else ko "--list shows no workloads"; fi
+if "$prog" --list | grep -q ' eager'; then ok; else ko "--list shows no policies"; fi
+
+# a run: tiny scale, CPU workers, eager / lws / dmda (dmda calibrates first), 2 repeats
+out="$dir/run"
+log=$("$prog" --scale tiny --workers cpu --scheds eager,lws,dmda --repeats 2 --warmups 1 --calibration-runs 2 \
+      --output "$out" 2>&1); rc=$?
+if [ $rc -ne 0 ]; then ko "tiny run exited $rc: $log"; fi
+echo "$log" | grep -q '^\[ *1/' && ok || ko "no progress lines"
+for f in results.csv results.jsonl workers.csv transfers.csv; do [ -s "$out/$f" ] && ok || ko "$f missing"; done
+
+# the documented columns, in order (doc/bench-format.md)
+cols="host,cpu_model,gpu_model,starpu_version,scale,workload,policy,policy_resolved,worker_set,phase,repeat,status,\
+ncpu_workers,ncuda_workers,ngpus,makespan_s,submit_s,busy_cpu_s,busy_gpu_s,max_worker_busy_s,mean_utilisation,\
+sleeping_s,tasks_cpu,tasks_gpu,bytes_moved,bytes_h2d,bytes_d2h,bytes_d2d,peak_gpu_mem_bytes,checksum_a,checksum_b,\
+checksum_tol,check"
+[ "$(head -n 1 "$out/results.csv")" = "$cols" ] && ok || ko "results.csv header: $(head -n 1 "$out/results.csv")"
+[ "$(head -n 1 "$out/workers.csv")" = "scale,workload,policy,worker_set,phase,repeat,worker,name,kind,executing_s,\
+idle_s,sleeping_s,waiting_s,total_s,tasks" ] && ok || ko "workers.csv header"
+[ "$(head -n 1 "$out/transfers.csv")" = "scale,workload,policy,worker_set,phase,repeat,src_node,src_kind,dst_node,\
+dst_kind,bytes,transfers" ] && ok || ko "transfers.csv header"
+
+# 14 workloads x 3 policies x 2 repeats measured, dmda's 2 calibration runs per workload (memlimit is skipped without
+# GPUs: one record per policy); every record has every column
+awk -F, -v n=33 'NR > 1 && NF != n { bad++ } END { exit bad > 0 }' "$out/results.csv" && ok || ko "rows of the wrong width"
+measured=$(awk -F, '$10 == "measure" && $12 == "ok"' "$out/results.csv" | wc -l)
+[ "$measured" -eq 78 ] && ok || ko "$measured measured records, expected 13 workloads x 3 policies x 2 repeats = 78"
+calib=$(awk -F, '$10 == "calibrate" && $12 == "ok"' "$out/results.csv" | wc -l)
+[ "$calib" -eq 26 ] && ok || ko "$calib calibration records, expected 13 x 2 = 26"
+skipped=$(awk -F, '$12 ~ /^skipped/' "$out/results.csv" | wc -l)
+[ "$skipped" -eq 3 ] && ok || ko "$skipped skipped records, expected 3 (memlimit without GPUs)"
+failed=$(awk -F, 'NR > 1 && $12 != "ok" && $12 !~ /^skipped/' "$out/results.csv" | wc -l)
+[ "$failed" -eq 0 ] && ok || ko "$failed records did not run"
+
+# values: makespan > 0, submission within the makespan, every worker's busy time within the makespan (1 ms of slack:
+# StarPU's profiling clock is read apart from ours), utilisation in [0, 1], byte counts >= 0, no GPU memory without
+# GPUs, 2 CPU workers at most (the machine's cores), tasks executed
+awk -F, 'NR > 1 && $12 == "ok" {
+  if (!($16 > 0) || $17 > $16 + 1e-3 || $20 > $16 + 1e-3 || $21 < 0 || $21 > 1.01) { print "times: " $0; bad++ }
+  if ($25 < 0 || $26 < 0 || $27 < 0 || $28 < 0 || $29 != 0) { print "bytes: " $0; bad++ }
+  if ($13 < 1 || $14 != 0 || $23 < 1) { print "workers: " $0; bad++ }
+} END { exit bad > 0 }' "$out/results.csv" && ok || ko "inconsistent values in results.csv"
+# per worker: executing time within its record's makespan (joined on scale .. repeat)
+awk -F, 'FNR == 1 { next } NR == FNR { if ($12 == "ok") m[$5","$6","$7","$9","$10","$11] = $16; next }
+  { k = $1","$2","$3","$4","$5","$6; if (!(k in m) || $10 < 0 || $10 > m[k] + 1e-3 || $11 < 0 || $12 < 0 || $15 < 0) { print; bad++ } }
+  END { exit bad > 0 }' "$out/results.csv" "$out/workers.csv" && ok || ko "a worker busy beyond its makespan"
+# the same checksums under every policy: within the record's own tolerance of the first policy's
+awk -F, 'NR > 1 && $12 == "ok" {
+  w = $6
+  if (!(w in a)) { a[w] = $30; b[w] = $31; next }
+  ta = $32 * (a[w] < 0 ? -a[w] : a[w]); tb = $32 * (b[w] < 0 ? -b[w] : b[w])
+  da = $30 - a[w]; db = $31 - b[w]
+  if (da < 0) da = -da
+  if (db < 0) db = -db
+  if (da > ta || db > tb || $33 == "MISMATCH") { print "checksum: " $0; bad++ }
+} END { exit bad > 0 }' "$out/results.csv" && ok || ko "checksums differ between policies"
+# forward workloads checksum their values, back workloads their image: neither is 0
+awk -F, 'NR > 1 && $12 == "ok" && (($6 ~ /^fwd/ && $30 == 0) || ($6 ~ /^back/ && $31 == 0)) { bad++ }
+  END { exit bad > 0 }' "$out/results.csv" && ok || ko "a zero checksum"
+
+# JSON lines: one object per CSV record, each with every column and the worker and transfer arrays
+[ "$(wc -l < "$out/results.jsonl")" -eq "$(($(wc -l < "$out/results.csv") - 1))" ] && ok || ko "JSON and CSV differ in records"
+missing=0
+for c in ${cols//,/ } workers transfers; do
+  n=$(grep -c "\"$c\":" "$out/results.jsonl")
+  [ "$n" -eq "$(wc -l < "$out/results.jsonl")" ] || { missing=1; echo "JSON key $c in $n lines"; }
+done
+[ $missing -eq 0 ] && ok || ko "JSON keys missing"
+if command -v python3 >/dev/null; then
+  python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    assert r["status"] != "ok" or (r["makespan_s"] > 0 and len(r["workers"]) == r["ncpu_workers"] + r["ncuda_workers"])
+' "$out/results.jsonl" && ok || ko "results.jsonl does not parse as JSON lines"
+fi
+
+# charts, or the message that says why not
+if command -v gnuplot >/dev/null; then
+  [ -s "$out/makespan_cpu.png" ] && [ -s "$out/utilisation_cpu.png" ] && [ -s "$out/bytes_cpu.png" ] && ok || ko "charts missing"
+else
+  echo "$log" | grep -q 'charts skipped: gnuplot' && ok || ko "no message about the skipped charts"
+fi
+
+echo "check_bench: $pass passed, $fail failed"
+[ $fail -eq 0 ]

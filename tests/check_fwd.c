@@ -179,30 +179,8 @@ START_TEST(test_back_matches_reference)
   tu_seed(2000 + _i);
   struct tu_geom g;
   tu_random_geom(&g);
-  int64_t nvox = tu_nvox(&g);
-  float *img = tu_alloc(nvox), *xs = tu_alloc(3 * NLORS), *xe = tu_alloc(3 * NLORS), *values = tu_alloc(NLORS);
-  double *ref = calloc(nvox, sizeof *ref);
-  tu_random_lors(&g, xs, xe, NLORS, NULL);
-  tu_fill_uniform(values, NLORS, 0.1f, 1.0f);
-  for (int64_t i = 0; i < NLORS; i++)
-    if (tu_ref_ambiguous(&g, xs + 3 * i, xe + 3 * i))
-      values[i] = 0.0f; /* see tu_ref_ambiguous */
-  memset(img, 0, nvox * sizeof *img);
-  ck_assert_int_eq(tu_back_whole(&g, img, xs, xe, NLORS, values), SPROJ_OK);
-  tu_ref_back(ref, &g, xs, xe, values, NLORS);
-  double maxref = 0.0;
-  for (int64_t v = 0; v < nvox; v++)
-    maxref = fmax(maxref, fabs(ref[v]));
-  ck_assert_msg(maxref > 0.0, "nothing was back projected");
-  double maxdiff = tu_max_abs_diff_fd(img, ref, nvox), rel = tu_rel_l2_fd(img, ref, nvox);
   /* each voxel sums contributions of many LORs in float, in an order that depends on the task split */
-  ck_assert_msg(maxdiff <= 1e-5 * maxref, "max voxel difference %.3g (max value %.3g)", maxdiff, maxref);
-  ck_assert_msg(rel <= 1e-6, "relative L2 difference %.3g", rel);
-  free(img);
-  free(xs);
-  free(xe);
-  free(values);
-  free(ref);
+  tu_check_back_against_ref(&g, NLORS, 1e-5, 1e-6);
 }
 END_TEST
 

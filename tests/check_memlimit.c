@@ -26,33 +26,11 @@ static void on_alarm(int sig)
 START_TEST(test_back_under_limit)
 {
   struct tu_geom g = {{128, 128, 64}, {1.0f, 1.0f, 1.5f}, {-63.5f, -63.5f, -47.25f}};
-  int64_t nvox = tu_nvox(&g);
-  float *img = tu_alloc(nvox), *xs = tu_alloc(3 * NLORS), *xe = tu_alloc(3 * NLORS), *values = tu_alloc(NLORS);
-  double *ref = calloc(nvox, sizeof *ref);
-  tu_random_lors(&g, xs, xe, NLORS, NULL);
-  tu_fill_uniform(values, NLORS, 0.1f, 1.0f);
-  for (int64_t i = 0; i < NLORS; i++)
-    if (tu_ref_ambiguous(&g, xs + 3 * i, xe + 3 * i))
-      values[i] = 0.0f; /* see tu_ref_ambiguous */
-  memset(img, 0, nvox * sizeof *img);
-  printf("memory limit %s MiB, image %.1f MiB, %d CPU workers\n", LIMIT_MIB, nvox * 4.0 / (1 << 20),
+  printf("memory limit %s MiB, image %.1f MiB, %d CPU workers\n", LIMIT_MIB, tu_nvox(&g) * 4.0 / (1 << 20),
          sproj_num_cpu_workers());
-  ck_assert_int_eq(tu_back_whole(&g, img, xs, xe, NLORS, values), SPROJ_OK);
-  tu_ref_back(ref, &g, xs, xe, values, NLORS);
-  double maxref = 0.0;
-  for (int64_t v = 0; v < nvox; v++)
-    maxref = fmax(maxref, fabs(ref[v]));
-  ck_assert_msg(maxref > 0.0, "nothing was back projected");
   /* float sums of up to thousands of LORs per voxel against double: 1.1e-5 of the largest voxel and 5.8e-6 relative
    * L2 measured, the same with and without the limit (NO_LIMIT=1 runs it without) and with one or two workers */
-  double maxdiff = tu_max_abs_diff_fd(img, ref, nvox), rel = tu_rel_l2_fd(img, ref, nvox);
-  ck_assert_msg(maxdiff <= 5e-5 * maxref, "max voxel difference %.3g (max value %.3g)", maxdiff, maxref);
-  ck_assert_msg(rel <= 2e-5, "relative L2 difference %.3g", rel);
-  free(img);
-  free(xs);
-  free(xe);
-  free(values);
-  free(ref);
+  tu_check_back_against_ref(&g, NLORS, 5e-5, 2e-5);
 }
 END_TEST
 

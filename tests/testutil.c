@@ -534,3 +534,31 @@ void tu_ref_tof_sino_lor(const float *img, const struct tu_geom *g, const float 
         out[it_min + j] += cf * value * weight[j] / total;
   }
 }
+
+void tu_check_back_against_ref(const struct tu_geom *g, int64_t n, double max_tol, double rel_tol)
+{
+  int64_t nvox = tu_nvox(g);
+  float *img = tu_alloc(nvox), *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *values = tu_alloc(n);
+  double *ref = calloc(nvox, sizeof *ref);
+  tu_random_lors(g, xs, xe, n, NULL);
+  tu_fill_uniform(values, n, 0.1f, 1.0f);
+  for (int64_t i = 0; i < n; i++)
+    if (tu_ref_ambiguous(g, xs + 3 * i, xe + 3 * i))
+      values[i] = 0.0f;
+  memset(img, 0, nvox * sizeof *img);
+  ck_assert_int_eq(tu_back_whole(g, img, xs, xe, n, values), SPROJ_OK);
+  tu_ref_back(ref, g, xs, xe, values, n);
+  double maxref = 0.0;
+  for (int64_t v = 0; v < nvox; v++)
+    maxref = fmax(maxref, fabs(ref[v]));
+  ck_assert_msg(maxref > 0.0, "nothing was back projected");
+  double maxdiff = tu_max_abs_diff_fd(img, ref, nvox), rel = tu_rel_l2_fd(img, ref, nvox);
+  ck_assert_msg(maxdiff <= max_tol * maxref, "max voxel difference %.3g (max value %.3g, bound %.3g of it)", maxdiff,
+                maxref, max_tol);
+  ck_assert_msg(rel <= rel_tol, "relative L2 difference %.3g (bound %.3g)", rel, rel_tol);
+  free(img);
+  free(xs);
+  free(xe);
+  free(values);
+  free(ref);
+}

@@ -74,6 +74,10 @@ int tu_set_unregister(struct tu_set *s);
  * unregistering everything; returns the first failing status. */
 int tu_fwd_whole(const struct tu_geom *g, float *img, const float *xs, const float *xe, int64_t n, float *out);
 int tu_back_whole(const struct tu_geom *g, float *img, const float *xs, const float *xe, int64_t n, float *values);
+/* Back projection of n random LORs with random values (ambiguous LORs left out, see tu_ref_ambiguous) through the
+ * library against tu_ref_back: asserts that something was projected, the largest voxel difference <= max_tol times
+ * the largest reference voxel, and the relative L2 difference <= rel_tol. */
+void tu_check_back_against_ref(const struct tu_geom *g, int64_t n, double max_tol, double rel_tol);
 /* projection tasks run so far, over all workers */
 int64_t tu_total_tasks(void);
 

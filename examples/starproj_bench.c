@@ -1325,7 +1325,7 @@ static void list_all(int gpus)
 int main(int argc, char **argv)
 {
   const char *child = NULL, *scale = "small", *outdir = "starproj-bench-results", *set_arg = NULL, *phase = "measure";
-  char *wl_arg = NULL, *sched_arg = NULL;
+  char *wl_arg = NULL, *sched_arg = NULL, *set_copy = NULL; /* copies split in place, freed at the end */
   int list = 0, probe_mode = 0, repeats = 3, warmups = 1, calib_runs = 3, threads = 0, timeout = 0, trace = 0;
   int verbose = 0, keep_homes = 0;
   enum { O_CHILD = 256, O_PROBE, O_PHASE };
@@ -1345,8 +1345,8 @@ int main(int argc, char **argv)
     switch (c) {
     case 'l': list = 1; break;
     case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-    case 'W': wl_arg = strdup(optarg); break; /* split in place later: argv stays as given (ps shows it) */
-    case 's': sched_arg = strdup(optarg); break;
+    case 'W': free(wl_arg); wl_arg = strdup(optarg); break; /* split in place later: argv stays as given */
+    case 's': free(sched_arg); sched_arg = strdup(optarg); break;
     case 'k': set_arg = optarg; break;
     case 'S':
       if (strcmp(optarg, "tiny") && strcmp(optarg, "small") && strcmp(optarg, "full"))
@@ -1438,8 +1438,9 @@ int main(int argc, char **argv)
   struct worker_set sets[MAX_SETS];
   int ns = 0;
   if (set_arg) {
-    char *copy = strdup(set_arg), *names[MAX_SETS];
-    int n = split(copy, names, MAX_SETS);
+    char *names[MAX_SETS];
+    set_copy = strdup(set_arg);
+    int n = split(set_copy, names, MAX_SETS);
     for (int i = 0; i < n; i++)
       if (parse_set(names[i], &sets[ns++]))
         return usage_error("unknown worker set '%s' (cpu, gpu, gpuN, all, optionally with :wK)", names[i]);
@@ -1649,5 +1650,8 @@ int main(int argc, char **argv)
     printf(PROG ": interrupted during configuration %d of %d\n", done, total);
   printf(PROG ": %d configurations, %d failed, %d disagreed with the first policy's results; records in "
          "%s/results.csv and results.jsonl\n", total, failed, mismatched, outdir);
+  free(wl_arg);
+  free(sched_arg);
+  free(set_copy);
   return interrupted ? 130 : failed || mismatched ? 1 : 0;
 }

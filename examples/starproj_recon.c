@@ -771,5 +771,9 @@ int main(int argc, char **argv)
   TRY(sproj_lors_unregister(lors));
   TRY(sproj_scanner_destroy(scanner));
   TRY(sproj_shutdown());
+  /* what the file readers and the listmode sampler returned (the pinned buffers go with the process) */
+  sproj_free(in_counts);
+  sproj_free(ev_lor);
+  sproj_free(ev_bin);
   return 0;
 }

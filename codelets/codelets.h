@@ -89,8 +89,6 @@ extern struct starpu_codelet sproj_fixed_flush_cl;
 
 /* Work of a projection task for the performance models: LORs times the largest image dimension. */
 size_t sproj_proj_task_size(struct starpu_task *task, unsigned nimpl);
-/* Counts an executed projection task on the calling worker (for sproj_worker_stats). */
-void sproj_stats_count(int64_t lors);
 
 /* A performance model of a projection codelet (regression on sproj_proj_task_size). */
 #define SPROJ_PROJ_MODEL(var, sym)                                                                                   \

@@ -46,14 +46,6 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void 
   return blocks;
 }
 
-static inline int64_t sproj_piece_table_lors(const struct sproj_piece_table *t)
-{
-  int64_t total = 0;
-  for (int p = 0; p < t->npieces; p++)
-    total += t->n[p];
-  return total;
-}
-
 /* Piece of this block (binary search; every thread of a block agrees) and the LOR index of this thread in it. */
 __device__ static inline int sproj_piece_of_thread(const struct sproj_piece_table *t, unsigned *i)
 {
@@ -91,7 +83,6 @@ __device__ static inline int sproj_piece_of_thread(const struct sproj_piece_tabl
         (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t);                                               \
       SPROJ_CUDA_CHECK_LAUNCH();                                                                        \
     }                                                                                                   \
-    sproj_stats_count(sproj_piece_table_lors(&t));                                                      \
   }
 
 /* The LOR of this thread: returns 0 when the thread has none. */

@@ -67,5 +67,4 @@ extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
       (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t, shared > 0);
     SPROJ_CUDA_CHECK_LAUNCH();
   }
-  sproj_stats_count(sproj_piece_table_lors(&t));
 }

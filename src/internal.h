@@ -30,6 +30,8 @@ struct sproj_runtime {
   int reproducible;         /* images registered from now on start in reproducible mode */
 };
 
+/* Counts a finished projection task of `lors` LORs on the calling worker (for sproj_worker_stats). */
+void sproj_stats_count(int64_t lors);
 /* Counts registered objects (delta +1 / -1), so that sproj_shutdown can refuse while some remain. */
 void sproj_count_object(int delta);
 extern struct sproj_runtime sproj_rt;

@@ -60,6 +60,13 @@ static int group_holds(const struct task_group *g, unsigned piece)
   return 0;
 }
 
+/* Runs on the worker that executed a projection task, when it has finished: counts the task and its LORs there
+ * (sproj_worker_stats), so that the codelets need not know about statistics. */
+static void count_finished_task(void *lors)
+{
+  sproj_stats_count((int64_t)(intptr_t)lors);
+}
+
 static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 {
   if (g->arg.npieces == 0)
@@ -70,7 +77,8 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   *arg = g->arg;
   int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
                                1 + sproj_buffers_per_piece(arg) * arg->npieces, STARPU_EXECUTE_WHERE,
-                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0);
+                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                               STARPU_CALLBACK_WITH_ARG_NFREE, count_finished_task, (void *)(intptr_t)g->lors, 0);
   g->arg.npieces = 0;
   g->lors = 0;
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;

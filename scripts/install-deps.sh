@@ -4,14 +4,17 @@
 # (consumer check) and doxygen (`make doc`) from Debian, and StarPU 1.4 built from Debian's source package (with
 # CUDA when nvcc is found). Re-running it with everything present is quick.
 #
-# usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--jobs N]
+# usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--with-fxt] [--jobs N]
 #   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
 #   --with-cuda=DIR / --without-cuda   build StarPU with the CUDA toolkit in DIR / without CUDA
 #                  (default: with CUDA when nvcc is on PATH or in /usr/local/cuda)
+#   --with-fxt     build StarPU with FxT execution traces (Debian's libfxt-dev; starproj-bench --trace), rebuilding
+#                  a StarPU installed without them
 set -euo pipefail
 
 prefix=/usr/local
 cuda_dir=auto
+fxt=no
 jobs=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -19,8 +22,9 @@ while [ $# -gt 0 ]; do
     --prefix=*) prefix=${1#--prefix=}; shift ;;
     --without-cuda) cuda_dir=no; shift ;;
     --with-cuda=*) cuda_dir=${1#--with-cuda=}; shift ;;
+    --with-fxt) fxt=yes; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,13p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +64,7 @@ fi
 # --- Debian packages: only what is missing -------------------------------------------------------------
 packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates
   clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox)
+[ "$fxt" = yes ] && packages+=(libfxt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -79,6 +84,7 @@ starpu_ok() {
   local cfg="$prefix/include/starpu/1.4/starpu_config.h"
   [ -f "$cfg" ] || return 1
   if [ "$cuda_dir" != no ]; then grep -q '^#define STARPU_USE_CUDA 1' "$cfg" || return 1; fi
+  if [ "$fxt" = yes ]; then grep -q '^#define STARPU_USE_FXT 1' "$cfg" || return 1; fi
   # StarPU sizes its worker tables at build time from the build machine's cores: ours must fit big hosts.
   local maxcpus
   maxcpus=$(sed -n 's/^#define STARPU_MAXCPUS \([0-9]*\)/\1/p' "$cfg")
@@ -128,10 +134,12 @@ if [ "$cuda_dir" != no ]; then
   export PATH="$cuda_dir/bin:$PATH"
 fi
 
-log "configuring StarPU"
+fxt_args=(--disable-fxt)
+[ "$fxt" = yes ] && fxt_args=(--with-fxt)
+log "configuring StarPU (FxT traces: $fxt)"
 quiet ./configure -q --prefix="$prefix" "${cuda_args[@]}" \
   --disable-opencl --disable-hip --disable-build-doc --disable-build-examples --disable-build-tests \
-  --disable-fortran --disable-socl --disable-starpufft --disable-mpi --disable-fxt --disable-glpk \
+  --disable-fortran --disable-socl --disable-starpufft --disable-mpi "${fxt_args[@]}" --disable-glpk \
   --disable-starpupy --disable-openmp \
   --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16
 log "building StarPU (about 2.5 minutes on 2 cores)"

@@ -1177,7 +1177,7 @@ static void charts(const char *outdir, int nw, const int *wl, int np, char **pol
     return;
   int plots = 0;
   fprintf(gp, "# gnuplot script written by " PROG "\nset terminal pngcairo size 1400,700 noenhanced\n"
-          "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+          "set style data histograms\nset style histogram clustered gap 1\nset yrange [0:*]\nset style fill solid 0.8 border -1\n"
           "set datafile missing '?'\nset key outside right top\nset xtics rotate by -30\nset grid ytics\n");
   for (int s = 0; s < ns; s++)
     for (int m = 0; m < 3; m++) {

@@ -10,29 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "starproj.h"
+#include "common.h"
 #include "starproj_parallelproj.h"
-
-#define TRY(call)                                                                                               \
-  do {                                                                                                         \
-    int rc_ = (call);                                                                                          \
-    if (rc_ != SPROJ_OK) {                                                                                     \
-      fprintf(stderr, "bench_recon: %s failed: %s (%s)\n", #call, sproj_last_error(), sproj_strerror(rc_));   \
-      exit(1);                                                                                                 \
-    }                                                                                                          \
-  } while (0)
-
-static double now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 static void *pinned(size_t bytes)
 {
   void *p = NULL;
-  TRY(sproj_malloc_pinned(&p, bytes));
+  CHECK(sproj_malloc_pinned(&p, bytes));
   return p;
 }
 
@@ -47,12 +31,6 @@ static int bad(const char *what, const char *arg)
 {
   fprintf(stderr, "bench_recon: %s '%s'\n%s", what, arg, usage_text);
   return 2;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -96,13 +74,13 @@ int main(int argc, char **argv)
 
   if (!verbose)
     setenv("STARPU_SILENT", "1", 0);
-  TRY(sproj_init(NULL));
+  CHECK(sproj_init(NULL));
   struct sproj_scanner_params sp;
   sproj_scanner *scanner;
   struct sproj_sinogram_info si;
-  TRY(sproj_scanner_preset(scanner_name, &sp));
-  TRY(sproj_scanner_create(&scanner, &sp));
-  TRY(sproj_scanner_info(scanner, &si));
+  CHECK(sproj_scanner_preset(scanner_name, &sp));
+  CHECK(sproj_scanner_create(&scanner, &sp));
+  CHECK(sproj_scanner_info(scanner, &si));
   int small = strcmp(scanner_name, "small") == 0;
   const int dims[3] = {small ? 64 : 215, small ? 64 : 215, small ? 16 : 71};
   const float v = small ? 2.0f : 2.78f, vs[3] = {v, v, v};
@@ -122,11 +100,11 @@ int main(int argc, char **argv)
   /* LORs, phantom, data = m * A x + a without noise (computed on the devices), m and a as a scanner would have */
   double t = now();
   float *xs = pinned((size_t)nlors * 12), *xe = pinned((size_t)nlors * 12);
-  TRY(sproj_scanner_lors(scanner, xs, xe, 0));
+  CHECK(sproj_scanner_lors(scanner, xs, xe, 0));
   float *phantom = pinned((size_t)nvox * 4), *x = pinned((size_t)nvox * 4);
   struct sproj_phantom ph;
-  TRY(sproj_phantom_default(&ph, dims, vs, origin));
-  TRY(sproj_phantom_fill(&ph, phantom, dims, vs, origin, 1));
+  CHECK(sproj_phantom_default(&ph, dims, vs, origin));
+  CHECK(sproj_phantom_fill(&ph, phantom, dims, vs, origin, 1));
   float *mult = pinned((size_t)nlors * 4), *add = pinned((size_t)nlors * nbins * 4);
   float *y = pinned((size_t)nlors * nbins * 4);
   for (int64_t i = 0; i < nlors; i++)
@@ -138,29 +116,29 @@ int main(int argc, char **argv)
   sproj_tof *tof = NULL;
   sproj_image *ph_img, *ximg;
   sproj_proj *data;
-  TRY(sproj_lors_register(&lors, xs, xe, nlors));
-  TRY(sproj_scanner_chunks_views(&views, scanner, lors));
+  CHECK(sproj_lors_register(&lors, xs, xe, nlors));
+  CHECK(sproj_scanner_chunks_views(&views, scanner, lors));
   if (tof_on)
-    TRY(sproj_tof_register(&tof, &tp, NULL, NULL, NULL));
-  TRY(sproj_image_register(&ph_img, phantom, dims, vs, origin));
+    CHECK(sproj_tof_register(&tof, &tp, NULL, NULL, NULL));
+  CHECK(sproj_image_register(&ph_img, phantom, dims, vs, origin));
   if (tof_on) {
-    TRY(sproj_proj_register_tof(&data, y, lors, nbins));
-    TRY(sproj_fwd_tof_sino(ph_img, data, views, SPROJ_ALL_CHUNKS, tof));
+    CHECK(sproj_proj_register_tof(&data, y, lors, nbins));
+    CHECK(sproj_fwd_tof_sino(ph_img, data, views, SPROJ_ALL_CHUNKS, tof));
   } else {
-    TRY(sproj_proj_register(&data, y, lors));
-    TRY(sproj_fwd(ph_img, data, views, SPROJ_ALL_CHUNKS));
+    CHECK(sproj_proj_register(&data, y, lors));
+    CHECK(sproj_fwd(ph_img, data, views, SPROJ_ALL_CHUNKS));
   }
-  TRY(sproj_proj_sync(data, NULL, 0, SPROJ_SYNC_WRITE));
+  CHECK(sproj_proj_sync(data, NULL, 0, SPROJ_SYNC_WRITE));
   for (int64_t i = 0; i < nlors * nbins; i++)
     y[i] = mult[i / nbins] * y[i] + add[i];
   for (int i = 0; i < nvox; i++)
     x[i] = 1.0f;
-  TRY(sproj_image_register(&ximg, x, dims, vs, origin));
+  CHECK(sproj_image_register(&ximg, x, dims, vs, origin));
   printf("setup (LORs, data): %.2f s\n", now() - t);
 
   /* ---- OSEM on resident data ---- */
   sproj_model *model;
-  TRY(sproj_model_create(&model, lors, mult, add, tof, NULL));
+  CHECK(sproj_model_create(&model, lors, mult, add, tof, NULL));
   struct sproj_recon_config cfg;
   sproj_recon_config_init(&cfg);
   cfg.model = model;
@@ -169,54 +147,52 @@ int main(int argc, char **argv)
   cfg.num_subsets = subsets;
   sproj_recon *recon;
   t = now();
-  TRY(sproj_recon_create(&recon, ximg, &cfg));
-  TRY(sproj_image_sync(ximg, SPROJ_SYNC_READ));
+  CHECK(sproj_recon_create(&recon, ximg, &cfg));
+  CHECK(sproj_image_sync(ximg, SPROJ_SYNC_READ));
   double t_create = now() - t;
   t = now();
-  TRY(sproj_recon_iterate(recon, 1, NULL, NULL));
-  TRY(sproj_image_sync(ximg, SPROJ_SYNC_READ));
+  CHECK(sproj_recon_iterate(recon, 1, NULL, NULL));
+  CHECK(sproj_image_sync(ximg, SPROJ_SYNC_READ));
   double t_first = now() - t;
   double *t_iter = calloc(iterations, sizeof *t_iter);
   for (int i = 0; i < iterations; i++) {
     t = now();
-    TRY(sproj_recon_iterate(recon, 1, NULL, NULL));
-    TRY(sproj_wait_all());
+    CHECK(sproj_recon_iterate(recon, 1, NULL, NULL));
+    CHECK(sproj_wait_all());
     t_iter[i] = now() - t;
   }
-  qsort(t_iter, iterations, sizeof *t_iter, cmp_double);
-  double iter = t_iter[iterations / 2];
+  double iter = median(t_iter, iterations);
 
   /* ---- the projections of the same subsets alone: forward into a scratch vector, back into a scratch image ---- */
   float *scratch_img = pinned((size_t)nvox * 4), *scratch_y = pinned((size_t)nlors * nbins * 4);
   memset(scratch_img, 0, (size_t)nvox * 4);
   sproj_image *simg;
   sproj_proj *sproj_;
-  TRY(sproj_image_register(&simg, scratch_img, dims, vs, origin));
+  CHECK(sproj_image_register(&simg, scratch_img, dims, vs, origin));
   if (tof_on)
-    TRY(sproj_proj_register_tof(&sproj_, scratch_y, lors, nbins));
+    CHECK(sproj_proj_register_tof(&sproj_, scratch_y, lors, nbins));
   else
-    TRY(sproj_proj_register(&sproj_, scratch_y, lors));
+    CHECK(sproj_proj_register(&sproj_, scratch_y, lors));
   int *list = malloc(((si.num_views + subsets - 1) / subsets) * sizeof *list), nl;
   double *t_proj = calloc(iterations + 1, sizeof *t_proj);
   for (int r = 0; r <= iterations; r++) {
-    TRY(sproj_wait_all());
+    CHECK(sproj_wait_all());
     t = now();
     for (int s = 0; s < subsets; s++) {
-      TRY(sproj_scanner_subset_views(scanner, subsets, s, list, &nl));
+      CHECK(sproj_scanner_subset_views(scanner, subsets, s, list, &nl));
       if (tof_on) {
-        TRY(sproj_fwd_tof_sino_chunks(ximg, sproj_, views, list, nl, tof));
-        TRY(sproj_back_tof_sino_chunks(simg, sproj_, views, list, nl, tof));
+        CHECK(sproj_fwd_tof_sino_chunks(ximg, sproj_, views, list, nl, tof));
+        CHECK(sproj_back_tof_sino_chunks(simg, sproj_, views, list, nl, tof));
       } else {
-        TRY(sproj_fwd_chunks(ximg, sproj_, views, list, nl));
-        TRY(sproj_back_chunks(simg, sproj_, views, list, nl));
+        CHECK(sproj_fwd_chunks(ximg, sproj_, views, list, nl));
+        CHECK(sproj_back_chunks(simg, sproj_, views, list, nl));
       }
     }
-    TRY(sproj_wait_all());
+    CHECK(sproj_wait_all());
     t_proj[r] = now() - t; /* r = 0 is a warm-up */
   }
-  qsort(t_proj + 1, iterations, sizeof *t_proj, cmp_double);
-  double proj = t_proj[1 + iterations / 2];
-  TRY(sproj_image_sync(simg, SPROJ_SYNC_READ));
+  double proj = median(t_proj + 1, iterations);
+  CHECK(sproj_image_sync(simg, SPROJ_SYNC_READ));
 
   /* ---- the host-array pattern: per subset, one-shot forward and back calls, ratio and update on the host ---- */
   double t_host = 0.0;
@@ -230,37 +206,37 @@ int main(int argc, char **argv)
       hx[i] = 1.0f;
     double t_h = 0.0;
     for (int s = 0; s < subsets; s++) {
-      TRY(sproj_scanner_subset_views(scanner, subsets, s, list, &nl));
+      CHECK(sproj_scanner_subset_views(scanner, subsets, s, list, &nl));
       /* the subset's LORs and data as host arrays, as a framework holds them (not timed) */
-      TRY(sproj_scanner_view_lors(scanner, list, nl, hxs, hxe, 0));
+      CHECK(sproj_scanner_view_lors(scanner, list, nl, hxs, hxe, 0));
       int64_t n = (int64_t)nl * per_view;
       for (int k = 0; k < nl; k++) {
         int64_t first;
         int64_t cnt;
-        TRY(sproj_chunks_range(views, list[k], &first, &cnt));
+        CHECK(sproj_chunks_range(views, list[k], &first, &cnt));
         memcpy(hy + (size_t)k * per_view * nbins, y + (size_t)first * nbins, (size_t)per_view * nbins * 4);
         memcpy(hm + (size_t)k * per_view, mult + first, (size_t)per_view * 4);
         memcpy(ha + (size_t)k * per_view * nbins, add + (size_t)first * nbins, (size_t)per_view * nbins * 4);
       }
       /* the subset's sensitivity (non-TOF back projection of m, as ours) would be computed once: not timed */
       memset(hs, 0, (size_t)nvox * 4);
-      TRY(sproj_pp_joseph3d_back(hxs, hxe, hs, origin, vs, hm, (size_t)n, dims, 0, 64));
+      CHECK(sproj_pp_joseph3d_back(hxs, hxe, hs, origin, vs, hm, (size_t)n, dims, 0, 64));
       t = now();
       if (tof_on)
-        TRY(sproj_pp_joseph3d_tof_sino_fwd(hxs, hxe, hx, origin, vs, hp, (size_t)n, dims, tp.bin_width, &tp.sigma,
+        CHECK(sproj_pp_joseph3d_tof_sino_fwd(hxs, hxe, hx, origin, vs, hp, (size_t)n, dims, tp.bin_width, &tp.sigma,
                                            &tp.center_offset, tp.num_sigmas, (short)nbins, 0, 0, 0, 64));
       else
-        TRY(sproj_pp_joseph3d_fwd(hxs, hxe, hx, origin, vs, hp, (size_t)n, dims, 0, 64));
+        CHECK(sproj_pp_joseph3d_fwd(hxs, hxe, hx, origin, vs, hp, (size_t)n, dims, 0, 64));
       for (int64_t i = 0; i < n * nbins; i++) {
         float ybar = hm[i / nbins] * hp[i] + ha[i];
         hp[i] = ybar > 0.0f ? hm[i / nbins] * hy[i] / ybar : 0.0f;
       }
       memset(hbp, 0, (size_t)nvox * 4);
       if (tof_on)
-        TRY(sproj_pp_joseph3d_tof_sino_back(hxs, hxe, hbp, origin, vs, hp, (size_t)n, dims, tp.bin_width, &tp.sigma,
+        CHECK(sproj_pp_joseph3d_tof_sino_back(hxs, hxe, hbp, origin, vs, hp, (size_t)n, dims, tp.bin_width, &tp.sigma,
                                             &tp.center_offset, tp.num_sigmas, (short)nbins, 0, 0, 0, 64));
       else
-        TRY(sproj_pp_joseph3d_back(hxs, hxe, hbp, origin, vs, hp, (size_t)n, dims, 0, 64));
+        CHECK(sproj_pp_joseph3d_back(hxs, hxe, hbp, origin, vs, hp, (size_t)n, dims, 0, 64));
       for (int i = 0; i < nvox; i++)
         hx[i] = hs[i] > 0.0f ? hx[i] * hbp[i] / hs[i] : 0.0f;
       t_h += now() - t;
@@ -279,18 +255,18 @@ int main(int argc, char **argv)
     printf("| the iteration through one-shot calls with host arrays | %.3f (%.1fx the resident one) |\n", t_host,
            t_host / iter);
 
-  TRY(sproj_recon_destroy(recon));
-  TRY(sproj_model_destroy(model));
-  TRY(sproj_proj_unregister(sproj_));
-  TRY(sproj_image_unregister(simg));
-  TRY(sproj_proj_unregister(data));
-  TRY(sproj_image_unregister(ximg));
-  TRY(sproj_image_unregister(ph_img));
-  TRY(sproj_tof_unregister(tof));
-  TRY(sproj_chunks_destroy(views));
-  TRY(sproj_lors_unregister(lors));
-  TRY(sproj_scanner_destroy(scanner));
-  TRY(sproj_shutdown());
+  CHECK(sproj_recon_destroy(recon));
+  CHECK(sproj_model_destroy(model));
+  CHECK(sproj_proj_unregister(sproj_));
+  CHECK(sproj_image_unregister(simg));
+  CHECK(sproj_proj_unregister(data));
+  CHECK(sproj_image_unregister(ximg));
+  CHECK(sproj_image_unregister(ph_img));
+  CHECK(sproj_tof_unregister(tof));
+  CHECK(sproj_chunks_destroy(views));
+  CHECK(sproj_lors_unregister(lors));
+  CHECK(sproj_scanner_destroy(scanner));
+  CHECK(sproj_shutdown());
   free(list);
   free(t_iter);
   free(t_proj);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "starproj.h"
+#include "common.h"
 
 static const char *usage_text =
   "usage: starproj-recon [options]\n"
@@ -269,13 +269,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 }
 
 /* ---- helpers ---------------------------------------------------------------------------------------------- */
-static double now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
 static int quiet;
 #define SAY(...)                                                                                                 \
   do {                                                                                                         \

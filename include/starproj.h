@@ -237,7 +237,10 @@ typedef struct sproj_chunks sproj_chunks;
  * voxel.
  * Errors: NULL, EMPTY (num_lors == 0), DIMS (num_lors < 0), OVERFLOW (num_lors > 2^32-1), NONFINITE, RANGE. */
 int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xend, int64_t num_lors);
-/* Uses a caller's StarPU handles: two vectors of equal length with elemsize 3*sizeof(float). */
+/* Uses a caller's StarPU handles: two vectors of equal length with elemsize 3*sizeof(float); their coordinates are
+ * checked as by sproj_lors_register (the handles are acquired for reading once), and they stay the caller's.
+ * Errors: NULL, NOT_INIT, INVALID (not vectors, or another element size), MISMATCH (different lengths), EMPTY,
+ * NONFINITE, RANGE, STARPU. */
 int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend);
 /* Number of LORs (or events) of the set, into *num_lors. Errors: NULL. */
 int sproj_lors_count(const sproj_lors *lors, int64_t *num_lors);
@@ -272,7 +275,8 @@ typedef struct sproj_proj sproj_proj;
 /* Registers a host vector with one float per LOR of lors (the output of forward projection, the input of
  * back projection). Errors: NULL, NOT_INIT. */
 int sproj_proj_register(sproj_proj **proj, float *values, sproj_lors *lors);
-/* Uses a caller's StarPU vector handle of float elements, one per LOR. */
+/* Uses a caller's StarPU vector handle of float elements, one per LOR (it stays the caller's).
+ * Errors: NULL, NOT_INIT, INVALID (not a vector), MISMATCH (another length or element size than the LOR set needs). */
 int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors);
 /* Copies the values of a chunk (or all chunks; chunks NULL: the whole vector) to GPUs / drops the copies. */
 int sproj_proj_upload(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu);
@@ -297,8 +301,9 @@ int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, in
 int sproj_back(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk);
 /* The same for a list of chunks in one call: neighbouring small chunks are merged into fewer, larger tasks,
  * which is much cheaper than one call per small chunk. A chunk may be listed more than once (here or in a
- * batch): forward projection writes the same values again, back projection adds once per listed copy.
- * Errors as above, plus EMPTY (num == 0). */
+ * batch): forward projection writes the same values again, back projection adds once per listed copy. chunks NULL
+ * stands for the whole LOR set as one chunk (every list entry must then be 0).
+ * Errors as above, plus NULL (chunk_list), EMPTY (num == 0), DIMS (num < 0). */
 int sproj_fwd_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
                      int num);
 int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,

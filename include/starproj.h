@@ -137,7 +137,8 @@ int64_t sproj_get_task_lors(void);
  * thread submits projections (they read the setting unlocked); tasks already submitted keep their devices. */
 int sproj_set_devices(unsigned device_mask);
 
-/* What ran where: per-worker counts of projection tasks and LORs since sproj_init or sproj_stats_reset. */
+/* What ran where: per-worker counts of projection tasks and LORs since sproj_init or sproj_stats_reset (a task is
+ * counted by the worker that takes it, when it takes it; after a wait or sync every finished task is counted). */
 struct sproj_worker_stats {
   char name[64];         /* StarPU's worker name, e.g. "CUDA 0 (NVIDIA H200 ...)" or "CPU 3" */
   int is_gpu;            /* 1 for a CUDA worker */

@@ -60,9 +60,10 @@ static int group_holds(const struct task_group *g, unsigned piece)
   return 0;
 }
 
-/* Runs on the worker that executed a projection task, when it has finished: counts the task and its LORs there
- * (sproj_worker_stats), so that the codelets need not know about statistics. */
-static void count_finished_task(void *lors)
+/* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
+ * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
+ * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.) */
+static void count_task(void *lors)
 {
   sproj_stats_count((int64_t)(intptr_t)lors);
 }
@@ -78,7 +79,8 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
                                1 + sproj_buffers_per_piece(arg) * arg->npieces, STARPU_EXECUTE_WHERE,
                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
-                               STARPU_CALLBACK_WITH_ARG_NFREE, count_finished_task, (void *)(intptr_t)g->lors, 0);
+                               STARPU_PROLOGUE_CALLBACK_POP, count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
+                               (void *)(intptr_t)g->lors, 0);
   g->arg.npieces = 0;
   g->lors = 0;
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;

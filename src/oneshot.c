@@ -99,21 +99,69 @@ static int oneshot_register_events(struct oneshot *o, const float *lor_start, co
   return ret;
 }
 
+/* One call: its arguments, what kind of projection it asks for and which direction. */
+enum oneshot_kind { ONESHOT_NONTOF, ONESHOT_TOF_SINO, ONESHOT_TOF_LM };
+struct oneshot_call {
+  const char *func;
+  enum oneshot_kind kind;
+  int back;
+  const float *lor_start, *lor_end, *image, *image_origin, *voxel_size, *values;
+  size_t num_lors;
+  const int *image_dim;
+  /* TOF calls only */
+  float tof_bin_width, num_sigmas;
+  const float *tof_sigma, *tof_center_offset;
+  short num_tof_bins;
+  unsigned char lor_sigma, lor_offset;
+  const short *tof_bin_index; /* listmode */
+};
+
+/* Checks, registers, projects, waits and unregisters: the same steps for every call. */
+static int oneshot_run(const struct oneshot_call *c)
+{
+  struct oneshot o = {.func = c->func};
+  int ret = oneshot_check(c->func, c->lor_start, c->lor_end, c->image, c->image_origin, c->voxel_size, c->values,
+                          c->num_lors, c->image_dim);
+  if (ret)
+    return ret > 0 ? SPROJ_OK : ret;
+  if (c->kind == ONESHOT_TOF_LM)
+    ret = oneshot_register_events(&o, c->lor_start, c->lor_end, c->image, c->image_origin, c->voxel_size, c->values,
+                                  c->num_lors, c->image_dim, c->tof_bin_index);
+  else
+    ret = oneshot_register(&o, c->lor_start, c->lor_end, c->image, c->image_origin, c->voxel_size, c->values,
+                           c->num_lors, c->image_dim, c->kind == ONESHOT_TOF_SINO, c->num_tof_bins);
+  if (!ret && c->kind != ONESHOT_NONTOF)
+    ret = oneshot_tof(&o, c->tof_bin_width, c->tof_sigma, c->tof_center_offset, c->num_sigmas, c->num_tof_bins,
+                      c->lor_sigma, c->lor_offset);
+  if (!ret) {
+    switch (c->kind) {
+    case ONESHOT_NONTOF:
+      ret = c->back ? sproj_back(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS) : sproj_fwd(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS);
+      break;
+    case ONESHOT_TOF_SINO:
+      ret = c->back ? sproj_back_tof_sino(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof)
+                    : sproj_fwd_tof_sino(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof);
+      break;
+    case ONESHOT_TOF_LM:
+      ret = c->back ? sproj_back_tof_lm(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof)
+                    : sproj_fwd_tof_lm(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof);
+      break;
+    }
+  }
+  return oneshot_finish(&o, ret);
+}
+
+/* device_id and threads_per_block mean nothing here: StarPU places the work. */
 int sproj_pp_joseph3d_fwd(const float *lor_start, const float *lor_end, const float *image, const float *image_origin,
                           const float *voxel_size, float *projection_values, size_t num_lors, const int *image_dim,
                           int device_id, int threads_per_block)
 {
   (void)device_id, (void)threads_per_block;
-  struct oneshot o = {.func = __func__};
-  int ret = oneshot_check(__func__, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                          image_dim);
-  if (ret)
-    return ret > 0 ? SPROJ_OK : ret;
-  ret = oneshot_register(&o, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                         image_dim, 0, 0);
-  if (!ret)
-    ret = sproj_fwd(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS);
-  return oneshot_finish(&o, ret);
+  const struct oneshot_call c = {.func = __func__, .kind = ONESHOT_NONTOF, .back = 0, .lor_start = lor_start,
+                                 .lor_end = lor_end, .image = image, .image_origin = image_origin,
+                                 .voxel_size = voxel_size, .values = projection_values, .num_lors = num_lors,
+                                 .image_dim = image_dim};
+  return oneshot_run(&c);
 }
 
 int sproj_pp_joseph3d_back(const float *lor_start, const float *lor_end, float *image, const float *image_origin,
@@ -121,16 +169,11 @@ int sproj_pp_joseph3d_back(const float *lor_start, const float *lor_end, float *
                            const int *image_dim, int device_id, int threads_per_block)
 {
   (void)device_id, (void)threads_per_block;
-  struct oneshot o = {.func = __func__};
-  int ret = oneshot_check(__func__, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                          image_dim);
-  if (ret)
-    return ret > 0 ? SPROJ_OK : ret;
-  ret = oneshot_register(&o, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                         image_dim, 0, 0);
-  if (!ret)
-    ret = sproj_back(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS);
-  return oneshot_finish(&o, ret);
+  const struct oneshot_call c = {.func = __func__, .kind = ONESHOT_NONTOF, .back = 1, .lor_start = lor_start,
+                                 .lor_end = lor_end, .image = image, .image_origin = image_origin,
+                                 .voxel_size = voxel_size, .values = projection_values, .num_lors = num_lors,
+                                 .image_dim = image_dim};
+  return oneshot_run(&c);
 }
 
 int sproj_pp_joseph3d_tof_sino_fwd(const float *lor_start, const float *lor_end, const float *image,
@@ -142,19 +185,11 @@ int sproj_pp_joseph3d_tof_sino_fwd(const float *lor_start, const float *lor_end,
                                    int threads_per_block)
 {
   (void)device_id, (void)threads_per_block;
-  struct oneshot o = {.func = __func__};
-  int ret = oneshot_check(__func__, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                          image_dim);
-  if (ret)
-    return ret > 0 ? SPROJ_OK : ret;
-  ret = oneshot_register(&o, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                         image_dim, 1, num_tof_bins);
-  if (!ret)
-    ret = oneshot_tof(&o, tof_bin_width, tof_sigma, tof_center_offset, num_sigmas, num_tof_bins,
-                      is_lor_dependent_tof_sigma, is_lor_dependent_tof_center_offset);
-  if (!ret)
-    ret = sproj_fwd_tof_sino(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof);
-  return oneshot_finish(&o, ret);
+  const struct oneshot_call c = {__func__, ONESHOT_TOF_SINO, 0, lor_start, lor_end, image, image_origin, voxel_size,
+                                 projection_values, num_lors, image_dim, tof_bin_width, num_sigmas, tof_sigma,
+                                 tof_center_offset, num_tof_bins, is_lor_dependent_tof_sigma,
+                                 is_lor_dependent_tof_center_offset, NULL};
+  return oneshot_run(&c);
 }
 
 int sproj_pp_joseph3d_tof_sino_back(const float *lor_start, const float *lor_end, float *image,
@@ -166,19 +201,11 @@ int sproj_pp_joseph3d_tof_sino_back(const float *lor_start, const float *lor_end
                                     int threads_per_block)
 {
   (void)device_id, (void)threads_per_block;
-  struct oneshot o = {.func = __func__};
-  int ret = oneshot_check(__func__, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                          image_dim);
-  if (ret)
-    return ret > 0 ? SPROJ_OK : ret;
-  ret = oneshot_register(&o, lor_start, lor_end, image, image_origin, voxel_size, projection_values, num_lors,
-                         image_dim, 1, num_tof_bins);
-  if (!ret)
-    ret = oneshot_tof(&o, tof_bin_width, tof_sigma, tof_center_offset, num_sigmas, num_tof_bins,
-                      is_lor_dependent_tof_sigma, is_lor_dependent_tof_center_offset);
-  if (!ret)
-    ret = sproj_back_tof_sino(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof);
-  return oneshot_finish(&o, ret);
+  const struct oneshot_call c = {__func__, ONESHOT_TOF_SINO, 1, lor_start, lor_end, image, image_origin, voxel_size,
+                                 projection_values, num_lors, image_dim, tof_bin_width, num_sigmas, tof_sigma,
+                                 tof_center_offset, num_tof_bins, is_lor_dependent_tof_sigma,
+                                 is_lor_dependent_tof_center_offset, NULL};
+  return oneshot_run(&c);
 }
 
 int sproj_pp_joseph3d_tof_lm_fwd(const float *lor_start, const float *lor_end, const float *image,
@@ -190,19 +217,11 @@ int sproj_pp_joseph3d_tof_lm_fwd(const float *lor_start, const float *lor_end, c
                                  int threads_per_block)
 {
   (void)device_id, (void)threads_per_block;
-  struct oneshot o = {.func = __func__};
-  int ret = oneshot_check(__func__, lor_start, lor_end, image, image_origin, voxel_size, projection_values,
-                          num_events, image_dim);
-  if (ret)
-    return ret > 0 ? SPROJ_OK : ret;
-  ret = oneshot_register_events(&o, lor_start, lor_end, image, image_origin, voxel_size, projection_values,
-                                num_events, image_dim, tof_bin_index);
-  if (!ret)
-    ret = oneshot_tof(&o, tof_bin_width, tof_sigma, tof_center_offset, num_sigmas, num_tof_bins,
-                      is_lor_dependent_tof_sigma, is_lor_dependent_tof_center_offset);
-  if (!ret)
-    ret = sproj_fwd_tof_lm(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof);
-  return oneshot_finish(&o, ret);
+  const struct oneshot_call c = {__func__, ONESHOT_TOF_LM, 0, lor_start, lor_end, image, image_origin, voxel_size,
+                                 projection_values, num_events, image_dim, tof_bin_width, num_sigmas, tof_sigma,
+                                 tof_center_offset, num_tof_bins, is_lor_dependent_tof_sigma,
+                                 is_lor_dependent_tof_center_offset, tof_bin_index};
+  return oneshot_run(&c);
 }
 
 int sproj_pp_joseph3d_tof_lm_back(const float *lor_start, const float *lor_end, float *image,
@@ -214,17 +233,9 @@ int sproj_pp_joseph3d_tof_lm_back(const float *lor_start, const float *lor_end, 
                                   int threads_per_block)
 {
   (void)device_id, (void)threads_per_block;
-  struct oneshot o = {.func = __func__};
-  int ret = oneshot_check(__func__, lor_start, lor_end, image, image_origin, voxel_size, projection_values,
-                          num_events, image_dim);
-  if (ret)
-    return ret > 0 ? SPROJ_OK : ret;
-  ret = oneshot_register_events(&o, lor_start, lor_end, image, image_origin, voxel_size, projection_values,
-                                num_events, image_dim, tof_bin_index);
-  if (!ret)
-    ret = oneshot_tof(&o, tof_bin_width, tof_sigma, tof_center_offset, num_sigmas, num_tof_bins,
-                      is_lor_dependent_tof_sigma, is_lor_dependent_tof_center_offset);
-  if (!ret)
-    ret = sproj_back_tof_lm(o.img, o.proj, NULL, SPROJ_ALL_CHUNKS, o.tof);
-  return oneshot_finish(&o, ret);
+  const struct oneshot_call c = {__func__, ONESHOT_TOF_LM, 1, lor_start, lor_end, image, image_origin, voxel_size,
+                                 projection_values, num_events, image_dim, tof_bin_width, num_sigmas, tof_sigma,
+                                 tof_center_offset, num_tof_bins, is_lor_dependent_tof_sigma,
+                                 is_lor_dependent_tof_center_offset, tof_bin_index};
+  return oneshot_run(&c);
 }

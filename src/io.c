@@ -621,6 +621,25 @@ int sproj_raw_write_sino(const char *base, const struct sproj_sino_info *info, c
   return ret;
 }
 
+/* The keys both kinds describe their acquisition with: scanner (an optional name), num_tof_bins, tof_bin_width. */
+static int header_scanner_tof(const char *func, const struct header *h, char *scanner, size_t size,
+                              int *num_tof_bins, float *tof_bin_width)
+{
+  const char *name = header_get(h, "scanner");
+  if (name) {
+    if (strlen(name) >= size || !valid_name(name, size, 1))
+      return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': scanner '%s' is too long or has odd characters", h->hdr_path,
+                        name);
+    strcpy(scanner, name);
+  }
+  int64_t bins = 0;
+  int ret = header_int(func, h, "num_tof_bins", 1, 0, SPROJ_MAX_TOF_BINS, &bins);
+  *num_tof_bins = (int)bins;
+  if (!ret)
+    ret = header_float(func, h, "tof_bin_width", tof_bin_width);
+  return ret;
+}
+
 int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data)
 {
   if (!base || !info || !data)
@@ -653,20 +672,8 @@ int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **
         strcpy(in.axes[k], words[k]);
     }
   }
-  const char *scanner = ret ? NULL : header_get(&h, "scanner");
-  if (scanner) {
-    if (strlen(scanner) >= sizeof in.scanner || !valid_name(scanner, sizeof in.scanner, 1))
-      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': scanner '%s' is too long or has odd characters", h.hdr_path,
-                       scanner);
-    else
-      strcpy(in.scanner, scanner);
-  }
-  int64_t bins = 0;
   if (!ret)
-    ret = header_int(__func__, &h, "num_tof_bins", 1, 0, SPROJ_MAX_TOF_BINS, &bins);
-  in.num_tof_bins = (int)bins;
-  if (!ret)
-    ret = header_float(__func__, &h, "tof_bin_width", &in.tof_bin_width);
+    ret = header_scanner_tof(__func__, &h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
   int64_t count = 0;
   if (!ret && ((count = shape_count(in.num_dims, in.shape, sizeof(float))) < 0 ||
                (uint64_t)count > SIZE_MAX / sizeof(float)))
@@ -774,20 +781,8 @@ int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_
     ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': fields '%s' are not 'lor tof_bin'", h.hdr_path, v);
   if (!ret)
     ret = header_int(__func__, &h, "num_lors", 0, 1, INT32_MAX, &in.num_lors);
-  const char *scanner = ret ? NULL : header_get(&h, "scanner");
-  if (scanner) {
-    if (strlen(scanner) >= sizeof in.scanner || !valid_name(scanner, sizeof in.scanner, 1))
-      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': scanner '%s' is too long or has odd characters", h.hdr_path,
-                       scanner);
-    else
-      strcpy(in.scanner, scanner);
-  }
-  int64_t bins = 0;
   if (!ret)
-    ret = header_int(__func__, &h, "num_tof_bins", 1, 0, SPROJ_MAX_TOF_BINS, &bins);
-  in.num_tof_bins = (int)bins;
-  if (!ret)
-    ret = header_float(__func__, &h, "tof_bin_width", &in.tof_bin_width);
+    ret = header_scanner_tof(__func__, &h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
   if (!ret && (shape[0] > (INT64_C(1) << 59) || (uint64_t)shape[0] > SIZE_MAX / 8))
     ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "'%s': %" PRId64 " events are too many", h.hdr_path, shape[0]);
   in.num_events = ret ? 0 : shape[0];

@@ -436,21 +436,35 @@ static int64_t first_bad_lor(const sproj_scanner *sc, int64_t n, const int64_t *
   return -1;
 }
 
+/* Checks n LOR indices of the sinogram (n >= 0, each in range). */
+static int check_lor_indices(const char *func, const sproj_scanner *scanner, int64_t n, const int64_t *lor)
+{
+  if (n < 0)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "n = %lld is negative", (long long)n);
+  int64_t bad = first_bad_lor(scanner, n, lor);
+  if (bad >= 0)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "lor[%lld] = %lld outside 0..%lld", (long long)bad, (long long)lor[bad],
+                      (long long)scanner->info.num_lors - 1);
+  return SPROJ_OK;
+}
+
+/* The detector pair of a valid LOR index. */
+static struct sproj_det_pair index_pair(const sproj_scanner *scanner, int64_t lor)
+{
+  int v, s, a, k;
+  lor_position(scanner, lor, &v, &s, &a, &k);
+  return lor_pair(scanner, v, s, a, k);
+}
+
 int sproj_scanner_lors_at(const sproj_scanner *scanner, int64_t n, const int64_t *lor, float *xstart, float *xend)
 {
   if (!scanner || !lor || !xstart || !xend)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "scanner, lor, xstart and xend must not be NULL");
-  if (n < 0)
-    return SPROJ_FAIL(SPROJ_ERR_DIMS, "n = %lld is negative", (long long)n);
-  int64_t bad = first_bad_lor(scanner, n, lor);
-  if (bad >= 0)
-    return SPROJ_FAIL(SPROJ_ERR_RANGE, "lor[%lld] = %lld outside 0..%lld", (long long)bad, (long long)lor[bad],
-                      (long long)scanner->info.num_lors - 1);
-  for (int64_t i = 0; i < n; i++) {
-    int v, s, a, k;
-    lor_position(scanner, lor[i], &v, &s, &a, &k);
-    put_pair(scanner, lor_pair(scanner, v, s, a, k), xstart + 3 * i, xend + 3 * i);
-  }
+  int ret = check_lor_indices(__func__, scanner, n, lor);
+  if (ret)
+    return ret;
+  for (int64_t i = 0; i < n; i++)
+    put_pair(scanner, index_pair(scanner, lor[i]), xstart + 3 * i, xend + 3 * i);
   return SPROJ_OK;
 }
 
@@ -486,17 +500,11 @@ int sproj_scanner_lor_pairs(const sproj_scanner *scanner, int64_t n, const int64
 {
   if (!scanner || !lor || !pairs)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "scanner, lor and pairs must not be NULL");
-  if (n < 0)
-    return SPROJ_FAIL(SPROJ_ERR_DIMS, "n = %lld is negative", (long long)n);
-  int64_t bad = first_bad_lor(scanner, n, lor);
-  if (bad >= 0)
-    return SPROJ_FAIL(SPROJ_ERR_RANGE, "lor[%lld] = %lld outside 0..%lld", (long long)bad, (long long)lor[bad],
-                      (long long)scanner->info.num_lors - 1);
-  for (int64_t i = 0; i < n; i++) {
-    int v, s, a, k;
-    lor_position(scanner, lor[i], &v, &s, &a, &k);
-    pairs[i] = lor_pair(scanner, v, s, a, k);
-  }
+  int ret = check_lor_indices(__func__, scanner, n, lor);
+  if (ret)
+    return ret;
+  for (int64_t i = 0; i < n; i++)
+    pairs[i] = index_pair(scanner, lor[i]);
   return SPROJ_OK;
 }
 

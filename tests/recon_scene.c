@@ -325,3 +325,29 @@ void scene_run_lm(const struct scene *s, int tof, int S, int per_subset, const f
   free(ea);
 }
 
+
+void scene_osem_open(struct scene_osem *o, const struct scene *s, float *x, float *data, const float *fwhm, int S)
+{
+  ck_assert_int_eq(sproj_lors_register(&o->lors, s->xs, s->xe, s->nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(s, o->lors, &o->views), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_create(&o->model, o->lors, s->mult, s->add, NULL, fwhm), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&o->img, x, s->g.n, s->g.vs, s->g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&o->y, data, o->lors), SPROJ_OK);
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = o->model;
+  cfg.data = o->y;
+  cfg.chunks = o->views;
+  cfg.num_subsets = S;
+  EXPECT(sproj_recon_create(&o->r, o->img, &cfg), SPROJ_OK);
+}
+
+void scene_osem_close(struct scene_osem *o)
+{
+  ck_assert_int_eq(sproj_recon_destroy(o->r), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(o->img), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(o->y), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(o->model), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(o->views), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(o->lors), SPROJ_OK);
+}

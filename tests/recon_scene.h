@@ -65,6 +65,19 @@ int scene_record(const struct sproj_recon_progress *pr, void *user);
  * explicit list of the one subset's chunks), fwhm the resolution model (NULL: none), iters iterations; x (set to 1
  * here) holds the result; trace (not NULL) gets the objective of each iteration; sens (not NULL) subset 0's
  * sensitivity. */
+/* A sinogram OSEM of the scene set up through the public API (registered LORs, views, model with the scene's m and a
+ * and the resolution model fwhm, image x, data, S interleaved subsets), and its teardown; both assert every status. */
+struct scene_osem {
+  sproj_lors *lors;
+  sproj_chunks *views;
+  sproj_model *model;
+  sproj_image *img;
+  sproj_proj *y;
+  sproj_recon *r;
+};
+void scene_osem_open(struct scene_osem *o, const struct scene *s, float *x, float *data, const float *fwhm, int S);
+void scene_osem_close(struct scene_osem *o);
+
 void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, const int *order, float *data, int iters,
                     float *x, struct trace *trace, float *sens);
 /* Listmode reconstruction of one event per count with the sinogram's LORs and m as sensitivity model: S subsets of

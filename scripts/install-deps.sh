@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs what starproj needs on Debian 12: build tools, hwloc, Check, nifticlib, libpng, clang (fuzzing), cmake
-# (consumer check) and doxygen (`make doc`) from Debian, and StarPU 1.4 built from Debian's source package (with
-# CUDA when nvcc is found). Re-running it with everything present is quick.
+# (consumer check), doxygen (`make doc`) and OpenMPI (the distributed layer) from Debian, and StarPU 1.4 built from
+# Debian's source package (with CUDA when nvcc is found, with StarPU-MPI unless --without-mpi). Re-running it with
+# everything present is quick.
 #
-# usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--with-fxt] [--jobs N]
+# usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--with-fxt] [--without-mpi]
+#                                [--jobs N]
 #   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
 #   --with-cuda=DIR / --without-cuda   build StarPU with the CUDA toolkit in DIR / without CUDA
 #                  (default: with CUDA when nvcc is on PATH or in /usr/local/cuda)
 #   --with-fxt     build StarPU with FxT execution traces (Debian's libfxt-dev; starproj-bench --trace), rebuilding
 #                  a StarPU installed without them
+#   --without-mpi  no OpenMPI and no StarPU-MPI (starproj then builds without its distributed layer)
 set -euo pipefail
 
 prefix=/usr/local
 cuda_dir=auto
 fxt=no
+mpi=yes
 jobs=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -23,8 +27,9 @@ while [ $# -gt 0 ]; do
     --without-cuda) cuda_dir=no; shift ;;
     --with-cuda=*) cuda_dir=${1#--with-cuda=}; shift ;;
     --with-fxt) fxt=yes; shift ;;
+    --without-mpi) mpi=no; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '3,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +70,7 @@ fi
 packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates
   clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox)
 [ "$fxt" = yes ] && packages+=(libfxt-dev)
+[ "$mpi" = yes ] && packages+=(libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -85,6 +91,9 @@ starpu_ok() {
   [ -f "$cfg" ] || return 1
   if [ "$cuda_dir" != no ]; then grep -q '^#define STARPU_USE_CUDA 1' "$cfg" || return 1; fi
   if [ "$fxt" = yes ]; then grep -q '^#define STARPU_USE_FXT 1' "$cfg" || return 1; fi
+  if [ "$mpi" = yes ]; then
+    PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --exists starpumpi-1.4 || return 1
+  fi
   # StarPU sizes its worker tables at build time from the build machine's cores: ours must fit big hosts.
   local maxcpus
   maxcpus=$(sed -n 's/^#define STARPU_MAXCPUS \([0-9]*\)/\1/p' "$cfg")
@@ -93,11 +102,11 @@ starpu_ok() {
 }
 
 if starpu_ok; then
-  log "StarPU 1.4 present in $prefix (CUDA: $cuda_dir)"
+  log "StarPU 1.4 present in $prefix (CUDA: $cuda_dir, MPI: $mpi)"
   exit 0
 fi
 
-log "building StarPU 1.4 from Debian's source package into $prefix (CUDA: $cuda_dir)"
+log "building StarPU 1.4 from Debian's source package into $prefix (CUDA: $cuda_dir, MPI: $mpi)"
 # Debian 12 carries StarPU 1.3 only; a later suite's source package carries 1.4 (only the newest is served).
 src_list=/etc/apt/sources.list.d/starproj-starpu-src.sources
 if ! apt-cache showsrc starpu 2>/dev/null | grep -q '^Version: 1\.4'; then
@@ -134,12 +143,14 @@ if [ "$cuda_dir" != no ]; then
   export PATH="$cuda_dir/bin:$PATH"
 fi
 
+mpi_args=(--disable-mpi)
+[ "$mpi" = yes ] && mpi_args=(--enable-mpi --disable-mpi-check --disable-mpi-master-slave)
 fxt_args=(--disable-fxt)
 [ "$fxt" = yes ] && fxt_args=(--with-fxt)
-log "configuring StarPU (FxT traces: $fxt)"
+log "configuring StarPU (FxT traces: $fxt, MPI: $mpi)"
 quiet ./configure -q --prefix="$prefix" "${cuda_args[@]}" \
   --disable-opencl --disable-hip --disable-build-doc --disable-build-examples --disable-build-tests \
-  --disable-fortran --disable-socl --disable-starpufft --disable-mpi "${fxt_args[@]}" --disable-glpk \
+  --disable-fortran --disable-socl --disable-starpufft "${mpi_args[@]}" "${fxt_args[@]}" --disable-glpk \
   --disable-starpupy --disable-openmp \
   --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16
 log "building StarPU (about 2.5 minutes on 2 cores)"

@@ -4,12 +4,14 @@
 #ifndef SPROJ_CUDA_PIECES_H
 #define SPROJ_CUDA_PIECES_H
 
+#include <stdlib.h>
 #include "codelets.h"
 
 #define SPROJ_CUDA_BLOCK 256
 
 struct sproj_piece_table {
   int npieces;
+  unsigned lanes;                             /* threads sharing one LOR: a power of two <= 32 */
   unsigned block_start[SPROJ_MAX_PIECES + 1]; /* first block of each piece; the last entry is the grid size */
   unsigned n[SPROJ_MAX_PIECES];
   const float *xs[SPROJ_MAX_PIECES];
@@ -24,12 +26,14 @@ struct sproj_piece_table {
 static_assert(sizeof(struct sproj_piece_table) + sizeof(struct sproj_proj_arg) + sizeof(void *) <= 4096,
               "the piece table no longer fits in the kernel parameters");
 
-/* Fills the table from the task's buffers; returns the number of blocks to launch (0: nothing to do). */
+/* Fills the table from the task's buffers for `lanes` threads per LOR; returns the number of blocks to launch (0:
+ * nothing to do). */
 static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void *buffers[],
-                                              const struct sproj_proj_arg *arg)
+                                              const struct sproj_proj_arg *arg, unsigned lanes)
 {
   unsigned blocks = 0;
   t->npieces = arg->npieces;
+  t->lanes = lanes;
   for (int p = 0; p < arg->npieces; p++) {
     struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
     t->block_start[p] = blocks;
@@ -40,13 +44,15 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void 
     t->bins[p] = pc.bins;
     t->sigma[p] = pc.sigma;
     t->offset[p] = pc.offset;
-    blocks += (pc.n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+    /* a block never straddles two pieces, nor a LOR two blocks (lanes divides the block size) */
+    blocks += (unsigned)(((size_t)pc.n * lanes + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
   }
   t->block_start[arg->npieces] = blocks;
   return blocks;
 }
 
-/* Piece of this block (binary search; every thread of a block agrees) and the LOR index of this thread in it. */
+/* Piece of this block (binary search; every thread of a block agrees) and the index of this thread in it (the LOR's
+ * index times the lanes per LOR, plus the lane). */
 __device__ static inline int sproj_piece_of_thread(const struct sproj_piece_table *t, unsigned *i)
 {
   unsigned b = blockIdx.x;
@@ -77,13 +83,60 @@ __device__ static inline int sproj_piece_of_thread(const struct sproj_piece_tabl
   {                                                                                                     \
     const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;                           \
     struct sproj_piece_table t;                                                                         \
-    unsigned blocks = sproj_piece_table_fill(&t, buffers, arg);                                         \
+    unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, 1);                                      \
     if (blocks > 0) {                                                                                   \
       kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(                          \
         (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t);                                               \
       SPROJ_CUDA_CHECK_LAUNCH();                                                                        \
     }                                                                                                   \
   }
+
+/* Threads per LOR for a task of `lors` LORs. One thread walks a whole ray (a few hundred samples), so a small task
+ * launches a few dozen blocks and lasts one ray's latency while most of the GPU idles: below about 2^17 LORs the
+ * rays are shared by 2..32 threads, enough to give every multiprocessor work. SPROJ_CUDA_LANES=1..32 (a power of
+ * two) fixes the number instead, for measurements. */
+static inline unsigned sproj_cuda_lanes(size_t lors)
+{
+  static int forced = -1;
+  if (forced < 0) {
+    const char *e = getenv("SPROJ_CUDA_LANES");
+    int v = e ? atoi(e) : 0;
+    forced = (v >= 1 && v <= 32 && (v & (v - 1)) == 0) ? v : 0;
+  }
+  if (forced > 0)
+    return (unsigned)forced;
+  unsigned lanes = 1;
+  while (lanes < 32 && lors * lanes < ((size_t)1 << 17))
+    lanes *= 2;
+  return lanes;
+}
+
+/* Like SPROJ_CUDA_LAUNCHER, with sproj_cuda_lanes threads per LOR: kernel(image, arg, table) finds its LOR and
+ * lane with SPROJ_CUDA_THIS_LOR_LANE. */
+#define SPROJ_CUDA_LANES_LAUNCHER(fn_name, kernel, IMG)                                                 \
+  extern "C" void fn_name(void *buffers[], void *cl_arg)                                                \
+  {                                                                                                     \
+    const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;                           \
+    struct sproj_piece_table t;                                                                         \
+    size_t lors = 0;                                                                                    \
+    for (int p = 0; p < arg->npieces; p++)                                                              \
+      lors += sproj_piece_get(buffers, arg, p).n;                                                       \
+    unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, sproj_cuda_lanes(lors));                 \
+    if (blocks > 0) {                                                                                   \
+      kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(                          \
+        (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t);                                               \
+      SPROJ_CUDA_CHECK_LAUNCH();                                                                        \
+    }                                                                                                   \
+  }
+
+/* The LOR and lane of this thread: returns when the thread has no LOR (all lanes of a LOR together). */
+#define SPROJ_CUDA_THIS_LOR_LANE(t, p, i, lane)                                                         \
+  unsigned i;                                                                                           \
+  int p = sproj_piece_of_thread(&(t), &i);                                                              \
+  unsigned lane = i & ((t).lanes - 1u);                                                                 \
+  i /= (t).lanes;                                                                                       \
+  if (i >= (t).n[p])                                                                                    \
+    return
 
 /* The LOR of this thread: returns 0 when the thread has none. */
 #define SPROJ_CUDA_THIS_LOR(t, p, i)                                                                    \

@@ -16,4 +16,19 @@ SPROJ_HD void joseph3d_back_lor(struct sproj_out img, const struct sproj_geom *g
     sproj_ray_scatter(img, &r, k, val);
 }
 
+#ifdef __CUDACC__
+/* The same adds shared by `lanes` threads (each calls it with its lane): lane j scatters planes first+j,
+ * first+j+lanes, ... */
+__device__ static inline void joseph3d_back_lor_lanes(struct sproj_out img, const struct sproj_geom *g, const float *xs,
+                                                      const float *xe, float value, unsigned lane, unsigned lanes)
+{
+  struct sproj_ray r;
+  if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))
+    return;
+  float val = r.cf * value;
+  for (int k = r.first + (int)lane; k <= r.last; k += (int)lanes)
+    sproj_ray_scatter(img, &r, k, val);
+}
+#endif
+
 #endif

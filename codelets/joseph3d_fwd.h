@@ -17,4 +17,29 @@ SPROJ_HD float joseph3d_fwd_lor(const float *img, const struct sproj_geom *g, co
   return sum * r.cf;
 }
 
+#ifdef __CUDACC__
+/* The same line integral computed by `lanes` neighbouring threads of a warp (a power of two <= 32; each calls it
+ * with its lane): lane j samples planes first+j, first+j+lanes, ..., and the samples are added in plane order by
+ * passing them round the group, so the sum takes the very same additions as joseph3d_fwd_lor and the same bits.
+ * Every lane returns the value. */
+__device__ static inline float joseph3d_fwd_lor_lanes(const float *img, const struct sproj_geom *g, const float *xs,
+                                                      const float *xe, unsigned lane, unsigned lanes)
+{
+  struct sproj_ray r;
+  if (!sproj_ray_setup(xs, xe, g, &r))
+    return 0.0f;
+  unsigned group = (threadIdx.x & 31u) & ~(lanes - 1u);
+  unsigned mask = (lanes == 32u ? 0xffffffffu : ((1u << lanes) - 1u)) << group;
+  float sum = 0.0f;
+  for (int k0 = r.first; k0 <= r.last; k0 += (int)lanes) {
+    int k = k0 + (int)lane;
+    float s = k <= r.last ? sproj_ray_sample(img, &r, k) : 0.0f;
+    int count = r.last - k0 + 1 < (int)lanes ? r.last - k0 + 1 : (int)lanes;
+    for (int j = 0; j < count; j++)
+      sum += __shfl_sync(mask, s, j, lanes);
+  }
+  return sum * r.cf;
+}
+#endif
+
 #endif

@@ -60,7 +60,7 @@ extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;
   struct sproj_piece_table t;
-  unsigned blocks = sproj_piece_table_fill(&t, buffers, arg);
+  unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, 1);
   if (blocks > 0) {
     size_t shared = tof_sino_fwd_shared(arg->tof.num_bins);
     tof_sino_fwd_kernel<<<blocks, SPROJ_CUDA_BLOCK, shared, starpu_cuda_get_local_stream()>>>(

@@ -87,6 +87,59 @@ START_TEST(test_cpu_vs_cuda)
 }
 END_TEST
 
+/* Small tasks share each ray among 2..32 threads (codelets/cuda_pieces.h), which pass their samples round so that
+ * the sum takes the same additions in the same order: forward values are the same bits whatever the task size. The
+ * same LORs in chunks of 500 (32 threads per LOR), 5000 (32), 20000 (8) and whole. Back projection: the same adds
+ * in another order, within the atomics' rounding of the one-thread result. */
+START_TEST(test_lanes_same_bits)
+{
+  const int64_t nvox = tu_nvox(&g);
+  const int sizes[4] = {500, 5000, 20000, 0};
+  float *fwd[4], *back[4];
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
+  for (int s = 0; s < 4; s++) {
+    struct tu_set set;
+    fwd[s] = tu_alloc(N);
+    back[s] = tu_alloc(nvox);
+    memset(back[s], 0, nvox * sizeof(float));
+    ck_assert_int_eq(tu_set_register(&set, &g, img, xs, xe, N, fwd[s]), SPROJ_OK);
+    sproj_chunks *ch = NULL;
+    if (sizes[s])
+      ck_assert_int_eq(sproj_chunks_create_blocks(&ch, set.lors, (N + sizes[s] - 1) / sizes[s]), SPROJ_OK);
+    int nch = 1;
+    if (ch)
+      ck_assert_int_eq(sproj_chunks_count(ch, &nch), SPROJ_OK);
+    for (int c = 0; c < nch; c++)
+      ck_assert_int_eq(sproj_fwd(set.img, set.proj, ch, c), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_sync(set.proj, ch, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+    sproj_image *bim;
+    ck_assert_int_eq(sproj_image_register(&bim, back[s], g.n, g.vs, g.origin), SPROJ_OK);
+    for (int c = 0; c < nch; c++)
+      ck_assert_int_eq(sproj_back(bim, set.proj, ch, c), SPROJ_OK);
+    ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
+    if (ch)
+      ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+    ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
+  }
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  for (int s = 0; s < 3; s++) {
+    int64_t differ = 0;
+    for (int64_t i = 0; i < N; i++)
+      differ += memcmp(&fwd[s][i], &fwd[3][i], sizeof(float)) != 0;
+    double brel = tu_rel_l2_ff(back[s], back[3], nvox);
+    printf("lanes: chunks of %d LORs, forward %lld of %d values differ from one request; back relative L2 %.3g\n",
+           sizes[s], (long long)differ, N, brel);
+    ck_assert_msg(differ == 0, "chunks of %d: %lld forward values differ", sizes[s], (long long)differ);
+    ck_assert_msg(brel <= 1e-6, "chunks of %d: back projection relative L2 %.3g", sizes[s], brel);
+  }
+  ck_assert_msg(tu_max_abs(fwd[3], N) > 0.0, "nothing projected");
+  for (int s = 0; s < 4; s++) {
+    free(fwd[s]);
+    free(back[s]);
+  }
+}
+END_TEST
+
 START_TEST(test_cuda_adjoint_and_reference)
 {
   const int64_t nvox = tu_nvox(&g), n = 50000;
@@ -276,6 +329,7 @@ int main(void)
   TCase *tc = tcase_create("cuda");
   tcase_add_test(tc, test_cpu_vs_cuda);
   tcase_add_test(tc, test_cuda_adjoint_and_reference);
+  tcase_add_test(tc, test_lanes_same_bits);
   tcase_add_test(tc, test_residency);
   tcase_add_loop_test(tc, test_tof_cpu_vs_cuda, 0, 4);
   suite_add_tcase(s, tc);

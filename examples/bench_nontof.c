@@ -4,6 +4,7 @@
  * per-view chunks, and 2414 segment-viewgram chunks (every 8th view). Prints a table.
  *
  * usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b,...] [--devices any|gpu|cpu] [--small]
+ *                     [--reproducible] [--no-merge]
  *   --only: run only the jobs whose names contain one of the comma-separated words (the one-request jobs always
  *           run: they are the reference of the ratios) */
 #include <getopt.h>
@@ -91,13 +92,14 @@ static void run(struct scenario *sc, int warmups, int repeats)
 
 int main(int argc, char **argv)
 {
-  int repeats = 5, warmups = 2, view_step = 8, small = 0, reproducible = 0, verbose = 0;
+  int repeats = 5, warmups = 2, view_step = 8, small = 0, reproducible = 0, verbose = 0, no_merge = 0;
   const char *only = NULL, *devices = NULL;
   static const struct option longopts[] = {
     {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
     {"only", required_argument, 0, 'o'},    {"devices", required_argument, 0, 'd'},
     {"views-step", required_argument, 0, 's'}, {"small", no_argument, 0, 'S'},
     {"reproducible", no_argument, 0, 'R'},  {"verbose", no_argument, 0, 'v'},
+    {"no-merge", no_argument, 0, 'M'},
     {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
@@ -115,12 +117,14 @@ int main(int argc, char **argv)
       break;
     case 'S': small = 1; break;
     case 'R': reproducible = 1; break;
+    case 'M': no_merge = 1; break;
     case 'v': verbose = 1; break;
     case 'h':
       printf("usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--devices any|gpu|cpu]\n"
-             "                    [--small] [--reproducible] [--verbose]\n"
+             "                    [--small] [--reproducible] [--no-merge] [--verbose]\n"
              "  times whole-sinogram, per-view and segment-viewgram forward and back projections on the benchmark\n"
              "  scanner (--small: the small one); --reproducible: back projections in reproducible mode;\n"
+             "  --no-merge: every call becomes tasks at once (sproj_config.merge_calls = 0);\n"
              "  --verbose: StarPU's own messages\n");
       return 0;
     default: return option_error("bench_nontof", argv[optind - 1]);
@@ -134,6 +138,7 @@ int main(int argc, char **argv)
   struct sproj_config cfg;
   sproj_config_init(&cfg);
   cfg.reproducible = reproducible;
+  cfg.merge_calls = no_merge ? 0 : 1;
   CHECK(sproj_init(&cfg));
   if (devices)
     CHECK(sproj_set_devices(!strcmp(devices, "any") ? SPROJ_DEVICE_ANY

@@ -96,6 +96,12 @@ struct sproj_config {
                         * task); -1: 10000 ($STARPU_LIMIT_MAX_SUBMITTED_TASKS if set); 0: no limit. Applies
                         * only when sproj_init starts StarPU. */
   int reproducible;    /* 1: images start in reproducible mode (see sproj_image_set_reproducible); 0: default */
+  int merge_calls;     /* -1 (default) or 1: a call like the one before it (same projector, direction, image,
+                        * vector, chunking and TOF parameters) made while at least two projection tasks per
+                        * worker still wait is merged with the calls after it into tasks of the usual size,
+                        * submitted as soon as the queue runs low or at the next call that waits on, moves or
+                        * frees data; code that submits its own StarPU tasks on starproj's handles calls
+                        * sproj_flush() first. 0: every call becomes tasks at once. */
 };
 
 /* Fills cfg with the defaults (-1 / NULL / 0). */
@@ -128,14 +134,20 @@ int sproj_num_gpus(void);
 int sproj_set_task_lors(int64_t task_lors);
 /* The current largest task, in LORs (0 before sproj_init). */
 int64_t sproj_get_task_lors(void);
+/* Turns the merging of calls made while the workers are busy (sproj_config.merge_calls) on (1) or off (0), after
+ * submitting what is held back. Errors: NOT_INIT, INVALID (not 0 or 1), and those of sproj_flush. */
+int sproj_set_merge_calls(int on);
 
 /* Which kinds of worker may run projection tasks submitted from now on. Default: the GPUs when StarPU drives any
  * (CPU workers then still run reductions and the caller's own tasks), else the CPU cores. SPROJ_DEVICE_ANY lets
  * the scheduler weigh both, which pays where the GPUs are not much faster than all cores together; on an H200
- * against 15 cores it did not (doc/benchmarks.md). SPROJ_ERR_NO_DEVICE if the mask names no existing worker.
+ * against 15 cores it did not (doc/benchmarks.md). With both kinds, only tasks of at most SPROJ_ANY_CPU_MAX_LORS
+ * LORs may go to a CPU core: one core needs milliseconds for them, and a larger task on a core would keep the
+ * whole job waiting long after the GPUs are done. SPROJ_ERR_NO_DEVICE if the mask names no existing worker.
  * Errors also: NOT_INIT, INVALID (a mask outside SPROJ_DEVICE_ANY). Not thread-safe: call it while no other
  * thread submits projections (they read the setting unlocked); tasks already submitted keep their devices. */
 int sproj_set_devices(unsigned device_mask);
+#define SPROJ_ANY_CPU_MAX_LORS 4096
 
 /* What ran where: per-worker counts of projection tasks and LORs since sproj_init or sproj_stats_reset (a task is
  * counted by the worker that takes it, when it takes it; after a wait or sync every finished task is counted). */
@@ -150,8 +162,13 @@ int sproj_num_workers(void);
 int sproj_worker_stats(int worker, struct sproj_worker_stats *stats);
 int sproj_stats_reset(void);
 
-/* Waits until every submitted task has finished. */
+/* Waits until every submitted task has finished (submitting merged calls first, see merge_calls). */
 int sproj_wait_all(void);
+/* Submits every call held back: the calls merged while the workers were busy (see sproj_config.merge_calls), of
+ * every thread, and what this thread's open batch has collected. Needed only before submitting StarPU tasks of
+ * one's own on starproj's handles; every starproj call that waits on, moves or frees data does it itself. Returns
+ * the first error of a held-back submission since the last sync. Errors: NOT_INIT, NOMEM, STARPU. */
+int sproj_flush(void);
 
 /* Batches. Between sproj_batch_begin() and sproj_batch_end(), this thread's sproj_fwd / sproj_back calls (and the
  * _chunks variants) on one image, projection vector and chunking are collected and submitted together, merged
@@ -265,7 +282,9 @@ int sproj_chunks_range(const sproj_chunks *chunks, int chunk, int64_t *first, in
 int sproj_chunks_destroy(sproj_chunks *chunks);
 
 /* Step 1 / step 3 for LORs: copies the LORs of one chunk (or SPROJ_ALL_CHUNKS) of a chunking (NULL: the
- * whole set as used by whole-set requests) to one GPU or every GPU / drops those copies.
+ * whole set as used by whole-set requests) to one GPU or every GPU / drops those copies. An upload is a placement
+ * hint: on a GPU with less memory (or STARPU_LIMIT_CUDA_MEM) than the data, only the first pieces that fit in half
+ * of it are copied, and StarPU moves the others when tasks need them (the same holds for sproj_proj_upload).
  * Errors: NULL, NOT_INIT, MISMATCH (chunking of another set), RANGE (chunk), NO_DEVICE. */
 int sproj_lors_upload(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
 int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);

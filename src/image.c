@@ -140,6 +140,7 @@ int sproj_image_unregister(sproj_image *img)
     return ret;
   if (!img)
     return SPROJ_OK;
+  sproj_merge_forget(img);
   /* finishes pending back projections (their reduction) and brings the value home */
   if (starpu_data_acquire(img->handle, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
@@ -198,15 +199,36 @@ sproj_starpu_handle sproj_image_handle(const sproj_image *img)
   return img ? img->handle : NULL;
 }
 
+/* How many of the handles (in order) to copy to a node: those that fit in half of its memory (or of its
+ * STARPU_LIMIT_*_MEM). An upload is a placement hint: copying more than the node can keep would only make StarPU
+ * evict the first copies to make room for the last ones, and on the H200 a 100 MB limit with gigabytes of uploads
+ * left it stalled. */
+static int handles_that_fit(starpu_data_handle_t *handles, int nhandles, unsigned node)
+{
+  starpu_ssize_t total = starpu_memory_get_total(node);
+  if (total < 0)
+    return nhandles;
+  size_t room = (size_t)total / 2, used = 0;
+  for (int h = 0; h < nhandles; h++) {
+    used += starpu_data_get_size(handles[h]);
+    if (used > room)
+      return h;
+  }
+  return nhandles;
+}
+
 int sproj_upload_handles(starpu_data_handle_t *handles, int nhandles, const unsigned *nodes, int nnodes)
 {
+  int fit[STARPU_MAXCUDADEVS];
+  for (int g = 0; g < nnodes; g++)
+    fit[g] = handles_that_fit(handles, nhandles, nodes[g]);
   /* queue every copy first so that they overlap, then wait for each */
   for (int g = 0; g < nnodes; g++)
-    for (int h = 0; h < nhandles; h++)
+    for (int h = 0; h < fit[g]; h++)
       if (starpu_data_fetch_on_node(handles[h], nodes[g], 1) != 0)
         return sproj_fail(SPROJ_ERR_STARPU, "upload", "starpu_data_fetch_on_node failed");
   for (int g = 0; g < nnodes; g++)
-    for (int h = 0; h < nhandles; h++)
+    for (int h = 0; h < fit[g]; h++)
       if (starpu_data_fetch_on_node(handles[h], nodes[g], 0) != 0)
         return sproj_fail(SPROJ_ERR_STARPU, "upload", "starpu_data_fetch_on_node failed");
   return SPROJ_OK;

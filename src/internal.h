@@ -28,6 +28,7 @@ struct sproj_runtime {
   unsigned ctx_cpu, ctx_gpu;/* contexts of the CPU workers and of the CUDA workers (0 if none was made) */
   int live_objects;         /* registered images, LOR sets and projection vectors (atomic) */
   int reproducible;         /* images registered from now on start in reproducible mode */
+  int merge_calls;          /* calls made while the workers are busy may be merged (submit.c) */
 };
 
 /* Counts a finished projection task of `lors` LORs on the calling worker (for sproj_worker_stats). */
@@ -40,6 +41,14 @@ extern struct sproj_runtime sproj_rt;
 int sproj_check_init(const char *func);
 /* Submits what this thread's open batch holds (see sproj_batch_begin). */
 int sproj_flush_pending(void);
+/* Merging of calls made while the workers are busy (submit.c): started by sproj_init, updated when the devices
+ * change, stopped (after submitting what is pending) by sproj_shutdown; forget before an object is freed. */
+int sproj_merge_start(int enabled);
+void sproj_merge_update(int enabled);
+int sproj_merge_stop(void);
+void sproj_merge_forget(const void *obj);
+/* Whether some GPU that projections may run on has less memory (or a lower STARPU_LIMIT_CUDA_MEM) than bytes. */
+int sproj_gpu_memory_below(size_t bytes);
 /* sproj_check_init, then sproj_flush_pending: for every call that waits on, moves or frees data. */
 int sproj_check_init_flush(const char *func);
 /* Memory nodes named by a GPU argument: one node, or every GPU's. Returns the count or a negative error. */

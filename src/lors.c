@@ -615,6 +615,7 @@ int sproj_chunks_destroy(sproj_chunks *chunks)
     return ret;
   if (!chunks)
     return SPROJ_OK;
+  sproj_merge_forget(chunks);
   sproj_lors *lors = chunks->lors;
   if (chunks == lors->whole)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "the whole-set chunking belongs to its LOR set");

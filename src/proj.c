@@ -38,6 +38,13 @@ static int proj_register(const char *func, sproj_proj **proj, float *values, spr
   /* one element per LOR: its num_bins values, so that chunks of LORs are chunks of the vector */
   starpu_vector_data_register(&handle, STARPU_MAIN_RAM, (uintptr_t)values, (uint32_t)lors->num_lors,
                               (size_t)num_bins * sizeof(float));
+  /* Where a GPU cannot hold the LORs and their values together (a small GPU, or STARPU_LIMIT_CUDA_MEM), StarPU must
+   * evict written values to make room, and evicting data that is only on the GPU stalled StarPU for good on the
+   * H200 (forward projections at 100-150 MB limits never finished). Written through to main memory as each task
+   * ends, the values on the GPU stay clean copies that StarPU can drop like the LORs. */
+  size_t bytes = (size_t)lors->num_lors * (6 * sizeof(float) + (size_t)num_bins * sizeof(float));
+  if (sproj_gpu_memory_below(bytes))
+    starpu_data_set_wt_mask(handle, 1u << STARPU_MAIN_RAM);
   ret = proj_new(func, proj, handle, lors, 1, num_bins);
   if (ret)
     starpu_data_unregister_no_coherency(handle);
@@ -151,6 +158,10 @@ int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int
     starpu_data_handle_t *h;
     int nh;
     if (!(ret = proj_piece_handles(__func__, proj, chunks, chunk, &h, &nh))) {
+      /* every piece's copy home is requested before the first wait, so that the transfers of thousands of small
+       * pieces overlap instead of running one after another (each request waits for the tasks writing its piece) */
+      for (int i = 0; i < nh && nh > 1; i++)
+        (void)starpu_data_fetch_on_node(h[i], STARPU_MAIN_RAM, 1);
       for (int i = 0; i < nh && !ret; i++) {
         if (starpu_data_acquire(h[i], m) == 0)
           starpu_data_release(h[i]);
@@ -171,6 +182,7 @@ int sproj_proj_unregister(sproj_proj *proj)
     return ret;
   if (!proj)
     return SPROJ_OK;
+  sproj_merge_forget(proj);
   sproj_vec_fini(&proj->vec, 0);
   free(proj);
   sproj_count_object(-1);

@@ -41,6 +41,7 @@ void sproj_config_init(struct sproj_config *cfg)
   cfg->verbose = 0;
   cfg->max_queued_tasks = -1;
   cfg->reproducible = 0;
+  cfg->merge_calls = -1;
 }
 
 int sproj_check_init(const char *func)
@@ -106,6 +107,8 @@ static int check_sched_name(const char *name, const char *where)
   return sproj_fail(SPROJ_ERR_INVALID, "sproj_init", "unknown scheduler '%s' (%s); StarPU knows: %s", name, where,
                     known);
 }
+
+static void make_contexts_delete(void);
 
 /* One scheduling context per kind of worker: a task restricted to one kind is then scheduled among those workers
  * only, and the scheduler's per-task cost does not grow with the others. A scheduler the caller chose (config or
@@ -203,6 +206,8 @@ int sproj_init(const struct sproj_config *cfg)
                       c.max_queued_tasks);
   if (c.reproducible != 0 && c.reproducible != 1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "reproducible (%d) must be 0 or 1", c.reproducible);
+  if (c.merge_calls < -1 || c.merge_calls > 1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "merge_calls (%d) must be -1 (default), 0 or 1", c.merge_calls);
   if (c.ncpu < -1 || c.ncuda < -1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "ncpu (%d) and ncuda (%d) must be -1 (default) or >= 0", c.ncpu, c.ncuda);
   if (c.task_lors < 0 || c.task_lors > UINT32_MAX)
@@ -297,6 +302,14 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_rt.ctx = sproj_rt.ngpus > 0 ? sproj_rt.ctx_gpu : sproj_rt.ctx_cpu;
   memset(worker_stats, 0, sizeof worker_stats);
   sproj_rt.reproducible = c.reproducible != 0;
+  sproj_rt.merge_calls = c.merge_calls != 0;
+  if ((ret = sproj_merge_start(sproj_rt.merge_calls))) {
+    make_contexts_delete();
+    if (owns)
+      starpu_shutdown();
+    memset(&sproj_rt, 0, sizeof sproj_rt);
+    return SPROJ_FAIL(ret, "could not start the thread that submits merged calls");
+  }
   sproj_rt.initialized = 1;
 
   if (c.verbose)
@@ -304,6 +317,14 @@ int sproj_init(const struct sproj_config *cfg)
             "<= %lld LORs\n", sproj_rt.ncpu, sproj_rt.ngpus, (int)starpu_cuda_worker_get_count(), sproj_scheduler_name(),
             physical_cores(), (long long)sproj_rt.task_lors);
   return SPROJ_OK;
+}
+
+static void make_contexts_delete(void)
+{
+  if (sproj_rt.ctx_cpu)
+    starpu_sched_ctx_delete(sproj_rt.ctx_cpu);
+  if (sproj_rt.ctx_gpu)
+    starpu_sched_ctx_delete(sproj_rt.ctx_gpu);
 }
 
 /* Waits for the tasks of starproj's contexts and of every other context. */
@@ -329,11 +350,10 @@ int sproj_shutdown(void)
   int live = __atomic_load_n(&sproj_rt.live_objects, __ATOMIC_RELAXED);
   if (live > 0)
     return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d images, LOR sets or projection vectors are still registered", live);
+  if ((ret = sproj_merge_stop()))
+    return ret;
   wait_everything();
-  if (sproj_rt.ctx_cpu)
-    starpu_sched_ctx_delete(sproj_rt.ctx_cpu);
-  if (sproj_rt.ctx_gpu)
-    starpu_sched_ctx_delete(sproj_rt.ctx_gpu);
+  make_contexts_delete();
   if (sproj_rt.owns_starpu)
     starpu_shutdown();
   memset(&sproj_rt, 0, sizeof sproj_rt);
@@ -390,6 +410,20 @@ int64_t sproj_get_task_lors(void)
   return sproj_rt.initialized ? sproj_rt.task_lors : 0;
 }
 
+int sproj_set_merge_calls(int on)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (on != 0 && on != 1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "on (%d) must be 0 or 1", on);
+  if ((ret = sproj_flush_pending()))
+    return ret;
+  sproj_rt.merge_calls = on;
+  sproj_merge_update(on);
+  return SPROJ_OK;
+}
+
 /* Workers a single request should be spread over: every GPU, or every CPU core when there is none. */
 static int64_t split_target(void)
 {
@@ -418,6 +452,19 @@ int64_t sproj_task_target(int64_t total)
   return target;
 }
 
+int sproj_gpu_memory_below(size_t bytes)
+{
+  int nworkers = (int)starpu_worker_get_count();
+  for (int w = 0; w < nworkers; w++) {
+    if (starpu_worker_get_type(w) != STARPU_CUDA_WORKER)
+      continue;
+    starpu_ssize_t total = starpu_memory_get_total(starpu_worker_get_memory_node(w));
+    if (total >= 0 && (size_t)total < bytes)
+      return 1;
+  }
+  return 0;
+}
+
 int sproj_set_devices(unsigned device_mask)
 {
   int ret = sproj_check_init(__func__);
@@ -435,6 +482,7 @@ int sproj_set_devices(unsigned device_mask)
                       sproj_rt.ncpu, sproj_rt.ngpus);
   sproj_rt.where = where;
   sproj_rt.ctx = where == STARPU_CUDA ? sproj_rt.ctx_gpu : where == STARPU_CPU ? sproj_rt.ctx_cpu : 0;
+  sproj_merge_update(sproj_rt.merge_calls);
   return SPROJ_OK;
 }
 
@@ -445,6 +493,11 @@ int sproj_wait_all(void)
     return ret;
   wait_everything();
   return SPROJ_OK;
+}
+
+int sproj_flush(void)
+{
+  return sproj_check_init_flush(__func__);
 }
 
 /* ---- statistics ---- */

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* submit.c: turning projection requests (chunks of a LOR set) into StarPU tasks of a good size. */
 #include "config.h"
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 
 size_t sproj_proj_task_size(struct starpu_task *task, unsigned nimpl)
@@ -63,10 +67,9 @@ static int group_holds(const struct task_group *g, unsigned piece)
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
  * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
  * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.) */
-static void count_task(void *lors)
-{
-  sproj_stats_count((int64_t)(intptr_t)lors);
-}
+static void count_task(void *lors);
+
+static void task_queued(int delta);
 
 static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 {
@@ -76,13 +79,18 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   if (!arg)
     return SPROJ_ERR_NOMEM;
   *arg = g->arg;
+  unsigned long long where = sproj_rt.where;
+  if (where == (STARPU_CPU | STARPU_CUDA) && g->lors > SPROJ_ANY_CPU_MAX_LORS)
+    where = STARPU_CUDA;
+  task_queued(1);
   int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
-                               1 + sproj_buffers_per_piece(arg) * arg->npieces, STARPU_EXECUTE_WHERE,
-                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                               1 + sproj_buffers_per_piece(arg) * arg->npieces, STARPU_EXECUTE_WHERE, where, STARPU_SCHED_CTX, sproj_rt.ctx,
                                STARPU_PROLOGUE_CALLBACK_POP, count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
                                (void *)(intptr_t)g->lors, 0);
   g->arg.npieces = 0;
   g->lors = 0;
+  if (ret != 0)
+    task_queued(-1);
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
@@ -251,6 +259,275 @@ static int check_args(const char *func, const struct request *rq, const sproj_im
   return SPROJ_OK;
 }
 
+
+/* ---- merging: calls that arrive while the workers are still busy with earlier ones ----
+ * A framework that projects one viewgram per call makes thousands of small tasks, and StarPU's cost per task (about
+ * 8 us of a CUDA worker's host thread, and as much again to submit it) then outweighs the kernels. A call whose
+ * request matches one made just before (same projector, direction, image, vector, chunking, TOF parameters) is
+ * therefore not turned into tasks while at least two projection tasks per worker are still waiting for a worker:
+ * its chunks join a pending list, which becomes tasks of the usual size as soon as the queue runs low (a helper
+ * thread, woken by the workers as they take tasks), when the list is large enough, when a call touches the same
+ * data in another way, or at any call that waits on, moves or frees data (sproj_flush_pending). The first call of
+ * a kind is always submitted at once, after all its checks, so a merged call cannot fail in a way its first
+ * could not: what StarPU or the allocator refuse at the deferred submission is reported by the next call that
+ * waits (sproj_wait_all, the syncs). */
+#define MERGE_SLOTS 8
+/* a pending list is submitted once it holds this many chunks */
+#define MERGE_MAX_CHUNKS 4096
+
+struct merge_slot {
+  int used;
+  uint64_t last_use;
+  struct request rq;
+  sproj_image *img;
+  sproj_proj *proj;
+  const sproj_chunks *chunks;
+  int *list;
+  int num, cap;
+  int64_t lors;
+};
+
+static struct {
+  pthread_mutex_t lock;
+  struct merge_slot slot[MERGE_SLOTS];
+  uint64_t clock;
+  int error;              /* a deferred submission's status, for the next sync */
+  atomic_int waiting;     /* projection tasks submitted and not yet taken by a worker */
+  atomic_int threshold;   /* merge while waiting >= threshold; 0: merging off */
+  atomic_int pending;     /* some slot holds chunks */
+  sem_t wake;
+  pthread_t flusher;
+  int running;
+} merge = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void task_queued(int delta)
+{
+  atomic_fetch_add(&merge.waiting, delta);
+}
+
+/* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
+ * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
+ * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.)
+ * It also wakes the helper thread when merged calls wait and the queue runs low: a worker never submits tasks
+ * itself, since a submission may have to wait for tasks to finish. */
+static void count_task(void *lors)
+{
+  sproj_stats_count((int64_t)(intptr_t)lors);
+  int left = atomic_fetch_sub(&merge.waiting, 1) - 1;
+  if (atomic_load(&merge.pending) && left < atomic_load(&merge.threshold))
+    sem_post(&merge.wake);
+}
+
+static int same_request(const struct merge_slot *m, const struct request *rq, const sproj_image *img,
+                        const sproj_proj *proj, const sproj_chunks *chunks)
+{
+  return m->rq.back == rq->back && m->rq.kind == rq->kind && m->rq.tof == rq->tof && m->img == img &&
+         m->proj == proj && m->chunks == chunks;
+}
+
+/* Whether two requests touch the same data with a write on one side: then their order matters. */
+static int conflicts(const struct merge_slot *m, int back, const sproj_image *img, const sproj_proj *proj)
+{
+  if (m->proj == proj)
+    return 1; /* forward writes the vector, back projection reads it; two forwards write it */
+  return m->img == img && (m->rq.back || back);
+}
+
+/* Submits a slot's pending chunks (merge.lock held). */
+static int slot_flush(struct merge_slot *m)
+{
+  if (m->num == 0)
+    return SPROJ_OK;
+  int ret = submit("sproj_flush", &m->rq, m->img, m->proj, m->chunks, m->list, m->num);
+  m->num = 0;
+  m->lors = 0;
+  if (ret && !merge.error)
+    merge.error = ret;
+  return ret;
+}
+
+static void pending_update(void)
+{
+  int any = 0;
+  for (int i = 0; i < MERGE_SLOTS; i++)
+    any |= merge.slot[i].used && merge.slot[i].num > 0;
+  atomic_store(&merge.pending, any);
+}
+
+static int merge_flush_all(void)
+{
+  pthread_mutex_lock(&merge.lock);
+  for (int i = 0; i < MERGE_SLOTS; i++)
+    if (merge.slot[i].used)
+      slot_flush(&merge.slot[i]);
+  atomic_store(&merge.pending, 0);
+  int ret = merge.error;
+  merge.error = 0;
+  pthread_mutex_unlock(&merge.lock);
+  return ret;
+}
+
+static void *flusher_main(void *unused)
+{
+  (void)unused;
+  for (;;) {
+    sem_wait(&merge.wake);
+    pthread_mutex_lock(&merge.lock);
+    if (!merge.running) {
+      pthread_mutex_unlock(&merge.lock);
+      return NULL;
+    }
+    if (atomic_load(&merge.waiting) < atomic_load(&merge.threshold)) {
+      for (int i = 0; i < MERGE_SLOTS; i++)
+        if (merge.slot[i].used)
+          slot_flush(&merge.slot[i]);
+      atomic_store(&merge.pending, 0);
+    }
+    pthread_mutex_unlock(&merge.lock);
+  }
+}
+
+void sproj_merge_update(int enabled)
+{
+  int workers = 0;
+  if (sproj_rt.where & STARPU_CPU)
+    workers += sproj_rt.ncpu;
+  if (sproj_rt.where & STARPU_CUDA)
+    workers += (int)starpu_cuda_worker_get_count();
+  atomic_store(&merge.threshold, enabled && merge.running ? 2 * (workers > 0 ? workers : 1) : 0);
+}
+
+int sproj_merge_start(int enabled)
+{
+  pthread_mutex_lock(&merge.lock);
+  memset(merge.slot, 0, sizeof merge.slot);
+  merge.error = 0;
+  atomic_store(&merge.waiting, 0);
+  atomic_store(&merge.pending, 0);
+  int ret = SPROJ_OK;
+  if (!merge.running) {
+    if (sem_init(&merge.wake, 0, 0) != 0)
+      ret = SPROJ_ERR_NOMEM;
+    else if (pthread_create(&merge.flusher, NULL, flusher_main, NULL) != 0) {
+      sem_destroy(&merge.wake);
+      ret = SPROJ_ERR_NOMEM;
+    } else
+      merge.running = 1;
+  }
+  pthread_mutex_unlock(&merge.lock);
+  sproj_merge_update(enabled);
+  return ret;
+}
+
+int sproj_merge_stop(void)
+{
+  int ret = merge_flush_all();
+  pthread_mutex_lock(&merge.lock);
+  int running = merge.running;
+  merge.running = 0;
+  atomic_store(&merge.threshold, 0);
+  for (int i = 0; i < MERGE_SLOTS; i++) {
+    free(merge.slot[i].list);
+    merge.slot[i] = (struct merge_slot){0};
+  }
+  pthread_mutex_unlock(&merge.lock);
+  if (running) {
+    sem_post(&merge.wake);
+    pthread_join(merge.flusher, NULL);
+    sem_destroy(&merge.wake);
+  }
+  return ret;
+}
+
+/* Submits validated chunks at once or, while the workers are busy, adds them to a matching pending list. */
+static int merge_request(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
+                         const sproj_chunks *chunks, const int *list, int num)
+{
+  pthread_mutex_lock(&merge.lock);
+  struct merge_slot *same = NULL, *lru = NULL, *empty = NULL;
+  int ret = SPROJ_OK;
+  for (int i = 0; i < MERGE_SLOTS; i++) {
+    struct merge_slot *m = &merge.slot[i];
+    if (!m->used) {
+      if (!empty)
+        empty = m;
+      continue;
+    }
+    if (same_request(m, rq, img, proj, chunks))
+      same = m;
+    else if (conflicts(m, rq->back, img, proj))
+      slot_flush(m); /* its failure is the next sync's; this call goes on */
+    if (!lru || m->last_use < lru->last_use)
+      lru = m;
+  }
+  int64_t lors = 0;
+  const sproj_chunks *ch = chunks ? chunks : NULL;
+  for (int i = 0; i < num && ch; i++)
+    lors += ch->count[list[i]];
+  if (same && atomic_load(&merge.waiting) >= atomic_load(&merge.threshold) && atomic_load(&merge.threshold) > 0 &&
+      chunks) {
+    if (same->num + num > same->cap) {
+      int cap = 2 * (same->num + num);
+      int *l = realloc(same->list, (size_t)cap * sizeof *l);
+      if (!l) {
+        pthread_mutex_unlock(&merge.lock);
+        return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+      }
+      same->list = l;
+      same->cap = cap;
+    }
+    memcpy(same->list + same->num, list, (size_t)num * sizeof *list);
+    same->num += num;
+    same->lors += lors;
+    same->last_use = ++merge.clock;
+    atomic_store(&merge.pending, 1);
+    if (same->num >= MERGE_MAX_CHUNKS || same->lors >= sproj_rt.task_lors)
+      slot_flush(same);
+    pending_update();
+    pthread_mutex_unlock(&merge.lock);
+    return SPROJ_OK;
+  }
+  /* submitted at once: what this kind of call held back goes first */
+  if (same)
+    slot_flush(same);
+  ret = submit(func, rq, img, proj, chunks, list, num);
+  if (!ret && chunks && atomic_load(&merge.threshold) > 0) {
+    struct merge_slot *m = same ? same : empty ? empty : lru;
+    if (m != same) {
+      slot_flush(m);
+      int *keep = m->list, cap = m->cap;
+      *m = (struct merge_slot){0};
+      m->list = keep;
+      m->cap = cap;
+      m->used = 1;
+      m->rq = *rq;
+      m->img = img;
+      m->proj = proj;
+      m->chunks = chunks;
+    }
+    m->last_use = ++merge.clock;
+  }
+  pending_update();
+  pthread_mutex_unlock(&merge.lock);
+  return ret;
+}
+
+/* Forgets pending lists and remembered requests that name obj (an image, vector or chunking about to be freed),
+ * after submitting them. */
+void sproj_merge_forget(const void *obj)
+{
+  pthread_mutex_lock(&merge.lock);
+  for (int i = 0; i < MERGE_SLOTS; i++) {
+    struct merge_slot *m = &merge.slot[i];
+    if (m->used && (m->img == obj || m->proj == obj || m->chunks == obj || m->rq.tof == obj)) {
+      slot_flush(m);
+      m->used = 0;
+    }
+  }
+  pending_update();
+  pthread_mutex_unlock(&merge.lock);
+}
+
 /* ---- batches: this thread's requests collected until sproj_batch_end ---- */
 struct batch {
   int depth;
@@ -263,13 +540,17 @@ struct batch {
 };
 static _Thread_local struct batch batch;
 
+static int merge_flush_all(void);
+
 int sproj_flush_pending(void)
 {
+  /* calls merged before this thread's batch began come first */
+  int ret = merge_flush_all();
   if (batch.num == 0)
-    return SPROJ_OK;
-  int ret = submit("sproj_batch_end", &batch.rq, batch.img, batch.proj, batch.chunks, batch.list, batch.num);
+    return ret;
+  int r = submit("sproj_batch_end", &batch.rq, batch.img, batch.proj, batch.chunks, batch.list, batch.num);
   batch.num = 0;
-  return ret;
+  return ret ? ret : r;
 }
 
 /* Adds validated chunks to this thread's batch (submitting what it held if they belong to other objects). */
@@ -333,7 +614,7 @@ static int request(const char *func, const struct request *rq, sproj_image *img,
   }
   if (batch.depth > 0)
     return batch_add(func, rq, img, proj, chunks, list, num);
-  return submit(func, rq, img, proj, chunks, list, num);
+  return merge_request(func, rq, img, proj, chunks, list, num);
 }
 
 static int submit_one(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,

@@ -115,6 +115,8 @@ START_TEST(test_back_concurrent_equals_one_task)
   sproj_lors *lors = set.lors;
   sproj_proj *proj = set.proj;
   ck_assert_int_eq(sproj_chunks_create_blocks(&chunks, lors, 40), SPROJ_OK);
+  /* one task per call: merged calls would make fewer, larger tasks (check_threads tests those) */
+  ck_assert_int_eq(sproj_set_merge_calls(0), SPROJ_OK);
   before = tu_total_tasks();
   pthread_t th[4];
   struct back_job jobs[4];
@@ -128,6 +130,7 @@ START_TEST(test_back_concurrent_equals_one_task)
   }
   ck_assert_int_eq(sproj_image_sync(img, SPROJ_SYNC_READ), SPROJ_OK);
   ck_assert_int_eq(tu_total_tasks() - before, 40);
+  ck_assert_int_eq(sproj_set_merge_calls(1), SPROJ_OK);
   double rel = tu_rel_l2_ff(many, one, nvox);
   printf("back projection, 40 tasks from 4 threads vs 1 task: relative L2 difference %.2e\n", rel);
   ck_assert_msg(rel <= 1e-5, "relative difference %.3g", rel);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_threads.c: 16 host threads submitting per-viewgram forward and back projections of one registered image
- * (the small preset scanner) give the single-threaded results. */
+ * (the small preset scanner) give the single-threaded results; calls merged while the workers are busy give the
+ * results of one call each, in the order they were made. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -129,6 +130,90 @@ START_TEST(test_threads_equal_single)
 }
 END_TEST
 
+/* 2000 calls of 60 LORs each arrive much faster than the workers finish them, so with merging on most of them join
+ * pending lists: fewer tasks than calls (asserted: at most half), the forward values bit-identical to one request,
+ * and forward calls into a vector alternating with back projections of that same vector (which must wait for each
+ * forward before them) give the back projection of the finished forward values. Off: one task per call. */
+START_TEST(test_merged_calls)
+{
+  struct tu_geom g = {{40, 40, 24}, {2.0f, 2.0f, 2.0f}, {-39.0f, -39.0f, -23.0f}};
+  const int64_t nvox = tu_nvox(&g), n = 120000;
+  const int nchunks = 2000;
+  float *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *img = tu_alloc(nvox);
+  float *ref = tu_alloc(n), *fwd = tu_alloc(n), *fwd_off = tu_alloc(n);
+  float *back_ref = calloc(nvox, sizeof(float)), *back = calloc(nvox, sizeof(float));
+  tu_seed(2000);
+  tu_fill_uniform(img, nvox, 0.0f, 1.0f);
+  tu_random_lors(&g, xs, xe, n, NULL);
+  ck_assert_int_eq(tu_fwd_whole(&g, img, xs, xe, n, ref), SPROJ_OK);
+  ck_assert_int_eq(tu_back_whole(&g, back_ref, xs, xe, n, ref), SPROJ_OK);
+
+  sproj_image *im, *bim;
+  sproj_lors *lors;
+  sproj_proj *p, *p_off;
+  sproj_chunks *ch;
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&bim, back, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&p, fwd, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&p_off, fwd_off, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, nchunks), SPROJ_OK);
+
+  int64_t before = tu_total_tasks();
+  for (int c = 0; c < nchunks; c++)
+    ck_assert_int_eq(sproj_fwd(im, p, ch, c), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(p, NULL, 0, SPROJ_SYNC_READ), SPROJ_OK);
+  int64_t merged_tasks = tu_total_tasks() - before;
+
+  /* forward c, then back projection of c from the same vector: each back call must see its forward's values */
+  for (int c = 0; c < nchunks; c++) {
+    ck_assert_int_eq(sproj_fwd(im, p, ch, c), SPROJ_OK);
+    ck_assert_int_eq(sproj_back(bim, p, ch, c), SPROJ_OK);
+  }
+  ck_assert_int_eq(sproj_image_sync(bim, SPROJ_SYNC_READ), SPROJ_OK);
+
+  ck_assert_int_eq(sproj_set_merge_calls(0), SPROJ_OK);
+  before = tu_total_tasks();
+  for (int c = 0; c < nchunks; c++)
+    ck_assert_int_eq(sproj_fwd(im, p_off, ch, c), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(p_off, NULL, 0, SPROJ_SYNC_READ), SPROJ_OK);
+  int64_t plain_tasks = tu_total_tasks() - before;
+  ck_assert_int_eq(sproj_set_merge_calls(1), SPROJ_OK);
+  ck_assert_int_eq(sproj_set_merge_calls(2), SPROJ_ERR_INVALID);
+
+  int64_t differ = 0, differ_off = 0;
+  for (int64_t i = 0; i < n; i++) {
+    differ += memcmp(&fwd[i], &ref[i], sizeof(float)) != 0;
+    differ_off += memcmp(&fwd_off[i], &ref[i], sizeof(float)) != 0;
+  }
+  double rel = tu_rel_l2_ff(back, back_ref, nvox);
+  printf("merged calls: %d forward calls made %lld tasks (%lld without merging); forward values differing from one "
+         "request: %lld; interleaved forward/back: back projection relative L2 %.3g\n",
+         nchunks, (long long)merged_tasks, (long long)plain_tasks, (long long)differ, rel);
+  ck_assert_msg(differ == 0 && differ_off == 0, "%lld / %lld forward values differ", (long long)differ,
+                (long long)differ_off);
+  ck_assert_int_eq(plain_tasks, nchunks);
+  ck_assert_msg(merged_tasks >= 1 && merged_tasks <= nchunks / 2, "%lld tasks for %d merged calls",
+                (long long)merged_tasks, nchunks);
+  ck_assert_msg(tu_max_abs(back_ref, nvox) > 0.0 && rel <= 1e-5, "interleaved back projection relative L2 %.3g", rel);
+
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(p), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(p_off), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
+  free(xs);
+  free(xe);
+  free(img);
+  free(ref);
+  free(fwd);
+  free(fwd_off);
+  free(back_ref);
+  free(back);
+}
+END_TEST
+
 int main(void)
 {
   if (tu_init(-1, -1) != SPROJ_OK) {
@@ -138,6 +223,7 @@ int main(void)
   Suite *s = suite_create("threads");
   TCase *tc = tcase_create("threads");
   tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_merged_calls);
   tcase_add_test(tc, test_threads_equal_single);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -4,7 +4,7 @@
  * per-view chunks, and 2414 segment-viewgram chunks (every 8th view). Prints a table.
  *
  * usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b,...] [--devices any|gpu|cpu] [--small]
- *                     [--reproducible] [--no-merge]
+ *                     [--reproducible] [--no-merge] [--task-lors N]
  *   --only: run only the jobs whose names contain one of the comma-separated words (the one-request jobs always
  *           run: they are the reference of the ratios) */
 #include <getopt.h>
@@ -93,13 +93,14 @@ static void run(struct scenario *sc, int warmups, int repeats)
 int main(int argc, char **argv)
 {
   int repeats = 5, warmups = 2, view_step = 8, small = 0, reproducible = 0, verbose = 0, no_merge = 0;
+  long long task_lors = 0;
   const char *only = NULL, *devices = NULL;
   static const struct option longopts[] = {
     {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
     {"only", required_argument, 0, 'o'},    {"devices", required_argument, 0, 'd'},
     {"views-step", required_argument, 0, 's'}, {"small", no_argument, 0, 'S'},
     {"reproducible", no_argument, 0, 'R'},  {"verbose", no_argument, 0, 'v'},
-    {"no-merge", no_argument, 0, 'M'},
+    {"no-merge", no_argument, 0, 'M'},    {"task-lors", required_argument, 0, 'T'},
     {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
@@ -118,13 +119,15 @@ int main(int argc, char **argv)
     case 'S': small = 1; break;
     case 'R': reproducible = 1; break;
     case 'M': no_merge = 1; break;
+    case 'T': task_lors = option_number("bench_nontof", "--task-lors", optarg, 1, 4294967295LL); break;
     case 'v': verbose = 1; break;
     case 'h':
       printf("usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--devices any|gpu|cpu]\n"
-             "                    [--small] [--reproducible] [--no-merge] [--verbose]\n"
+             "                    [--small] [--reproducible] [--no-merge] [--task-lors N] [--verbose]\n"
              "  times whole-sinogram, per-view and segment-viewgram forward and back projections on the benchmark\n"
              "  scanner (--small: the small one); --reproducible: back projections in reproducible mode;\n"
              "  --no-merge: every call becomes tasks at once (sproj_config.merge_calls = 0);\n"
+             "  --task-lors N: largest task in LORs (default: automatic);\n"
              "  --verbose: StarPU's own messages\n");
       return 0;
     default: return option_error("bench_nontof", argv[optind - 1]);
@@ -139,6 +142,7 @@ int main(int argc, char **argv)
   sproj_config_init(&cfg);
   cfg.reproducible = reproducible;
   cfg.merge_calls = no_merge ? 0 : 1;
+  cfg.task_lors = task_lors;
   CHECK(sproj_init(&cfg));
   if (devices)
     CHECK(sproj_set_devices(!strcmp(devices, "any") ? SPROJ_DEVICE_ANY

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* starproj_mpi.h: starproj's distributed layer (libstarproj-mpi): projections and OSEM over MPI ranks with StarPU-MPI. */
+/* starproj_mpi.h: the distributed layer (libstarproj-mpi): projections and OSEM over MPI ranks with StarPU-MPI. */
 #ifndef STARPROJ_MPI_H
 #define STARPROJ_MPI_H
 
@@ -161,8 +161,8 @@ typedef struct sproj_mpi_recon sproj_mpi_recon;
  * NULL interleaves them (global chunk c in subset c % S), exactly as one process with the whole LOR set would; each
  * rank keeps the chunks of each subset it owns, and must own at least one chunk of every subset. Listmode:
  * cfg->sens_model is this rank's share of the sensitivity LORs (any split of the scanner's LORs in which each LOR is
- * on one rank; its sum over ranks is the sensitivity), used divided by S as in one process. Not supported here (INVALID):
- * cfg->objective, cfg->sens_chunks and the sensitivity subset lists. Per subset, each rank submits what one process
+ * on one rank; its sum over ranks is the sensitivity), used divided by S as in one process. Not supported here
+ * (INVALID): cfg->objective, cfg->sens_chunks and the sensitivity subset lists. Per subset, each rank submits what one process
  * submits for its LORs (forward projection, ratio, back projection), then the back projection is summed across
  * ranks, and every rank applies the same update. The sensitivities are summed across ranks once, here.
  * Collective. Errors: those of sproj_recon_create, and NULL (comm, dist), MISMATCH (cfg->chunks has not the rank's

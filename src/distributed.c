@@ -559,7 +559,8 @@ static int project(int back, sproj_image *img, sproj_proj *p, const sproj_chunks
   if (!tof)
     ret = back ? sproj_back(img, p, ch, SPROJ_ALL_CHUNKS) : sproj_fwd(img, p, ch, SPROJ_ALL_CHUNKS);
   else if (p->vec.lors->bins)
-    ret = back ? sproj_back_tof_lm(img, p, ch, SPROJ_ALL_CHUNKS, tof) : sproj_fwd_tof_lm(img, p, ch, SPROJ_ALL_CHUNKS, tof);
+    ret = back ? sproj_back_tof_lm(img, p, ch, SPROJ_ALL_CHUNKS, tof)
+               : sproj_fwd_tof_lm(img, p, ch, SPROJ_ALL_CHUNKS, tof);
   else
     ret = back ? sproj_back_tof_sino(img, p, ch, SPROJ_ALL_CHUNKS, tof)
                : sproj_fwd_tof_sino(img, p, ch, SPROJ_ALL_CHUNKS, tof);

@@ -18,11 +18,12 @@ if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
 # One CPU worker per rank, no GPU, and no pinning: every rank's StarPU would pin its worker (and its MPI thread) to
-# the first cores, all ranks on the same ones. Shared memory without CMA single copy, which containers often forbid.
+# the first cores, all ranks on the same ones. Shared memory without CMA single copy, which containers often forbid;
+# ranks that wait in MPI yield their core to the others (oversubscribed).
 STARPU_NCPU=1 STARPU_NCUDA=0 STARPU_WORKERS_NOBIND=1 STARPU_MPI_NOBIND=1 STARPU_SILENT=1
-OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl_base_warn_component_unused=0
+OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_mpi_yield_when_idle=1
 export STARPU_NCPU STARPU_NCUDA STARPU_WORKERS_NOBIND STARPU_MPI_NOBIND STARPU_SILENT
-export OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_btl_base_warn_component_unused
+export OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_btl_base_warn_component_unused OMPI_MCA_mpi_yield_when_idle
 status=0
 for np in 1 2 4; do
   echo "check_mpi.sh: $mpirun -np $np $prog"

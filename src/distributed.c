@@ -137,9 +137,10 @@ int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct
     c->owns_sproj = status == SPROJ_OK;
   }
   status = agree_status(__func__, c, status);
-  int mpi_started = 0;
+  int mpi_started = 0, dup_done = 0;
   if (status == SPROJ_OK) {
     MPI_Comm_dup(mpi_comm, &c->starpu_comm);
+    dup_done = 1;
     int ret = starpu_mpi_init_comm(NULL, NULL, 0, c->starpu_comm);
     mpi_started = ret == 0;
     status = agree_status(__func__, c, ret == 0 ? SPROJ_OK
@@ -148,7 +149,7 @@ int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct
   if (status != SPROJ_OK) {
     if (mpi_started)
       starpu_mpi_shutdown_comm(c->starpu_comm);
-    if (c->starpu_comm != MPI_COMM_NULL && c->starpu_comm)
+    if (dup_done)
       MPI_Comm_free(&c->starpu_comm);
     if (c->owns_sproj)
       sproj_shutdown();
@@ -300,6 +301,9 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
   }
   if (c->size == 1)
     return SPROJ_OK;
+  /* The back projections were submitted by starproj's submission layer (starpu_task_insert, each rank its own
+   * tasks), so StarPU-MPI has not seen them: record for every rank what starpu_mpi_task_insert records for a task
+   * that rank executed with a STARPU_REDUX access, the contributors starpu_mpi_redux_data then sums. */
   struct starpu_data_descr descr = {h, STARPU_REDUX};
   for (int r = 0; r < c->size; r++) {
     struct starpu_mpi_task_exchange_params params = {.do_execute = r == c->rank, .xrank = r, .priority = 0};

@@ -299,8 +299,6 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
     starpu_mpi_data_register_comm(h, t, 0, c->starpu_comm);
     *tag = t;
   }
-  if (c->size == 1)
-    return SPROJ_OK;
   /* The back projections were submitted by starproj's submission layer (starpu_task_insert, each rank its own
    * tasks), so StarPU-MPI has not seen them: record for every rank what starpu_mpi_task_insert records for a task
    * that rank executed with a STARPU_REDUX access, the contributors starpu_mpi_redux_data then sums. */
@@ -330,6 +328,9 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
  * StarPU-MPI tag, -1 until the StarPU-MPI method registers it. */
 static int reduce_image(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag)
 {
+  /* one rank holds the sum already: no trip through the host (1 rank x several GPUs stays as fast as one process) */
+  if (c->size == 1)
+    return SPROJ_OK;
   if (c->reduce == SPROJ_MPI_REDUCE_STARPU)
     return reduce_starpu(c, h, tag);
   return reduce_allreduce(c, h);

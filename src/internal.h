@@ -172,4 +172,16 @@ int sproj_release_handles(starpu_data_handle_t *handles, int nhandles, const uns
 /* Checks that every float of an array is finite; returns the index of the first that is not, or -1. */
 int64_t sproj_first_nonfinite(const float *v, int64_t n);
 
+/* ---- reconstruction hook (recon.c), for the distributed layer ---- */
+/* reduce is called after each back projection of a reconstruction into img has been submitted (every sensitivity,
+ * every subset's correction), before anything reads img: it may make img the sum of several processes' images. A
+ * non-zero return fails the call that submitted the back projection with that status. */
+struct sproj_recon_hook {
+  int (*reduce)(void *user, sproj_image *img);
+  void *user;
+};
+/* sproj_recon_create with a hook (NULL: none), reporting errors as func. */
+int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg,
+                              const struct sproj_recon_hook *hook);
+
 #endif

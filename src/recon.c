@@ -167,6 +167,7 @@ struct sproj_recon {
   double sens_background;        /* sum of the sensitivity model's background (listmode objective) */
   int iterations;
   int objective;
+  struct sproj_recon_hook hook;  /* distributed layer: reduction of each back projection (reduce NULL: none) */
 };
 
 void sproj_recon_config_init(struct sproj_recon_config *cfg)
@@ -405,7 +406,8 @@ static int submit_subset(sproj_recon *r, int k)
   sproj_image *src, *corr = r->bp;
   if ((ret = submit_blurred_x(r, &src)) || (ret = model_project(r->model, 0, src, r->p, r->chunks, list, num)) ||
       (ret = submit_ratio(r, list, num)) || (ret = submit_zero(r->bp->handle)) ||
-      (ret = model_project(r->model, 1, r->bp, r->p, r->chunks, list, num)))
+      (ret = model_project(r->model, 1, r->bp, r->p, r->chunks, list, num)) ||
+      (r->hook.reduce && (ret = r->hook.reduce(r->hook.user, r->bp))))
     return ret;
   if (r->blur) {
     corr = r->xb;
@@ -459,6 +461,8 @@ static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chun
     ret = l ? sproj_back_chunks(into, pm, ch, list, len) : sproj_back(into, pm, NULL, SPROJ_ALL_CHUNKS);
     if (!ret)
       ret = sproj_flush_pending();
+    if (!ret && r->hook.reduce)
+      ret = r->hook.reduce(r->hook.user, into);
     if (!ret && r->blur)
       ret = submit_gauss(r, r->bp->handle, r->sens[k]->handle);
   }
@@ -518,26 +522,28 @@ static int check_config(const char *func, sproj_image *x, const struct sproj_rec
   return SPROJ_OK;
 }
 
-int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg)
+/* sproj_recon_create, reporting as func, with an optional hook (the distributed layer's reduction). */
+int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg,
+                              const struct sproj_recon_hook *hook)
 {
-  int ret = sproj_check_init_flush(__func__);
+  int ret = sproj_check_init_flush(func);
   if (ret)
     return ret;
   if (!recon)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "recon, x and cfg must not be NULL");
-  if ((ret = check_config(__func__, x, cfg)))
+    return sproj_fail(SPROJ_ERR_NULL, func, "recon, x and cfg must not be NULL");
+  if ((ret = check_config(func, x, cfg)))
     return ret;
   struct sproj_gauss_arg gauss;
   int bad_axis = sproj_gauss_arg_init(&gauss, x->geom.n, x->geom.voxel_size, cfg->model->fwhm);
   if (bad_axis >= 0)
-    return SPROJ_FAIL(SPROJ_ERR_RANGE, "a FWHM of %g along axis %d spans more than %d voxels each side at 3 sigma",
+    return sproj_fail(SPROJ_ERR_RANGE, func, "a FWHM of %g along axis %d spans more than %d voxels each side at 3 sigma",
                       cfg->model->fwhm[bad_axis], bad_axis, SPROJ_GAUSS_MAX_RADIUS);
   struct chunk_lists subsets = {0}, sens_lists = {0};
   const sproj_chunks *sens_chunks = cfg->sens_chunks;
-  if ((ret = lists_make(__func__, "subsets", cfg->chunks, cfg->num_subsets, cfg->subset_chunks, cfg->subset_sizes,
+  if ((ret = lists_make(func, "subsets", cfg->chunks, cfg->num_subsets, cfg->subset_chunks, cfg->subset_sizes,
                         &subsets)))
     return ret;
-  if (sens_chunks && (ret = lists_make(__func__, "sensitivity subsets", sens_chunks, cfg->num_subsets,
+  if (sens_chunks && (ret = lists_make(func, "sensitivity subsets", sens_chunks, cfg->num_subsets,
                                        cfg->sens_subset_chunks, cfg->sens_subset_sizes, &sens_lists))) {
     lists_free(&subsets);
     return ret;
@@ -545,9 +551,9 @@ int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_r
   /* the values, on the host, once */
   const struct sproj_geom *g = &x->geom;
   int64_t nvox = (int64_t)g->n[0] * g->n[1] * g->n[2];
-  if ((ret = check_handle_values(__func__, "the initial image", "voxel", x->handle, nvox, 1)) == SPROJ_OK && cfg->data) {
+  if ((ret = check_handle_values(func, "the initial image", "voxel", x->handle, nvox, 1)) == SPROJ_OK && cfg->data) {
     pthread_mutex_lock(&cfg->data->vec.lock);
-    ret = check_handle_values(__func__, "the data", "LOR", cfg->data->vec.handle,
+    ret = check_handle_values(func, "the data", "LOR", cfg->data->vec.handle,
                               cfg->data->vec.lors->num_lors * cfg->data->num_bins, cfg->data->num_bins);
     pthread_mutex_unlock(&cfg->data->vec.lock);
   }
@@ -561,7 +567,7 @@ int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_r
   if (!r) {
     lists_free(&subsets);
     lists_free(&sens_lists);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   r->x = x;
   r->model = (sproj_model *)cfg->model;
@@ -575,18 +581,20 @@ int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_r
   r->blur = gauss.radius[0] > 0 || gauss.radius[1] > 0 || gauss.radius[2] > 0;
   r->objective = cfg->objective != 0;
   r->sens_factor = 1.0f;
-  if ((ret = temp_proj(__func__, &r->p, &r->p_host, r->model)) || (ret = temp_image(__func__, &r->bp, x)) ||
-      (r->blur && (ret = temp_image(__func__, &r->xb, x))))
+  if (hook)
+    r->hook = *hook;
+  if ((ret = temp_proj(func, &r->p, &r->p_host, r->model)) || (ret = temp_image(func, &r->bp, x)) ||
+      (r->blur && (ret = temp_image(func, &r->xb, x))))
     goto fail;
   if (r->blur)
     starpu_vector_data_register(&r->scratch, -1, 0, (uint32_t)nvox, sizeof(float));
 
   if (sens_chunks) {
-    ret = make_sensitivities(__func__, r, sens_chunks, &sens_lists);
+    ret = make_sensitivities(func, r, sens_chunks, &sens_lists);
   } else if (!cfg->sens_model && cfg->data) {
-    ret = make_sensitivities(__func__, r, r->chunks, &r->subsets); /* sinogram: each subset's own */
+    ret = make_sensitivities(func, r, r->chunks, &r->subsets); /* sinogram: each subset's own */
   } else {
-    ret = make_sensitivities(__func__, r, NULL, NULL);
+    ret = make_sensitivities(func, r, NULL, NULL);
     r->sens_factor = 1.0f / (float)cfg->num_subsets;
   }
   if (ret)
@@ -603,6 +611,11 @@ fail:
   lists_free(&sens_lists);
   recon_free(r);
   return ret;
+}
+
+int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg)
+{
+  return sproj_recon_create_hooked(__func__, recon, x, cfg, NULL);
 }
 
 int sproj_recon_destroy(sproj_recon *recon)

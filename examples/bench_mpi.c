@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench_mpi.c: the distributed layer's jobs timed per rank count: whole-sinogram forward + back projection, one OSEM
+ * iteration, and the reduction of one image alone, with the bytes the ranks send each other. */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "common.h"
+#include "starproj_mpi.h"
+
+static int rank, nranks;
+
+/* A failure on one rank would leave the others waiting in the next collective call: stop them all. */
+#define MCHECK(call)                                                                                           \
+  do {                                                                                                         \
+    int rc_ = (call);                                                                                          \
+    if (rc_ != SPROJ_OK) {                                                                                     \
+      fprintf(stderr, "bench_mpi rank %d: %s failed: %s (%s)\n", rank, #call, sproj_strerror(rc_),              \
+              sproj_last_error());                                                                             \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                            \
+    }                                                                                                          \
+  } while (0)
+
+static const char *usage_text =
+  "usage: mpirun -np P bench_mpi [--scanner small|vision600] [--subsets N] [--devices cpu|gpu|any]\n"
+  "                  [--reduce starpu|allreduce|both] [--jobs fwdback,osem,reduce] [--image N0xN1xN2]\n"
+  "                  [--repeat N] [--help]\n"
+  "  Times the distributed layer on P ranks, each owning a balanced block of the scanner's views:\n"
+  "    fwdback  forward projection of the whole sinogram, then its back projection summed across ranks\n"
+  "    osem     one OSEM iteration (non-TOF, N subsets of interleaved views, default 34; 4 for small)\n"
+  "    reduce   a back projection of one LOR per rank: the sum of one image across ranks alone\n"
+  "  Each job runs once to warm up, then --repeat times (default 3); the time of a repetition is the slowest\n"
+  "  rank's, the table shows the median and the bytes all ranks sent each other in one repetition (counted by the\n"
+  "  library from what it reduces). Image: 215x215x71 voxels of 2.78 mm for vision600, 64x64x16 of 2.5 mm for small.\n"
+  "  Devices: the workers projections run on (StarPU's STARPU_NCPU / STARPU_NCUDA choose how many).\n";
+
+static int bad(const char *what, const char *arg)
+{
+  if (rank == 0)
+    fprintf(stderr, "bench_mpi: %s '%s' (see --help)\n", what, arg);
+  return 2;
+}
+
+/* Slowest rank's time of a repetition that started at a common barrier. */
+static double slowest(double t0)
+{
+  double mine = now() - t0, all;
+  MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return all;
+}
+
+static int64_t bytes_all(sproj_mpi_comm *comm)
+{
+  int64_t mine, all;
+  MCHECK(sproj_mpi_bytes_sent(comm, &mine));
+  MPI_Allreduce(&mine, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return all;
+}
+
+static void row(const char *job, int method, double *t, int n, int64_t bytes)
+{
+  double lo = t[0], hi = t[0];
+  for (int i = 1; i < n; i++) {
+    lo = t[i] < lo ? t[i] : lo;
+    hi = t[i] > hi ? t[i] : hi;
+  }
+  double med = median(t, n);
+  if (rank == 0)
+    printf("%-10s %-10s %5d %10.4f %10.4f %10.4f %14lld\n", job,
+           method == SPROJ_MPI_REDUCE_STARPU ? "starpu" : method == SPROJ_MPI_REDUCE_ALLREDUCE ? "allreduce" : "-",
+           nranks, med, lo, hi, (long long)bytes);
+}
+
+int main(int argc, char **argv)
+{
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+  const char *scanner_name = "vision600", *jobs = "fwdback,osem,reduce";
+  int subsets = -1, repeat = 3, dims[3] = {0, 0, 0}, methods[2] = {SPROJ_MPI_REDUCE_ALLREDUCE, 0};
+  unsigned devices = SPROJ_DEVICE_ANY;
+  int devices_given = 0;
+  static const struct option longopts[] = {
+    {"scanner", required_argument, 0, 's'}, {"subsets", required_argument, 0, 'n'},
+    {"devices", required_argument, 0, 'd'}, {"reduce", required_argument, 0, 'r'},
+    {"jobs", required_argument, 0, 'j'},    {"image", required_argument, 0, 'i'},
+    {"repeat", required_argument, 0, 'R'},  {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+  opterr = 0;
+  int c, status = -1;
+  while (status < 0 && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      if (strcmp(optarg, "small") && strcmp(optarg, "vision600"))
+        status = bad("unknown scanner", optarg);
+      scanner_name = optarg;
+      break;
+    case 'n': subsets = (int)option_number("bench_mpi", "--subsets", optarg, 1, 1 << 20); break;
+    case 'R': repeat = (int)option_number("bench_mpi", "--repeat", optarg, 1, 1000); break;
+    case 'd':
+      devices_given = 1;
+      if (!strcmp(optarg, "cpu"))
+        devices = SPROJ_DEVICE_CPU;
+      else if (!strcmp(optarg, "gpu"))
+        devices = SPROJ_DEVICE_CUDA;
+      else if (!strcmp(optarg, "any"))
+        devices = SPROJ_DEVICE_ANY;
+      else
+        status = bad("unknown devices", optarg);
+      break;
+    case 'r':
+      if (!strcmp(optarg, "allreduce"))
+        methods[0] = SPROJ_MPI_REDUCE_ALLREDUCE, methods[1] = 0;
+      else if (!strcmp(optarg, "starpu"))
+        methods[0] = SPROJ_MPI_REDUCE_STARPU, methods[1] = 0;
+      else if (!strcmp(optarg, "both"))
+        methods[0] = SPROJ_MPI_REDUCE_ALLREDUCE, methods[1] = SPROJ_MPI_REDUCE_STARPU;
+      else
+        status = bad("unknown reduction", optarg);
+      break;
+    case 'j':
+      jobs = optarg;
+      for (const char *p = optarg; *p;) {
+        size_t len = strcspn(p, ",");
+        if (!((len == 7 && !strncmp(p, "fwdback", 7)) || (len == 4 && !strncmp(p, "osem", 4)) ||
+              (len == 6 && !strncmp(p, "reduce", 6)))) {
+          status = bad("unknown job in", optarg);
+          break;
+        }
+        p += len + (p[len] == ',');
+      }
+      break;
+    case 'i': {
+      char extra;
+      if (sscanf(optarg, "%dx%dx%d%c", &dims[0], &dims[1], &dims[2], &extra) != 3 || dims[0] < 1 || dims[1] < 1 ||
+          dims[2] < 1 || dims[0] > 4096 || dims[1] > 4096 || dims[2] > 4096)
+        status = bad("--image needs N0xN1xN2 (each 1..4096), not", optarg);
+      break;
+    }
+    case 'h':
+      if (rank == 0)
+        fputs(usage_text, stdout);
+      status = 0;
+      break;
+    default:
+      status = bad("unknown option", argv[optind - 1]);
+      break;
+    }
+  }
+  if (status < 0 && optind < argc)
+    status = bad("stray argument", argv[optind]);
+  if (status >= 0) {
+    MPI_Finalize();
+    return status;
+  }
+  int small = !strcmp(scanner_name, "small");
+  if (subsets < 0)
+    subsets = small ? 4 : 34;
+  float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
+  if (small)
+    vs[0] = vs[1] = vs[2] = 2.5f;
+  if (!dims[0]) {
+    dims[0] = dims[1] = small ? 64 : 215;
+    dims[2] = small ? 16 : 71;
+  }
+  for (int k = 0; k < 3; k++)
+    origin[k] = (-0.5f * dims[k] + 0.5f) * vs[k];
+
+  sproj_mpi_comm *comm;
+  MCHECK(sproj_mpi_comm_create(&comm, MPI_COMM_WORLD, NULL));
+  if (devices_given)
+    MCHECK(sproj_set_devices(devices));
+  struct sproj_scanner_params sp;
+  sproj_scanner *scanner;
+  struct sproj_sinogram_info info;
+  MCHECK(sproj_scanner_preset(scanner_name, &sp));
+  MCHECK(sproj_scanner_create(&scanner, &sp));
+  MCHECK(sproj_scanner_info(scanner, &info));
+  int64_t *per_view = malloc(info.num_views * sizeof *per_view);
+  for (int v = 0; v < info.num_views; v++)
+    per_view[v] = info.lors_per_view;
+  sproj_mpi_dist *dist;
+  MCHECK(sproj_mpi_dist_create(&dist, comm, info.num_views, per_view, SPROJ_MPI_BLOCKS, NULL));
+
+  /* this rank's views, computed here: no rank ever holds the whole sinogram */
+  int nlocal;
+  int64_t nlors;
+  MCHECK(sproj_mpi_dist_local(dist, &nlocal, &nlors));
+  int *views = malloc(nlocal * sizeof *views);
+  for (int j = 0; j < nlocal; j++)
+    MCHECK(sproj_mpi_dist_local_chunk(dist, j, &views[j], NULL, NULL, NULL));
+  float *xs, *xe, *values, *data;
+  MCHECK(sproj_malloc_pinned((void **)&xs, (size_t)nlors * 3 * sizeof(float)));
+  MCHECK(sproj_malloc_pinned((void **)&xe, (size_t)nlors * 3 * sizeof(float)));
+  MCHECK(sproj_malloc_pinned((void **)&values, (size_t)nlors * sizeof(float)));
+  MCHECK(sproj_malloc_pinned((void **)&data, (size_t)nlors * sizeof(float)));
+  MCHECK(sproj_scanner_view_lors(scanner, views, nlocal, xs, xe, 0));
+  sproj_lors *lors;
+  sproj_chunks *chunks;
+  MCHECK(sproj_lors_register(&lors, xs, xe, nlors));
+  MCHECK(sproj_mpi_dist_chunks(&chunks, dist, lors));
+
+  int64_t nvox = (int64_t)dims[0] * dims[1] * dims[2];
+  float *phantom = malloc(nvox * sizeof *phantom), *x = malloc(nvox * sizeof *x), *acc = calloc(nvox, sizeof *acc);
+  struct sproj_phantom ph;
+  MCHECK(sproj_phantom_default(&ph, dims, vs, origin));
+  MCHECK(sproj_phantom_fill(&ph, phantom, dims, vs, origin, 1));
+  sproj_image *img, *back;
+  sproj_proj *p, *y;
+  MCHECK(sproj_image_register(&img, phantom, dims, vs, origin));
+  MCHECK(sproj_image_register(&back, acc, dims, vs, origin));
+  MCHECK(sproj_proj_register(&p, values, lors));
+  MCHECK(sproj_proj_register(&y, data, lors));
+  MCHECK(sproj_image_upload(img, SPROJ_ALL_GPUS));
+  MCHECK(sproj_image_upload(back, SPROJ_ALL_GPUS));
+  MCHECK(sproj_lors_upload(lors, chunks, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+
+  if (rank == 0) {
+    printf("# bench_mpi: %d ranks, scanner %s (%lld LORs, %d views; rank 0 holds %lld), image %dx%dx%d, %d subsets,\n"
+           "# per rank %d CPU workers and %d GPUs, projections on %s, scheduler %s; %d repetitions\n",
+           nranks, scanner_name, (long long)info.num_lors, info.num_views, (long long)nlors, dims[0], dims[1], dims[2],
+           subsets, sproj_num_cpu_workers(), sproj_num_gpus(),
+           !devices_given ? "the default" : devices == SPROJ_DEVICE_CPU ? "cpu" : devices == SPROJ_DEVICE_CUDA ? "gpu" : "any",
+           sproj_scheduler_name(), repeat);
+    printf("%-10s %-10s %5s %10s %10s %10s %14s\n", "job", "reduce", "ranks", "median_s", "min_s", "max_s",
+           "bytes_sent");
+  }
+  double *t = malloc(repeat * sizeof *t);
+
+  /* data for the OSEM job: the phantom's forward projection, on each rank for its views */
+  MCHECK(sproj_mpi_fwd(comm, img, y, chunks, NULL));
+  MCHECK(sproj_proj_sync(y, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+
+  for (int m = 0; m < 2 && methods[m]; m++) {
+    MCHECK(sproj_mpi_set_reduce(comm, methods[m]));
+    if (strstr(jobs, "fwdback")) {
+      double tf[1000], tb[1000];
+      int64_t bytes = 0;
+      for (int i = -1; i < repeat; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        MCHECK(sproj_mpi_bytes_reset(comm));
+        double t0 = now();
+        MCHECK(sproj_mpi_fwd(comm, img, p, chunks, NULL));
+        MCHECK(sproj_wait_all());
+        double t1 = now(), fwd = slowest(t0);
+        MCHECK(sproj_mpi_back(comm, back, p, chunks, NULL));
+        MCHECK(sproj_image_sync(back, SPROJ_SYNC_READ));
+        double bk = slowest(t1);
+        if (i >= 0) {
+          tf[i] = fwd;
+          tb[i] = bk;
+          t[i] = fwd + bk;
+        }
+        bytes = bytes_all(comm);
+      }
+      row("fwd", 0, tf, repeat, 0);
+      row("back", methods[m], tb, repeat, bytes);
+      row("fwd+back", methods[m], t, repeat, bytes);
+    }
+    if (strstr(jobs, "osem")) {
+      for (int64_t v = 0; v < nvox; v++)
+        x[v] = 1.0f;
+      sproj_image *xi;
+      sproj_model *model;
+      sproj_mpi_recon *recon;
+      MCHECK(sproj_image_register(&xi, x, dims, vs, origin));
+      MCHECK(sproj_image_upload(xi, SPROJ_ALL_GPUS));
+      MCHECK(sproj_model_create(&model, lors, NULL, NULL, NULL, NULL));
+      struct sproj_recon_config cfg;
+      sproj_recon_config_init(&cfg);
+      cfg.model = model;
+      cfg.data = y;
+      cfg.chunks = chunks;
+      cfg.num_subsets = subsets;
+      MCHECK(sproj_mpi_recon_create(&recon, comm, dist, xi, &cfg));
+      int64_t bytes = 0;
+      for (int i = -1; i < repeat; i++) {
+        MCHECK(sproj_image_sync(xi, SPROJ_SYNC_READ));
+        MPI_Barrier(MPI_COMM_WORLD);
+        MCHECK(sproj_mpi_bytes_reset(comm));
+        double t0 = now();
+        MCHECK(sproj_mpi_recon_iterate(recon, 1, NULL, NULL));
+        MCHECK(sproj_image_sync(xi, SPROJ_SYNC_READ));
+        double it = slowest(t0);
+        if (i >= 0)
+          t[i] = it;
+        bytes = bytes_all(comm);
+      }
+      row("osem_iter", methods[m], t, repeat, bytes);
+      MCHECK(sproj_mpi_recon_destroy(recon));
+      MCHECK(sproj_model_destroy(model));
+      MCHECK(sproj_image_unregister(xi));
+    }
+    if (strstr(jobs, "reduce")) {
+      /* one LOR across the image's centre per rank: the back projection is nothing, the sum across ranks is all */
+      float s[3] = {origin[0] - vs[0], 0.0f, 0.0f}, e[3] = {-origin[0] + vs[0], 0.0f, 0.0f}, one = 1.0f;
+      sproj_lors *l1;
+      sproj_proj *p1;
+      MCHECK(sproj_lors_register(&l1, s, e, 1));
+      MCHECK(sproj_proj_register(&p1, &one, l1));
+      int64_t bytes = 0;
+      for (int i = -1; i < repeat; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        MCHECK(sproj_mpi_bytes_reset(comm));
+        double t0 = now();
+        MCHECK(sproj_mpi_back(comm, back, p1, NULL, NULL));
+        MCHECK(sproj_image_sync(back, SPROJ_SYNC_READ));
+        double r = slowest(t0);
+        if (i >= 0)
+          t[i] = r;
+        bytes = bytes_all(comm);
+      }
+      row("reduce", methods[m], t, repeat, bytes);
+      MCHECK(sproj_proj_unregister(p1));
+      MCHECK(sproj_lors_unregister(l1));
+    }
+  }
+
+  MCHECK(sproj_proj_unregister(p));
+  MCHECK(sproj_proj_unregister(y));
+  MCHECK(sproj_image_unregister(img));
+  MCHECK(sproj_image_unregister(back));
+  MCHECK(sproj_chunks_destroy(chunks));
+  MCHECK(sproj_lors_unregister(lors));
+  MCHECK(sproj_free_pinned(xs, (size_t)nlors * 3 * sizeof(float)));
+  MCHECK(sproj_free_pinned(xe, (size_t)nlors * 3 * sizeof(float)));
+  MCHECK(sproj_free_pinned(values, (size_t)nlors * sizeof(float)));
+  MCHECK(sproj_free_pinned(data, (size_t)nlors * sizeof(float)));
+  MCHECK(sproj_mpi_dist_destroy(dist));
+  MCHECK(sproj_scanner_destroy(scanner));
+  MCHECK(sproj_mpi_comm_destroy(comm));
+  free(per_view);
+  free(views);
+  free(phantom);
+  free(x);
+  free(acc);
+  free(t);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,44 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# check_mpi.sh: tests/check_mpi under mpirun with 1, 2 and 4 ranks (oversubscribed, one CPU worker per rank), each
+# under a timeout so that a hang fails instead of waiting; skips (exit 77) when the distributed layer was not built.
+prog=tests/check_mpi
+if [ ! -x "$prog" ]; then
+  echo "check_mpi.sh: no $prog: the distributed layer was not built (configure found no StarPU-MPI or MPI)"
+  exit 77
+fi
+mpirun=${MPIRUN:-mpirun}
+if ! command -v "$mpirun" >/dev/null 2>&1; then
+  echo "check_mpi.sh: no MPI launcher ($mpirun)"
+  exit 77
+fi
+# mpirun refuses root unless told; CI containers run as root
+if [ "$(id -u)" = 0 ]; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+# One CPU worker per rank, no GPU, and no pinning: every rank's StarPU would pin its worker (and its MPI thread) to
+# the first cores, all ranks on the same ones. Shared memory without CMA single copy, which containers often forbid;
+# ranks that wait in MPI yield their core to the others (oversubscribed).
+STARPU_NCPU=1 STARPU_NCUDA=0 STARPU_WORKERS_NOBIND=1 STARPU_MPI_NOBIND=1 STARPU_SILENT=1
+OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_mpi_yield_when_idle=1
+export STARPU_NCPU STARPU_NCUDA STARPU_WORKERS_NOBIND STARPU_MPI_NOBIND STARPU_SILENT
+export OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_btl_base_warn_component_unused OMPI_MCA_mpi_yield_when_idle
+# Under AddressSanitizer (scripts/sanitize.sh): OpenMPI and its plug-ins are built without frame pointers, so only
+# the slow unwinder reaches the OpenMPI frames that scripts/lsan.supp names in what they keep until exit.
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+  ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+  export ASAN_OPTIONS
+fi
+status=0
+for np in 1 2 4; do
+  echo "check_mpi.sh: $mpirun -np $np $prog"
+  timeout -k 5 100 "$mpirun" --oversubscribe --bind-to none -np "$np" "$prog"
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    [ $rc -eq 124 ] && echo "check_mpi.sh: $np ranks: timed out after 100 s"
+    echo "check_mpi.sh: $np ranks failed (exit $rc)"
+    status=1
+  fi
+done
+exit $status

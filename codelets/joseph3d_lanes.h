@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* joseph3d_lanes.h: Joseph's method for several LORs at once, one LOR per SIMD lane (x86-64 CPUs only).
+ *
+ * Each lane steps through its own LOR's planes and does, for its sample, exactly the float operations of
+ * sproj_ray_sample (joseph3d_ray.h), in the same order, and adds the samples of its LOR in plane order: a lane's
+ * result has the bits of the scalar joseph3d_fwd_lor. Lanes whose LOR has no plane left are masked: they load
+ * nothing and add nothing. Corners outside the image are masked out of the gathers, which gives the scalar code's
+ * 0 for them. Compiled for AVX2 and AVX-512F with target attributes and chosen at run time, so the library itself
+ * needs no ISA flags. */
+#ifndef SPROJ_JOSEPH3D_LANES_H
+#define SPROJ_JOSEPH3D_LANES_H
+
+#include "joseph3d_ray.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+#define SPROJ_HAVE_LANES 1
+#include <immintrin.h>
+
+/* Most lanes of any ISA (AVX-512: 16 floats). */
+#define SPROJ_LANES_MAX 16
+
+/* The prepared rays of a group of LORs, one per lane, as arrays (lane l of every field is LOR l). A lane with
+ * count 0 samples nothing. */
+struct sproj_lanes {
+  int first[SPROJ_LANES_MAX], count[SPROJ_LANES_MAX];
+  int stride_k[SPROJ_LANES_MAX], stride_u[SPROJ_LANES_MAX], stride_v[SPROJ_LANES_MAX];
+  int nu[SPROJ_LANES_MAX], nv[SPROJ_LANES_MAX];
+  float au[SPROJ_LANES_MAX], bu[SPROJ_LANES_MAX], av[SPROJ_LANES_MAX], bv[SPROJ_LANES_MAX];
+  float cf[SPROJ_LANES_MAX];
+  unsigned nvox; /* voxels in the image (set once per image, not per lane) */
+};
+
+/* Lane l takes ray r (NULL: an empty lane). Returns its number of planes. */
+static inline int sproj_lanes_set(struct sproj_lanes *L, int l, const struct sproj_ray *r)
+{
+  if (!r) {
+    L->first[l] = L->count[l] = 0;
+    L->stride_k[l] = L->stride_u[l] = L->stride_v[l] = 0;
+    L->nu[l] = L->nv[l] = 0;
+    L->au[l] = L->bu[l] = L->av[l] = L->bv[l] = L->cf[l] = 0.0f;
+    return 0;
+  }
+  L->first[l] = r->first;
+  L->count[l] = r->last - r->first + 1;
+  L->stride_k[l] = (int)r->stride_k;
+  L->stride_u[l] = (int)r->stride_u;
+  L->stride_v[l] = (int)r->stride_v;
+  L->nu[l] = r->nu;
+  L->nv[l] = r->nv;
+  L->au[l] = r->au;
+  L->bu[l] = r->bu;
+  L->av[l] = r->av;
+  L->bv[l] = r->bv;
+  L->cf[l] = r->cf;
+  return L->count[l];
+}
+
+/* Planes ahead whose corners a lane asks the cache for. The gathers wait on cache misses (the image is larger than
+ * a core's L2 and a sample seldom shares a line with the previous one); loading the (u0, v0) and (u1, v0) lines a
+ * few samples early overlaps those misses. Measured best at 4-8. */
+#ifndef SPROJ_LANES_PREFETCH
+#define SPROJ_LANES_PREFETCH 6
+#endif
+
+/* The prefetch of both rows of plane k + SPROJ_LANES_PREFETCH; offsets are clamped into the image (a prefetch
+ * never faults, but the address must stay a pointer into the image). */
+__attribute__((target("avx2"))) static inline void sproj_lanes_prefetch_avx2(const float *img,
+                                                                            const struct sproj_lanes *L, __m256i k,
+                                                                            __m256 kf, __m256 au, __m256 bu,
+                                                                            __m256 av, __m256 bv, __m256i sk,
+                                                                            __m256i su, __m256i sv)
+{
+  const __m256i last = _mm256_set1_epi32((int)L->nvox - 1);
+  __m256 kd = _mm256_add_ps(kf, _mm256_set1_ps((float)SPROJ_LANES_PREFETCH));
+  __m256i ju = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, au), bu));
+  __m256i jv = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, av), bv));
+  __m256i kk = _mm256_add_epi32(k, _mm256_set1_epi32(SPROJ_LANES_PREFETCH));
+  __m256i p = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(kk, sk), _mm256_mullo_epi32(ju, su)),
+                               _mm256_mullo_epi32(jv, sv));
+  int a[8], b[8];
+  _mm256_storeu_si256((__m256i *)a, _mm256_min_epu32(p, last));
+  _mm256_storeu_si256((__m256i *)b, _mm256_min_epu32(_mm256_add_epi32(p, su), last));
+  for (int l = 0; l < 8; l++) {
+    __builtin_prefetch(img + a[l]);
+    __builtin_prefetch(img + b[l]);
+  }
+}
+
+__attribute__((target("avx512f"))) static inline void sproj_lanes_prefetch_avx512(const float *img,
+                                                                                  const struct sproj_lanes *L,
+                                                                                  __m512i k, __m512 kf, __m512 au,
+                                                                                  __m512 bu, __m512 av, __m512 bv,
+                                                                                  __m512i sk, __m512i su, __m512i sv)
+{
+  const __m512i last = _mm512_set1_epi32((int)L->nvox - 1);
+  __m512 kd = _mm512_add_ps(kf, _mm512_set1_ps((float)SPROJ_LANES_PREFETCH));
+  __m512i ju = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, au), bu));
+  __m512i jv = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, av), bv));
+  __m512i kk = _mm512_add_epi32(k, _mm512_set1_epi32(SPROJ_LANES_PREFETCH));
+  __m512i p = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(kk, sk), _mm512_mullo_epi32(ju, su)),
+                               _mm512_mullo_epi32(jv, sv));
+  int a[16], b[16];
+  _mm512_storeu_si512(a, _mm512_min_epu32(p, last));
+  _mm512_storeu_si512(b, _mm512_min_epu32(_mm512_add_epi32(p, su), last));
+  for (int l = 0; l < 16; l++) {
+    __builtin_prefetch(img + a[l]);
+    __builtin_prefetch(img + b[l]);
+  }
+}
+
+/* sums[l] = the sum of lane l's samples, for 8 lanes; steps is the largest count. */
+__attribute__((target("avx2"))) static inline void sproj_lanes_fwd_avx2(const float *img, const struct sproj_lanes *L,
+                                                                        int steps, float *sums)
+{
+  const __m256i count = _mm256_loadu_si256((const __m256i *)L->count);
+  const __m256i sk = _mm256_loadu_si256((const __m256i *)L->stride_k);
+  const __m256i su = _mm256_loadu_si256((const __m256i *)L->stride_u);
+  const __m256i sv = _mm256_loadu_si256((const __m256i *)L->stride_v);
+  const __m256i nu = _mm256_loadu_si256((const __m256i *)L->nu), nv = _mm256_loadu_si256((const __m256i *)L->nv);
+  const __m256i nu1 = _mm256_sub_epi32(nu, _mm256_set1_epi32(1)), nv1 = _mm256_sub_epi32(nv, _mm256_set1_epi32(1));
+  const __m256 au = _mm256_loadu_ps(L->au), bu = _mm256_loadu_ps(L->bu);
+  const __m256 av = _mm256_loadu_ps(L->av), bv = _mm256_loadu_ps(L->bv);
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  const __m256i m1 = _mm256_set1_epi32(-1), m2 = _mm256_set1_epi32(-2), i1 = _mm256_set1_epi32(1);
+  __m256i k = _mm256_loadu_si256((const __m256i *)L->first);
+  __m256 sum = zero;
+  for (int s = 0; s < steps; s++) {
+    __m256i active = _mm256_cmpgt_epi32(count, _mm256_set1_epi32(s));
+    __m256 kf = _mm256_cvtepi32_ps(k);
+    __m256 fu = _mm256_add_ps(_mm256_mul_ps(kf, au), bu);
+    __m256 fv = _mm256_add_ps(_mm256_mul_ps(kf, av), bv);
+    __m256i iu = _mm256_cvttps_epi32(_mm256_floor_ps(fu));
+    __m256i iv = _mm256_cvttps_epi32(_mm256_floor_ps(fv));
+    __m256 wu = _mm256_sub_ps(fu, _mm256_cvtepi32_ps(iu));
+    __m256 wv = _mm256_sub_ps(fv, _mm256_cvtepi32_ps(iv));
+    /* corner i inside 0..n-1: i > -1 and n > i; corner i + 1: i > -2 and n - 1 > i */
+    __m256i u0 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m1), _mm256_cmpgt_epi32(nu, iu));
+    __m256i u1 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m2), _mm256_cmpgt_epi32(nu1, iu));
+    __m256i v0 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m1), _mm256_cmpgt_epi32(nv, iv));
+    __m256i v1 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m2), _mm256_cmpgt_epi32(nv1, iv));
+    u0 = _mm256_and_si256(u0, active);
+    u1 = _mm256_and_si256(u1, active);
+    __m256i base = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(k, sk), _mm256_mullo_epi32(iu, su)),
+                                    _mm256_mullo_epi32(iv, sv));
+    sproj_lanes_prefetch_avx2(img, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m256i b10 = _mm256_add_epi32(base, su), b01 = _mm256_add_epi32(base, sv);
+    __m256i b11 = _mm256_add_epi32(b10, sv);
+    __m256 v00 = _mm256_mask_i32gather_ps(zero, img, base, _mm256_castsi256_ps(_mm256_and_si256(u0, v0)), 4);
+    __m256 v10 = _mm256_mask_i32gather_ps(zero, img, b10, _mm256_castsi256_ps(_mm256_and_si256(u1, v0)), 4);
+    __m256 v01 = _mm256_mask_i32gather_ps(zero, img, b01, _mm256_castsi256_ps(_mm256_and_si256(u0, v1)), 4);
+    __m256 v11 = _mm256_mask_i32gather_ps(zero, img, b11, _mm256_castsi256_ps(_mm256_and_si256(u1, v1)), 4);
+    __m256 omu = _mm256_sub_ps(one, wu), omv = _mm256_sub_ps(one, wv);
+    __m256 smp = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(v00, omu), omv), _mm256_mul_ps(_mm256_mul_ps(v10, wu), omv));
+    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v01, omu), wv));
+    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v11, wu), wv));
+    sum = _mm256_blendv_ps(sum, _mm256_add_ps(sum, smp), _mm256_castsi256_ps(active));
+    k = _mm256_add_epi32(k, i1);
+  }
+  _mm256_storeu_ps(sums, sum);
+}
+
+/* The same for 16 lanes. */
+__attribute__((target("avx512f"))) static inline void sproj_lanes_fwd_avx512(const float *img,
+                                                                            const struct sproj_lanes *L, int steps,
+                                                                            float *sums)
+{
+  const __m512i count = _mm512_loadu_si512(L->count);
+  const __m512i sk = _mm512_loadu_si512(L->stride_k), su = _mm512_loadu_si512(L->stride_u);
+  const __m512i sv = _mm512_loadu_si512(L->stride_v);
+  const __m512i nu = _mm512_loadu_si512(L->nu), nv = _mm512_loadu_si512(L->nv);
+  const __m512i i1 = _mm512_set1_epi32(1), m1 = _mm512_set1_epi32(-1), m2 = _mm512_set1_epi32(-2);
+  const __m512i nu1 = _mm512_sub_epi32(nu, i1), nv1 = _mm512_sub_epi32(nv, i1);
+  const __m512 au = _mm512_loadu_ps(L->au), bu = _mm512_loadu_ps(L->bu);
+  const __m512 av = _mm512_loadu_ps(L->av), bv = _mm512_loadu_ps(L->bv);
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  __m512i k = _mm512_loadu_si512(L->first);
+  __m512 sum = zero;
+  for (int s = 0; s < steps; s++) {
+    __mmask16 active = _mm512_cmpgt_epi32_mask(count, _mm512_set1_epi32(s));
+    __m512 kf = _mm512_cvtepi32_ps(k);
+    __m512 fu = _mm512_add_ps(_mm512_mul_ps(kf, au), bu);
+    __m512 fv = _mm512_add_ps(_mm512_mul_ps(kf, av), bv);
+    __m512i iu = _mm512_cvttps_epi32(_mm512_roundscale_ps(fu, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512i iv = _mm512_cvttps_epi32(_mm512_roundscale_ps(fv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512 wu = _mm512_sub_ps(fu, _mm512_cvtepi32_ps(iu));
+    __m512 wv = _mm512_sub_ps(fv, _mm512_cvtepi32_ps(iv));
+    __mmask16 u0 = _mm512_mask_cmpgt_epi32_mask(active, iu, m1) & _mm512_cmpgt_epi32_mask(nu, iu);
+    __mmask16 u1 = _mm512_mask_cmpgt_epi32_mask(active, iu, m2) & _mm512_cmpgt_epi32_mask(nu1, iu);
+    __mmask16 v0 = _mm512_cmpgt_epi32_mask(iv, m1) & _mm512_cmpgt_epi32_mask(nv, iv);
+    __mmask16 v1 = _mm512_cmpgt_epi32_mask(iv, m2) & _mm512_cmpgt_epi32_mask(nv1, iv);
+    __m512i base = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, sk), _mm512_mullo_epi32(iu, su)),
+                                    _mm512_mullo_epi32(iv, sv));
+    sproj_lanes_prefetch_avx512(img, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m512i b10 = _mm512_add_epi32(base, su), b01 = _mm512_add_epi32(base, sv);
+    __m512i b11 = _mm512_add_epi32(b10, sv);
+    __m512 v00 = _mm512_mask_i32gather_ps(zero, u0 & v0, base, img, 4);
+    __m512 v10 = _mm512_mask_i32gather_ps(zero, u1 & v0, b10, img, 4);
+    __m512 v01 = _mm512_mask_i32gather_ps(zero, u0 & v1, b01, img, 4);
+    __m512 v11 = _mm512_mask_i32gather_ps(zero, u1 & v1, b11, img, 4);
+    __m512 omu = _mm512_sub_ps(one, wu), omv = _mm512_sub_ps(one, wv);
+    __m512 smp = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(v00, omu), omv), _mm512_mul_ps(_mm512_mul_ps(v10, wu), omv));
+    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v01, omu), wv));
+    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v11, wu), wv));
+    sum = _mm512_mask_add_ps(sum, active, sum, smp);
+    k = _mm512_add_epi32(k, i1);
+  }
+  _mm512_storeu_ps(sums, sum);
+}
+
+/* values[i] = joseph3d_fwd_lor(img, g, xs + 3 i, xe + 3 i) for i < n, bit for bit, lanes (8: AVX2, 16: AVX-512F)
+ * LORs at a time. Neighbouring LORs share lanes: they have similar lengths (few idle lanes) and nearby voxels. */
+static inline void sproj_lanes_fwd(const float *img, const struct sproj_geom *g, const float *xs, const float *xe,
+                                   uint32_t n, float *values, int lanes)
+{
+  struct sproj_lanes L;
+  float sums[SPROJ_LANES_MAX];
+  L.nvox = (unsigned)g->n[0] * (unsigned)g->n[1] * (unsigned)g->n[2];
+  for (uint32_t i0 = 0; i0 < n; i0 += (uint32_t)lanes) {
+    int steps = 0;
+    for (int l = 0; l < lanes; l++) {
+      size_t i = (size_t)i0 + (size_t)l;
+      struct sproj_ray r;
+      int c = i < n && sproj_ray_setup(xs + 3 * i, xe + 3 * i, g, &r) ? sproj_lanes_set(&L, l, &r)
+                                                                      : sproj_lanes_set(&L, l, NULL);
+      steps = c > steps ? c : steps;
+    }
+    if (lanes == 16)
+      sproj_lanes_fwd_avx512(img, &L, steps, sums);
+    else
+      sproj_lanes_fwd_avx2(img, &L, steps, sums);
+    for (int l = 0; l < lanes && (size_t)i0 + (size_t)l < n; l++)
+      values[i0 + l] = L.count[l] ? sums[l] * L.cf[l] : 0.0f;
+  }
+}
+
+#endif /* x86-64 */
+
+#endif /* SPROJ_JOSEPH3D_LANES_H */

@@ -11,6 +11,7 @@
 #define SPROJ_JOSEPH3D_LANES_H
 
 #include "joseph3d_ray.h"
+#include "fixed_point.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
 #define SPROJ_HAVE_LANES 1
@@ -27,6 +28,7 @@ struct sproj_lanes {
   int nu[SPROJ_LANES_MAX], nv[SPROJ_LANES_MAX];
   float au[SPROJ_LANES_MAX], bu[SPROJ_LANES_MAX], av[SPROJ_LANES_MAX], bv[SPROJ_LANES_MAX];
   float cf[SPROJ_LANES_MAX];
+  float val[SPROJ_LANES_MAX]; /* back projection: cf times the LOR's value */
   unsigned nvox; /* voxels in the image (set once per image, not per lane) */
 };
 
@@ -37,7 +39,7 @@ static inline int sproj_lanes_set(struct sproj_lanes *L, int l, const struct spr
     L->first[l] = L->count[l] = 0;
     L->stride_k[l] = L->stride_u[l] = L->stride_v[l] = 0;
     L->nu[l] = L->nv[l] = 0;
-    L->au[l] = L->bu[l] = L->av[l] = L->bv[l] = L->cf[l] = 0.0f;
+    L->au[l] = L->bu[l] = L->av[l] = L->bv[l] = L->cf[l] = L->val[l] = 0.0f;
     return 0;
   }
   L->first[l] = r->first;
@@ -52,6 +54,7 @@ static inline int sproj_lanes_set(struct sproj_lanes *L, int l, const struct spr
   L->av[l] = r->av;
   L->bv[l] = r->bv;
   L->cf[l] = r->cf;
+  L->val[l] = 0.0f;
   return L->count[l];
 }
 
@@ -230,6 +233,162 @@ static inline void sproj_lanes_fwd(const float *img, const struct sproj_geom *g,
       sproj_lanes_fwd_avx2(img, &L, steps, sums);
     for (int l = 0; l < lanes && (size_t)i0 + (size_t)l < n; l++)
       values[i0 + l] = L.count[l] ? sums[l] * L.cf[l] : 0.0f;
+  }
+}
+
+/* The back projection's adds of one plane: lane by lane (a lane's four corners are distinct voxels, so the next
+ * add seldom waits for the previous one), corner q of lane l when bit l of m[q] is set. */
+static inline void sproj_lanes_scatter(struct sproj_out out, int lanes, unsigned active, const unsigned m[4],
+                                       const int idx[4][SPROJ_LANES_MAX], const float w[4][SPROJ_LANES_MAX])
+{
+  (void)lanes;
+  for (unsigned b = active; b; b &= b - 1) {
+    int l = __builtin_ctz(b);
+    for (int q = 0; q < 4; q++)
+      if (m[q] >> l & 1u) {
+        if (out.q)
+          sproj_fixed_add(&out.q[(unsigned)idx[q][l]], w[q][l]);
+        else
+          out.f[(unsigned)idx[q][l]] += w[q][l];
+      }
+  }
+}
+
+/* Adds lane l's val times the weights of each of its samples into the image, 8 lanes: the weights are the scalar
+ * sproj_ray_scatter's bits; only the order of the adds into a voxel differs (float rounding, or nothing at all
+ * in fixed point). */
+__attribute__((target("avx2"))) static inline void sproj_lanes_back_avx2(struct sproj_out out,
+                                                                         const struct sproj_lanes *L, int steps)
+{
+  const __m256i count = _mm256_loadu_si256((const __m256i *)L->count);
+  const __m256i sk = _mm256_loadu_si256((const __m256i *)L->stride_k);
+  const __m256i su = _mm256_loadu_si256((const __m256i *)L->stride_u);
+  const __m256i sv = _mm256_loadu_si256((const __m256i *)L->stride_v);
+  const __m256i nu = _mm256_loadu_si256((const __m256i *)L->nu), nv = _mm256_loadu_si256((const __m256i *)L->nv);
+  const __m256i nu1 = _mm256_sub_epi32(nu, _mm256_set1_epi32(1)), nv1 = _mm256_sub_epi32(nv, _mm256_set1_epi32(1));
+  const __m256 au = _mm256_loadu_ps(L->au), bu = _mm256_loadu_ps(L->bu);
+  const __m256 av = _mm256_loadu_ps(L->av), bv = _mm256_loadu_ps(L->bv);
+  const __m256 val = _mm256_loadu_ps(L->val), one = _mm256_set1_ps(1.0f);
+  const __m256i m1 = _mm256_set1_epi32(-1), m2 = _mm256_set1_epi32(-2), i1 = _mm256_set1_epi32(1);
+  const float *pf = out.f ? out.f : (const float *)out.q; /* only for prefetch addresses */
+  int idx[4][SPROJ_LANES_MAX];
+  float w[4][SPROJ_LANES_MAX];
+  unsigned m[4];
+  __m256i k = _mm256_loadu_si256((const __m256i *)L->first);
+  for (int s = 0; s < steps; s++) {
+    __m256i active = _mm256_cmpgt_epi32(count, _mm256_set1_epi32(s));
+    __m256 kf = _mm256_cvtepi32_ps(k);
+    __m256 fu = _mm256_add_ps(_mm256_mul_ps(kf, au), bu);
+    __m256 fv = _mm256_add_ps(_mm256_mul_ps(kf, av), bv);
+    __m256i iu = _mm256_cvttps_epi32(_mm256_floor_ps(fu));
+    __m256i iv = _mm256_cvttps_epi32(_mm256_floor_ps(fv));
+    __m256 wu = _mm256_sub_ps(fu, _mm256_cvtepi32_ps(iu));
+    __m256 wv = _mm256_sub_ps(fv, _mm256_cvtepi32_ps(iv));
+    __m256i u0 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m1), _mm256_cmpgt_epi32(nu, iu));
+    __m256i u1 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m2), _mm256_cmpgt_epi32(nu1, iu));
+    __m256i v0 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m1), _mm256_cmpgt_epi32(nv, iv));
+    __m256i v1 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m2), _mm256_cmpgt_epi32(nv1, iv));
+    __m256i base = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(k, sk), _mm256_mullo_epi32(iu, su)),
+                                    _mm256_mullo_epi32(iv, sv));
+    if (out.f)
+      sproj_lanes_prefetch_avx2(pf, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m256i b10 = _mm256_add_epi32(base, su);
+    _mm256_storeu_si256((__m256i *)idx[0], base);
+    _mm256_storeu_si256((__m256i *)idx[1], b10);
+    _mm256_storeu_si256((__m256i *)idx[2], _mm256_add_epi32(base, sv));
+    _mm256_storeu_si256((__m256i *)idx[3], _mm256_add_epi32(b10, sv));
+    __m256 omu = _mm256_sub_ps(one, wu), omv = _mm256_sub_ps(one, wv);
+    _mm256_storeu_ps(w[0], _mm256_mul_ps(val, _mm256_mul_ps(omu, omv)));
+    _mm256_storeu_ps(w[1], _mm256_mul_ps(val, _mm256_mul_ps(wu, omv)));
+    _mm256_storeu_ps(w[2], _mm256_mul_ps(val, _mm256_mul_ps(omu, wv)));
+    _mm256_storeu_ps(w[3], _mm256_mul_ps(val, _mm256_mul_ps(wu, wv)));
+    m[0] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, v0)));
+    m[1] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u1, v0)));
+    m[2] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, v1)));
+    m[3] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u1, v1)));
+    sproj_lanes_scatter(out, 8, (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(active)), m, idx, w);
+    k = _mm256_add_epi32(k, i1);
+  }
+}
+
+/* The same for 16 lanes. */
+__attribute__((target("avx512f"))) static inline void sproj_lanes_back_avx512(struct sproj_out out,
+                                                                             const struct sproj_lanes *L, int steps)
+{
+  const __m512i count = _mm512_loadu_si512(L->count);
+  const __m512i sk = _mm512_loadu_si512(L->stride_k), su = _mm512_loadu_si512(L->stride_u);
+  const __m512i sv = _mm512_loadu_si512(L->stride_v);
+  const __m512i nu = _mm512_loadu_si512(L->nu), nv = _mm512_loadu_si512(L->nv);
+  const __m512i i1 = _mm512_set1_epi32(1), m1 = _mm512_set1_epi32(-1), m2 = _mm512_set1_epi32(-2);
+  const __m512i nu1 = _mm512_sub_epi32(nu, i1), nv1 = _mm512_sub_epi32(nv, i1);
+  const __m512 au = _mm512_loadu_ps(L->au), bu = _mm512_loadu_ps(L->bu);
+  const __m512 av = _mm512_loadu_ps(L->av), bv = _mm512_loadu_ps(L->bv);
+  const __m512 val = _mm512_loadu_ps(L->val), one = _mm512_set1_ps(1.0f);
+  const float *pf = out.f ? out.f : (const float *)out.q;
+  int idx[4][SPROJ_LANES_MAX];
+  float w[4][SPROJ_LANES_MAX];
+  unsigned m[4];
+  __m512i k = _mm512_loadu_si512(L->first);
+  for (int s = 0; s < steps; s++) {
+    __mmask16 active = _mm512_cmpgt_epi32_mask(count, _mm512_set1_epi32(s));
+    __m512 kf = _mm512_cvtepi32_ps(k);
+    __m512 fu = _mm512_add_ps(_mm512_mul_ps(kf, au), bu);
+    __m512 fv = _mm512_add_ps(_mm512_mul_ps(kf, av), bv);
+    __m512i iu = _mm512_cvttps_epi32(_mm512_roundscale_ps(fu, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512i iv = _mm512_cvttps_epi32(_mm512_roundscale_ps(fv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512 wu = _mm512_sub_ps(fu, _mm512_cvtepi32_ps(iu));
+    __m512 wv = _mm512_sub_ps(fv, _mm512_cvtepi32_ps(iv));
+    __mmask16 u0 = _mm512_cmpgt_epi32_mask(iu, m1) & _mm512_cmpgt_epi32_mask(nu, iu);
+    __mmask16 u1 = _mm512_cmpgt_epi32_mask(iu, m2) & _mm512_cmpgt_epi32_mask(nu1, iu);
+    __mmask16 v0 = _mm512_cmpgt_epi32_mask(iv, m1) & _mm512_cmpgt_epi32_mask(nv, iv);
+    __mmask16 v1 = _mm512_cmpgt_epi32_mask(iv, m2) & _mm512_cmpgt_epi32_mask(nv1, iv);
+    __m512i base = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, sk), _mm512_mullo_epi32(iu, su)),
+                                    _mm512_mullo_epi32(iv, sv));
+    if (out.f)
+      sproj_lanes_prefetch_avx512(pf, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m512i b10 = _mm512_add_epi32(base, su);
+    _mm512_storeu_si512(idx[0], base);
+    _mm512_storeu_si512(idx[1], b10);
+    _mm512_storeu_si512(idx[2], _mm512_add_epi32(base, sv));
+    _mm512_storeu_si512(idx[3], _mm512_add_epi32(b10, sv));
+    __m512 omu = _mm512_sub_ps(one, wu), omv = _mm512_sub_ps(one, wv);
+    _mm512_storeu_ps(w[0], _mm512_mul_ps(val, _mm512_mul_ps(omu, omv)));
+    _mm512_storeu_ps(w[1], _mm512_mul_ps(val, _mm512_mul_ps(wu, omv)));
+    _mm512_storeu_ps(w[2], _mm512_mul_ps(val, _mm512_mul_ps(omu, wv)));
+    _mm512_storeu_ps(w[3], _mm512_mul_ps(val, _mm512_mul_ps(wu, wv)));
+    m[0] = (unsigned)(u0 & v0);
+    m[1] = (unsigned)(u1 & v0);
+    m[2] = (unsigned)(u0 & v1);
+    m[3] = (unsigned)(u1 & v1);
+    sproj_lanes_scatter(out, 16, (unsigned)active, m, idx, w);
+    k = _mm512_add_epi32(k, i1);
+  }
+}
+
+/* joseph3d_back_lor for LORs i < n with values[i], lanes LORs at a time (8: AVX2, 16: AVX-512F). */
+static inline void sproj_lanes_back(struct sproj_out out, const struct sproj_geom *g, const float *xs,
+                                    const float *xe, uint32_t n, const float *values, int lanes)
+{
+  struct sproj_lanes L;
+  L.nvox = (unsigned)g->n[0] * (unsigned)g->n[1] * (unsigned)g->n[2];
+  for (uint32_t i0 = 0; i0 < n; i0 += (uint32_t)lanes) {
+    int steps = 0;
+    for (int l = 0; l < lanes; l++) {
+      size_t i = (size_t)i0 + (size_t)l;
+      struct sproj_ray r;
+      int c = 0;
+      if (i < n && values[i] != 0.0f && sproj_ray_setup(xs + 3 * i, xe + 3 * i, g, &r)) {
+        c = sproj_lanes_set(&L, l, &r);
+        L.val[l] = r.cf * values[i];
+      } else {
+        sproj_lanes_set(&L, l, NULL);
+      }
+      steps = c > steps ? c : steps;
+    }
+    if (lanes == 16)
+      sproj_lanes_back_avx512(out, &L, steps);
+    else
+      sproj_lanes_back_avx2(out, &L, steps);
   }
 }
 

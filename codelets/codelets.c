@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* codelets.c: the CPU loop shared by every projection codelet. */
 #include "config.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "codelets.h"
@@ -43,4 +44,47 @@ int sproj_cpu_lanes(void)
     __atomic_store_n(&lanes, l, __ATOMIC_RELAXED);
   }
   return l;
+}
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+struct scratch {
+  size_t bytes;
+  void *data;
+};
+
+static void scratch_free(void *p)
+{
+  struct scratch *s = p;
+  free(s->data);
+  free(s);
+}
+
+static void scratch_init(void)
+{
+  (void)pthread_key_create(&scratch_key, scratch_free);
+}
+
+void *sproj_cpu_scratch(size_t bytes)
+{
+  pthread_once(&scratch_once, scratch_init);
+  struct scratch *s = pthread_getspecific(scratch_key);
+  if (!s) {
+    if (!(s = calloc(1, sizeof *s)))
+      return NULL;
+    if (pthread_setspecific(scratch_key, s)) {
+      free(s);
+      return NULL;
+    }
+  }
+  if (s->bytes < bytes) {
+    void *d = malloc(bytes);
+    if (!d)
+      return NULL;
+    free(s->data);
+    s->data = d;
+    s->bytes = bytes;
+  }
+  return s->data;
 }

@@ -76,6 +76,9 @@ void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn);
  * decided once from the CPU. The environment variable SPROJ_CPU_ISA = scalar, avx2 or avx512 asks for no more than
  * that (to compare the paths on one machine). */
 int sproj_cpu_lanes(void);
+/* A buffer of at least bytes that belongs to the calling thread (a CPU worker's scratch space, kept between tasks
+ * and freed when the thread ends), or NULL when out of memory. */
+void *sproj_cpu_scratch(size_t bytes);
 
 extern struct starpu_codelet sproj_joseph3d_fwd_cl;
 extern struct starpu_codelet sproj_joseph3d_back_cl;

@@ -14,12 +14,13 @@ static void joseph3d_back_cpu(void *buffers[], void *cl_arg)
 {
 #ifdef SPROJ_HAVE_LANES
   int lanes = sproj_cpu_lanes();
-  if (lanes) {
+  struct sproj_lanes_work *w = lanes ? sproj_cpu_scratch(sizeof *w) : NULL;
+  if (w) {
     const struct sproj_proj_arg *arg = cl_arg;
     struct sproj_out out = sproj_out_of((void *)STARPU_VECTOR_GET_PTR(buffers[0]), arg);
     for (int p = 0; p < arg->npieces; p++) {
       struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
-      sproj_lanes_back(out, &arg->geom, pc.xs, pc.xe, pc.n, pc.values, lanes);
+      sproj_lanes_back(w, out, &arg->geom, pc.xs, pc.xe, pc.n, pc.values, lanes);
     }
     return;
   }

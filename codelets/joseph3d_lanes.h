@@ -33,6 +33,13 @@ struct sproj_lanes {
   unsigned nvox; /* voxels in the image (set once per image, not per lane) */
 };
 
+/* Whether the lanes can run on this image: gathers take signed 32-bit element offsets (the scalar code runs
+ * images of 2^31 voxels or more). */
+static inline int sproj_lanes_fit(const struct sproj_geom *g)
+{
+  return (unsigned long long)g->n[0] * (unsigned long long)g->n[1] * (unsigned long long)g->n[2] < (1ull << 31);
+}
+
 /* Lane l takes ray r (NULL: an empty lane). Returns its number of planes. */
 static inline int sproj_lanes_set(struct sproj_lanes *L, int l, const struct sproj_ray *r)
 {

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* codelets.c: the CPU loop shared by every projection codelet. */
 #include "config.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include "codelets.h"
 
 void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn)
@@ -14,4 +17,74 @@ void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn)
     for (uint32_t i = 0; i < pc.n; i++)
       fn(arg, img, &pc, i);
   }
+}
+
+static int cpu_lanes_detect(void)
+{
+  int lanes = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    lanes = 16;
+  else if (__builtin_cpu_supports("avx2"))
+    lanes = 8;
+#endif
+  const char *isa = getenv("SPROJ_CPU_ISA");
+  int cap = !isa ? 16 : !strcmp(isa, "scalar") ? 0 : !strcmp(isa, "avx2") ? 8 : 16;
+  return lanes < cap ? lanes : cap;
+}
+
+int sproj_cpu_lanes(void)
+{
+  /* -1: not decided yet; every thread that races here decides the same */
+  static int lanes = -1;
+  int l = __atomic_load_n(&lanes, __ATOMIC_RELAXED);
+  if (l < 0) {
+    l = cpu_lanes_detect();
+    __atomic_store_n(&lanes, l, __ATOMIC_RELAXED);
+  }
+  return l;
+}
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+struct scratch {
+  size_t bytes;
+  void *data;
+};
+
+static void scratch_free(void *p)
+{
+  struct scratch *s = p;
+  free(s->data);
+  free(s);
+}
+
+static void scratch_init(void)
+{
+  (void)pthread_key_create(&scratch_key, scratch_free);
+}
+
+void *sproj_cpu_scratch(size_t bytes)
+{
+  pthread_once(&scratch_once, scratch_init);
+  struct scratch *s = pthread_getspecific(scratch_key);
+  if (!s) {
+    if (!(s = calloc(1, sizeof *s)))
+      return NULL;
+    if (pthread_setspecific(scratch_key, s)) {
+      free(s);
+      return NULL;
+    }
+  }
+  if (s->bytes < bytes) {
+    void *d = malloc(bytes);
+    if (!d)
+      return NULL;
+    free(s->data);
+    s->data = d;
+    s->bytes = bytes;
+  }
+  return s->data;
 }

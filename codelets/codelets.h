@@ -72,6 +72,13 @@ static inline struct sproj_piece sproj_piece_get(void *buffers[], const struct s
 typedef void (*sproj_lor_fn)(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i);
 /* The CPU side of every projection codelet: calls fn for each LOR of each piece and counts the work. */
 void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn);
+/* SIMD lanes of the CPU projectors (joseph3d_lanes.h): 16 with AVX-512F, 8 with AVX2, 0 (scalar code) otherwise,
+ * decided once from the CPU. The environment variable SPROJ_CPU_ISA = scalar, avx2 or avx512 asks for no more than
+ * that (to compare the paths on one machine). */
+int sproj_cpu_lanes(void);
+/* A buffer of at least bytes that belongs to the calling thread (a CPU worker's scratch space, kept between tasks
+ * and freed when the thread ends), or NULL when out of memory. */
+void *sproj_cpu_scratch(size_t bytes);
 
 extern struct starpu_codelet sproj_joseph3d_fwd_cl;
 extern struct starpu_codelet sproj_joseph3d_back_cl;

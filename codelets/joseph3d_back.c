@@ -3,6 +3,7 @@
 #include "config.h"
 #include "codelets.h"
 #include "joseph3d_back.h"
+#include "joseph3d_lanes.h"
 
 static void back_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
 {
@@ -11,6 +12,19 @@ static void back_lor(const struct sproj_proj_arg *arg, float *img, const struct 
 
 static void joseph3d_back_cpu(void *buffers[], void *cl_arg)
 {
+#ifdef SPROJ_HAVE_LANES
+  const struct sproj_proj_arg *arg = cl_arg;
+  int lanes = sproj_lanes_fit(&arg->geom) ? sproj_cpu_lanes() : 0;
+  struct sproj_lanes_work *w = lanes ? sproj_cpu_scratch(sizeof *w) : NULL;
+  if (w) {
+    struct sproj_out out = sproj_out_of((void *)STARPU_VECTOR_GET_PTR(buffers[0]), arg);
+    for (int p = 0; p < arg->npieces; p++) {
+      struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
+      sproj_lanes_back(w, out, &arg->geom, pc.xs, pc.xe, pc.n, pc.values, lanes);
+    }
+    return;
+  }
+#endif
   sproj_cpu_run(buffers, cl_arg, back_lor);
 }
 

@@ -17,16 +17,20 @@ SPROJ_HD void joseph3d_tof_sino_back_lor(struct sproj_out img, const struct spro
   for (int k = r.first; k <= r.last; k++) {
     struct sproj_tof_sample s;
     sproj_tof_sample_at(&l, k, t->num_bins, &s);
+    if (s.j0 >= s.j1)
+      continue; /* the window lies beyond the bins */
+    /* the window's first and last edges: the loop's too when the window lies inside the bins (each erf once) */
+    float e_first = sproj_tof_sample_edge(&s, &l, 0), e_last = sproj_tof_sample_edge(&s, &l, s.n);
     float acc = 0.0f;
-    float e = s.j0 < s.j1 ? sproj_tof_sample_edge(&s, &l, s.j0) : 0.0f;
+    float e = s.j0 == 0 ? e_first : sproj_tof_sample_edge(&s, &l, s.j0);
     for (int j = s.j0; j < s.j1; j++) {
-      float e_next = sproj_tof_sample_edge(&s, &l, j + 1);
+      float e_next = j + 1 == s.n ? e_last : sproj_tof_sample_edge(&s, &l, j + 1);
       acc += p[s.it_min + j] * (0.5f * (e - e_next));
       e = e_next;
     }
     if (acc == 0.0f)
       continue; /* nothing to add: spare the atomics */
-    acc = acc / sproj_tof_sample_sum(&s, &l);
+    acc = acc / sproj_tof_sum(e_first, e_last);
     sproj_ray_scatter(img, &r, k, r.cf * acc);
   }
 }

@@ -23,11 +23,14 @@ SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geo
     sproj_tof_sample_at(&l, k, t->num_bins, &s);
     if (s.j0 >= s.j1)
       continue; /* the window lies beyond the bins */
+    /* the window's first and last edges give its total and, when the window lies inside the bins, are also the
+     * loop's first and last: each erf once (the same values as computing them again) */
+    float e_first = sproj_tof_sample_edge(&s, &l, 0), e_last = sproj_tof_sample_edge(&s, &l, s.n);
     float v = r.cf * sproj_ray_sample(img, &r, k);
-    v = v / sproj_tof_sample_sum(&s, &l);
-    float e = sproj_tof_sample_edge(&s, &l, s.j0);
+    v = v / sproj_tof_sum(e_first, e_last);
+    float e = s.j0 == 0 ? e_first : sproj_tof_sample_edge(&s, &l, s.j0);
     for (int j = s.j0; j < s.j1; j++) {
-      float e_next = sproj_tof_sample_edge(&s, &l, j + 1);
+      float e_next = j + 1 == s.n ? e_last : sproj_tof_sample_edge(&s, &l, j + 1);
       out[(s.it_min + j) * stride] += v * (0.5f * (e - e_next));
       e = e_next;
     }

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* joseph3d_lanes.h: Joseph's method for several LORs at once, one LOR per SIMD lane (x86-64 CPUs only).
+ *
+ * Each lane steps through its own LOR's planes and does, for its sample, exactly the float operations of
+ * sproj_ray_sample (joseph3d_ray.h), in the same order, and adds the samples of its LOR in plane order: a lane's
+ * result has the bits of the scalar joseph3d_fwd_lor. Lanes whose LOR has no plane left are masked: they load
+ * nothing and add nothing. Corners outside the image are masked out of the gathers, which gives the scalar code's
+ * 0 for them. Compiled for AVX2 and AVX-512F with target attributes and chosen at run time, so the library itself
+ * needs no ISA flags. */
+#ifndef SPROJ_JOSEPH3D_LANES_H
+#define SPROJ_JOSEPH3D_LANES_H
+
+#include "joseph3d_ray.h"
+#include "fixed_point.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+#define SPROJ_HAVE_LANES 1
+#include <immintrin.h>
+#include <string.h>
+
+/* Most lanes of any ISA (AVX-512: 16 floats). */
+#define SPROJ_LANES_MAX 16
+
+/* The prepared rays of a group of LORs, one per lane, as arrays (lane l of every field is LOR l). A lane with
+ * count 0 samples nothing. */
+struct sproj_lanes {
+  int first[SPROJ_LANES_MAX], count[SPROJ_LANES_MAX];
+  int stride_k[SPROJ_LANES_MAX], stride_u[SPROJ_LANES_MAX], stride_v[SPROJ_LANES_MAX];
+  int nu[SPROJ_LANES_MAX], nv[SPROJ_LANES_MAX];
+  float au[SPROJ_LANES_MAX], bu[SPROJ_LANES_MAX], av[SPROJ_LANES_MAX], bv[SPROJ_LANES_MAX];
+  float cf[SPROJ_LANES_MAX];
+  float val[SPROJ_LANES_MAX]; /* back projection: cf times the LOR's value */
+  unsigned nvox; /* voxels in the image (set once per image, not per lane) */
+};
+
+/* Whether the lanes can run on this image: gathers take signed 32-bit element offsets (the scalar code runs
+ * images of 2^31 voxels or more). */
+static inline int sproj_lanes_fit(const struct sproj_geom *g)
+{
+  return (unsigned long long)g->n[0] * (unsigned long long)g->n[1] * (unsigned long long)g->n[2] < (1ull << 31);
+}
+
+/* Lane l takes ray r (NULL: an empty lane). Returns its number of planes. */
+static inline int sproj_lanes_set(struct sproj_lanes *L, int l, const struct sproj_ray *r)
+{
+  if (!r) {
+    L->first[l] = L->count[l] = 0;
+    L->stride_k[l] = L->stride_u[l] = L->stride_v[l] = 0;
+    L->nu[l] = L->nv[l] = 0;
+    L->au[l] = L->bu[l] = L->av[l] = L->bv[l] = L->cf[l] = L->val[l] = 0.0f;
+    return 0;
+  }
+  L->first[l] = r->first;
+  L->count[l] = r->last - r->first + 1;
+  L->stride_k[l] = (int)r->stride_k;
+  L->stride_u[l] = (int)r->stride_u;
+  L->stride_v[l] = (int)r->stride_v;
+  L->nu[l] = r->nu;
+  L->nv[l] = r->nv;
+  L->au[l] = r->au;
+  L->bu[l] = r->bu;
+  L->av[l] = r->av;
+  L->bv[l] = r->bv;
+  L->cf[l] = r->cf;
+  L->val[l] = 0.0f;
+  return L->count[l];
+}
+
+/* Planes ahead whose corners a lane asks the cache for. The gathers wait on cache misses (the image is larger than
+ * a core's L2 and a sample seldom shares a line with the previous one); loading the (u0, v0) and (u1, v0) lines a
+ * few samples early overlaps those misses. Measured best at 4-8. */
+#ifndef SPROJ_LANES_PREFETCH
+#define SPROJ_LANES_PREFETCH 6
+#endif
+
+/* The prefetch of both rows of plane k + SPROJ_LANES_PREFETCH; offsets are clamped into the image (a prefetch
+ * never faults, but the address must stay a pointer into the image). */
+__attribute__((target("avx2"))) static inline void sproj_lanes_prefetch_avx2(const float *img,
+                                                                            const struct sproj_lanes *L, __m256i k,
+                                                                            __m256 kf, __m256 au, __m256 bu,
+                                                                            __m256 av, __m256 bv, __m256i sk,
+                                                                            __m256i su, __m256i sv)
+{
+  const __m256i last = _mm256_set1_epi32((int)L->nvox - 1);
+  __m256 kd = _mm256_add_ps(kf, _mm256_set1_ps((float)SPROJ_LANES_PREFETCH));
+  __m256i ju = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, au), bu));
+  __m256i jv = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, av), bv));
+  __m256i kk = _mm256_add_epi32(k, _mm256_set1_epi32(SPROJ_LANES_PREFETCH));
+  __m256i p = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(kk, sk), _mm256_mullo_epi32(ju, su)),
+                               _mm256_mullo_epi32(jv, sv));
+  int a[8], b[8];
+  _mm256_storeu_si256((__m256i *)a, _mm256_min_epu32(p, last));
+  _mm256_storeu_si256((__m256i *)b, _mm256_min_epu32(_mm256_add_epi32(p, su), last));
+  for (int l = 0; l < 8; l++) {
+    __builtin_prefetch(img + a[l]);
+    __builtin_prefetch(img + b[l]);
+  }
+}
+
+__attribute__((target("avx512f"))) static inline void sproj_lanes_prefetch_avx512(const float *img,
+                                                                                  const struct sproj_lanes *L,
+                                                                                  __m512i k, __m512 kf, __m512 au,
+                                                                                  __m512 bu, __m512 av, __m512 bv,
+                                                                                  __m512i sk, __m512i su, __m512i sv)
+{
+  const __m512i last = _mm512_set1_epi32((int)L->nvox - 1);
+  __m512 kd = _mm512_add_ps(kf, _mm512_set1_ps((float)SPROJ_LANES_PREFETCH));
+  __m512i ju = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, au), bu));
+  __m512i jv = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, av), bv));
+  __m512i kk = _mm512_add_epi32(k, _mm512_set1_epi32(SPROJ_LANES_PREFETCH));
+  __m512i p = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(kk, sk), _mm512_mullo_epi32(ju, su)),
+                               _mm512_mullo_epi32(jv, sv));
+  int a[16], b[16];
+  _mm512_storeu_si512(a, _mm512_min_epu32(p, last));
+  _mm512_storeu_si512(b, _mm512_min_epu32(_mm512_add_epi32(p, su), last));
+  for (int l = 0; l < 16; l++) {
+    __builtin_prefetch(img + a[l]);
+    __builtin_prefetch(img + b[l]);
+  }
+}
+
+/* sums[l] = the sum of lane l's samples, for 8 lanes; steps is the largest count. */
+__attribute__((target("avx2"))) static inline void sproj_lanes_fwd_avx2(const float *img, const struct sproj_lanes *L,
+                                                                        int steps, float *sums)
+{
+  const __m256i count = _mm256_loadu_si256((const __m256i *)L->count);
+  const __m256i sk = _mm256_loadu_si256((const __m256i *)L->stride_k);
+  const __m256i su = _mm256_loadu_si256((const __m256i *)L->stride_u);
+  const __m256i sv = _mm256_loadu_si256((const __m256i *)L->stride_v);
+  const __m256i nu = _mm256_loadu_si256((const __m256i *)L->nu), nv = _mm256_loadu_si256((const __m256i *)L->nv);
+  const __m256i nu1 = _mm256_sub_epi32(nu, _mm256_set1_epi32(1)), nv1 = _mm256_sub_epi32(nv, _mm256_set1_epi32(1));
+  const __m256 au = _mm256_loadu_ps(L->au), bu = _mm256_loadu_ps(L->bu);
+  const __m256 av = _mm256_loadu_ps(L->av), bv = _mm256_loadu_ps(L->bv);
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  const __m256i m1 = _mm256_set1_epi32(-1), m2 = _mm256_set1_epi32(-2), i1 = _mm256_set1_epi32(1);
+  __m256i k = _mm256_loadu_si256((const __m256i *)L->first);
+  __m256 sum = zero;
+  for (int s = 0; s < steps; s++) {
+    __m256i active = _mm256_cmpgt_epi32(count, _mm256_set1_epi32(s));
+    __m256 kf = _mm256_cvtepi32_ps(k);
+    __m256 fu = _mm256_add_ps(_mm256_mul_ps(kf, au), bu);
+    __m256 fv = _mm256_add_ps(_mm256_mul_ps(kf, av), bv);
+    __m256i iu = _mm256_cvttps_epi32(_mm256_floor_ps(fu));
+    __m256i iv = _mm256_cvttps_epi32(_mm256_floor_ps(fv));
+    __m256 wu = _mm256_sub_ps(fu, _mm256_cvtepi32_ps(iu));
+    __m256 wv = _mm256_sub_ps(fv, _mm256_cvtepi32_ps(iv));
+    /* corner i inside 0..n-1: i > -1 and n > i; corner i + 1: i > -2 and n - 1 > i */
+    __m256i u0 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m1), _mm256_cmpgt_epi32(nu, iu));
+    __m256i u1 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m2), _mm256_cmpgt_epi32(nu1, iu));
+    __m256i v0 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m1), _mm256_cmpgt_epi32(nv, iv));
+    __m256i v1 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m2), _mm256_cmpgt_epi32(nv1, iv));
+    u0 = _mm256_and_si256(u0, active);
+    u1 = _mm256_and_si256(u1, active);
+    __m256i base = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(k, sk), _mm256_mullo_epi32(iu, su)),
+                                    _mm256_mullo_epi32(iv, sv));
+    sproj_lanes_prefetch_avx2(img, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m256i b10 = _mm256_add_epi32(base, su), b01 = _mm256_add_epi32(base, sv);
+    __m256i b11 = _mm256_add_epi32(b10, sv);
+    __m256 v00 = _mm256_mask_i32gather_ps(zero, img, base, _mm256_castsi256_ps(_mm256_and_si256(u0, v0)), 4);
+    __m256 v10 = _mm256_mask_i32gather_ps(zero, img, b10, _mm256_castsi256_ps(_mm256_and_si256(u1, v0)), 4);
+    __m256 v01 = _mm256_mask_i32gather_ps(zero, img, b01, _mm256_castsi256_ps(_mm256_and_si256(u0, v1)), 4);
+    __m256 v11 = _mm256_mask_i32gather_ps(zero, img, b11, _mm256_castsi256_ps(_mm256_and_si256(u1, v1)), 4);
+    __m256 omu = _mm256_sub_ps(one, wu), omv = _mm256_sub_ps(one, wv);
+    __m256 smp = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(v00, omu), omv), _mm256_mul_ps(_mm256_mul_ps(v10, wu), omv));
+    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v01, omu), wv));
+    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v11, wu), wv));
+    sum = _mm256_blendv_ps(sum, _mm256_add_ps(sum, smp), _mm256_castsi256_ps(active));
+    k = _mm256_add_epi32(k, i1);
+  }
+  _mm256_storeu_ps(sums, sum);
+}
+
+/* The same for 16 lanes. */
+__attribute__((target("avx512f"))) static inline void sproj_lanes_fwd_avx512(const float *img,
+                                                                            const struct sproj_lanes *L, int steps,
+                                                                            float *sums)
+{
+  const __m512i count = _mm512_loadu_si512(L->count);
+  const __m512i sk = _mm512_loadu_si512(L->stride_k), su = _mm512_loadu_si512(L->stride_u);
+  const __m512i sv = _mm512_loadu_si512(L->stride_v);
+  const __m512i nu = _mm512_loadu_si512(L->nu), nv = _mm512_loadu_si512(L->nv);
+  const __m512i i1 = _mm512_set1_epi32(1), m1 = _mm512_set1_epi32(-1), m2 = _mm512_set1_epi32(-2);
+  const __m512i nu1 = _mm512_sub_epi32(nu, i1), nv1 = _mm512_sub_epi32(nv, i1);
+  const __m512 au = _mm512_loadu_ps(L->au), bu = _mm512_loadu_ps(L->bu);
+  const __m512 av = _mm512_loadu_ps(L->av), bv = _mm512_loadu_ps(L->bv);
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  __m512i k = _mm512_loadu_si512(L->first);
+  __m512 sum = zero;
+  for (int s = 0; s < steps; s++) {
+    __mmask16 active = _mm512_cmpgt_epi32_mask(count, _mm512_set1_epi32(s));
+    __m512 kf = _mm512_cvtepi32_ps(k);
+    __m512 fu = _mm512_add_ps(_mm512_mul_ps(kf, au), bu);
+    __m512 fv = _mm512_add_ps(_mm512_mul_ps(kf, av), bv);
+    __m512i iu = _mm512_cvttps_epi32(_mm512_roundscale_ps(fu, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512i iv = _mm512_cvttps_epi32(_mm512_roundscale_ps(fv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512 wu = _mm512_sub_ps(fu, _mm512_cvtepi32_ps(iu));
+    __m512 wv = _mm512_sub_ps(fv, _mm512_cvtepi32_ps(iv));
+    __mmask16 u0 = _mm512_mask_cmpgt_epi32_mask(active, iu, m1) & _mm512_cmpgt_epi32_mask(nu, iu);
+    __mmask16 u1 = _mm512_mask_cmpgt_epi32_mask(active, iu, m2) & _mm512_cmpgt_epi32_mask(nu1, iu);
+    __mmask16 v0 = _mm512_cmpgt_epi32_mask(iv, m1) & _mm512_cmpgt_epi32_mask(nv, iv);
+    __mmask16 v1 = _mm512_cmpgt_epi32_mask(iv, m2) & _mm512_cmpgt_epi32_mask(nv1, iv);
+    __m512i base = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, sk), _mm512_mullo_epi32(iu, su)),
+                                    _mm512_mullo_epi32(iv, sv));
+    sproj_lanes_prefetch_avx512(img, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m512i b10 = _mm512_add_epi32(base, su), b01 = _mm512_add_epi32(base, sv);
+    __m512i b11 = _mm512_add_epi32(b10, sv);
+    __m512 v00 = _mm512_mask_i32gather_ps(zero, u0 & v0, base, img, 4);
+    __m512 v10 = _mm512_mask_i32gather_ps(zero, u1 & v0, b10, img, 4);
+    __m512 v01 = _mm512_mask_i32gather_ps(zero, u0 & v1, b01, img, 4);
+    __m512 v11 = _mm512_mask_i32gather_ps(zero, u1 & v1, b11, img, 4);
+    __m512 omu = _mm512_sub_ps(one, wu), omv = _mm512_sub_ps(one, wv);
+    __m512 smp = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(v00, omu), omv), _mm512_mul_ps(_mm512_mul_ps(v10, wu), omv));
+    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v01, omu), wv));
+    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v11, wu), wv));
+    sum = _mm512_mask_add_ps(sum, active, sum, smp);
+    k = _mm512_add_epi32(k, i1);
+  }
+  _mm512_storeu_ps(sums, sum);
+}
+
+
+/* The back projection's adds of one plane, corner q of lane l where bit l of m[q] is set. Sorted lanes are
+ * neighbours that often hit the same voxels, and an add into a voxel waits for the previous add's store: lanes
+ * are visited 0, 4, 8, 12, 1, 5, ... (16 lanes; 0, 2, 4, 6, 1, ... for 8), which puts adds into unrelated voxels
+ * between two into the same one (measured 15-30% faster than 0, 1, 2, ...). In fixed point the order is free. */
+static inline void sproj_lanes_scatter(struct sproj_out out, int lanes, unsigned active, const unsigned m[4],
+                                       const int idx[4][SPROJ_LANES_MAX], const float w[4][SPROJ_LANES_MAX])
+{
+  if (out.q) {
+    for (unsigned b = active; b; b &= b - 1) {
+      int l = __builtin_ctz(b);
+      for (int q = 0; q < 4; q++)
+        if (m[q] >> l & 1u)
+          sproj_fixed_add(&out.q[(unsigned)idx[q][l]], w[q][l]);
+    }
+    return;
+  }
+  int stride = lanes / 4;
+  for (int t = 0; t < lanes; t++) {
+    int l = (t % 4) * stride + t / 4;
+    if (!(active >> l & 1u))
+      continue;
+    for (int q = 0; q < 4; q++)
+      if (m[q] >> l & 1u)
+        out.f[(unsigned)idx[q][l]] += w[q][l];
+  }
+}
+
+/* Adds lane l's val times the weights of each of its samples into the image, 8 lanes: the weights are the scalar
+ * sproj_ray_scatter's bits; only the order of the adds into a voxel differs (float rounding, or nothing at all
+ * in fixed point). */
+__attribute__((target("avx2"))) static inline void sproj_lanes_back_avx2(struct sproj_out out,
+                                                                         const struct sproj_lanes *L, int steps)
+{
+  const __m256i count = _mm256_loadu_si256((const __m256i *)L->count);
+  const __m256i sk = _mm256_loadu_si256((const __m256i *)L->stride_k);
+  const __m256i su = _mm256_loadu_si256((const __m256i *)L->stride_u);
+  const __m256i sv = _mm256_loadu_si256((const __m256i *)L->stride_v);
+  const __m256i nu = _mm256_loadu_si256((const __m256i *)L->nu), nv = _mm256_loadu_si256((const __m256i *)L->nv);
+  const __m256i nu1 = _mm256_sub_epi32(nu, _mm256_set1_epi32(1)), nv1 = _mm256_sub_epi32(nv, _mm256_set1_epi32(1));
+  const __m256 au = _mm256_loadu_ps(L->au), bu = _mm256_loadu_ps(L->bu);
+  const __m256 av = _mm256_loadu_ps(L->av), bv = _mm256_loadu_ps(L->bv);
+  const __m256 val = _mm256_loadu_ps(L->val), one = _mm256_set1_ps(1.0f);
+  const __m256i m1 = _mm256_set1_epi32(-1), m2 = _mm256_set1_epi32(-2), i1 = _mm256_set1_epi32(1);
+  const float *pf = out.f ? out.f : (const float *)out.q; /* only for prefetch addresses */
+  int idx[4][SPROJ_LANES_MAX];
+  float w[4][SPROJ_LANES_MAX];
+  unsigned m[4];
+  __m256i k = _mm256_loadu_si256((const __m256i *)L->first);
+  for (int s = 0; s < steps; s++) {
+    __m256i active = _mm256_cmpgt_epi32(count, _mm256_set1_epi32(s));
+    __m256 kf = _mm256_cvtepi32_ps(k);
+    __m256 fu = _mm256_add_ps(_mm256_mul_ps(kf, au), bu);
+    __m256 fv = _mm256_add_ps(_mm256_mul_ps(kf, av), bv);
+    __m256i iu = _mm256_cvttps_epi32(_mm256_floor_ps(fu));
+    __m256i iv = _mm256_cvttps_epi32(_mm256_floor_ps(fv));
+    __m256 wu = _mm256_sub_ps(fu, _mm256_cvtepi32_ps(iu));
+    __m256 wv = _mm256_sub_ps(fv, _mm256_cvtepi32_ps(iv));
+    __m256i u0 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m1), _mm256_cmpgt_epi32(nu, iu));
+    __m256i u1 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m2), _mm256_cmpgt_epi32(nu1, iu));
+    __m256i v0 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m1), _mm256_cmpgt_epi32(nv, iv));
+    __m256i v1 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m2), _mm256_cmpgt_epi32(nv1, iv));
+    __m256i base = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(k, sk), _mm256_mullo_epi32(iu, su)),
+                                    _mm256_mullo_epi32(iv, sv));
+    if (out.f)
+      sproj_lanes_prefetch_avx2(pf, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m256i b10 = _mm256_add_epi32(base, su);
+    _mm256_storeu_si256((__m256i *)idx[0], base);
+    _mm256_storeu_si256((__m256i *)idx[1], b10);
+    _mm256_storeu_si256((__m256i *)idx[2], _mm256_add_epi32(base, sv));
+    _mm256_storeu_si256((__m256i *)idx[3], _mm256_add_epi32(b10, sv));
+    __m256 omu = _mm256_sub_ps(one, wu), omv = _mm256_sub_ps(one, wv);
+    _mm256_storeu_ps(w[0], _mm256_mul_ps(val, _mm256_mul_ps(omu, omv)));
+    _mm256_storeu_ps(w[1], _mm256_mul_ps(val, _mm256_mul_ps(wu, omv)));
+    _mm256_storeu_ps(w[2], _mm256_mul_ps(val, _mm256_mul_ps(omu, wv)));
+    _mm256_storeu_ps(w[3], _mm256_mul_ps(val, _mm256_mul_ps(wu, wv)));
+    m[0] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, v0)));
+    m[1] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u1, v0)));
+    m[2] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, v1)));
+    m[3] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u1, v1)));
+    sproj_lanes_scatter(out, 8, (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(active)), m, idx, w);
+    k = _mm256_add_epi32(k, i1);
+  }
+}
+
+/* The same for 16 lanes. */
+__attribute__((target("avx512f"))) static inline void sproj_lanes_back_avx512(struct sproj_out out,
+                                                                             const struct sproj_lanes *L, int steps)
+{
+  const __m512i count = _mm512_loadu_si512(L->count);
+  const __m512i sk = _mm512_loadu_si512(L->stride_k), su = _mm512_loadu_si512(L->stride_u);
+  const __m512i sv = _mm512_loadu_si512(L->stride_v);
+  const __m512i nu = _mm512_loadu_si512(L->nu), nv = _mm512_loadu_si512(L->nv);
+  const __m512i i1 = _mm512_set1_epi32(1), m1 = _mm512_set1_epi32(-1), m2 = _mm512_set1_epi32(-2);
+  const __m512i nu1 = _mm512_sub_epi32(nu, i1), nv1 = _mm512_sub_epi32(nv, i1);
+  const __m512 au = _mm512_loadu_ps(L->au), bu = _mm512_loadu_ps(L->bu);
+  const __m512 av = _mm512_loadu_ps(L->av), bv = _mm512_loadu_ps(L->bv);
+  const __m512 val = _mm512_loadu_ps(L->val), one = _mm512_set1_ps(1.0f);
+  const float *pf = out.f ? out.f : (const float *)out.q;
+  int idx[4][SPROJ_LANES_MAX];
+  float w[4][SPROJ_LANES_MAX];
+  unsigned m[4];
+  __m512i k = _mm512_loadu_si512(L->first);
+  for (int s = 0; s < steps; s++) {
+    __mmask16 active = _mm512_cmpgt_epi32_mask(count, _mm512_set1_epi32(s));
+    __m512 kf = _mm512_cvtepi32_ps(k);
+    __m512 fu = _mm512_add_ps(_mm512_mul_ps(kf, au), bu);
+    __m512 fv = _mm512_add_ps(_mm512_mul_ps(kf, av), bv);
+    __m512i iu = _mm512_cvttps_epi32(_mm512_roundscale_ps(fu, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512i iv = _mm512_cvttps_epi32(_mm512_roundscale_ps(fv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+    __m512 wu = _mm512_sub_ps(fu, _mm512_cvtepi32_ps(iu));
+    __m512 wv = _mm512_sub_ps(fv, _mm512_cvtepi32_ps(iv));
+    __mmask16 u0 = _mm512_cmpgt_epi32_mask(iu, m1) & _mm512_cmpgt_epi32_mask(nu, iu);
+    __mmask16 u1 = _mm512_cmpgt_epi32_mask(iu, m2) & _mm512_cmpgt_epi32_mask(nu1, iu);
+    __mmask16 v0 = _mm512_cmpgt_epi32_mask(iv, m1) & _mm512_cmpgt_epi32_mask(nv, iv);
+    __mmask16 v1 = _mm512_cmpgt_epi32_mask(iv, m2) & _mm512_cmpgt_epi32_mask(nv1, iv);
+    __m512i base = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, sk), _mm512_mullo_epi32(iu, su)),
+                                    _mm512_mullo_epi32(iv, sv));
+    if (out.f)
+      sproj_lanes_prefetch_avx512(pf, L, k, kf, au, bu, av, bv, sk, su, sv);
+    __m512i b10 = _mm512_add_epi32(base, su);
+    _mm512_storeu_si512(idx[0], base);
+    _mm512_storeu_si512(idx[1], b10);
+    _mm512_storeu_si512(idx[2], _mm512_add_epi32(base, sv));
+    _mm512_storeu_si512(idx[3], _mm512_add_epi32(b10, sv));
+    __m512 omu = _mm512_sub_ps(one, wu), omv = _mm512_sub_ps(one, wv);
+    _mm512_storeu_ps(w[0], _mm512_mul_ps(val, _mm512_mul_ps(omu, omv)));
+    _mm512_storeu_ps(w[1], _mm512_mul_ps(val, _mm512_mul_ps(wu, omv)));
+    _mm512_storeu_ps(w[2], _mm512_mul_ps(val, _mm512_mul_ps(omu, wv)));
+    _mm512_storeu_ps(w[3], _mm512_mul_ps(val, _mm512_mul_ps(wu, wv)));
+    m[0] = (unsigned)(u0 & v0);
+    m[1] = (unsigned)(u1 & v0);
+    m[2] = (unsigned)(u0 & v1);
+    m[3] = (unsigned)(u1 & v1);
+    sproj_lanes_scatter(out, 16, (unsigned)active, m, idx, w);
+    k = _mm512_add_epi32(k, i1);
+  }
+}
+
+
+/* LORs ordered together: the drivers prepare a block of up to this many LORs and give the lanes neighbours in
+ * space, not in input order (see sproj_lanes_sort). */
+#define SPROJ_LANES_BLOCK 32768
+/* Buckets of the order: principal axis x SPROJ_LANES_NU positions along u x SPROJ_LANES_NV along v. */
+#ifndef SPROJ_LANES_NU
+#define SPROJ_LANES_NU 256
+#endif
+#ifndef SPROJ_LANES_NV
+#define SPROJ_LANES_NV 16
+#endif
+#define SPROJ_LANES_KEYS (3 * SPROJ_LANES_NU * SPROJ_LANES_NV)
+
+/* Work space of one thread (about 2 MB: let each thread keep one). */
+struct sproj_lanes_work {
+  struct sproj_ray ray[SPROJ_LANES_BLOCK];
+  uint32_t order[SPROJ_LANES_BLOCK];
+  int32_t key[SPROJ_LANES_BLOCK];
+  uint32_t start[SPROJ_LANES_KEYS + 1];
+};
+
+/* Prepares LORs i < n (n <= SPROJ_LANES_BLOCK) and orders those that sample something (with a non-zero value when
+ * values is given) by where their line crosses the middle plane of the image along their principal axis: axis,
+ * then u, then v, in buckets of 1/SPROJ_LANES_NU of u and 1/SPROJ_LANES_NV of v (a counting sort). In a sinogram
+ * block the lanes then hold LORs that are neighbours in u and v (radial and axial neighbours alike), so the 16
+ * lanes of a step read a few cache lines instead of 16 to 32, and the next group reads mostly the same ones. A
+ * lane's result does not depend on its neighbours, so the order changes no forward bit. Returns how many LORs are
+ * in w->order. */
+static inline uint32_t sproj_lanes_sort(struct sproj_lanes_work *w, const struct sproj_geom *g, const float *xs,
+                                        const float *xe, uint32_t n, const float *values)
+{
+  uint32_t good = 0;
+  memset(w->start, 0, sizeof w->start);
+  for (uint32_t i = 0; i < n; i++) {
+    struct sproj_ray *r = &w->ray[i];
+    w->key[i] = -1;
+    if ((values && values[i] == 0.0f) || !sproj_ray_setup(xs + 3 * (size_t)i, xe + 3 * (size_t)i, g, r))
+      continue;
+    float km = 0.5f * (float)(g->n[r->axis] - 1);
+    float fu = km * r->au + r->bu, fv = km * r->av + r->bv;
+    /* the crossing may lie outside the image (the LOR ends before the middle): clamp into the buckets */
+    float bu = fminf(fmaxf(fu * ((float)SPROJ_LANES_NU / (float)r->nu), 0.0f), (float)(SPROJ_LANES_NU - 1));
+    float bv = fminf(fmaxf(fv * ((float)SPROJ_LANES_NV / (float)r->nv), 0.0f), (float)(SPROJ_LANES_NV - 1));
+    w->key[i] = (r->axis * SPROJ_LANES_NU + (int)bu) * SPROJ_LANES_NV + (int)bv;
+    w->start[w->key[i] + 1]++;
+    good++;
+  }
+  for (int q = 0; q < SPROJ_LANES_KEYS; q++)
+    w->start[q + 1] += w->start[q];
+  for (uint32_t i = 0; i < n; i++)
+    if (w->key[i] >= 0)
+      w->order[w->start[w->key[i]]++] = i;
+  return good;
+}
+
+/* values[i] = joseph3d_fwd_lor(img, g, xs + 3 i, xe + 3 i) for i < n, bit for bit, lanes (8: AVX2, 16: AVX-512F)
+ * LORs at a time. */
+static inline void sproj_lanes_fwd(struct sproj_lanes_work *w, const float *img, const struct sproj_geom *g,
+                                   const float *xs, const float *xe, uint32_t n, float *values, int lanes)
+{
+  struct sproj_lanes L;
+  float sums[SPROJ_LANES_MAX];
+  L.nvox = (unsigned)g->n[0] * (unsigned)g->n[1] * (unsigned)g->n[2];
+  for (uint32_t b0 = 0; b0 < n; b0 += SPROJ_LANES_BLOCK) {
+    uint32_t m = n - b0 < SPROJ_LANES_BLOCK ? n - b0 : SPROJ_LANES_BLOCK;
+    float *v = values + b0;
+    for (uint32_t i = 0; i < m; i++)
+      v[i] = 0.0f; /* what a LOR that samples nothing projects to */
+    uint32_t good = sproj_lanes_sort(w, g, xs + 3 * (size_t)b0, xe + 3 * (size_t)b0, m, NULL);
+    for (uint32_t s0 = 0; s0 < good; s0 += (uint32_t)lanes) {
+      int steps = 0;
+      for (int l = 0; l < lanes; l++) {
+        int c = s0 + l < good ? sproj_lanes_set(&L, l, &w->ray[w->order[s0 + l]]) : sproj_lanes_set(&L, l, NULL);
+        steps = c > steps ? c : steps;
+      }
+      if (lanes == 16)
+        sproj_lanes_fwd_avx512(img, &L, steps, sums);
+      else
+        sproj_lanes_fwd_avx2(img, &L, steps, sums);
+      for (int l = 0; l < lanes && s0 + l < good; l++)
+        v[w->order[s0 + l]] = sums[l] * L.cf[l];
+    }
+  }
+}
+
+/* joseph3d_back_lor for LORs i < n with values[i], lanes LORs at a time (8: AVX2, 16: AVX-512F). */
+static inline void sproj_lanes_back(struct sproj_lanes_work *w, struct sproj_out out, const struct sproj_geom *g,
+                                    const float *xs, const float *xe, uint32_t n, const float *values, int lanes)
+{
+  struct sproj_lanes L;
+  L.nvox = (unsigned)g->n[0] * (unsigned)g->n[1] * (unsigned)g->n[2];
+  for (uint32_t b0 = 0; b0 < n; b0 += SPROJ_LANES_BLOCK) {
+    uint32_t m = n - b0 < SPROJ_LANES_BLOCK ? n - b0 : SPROJ_LANES_BLOCK;
+    const float *v = values + b0;
+    uint32_t good = sproj_lanes_sort(w, g, xs + 3 * (size_t)b0, xe + 3 * (size_t)b0, m, v);
+    for (uint32_t s0 = 0; s0 < good; s0 += (uint32_t)lanes) {
+      int steps = 0;
+      for (int l = 0; l < lanes; l++) {
+        int c = 0;
+        if (s0 + l < good) {
+          uint32_t i = w->order[s0 + l];
+          c = sproj_lanes_set(&L, l, &w->ray[i]);
+          L.val[l] = w->ray[i].cf * v[i];
+        } else {
+          sproj_lanes_set(&L, l, NULL);
+        }
+        steps = c > steps ? c : steps;
+      }
+      if (lanes == 16)
+        sproj_lanes_back_avx512(out, &L, steps);
+      else
+        sproj_lanes_back_avx2(out, &L, steps);
+    }
+  }
+}
+
+#endif /* x86-64 */
+
+#endif /* SPROJ_JOSEPH3D_LANES_H */

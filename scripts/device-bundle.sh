@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds starproj (CUDA codelets for sm_90) into .device/build and copies the shared libraries a bare GPU machine
 # lacks (StarPU, hwloc, subunit, nifticlib, libpng) into .device/lib, so that .device can be carried to a lent GPU
-# machine.
+# machine. With StarPU-MPI installed it also copies libstarpumpi and downloads Debian's OpenMPI packages into
+# .device/debs, which `scripts/device-run.sh mpi` unpacks on a machine that has no MPI.
 # usage: scripts/device-bundle.sh [--prefix DIR]   (DIR: where install-deps.sh put StarPU, default /usr/local)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,16 @@ for lib in "$prefix/lib/libstarpu-1.4.so.9" /usr/lib/x86_64-linux-gnu/libhwloc.s
            /usr/lib/x86_64-linux-gnu/libznz.so.3 /usr/lib/x86_64-linux-gnu/libpng16.so.16; do
   cp -L "$lib" .device/lib/
 done
+if [ -f "$prefix/lib/libstarpumpi-1.4.so.3" ]; then
+  cp -L "$prefix/lib/libstarpumpi-1.4.so.3" .device/lib/
+  mkdir -p .device/debs
+  if ! ls .device/debs/openmpi-bin_*.deb >/dev/null 2>&1; then
+    (cd .device/debs && apt-get download -q openmpi-bin libopenmpi3 openmpi-common libpmix2 libevent-core-2.1-7 \
+      libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 libpsm2-2 libpsm-infinipath1 libnl-3-200 \
+      libnl-route-3-200 libmunge2 libnuma1 libpciaccess0 openssh-client >/dev/null 2>&1) ||
+      echo "device-bundle: could not download OpenMPI's packages (the mpi step will need an installed MPI)"
+  fi
+fi
 [ -x configure ] || ./autogen.sh >/dev/null
 cd .device/build
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"

@@ -6,6 +6,11 @@
 #   (default: tests demo bench bench-tof)
 #   bench-any: projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
 #   sweep:     the segment-viewgram jobs under several StarPU settings
+#   seg:       the segment-viewgram jobs with merged calls (default) and without (--no-merge)
+#   cpu:       CPU workers only (16), views 0-7: the SIMD lanes against the scalar code (SPROJ_CPU_ISA)
+#   mpi:       bench_mpi, 1 rank with every GPU against one rank per GPU (unpacks .device/debs when there is no
+#              mpirun)
+#   harness:   starproj-bench at full scale on the GPUs, the main policies ($HARNESS_SECONDS, default 300)
 #   ab:        bench_tof and the one-request non-TOF jobs, first with the library in .device/base (an older build
 #              copied there by hand: cp -L .device/build/.libs/libstarproj.so.0 .device/base/), then with this one
 set -uo pipefail
@@ -59,6 +64,42 @@ for step in $steps; do
           timeout 250 ./examples/bench_nontof --only none >"$out/ab_nontof_${lib%%/*}.log" 2>&1
         grep -E '^(fwd|back) ' "$out/ab_nontof_${lib%%/*}.log"
       done ;;
+    seg)
+      for v in "" "--no-merge"; do
+        timeout 150 ./examples/bench_nontof --only seg --repeats 3 $v >"$out/seg.log" 2>&1
+        echo "bench_nontof --only seg $v: exit $?"; grep -E '^(fwd|back) ' "$out/seg.log"
+      done ;;
+    cpu)
+      for isa in default scalar; do
+        env SPROJ_CPU_ISA=$([ $isa = default ] || echo $isa) STARPU_NCUDA=0 STARPU_NCPU=16 \
+          timeout 200 ./examples/bench_cpu --views 8 --repeats 3 >"$out/cpu_$isa.log" 2>&1
+        echo "bench_cpu --views 8 ($isa): exit $?"; grep -vE '^\s*$' "$out/cpu_$isa.log" | tail -n 6
+      done ;;
+    mpi)
+      if ! command -v mpirun >/dev/null 2>&1 && ls "$root"/.device/debs/*.deb >/dev/null 2>&1; then
+        for f in "$root"/.device/debs/*.deb; do dpkg -x "$f" /; done
+        ldconfig
+      fi
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+      ngpu=$(nvidia-smi -L | wc -l)
+      timeout 200 mpirun -np 1 --bind-to none ./examples/bench_mpi --scanner vision600 --devices gpu --reduce both \
+        --repeat 3 >"$out/mpi_1.log" 2>&1
+      echo "bench_mpi, 1 rank x $ngpu GPUs: exit $?"; grep -vE '^\s*$|^\[starpu' "$out/mpi_1.log" | tail -n 12
+      timeout 200 mpirun -np "$ngpu" --bind-to none -x STARPU_NCPU=3 -x LD_LIBRARY_PATH sh -c \
+        'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec ./examples/bench_mpi --scanner vision600 --devices gpu --reduce both --repeat 3' \
+        >"$out/mpi_n.log" 2>&1
+      echo "bench_mpi, $ngpu ranks x 1 GPU: exit $?"; grep -vE '^\s*$|^\[starpu' "$out/mpi_n.log" | tail -n 12 ;;
+    harness)
+      timeout "${HARNESS_SECONDS:-300}" ./starproj-bench --scale full \
+        --workloads "${HARNESS_WORKLOADS:-fwd-whole,back-whole,fwd-segvg,tof-sino,tof-lm,osem}" --scheds default,eager,lws,dmda,dmdas \
+        --workers gpu --repeats 2 --warmups 1 --calibration-runs 1 --output /tmp/harness >"$out/harness.log" 2>&1
+      echo "starproj-bench: exit $?"; tail -n 3 "$out/harness.log"
+      (cd /tmp/harness && tar czf "$out/harness.tgz" --exclude homes .) ;;
+    memdiag)
+      # output line by line, so that a run stopped by the timeout still shows how far it got
+      env STARPU_LIMIT_CUDA_MEM="${MEMDIAG_MB:-100}" timeout 90 stdbuf -oL ./examples/bench_nontof --only none \
+        --repeats 1 --warmups 1 >"$out/memdiag.log" 2>&1
+      echo "bench_nontof under STARPU_LIMIT_CUDA_MEM=${MEMDIAG_MB:-100}: exit $?"; grep -E '^#|^(fwd|back) 1' "$out/memdiag.log" ;;
     sweep)
       for cfg in "STARPU_NCPU=15" "STARPU_NCPU=0"; do
         echo "== $cfg"

@@ -260,6 +260,66 @@ static int check_args(const char *func, const struct request *rq, const sproj_im
 }
 
 
+/* ---- chunks held back: the pending lists of merged calls and of this thread's batch ---- */
+/* Chunks of one kind of request (projector, direction, image, vector, chunking and TOF parameters), in call order. */
+struct held {
+  struct request rq;
+  sproj_image *img;
+  sproj_proj *proj;
+  const sproj_chunks *chunks;
+  int *list;
+  int num, cap;
+};
+
+static int held_same(const struct held *h, const struct request *rq, const sproj_image *img, const sproj_proj *proj,
+                     const sproj_chunks *chunks)
+{
+  return h->rq.back == rq->back && h->rq.kind == rq->kind && h->rq.tof == rq->tof && h->img == img &&
+         h->proj == proj && h->chunks == chunks;
+}
+
+/* Makes h hold the kind of request given (keeping its list buffer, emptied). */
+static void held_set(struct held *h, const struct request *rq, sproj_image *img, sproj_proj *proj,
+                     const sproj_chunks *chunks)
+{
+  h->rq = *rq;
+  h->img = img;
+  h->proj = proj;
+  h->chunks = chunks;
+  h->num = 0;
+}
+
+static int held_append(const char *func, struct held *h, const int *list, int num)
+{
+  if (h->num + num > h->cap) {
+    int cap = 2 * (h->num + num);
+    int *l = realloc(h->list, (size_t)cap * sizeof *l);
+    if (!l)
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    h->list = l;
+    h->cap = cap;
+  }
+  memcpy(h->list + h->num, list, (size_t)num * sizeof *list);
+  h->num += num;
+  return SPROJ_OK;
+}
+
+/* Submits what h holds and empties it. */
+static int held_submit(const char *func, struct held *h)
+{
+  if (h->num == 0)
+    return SPROJ_OK;
+  int ret = submit(func, &h->rq, h->img, h->proj, h->chunks, h->list, h->num);
+  h->num = 0;
+  return ret;
+}
+
+static void held_free(struct held *h)
+{
+  free(h->list);
+  *h = (struct held){0};
+}
+
 /* ---- merging: calls that arrive while the workers are still busy with earlier ones ----
  * A framework that projects one viewgram per call makes thousands of small tasks, and StarPU's cost per task (about
  * 8 us of a CUDA worker's host thread, and as much again to submit it) then outweighs the kernels. A call whose
@@ -278,13 +338,8 @@ static int check_args(const char *func, const struct request *rq, const sproj_im
 struct merge_slot {
   int used;
   uint64_t last_use;
-  struct request rq;
-  sproj_image *img;
-  sproj_proj *proj;
-  const sproj_chunks *chunks;
-  int *list;
-  int num, cap;
-  int64_t lors;
+  struct held h;
+  int64_t lors;   /* LORs of the chunks held */
 };
 
 static struct {
@@ -318,28 +373,18 @@ static void count_task(void *lors)
     sem_post(&merge.wake);
 }
 
-static int same_request(const struct merge_slot *m, const struct request *rq, const sproj_image *img,
-                        const sproj_proj *proj, const sproj_chunks *chunks)
-{
-  return m->rq.back == rq->back && m->rq.kind == rq->kind && m->rq.tof == rq->tof && m->img == img &&
-         m->proj == proj && m->chunks == chunks;
-}
-
 /* Whether two requests touch the same data with a write on one side: then their order matters. */
 static int conflicts(const struct merge_slot *m, int back, const sproj_image *img, const sproj_proj *proj)
 {
-  if (m->proj == proj)
+  if (m->h.proj == proj)
     return 1; /* forward writes the vector, back projection reads it; two forwards write it */
-  return m->img == img && (m->rq.back || back);
+  return m->h.img == img && (m->h.rq.back || back);
 }
 
 /* Submits a slot's pending chunks (merge.lock held). */
 static int slot_flush(struct merge_slot *m)
 {
-  if (m->num == 0)
-    return SPROJ_OK;
-  int ret = submit("sproj_flush", &m->rq, m->img, m->proj, m->chunks, m->list, m->num);
-  m->num = 0;
+  int ret = held_submit("sproj_flush", &m->h);
   m->lors = 0;
   if (ret && !merge.error)
     merge.error = ret;
@@ -350,7 +395,7 @@ static void pending_update(void)
 {
   int any = 0;
   for (int i = 0; i < MERGE_SLOTS; i++)
-    any |= merge.slot[i].used && merge.slot[i].num > 0;
+    any |= merge.slot[i].used && merge.slot[i].h.num > 0;
   atomic_store(&merge.pending, any);
 }
 
@@ -427,7 +472,7 @@ int sproj_merge_stop(void)
   merge.running = 0;
   atomic_store(&merge.threshold, 0);
   for (int i = 0; i < MERGE_SLOTS; i++) {
-    free(merge.slot[i].list);
+    held_free(&merge.slot[i].h);
     merge.slot[i] = (struct merge_slot){0};
   }
   pthread_mutex_unlock(&merge.lock);
@@ -453,7 +498,7 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
         empty = m;
       continue;
     }
-    if (same_request(m, rq, img, proj, chunks))
+    if (held_same(&m->h, rq, img, proj, chunks))
       same = m;
     else if (conflicts(m, rq->back, img, proj))
       slot_flush(m); /* its failure is the next sync's; this call goes on */
@@ -466,22 +511,14 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
     lors += ch->count[list[i]];
   if (same && atomic_load(&merge.waiting) >= atomic_load(&merge.threshold) && atomic_load(&merge.threshold) > 0 &&
       chunks) {
-    if (same->num + num > same->cap) {
-      int cap = 2 * (same->num + num);
-      int *l = realloc(same->list, (size_t)cap * sizeof *l);
-      if (!l) {
-        pthread_mutex_unlock(&merge.lock);
-        return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-      }
-      same->list = l;
-      same->cap = cap;
+    if ((ret = held_append(func, &same->h, list, num))) {
+      pthread_mutex_unlock(&merge.lock);
+      return ret;
     }
-    memcpy(same->list + same->num, list, (size_t)num * sizeof *list);
-    same->num += num;
     same->lors += lors;
     same->last_use = ++merge.clock;
     atomic_store(&merge.pending, 1);
-    if (same->num >= MERGE_MAX_CHUNKS || same->lors >= sproj_rt.task_lors)
+    if (same->h.num >= MERGE_MAX_CHUNKS || same->lors >= sproj_rt.task_lors)
       slot_flush(same);
     pending_update();
     pthread_mutex_unlock(&merge.lock);
@@ -495,15 +532,9 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
     struct merge_slot *m = same ? same : empty ? empty : lru;
     if (m != same) {
       slot_flush(m);
-      int *keep = m->list, cap = m->cap;
-      *m = (struct merge_slot){0};
-      m->list = keep;
-      m->cap = cap;
+      held_set(&m->h, rq, img, proj, chunks);
       m->used = 1;
-      m->rq = *rq;
-      m->img = img;
-      m->proj = proj;
-      m->chunks = chunks;
+      m->lors = 0;
     }
     m->last_use = ++merge.clock;
   }
@@ -519,7 +550,7 @@ void sproj_merge_forget(const void *obj)
   pthread_mutex_lock(&merge.lock);
   for (int i = 0; i < MERGE_SLOTS; i++) {
     struct merge_slot *m = &merge.slot[i];
-    if (m->used && (m->img == obj || m->proj == obj || m->chunks == obj || m->rq.tof == obj)) {
+    if (m->used && (m->h.img == obj || m->h.proj == obj || m->h.chunks == obj || m->h.rq.tof == obj)) {
       slot_flush(m);
       m->used = 0;
     }
@@ -531,12 +562,7 @@ void sproj_merge_forget(const void *obj)
 /* ---- batches: this thread's requests collected until sproj_batch_end ---- */
 struct batch {
   int depth;
-  struct request rq;
-  sproj_image *img;
-  sproj_proj *proj;
-  const sproj_chunks *chunks;
-  int *list;
-  int num, cap;
+  struct held h;
 };
 static _Thread_local struct batch batch;
 
@@ -546,10 +572,7 @@ int sproj_flush_pending(void)
 {
   /* calls merged before this thread's batch began come first */
   int ret = merge_flush_all();
-  if (batch.num == 0)
-    return ret;
-  int r = submit("sproj_batch_end", &batch.rq, batch.img, batch.proj, batch.chunks, batch.list, batch.num);
-  batch.num = 0;
+  int r = held_submit("sproj_batch_end", &batch.h);
   return ret ? ret : r;
 }
 
@@ -558,24 +581,12 @@ static int batch_add(const char *func, const struct request *rq, sproj_image *im
                      const sproj_chunks *chunks, const int *list, int num)
 {
   int ret = SPROJ_OK;
-  if (batch.num > 0 && (batch.rq.back != rq->back || batch.rq.kind != rq->kind || batch.rq.tof != rq->tof ||
-                        batch.img != img || batch.proj != proj || batch.chunks != chunks))
+  if (batch.h.num > 0 && !held_same(&batch.h, rq, img, proj, chunks))
     ret = sproj_flush_pending();
-  if (batch.num + num > batch.cap) {
-    int cap = 2 * (batch.num + num);
-    int *l = realloc(batch.list, cap * sizeof *l);
-    if (!l)
-      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-    batch.list = l;
-    batch.cap = cap;
-  }
-  batch.rq = *rq;
-  batch.img = img;
-  batch.proj = proj;
-  batch.chunks = chunks;
-  for (int i = 0; i < num; i++)
-    batch.list[batch.num++] = list[i];
-  return ret;
+  if (batch.h.num == 0)
+    held_set(&batch.h, rq, img, proj, chunks);
+  int r = held_append(func, &batch.h, list, num);
+  return ret ? ret : r;
 }
 
 int sproj_batch_begin(void)
@@ -597,9 +608,7 @@ int sproj_batch_end(void)
   if (--batch.depth > 0)
     return SPROJ_OK;
   ret = sproj_flush_pending();
-  free(batch.list);
-  batch.list = NULL;
-  batch.cap = 0;
+  held_free(&batch.h);
   return ret;
 }
 

@@ -140,7 +140,6 @@ int sproj_image_unregister(sproj_image *img)
     return ret;
   if (!img)
     return SPROJ_OK;
-  sproj_merge_forget(img);
   /* finishes pending back projections (their reduction) and brings the value home */
   if (starpu_data_acquire(img->handle, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
@@ -195,7 +194,7 @@ sproj_starpu_handle sproj_image_handle(const sproj_image *img)
 {
   /* the caller may use the handle directly: what this thread collected must be in StarPU's order first */
   if (sproj_rt.initialized)
-    sproj_flush_pending();
+    sproj_flush_held();
   return img ? img->handle : NULL;
 }
 

@@ -39,17 +39,17 @@ extern struct sproj_runtime sproj_rt;
 
 /* SPROJ_OK if initialised, else records and returns SPROJ_ERR_NOT_INIT. */
 int sproj_check_init(const char *func);
-/* Submits what this thread's open batch holds (see sproj_batch_begin). */
+/* Submits what this thread's open batch holds (see sproj_batch_begin) and the calls merged while the workers were
+ * busy (submit.c). */
 int sproj_flush_pending(void);
-/* Merging of calls made while the workers are busy (submit.c): started by sproj_init, updated when the devices
- * change, stopped (after submitting what is pending) by sproj_shutdown; forget before an object is freed. */
-int sproj_merge_start(int enabled);
-void sproj_merge_update(int enabled);
-int sproj_merge_stop(void);
-void sproj_merge_forget(const void *obj);
+/* Work held back by the submission layer: it registers how to submit what it holds and how to stop (its helper
+ * thread) when it first holds something, so that the sync points and sproj_shutdown below it reach it without
+ * calling up. sproj_flush_held() runs the registered flush (SPROJ_OK when none). */
+void sproj_register_held(int (*flush)(void), int (*stop)(void));
+int sproj_flush_held(void);
 /* Whether some GPU that projections may run on has less memory (or a lower STARPU_LIMIT_CUDA_MEM) than bytes. */
 int sproj_gpu_memory_below(size_t bytes);
-/* sproj_check_init, then sproj_flush_pending: for every call that waits on, moves or frees data. */
+/* sproj_check_init, then sproj_flush_held: for every call that waits on, moves or frees data. */
 int sproj_check_init_flush(const char *func);
 /* Memory nodes named by a GPU argument: one node, or every GPU's. Returns the count or a negative error. */
 int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS]);

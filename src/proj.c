@@ -182,7 +182,6 @@ int sproj_proj_unregister(sproj_proj *proj)
     return ret;
   if (!proj)
     return SPROJ_OK;
-  sproj_merge_forget(proj);
   sproj_vec_fini(&proj->vec, 0);
   free(proj);
   sproj_count_object(-1);

@@ -51,10 +51,24 @@ int sproj_check_init(const char *func)
   return SPROJ_OK;
 }
 
+static int (*held_flush)(void), (*held_stop)(void);
+
+void sproj_register_held(int (*flush)(void), int (*stop)(void))
+{
+  __atomic_store_n(&held_stop, stop, __ATOMIC_RELEASE);
+  __atomic_store_n(&held_flush, flush, __ATOMIC_RELEASE);
+}
+
+int sproj_flush_held(void)
+{
+  int (*flush)(void) = __atomic_load_n(&held_flush, __ATOMIC_ACQUIRE);
+  return flush ? flush() : SPROJ_OK;
+}
+
 int sproj_check_init_flush(const char *func)
 {
   int ret = sproj_check_init(func);
-  return ret ? ret : sproj_flush_pending();
+  return ret ? ret : sproj_flush_held();
 }
 
 /* GPUs StarPU will drive if started with ncuda (-1: default), to pick a scheduler before starting it. */
@@ -107,8 +121,6 @@ static int check_sched_name(const char *name, const char *where)
   return sproj_fail(SPROJ_ERR_INVALID, "sproj_init", "unknown scheduler '%s' (%s); StarPU knows: %s", name, where,
                     known);
 }
-
-static void make_contexts_delete(void);
 
 /* One scheduling context per kind of worker: a task restricted to one kind is then scheduled among those workers
  * only, and the scheduler's per-task cost does not grow with the others. A scheduler the caller chose (config or
@@ -303,13 +315,6 @@ int sproj_init(const struct sproj_config *cfg)
   memset(worker_stats, 0, sizeof worker_stats);
   sproj_rt.reproducible = c.reproducible != 0;
   sproj_rt.merge_calls = c.merge_calls != 0;
-  if ((ret = sproj_merge_start(sproj_rt.merge_calls))) {
-    make_contexts_delete();
-    if (owns)
-      starpu_shutdown();
-    memset(&sproj_rt, 0, sizeof sproj_rt);
-    return SPROJ_FAIL(ret, "could not start the thread that submits merged calls");
-  }
   sproj_rt.initialized = 1;
 
   if (c.verbose)
@@ -350,8 +355,10 @@ int sproj_shutdown(void)
   int live = __atomic_load_n(&sproj_rt.live_objects, __ATOMIC_RELAXED);
   if (live > 0)
     return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d images, LOR sets or projection vectors are still registered", live);
-  if ((ret = sproj_merge_stop()))
+  int (*stop)(void) = __atomic_load_n(&held_stop, __ATOMIC_ACQUIRE);
+  if (stop && (ret = stop()))
     return ret;
+  sproj_register_held(NULL, NULL);
   wait_everything();
   make_contexts_delete();
   if (sproj_rt.owns_starpu)
@@ -417,10 +424,9 @@ int sproj_set_merge_calls(int on)
     return ret;
   if (on != 0 && on != 1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "on (%d) must be 0 or 1", on);
-  if ((ret = sproj_flush_pending()))
+  if ((ret = sproj_flush_held()))
     return ret;
-  sproj_rt.merge_calls = on;
-  sproj_merge_update(on);
+  __atomic_store_n(&sproj_rt.merge_calls, on, __ATOMIC_RELAXED);
   return SPROJ_OK;
 }
 
@@ -482,7 +488,6 @@ int sproj_set_devices(unsigned device_mask)
                       sproj_rt.ncpu, sproj_rt.ngpus);
   sproj_rt.where = where;
   sproj_rt.ctx = where == STARPU_CUDA ? sproj_rt.ctx_gpu : where == STARPU_CPU ? sproj_rt.ctx_cpu : 0;
-  sproj_merge_update(sproj_rt.merge_calls);
   return SPROJ_OK;
 }
 

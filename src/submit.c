@@ -352,7 +352,8 @@ static struct {
   atomic_int pending;     /* some slot holds chunks */
   sem_t wake;
   pthread_t flusher;
-  int running;
+  int running;            /* the helper thread runs */
+  int started;            /* registered with the runtime since sproj_init (merge_stop clears it) */
 } merge = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void task_queued(int delta)
@@ -399,12 +400,16 @@ static void pending_update(void)
   atomic_store(&merge.pending, any);
 }
 
+/* Submits every pending list and forgets which calls came before: after a sync the next call is submitted at once
+ * (every object is freed only after a sync, so no slot outlives what it names). */
 static int merge_flush_all(void)
 {
   pthread_mutex_lock(&merge.lock);
   for (int i = 0; i < MERGE_SLOTS; i++)
-    if (merge.slot[i].used)
+    if (merge.slot[i].used) {
       slot_flush(&merge.slot[i]);
+      merge.slot[i].used = 0;
+    }
   atomic_store(&merge.pending, 0);
   int ret = merge.error;
   merge.error = 0;
@@ -432,41 +437,23 @@ static void *flusher_main(void *unused)
   }
 }
 
-void sproj_merge_update(int enabled)
+/* Merge while at least two projection tasks per worker that may run them wait (0: merging off). */
+static int merge_threshold(void)
 {
+  if (!__atomic_load_n(&sproj_rt.merge_calls, __ATOMIC_RELAXED) || !merge.running)
+    return 0;
   int workers = 0;
   if (sproj_rt.where & STARPU_CPU)
     workers += sproj_rt.ncpu;
   if (sproj_rt.where & STARPU_CUDA)
     workers += (int)starpu_cuda_worker_get_count();
-  atomic_store(&merge.threshold, enabled && merge.running ? 2 * (workers > 0 ? workers : 1) : 0);
+  return 2 * (workers > 0 ? workers : 1);
 }
 
-int sproj_merge_start(int enabled)
+/* Submits what is held, forgets the slots, stops the helper thread: sproj_shutdown, through sproj_register_held. */
+static int merge_stop(void)
 {
-  pthread_mutex_lock(&merge.lock);
-  memset(merge.slot, 0, sizeof merge.slot);
-  merge.error = 0;
-  atomic_store(&merge.waiting, 0);
-  atomic_store(&merge.pending, 0);
-  int ret = SPROJ_OK;
-  if (!merge.running) {
-    if (sem_init(&merge.wake, 0, 0) != 0)
-      ret = SPROJ_ERR_NOMEM;
-    else if (pthread_create(&merge.flusher, NULL, flusher_main, NULL) != 0) {
-      sem_destroy(&merge.wake);
-      ret = SPROJ_ERR_NOMEM;
-    } else
-      merge.running = 1;
-  }
-  pthread_mutex_unlock(&merge.lock);
-  sproj_merge_update(enabled);
-  return ret;
-}
-
-int sproj_merge_stop(void)
-{
-  int ret = merge_flush_all();
+  int ret = sproj_flush_pending();
   pthread_mutex_lock(&merge.lock);
   int running = merge.running;
   merge.running = 0;
@@ -475,6 +462,7 @@ int sproj_merge_stop(void)
     held_free(&merge.slot[i].h);
     merge.slot[i] = (struct merge_slot){0};
   }
+  merge.started = 0;
   pthread_mutex_unlock(&merge.lock);
   if (running) {
     sem_post(&merge.wake);
@@ -484,11 +472,34 @@ int sproj_merge_stop(void)
   return ret;
 }
 
+/* Registers the flush and the stop with the runtime and starts the helper thread, once per sproj_init (merge.lock
+ * held). Without the thread, calls are submitted at once. */
+static void merge_start_locked(void)
+{
+  if (merge.started)
+    return;
+  merge.started = 1;
+  merge.error = 0;
+  atomic_store(&merge.pending, 0);
+  atomic_store(&merge.waiting, 0);
+  sproj_register_held(sproj_flush_pending, merge_stop);
+  if (sem_init(&merge.wake, 0, 0) != 0)
+    return;
+  if (pthread_create(&merge.flusher, NULL, flusher_main, NULL) != 0) {
+    sem_destroy(&merge.wake);
+    return;
+  }
+  merge.running = 1;
+}
+
 /* Submits validated chunks at once or, while the workers are busy, adds them to a matching pending list. */
 static int merge_request(const char *func, const struct request *rq, sproj_image *img, sproj_proj *proj,
                          const sproj_chunks *chunks, const int *list, int num)
 {
   pthread_mutex_lock(&merge.lock);
+  merge_start_locked();
+  int threshold = merge_threshold();
+  atomic_store(&merge.threshold, threshold);
   struct merge_slot *same = NULL, *lru = NULL, *empty = NULL;
   int ret = SPROJ_OK;
   for (int i = 0; i < MERGE_SLOTS; i++) {
@@ -509,8 +520,7 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
   const sproj_chunks *ch = chunks ? chunks : NULL;
   for (int i = 0; i < num && ch; i++)
     lors += ch->count[list[i]];
-  if (same && atomic_load(&merge.waiting) >= atomic_load(&merge.threshold) && atomic_load(&merge.threshold) > 0 &&
-      chunks) {
+  if (same && threshold > 0 && atomic_load(&merge.waiting) >= threshold && chunks) {
     if ((ret = held_append(func, &same->h, list, num))) {
       pthread_mutex_unlock(&merge.lock);
       return ret;
@@ -528,7 +538,7 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
   if (same)
     slot_flush(same);
   ret = submit(func, rq, img, proj, chunks, list, num);
-  if (!ret && chunks && atomic_load(&merge.threshold) > 0) {
+  if (!ret && chunks && threshold > 0) {
     struct merge_slot *m = same ? same : empty ? empty : lru;
     if (m != same) {
       slot_flush(m);
@@ -541,22 +551,6 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
   pending_update();
   pthread_mutex_unlock(&merge.lock);
   return ret;
-}
-
-/* Forgets pending lists and remembered requests that name obj (an image, vector or chunking about to be freed),
- * after submitting them. */
-void sproj_merge_forget(const void *obj)
-{
-  pthread_mutex_lock(&merge.lock);
-  for (int i = 0; i < MERGE_SLOTS; i++) {
-    struct merge_slot *m = &merge.slot[i];
-    if (m->used && (m->h.img == obj || m->h.proj == obj || m->h.chunks == obj || m->h.rq.tof == obj)) {
-      slot_flush(m);
-      m->used = 0;
-    }
-  }
-  pending_update();
-  pthread_mutex_unlock(&merge.lock);
 }
 
 /* ---- batches: this thread's requests collected until sproj_batch_end ---- */
@@ -594,6 +588,10 @@ int sproj_batch_begin(void)
   int ret = sproj_check_init(__func__);
   if (ret)
     return ret;
+  /* what the batch collects must reach the runtime's sync points */
+  pthread_mutex_lock(&merge.lock);
+  merge_start_locked();
+  pthread_mutex_unlock(&merge.lock);
   batch.depth++;
   return SPROJ_OK;
 }

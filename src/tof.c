@@ -95,7 +95,6 @@ int sproj_tof_unregister(sproj_tof *tof)
     return ret;
   if (!tof)
     return SPROJ_OK;
-  sproj_merge_forget(tof);
   struct sproj_vec *vecs[2] = {tof->sigma, tof->center_offset};
   for (int i = 0; i < 2; i++)
     if (vecs[i]) {

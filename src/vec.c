@@ -5,6 +5,41 @@
 #include <stdlib.h>
 #include "internal.h"
 
+/* StarPU filter: child id is piece id of the chunking passed in filter_arg_ptr (any vector elemsize). */
+static void piece_filter(void *father_interface, void *child_interface, struct starpu_data_filter *f, unsigned id,
+                         unsigned nparts)
+{
+  (void)nparts;
+  const struct sproj_chunks *ch = f->filter_arg_ptr;
+  struct starpu_vector_interface *father = father_interface, *child = child_interface;
+  size_t offset = (size_t)ch->piece_first[id] * father->elemsize;
+  child->id = father->id;
+  child->nx = ch->piece_len[id];
+  child->elemsize = father->elemsize;
+  child->allocsize = (size_t)child->nx * father->elemsize;
+  if (father->dev_handle) {
+    if (father->ptr)
+      child->ptr = father->ptr + offset;
+    child->offset = father->offset + offset;
+    child->dev_handle = father->dev_handle;
+  }
+}
+
+int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children)
+{
+  starpu_data_handle_t *c = calloc(ch->npieces, sizeof *c);
+  if (!c)
+    return SPROJ_ERR_NOMEM;
+  struct starpu_data_filter f = {
+    .filter_func = piece_filter,
+    .nchildren = ch->npieces,
+    .filter_arg_ptr = (void *)ch,
+  };
+  starpu_data_partition_plan(handle, &f, c);
+  *children = c;
+  return SPROJ_OK;
+}
+
 int sproj_vec_init(struct sproj_vec *v, sproj_lors *lors, starpu_data_handle_t handle, int owns, int readonly,
                    int own)
 {

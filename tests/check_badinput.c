@@ -211,6 +211,8 @@ static void not_init_barrage(void)
   BAD(sproj_worker_stats(0, &st), NI, "sproj_worker_stats");
   BAD(sproj_stats_reset(), NI, "sproj_stats_reset");
   BAD(sproj_wait_all(), NI, "sproj_wait_all");
+  BAD(sproj_flush(), NI, "sproj_flush");
+  BAD(sproj_set_merge_calls(1), NI, "sproj_set_merge_calls");
   BAD(sproj_batch_begin(), NI, "sproj_batch_begin");
   BAD(sproj_batch_end(), NI, "sproj_batch_end");
   BAD(sproj_malloc_pinned(&p, 64), NI, "sproj_malloc_pinned");
@@ -354,6 +356,9 @@ START_TEST(test_before_init)
   sproj_config_init(&cfg);
   cfg.reproducible = 7;
   BAD(sproj_init(&cfg), SPROJ_ERR_INVALID, "sproj_init");
+  sproj_config_init(&cfg);
+  cfg.merge_calls = 2;
+  BAD(sproj_init(&cfg), SPROJ_ERR_INVALID, "sproj_init");
   ck_assert_ptr_null(sproj_scheduler_name());
 }
 END_TEST
@@ -401,6 +406,10 @@ START_TEST(test_runtime)
   for (size_t i = 0; i < sizeof bad_lors / sizeof bad_lors[0]; i++)
     BAD(sproj_set_task_lors(bad_lors[i]), SPROJ_ERR_RANGE, "sproj_set_task_lors");
   ck_assert_int_eq(sproj_get_task_lors(), task_lors);
+  const int bad_merge[] = {INT_MIN, -1, 2, INT_MAX};
+  for (size_t i = 0; i < sizeof bad_merge / sizeof bad_merge[0]; i++)
+    BAD(sproj_set_merge_calls(bad_merge[i]), SPROJ_ERR_INVALID, "sproj_set_merge_calls");
+  ck_assert_int_eq(sproj_flush(), SPROJ_OK);
   const unsigned bad_masks[] = {0, 4, 5, 7, 0x80000000u, UINT_MAX};
   for (size_t i = 0; i < sizeof bad_masks / sizeof bad_masks[0]; i++)
     BAD(sproj_set_devices(bad_masks[i]), SPROJ_ERR_INVALID, "sproj_set_devices");

@@ -245,7 +245,7 @@ static void op_project(struct state *s, struct reader *r)
 
 static void op_misc(struct state *s, struct reader *r, int *batch_depth)
 {
-  uint8_t what = u8(r) % 6;
+  uint8_t what = u8(r) % 8;
   if (what == 0 && *batch_depth < 3 && sproj_batch_begin() == SPROJ_OK)
     (*batch_depth)++;
   else if (what == 1 && *batch_depth > 0) {
@@ -261,6 +261,10 @@ static void op_misc(struct state *s, struct reader *r, int *batch_depth)
     sproj_lors_upload(pick_lors(s, r), ch, (int)(int8_t)u8(r) % 4, (int)(int8_t)u8(r) % 3);
   } else if (what == 5) {
     sproj_set_task_lors(any_int64(r));
+  } else if (what == 6) {
+    sproj_set_merge_calls((int)(int8_t)u8(r) % 3);
+  } else if (what == 7) {
+    sproj_flush();
   }
 }
 
@@ -295,6 +299,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   while (batch_depth-- > 0)
     sproj_batch_end();
   sproj_set_task_lors(0);
+  must(sproj_set_merge_calls(1) == SPROJ_OK);
   /* everything registered comes back: dependants first */
   for (int i = 0; i < s.nproj; i++) {
     must(sproj_proj_unregister(s.proj[i]) == SPROJ_OK);

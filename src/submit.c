@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -346,7 +347,8 @@ static struct {
   pthread_mutex_t lock;
   struct merge_slot slot[MERGE_SLOTS];
   uint64_t clock;
-  int error;              /* a deferred submission's status, for the next sync */
+  int error;              /* a deferred submission's status and message, for the next sync */
+  char message[256];
   atomic_int waiting;     /* projection tasks submitted and not yet taken by a worker */
   atomic_int threshold;   /* merge while waiting >= threshold; 0: merging off */
   atomic_int pending;     /* some slot holds chunks */
@@ -387,8 +389,10 @@ static int slot_flush(struct merge_slot *m)
 {
   int ret = held_submit("sproj_flush", &m->h);
   m->lors = 0;
-  if (ret && !merge.error)
+  if (ret && !merge.error) {
     merge.error = ret;
+    snprintf(merge.message, sizeof merge.message, "%s", sproj_last_error());
+  }
   return ret;
 }
 
@@ -413,6 +417,8 @@ static int merge_flush_all(void)
   atomic_store(&merge.pending, 0);
   int ret = merge.error;
   merge.error = 0;
+  if (ret)
+    sproj_fail(ret, "sproj_flush", "a merged call could not be submitted: %s", merge.message);
   pthread_mutex_unlock(&merge.lock);
   return ret;
 }

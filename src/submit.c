@@ -537,6 +537,10 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
     if (same->h.num >= MERGE_MAX_CHUNKS || same->lors >= sproj_rt.task_lors)
       slot_flush(same);
     pending_update();
+    /* A worker that took the last waiting task before `pending` was set saw nothing to wake the helper for; the
+     * queue it left is seen here (both flags are sequentially consistent), so one of the two always wakes it. */
+    if (atomic_load(&merge.pending) && atomic_load(&merge.waiting) < threshold)
+      sem_post(&merge.wake);
     pthread_mutex_unlock(&merge.lock);
     return SPROJ_OK;
   }

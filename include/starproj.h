@@ -101,7 +101,9 @@ struct sproj_config {
                         * worker still wait is merged with the calls after it into tasks of the usual size,
                         * submitted as soon as the queue runs low or at the next call that waits on, moves or
                         * frees data; code that submits its own StarPU tasks on starproj's handles calls
-                        * sproj_flush() first. 0: every call becomes tasks at once. */
+                        * sproj_flush() first. Back projections into a reproducible image are never merged
+                        * (their bits depend on how the LORs are split into calls, not on timing).
+                        * 0: every call becomes tasks at once. */
 };
 
 /* Fills cfg with the defaults (-1 / NULL / 0). */

@@ -526,7 +526,10 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
   const sproj_chunks *ch = chunks ? chunks : NULL;
   for (int i = 0; i < num && ch; i++)
     lors += ch->count[list[i]];
-  if (same && threshold > 0 && atomic_load(&merge.waiting) >= threshold && chunks) {
+  /* A reproducible image's back projections are summed exactly within a call, then added to the image in float
+   * once per call: merging calls would make that rounding depend on timing, so they are never merged. */
+  int mergeable = chunks && !(rq->back && img->reproducible);
+  if (same && threshold > 0 && atomic_load(&merge.waiting) >= threshold && mergeable) {
     if ((ret = held_append(func, &same->h, list, num))) {
       pthread_mutex_unlock(&merge.lock);
       return ret;
@@ -548,7 +551,7 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
   if (same)
     slot_flush(same);
   ret = submit(func, rq, img, proj, chunks, list, num);
-  if (!ret && chunks && threshold > 0) {
+  if (!ret && mergeable && threshold > 0) {
     struct merge_slot *m = same ? same : empty ? empty : lru;
     if (m != same) {
       slot_flush(m);

@@ -470,7 +470,8 @@ static void gpu_model(char *out, size_t n)
 }
 
 /* Prints the worker and transfer lines, then the record line of one run, to stdout (read by the driver). */
-static void emit(const char *phase, int repeat, double makespan, double submit_s, double ca, double cb, double tol)
+static void emit(const char *phase, int repeat, double makespan, double submit_s, double done_s, double ca, double cb,
+                 double tol)
 {
   unsigned nw = starpu_worker_get_count();
   double busy_cpu = 0, busy_gpu = 0, max_busy = 0, util = 0, sleeping = 0;
@@ -528,10 +529,10 @@ static void emit(const char *phase, int repeat, double makespan, double submit_s
          "repeat=%d\tncpu_workers=%d\tncuda_workers=%d\tngpus=%d\tmakespan_s=%.6f\tsubmit_s=%.6f\tbusy_cpu_s=%.6f\t"
          "busy_gpu_s=%.6f\tmax_worker_busy_s=%.6f\tmean_utilisation=%.4f\tsleeping_s=%.6f\ttasks_cpu=%lld\t"
          "tasks_gpu=%lld\tbytes_moved=%lld\tbytes_h2d=%lld\tbytes_d2h=%lld\tbytes_d2d=%lld\tpeak_gpu_mem_bytes=%zu\t"
-         "checksum_a=%.17g\tchecksum_b=%.17g\tchecksum_tol=%g\n",
+         "checksum_a=%.17g\tchecksum_b=%.17g\tchecksum_tol=%g\tdone_s=%.6f\n",
          host, cpu, gpu, maj, min, rel, sproj_scheduler_name(), phase, repeat, ncpu, ncuda, sproj_num_gpus(),
          makespan, submit_s, busy_cpu, busy_gpu, max_busy, nw ? util / nw : 0.0, sleeping, tasks_cpu, tasks_gpu,
-         moved, h2d, d2h, d2d, peak, ca, cb, tol);
+         moved, h2d, d2h, d2d, peak, ca, cb, tol, done_s);
   fflush(stdout);
 }
 
@@ -546,7 +547,7 @@ static void reset_counters(void)
   memset(sampler.peak, 0, sizeof sampler.peak);
 }
 
-static void timed_run(double *makespan, double *submit_s)
+static void timed_run(double *makespan, double *submit_s, double *done_s)
 {
   prepare();
   CHECK(sproj_wait_all());
@@ -556,6 +557,8 @@ static void timed_run(double *makespan, double *submit_s)
   double t0 = now();
   submit();
   double t1 = now();
+  CHECK(sproj_wait_all());
+  double td = now();
   finish();
   double t2 = now();
   if (sampling) {
@@ -564,6 +567,7 @@ static void timed_run(double *makespan, double *submit_s)
   }
   *makespan = t2 - t0;
   *submit_s = t1 - t0;
+  *done_s = td - t0;
 }
 
 /* One configuration: the environment (STARPU_SCHED, STARPU_NCPU, ...) was set by the driver. */
@@ -598,18 +602,18 @@ static int child_main(const char *workload, const char *scale, const char *set, 
   setup();
 
   /* the check run: the results every policy must agree on, computed before any time counts */
-  double mk, sub, ca, cb, tol;
-  timed_run(&mk, &sub);
+  double mk, sub, done, ca, cb, tol;
+  timed_run(&mk, &sub, &done);
   checksums(&ca, &cb, &tol);
   if (!isfinite(ca) || !isfinite(cb)) {
     fprintf(stderr, PROG ": %s gave non-finite results\n", workload);
     return 1;
   }
   for (int r = 0; r < warmups; r++)
-    timed_run(&mk, &sub);
+    timed_run(&mk, &sub, &done);
   for (int r = 0; r < repeats; r++) {
-    timed_run(&mk, &sub);
-    emit(phase, r, mk, sub, ca, cb, tol);
+    timed_run(&mk, &sub, &done);
+    emit(phase, r, mk, sub, done, ca, cb, tol);
   }
 
   CHECK(sproj_wait_all());
@@ -760,12 +764,13 @@ static const char *csv_columns[] = {
   "host", "cpu_model", "gpu_model", "starpu_version", "scale", "workload", "policy", "policy_resolved", "worker_set",
   "phase", "repeat", "status", "ncpu_workers", "ncuda_workers", "ngpus", "makespan_s", "submit_s", "busy_cpu_s",
   "busy_gpu_s", "max_worker_busy_s", "mean_utilisation", "sleeping_s", "tasks_cpu", "tasks_gpu", "bytes_moved",
-  "bytes_h2d", "bytes_d2h", "bytes_d2d", "peak_gpu_mem_bytes", "checksum_a", "checksum_b", "checksum_tol", "check"};
+  "bytes_h2d", "bytes_d2h", "bytes_d2d", "peak_gpu_mem_bytes", "checksum_a", "checksum_b", "checksum_tol", "check",
+  "done_s"};
 #define NUM_COLUMNS (int)(sizeof csv_columns / sizeof *csv_columns)
 /* columns written as strings in JSON; the others are numbers (or null when empty) */
 static int string_column(int c)
 {
-  return c <= 9 || c == 11 || c == NUM_COLUMNS - 1;
+  return c <= 9 || c == 11 || !strcmp(csv_columns[c], "check");
 }
 
 struct record {

@@ -50,7 +50,7 @@ for f in results.csv results.jsonl workers.csv transfers.csv; do [ -s "$out/$f" 
 cols="host,cpu_model,gpu_model,starpu_version,scale,workload,policy,policy_resolved,worker_set,phase,repeat,status,\
 ncpu_workers,ncuda_workers,ngpus,makespan_s,submit_s,busy_cpu_s,busy_gpu_s,max_worker_busy_s,mean_utilisation,\
 sleeping_s,tasks_cpu,tasks_gpu,bytes_moved,bytes_h2d,bytes_d2h,bytes_d2d,peak_gpu_mem_bytes,checksum_a,checksum_b,\
-checksum_tol,check"
+checksum_tol,check,done_s"
 [ "$(head -n 1 "$out/results.csv")" = "$cols" ] && ok || ko "results.csv header: $(head -n 1 "$out/results.csv")"
 [ "$(head -n 1 "$out/workers.csv")" = "scale,workload,policy,worker_set,phase,repeat,worker,name,kind,executing_s,\
 idle_s,sleeping_s,waiting_s,total_s,tasks" ] && ok || ko "workers.csv header"
@@ -59,7 +59,7 @@ dst_kind,bytes,transfers" ] && ok || ko "transfers.csv header"
 
 # 14 workloads x 3 policies x 2 repeats measured, dmda's 2 calibration runs per workload (memlimit is skipped without
 # GPUs: one record per policy); every record has every column
-awk -F, -v n=33 'NR > 1 && NF != n { bad++ } END { exit bad > 0 }' "$out/results.csv" && ok || ko "rows of the wrong width"
+awk -F, -v n=34 'NR > 1 && NF != n { bad++ } END { exit bad > 0 }' "$out/results.csv" && ok || ko "rows of the wrong width"
 measured=$(awk -F, '$10 == "measure" && $12 == "ok"' "$out/results.csv" | wc -l)
 [ "$measured" -eq 78 ] && ok || ko "$measured measured records, expected 13 workloads x 3 policies x 2 repeats = 78"
 calib=$(awk -F, '$10 == "calibrate" && $12 == "ok"' "$out/results.csv" | wc -l)
@@ -69,11 +69,12 @@ skipped=$(awk -F, '$12 ~ /^skipped/' "$out/results.csv" | wc -l)
 failed=$(awk -F, 'NR > 1 && $12 != "ok" && $12 !~ /^skipped/' "$out/results.csv" | wc -l)
 [ "$failed" -eq 0 ] && ok || ko "$failed records did not run"
 
-# values: makespan > 0, submission within the makespan, every worker's busy time within the makespan (1 ms of slack:
+# values: makespan > 0, submission within the makespan, tasks done between the two, every worker's busy time within the makespan (1 ms of slack:
 # StarPU's profiling clock is read apart from ours), utilisation in [0, 1], byte counts >= 0, no GPU memory without
 # GPUs, 2 CPU workers at most (the machine's cores), tasks executed
 awk -F, 'NR > 1 && $12 == "ok" {
   if (!($16 > 0) || $17 > $16 + 1e-3 || $20 > $16 + 1e-3 || $21 < 0 || $21 > 1.01) { print "times: " $0; bad++ }
+  if ($34 < $17 - 1e-3 || $34 > $16 + 1e-3) { print "done_s outside submit_s .. makespan_s: " $0; bad++ }
   if ($25 < 0 || $26 < 0 || $27 < 0 || $28 < 0 || $29 != 0) { print "bytes: " $0; bad++ }
   if ($13 < 1 || $14 != 0 || $23 < 1) { print "workers: " $0; bad++ }
 } END { exit bad > 0 }' "$out/results.csv" && ok || ko "inconsistent values in results.csv"

@@ -73,99 +73,175 @@ static inline int sproj_lanes_set(struct sproj_lanes *L, int l, const struct spr
 #define SPROJ_LANES_PREFETCH 6
 #endif
 
-/* The prefetch of both rows of plane k + SPROJ_LANES_PREFETCH; offsets are clamped into the image (a prefetch
- * never faults, but the address must stay a pointer into the image). */
-__attribute__((target("avx2"))) static inline void sproj_lanes_prefetch_avx2(const float *img,
-                                                                            const struct sproj_lanes *L, __m256i k,
-                                                                            __m256 kf, __m256 au, __m256 bu,
-                                                                            __m256 av, __m256 bv, __m256i sk,
-                                                                            __m256i su, __m256i sv)
+/* One group of lanes stepping through its planes, 8 lanes (AVX2): the rays' fixed values, and per plane the
+ * corners every projector needs. The forward and back projections differ only in what they do with a plane. */
+struct sproj_lanes8 {
+  __m256i count, sk, su, sv, nu, nv, nu1, nv1;
+  __m256 au, bu, av, bv;
+  __m256i last; /* the image's last element, for prefetch addresses */
+};
+struct sproj_plane8 {
+  __m256i active;          /* lanes with a sample in this step */
+  __m256i base, b10, u0, u1, v0, v1; /* corner (u0, v0)'s element and b10 = (u1, v0)'s; which corners are inside */
+  __m256 wu, wv;           /* fractional parts along u and v */
+};
+
+__attribute__((target("avx2"))) static inline struct sproj_lanes8 sproj_lanes8_load(const struct sproj_lanes *L)
 {
-  const __m256i last = _mm256_set1_epi32((int)L->nvox - 1);
-  __m256 kd = _mm256_add_ps(kf, _mm256_set1_ps((float)SPROJ_LANES_PREFETCH));
-  __m256i ju = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, au), bu));
-  __m256i jv = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, av), bv));
-  __m256i kk = _mm256_add_epi32(k, _mm256_set1_epi32(SPROJ_LANES_PREFETCH));
-  __m256i p = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(kk, sk), _mm256_mullo_epi32(ju, su)),
-                               _mm256_mullo_epi32(jv, sv));
-  int a[8], b[8];
-  _mm256_storeu_si256((__m256i *)a, _mm256_min_epu32(p, last));
-  _mm256_storeu_si256((__m256i *)b, _mm256_min_epu32(_mm256_add_epi32(p, su), last));
-  for (int l = 0; l < 8; l++) {
-    __builtin_prefetch(img + a[l]);
-    __builtin_prefetch(img + b[l]);
-  }
+  struct sproj_lanes8 c;
+  const __m256i i1 = _mm256_set1_epi32(1);
+  c.count = _mm256_loadu_si256((const __m256i *)L->count);
+  c.sk = _mm256_loadu_si256((const __m256i *)L->stride_k);
+  c.su = _mm256_loadu_si256((const __m256i *)L->stride_u);
+  c.sv = _mm256_loadu_si256((const __m256i *)L->stride_v);
+  c.nu = _mm256_loadu_si256((const __m256i *)L->nu);
+  c.nv = _mm256_loadu_si256((const __m256i *)L->nv);
+  c.nu1 = _mm256_sub_epi32(c.nu, i1);
+  c.nv1 = _mm256_sub_epi32(c.nv, i1);
+  c.au = _mm256_loadu_ps(L->au);
+  c.bu = _mm256_loadu_ps(L->bu);
+  c.av = _mm256_loadu_ps(L->av);
+  c.bv = _mm256_loadu_ps(L->bv);
+  c.last = _mm256_set1_epi32((int)L->nvox - 1);
+  return c;
 }
 
-__attribute__((target("avx512f"))) static inline void sproj_lanes_prefetch_avx512(const float *img,
-                                                                                  const struct sproj_lanes *L,
-                                                                                  __m512i k, __m512 kf, __m512 au,
-                                                                                  __m512 bu, __m512 av, __m512 bv,
-                                                                                  __m512i sk, __m512i su, __m512i sv)
+/* Step s at planes k: the scalar sproj_ray_corners' values, lane by lane (the same float operations). With img,
+ * asks the cache for both rows of the plane SPROJ_LANES_PREFETCH ahead (offsets clamped into the image: a prefetch
+ * never faults, but the address must stay a pointer into the image). */
+__attribute__((target("avx2"))) static inline struct sproj_plane8 sproj_lanes8_plane(const struct sproj_lanes8 *c,
+                                                                                    __m256i k, int s,
+                                                                                    const float *img)
 {
-  const __m512i last = _mm512_set1_epi32((int)L->nvox - 1);
-  __m512 kd = _mm512_add_ps(kf, _mm512_set1_ps((float)SPROJ_LANES_PREFETCH));
-  __m512i ju = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, au), bu));
-  __m512i jv = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, av), bv));
-  __m512i kk = _mm512_add_epi32(k, _mm512_set1_epi32(SPROJ_LANES_PREFETCH));
-  __m512i p = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(kk, sk), _mm512_mullo_epi32(ju, su)),
-                               _mm512_mullo_epi32(jv, sv));
-  int a[16], b[16];
-  _mm512_storeu_si512(a, _mm512_min_epu32(p, last));
-  _mm512_storeu_si512(b, _mm512_min_epu32(_mm512_add_epi32(p, su), last));
-  for (int l = 0; l < 16; l++) {
-    __builtin_prefetch(img + a[l]);
-    __builtin_prefetch(img + b[l]);
+  struct sproj_plane8 p;
+  const __m256i m1 = _mm256_set1_epi32(-1), m2 = _mm256_set1_epi32(-2);
+  p.active = _mm256_cmpgt_epi32(c->count, _mm256_set1_epi32(s));
+  __m256 kf = _mm256_cvtepi32_ps(k);
+  __m256 fu = _mm256_add_ps(_mm256_mul_ps(kf, c->au), c->bu);
+  __m256 fv = _mm256_add_ps(_mm256_mul_ps(kf, c->av), c->bv);
+  __m256i iu = _mm256_cvttps_epi32(_mm256_floor_ps(fu));
+  __m256i iv = _mm256_cvttps_epi32(_mm256_floor_ps(fv));
+  p.wu = _mm256_sub_ps(fu, _mm256_cvtepi32_ps(iu));
+  p.wv = _mm256_sub_ps(fv, _mm256_cvtepi32_ps(iv));
+  /* corner i inside 0..n-1: i > -1 and n > i; corner i + 1: i > -2 and n - 1 > i */
+  p.u0 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m1), _mm256_cmpgt_epi32(c->nu, iu));
+  p.u1 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m2), _mm256_cmpgt_epi32(c->nu1, iu));
+  p.v0 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m1), _mm256_cmpgt_epi32(c->nv, iv));
+  p.v1 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m2), _mm256_cmpgt_epi32(c->nv1, iv));
+  p.base = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(k, c->sk), _mm256_mullo_epi32(iu, c->su)),
+                            _mm256_mullo_epi32(iv, c->sv));
+  p.b10 = _mm256_add_epi32(p.base, c->su);
+  if (img) {
+    __m256 kd = _mm256_add_ps(kf, _mm256_set1_ps((float)SPROJ_LANES_PREFETCH));
+    __m256i ju = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, c->au), c->bu));
+    __m256i jv = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(kd, c->av), c->bv));
+    __m256i kk = _mm256_add_epi32(k, _mm256_set1_epi32(SPROJ_LANES_PREFETCH));
+    __m256i q = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(kk, c->sk), _mm256_mullo_epi32(ju, c->su)),
+                                 _mm256_mullo_epi32(jv, c->sv));
+    int a[8], b[8];
+    _mm256_storeu_si256((__m256i *)a, _mm256_min_epu32(q, c->last));
+    _mm256_storeu_si256((__m256i *)b, _mm256_min_epu32(_mm256_add_epi32(q, c->su), c->last));
+    for (int l = 0; l < 8; l++) {
+      __builtin_prefetch(img + a[l]);
+      __builtin_prefetch(img + b[l]);
+    }
   }
+  return p;
+}
+
+/* The same for 16 lanes (AVX-512F): masks instead of lane-wide integers. */
+struct sproj_lanes16 {
+  __m512i count, sk, su, sv, nu, nv, nu1, nv1;
+  __m512 au, bu, av, bv;
+  __m512i last;
+};
+struct sproj_plane16 {
+  __mmask16 active, u0, u1, v0, v1;
+  __m512i base, b10;
+  __m512 wu, wv;
+};
+
+__attribute__((target("avx512f"))) static inline struct sproj_lanes16 sproj_lanes16_load(const struct sproj_lanes *L)
+{
+  struct sproj_lanes16 c;
+  const __m512i i1 = _mm512_set1_epi32(1);
+  c.count = _mm512_loadu_si512(L->count);
+  c.sk = _mm512_loadu_si512(L->stride_k);
+  c.su = _mm512_loadu_si512(L->stride_u);
+  c.sv = _mm512_loadu_si512(L->stride_v);
+  c.nu = _mm512_loadu_si512(L->nu);
+  c.nv = _mm512_loadu_si512(L->nv);
+  c.nu1 = _mm512_sub_epi32(c.nu, i1);
+  c.nv1 = _mm512_sub_epi32(c.nv, i1);
+  c.au = _mm512_loadu_ps(L->au);
+  c.bu = _mm512_loadu_ps(L->bu);
+  c.av = _mm512_loadu_ps(L->av);
+  c.bv = _mm512_loadu_ps(L->bv);
+  c.last = _mm512_set1_epi32((int)L->nvox - 1);
+  return c;
+}
+
+__attribute__((target("avx512f"))) static inline struct sproj_plane16 sproj_lanes16_plane(const struct sproj_lanes16 *c,
+                                                                                        __m512i k, int s,
+                                                                                        const float *img)
+{
+  struct sproj_plane16 p;
+  const __m512i m1 = _mm512_set1_epi32(-1), m2 = _mm512_set1_epi32(-2);
+  p.active = _mm512_cmpgt_epi32_mask(c->count, _mm512_set1_epi32(s));
+  __m512 kf = _mm512_cvtepi32_ps(k);
+  __m512 fu = _mm512_add_ps(_mm512_mul_ps(kf, c->au), c->bu);
+  __m512 fv = _mm512_add_ps(_mm512_mul_ps(kf, c->av), c->bv);
+  __m512i iu = _mm512_cvttps_epi32(_mm512_roundscale_ps(fu, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+  __m512i iv = _mm512_cvttps_epi32(_mm512_roundscale_ps(fv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+  p.wu = _mm512_sub_ps(fu, _mm512_cvtepi32_ps(iu));
+  p.wv = _mm512_sub_ps(fv, _mm512_cvtepi32_ps(iv));
+  p.u0 = _mm512_cmpgt_epi32_mask(iu, m1) & _mm512_cmpgt_epi32_mask(c->nu, iu);
+  p.u1 = _mm512_cmpgt_epi32_mask(iu, m2) & _mm512_cmpgt_epi32_mask(c->nu1, iu);
+  p.v0 = _mm512_cmpgt_epi32_mask(iv, m1) & _mm512_cmpgt_epi32_mask(c->nv, iv);
+  p.v1 = _mm512_cmpgt_epi32_mask(iv, m2) & _mm512_cmpgt_epi32_mask(c->nv1, iv);
+  p.base = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, c->sk), _mm512_mullo_epi32(iu, c->su)),
+                            _mm512_mullo_epi32(iv, c->sv));
+  p.b10 = _mm512_add_epi32(p.base, c->su);
+  if (img) {
+    __m512 kd = _mm512_add_ps(kf, _mm512_set1_ps((float)SPROJ_LANES_PREFETCH));
+    __m512i ju = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, c->au), c->bu));
+    __m512i jv = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(kd, c->av), c->bv));
+    __m512i kk = _mm512_add_epi32(k, _mm512_set1_epi32(SPROJ_LANES_PREFETCH));
+    __m512i q = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(kk, c->sk), _mm512_mullo_epi32(ju, c->su)),
+                                 _mm512_mullo_epi32(jv, c->sv));
+    int a[16], b[16];
+    _mm512_storeu_si512(a, _mm512_min_epu32(q, c->last));
+    _mm512_storeu_si512(b, _mm512_min_epu32(_mm512_add_epi32(q, c->su), c->last));
+    for (int l = 0; l < 16; l++) {
+      __builtin_prefetch(img + a[l]);
+      __builtin_prefetch(img + b[l]);
+    }
+  }
+  return p;
 }
 
 /* sums[l] = the sum of lane l's samples, for 8 lanes; steps is the largest count. */
 __attribute__((target("avx2"))) static inline void sproj_lanes_fwd_avx2(const float *img, const struct sproj_lanes *L,
                                                                         int steps, float *sums)
 {
-  const __m256i count = _mm256_loadu_si256((const __m256i *)L->count);
-  const __m256i sk = _mm256_loadu_si256((const __m256i *)L->stride_k);
-  const __m256i su = _mm256_loadu_si256((const __m256i *)L->stride_u);
-  const __m256i sv = _mm256_loadu_si256((const __m256i *)L->stride_v);
-  const __m256i nu = _mm256_loadu_si256((const __m256i *)L->nu), nv = _mm256_loadu_si256((const __m256i *)L->nv);
-  const __m256i nu1 = _mm256_sub_epi32(nu, _mm256_set1_epi32(1)), nv1 = _mm256_sub_epi32(nv, _mm256_set1_epi32(1));
-  const __m256 au = _mm256_loadu_ps(L->au), bu = _mm256_loadu_ps(L->bu);
-  const __m256 av = _mm256_loadu_ps(L->av), bv = _mm256_loadu_ps(L->bv);
+  const struct sproj_lanes8 c = sproj_lanes8_load(L);
   const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-  const __m256i m1 = _mm256_set1_epi32(-1), m2 = _mm256_set1_epi32(-2), i1 = _mm256_set1_epi32(1);
   __m256i k = _mm256_loadu_si256((const __m256i *)L->first);
   __m256 sum = zero;
   for (int s = 0; s < steps; s++) {
-    __m256i active = _mm256_cmpgt_epi32(count, _mm256_set1_epi32(s));
-    __m256 kf = _mm256_cvtepi32_ps(k);
-    __m256 fu = _mm256_add_ps(_mm256_mul_ps(kf, au), bu);
-    __m256 fv = _mm256_add_ps(_mm256_mul_ps(kf, av), bv);
-    __m256i iu = _mm256_cvttps_epi32(_mm256_floor_ps(fu));
-    __m256i iv = _mm256_cvttps_epi32(_mm256_floor_ps(fv));
-    __m256 wu = _mm256_sub_ps(fu, _mm256_cvtepi32_ps(iu));
-    __m256 wv = _mm256_sub_ps(fv, _mm256_cvtepi32_ps(iv));
-    /* corner i inside 0..n-1: i > -1 and n > i; corner i + 1: i > -2 and n - 1 > i */
-    __m256i u0 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m1), _mm256_cmpgt_epi32(nu, iu));
-    __m256i u1 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m2), _mm256_cmpgt_epi32(nu1, iu));
-    __m256i v0 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m1), _mm256_cmpgt_epi32(nv, iv));
-    __m256i v1 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m2), _mm256_cmpgt_epi32(nv1, iv));
-    u0 = _mm256_and_si256(u0, active);
-    u1 = _mm256_and_si256(u1, active);
-    __m256i base = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(k, sk), _mm256_mullo_epi32(iu, su)),
-                                    _mm256_mullo_epi32(iv, sv));
-    sproj_lanes_prefetch_avx2(img, L, k, kf, au, bu, av, bv, sk, su, sv);
-    __m256i b10 = _mm256_add_epi32(base, su), b01 = _mm256_add_epi32(base, sv);
-    __m256i b11 = _mm256_add_epi32(b10, sv);
-    __m256 v00 = _mm256_mask_i32gather_ps(zero, img, base, _mm256_castsi256_ps(_mm256_and_si256(u0, v0)), 4);
-    __m256 v10 = _mm256_mask_i32gather_ps(zero, img, b10, _mm256_castsi256_ps(_mm256_and_si256(u1, v0)), 4);
-    __m256 v01 = _mm256_mask_i32gather_ps(zero, img, b01, _mm256_castsi256_ps(_mm256_and_si256(u0, v1)), 4);
-    __m256 v11 = _mm256_mask_i32gather_ps(zero, img, b11, _mm256_castsi256_ps(_mm256_and_si256(u1, v1)), 4);
-    __m256 omu = _mm256_sub_ps(one, wu), omv = _mm256_sub_ps(one, wv);
-    __m256 smp = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(v00, omu), omv), _mm256_mul_ps(_mm256_mul_ps(v10, wu), omv));
-    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v01, omu), wv));
-    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v11, wu), wv));
-    sum = _mm256_blendv_ps(sum, _mm256_add_ps(sum, smp), _mm256_castsi256_ps(active));
-    k = _mm256_add_epi32(k, i1);
+    struct sproj_plane8 p = sproj_lanes8_plane(&c, k, s, img);
+    __m256i u0 = _mm256_and_si256(p.u0, p.active), u1 = _mm256_and_si256(p.u1, p.active);
+    __m256i b01 = _mm256_add_epi32(p.base, c.sv), b11 = _mm256_add_epi32(p.b10, c.sv);
+    __m256 v00 = _mm256_mask_i32gather_ps(zero, img, p.base, _mm256_castsi256_ps(_mm256_and_si256(u0, p.v0)), 4);
+    __m256 v10 = _mm256_mask_i32gather_ps(zero, img, p.b10, _mm256_castsi256_ps(_mm256_and_si256(u1, p.v0)), 4);
+    __m256 v01 = _mm256_mask_i32gather_ps(zero, img, b01, _mm256_castsi256_ps(_mm256_and_si256(u0, p.v1)), 4);
+    __m256 v11 = _mm256_mask_i32gather_ps(zero, img, b11, _mm256_castsi256_ps(_mm256_and_si256(u1, p.v1)), 4);
+    __m256 omu = _mm256_sub_ps(one, p.wu), omv = _mm256_sub_ps(one, p.wv);
+    __m256 smp = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(v00, omu), omv), _mm256_mul_ps(_mm256_mul_ps(v10, p.wu), omv));
+    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v01, omu), p.wv));
+    smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v11, p.wu), p.wv));
+    sum = _mm256_blendv_ps(sum, _mm256_add_ps(sum, smp), _mm256_castsi256_ps(p.active));
+    k = _mm256_add_epi32(k, _mm256_set1_epi32(1));
   }
   _mm256_storeu_ps(sums, sum);
 }
@@ -175,49 +251,27 @@ __attribute__((target("avx512f"))) static inline void sproj_lanes_fwd_avx512(con
                                                                             const struct sproj_lanes *L, int steps,
                                                                             float *sums)
 {
-  const __m512i count = _mm512_loadu_si512(L->count);
-  const __m512i sk = _mm512_loadu_si512(L->stride_k), su = _mm512_loadu_si512(L->stride_u);
-  const __m512i sv = _mm512_loadu_si512(L->stride_v);
-  const __m512i nu = _mm512_loadu_si512(L->nu), nv = _mm512_loadu_si512(L->nv);
-  const __m512i i1 = _mm512_set1_epi32(1), m1 = _mm512_set1_epi32(-1), m2 = _mm512_set1_epi32(-2);
-  const __m512i nu1 = _mm512_sub_epi32(nu, i1), nv1 = _mm512_sub_epi32(nv, i1);
-  const __m512 au = _mm512_loadu_ps(L->au), bu = _mm512_loadu_ps(L->bu);
-  const __m512 av = _mm512_loadu_ps(L->av), bv = _mm512_loadu_ps(L->bv);
+  const struct sproj_lanes16 c = sproj_lanes16_load(L);
   const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
   __m512i k = _mm512_loadu_si512(L->first);
   __m512 sum = zero;
   for (int s = 0; s < steps; s++) {
-    __mmask16 active = _mm512_cmpgt_epi32_mask(count, _mm512_set1_epi32(s));
-    __m512 kf = _mm512_cvtepi32_ps(k);
-    __m512 fu = _mm512_add_ps(_mm512_mul_ps(kf, au), bu);
-    __m512 fv = _mm512_add_ps(_mm512_mul_ps(kf, av), bv);
-    __m512i iu = _mm512_cvttps_epi32(_mm512_roundscale_ps(fu, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-    __m512i iv = _mm512_cvttps_epi32(_mm512_roundscale_ps(fv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-    __m512 wu = _mm512_sub_ps(fu, _mm512_cvtepi32_ps(iu));
-    __m512 wv = _mm512_sub_ps(fv, _mm512_cvtepi32_ps(iv));
-    __mmask16 u0 = _mm512_mask_cmpgt_epi32_mask(active, iu, m1) & _mm512_cmpgt_epi32_mask(nu, iu);
-    __mmask16 u1 = _mm512_mask_cmpgt_epi32_mask(active, iu, m2) & _mm512_cmpgt_epi32_mask(nu1, iu);
-    __mmask16 v0 = _mm512_cmpgt_epi32_mask(iv, m1) & _mm512_cmpgt_epi32_mask(nv, iv);
-    __mmask16 v1 = _mm512_cmpgt_epi32_mask(iv, m2) & _mm512_cmpgt_epi32_mask(nv1, iv);
-    __m512i base = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, sk), _mm512_mullo_epi32(iu, su)),
-                                    _mm512_mullo_epi32(iv, sv));
-    sproj_lanes_prefetch_avx512(img, L, k, kf, au, bu, av, bv, sk, su, sv);
-    __m512i b10 = _mm512_add_epi32(base, su), b01 = _mm512_add_epi32(base, sv);
-    __m512i b11 = _mm512_add_epi32(b10, sv);
-    __m512 v00 = _mm512_mask_i32gather_ps(zero, u0 & v0, base, img, 4);
-    __m512 v10 = _mm512_mask_i32gather_ps(zero, u1 & v0, b10, img, 4);
-    __m512 v01 = _mm512_mask_i32gather_ps(zero, u0 & v1, b01, img, 4);
-    __m512 v11 = _mm512_mask_i32gather_ps(zero, u1 & v1, b11, img, 4);
-    __m512 omu = _mm512_sub_ps(one, wu), omv = _mm512_sub_ps(one, wv);
-    __m512 smp = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(v00, omu), omv), _mm512_mul_ps(_mm512_mul_ps(v10, wu), omv));
-    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v01, omu), wv));
-    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v11, wu), wv));
-    sum = _mm512_mask_add_ps(sum, active, sum, smp);
-    k = _mm512_add_epi32(k, i1);
+    struct sproj_plane16 p = sproj_lanes16_plane(&c, k, s, img);
+    __mmask16 u0 = p.u0 & p.active, u1 = p.u1 & p.active;
+    __m512i b01 = _mm512_add_epi32(p.base, c.sv), b11 = _mm512_add_epi32(p.b10, c.sv);
+    __m512 v00 = _mm512_mask_i32gather_ps(zero, u0 & p.v0, p.base, img, 4);
+    __m512 v10 = _mm512_mask_i32gather_ps(zero, u1 & p.v0, p.b10, img, 4);
+    __m512 v01 = _mm512_mask_i32gather_ps(zero, u0 & p.v1, b01, img, 4);
+    __m512 v11 = _mm512_mask_i32gather_ps(zero, u1 & p.v1, b11, img, 4);
+    __m512 omu = _mm512_sub_ps(one, p.wu), omv = _mm512_sub_ps(one, p.wv);
+    __m512 smp = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(v00, omu), omv), _mm512_mul_ps(_mm512_mul_ps(v10, p.wu), omv));
+    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v01, omu), p.wv));
+    smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v11, p.wu), p.wv));
+    sum = _mm512_mask_add_ps(sum, p.active, sum, smp);
+    k = _mm512_add_epi32(k, _mm512_set1_epi32(1));
   }
   _mm512_storeu_ps(sums, sum);
 }
-
 
 /* The back projection's adds of one plane, corner q of lane l where bit l of m[q] is set. Sorted lanes are
  * neighbours that often hit the same voxels, and an add into a voxel waits for the previous add's store: lanes
@@ -252,54 +306,30 @@ static inline void sproj_lanes_scatter(struct sproj_out out, int lanes, unsigned
 __attribute__((target("avx2"))) static inline void sproj_lanes_back_avx2(struct sproj_out out,
                                                                          const struct sproj_lanes *L, int steps)
 {
-  const __m256i count = _mm256_loadu_si256((const __m256i *)L->count);
-  const __m256i sk = _mm256_loadu_si256((const __m256i *)L->stride_k);
-  const __m256i su = _mm256_loadu_si256((const __m256i *)L->stride_u);
-  const __m256i sv = _mm256_loadu_si256((const __m256i *)L->stride_v);
-  const __m256i nu = _mm256_loadu_si256((const __m256i *)L->nu), nv = _mm256_loadu_si256((const __m256i *)L->nv);
-  const __m256i nu1 = _mm256_sub_epi32(nu, _mm256_set1_epi32(1)), nv1 = _mm256_sub_epi32(nv, _mm256_set1_epi32(1));
-  const __m256 au = _mm256_loadu_ps(L->au), bu = _mm256_loadu_ps(L->bu);
-  const __m256 av = _mm256_loadu_ps(L->av), bv = _mm256_loadu_ps(L->bv);
+  const struct sproj_lanes8 c = sproj_lanes8_load(L);
   const __m256 val = _mm256_loadu_ps(L->val), one = _mm256_set1_ps(1.0f);
-  const __m256i m1 = _mm256_set1_epi32(-1), m2 = _mm256_set1_epi32(-2), i1 = _mm256_set1_epi32(1);
-  const float *pf = out.f ? out.f : (const float *)out.q; /* only for prefetch addresses */
   int idx[4][SPROJ_LANES_MAX];
   float w[4][SPROJ_LANES_MAX];
   unsigned m[4];
   __m256i k = _mm256_loadu_si256((const __m256i *)L->first);
   for (int s = 0; s < steps; s++) {
-    __m256i active = _mm256_cmpgt_epi32(count, _mm256_set1_epi32(s));
-    __m256 kf = _mm256_cvtepi32_ps(k);
-    __m256 fu = _mm256_add_ps(_mm256_mul_ps(kf, au), bu);
-    __m256 fv = _mm256_add_ps(_mm256_mul_ps(kf, av), bv);
-    __m256i iu = _mm256_cvttps_epi32(_mm256_floor_ps(fu));
-    __m256i iv = _mm256_cvttps_epi32(_mm256_floor_ps(fv));
-    __m256 wu = _mm256_sub_ps(fu, _mm256_cvtepi32_ps(iu));
-    __m256 wv = _mm256_sub_ps(fv, _mm256_cvtepi32_ps(iv));
-    __m256i u0 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m1), _mm256_cmpgt_epi32(nu, iu));
-    __m256i u1 = _mm256_and_si256(_mm256_cmpgt_epi32(iu, m2), _mm256_cmpgt_epi32(nu1, iu));
-    __m256i v0 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m1), _mm256_cmpgt_epi32(nv, iv));
-    __m256i v1 = _mm256_and_si256(_mm256_cmpgt_epi32(iv, m2), _mm256_cmpgt_epi32(nv1, iv));
-    __m256i base = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(k, sk), _mm256_mullo_epi32(iu, su)),
-                                    _mm256_mullo_epi32(iv, sv));
-    if (out.f)
-      sproj_lanes_prefetch_avx2(pf, L, k, kf, au, bu, av, bv, sk, su, sv);
-    __m256i b10 = _mm256_add_epi32(base, su);
-    _mm256_storeu_si256((__m256i *)idx[0], base);
-    _mm256_storeu_si256((__m256i *)idx[1], b10);
-    _mm256_storeu_si256((__m256i *)idx[2], _mm256_add_epi32(base, sv));
-    _mm256_storeu_si256((__m256i *)idx[3], _mm256_add_epi32(b10, sv));
-    __m256 omu = _mm256_sub_ps(one, wu), omv = _mm256_sub_ps(one, wv);
+    /* the float image is prefetched, the fixed-point accumulator is not */
+    struct sproj_plane8 p = sproj_lanes8_plane(&c, k, s, out.f);
+    _mm256_storeu_si256((__m256i *)idx[0], p.base);
+    _mm256_storeu_si256((__m256i *)idx[1], p.b10);
+    _mm256_storeu_si256((__m256i *)idx[2], _mm256_add_epi32(p.base, c.sv));
+    _mm256_storeu_si256((__m256i *)idx[3], _mm256_add_epi32(p.b10, c.sv));
+    __m256 omu = _mm256_sub_ps(one, p.wu), omv = _mm256_sub_ps(one, p.wv);
     _mm256_storeu_ps(w[0], _mm256_mul_ps(val, _mm256_mul_ps(omu, omv)));
-    _mm256_storeu_ps(w[1], _mm256_mul_ps(val, _mm256_mul_ps(wu, omv)));
-    _mm256_storeu_ps(w[2], _mm256_mul_ps(val, _mm256_mul_ps(omu, wv)));
-    _mm256_storeu_ps(w[3], _mm256_mul_ps(val, _mm256_mul_ps(wu, wv)));
-    m[0] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, v0)));
-    m[1] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u1, v0)));
-    m[2] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, v1)));
-    m[3] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(u1, v1)));
-    sproj_lanes_scatter(out, 8, (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(active)), m, idx, w);
-    k = _mm256_add_epi32(k, i1);
+    _mm256_storeu_ps(w[1], _mm256_mul_ps(val, _mm256_mul_ps(p.wu, omv)));
+    _mm256_storeu_ps(w[2], _mm256_mul_ps(val, _mm256_mul_ps(omu, p.wv)));
+    _mm256_storeu_ps(w[3], _mm256_mul_ps(val, _mm256_mul_ps(p.wu, p.wv)));
+    m[0] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(p.u0, p.v0)));
+    m[1] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(p.u1, p.v0)));
+    m[2] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(p.u0, p.v1)));
+    m[3] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(p.u1, p.v1)));
+    sproj_lanes_scatter(out, 8, (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(p.active)), m, idx, w);
+    k = _mm256_add_epi32(k, _mm256_set1_epi32(1));
   }
 }
 
@@ -307,56 +337,31 @@ __attribute__((target("avx2"))) static inline void sproj_lanes_back_avx2(struct 
 __attribute__((target("avx512f"))) static inline void sproj_lanes_back_avx512(struct sproj_out out,
                                                                              const struct sproj_lanes *L, int steps)
 {
-  const __m512i count = _mm512_loadu_si512(L->count);
-  const __m512i sk = _mm512_loadu_si512(L->stride_k), su = _mm512_loadu_si512(L->stride_u);
-  const __m512i sv = _mm512_loadu_si512(L->stride_v);
-  const __m512i nu = _mm512_loadu_si512(L->nu), nv = _mm512_loadu_si512(L->nv);
-  const __m512i i1 = _mm512_set1_epi32(1), m1 = _mm512_set1_epi32(-1), m2 = _mm512_set1_epi32(-2);
-  const __m512i nu1 = _mm512_sub_epi32(nu, i1), nv1 = _mm512_sub_epi32(nv, i1);
-  const __m512 au = _mm512_loadu_ps(L->au), bu = _mm512_loadu_ps(L->bu);
-  const __m512 av = _mm512_loadu_ps(L->av), bv = _mm512_loadu_ps(L->bv);
+  const struct sproj_lanes16 c = sproj_lanes16_load(L);
   const __m512 val = _mm512_loadu_ps(L->val), one = _mm512_set1_ps(1.0f);
-  const float *pf = out.f ? out.f : (const float *)out.q;
   int idx[4][SPROJ_LANES_MAX];
   float w[4][SPROJ_LANES_MAX];
   unsigned m[4];
   __m512i k = _mm512_loadu_si512(L->first);
   for (int s = 0; s < steps; s++) {
-    __mmask16 active = _mm512_cmpgt_epi32_mask(count, _mm512_set1_epi32(s));
-    __m512 kf = _mm512_cvtepi32_ps(k);
-    __m512 fu = _mm512_add_ps(_mm512_mul_ps(kf, au), bu);
-    __m512 fv = _mm512_add_ps(_mm512_mul_ps(kf, av), bv);
-    __m512i iu = _mm512_cvttps_epi32(_mm512_roundscale_ps(fu, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-    __m512i iv = _mm512_cvttps_epi32(_mm512_roundscale_ps(fv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-    __m512 wu = _mm512_sub_ps(fu, _mm512_cvtepi32_ps(iu));
-    __m512 wv = _mm512_sub_ps(fv, _mm512_cvtepi32_ps(iv));
-    __mmask16 u0 = _mm512_cmpgt_epi32_mask(iu, m1) & _mm512_cmpgt_epi32_mask(nu, iu);
-    __mmask16 u1 = _mm512_cmpgt_epi32_mask(iu, m2) & _mm512_cmpgt_epi32_mask(nu1, iu);
-    __mmask16 v0 = _mm512_cmpgt_epi32_mask(iv, m1) & _mm512_cmpgt_epi32_mask(nv, iv);
-    __mmask16 v1 = _mm512_cmpgt_epi32_mask(iv, m2) & _mm512_cmpgt_epi32_mask(nv1, iv);
-    __m512i base = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(k, sk), _mm512_mullo_epi32(iu, su)),
-                                    _mm512_mullo_epi32(iv, sv));
-    if (out.f)
-      sproj_lanes_prefetch_avx512(pf, L, k, kf, au, bu, av, bv, sk, su, sv);
-    __m512i b10 = _mm512_add_epi32(base, su);
-    _mm512_storeu_si512(idx[0], base);
-    _mm512_storeu_si512(idx[1], b10);
-    _mm512_storeu_si512(idx[2], _mm512_add_epi32(base, sv));
-    _mm512_storeu_si512(idx[3], _mm512_add_epi32(b10, sv));
-    __m512 omu = _mm512_sub_ps(one, wu), omv = _mm512_sub_ps(one, wv);
+    struct sproj_plane16 p = sproj_lanes16_plane(&c, k, s, out.f);
+    _mm512_storeu_si512(idx[0], p.base);
+    _mm512_storeu_si512(idx[1], p.b10);
+    _mm512_storeu_si512(idx[2], _mm512_add_epi32(p.base, c.sv));
+    _mm512_storeu_si512(idx[3], _mm512_add_epi32(p.b10, c.sv));
+    __m512 omu = _mm512_sub_ps(one, p.wu), omv = _mm512_sub_ps(one, p.wv);
     _mm512_storeu_ps(w[0], _mm512_mul_ps(val, _mm512_mul_ps(omu, omv)));
-    _mm512_storeu_ps(w[1], _mm512_mul_ps(val, _mm512_mul_ps(wu, omv)));
-    _mm512_storeu_ps(w[2], _mm512_mul_ps(val, _mm512_mul_ps(omu, wv)));
-    _mm512_storeu_ps(w[3], _mm512_mul_ps(val, _mm512_mul_ps(wu, wv)));
-    m[0] = (unsigned)(u0 & v0);
-    m[1] = (unsigned)(u1 & v0);
-    m[2] = (unsigned)(u0 & v1);
-    m[3] = (unsigned)(u1 & v1);
-    sproj_lanes_scatter(out, 16, (unsigned)active, m, idx, w);
-    k = _mm512_add_epi32(k, i1);
+    _mm512_storeu_ps(w[1], _mm512_mul_ps(val, _mm512_mul_ps(p.wu, omv)));
+    _mm512_storeu_ps(w[2], _mm512_mul_ps(val, _mm512_mul_ps(omu, p.wv)));
+    _mm512_storeu_ps(w[3], _mm512_mul_ps(val, _mm512_mul_ps(p.wu, p.wv)));
+    m[0] = (unsigned)(p.u0 & p.v0);
+    m[1] = (unsigned)(p.u1 & p.v0);
+    m[2] = (unsigned)(p.u0 & p.v1);
+    m[3] = (unsigned)(p.u1 & p.v1);
+    sproj_lanes_scatter(out, 16, (unsigned)p.active, m, idx, w);
+    k = _mm512_add_epi32(k, _mm512_set1_epi32(1));
   }
 }
-
 
 /* LORs ordered together: the drivers prepare a block of up to this many LORs and give the lanes neighbours in
  * space, not in input order (see sproj_lanes_sort). */

@@ -132,6 +132,11 @@ int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, int chunk, 
   return proj_residency(__func__, proj, chunks, chunk, gpu, 0);
 }
 
+static void release_piece(void *handle)
+{
+  starpu_data_release((starpu_data_handle_t)handle);
+}
+
 int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int mode)
 {
   int ret = sproj_check_init_flush(__func__);
@@ -158,10 +163,13 @@ int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int
     starpu_data_handle_t *h;
     int nh;
     if (!(ret = proj_piece_handles(__func__, proj, chunks, chunk, &h, &nh))) {
-      /* every piece's copy home is requested before the first wait, so that the transfers of thousands of small
-       * pieces overlap instead of running one after another (each request waits for the tasks writing its piece) */
+      /* Every piece's copy home is requested before the first wait, so that the transfers of thousands of small
+       * pieces overlap instead of running one after another. An acquire with a callback (which releases at once)
+       * waits for the tasks writing its piece and activates the chunking's partition like the acquire below; a
+       * plain fetch does neither, and StarPU aborts on a piece of a chunking no task has used yet (found by the
+       * fuzz target). */
       for (int i = 0; i < nh && nh > 1; i++)
-        (void)starpu_data_fetch_on_node(h[i], STARPU_MAIN_RAM, 1);
+        (void)starpu_data_acquire_cb(h[i], STARPU_R, release_piece, h[i]);
       for (int i = 0; i < nh && !ret; i++) {
         if (starpu_data_acquire(h[i], m) == 0)
           starpu_data_release(h[i]);

@@ -265,6 +265,44 @@ START_TEST(test_repeated_chunks)
 }
 END_TEST
 
+/* Found by the fuzz target: syncing the pieces of a chunking that no task has used yet made StarPU abort (the sync
+ * asked for every piece's copy before StarPU had cut the vector into those pieces). The values come back as they
+ * were, for every chunk and all chunks, in both modes, and after a forward projection through the chunking too. */
+START_TEST(test_sync_unused_chunking)
+{
+  const int64_t n = 3000;
+  float *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *values = tu_alloc(n), *img = tu_alloc(tu_nvox(&geo));
+  tu_seed(4242);
+  tu_random_lors(&geo, xs, xe, n, NULL);
+  tu_fill_uniform(img, tu_nvox(&geo), 0.0f, 1.0f);
+  for (int64_t i = 0; i < n; i++)
+    values[i] = (float)i;
+  struct tu_set set;
+  ck_assert_int_eq(tu_set_register(&set, &geo, img, xs, xe, n, values), SPROJ_OK);
+  sproj_chunks *ch, *other;
+  ck_assert_int_eq(sproj_chunks_create_blocks(&ch, set.lors, 7), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_blocks(&other, set.lors, 3), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(set.proj, ch, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(set.proj, ch, 4, SPROJ_SYNC_WRITE), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(set.proj, other, SPROJ_ALL_CHUNKS, SPROJ_SYNC_WRITE), SPROJ_OK);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(values[i] == (float)i, "value %lld changed to %g", (long long)i, values[i]);
+  ck_assert_int_eq(sproj_fwd(set.img, set.proj, other, SPROJ_ALL_CHUNKS), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(set.proj, ch, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  int64_t changed = 0;
+  for (int64_t i = 0; i < n; i++)
+    changed += values[i] != (float)i;
+  ck_assert_msg(changed > n / 2, "the forward projection wrote only %lld values", (long long)changed);
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(other), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
+  free(xs);
+  free(xe);
+  free(values);
+  free(img);
+}
+END_TEST
+
 /* ---- smaller gaps ----------------------------------------------------------------------------------------------- */
 START_TEST(test_small_gaps)
 {
@@ -434,6 +472,7 @@ int main(void)
   tcase_add_test(tc, test_far_coordinates);
   tcase_add_test(tc, test_repeated_chunks);
   tcase_add_test(tc, test_small_gaps);
+  tcase_add_test(tc, test_sync_unused_chunking);
   tcase_add_test(tc, test_queued_calls_memory);
   suite_add_tcase(s, tc);
   ret |= tu_run(s);

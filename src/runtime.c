@@ -355,11 +355,13 @@ int sproj_shutdown(void)
   int live = __atomic_load_n(&sproj_rt.live_objects, __ATOMIC_RELAXED);
   if (live > 0)
     return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d images, LOR sets or projection vectors are still registered", live);
+  /* everything held back was submitted above: once every task has ended (none can wake the helper thread then),
+   * the submission layer stops */
+  wait_everything();
   int (*stop)(void) = __atomic_load_n(&held_stop, __ATOMIC_ACQUIRE);
   if (stop && (ret = stop()))
     return ret;
   sproj_register_held(NULL, NULL);
-  wait_everything();
   make_contexts_delete();
   if (sproj_rt.owns_starpu)
     starpu_shutdown();

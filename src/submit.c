@@ -523,9 +523,8 @@ static int merge_request(const char *func, const struct request *rq, sproj_image
       lru = m;
   }
   int64_t lors = 0;
-  const sproj_chunks *ch = chunks ? chunks : NULL;
-  for (int i = 0; i < num && ch; i++)
-    lors += ch->count[list[i]];
+  for (int i = 0; i < num && chunks; i++)
+    lors += chunks->count[list[i]];
   /* A reproducible image's back projections are summed exactly within a call, then added to the image in float
    * once per call: merging calls would make that rounding depend on timing, so they are never merged. */
   int mergeable = chunks && !(rq->back && img->reproducible);

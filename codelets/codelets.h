@@ -16,14 +16,23 @@ extern "C" {
 #define SPROJ_MAX_PIECES 64
 
 /* cl_arg of a projection task. Its buffers are the image, then for each piece: xstart, xend, values, and when
- * present the TOF bin of each event (int16), the per-LOR sigma and the per-LOR centre offset. */
+ * present the TOF bin of each event (int16), the per-LOR sigma and the per-LOR centre offset; then, with layout,
+ * a scratch buffer of 2 x sproj_layout_copy_stride(voxels) floats for the principal-axis copies. */
 struct sproj_proj_arg {
   struct sproj_geom geom;
   struct sproj_tof_arg tof; /* num_bins 0: non-TOF */
   int npieces;
   int lm;                   /* 1: listmode, pieces carry TOF bins */
   int fixed_point;          /* back projection into a fixed-point accumulator (reproducible mode), not the image */
+  int layout;               /* 1: a CUDA task of the non-TOF projectors, one thread per LOR, that
+                             * first copies the image into the scratch buffer in the principal-axis layouts
+                             * (joseph3d_ray.h) and samples those (forward), or adds into them and then into the
+                             * image (back) */
 };
+
+/* Tasks of at least this many LORs run one CUDA thread per LOR; smaller ones share each ray between threads
+ * (sproj_cuda_lanes). Only the former are worth the principal-axis copies. */
+#define SPROJ_CUDA_ONE_LANE_LORS ((size_t)1 << 17)
 
 /* Where a back projection task adds: its first buffer, as a float image or as a fixed-point accumulator. */
 SPROJ_HD struct sproj_out sproj_out_of(void *buffer, const struct sproj_proj_arg *arg)

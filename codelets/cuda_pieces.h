@@ -106,14 +106,23 @@ static inline unsigned sproj_cuda_lanes(size_t lors)
   if (forced > 0)
     return (unsigned)forced;
   unsigned lanes = 1;
-  while (lanes < 32 && lors * lanes < ((size_t)1 << 17))
+  while (lanes < 32 && lors * lanes < SPROJ_CUDA_ONE_LANE_LORS)
     lanes *= 2;
   return lanes;
 }
 
-/* Like SPROJ_CUDA_LAUNCHER, with sproj_cuda_lanes threads per LOR: kernel(image, arg, table) finds its LOR and
- * lane with SPROJ_CUDA_THIS_LOR_LANE. */
-#define SPROJ_CUDA_LANES_LAUNCHER(fn_name, kernel, IMG)                                                 \
+/* The principal-axis copies of a task (sproj_proj_arg.layout, image_layout.cu): with `lanes` threads per LOR, NULL
+ * unless the task has copies and lanes is 1; else its scratch buffer, queued on StarPU's stream to be filled from
+ * the image (forward) or zeroed (back). */
+float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsigned lanes, int back);
+/* Queues img += the two copies, each read in its layout (after a back projection into them). */
+void sproj_cuda_copies_add(float *img, const float *copies, const struct sproj_geom *g);
+
+/* Like SPROJ_CUDA_LAUNCHER, with sproj_cuda_lanes threads per LOR and the task's principal-axis copies:
+ * kernel(image, copies, arg, table) finds its LOR and lane with SPROJ_CUDA_THIS_LOR_LANE; copies is NULL unless
+ * the task has them and one thread walks each LOR. BACK (0 or 1): the kernel adds into the copies, which are then
+ * added into the image. */
+#define SPROJ_CUDA_LANES_LAUNCHER(fn_name, kernel, IMG, BACK)                                           \
   extern "C" void fn_name(void *buffers[], void *cl_arg)                                                \
   {                                                                                                     \
     const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;                           \
@@ -121,11 +130,15 @@ static inline unsigned sproj_cuda_lanes(size_t lors)
     size_t lors = 0;                                                                                    \
     for (int p = 0; p < arg->npieces; p++)                                                              \
       lors += sproj_piece_get(buffers, arg, p).n;                                                       \
-    unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, sproj_cuda_lanes(lors));                 \
+    unsigned lanes = sproj_cuda_lanes(lors);                                                            \
+    unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, lanes);                                  \
     if (blocks > 0) {                                                                                   \
+      float *copies = sproj_cuda_copies(buffers, arg, lanes, BACK);                                     \
       kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(                          \
-        (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t);                                               \
+        (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), copies, *arg, t);                                       \
       SPROJ_CUDA_CHECK_LAUNCH();                                                                        \
+      if (BACK && copies)                                                                               \
+        sproj_cuda_copies_add((float *)STARPU_VECTOR_GET_PTR(buffers[0]), copies, &arg->geom);          \
     }                                                                                                   \
   }
 

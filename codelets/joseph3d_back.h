@@ -5,15 +5,21 @@
 
 #include "joseph3d_ray.h"
 
+/* Adds value times the forward weights of a prepared ray into img. */
+SPROJ_HD void joseph3d_back_ray(struct sproj_out img, const struct sproj_ray *r, float value)
+{
+  float val = r->cf * value;
+  for (int k = r->first; k <= r->last; k++)
+    sproj_ray_scatter(img, r, k, val);
+}
+
 /* Adds value times the forward weights of the LOR xs->xe into the image. */
 SPROJ_HD void joseph3d_back_lor(struct sproj_out img, const struct sproj_geom *g, const float *xs, const float *xe, float value)
 {
   struct sproj_ray r;
   if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))
     return;
-  float val = r.cf * value;
-  for (int k = r.first; k <= r.last; k++)
-    sproj_ray_scatter(img, &r, k, val);
+  joseph3d_back_ray(img, &r, value);
 }
 
 #ifdef __CUDACC__

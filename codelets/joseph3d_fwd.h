@@ -5,16 +5,22 @@
 
 #include "joseph3d_ray.h"
 
-/* Line integral of the image along xs->xe: the sum of the plane samples times the sample length. */
+/* Line integral of img along a prepared ray: the sum of the plane samples times the sample length. */
+SPROJ_HD float joseph3d_fwd_ray(const float *img, const struct sproj_ray *r)
+{
+  float sum = 0.0f;
+  for (int k = r->first; k <= r->last; k++)
+    sum += sproj_ray_sample(img, r, k);
+  return sum * r->cf;
+}
+
+/* Line integral of the image along xs->xe. */
 SPROJ_HD float joseph3d_fwd_lor(const float *img, const struct sproj_geom *g, const float *xs, const float *xe)
 {
   struct sproj_ray r;
   if (!sproj_ray_setup(xs, xe, g, &r))
     return 0.0f;
-  float sum = 0.0f;
-  for (int k = r.first; k <= r.last; k++)
-    sum += sproj_ray_sample(img, &r, k);
-  return sum * r.cf;
+  return joseph3d_fwd_ray(img, &r);
 }
 
 #ifdef __CUDACC__

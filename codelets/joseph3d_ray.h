@@ -4,6 +4,7 @@
 #define SPROJ_JOSEPH3D_RAY_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -147,6 +148,54 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
   return 1;
 }
 
+/* Principal-axis copies (GPU tasks, see sproj_proj_arg.layout). In the image (axis 2 fastest) the neighbouring LORs
+ * of a view, which a warp's threads walk side by side, cross a plane of axis 0 or 1 at neighbouring u, a whole row
+ * of n2 floats apart, so every corner load of a warp touches ~32 sectors. Two copies of the image put u fastest:
+ * copy 0, for rays along axis 0, is [n0][n2][n1]; copy 1, for rays along axis 1, is [n1][n2][n0], starting
+ * sproj_layout_copy_stride(nvox) floats after copy 0 (a multiple of 32, so both are 128-byte aligned). Rays along
+ * axis 2 (none in a cylindrical scanner's sinogram) keep the image. The values sampled, their weights and the order
+ * of the additions are the same in every layout, so forward projections keep their bits. */
+SPROJ_HD size_t sproj_layout_copy_stride(size_t nvox)
+{
+  return (nvox + 31u) & ~(size_t)31u;
+}
+
+/* Element of copy c (0 or 1) holding voxel (i0, i1, i2). */
+SPROJ_HD unsigned sproj_layout_index(int c, unsigned i0, unsigned i1, unsigned i2, const struct sproj_geom *g)
+{
+  if (c == 0)
+    return (i0 * (unsigned)g->n[2] + i2) * (unsigned)g->n[1] + i1;
+  return (i1 * (unsigned)g->n[2] + i2) * (unsigned)g->n[0] + i0;
+}
+
+/* Points a prepared ray at its copy: changes its strides and returns 1 with the copy's offset in floats, or returns
+ * 0 (axis 2: the ray keeps the image). */
+SPROJ_HD int sproj_ray_to_copy(struct sproj_ray *r, const struct sproj_geom *g, size_t *offset)
+{
+  unsigned n0 = (unsigned)g->n[0], n1 = (unsigned)g->n[1], n2 = (unsigned)g->n[2];
+  if (r->axis == 2)
+    return 0;
+  r->stride_u = 1u;
+  if (r->axis == 0) {
+    r->stride_k = n2 * n1;
+    r->stride_v = n1;
+    *offset = 0;
+  } else {
+    r->stride_k = n2 * n0;
+    r->stride_v = n0;
+    *offset = sproj_layout_copy_stride(r->nvox);
+  }
+  return 1;
+}
+
+/* What a prepared ray samples: its copy when the task has copies (not NULL), else the image. */
+SPROJ_HD const float *sproj_ray_image(struct sproj_ray *r, const struct sproj_geom *g, const float *img,
+                                      const float *copies)
+{
+  size_t off;
+  return copies && sproj_ray_to_copy(r, g, &off) ? copies + off : img;
+}
+
 /* Bilinear weights and corner indices of the sample in plane k; a corner outside the image gets ok = 0. */
 struct sproj_corners {
   unsigned idx[4]; /* (u0,v0), (u1,v0), (u0,v1), (u1,v1) */
@@ -208,6 +257,16 @@ __device__ static inline void sproj_add_pair(float *img, unsigned i, float a, fl
 }
 #endif
 
+/* Where a prepared ray adds: its copy when the task has copies (not NULL; float images only), else out. */
+SPROJ_HD struct sproj_out sproj_ray_out(struct sproj_ray *r, const struct sproj_geom *g, struct sproj_out out,
+                                        float *copies)
+{
+  size_t off;
+  if (copies && out.f && sproj_ray_to_copy(r, g, &off))
+    out.f = copies + off;
+  return out;
+}
+
 /* The adjoint of sproj_ray_sample: adds val times the four bilinear weights of plane k into the image. */
 SPROJ_HD void sproj_ray_scatter(struct sproj_out out, const struct sproj_ray *r, int k, float val)
 {
@@ -223,12 +282,20 @@ SPROJ_HD void sproj_ray_scatter(struct sproj_out out, const struct sproj_ray *r,
   }
   float *img = out.f;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  /* v along the fastest axis: corners 0 and 2, and 1 and 3, are neighbours in memory */
+  /* v along the fastest axis (the image): corners 0 and 2, and 1 and 3, are neighbours in memory */
   if (r->stride_v == 1u && c.ok[0] == c.ok[2] && c.ok[1] == c.ok[3]) {
     if (c.ok[0])
       sproj_add_pair(img, c.idx[0], w[0], w[2], r->nvox);
     if (c.ok[1])
       sproj_add_pair(img, c.idx[1], w[1], w[3], r->nvox);
+    return;
+  }
+  /* u along the fastest axis (a principal-axis copy): corners 0 and 1, and 2 and 3 */
+  if (r->stride_u == 1u && c.ok[0] == c.ok[1] && c.ok[2] == c.ok[3]) {
+    if (c.ok[0])
+      sproj_add_pair(img, c.idx[0], w[0], w[1], r->nvox);
+    if (c.ok[2])
+      sproj_add_pair(img, c.idx[2], w[2], w[3], r->nvox);
     return;
   }
 #endif

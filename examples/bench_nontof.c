@@ -4,7 +4,7 @@
  * per-view chunks, and 2414 segment-viewgram chunks (every 8th view). Prints a table.
  *
  * usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b,...] [--devices any|gpu|cpu] [--small]
- *                     [--reproducible] [--no-merge] [--task-lors N]
+ *                     [--reproducible] [--no-merge] [--no-layouts] [--task-lors N] [--upload all|one|none]
  *   --only: run only the jobs whose names contain one of the comma-separated words (the one-request jobs always
  *           run: they are the reference of the ratios) */
 #include <getopt.h>
@@ -92,15 +92,16 @@ static void run(struct scenario *sc, int warmups, int repeats)
 
 int main(int argc, char **argv)
 {
-  int repeats = 5, warmups = 2, view_step = 8, small = 0, reproducible = 0, verbose = 0, no_merge = 0;
+  int repeats = 5, warmups = 2, view_step = 8, small = 0, reproducible = 0, verbose = 0, no_merge = 0, no_layouts = 0;
   long long task_lors = 0;
-  const char *only = NULL, *devices = NULL;
+  const char *only = NULL, *devices = NULL, *upload = "all";
   static const struct option longopts[] = {
     {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
     {"only", required_argument, 0, 'o'},    {"devices", required_argument, 0, 'd'},
     {"views-step", required_argument, 0, 's'}, {"small", no_argument, 0, 'S'},
     {"reproducible", no_argument, 0, 'R'},  {"verbose", no_argument, 0, 'v'},
     {"no-merge", no_argument, 0, 'M'},    {"task-lors", required_argument, 0, 'T'},
+    {"no-layouts", no_argument, 0, 'L'},   {"upload", required_argument, 0, 'U'},
     {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
@@ -119,15 +120,27 @@ int main(int argc, char **argv)
     case 'S': small = 1; break;
     case 'R': reproducible = 1; break;
     case 'M': no_merge = 1; break;
+    case 'L': no_layouts = 1; break;
+    case 'U':
+      if (strcmp(optarg, "all") && strcmp(optarg, "one") && strcmp(optarg, "none")) {
+        fprintf(stderr, "bench_nontof: --upload needs all, one or none, not '%s'\n", optarg);
+        return 2;
+      }
+      upload = optarg;
+      break;
     case 'T': task_lors = option_number("bench_nontof", "--task-lors", optarg, 1, 4294967295LL); break;
     case 'v': verbose = 1; break;
     case 'h':
       printf("usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--devices any|gpu|cpu]\n"
-             "                    [--small] [--reproducible] [--no-merge] [--task-lors N] [--verbose]\n"
+             "                    [--small] [--reproducible] [--no-merge] [--no-layouts] [--task-lors N]\n"
+             "                    [--upload all|one|none] [--verbose]\n"
              "  times whole-sinogram, per-view and segment-viewgram forward and back projections on the benchmark\n"
              "  scanner (--small: the small one); --reproducible: back projections in reproducible mode;\n"
              "  --no-merge: every call becomes tasks at once (sproj_config.merge_calls = 0);\n"
+             "  --no-layouts: GPU tasks read the image as it is (sproj_config.image_layouts = 0);\n"
              "  --task-lors N: largest task in LORs (default: automatic);\n"
+             "  --upload: copy the LORs to the GPUs before timing in all three chunkings (default), only in the\n"
+             "            one-request one, or not at all (the first repeat then brings them);\n"
              "  --verbose: StarPU's own messages\n");
       return 0;
     default: return option_error("bench_nontof", argv[optind - 1]);
@@ -142,6 +155,7 @@ int main(int argc, char **argv)
   sproj_config_init(&cfg);
   cfg.reproducible = reproducible;
   cfg.merge_calls = no_merge ? 0 : 1;
+  cfg.image_layouts = no_layouts ? 0 : 1;
   cfg.task_lors = task_lors;
   CHECK(sproj_init(&cfg));
   if (devices)
@@ -231,10 +245,14 @@ int main(int argc, char **argv)
   t0 = now();
   CHECK(sproj_image_upload(g_img, SPROJ_ALL_GPUS));
   CHECK(sproj_image_upload(g_back, SPROJ_ALL_GPUS));
-  CHECK(sproj_lors_upload(lors, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
-  CHECK(sproj_lors_upload(lors, views, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
-  CHECK(sproj_lors_upload(lors, segs, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
-  printf("# upload of image and 3 x %.2f GB of LORs: %.2f s\n", 2 * 12.0 * nlors / 1e9, now() - t0);
+  int uploads = !strcmp(upload, "all") ? 3 : !strcmp(upload, "one");
+  if (uploads > 0)
+    CHECK(sproj_lors_upload(lors, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  if (uploads > 1) {
+    CHECK(sproj_lors_upload(lors, views, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+    CHECK(sproj_lors_upload(lors, segs, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  }
+  printf("# upload of image and %d x %.2f GB of LORs: %.2f s\n", uploads, 2 * 12.0 * nlors / 1e9, now() - t0);
 
   struct scenario scen[] = {
     {"fwd 1 request", 0, ONE_CALL, NULL, 1, p_one, nlors, 0, 0, 0, 0, 0, {0}},

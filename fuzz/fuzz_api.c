@@ -262,7 +262,11 @@ static void op_misc(struct state *s, struct reader *r, int *batch_depth)
   } else if (what == 5) {
     sproj_set_task_lors(any_int64(r));
   } else if (what == 6) {
-    sproj_set_merge_calls((int)(int8_t)u8(r) % 3);
+    int v = (int)(int8_t)u8(r);
+    if (v & 8)
+      sproj_set_image_layouts(v % 3);
+    else
+      sproj_set_merge_calls(v % 3);
   } else if (what == 7) {
     sproj_flush();
   }
@@ -300,6 +304,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sproj_batch_end();
   sproj_set_task_lors(0);
   must(sproj_set_merge_calls(1) == SPROJ_OK);
+  must(sproj_set_image_layouts(1) == SPROJ_OK);
   /* everything registered comes back: dependants first */
   for (int i = 0; i < s.nproj; i++) {
     must(sproj_proj_unregister(s.proj[i]) == SPROJ_OK);

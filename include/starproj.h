@@ -104,6 +104,14 @@ struct sproj_config {
                         * sproj_flush() first. Back projections into a reproducible image are never merged
                         * (their bits depend on how the LORs are split into calls, not on timing).
                         * 0: every call becomes tasks at once. */
+  int image_layouts;   /* -1 (default) or 1: GPU tasks of the non-TOF projectors that walk one LOR per thread
+                        * (2^17 LORs or more) first copy the image into two layouts, [n0][n2][n1] for
+                        * LORs along axis 0 and [n1][n2][n0] along axis 1, in which the neighbouring LORs of a view
+                        * read neighbouring floats, and project from those (back projections add into them, then
+                        * into the image). Forward values keep their bits; on the benchmark the forward projection
+                        * takes less than half the time (doc/benchmarks.md). The copies live in a
+                        * StarPU scratch buffer of two images per CUDA worker, made only while that takes at most
+                        * an eighth of the GPU's memory (or of STARPU_LIMIT_CUDA_MEM). 0: never. */
 };
 
 /* Fills cfg with the defaults (-1 / NULL / 0). */
@@ -139,6 +147,10 @@ int64_t sproj_get_task_lors(void);
 /* Turns the merging of calls made while the workers are busy (sproj_config.merge_calls) on (1) or off (0), after
  * submitting what is held back. Errors: NOT_INIT, INVALID (not 0 or 1), and those of sproj_flush. */
 int sproj_set_merge_calls(int on);
+/* Turns the principal-axis image copies of large GPU tasks (sproj_config.image_layouts) on (1) or off (0) for tasks
+ * submitted from now on, after submitting what is held back. Errors: NOT_INIT, INVALID (not 0 or 1), and those of
+ * sproj_flush. */
+int sproj_set_image_layouts(int on);
 
 /* Which kinds of worker may run projection tasks submitted from now on. Default: the GPUs when StarPU drives any
  * (CPU workers then still run reductions and the caller's own tasks), else the CPU cores. SPROJ_DEVICE_ANY lets
@@ -159,6 +171,7 @@ struct sproj_worker_stats {
   int gpu;               /* its GPU, 0 .. sproj_num_gpus()-1 (as in sproj_image_upload); -1 for a CPU worker */
   int64_t tasks;         /* projection tasks executed */
   int64_t lors;          /* LORs projected (forward + back) */
+  int64_t layout_tasks;  /* of the tasks, those that worked on the principal-axis image copies (image_layouts) */
 };
 int sproj_num_workers(void);
 int sproj_worker_stats(int worker, struct sproj_worker_stats *stats);

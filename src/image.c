@@ -146,6 +146,8 @@ int sproj_image_unregister(sproj_image *img)
   starpu_data_release(img->handle);
   if (img->acc)
     starpu_data_unregister_no_coherency(img->acc);
+  if (img->copies)
+    starpu_data_unregister_no_coherency(img->copies);
   if (img->owns_handle)
     starpu_data_unregister(img->handle);
   sproj_count_object(-1);
@@ -188,6 +190,22 @@ int sproj_image_accumulator(const char *func, sproj_image *img, starpu_data_hand
   *acc = img->acc;
   pthread_mutex_unlock(&lock);
   return ret;
+}
+
+starpu_data_handle_t sproj_image_copies(sproj_image *img)
+{
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  uint64_t nvox = (uint64_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2];
+  uint64_t len = 2 * sproj_layout_copy_stride(nvox);
+  if (nvox > sproj_rt.layout_max_voxels || len > UINT32_MAX)
+    return NULL;
+  pthread_mutex_lock(&lock);
+  /* StarPU allocates one per worker that runs such a task, on its GPU, and keeps it for the next */
+  if (!img->copies)
+    starpu_vector_data_register(&img->copies, -1, 0, (uint32_t)len, sizeof(float));
+  starpu_data_handle_t h = img->copies;
+  pthread_mutex_unlock(&lock);
+  return h;
 }
 
 sproj_starpu_handle sproj_image_handle(const sproj_image *img)

@@ -29,10 +29,13 @@ struct sproj_runtime {
   int live_objects;         /* registered images, LOR sets and projection vectors (atomic) */
   int reproducible;         /* images registered from now on start in reproducible mode */
   int merge_calls;          /* calls made while the workers are busy may be merged (submit.c) */
+  int image_layouts;        /* large GPU tasks may work on principal-axis copies of the image (submit.c) */
+  uint64_t layout_max_voxels; /* largest image for which they may (runtime.c) */
 };
 
-/* Counts a finished projection task of `lors` LORs on the calling worker (for sproj_worker_stats). */
-void sproj_stats_count(int64_t lors);
+/* Counts a projection task of `lors` LORs taken by the calling worker, and whether it works on the image's
+ * principal-axis copies (for sproj_worker_stats). */
+void sproj_stats_count(int64_t lors, int layout);
 /* Counts registered objects (delta +1 / -1), so that sproj_shutdown can refuse while some remain. */
 void sproj_count_object(int delta);
 extern struct sproj_runtime sproj_rt;
@@ -67,12 +70,16 @@ int sproj_check_cuda_images(void);
 struct sproj_image;
 /* The fixed-point accumulator of an image's reproducible back projections, created (zeroed) on first use. */
 int sproj_image_accumulator(const char *func, struct sproj_image *img, starpu_data_handle_t *acc);
+/* The scratch handle of an image's principal-axis copies (2 x sproj_layout_copy_stride(voxels) floats), made on
+ * first use; NULL when the image is too large for them (runtime.c's layout_max_voxels). */
+starpu_data_handle_t sproj_image_copies(struct sproj_image *img);
 struct sproj_image {
   starpu_data_handle_t handle;
   struct sproj_geom geom;
   int owns_handle;
   int reproducible;           /* back projections accumulate in fixed point (sproj_image_set_reproducible) */
   starpu_data_handle_t acc;   /* their 64-bit accumulator, one per voxel (NULL until first needed) */
+  starpu_data_handle_t copies;/* scratch of the principal-axis copies (NULL until first needed) */
 };
 
 /* A chunking applied to one per-LOR vector: a StarPU partition plan, one child per piece. */

@@ -15,6 +15,7 @@ struct sproj_runtime sproj_rt;
 /* per-worker counters; each worker only adds to its own slot */
 static struct {
   int64_t tasks, lors;
+  int64_t layout_tasks;
 } worker_stats[STARPU_NMAXWORKERS];
 
 #define DEFAULT_TASK_LORS_GPU ((int64_t)1 << 20)
@@ -42,6 +43,7 @@ void sproj_config_init(struct sproj_config *cfg)
   cfg->max_queued_tasks = -1;
   cfg->reproducible = 0;
   cfg->merge_calls = -1;
+  cfg->image_layouts = -1;
 }
 
 int sproj_check_init(const char *func)
@@ -204,6 +206,28 @@ static int64_t default_task_lors(void)
   return lors;
 }
 
+/* Largest image whose principal-axis copies (two images per CUDA worker, submit.c) take at most an eighth of every
+ * GPU's memory (or of its STARPU_LIMIT_CUDA_MEM), in voxels; 0 without GPUs. */
+static uint64_t layout_max_voxels(void)
+{
+  unsigned workers_on[STARPU_MAXNODES] = {0};
+  int nworkers = (int)starpu_worker_get_count();
+  for (int w = 0; w < nworkers; w++)
+    if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER && starpu_worker_get_memory_node(w) < STARPU_MAXNODES)
+      workers_on[starpu_worker_get_memory_node(w)]++;
+  uint64_t best = 0;
+  int any = 0;
+  for (unsigned node = 0; node < STARPU_MAXNODES && node < starpu_memory_nodes_get_count(); node++) {
+    if (!workers_on[node])
+      continue;
+    starpu_ssize_t total = starpu_memory_get_total(node);
+    uint64_t fit = total < 0 ? UINT32_MAX : (uint64_t)total / 8 / (workers_on[node] * 2 * sizeof(float));
+    best = any && best < fit ? best : fit;
+    any = 1;
+  }
+  return best;
+}
+
 int sproj_init(const struct sproj_config *cfg)
 {
   struct sproj_config c;
@@ -220,6 +244,8 @@ int sproj_init(const struct sproj_config *cfg)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "reproducible (%d) must be 0 or 1", c.reproducible);
   if (c.merge_calls < -1 || c.merge_calls > 1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "merge_calls (%d) must be -1 (default), 0 or 1", c.merge_calls);
+  if (c.image_layouts < -1 || c.image_layouts > 1)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "image_layouts (%d) must be -1 (default), 0 or 1", c.image_layouts);
   if (c.ncpu < -1 || c.ncuda < -1)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "ncpu (%d) and ncuda (%d) must be -1 (default) or >= 0", c.ncpu, c.ncuda);
   if (c.task_lors < 0 || c.task_lors > UINT32_MAX)
@@ -315,6 +341,8 @@ int sproj_init(const struct sproj_config *cfg)
   memset(worker_stats, 0, sizeof worker_stats);
   sproj_rt.reproducible = c.reproducible != 0;
   sproj_rt.merge_calls = c.merge_calls != 0;
+  sproj_rt.image_layouts = c.image_layouts != 0;
+  sproj_rt.layout_max_voxels = layout_max_voxels();
   sproj_rt.initialized = 1;
 
   if (c.verbose)
@@ -419,17 +447,28 @@ int64_t sproj_get_task_lors(void)
   return sproj_rt.initialized ? sproj_rt.task_lors : 0;
 }
 
-int sproj_set_merge_calls(int on)
+/* Sets a 0/1 switch of the submission layer, after submitting what it holds back under the old setting. */
+static int set_switch(const char *func, int *flag, int on)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init(func);
   if (ret)
     return ret;
   if (on != 0 && on != 1)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "on (%d) must be 0 or 1", on);
+    return sproj_fail(SPROJ_ERR_INVALID, func, "on (%d) must be 0 or 1", on);
   if ((ret = sproj_flush_held()))
     return ret;
-  __atomic_store_n(&sproj_rt.merge_calls, on, __ATOMIC_RELAXED);
+  __atomic_store_n(flag, on, __ATOMIC_RELAXED);
   return SPROJ_OK;
+}
+
+int sproj_set_image_layouts(int on)
+{
+  return set_switch(__func__, &sproj_rt.image_layouts, on);
+}
+
+int sproj_set_merge_calls(int on)
+{
+  return set_switch(__func__, &sproj_rt.merge_calls, on);
 }
 
 /* Workers a single request should be spread over: every GPU, or every CPU core when there is none. */
@@ -508,13 +547,15 @@ int sproj_flush(void)
 }
 
 /* ---- statistics ---- */
-void sproj_stats_count(int64_t lors)
+void sproj_stats_count(int64_t lors, int layout)
 {
   int w = starpu_worker_get_id();
   if (w < 0 || w >= STARPU_NMAXWORKERS)
     return;
   __atomic_add_fetch(&worker_stats[w].tasks, 1, __ATOMIC_RELAXED);
   __atomic_add_fetch(&worker_stats[w].lors, lors, __ATOMIC_RELAXED);
+  if (layout)
+    __atomic_add_fetch(&worker_stats[w].layout_tasks, 1, __ATOMIC_RELAXED);
 }
 
 int sproj_num_workers(void)
@@ -537,6 +578,7 @@ int sproj_worker_stats(int worker, struct sproj_worker_stats *stats)
   stats->gpu = stats->is_gpu ? starpu_worker_get_devid(worker) : -1;
   stats->tasks = __atomic_load_n(&worker_stats[worker].tasks, __ATOMIC_RELAXED);
   stats->lors = __atomic_load_n(&worker_stats[worker].lors, __ATOMIC_RELAXED);
+  stats->layout_tasks = __atomic_load_n(&worker_stats[worker].layout_tasks, __ATOMIC_RELAXED);
   return SPROJ_OK;
 }
 
@@ -548,6 +590,7 @@ int sproj_stats_reset(void)
   for (int w = 0; w < STARPU_NMAXWORKERS; w++) {
     __atomic_store_n(&worker_stats[w].tasks, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&worker_stats[w].lors, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&worker_stats[w].layout_tasks, 0, __ATOMIC_RELAXED);
   }
   return SPROJ_OK;
 }

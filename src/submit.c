@@ -47,10 +47,12 @@ static struct starpu_codelet *codelet_of(const struct request *rq)
 
 /* Pieces collected for one task. */
 struct task_group {
-  struct starpu_data_descr descr[1 + MAX_BUFFERS_PER_PIECE * SPROJ_MAX_PIECES];
+  struct starpu_data_descr descr[2 + MAX_BUFFERS_PER_PIECE * SPROJ_MAX_PIECES];
   struct sproj_proj_arg arg; /* npieces counts the pieces collected */
   unsigned piece[SPROJ_MAX_PIECES]; /* which pieces of the chunking */
   int64_t lors;
+  starpu_data_handle_t copies; /* the image's principal-axis copies, when this request's large tasks may use them */
+  int64_t copies_min_lors;     /* the fewest LORs of a task that does */
 };
 
 /* A chunk listed several times in one request must not put a piece's handles several times into one task: StarPU
@@ -68,7 +70,7 @@ static int group_holds(const struct task_group *g, unsigned piece)
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
  * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
  * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.) */
-static void count_task(void *lors);
+static void count_task(void *lors_layout);
 
 static void task_queued(int delta);
 
@@ -83,11 +85,18 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   unsigned long long where = sproj_rt.where;
   if (where == (STARPU_CPU | STARPU_CUDA) && g->lors > SPROJ_ANY_CPU_MAX_LORS)
     where = STARPU_CUDA;
+  int nbuffers = 1 + sproj_buffers_per_piece(arg) * arg->npieces;
+  /* a task bound for the GPUs, large enough to pay for making the copies, works on them */
+  arg->layout = g->copies && where == STARPU_CUDA && g->lors >= g->copies_min_lors;
+  if (arg->layout) {
+    g->descr[nbuffers].handle = g->copies;
+    g->descr[nbuffers++].mode = STARPU_SCRATCH;
+  }
   task_queued(1);
   int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
-                               1 + sproj_buffers_per_piece(arg) * arg->npieces, STARPU_EXECUTE_WHERE, where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                               nbuffers, STARPU_EXECUTE_WHERE, where, STARPU_SCHED_CTX, sproj_rt.ctx,
                                STARPU_PROLOGUE_CALLBACK_POP, count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
-                               (void *)(intptr_t)g->lors, 0);
+                               (void *)(intptr_t)(2 * g->lors + arg->layout), 0);
   g->arg.npieces = 0;
   g->lors = 0;
   if (ret != 0)
@@ -178,6 +187,22 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
   }
   struct starpu_codelet *cl = codelet_of(rq);
   enum starpu_data_access_mode values_mode = rq->back ? STARPU_R : STARPU_W;
+  /* Principal-axis copies (joseph3d_ray.h) for the non-TOF projectors on GPUs, whose time goes into the image
+   * gathers: on the benchmark they take the forward projection from 0.163 s to 0.067 s and the back projection from
+   * 0.502 s to 0.400 s on an H200. The TOF-sinogram kernels spend theirs on the bins' erf and gained nothing (2% lost,
+   * doc/benchmarks.md); listmode events come in no order that neighbouring threads could share. Making the copies
+   * costs about three image-sized memory passes: a task pays for them when its LORs cross at least four times as
+   * many samples as the image has voxels, and when one thread walks each LOR (smaller tasks share rays between
+   * threads, cuda_pieces.h). */
+  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == KIND_NONTOF && !acc &&
+      (sproj_rt.where & STARPU_CUDA)) {
+    const int *n = img->geom.n;
+    int64_t nmax = n[0] > n[1] ? n[0] : n[1];
+    nmax = nmax > n[2] ? nmax : n[2];
+    int64_t by_work = (4 * (int64_t)n[0] * n[1] * n[2] + nmax - 1) / nmax;
+    g->copies_min_lors = by_work > (int64_t)SPROJ_CUDA_ONE_LANE_LORS ? by_work : (int64_t)SPROJ_CUDA_ONE_LANE_LORS;
+    g->copies = sproj_image_copies(img);
+  }
 
   /* the vector's partition may change with the chunking: one submitter of this vector at a time */
   pthread_mutex_lock(&proj->vec.lock);
@@ -368,9 +393,10 @@ static void task_queued(int delta)
  * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.)
  * It also wakes the helper thread when merged calls wait and the queue runs low: a worker never submits tasks
  * itself, since a submission may have to wait for tasks to finish. */
-static void count_task(void *lors)
+static void count_task(void *lors_layout)
 {
-  sproj_stats_count((int64_t)(intptr_t)lors);
+  int64_t v = (int64_t)(intptr_t)lors_layout;
+  sproj_stats_count(v / 2, (int)(v % 2));
   int left = atomic_fetch_sub(&merge.waiting, 1) - 1;
   if (atomic_load(&merge.pending) && left < atomic_load(&merge.threshold))
     sem_post(&merge.wake);

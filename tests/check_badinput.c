@@ -213,6 +213,7 @@ static void not_init_barrage(void)
   BAD(sproj_wait_all(), NI, "sproj_wait_all");
   BAD(sproj_flush(), NI, "sproj_flush");
   BAD(sproj_set_merge_calls(1), NI, "sproj_set_merge_calls");
+  BAD(sproj_set_image_layouts(1), NI, "sproj_set_image_layouts");
   BAD(sproj_batch_begin(), NI, "sproj_batch_begin");
   BAD(sproj_batch_end(), NI, "sproj_batch_end");
   BAD(sproj_malloc_pinned(&p, 64), NI, "sproj_malloc_pinned");
@@ -359,6 +360,9 @@ START_TEST(test_before_init)
   sproj_config_init(&cfg);
   cfg.merge_calls = 2;
   BAD(sproj_init(&cfg), SPROJ_ERR_INVALID, "sproj_init");
+  sproj_config_init(&cfg);
+  cfg.image_layouts = -2;
+  BAD(sproj_init(&cfg), SPROJ_ERR_INVALID, "sproj_init");
   ck_assert_ptr_null(sproj_scheduler_name());
 }
 END_TEST
@@ -409,6 +413,8 @@ START_TEST(test_runtime)
   const int bad_merge[] = {INT_MIN, -1, 2, INT_MAX};
   for (size_t i = 0; i < sizeof bad_merge / sizeof bad_merge[0]; i++)
     BAD(sproj_set_merge_calls(bad_merge[i]), SPROJ_ERR_INVALID, "sproj_set_merge_calls");
+  for (size_t i = 0; i < sizeof bad_merge / sizeof bad_merge[0]; i++)
+    BAD(sproj_set_image_layouts(bad_merge[i]), SPROJ_ERR_INVALID, "sproj_set_image_layouts");
   ck_assert_int_eq(sproj_flush(), SPROJ_OK);
   const unsigned bad_masks[] = {0, 4, 5, 7, 0x80000000u, UINT_MAX};
   for (size_t i = 0; i < sizeof bad_masks / sizeof bad_masks[0]; i++)

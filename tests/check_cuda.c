@@ -236,6 +236,84 @@ START_TEST(test_tof_cpu_vs_cuda)
 }
 END_TEST
 
+static int64_t layout_tasks(void)
+{
+  int64_t t = 0;
+  for (int w = 0; w < sproj_num_workers(); w++) {
+    struct sproj_worker_stats st;
+    if (sproj_worker_stats(w, &st) == 0)
+      t += st.layout_tasks;
+  }
+  return t;
+}
+
+/* Forward (into fwd) and back projection (of the values in val, into back) of n LORs on the GPUs with the
+ * principal-axis copies on or off; returns how many tasks used them. */
+static int64_t layout_run(int on, const float *lxs, const float *lxe, int64_t n, float *fwd, float *val, float *back)
+{
+  sproj_image *im, *bim;
+  sproj_lors *lors;
+  sproj_proj *pf, *pb;
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
+  ck_assert_int_eq(sproj_set_image_layouts(on), SPROJ_OK);
+  ck_assert_int_eq(sproj_stats_reset(), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&bim, back, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, lxs, lxe, n), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&pf, fwd, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&pb, val, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd(im, pf, NULL, SPROJ_ALL_CHUNKS), SPROJ_OK);
+  ck_assert_int_eq(sproj_back(bim, pb, NULL, SPROJ_ALL_CHUNKS), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(pf), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(pb), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  int64_t used = layout_tasks();
+  ck_assert_int_eq(sproj_set_image_layouts(1), SPROJ_OK);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  return used;
+}
+
+/* Large GPU tasks project from principal-axis copies of the image (codelets/joseph3d_ray.h): the same samples,
+ * weights and additions, so the forward values keep their bits with the copies on and off; back projections add the
+ * same terms in another order (atomics, then the copies into the image). 160000 random LORs (every direction, so
+ * rays along each axis) per GPU, so that every GPU's task is large enough for the copies. */
+START_TEST(test_layouts_same_bits)
+{
+  const int64_t n = 160000 * (int64_t)sproj_num_gpus(), nvox = tu_nvox(&g);
+  float *lxs = tu_alloc(3 * n), *lxe = tu_alloc(3 * n), *val = tu_alloc(n);
+  float *f[2], *b[2];
+  tu_random_lors(&g, lxs, lxe, n, NULL);
+  tu_fill_uniform(val, n, 0.0f, 1.0f);
+  int64_t used[2];
+  for (int on = 0; on < 2; on++) {
+    f[on] = tu_alloc(n);
+    b[on] = tu_alloc(nvox);
+    memset(b[on], 0, nvox * sizeof(float));
+    used[on] = layout_run(on, lxs, lxe, n, f[on], val, b[on]);
+  }
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; i++)
+    differ += memcmp(&f[0][i], &f[1][i], sizeof(float)) != 0;
+  double brel = tu_rel_l2_ff(b[1], b[0], nvox);
+  printf("layouts: %lld tasks on the copies (0 with them off: %lld); forward %lld of %lld values differ; back "
+         "relative L2 %.3g\n", (long long)used[1], (long long)used[0], (long long)differ, (long long)n, brel);
+  ck_assert_msg(used[1] >= sproj_num_gpus(), "only %lld tasks used the copies", (long long)used[1]);
+  ck_assert_int_eq(used[0], 0);
+  ck_assert_msg(tu_max_abs(f[1], n) > 0.0, "nothing projected");
+  ck_assert_msg(differ == 0, "%lld forward values differ with the copies", (long long)differ);
+  ck_assert_msg(brel <= 1e-6, "back projection with the copies: relative L2 %.3g", brel);
+  for (int on = 0; on < 2; on++) {
+    free(f[on]);
+    free(b[on]);
+  }
+  free(lxs);
+  free(lxe);
+  free(val);
+}
+END_TEST
+
 static unsigned gpu0_node(void)
 {
   for (unsigned w = 0; w < starpu_worker_get_count(); w++)
@@ -332,6 +410,7 @@ int main(void)
   tcase_add_test(tc, test_lanes_same_bits);
   tcase_add_test(tc, test_residency);
   tcase_add_loop_test(tc, test_tof_cpu_vs_cuda, 0, 4);
+  tcase_add_test(tc, test_layouts_same_bits);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);
   sproj_shutdown();

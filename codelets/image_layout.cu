@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* image_layout.cu: the principal-axis copies of the image that large GPU projection tasks work on (layouts in
+ * joseph3d_ray.h): filled from the image before a forward projection, zeroed before a back projection and added
+ * into the image after it, on StarPU's stream: one thread per voxel, reading and writing the image in its order,
+ * the copies' scattered elements through the L2 cache. */
+#include "config.h"
+#include "cuda_pieces.h"
+
+/* Voxel i of the image and its element in copy c. */
+__device__ static inline unsigned copy_index(int c, unsigned i, const struct sproj_geom *g)
+{
+  unsigned n1 = (unsigned)g->n[1], n2 = (unsigned)g->n[2];
+  return sproj_layout_index(c, i / (n1 * n2), (i / n2) % n1, i % n2, g);
+}
+
+__global__ static void copies_fill_kernel(const float *__restrict__ img, float *__restrict__ copies,
+                                          const __grid_constant__ struct sproj_geom g, unsigned nvox, unsigned stride)
+{
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < nvox; i += gridDim.x * blockDim.x) {
+    float v = img[i];
+    copies[copy_index(0, i, &g)] = v;
+    copies[stride + copy_index(1, i, &g)] = v;
+  }
+}
+
+__global__ static void copies_add_kernel(float *__restrict__ img, const float *__restrict__ copies,
+                                         const __grid_constant__ struct sproj_geom g, unsigned nvox, unsigned stride)
+{
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < nvox; i += gridDim.x * blockDim.x)
+    img[i] = (img[i] + copies[copy_index(0, i, &g)]) + copies[stride + copy_index(1, i, &g)];
+}
+
+static unsigned grid_for(size_t n)
+{
+  size_t blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  return blocks > 65535u * 16u ? 65535u * 16u : (unsigned)blocks;
+}
+
+float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsigned lanes, int back)
+{
+  if (!arg->layout || lanes != 1u)
+    return NULL;
+  float *copies = (float *)STARPU_VECTOR_GET_PTR(buffers[1 + sproj_buffers_per_piece(arg) * arg->npieces]);
+  const int *n = arg->geom.n;
+  size_t nvox = (size_t)n[0] * n[1] * n[2], stride = sproj_layout_copy_stride(nvox);
+  cudaStream_t s = starpu_cuda_get_local_stream();
+  if (back) {
+    cudaError_t err = cudaMemsetAsync(copies, 0, 2 * stride * sizeof(float), s);
+    if (err != cudaSuccess)
+      STARPU_CUDA_REPORT_ERROR(err);
+    return copies;
+  }
+  copies_fill_kernel<<<grid_for(nvox), SPROJ_CUDA_BLOCK, 0, s>>>((const float *)STARPU_VECTOR_GET_PTR(buffers[0]), copies,
+                                                                arg->geom, (unsigned)nvox, (unsigned)stride);
+  SPROJ_CUDA_CHECK_LAUNCH();
+  return copies;
+}
+
+void sproj_cuda_copies_add(float *img, const float *copies, const struct sproj_geom *g)
+{
+  size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
+  copies_add_kernel<<<grid_for(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+    img, copies, *g, (unsigned)nvox, (unsigned)sproj_layout_copy_stride(nvox));
+  SPROJ_CUDA_CHECK_LAUNCH();
+}

@@ -120,7 +120,9 @@ void sproj_config_init(struct sproj_config *cfg);
 /* Starts StarPU with cfg (NULL: defaults). If the caller already initialised StarPU, starproj uses that
  * instance as it is (cfg's worker counts and scheduler are then ignored) and sproj_shutdown() leaves it
  * running. The process environment is left as it was found (settings StarPU only reads from the environment
- * are set for its start and restored). Not thread-safe: call it from one thread, before any other starproj
+ * are set for its start and restored). Under a GPU memory limit below 512 MB (STARPU_LIMIT_CUDA_MEM or
+ * STARPU_LIMIT_CUDA_<n>_MEM) StarPU starts without its GPU suballocator (STARPU_SUBALLOCATOR=0, unless set), whose
+ * kept blocks would otherwise leave allocations waiting forever. Not thread-safe: call it from one thread, before any other starproj
  * call. Errors: INVALID (already initialised, a bad field, an unknown scheduler), RANGE (ncpu, task_lors),
  * NO_DEVICE (no worker), STARPU. */
 int sproj_init(const struct sproj_config *cfg);

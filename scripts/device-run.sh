@@ -11,6 +11,7 @@
 #   mpi:       bench_mpi, 1 rank with every GPU against one rank per GPU (unpacks .device/debs when there is no
 #              mpirun)
 #   harness:   starproj-bench at full scale on the GPUs, the main policies ($HARNESS_SECONDS, default 300)
+#   memlimit:  the one-request jobs under STARPU_LIMIT_CUDA_MEM = each of $MEMLIMIT_MBS (default 100 150 200 300)
 #   ab:        bench_tof and the one-request non-TOF jobs, first with the library in .device/base (an older build
 #              copied there by hand: cp -L .device/build/.libs/libstarproj.so.0 .device/base/), then with this one
 set -uo pipefail
@@ -95,11 +96,15 @@ for step in $steps; do
         --workers gpu --repeats 2 --warmups 1 --calibration-runs 1 --output /tmp/harness >"$out/harness.log" 2>&1
       echo "starproj-bench: exit $?"; tail -n 3 "$out/harness.log"
       (cd /tmp/harness && tar czf "$out/harness.tgz" --exclude homes .) ;;
-    memdiag)
-      # output line by line, so that a run stopped by the timeout still shows how far it got
-      env STARPU_LIMIT_CUDA_MEM="${MEMDIAG_MB:-100}" timeout 90 stdbuf -oL ./examples/bench_nontof --only none \
-        --repeats 1 --warmups 1 >"$out/memdiag.log" 2>&1
-      echo "bench_nontof under STARPU_LIMIT_CUDA_MEM=${MEMDIAG_MB:-100}: exit $?"; grep -E '^#|^(fwd|back) 1' "$out/memdiag.log" ;;
+    memlimit)
+      # the one-request jobs under GPU memory limits ($MEMLIMIT_MBS, default "100 150 200 300"), output line by line,
+      # so that a run stopped by the timeout still shows how far it got
+      for mb in ${MEMLIMIT_MBS:-100 150 200 300}; do
+        env STARPU_LIMIT_CUDA_MEM="$mb" timeout 90 stdbuf -oL ./examples/bench_nontof --only none --repeats 1 \
+          --warmups 1 >"$out/memlimit_$mb.log" 2>&1
+        echo "bench_nontof under STARPU_LIMIT_CUDA_MEM=$mb: exit $?"
+        grep -E '^# checksums|^(fwd|back) 1' "$out/memlimit_$mb.log"
+      done ;;
     sweep)
       for cfg in "STARPU_NCPU=15" "STARPU_NCPU=0"; do
         echo "== $cfg"

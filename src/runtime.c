@@ -183,6 +183,29 @@ static void env_pop(struct saved_env *s)
   free(s->old);
 }
 
+/* StarPU carves GPU buffers of up to 4 MB (LOR pieces, values) out of 32 MB chunks and keeps up to four emptied
+ * chunks for reuse; the chunks count as used memory and its eviction never gives them back. Under a small
+ * STARPU_LIMIT_CUDA_MEM that leaves no room for a new chunk or for an image, and StarPU then retries that allocation
+ * forever: on an H200 the benchmark stalled at 100, 150 and 200 MB with the suballocator and completed at each
+ * without it (doc/benchmarks.md, version 10). Returns whether a CUDA memory limit of the environment
+ * (STARPU_LIMIT_CUDA_MEM or STARPU_LIMIT_CUDA_<n>_MEM, in MB) is below SMALL_CUDA_LIMIT_MB, where the chunks
+ * would matter. */
+#define SMALL_CUDA_LIMIT_MB 512
+static int small_cuda_limit(void)
+{
+  char name[64];
+  for (int d = -1; d < STARPU_MAXCUDADEVS; d++) {
+    if (d < 0)
+      snprintf(name, sizeof name, "STARPU_LIMIT_CUDA_MEM");
+    else
+      snprintf(name, sizeof name, "STARPU_LIMIT_CUDA_%d_MEM", d);
+    const char *v = getenv(name);
+    if (v && *v && atol(v) >= 0 && atol(v) < SMALL_CUDA_LIMIT_MB)
+      return 1;
+  }
+  return 0;
+}
+
 /* Automatic task size. Every CUDA worker of a GPU holds its task's LORs and values in the GPU's memory at once; when
  * a memory limit (STARPU_LIMIT_CUDA_MEM, or a small GPU) cannot hold that for every worker, StarPU's allocator
  * waits forever (an H200 limited to 100 MB hung on 2^20-LOR tasks, 4 workers, 13 MB image). Tasks are therefore
@@ -289,10 +312,13 @@ int sproj_init(const struct sproj_config *cfg)
      * caller had */
     char per_gpu_str[16];
     snprintf(per_gpu_str, sizeof per_gpu_str, "%d", per_gpu);
-    struct saved_env saved[2];
+    struct saved_env saved[3] = {{0}};
     env_push(&saved[0], "STARPU_NWORKER_PER_CUDA", per_gpu_str, c.workers_per_gpu > 0);
     env_push(&saved[1], "STARPU_CUDA_PIPELINE", DEFAULT_CUDA_PIPELINE, 0);
+    if (small_cuda_limit())
+      env_push(&saved[2], "STARPU_SUBALLOCATOR", "0", 0); /* a value the caller set wins */
     ret = starpu_init(&conf);
+    env_pop(&saved[2]);
     env_pop(&saved[1]);
     env_pop(&saved[0]);
     if (ret == -ENODEV)

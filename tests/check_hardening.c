@@ -439,6 +439,20 @@ START_TEST(test_init_config)
   ck_assert_str_eq(getenv("STARPU_NWORKER_PER_CUDA"), "3");
   ck_assert_int_eq(sproj_shutdown(), SPROJ_OK);
   unsetenv("STARPU_NWORKER_PER_CUDA");
+
+  /* under a small GPU memory limit StarPU's suballocator is turned off for its start (runtime.c), and the variable
+   * is put back afterwards: unset stays unset, a caller's value stays */
+  setenv("STARPU_LIMIT_CUDA_1_MEM", "100", 1);
+  unsetenv("STARPU_SUBALLOCATOR");
+  ck_assert_int_eq(sproj_init(&cfg), SPROJ_OK);
+  ck_assert_ptr_null(getenv("STARPU_SUBALLOCATOR"));
+  ck_assert_int_eq(sproj_shutdown(), SPROJ_OK);
+  setenv("STARPU_SUBALLOCATOR", "1", 1);
+  ck_assert_int_eq(sproj_init(&cfg), SPROJ_OK);
+  ck_assert_str_eq(getenv("STARPU_SUBALLOCATOR"), "1");
+  ck_assert_int_eq(sproj_shutdown(), SPROJ_OK);
+  unsetenv("STARPU_SUBALLOCATOR");
+  unsetenv("STARPU_LIMIT_CUDA_1_MEM");
 }
 END_TEST
 

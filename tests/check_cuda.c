@@ -23,15 +23,22 @@ static void setup(void)
   tu_random_lors(&g, xs, xe, N, NULL);
 }
 
-static int64_t gpu_tasks(void)
+/* Tasks the GPU workers have run since the last sproj_stats_reset; with layouts, only those that worked on the
+ * principal-axis image copies. */
+static int64_t gpu_tasks_of(int layouts)
 {
   int64_t t = 0;
   for (int w = 0; w < sproj_num_workers(); w++) {
     struct sproj_worker_stats st;
     if (sproj_worker_stats(w, &st) == 0 && st.is_gpu)
-      t += st.tasks;
+      t += layouts ? st.layout_tasks : st.tasks;
   }
   return t;
+}
+
+static int64_t gpu_tasks(void)
+{
+  return gpu_tasks_of(0);
 }
 
 /* Asserts that every forward value of the GPU is within 1e-5 relative (plus 1e-6 of the largest value) of the CPU's;
@@ -236,17 +243,6 @@ START_TEST(test_tof_cpu_vs_cuda)
 }
 END_TEST
 
-static int64_t layout_tasks(void)
-{
-  int64_t t = 0;
-  for (int w = 0; w < sproj_num_workers(); w++) {
-    struct sproj_worker_stats st;
-    if (sproj_worker_stats(w, &st) == 0)
-      t += st.layout_tasks;
-  }
-  return t;
-}
-
 /* Forward (into fwd) and back projection (of the values in val, into back) of n LORs on the GPUs with the
  * principal-axis copies on or off; returns how many tasks used them. */
 static int64_t layout_run(int on, const float *lxs, const float *lxe, int64_t n, float *fwd, float *val, float *back)
@@ -269,7 +265,7 @@ static int64_t layout_run(int on, const float *lxs, const float *lxe, int64_t n,
   ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
-  int64_t used = layout_tasks();
+  int64_t used = gpu_tasks_of(1);
   ck_assert_int_eq(sproj_set_image_layouts(1), SPROJ_OK);
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
   return used;

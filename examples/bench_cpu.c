@@ -114,21 +114,10 @@ int main(int argc, char **argv)
   CHECK(sproj_init(&cfg));
   CHECK(sproj_set_devices(SPROJ_DEVICE_CPU));
   struct sproj_scanner_params sp;
-  CHECK(sproj_scanner_preset("vision600", &sp));
-  int n[3] = {215, 215, 71};
-  float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
-  struct sproj_tof_params par = {13 * 0.01302f * 299.792f / 2, 29, 3.0f, 299.792f / 2 * 0.385f / 2.355f, 0.0f};
-  if (small) {
-    sp.num_modules = 8;
-    sp.num_rings = 6;
-    sp.num_radial_bins = 101;
-    sp.max_ring_difference = -1;
-    n[0] = n[1] = 64;
-    n[2] = 24;
-    vs[0] = vs[1] = vs[2] = 8.0f;
-  }
-  for (int k = 0; k < 3; k++)
-    origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
+  int n[3];
+  float vs[3], origin[3];
+  benchmark_geometry(small, &sp, n, vs, origin);
+  struct sproj_tof_params par = benchmark_tof();
   g_nvox = (size_t)n[0] * n[1] * n[2];
   sproj_scanner *scn;
   struct sproj_sinogram_info info;

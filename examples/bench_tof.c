@@ -82,26 +82,16 @@ int main(int argc, char **argv)
   cfg.reproducible = reproducible;
   CHECK(sproj_init(&cfg));
   struct sproj_scanner_params sp;
-  CHECK(sproj_scanner_preset("vision600", &sp));
-  int n[3] = {215, 215, 71};
-  float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
-  /* 29 bins of 13 x 0.01302 ns x c/2, sigma of a 385 ps FWHM time resolution, 3 sigmas */
-  struct sproj_tof_params par = {13 * 0.01302f * 299.792f / 2, 29, 3.0f, 299.792f / 2 * 0.385f / 2.355f, 0.0f};
+  int n[3];
+  float vs[3], origin[3];
+  benchmark_geometry(small, &sp, n, vs, origin);
+  struct sproj_tof_params par = benchmark_tof();
   int view_step = 34;
   if (small) {
-    sp.num_modules = 8;
-    sp.num_rings = 6;
-    sp.num_radial_bins = 101;
-    sp.max_ring_difference = -1;
-    n[0] = n[1] = 64;
-    n[2] = 24;
-    vs[0] = vs[1] = vs[2] = 8.0f;
     view_step = 8;
     if (nevents > 200000)
       nevents = 200000;
   }
-  for (int k = 0; k < 3; k++)
-    origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
   const size_t nvox = (size_t)n[0] * n[1] * n[2];
   sproj_scanner *scn;
   struct sproj_sinogram_info info;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* common.h: what the example programs share: failing loudly on a status and a monotonic clock. */
+/* common.h: what the example programs share: option parsing, failing loudly on a status, a monotonic clock and the
+ * benchmark geometry. */
 #ifndef SPROJ_EXAMPLES_COMMON_H
 #define SPROJ_EXAMPLES_COMMON_H
 
@@ -39,6 +40,34 @@ static inline int option_error(const char *prog, const char *what)
       exit(1);                                                                                                 \
     }                                                                                                          \
   } while (0)
+
+/* The benchmark geometry: the Vision 600-like scanner and a 215 x 215 x 71 image of 2.78 mm voxels centred on the
+ * scanner, or with small a quick one for a development machine (8 modules, 6 rings, 101 radial bins, every ring
+ * difference; 64 x 64 x 24 voxels of 8 mm). Fails loudly like CHECK. */
+static inline void benchmark_geometry(int small, struct sproj_scanner_params *sp, int n[3], float vs[3],
+                                      float origin[3])
+{
+  CHECK(sproj_scanner_preset("vision600", sp));
+  n[0] = n[1] = small ? 64 : 215;
+  n[2] = small ? 24 : 71;
+  vs[0] = vs[1] = vs[2] = small ? 8.0f : 2.78f;
+  if (small) {
+    sp->num_modules = 8;
+    sp->num_rings = 6;
+    sp->num_radial_bins = 101;
+    sp->max_ring_difference = -1;
+  }
+  for (int k = 0; k < 3; k++)
+    origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
+}
+
+/* The benchmark's TOF parameters: 29 bins of 13 x 0.01302 ns x c/2, the sigma of a 385 ps FWHM time resolution,
+ * 3 sigmas. */
+static inline struct sproj_tof_params benchmark_tof(void)
+{
+  struct sproj_tof_params par = {13 * 0.01302f * 299.792f / 2, 29, 3.0f, 299.792f / 2 * 0.385f / 2.355f, 0.0f};
+  return par;
+}
 
 static inline double now(void)
 {

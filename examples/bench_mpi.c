@@ -229,7 +229,12 @@ int main(int argc, char **argv)
     printf("%-10s %-10s %5s %10s %10s %10s %14s\n", "job", "reduce", "ranks", "median_s", "min_s", "max_s",
            "bytes_sent");
   }
-  double *t = malloc(repeat * sizeof *t);
+  /* per repetition: the job's time, and for fwdback its forward and back parts */
+  double *t = malloc(3 * (size_t)repeat * sizeof *t), *tf = t + repeat, *tb = tf + repeat;
+  if (!t) {
+    fprintf(stderr, "bench_mpi: out of memory\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
 
   /* data for the OSEM job: the phantom's forward projection, on each rank for its views */
   MCHECK(sproj_mpi_fwd(comm, img, y, chunks, NULL));
@@ -238,7 +243,6 @@ int main(int argc, char **argv)
   for (int m = 0; m < 2 && methods[m]; m++) {
     MCHECK(sproj_mpi_set_reduce(comm, methods[m]));
     if (strstr(jobs, "fwdback")) {
-      double tf[1000], tb[1000];
       int64_t bytes = 0;
       for (int i = -1; i < repeat; i++) {
         MPI_Barrier(MPI_COMM_WORLD);

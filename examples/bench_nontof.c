@@ -94,7 +94,11 @@ int main(int argc, char **argv)
 {
   int repeats = 5, warmups = 2, view_step = 8, small = 0, reproducible = 0, verbose = 0, no_merge = 0, no_layouts = 0;
   long long task_lors = 0;
-  const char *only = NULL, *devices = NULL, *upload = "all";
+  /* --devices (-1: the default) and --upload (0: all three chunkings, 1: one, 2: none) */
+  static const char *const device_names[] = {"any", "gpu", "cpu"}, *const upload_names[] = {"all", "one", "none"};
+  static const unsigned device_masks[] = {SPROJ_DEVICE_ANY, SPROJ_DEVICE_CUDA, SPROJ_DEVICE_CPU};
+  const char *only = NULL;
+  int devices = -1, upload = 0;
   static const struct option longopts[] = {
     {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
     {"only", required_argument, 0, 'o'},    {"devices", required_argument, 0, 'd'},
@@ -110,24 +114,12 @@ int main(int argc, char **argv)
     case 'w': warmups = (int)option_number("bench_nontof", "--warmups", optarg, 0, 64); break;
     case 's': view_step = (int)option_number("bench_nontof", "--views-step", optarg, 1, 272); break;
     case 'o': only = optarg; break;
-    case 'd':
-      if (strcmp(optarg, "any") && strcmp(optarg, "gpu") && strcmp(optarg, "cpu")) {
-        fprintf(stderr, "bench_nontof: --devices needs any, gpu or cpu, not '%s'\n", optarg);
-        return 2;
-      }
-      devices = optarg;
-      break;
+    case 'd': devices = option_choice("bench_nontof", "--devices", optarg, device_names, 3); break;
     case 'S': small = 1; break;
     case 'R': reproducible = 1; break;
     case 'M': no_merge = 1; break;
     case 'L': no_layouts = 1; break;
-    case 'U':
-      if (strcmp(optarg, "all") && strcmp(optarg, "one") && strcmp(optarg, "none")) {
-        fprintf(stderr, "bench_nontof: --upload needs all, one or none, not '%s'\n", optarg);
-        return 2;
-      }
-      upload = optarg;
-      break;
+    case 'U': upload = option_choice("bench_nontof", "--upload", optarg, upload_names, 3); break;
     case 'T': task_lors = option_number("bench_nontof", "--task-lors", optarg, 1, 4294967295LL); break;
     case 'v': verbose = 1; break;
     case 'h':
@@ -158,9 +150,8 @@ int main(int argc, char **argv)
   cfg.image_layouts = no_layouts ? 0 : 1;
   cfg.task_lors = task_lors;
   CHECK(sproj_init(&cfg));
-  if (devices)
-    CHECK(sproj_set_devices(!strcmp(devices, "any") ? SPROJ_DEVICE_ANY
-                            : !strcmp(devices, "gpu") ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU));
+  if (devices >= 0)
+    CHECK(sproj_set_devices(device_masks[devices]));
   struct sproj_scanner_params sp;
   int n[3];
   float vs[3], origin[3];
@@ -177,7 +168,7 @@ int main(int argc, char **argv)
   printf("# starproj %d.%d.%d bench_nontof: %d CPU workers, %d GPUs (%d workers in all), scheduler %s, projections "
          "on %s, task_lors %lld\n", SPROJ_VERSION_MAJOR, SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH,
          sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_workers(), sproj_scheduler_name(),
-         devices ? devices : "default devices", (long long)sproj_get_task_lors());
+         devices >= 0 ? device_names[devices] : "default devices", (long long)sproj_get_task_lors());
   printf("# %d views x %d radial x %d planes = %lld LORs, image %dx%dx%d of %.2f mm\n", nviews, sino.num_radial_bins,
          sino.num_planes, (long long)nlors, n[0], n[1], n[2], vs[0]);
 
@@ -234,7 +225,7 @@ int main(int argc, char **argv)
   t0 = now();
   CHECK(sproj_image_upload(g_img, SPROJ_ALL_GPUS));
   CHECK(sproj_image_upload(g_back, SPROJ_ALL_GPUS));
-  int uploads = !strcmp(upload, "all") ? 3 : !strcmp(upload, "one");
+  int uploads = upload == 0 ? 3 : upload == 1;
   if (uploads > 0)
     CHECK(sproj_lors_upload(lors, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
   if (uploads > 1) {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "starproj.h"
 
@@ -23,6 +24,20 @@ static inline long long option_number(const char *prog, const char *option, cons
     exit(2);
   }
   return v;
+}
+
+/* The index of arg among the n choices, or a message naming the option and its choices and exit 2. */
+static inline int option_choice(const char *prog, const char *option, const char *arg, const char *const *choices,
+                                int n)
+{
+  for (int i = 0; i < n; i++)
+    if (!strcmp(arg, choices[i]))
+      return i;
+  fprintf(stderr, "%s: %s needs ", prog, option);
+  for (int i = 0; i < n; i++)
+    fprintf(stderr, "%s%s", choices[i], i + 2 < n ? ", " : i + 1 < n ? " or " : "");
+  fprintf(stderr, ", not '%s'\n", arg);
+  exit(2);
 }
 
 /* Unknown option or stray argument: a message and exit 2. */

@@ -201,7 +201,9 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
     nmax = nmax > n[2] ? nmax : n[2];
     int64_t by_work = (4 * (int64_t)n[0] * n[1] * n[2] + nmax - 1) / nmax;
     g->copies_min_lors = by_work > (int64_t)SPROJ_CUDA_ONE_LANE_LORS ? by_work : (int64_t)SPROJ_CUDA_ONE_LANE_LORS;
-    g->copies = sproj_image_copies(img);
+    /* a request too small for one such task (every separate viewgram call) neither locks nor registers anything */
+    if (total >= g->copies_min_lors)
+      g->copies = sproj_image_copies(img);
   }
 
   /* the vector's partition may change with the chunking: one submitter of this vector at a time */

@@ -50,6 +50,8 @@ int sproj_flush_pending(void);
  * calling up. sproj_flush_held() runs the registered flush (SPROJ_OK when none). */
 void sproj_register_held(int (*flush)(void), int (*stop)(void));
 int sproj_flush_held(void);
+/* Counts, for every memory node, the workers of the kinds in where (STARPU_CPU / STARPU_CUDA mask) it serves. */
+void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]);
 /* Whether some GPU that projections may run on has less memory (or a lower STARPU_LIMIT_CUDA_MEM) than bytes. */
 int sproj_gpu_memory_below(size_t bytes);
 /* sproj_check_init, then sproj_flush_held: for every call that waits on, moves or frees data. */

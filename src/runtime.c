@@ -229,15 +229,25 @@ static int64_t default_task_lors(void)
   return lors;
 }
 
+void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES])
+{
+  memset(workers_on, 0, STARPU_MAXNODES * sizeof workers_on[0]);
+  int nworkers = (int)starpu_worker_get_count();
+  for (int w = 0; w < nworkers; w++) {
+    enum starpu_worker_archtype type = starpu_worker_get_type(w);
+    unsigned node = starpu_worker_get_memory_node(w);
+    if (node < STARPU_MAXNODES && ((type == STARPU_CPU_WORKER && (where & STARPU_CPU)) ||
+                                   (type == STARPU_CUDA_WORKER && (where & STARPU_CUDA))))
+      workers_on[node]++;
+  }
+}
+
 /* Largest image whose principal-axis copies (two images per CUDA worker, submit.c) take at most an eighth of every
  * GPU's memory (or of its STARPU_LIMIT_CUDA_MEM), in voxels; 0 without GPUs. */
 static uint64_t layout_max_voxels(void)
 {
-  unsigned workers_on[STARPU_MAXNODES] = {0};
-  int nworkers = (int)starpu_worker_get_count();
-  for (int w = 0; w < nworkers; w++)
-    if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER && starpu_worker_get_memory_node(w) < STARPU_MAXNODES)
-      workers_on[starpu_worker_get_memory_node(w)]++;
+  unsigned workers_on[STARPU_MAXNODES];
+  sproj_workers_per_node(STARPU_CUDA, workers_on);
   uint64_t best = 0;
   int any = 0;
   for (unsigned node = 0; node < STARPU_MAXNODES && node < starpu_memory_nodes_get_count(); node++) {

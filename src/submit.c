@@ -113,14 +113,8 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 static int back_mode(const char *func, const sproj_image *img, size_t elemsize, enum starpu_data_access_mode *mode)
 {
   size_t bytes = (size_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2] * elemsize;
-  unsigned workers_on[STARPU_MAXNODES] = {0};
-  int nworkers = (int)starpu_worker_get_count();
-  for (int w = 0; w < nworkers; w++) {
-    enum starpu_worker_archtype type = starpu_worker_get_type(w);
-    if ((type == STARPU_CPU_WORKER && (sproj_rt.where & STARPU_CPU)) ||
-        (type == STARPU_CUDA_WORKER && (sproj_rt.where & STARPU_CUDA)))
-      workers_on[starpu_worker_get_memory_node(w)]++;
-  }
+  unsigned workers_on[STARPU_MAXNODES];
+  sproj_workers_per_node(sproj_rt.where, workers_on);
   *mode = STARPU_REDUX;
   for (unsigned node = 0; node < starpu_memory_nodes_get_count() && node < STARPU_MAXNODES; node++) {
     if (!workers_on[node])

@@ -5,6 +5,7 @@
 #define SPROJ_CUDA_PIECES_H
 
 #include <stdlib.h>
+#include <string.h>
 #include "codelets.h"
 
 #define SPROJ_CUDA_BLOCK 256
@@ -12,6 +13,7 @@
 struct sproj_piece_table {
   int npieces;
   unsigned lanes;                             /* threads sharing one LOR: a power of two <= 32 */
+  unsigned windows;                           /* back projection into copies: warps combine their adds (1) or not */
   unsigned block_start[SPROJ_MAX_PIECES + 1]; /* first block of each piece; the last entry is the grid size */
   unsigned n[SPROJ_MAX_PIECES];
   const float *xs[SPROJ_MAX_PIECES];
@@ -26,6 +28,18 @@ struct sproj_piece_table {
 static_assert(sizeof(struct sproj_piece_table) + sizeof(struct sproj_proj_arg) + sizeof(void *) <= 4096,
               "the piece table no longer fits in the kernel parameters");
 
+/* Whether back projections into the principal-axis copies combine a warp's adds in shared memory first
+ * (joseph3d_back_warp): yes, unless SPROJ_CUDA_WINDOWS=0 asks for the lane-by-lane adds, for measurements. */
+static inline unsigned sproj_cuda_windows(void)
+{
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("SPROJ_CUDA_WINDOWS");
+    on = !(e && strcmp(e, "0") == 0);
+  }
+  return (unsigned)on;
+}
+
 /* Fills the table from the task's buffers for `lanes` threads per LOR; returns the number of blocks to launch (0:
  * nothing to do). */
 static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void *buffers[],
@@ -34,6 +48,7 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void 
   unsigned blocks = 0;
   t->npieces = arg->npieces;
   t->lanes = lanes;
+  t->windows = sproj_cuda_windows();
   for (int p = 0; p < arg->npieces; p++) {
     struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
     t->block_start[p] = blocks;

@@ -98,6 +98,9 @@ extern struct starpu_codelet sproj_joseph3d_tof_lm_back_cl;
 /* Reduction methods of image handles: zero a per-worker buffer; add one buffer into another. */
 extern struct starpu_codelet sproj_image_zero_cl;
 extern struct starpu_codelet sproj_image_add_cl;
+#ifdef SPROJ_USE_CUDA
+extern struct starpu_codelet sproj_image_add_gpu_cl; /* sproj_image_add_cl on CUDA workers only */
+#endif
 /* Reproducible mode: reduction methods of fixed-point accumulators, and image += accumulator, accumulator = 0. */
 extern struct starpu_codelet sproj_fixed_zero_cl;
 extern struct starpu_codelet sproj_fixed_add_cl;

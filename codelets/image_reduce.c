@@ -70,6 +70,21 @@ struct starpu_codelet sproj_image_add_cl = {
   .name = "image_add",
 };
 
+#ifdef SPROJ_USE_CUDA
+/* The same add on CUDA workers only: the reduction of back projections that ran on GPUs alone (sproj_rt.where), whose
+ * per-worker buffers all live on GPUs. StarPU submits the reduction's tasks outside starproj's scheduling contexts,
+ * where CPU workers could take them and move the buffers through main memory. */
+struct starpu_codelet sproj_image_add_gpu_cl = {
+  .where = STARPU_CUDA,
+  .cuda_funcs = {sproj_image_add_cuda},
+  .cuda_flags = {STARPU_CUDA_ASYNC},
+  .nbuffers = 2,
+  .modes = {STARPU_RW | STARPU_COMMUTE, STARPU_R},
+  .model = &image_add_model,
+  .name = "image_add_gpu",
+};
+#endif
+
 /* ---- fixed-point accumulators (reproducible mode, see fixed_point.h) ---- */
 static void fixed_zero_cpu(void *buffers[], void *cl_arg)
 {

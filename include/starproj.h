@@ -157,9 +157,11 @@ int sproj_set_image_layouts(int on);
 /* Which kinds of worker may run projection tasks submitted from now on. Default: the GPUs when StarPU drives any
  * (CPU workers then still run reductions and the caller's own tasks), else the CPU cores. SPROJ_DEVICE_ANY lets
  * the scheduler weigh both, which pays where the GPUs are not much faster than all cores together; on an H200
- * against 15 cores it did not (doc/benchmarks.md). With both kinds, only tasks of at most SPROJ_ANY_CPU_MAX_LORS
- * LORs may go to a CPU core: one core needs milliseconds for them, and a larger task on a core would keep the
- * whole job waiting long after the GPUs are done. SPROJ_ERR_NO_DEVICE if the mask names no existing worker.
+ * against 15 cores it did not (doc/benchmarks.md). With both kinds and GPUs present, starproj picks the kind of
+ * each task: a CPU core only for a task of at most SPROJ_ANY_CPU_MAX_LORS LORs submitted while at least two tasks
+ * per CUDA worker wait and a core is free (one core needs milliseconds for such a task; a larger one would keep the
+ * whole job waiting long after the GPUs are done), the GPUs otherwise. SPROJ_ERR_NO_DEVICE if the mask names no
+ * existing worker.
  * Errors also: NOT_INIT, INVALID (a mask outside SPROJ_DEVICE_ANY). Not thread-safe: call it while no other
  * thread submits projections (they read the setting unlocked); tasks already submitted keep their devices. */
 int sproj_set_devices(unsigned device_mask);

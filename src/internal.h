@@ -31,7 +31,13 @@ struct sproj_runtime {
   int merge_calls;          /* calls made while the workers are busy may be merged (submit.c) */
   int image_layouts;        /* large GPU tasks may work on principal-axis copies of the image (submit.c) */
   uint64_t layout_max_voxels; /* largest image for which they may (runtime.c) */
+  uint32_t *gpu_set_workers;  /* for 2..SPROJ_MAX_STICKY_GPUS GPUs: the CUDA workers of each set of GPUs (bit g of
+                                 the set's index: GPU g), words_per_set words each, as StarPU worker bitmaps */
+  unsigned words_per_set;
 };
+
+/* Most GPUs for which tasks follow their LORs (sproj_workers_holding). */
+#define SPROJ_MAX_STICKY_GPUS 8
 
 /* Counts a projection task of `lors` LORs taken by the calling worker, and whether it works on the image's
  * principal-axis copies (for sproj_worker_stats). */
@@ -50,6 +56,11 @@ int sproj_flush_pending(void);
  * calling up. sproj_flush_held() runs the registered flush (SPROJ_OK when none). */
 void sproj_register_held(int (*flush)(void), int (*stop)(void));
 int sproj_flush_held(void);
+/* The CUDA workers of the GPUs that hold a valid copy of h, as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of
+ * *len words that lives until sproj_shutdown; NULL with *len = 0 when every GPU or none holds one, or with one GPU.
+ * GPU tasks on a LOR piece run where the piece already is, so that the LORs stay resident where they were uploaded
+ * or first used, instead of being copied to every GPU as the tasks move. */
+const uint32_t *sproj_workers_holding(starpu_data_handle_t h, unsigned *len);
 /* Counts, for every memory node, the workers of the kinds in where (STARPU_CPU / STARPU_CUDA mask) it serves. */
 void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]);
 /* Whether some GPU that projections may run on has less memory (or a lower STARPU_LIMIT_CUDA_MEM) than bytes. */

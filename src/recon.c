@@ -343,7 +343,7 @@ static int submit_ratio(sproj_recon *r, const int *list, int num)
     total += ch->count[list[i]];
   int64_t target = sproj_task_target(total);
   struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, md->add != NULL};
-  int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK;
+  int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0;
   int64_t lors = 0;
 
   /* the partitions of written vectors change with the chunking in use: hold their locks (p before the data) */
@@ -357,6 +357,8 @@ static int submit_ratio(sproj_recon *r, const int *list, int num)
       int last = i == num - 1 && q == ch->piece_start[list[i] + 1] - 1;
       struct starpu_data_descr *d = descr + bpp * arg.npieces;
       int k = 0;
+      if (arg.npieces == 0)
+        first = q;
       d[k++] = (struct starpu_data_descr){.handle = pc[q], .mode = STARPU_RW};
       if (yc)
         d[k++] = (struct starpu_data_descr){.handle = yc[q], .mode = STARPU_R};
@@ -373,9 +375,14 @@ static int submit_ratio(sproj_recon *r, const int *list, int num)
           break;
         }
         *a = arg;
+        /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
+        unsigned nwords = 0;
+        const uint32_t *workers =
+          sproj_rt.where == STARPU_CUDA ? sproj_workers_holding(ch->xs_children[first], &nwords) : NULL;
         ret = insert_status(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_DATA_MODE_ARRAY,
                                                descr, bpp * arg.npieces, STARPU_EXECUTE_WHERE,
-                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                                               STARPU_TASK_WORKERIDS, nwords, workers, 0));
         arg.npieces = 0;
         lors = 0;
       }
@@ -418,6 +425,75 @@ static int submit_subset(sproj_recon *r, int k)
 }
 
 /* ---- creation ---- */
+/* With several GPUs and projections on GPUs alone, every chunk's LORs and per-LOR inputs (TOF bins, data,
+ * multiplicative factors, additive terms) are uploaded to one GPU before the first task: the chunks of each subset
+ * spread evenly over the GPUs (each to the one with the fewest of that subset's LORs, ties to the one with the
+ * fewest in all), so that every subset keeps every GPU busy. The projection and ratio tasks then follow their LORs
+ * (sproj_workers_holding) and the forward values, ratios and inputs never move again: between iterations only the
+ * image crosses between the GPUs. Skipped when a GPU could not hold its share four times over; a chunk that does not
+ * fit is simply not uploaded (its tasks go wherever the scheduler puts them). */
+static int spread_chunks(const char *func, sproj_recon *r)
+{
+  const sproj_chunks *ch = r->chunks;
+  const sproj_model *md = r->model;
+  int ngpus = sproj_rt.ngpus;
+  if (ngpus < 2 || sproj_rt.where != STARPU_CUDA)
+    return SPROJ_OK;
+  int64_t lors = ch->lors->num_lors;
+  size_t per_lor = 6 * sizeof(float) + (ch->lors->bins ? sizeof(int16_t) : 0) +
+                   (size_t)md->num_values * sizeof(float) * ((r->data != NULL) + (md->add != NULL)) +
+                   (md->mult ? sizeof(float) : 0);
+  if (sproj_gpu_memory_below(4 * (size_t)(lors / ngpus + 1) * per_lor))
+    return SPROJ_OK;
+  starpu_data_handle_t *arrays[6] = {ch->xs_children, ch->xe_children};
+  int narrays = 2;
+  if ((ch->lors->bins && sproj_vec_children(ch->lors->bins, ch, &arrays[narrays++])) ||
+      (r->data && sproj_vec_children(&r->data->vec, ch, &arrays[narrays++])) ||
+      (md->mult && sproj_vec_children(md->mult, ch, &arrays[narrays++])) ||
+      (md->add && sproj_vec_children(md->add, ch, &arrays[narrays++])))
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  int64_t total[SPROJ_MAX_STICKY_GPUS] = {0}, in_subset[SPROJ_MAX_STICKY_GPUS];
+  int *gpu_of = malloc((size_t)ch->num_chunks * sizeof *gpu_of);
+  if (!gpu_of)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  for (int c = 0; c < ch->num_chunks; c++)
+    gpu_of[c] = -1;
+  for (int k = 0; k < r->subsets.num; k++) {
+    memset(in_subset, 0, sizeof in_subset);
+    for (int j = r->subsets.start[k]; j < r->subsets.start[k + 1]; j++) {
+      int c = r->subsets.idx[j], best = 0;
+      for (int g = 1; g < ngpus && g < SPROJ_MAX_STICKY_GPUS; g++)
+        if (in_subset[g] < in_subset[best] || (in_subset[g] == in_subset[best] && total[g] < total[best]))
+          best = g;
+      gpu_of[c] = best;
+      in_subset[best] += ch->count[c];
+      total[best] += ch->count[c];
+    }
+  }
+  int ret = SPROJ_OK;
+  for (int g = 0; g < ngpus && g < SPROJ_MAX_STICKY_GPUS && !ret; g++) {
+    int num = 0;
+    int *list = malloc((size_t)ch->num_chunks * sizeof *list);
+    if (!list) {
+      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+      break;
+    }
+    for (int c = 0; c < ch->num_chunks; c++)
+      if (gpu_of[c] == g)
+        list[num++] = c;
+    int nh = 0;
+    starpu_data_handle_t *h = num ? sproj_piece_handles(ch, list, num, arrays, narrays, &nh) : NULL;
+    if (num && !h)
+      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    else if (nh)
+      ret = sproj_upload_handles(h, nh, &sproj_rt.gpu_node[g], 1);
+    free(h);
+    free(list);
+  }
+  free(gpu_of);
+  return ret;
+}
+
 /* Checks a registered vector's values on the host (waits for it and gathers it there). */
 static int check_handle_values(const char *func, const char *what, const char *elem, starpu_data_handle_t h, int64_t n,
                                int per_elem)
@@ -588,6 +664,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     goto fail;
   if (r->blur)
     starpu_vector_data_register(&r->scratch, -1, 0, (uint32_t)nvox, sizeof(float));
+  if ((ret = spread_chunks(func, r)))
+    goto fail;
 
   if (sens_chunks) {
     ret = make_sensitivities(func, r, sens_chunks, &sens_lists);

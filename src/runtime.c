@@ -242,6 +242,45 @@ void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]
   }
 }
 
+/* The worker bitmaps of sproj_workers_holding: one per set of GPUs, built once the workers are known. */
+static void make_gpu_sets(void)
+{
+  int ngpus = sproj_rt.ngpus, nworkers = (int)starpu_worker_get_count();
+  if (ngpus < 2 || ngpus > SPROJ_MAX_STICKY_GPUS)
+    return;
+  unsigned words = (unsigned)(nworkers + 31) / 32, nsets = 1u << ngpus;
+  uint32_t *sets = calloc((size_t)nsets * words, sizeof *sets);
+  if (!sets)
+    return; /* tasks then go wherever the scheduler puts them */
+  for (int w = 0; w < nworkers; w++) {
+    if (starpu_worker_get_type(w) != STARPU_CUDA_WORKER)
+      continue;
+    unsigned node = starpu_worker_get_memory_node(w);
+    for (int gpu = 0; gpu < ngpus; gpu++)
+      if (sproj_rt.gpu_node[gpu] == node)
+        for (unsigned set = 0; set < nsets; set++)
+          if (set & (1u << gpu))
+            sets[set * words + (unsigned)w / 32] |= 1u << (w % 32);
+  }
+  sproj_rt.gpu_set_workers = sets;
+  sproj_rt.words_per_set = words;
+}
+
+const uint32_t *sproj_workers_holding(starpu_data_handle_t h, unsigned *len)
+{
+  *len = 0;
+  if (!sproj_rt.gpu_set_workers)
+    return NULL;
+  unsigned set = 0, all = (1u << sproj_rt.ngpus) - 1u;
+  for (int gpu = 0; gpu < sproj_rt.ngpus; gpu++)
+    if (starpu_data_is_on_node(h, sproj_rt.gpu_node[gpu]))
+      set |= 1u << gpu;
+  if (set == 0 || set == all)
+    return NULL;
+  *len = sproj_rt.words_per_set;
+  return sproj_rt.gpu_set_workers + (size_t)set * sproj_rt.words_per_set;
+}
+
 /* Largest image whose principal-axis copies (two images per CUDA worker, submit.c) take at most an eighth of every
  * GPU's memory (or of its STARPU_LIMIT_CUDA_MEM), in voxels; 0 without GPUs. */
 static uint64_t layout_max_voxels(void)
@@ -379,6 +418,7 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_rt.merge_calls = c.merge_calls != 0;
   sproj_rt.image_layouts = c.image_layouts != 0;
   sproj_rt.layout_max_voxels = layout_max_voxels();
+  make_gpu_sets();
   sproj_rt.initialized = 1;
 
   if (c.verbose)
@@ -429,6 +469,7 @@ int sproj_shutdown(void)
   make_contexts_delete();
   if (sproj_rt.owns_starpu)
     starpu_shutdown();
+  free(sproj_rt.gpu_set_workers);
   memset(&sproj_rt, 0, sizeof sproj_rt);
   return SPROJ_OK;
 }

@@ -70,9 +70,11 @@ static int group_holds(const struct task_group *g, unsigned piece)
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
  * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
  * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.) */
-static void count_task(void *lors_layout);
+static void count_task(void *lors_cpu_layout);
 
 static void task_queued(int delta);
+static void cpu_queued(int delta);
+static int cores_may_help(void);
 
 static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 {
@@ -83,8 +85,24 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
     return SPROJ_ERR_NOMEM;
   *arg = g->arg;
   unsigned long long where = sproj_rt.where;
-  if (where == (STARPU_CPU | STARPU_CUDA) && g->lors > SPROJ_ANY_CPU_MAX_LORS)
+  unsigned ctx = sproj_rt.ctx;
+  /* With both kinds selected the host picks one for each task: a CPU core when the task is small
+   * (SPROJ_ANY_CPU_MAX_LORS), the GPUs have at least two tasks per CUDA worker queued and a core is free; else the
+   * GPUs. A core projects ~250k LORs/s and a GPU ~1e9, so a core only helps with small work that would otherwise
+   * wait behind a full GPU queue. Each task then goes to the context of its kind: in the global context every push
+   * also involved every CPU worker (30 beside 8 CUDA workers on a two-H200 node: ~25-40 us per small call, too
+   * slow for calls to merge, 3-23x the time of GPUs alone). */
+  if (where == (STARPU_CPU | STARPU_CUDA) && sproj_rt.ctx_cpu && sproj_rt.ctx_gpu) {
+    if (g->lors <= SPROJ_ANY_CPU_MAX_LORS && cores_may_help()) {
+      where = STARPU_CPU;
+      ctx = sproj_rt.ctx_cpu;
+    } else {
+      where = STARPU_CUDA;
+      ctx = sproj_rt.ctx_gpu;
+    }
+  } else if (where == (STARPU_CPU | STARPU_CUDA) && g->lors > SPROJ_ANY_CPU_MAX_LORS) {
     where = STARPU_CUDA;
+  }
   int nbuffers = 1 + sproj_buffers_per_piece(arg) * arg->npieces;
   /* a task bound for the GPUs, large enough to pay for making the copies, works on them */
   arg->layout = g->copies && where == STARPU_CUDA && g->lors >= g->copies_min_lors;
@@ -92,15 +110,24 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
     g->descr[nbuffers].handle = g->copies;
     g->descr[nbuffers++].mode = STARPU_SCRATCH;
   }
+  /* on GPUs, a task runs where its first LOR piece is, when some GPUs hold it and others do not */
+  unsigned nwords = 0;
+  const uint32_t *workers = where == STARPU_CUDA ? sproj_workers_holding(g->descr[1].handle, &nwords) : NULL;
   task_queued(1);
+  if (where == STARPU_CPU)
+    cpu_queued(1);
   int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
-                               nbuffers, STARPU_EXECUTE_WHERE, where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                               nbuffers, STARPU_EXECUTE_WHERE, where, STARPU_SCHED_CTX, ctx,
+                               STARPU_TASK_WORKERIDS, nwords, workers,
                                STARPU_PROLOGUE_CALLBACK_POP, count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
-                               (void *)(intptr_t)(2 * g->lors + arg->layout), 0);
+                               (void *)(intptr_t)(4 * g->lors + 2 * (where == STARPU_CPU) + arg->layout), 0);
   g->arg.npieces = 0;
   g->lors = 0;
-  if (ret != 0)
+  if (ret != 0) {
     task_queued(-1);
+    if (where == STARPU_CPU)
+      cpu_queued(-1);
+  }
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
@@ -179,6 +206,13 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
     free(g);
     return ret;
   }
+#ifdef SPROJ_USE_CUDA
+  /* the reduction of a float image's buffers runs where its back projections ran: on GPUs alone, when they did */
+  if (rq->back && !acc && g->descr[0].mode == STARPU_REDUX)
+    starpu_data_set_reduction_methods(img->handle, sproj_rt.where == STARPU_CUDA ? &sproj_image_add_gpu_cl
+                                                                                  : &sproj_image_add_cl,
+                                      &sproj_image_zero_cl);
+#endif
   struct starpu_codelet *cl = codelet_of(rq);
   enum starpu_data_access_mode values_mode = rq->back ? STARPU_R : STARPU_W;
   /* Principal-axis copies (joseph3d_ray.h) for the non-TOF projectors on GPUs, whose time goes into the image
@@ -371,6 +405,7 @@ static struct {
   int error;              /* a deferred submission's status and message, for the next sync */
   char message[256];
   atomic_int waiting;     /* projection tasks submitted and not yet taken by a worker */
+  atomic_int cpu_waiting; /* those of them bound for CPU cores */
   atomic_int threshold;   /* merge while waiting >= threshold; 0: merging off */
   atomic_int pending;     /* some slot holds chunks */
   sem_t wake;
@@ -384,16 +419,32 @@ static void task_queued(int delta)
   atomic_fetch_add(&merge.waiting, delta);
 }
 
+static void cpu_queued(int delta)
+{
+  atomic_fetch_add(&merge.cpu_waiting, delta);
+}
+
+/* Whether a small task of a request on CPU cores and GPUs should go to a core: the GPUs have at least two tasks
+ * per CUDA worker waiting, and fewer tasks wait for the cores than there are cores. */
+static int cores_may_help(void)
+{
+  int cpu = atomic_load(&merge.cpu_waiting);
+  return atomic_load(&merge.waiting) - cpu >= 2 * (int)starpu_cuda_worker_get_count() && cpu < sproj_rt.ncpu;
+}
+
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
  * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
  * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.)
  * It also wakes the helper thread when merged calls wait and the queue runs low: a worker never submits tasks
- * itself, since a submission may have to wait for tasks to finish. */
-static void count_task(void *lors_layout)
+ * itself, since a submission may have to wait for tasks to finish. The argument is 4 x the task's LORs, plus 2 when
+ * it was bound for CPU cores by cores_may_help, plus 1 when it works on the image copies. */
+static void count_task(void *lors_cpu_layout)
 {
-  int64_t v = (int64_t)(intptr_t)lors_layout;
-  sproj_stats_count(v / 2, (int)(v % 2));
+  int64_t v = (int64_t)(intptr_t)lors_cpu_layout;
+  sproj_stats_count(v / 4, (int)(v % 2));
   int left = atomic_fetch_sub(&merge.waiting, 1) - 1;
+  if (v & 2)
+    cpu_queued(-1);
   if (atomic_load(&merge.pending) && left < atomic_load(&merge.threshold))
     sem_post(&merge.wake);
 }
@@ -465,16 +516,19 @@ static void *flusher_main(void *unused)
   }
 }
 
-/* Merge while at least two projection tasks per worker that may run them wait (0: merging off). */
+/* Merge while at least two projection tasks per worker that may run them wait (0: merging off). With GPUs and CPU
+ * cores both selected (SPROJ_DEVICE_ANY) only the CUDA workers count: the cores take only tasks of at most
+ * SPROJ_ANY_CPU_MAX_LORS and together project well under 1% of what one GPU does, so counting them (15 cores beside
+ * 4 CUDA workers on an H200 node) kept the queue below the threshold and left thousands of small calls unmerged. */
 static int merge_threshold(void)
 {
   if (!__atomic_load_n(&sproj_rt.merge_calls, __ATOMIC_RELAXED) || !merge.running)
     return 0;
   int workers = 0;
-  if (sproj_rt.where & STARPU_CPU)
-    workers += sproj_rt.ncpu;
   if (sproj_rt.where & STARPU_CUDA)
-    workers += (int)starpu_cuda_worker_get_count();
+    workers = (int)starpu_cuda_worker_get_count();
+  if (workers == 0 && (sproj_rt.where & STARPU_CPU))
+    workers = sproj_rt.ncpu;
   return 2 * (workers > 0 ? workers : 1);
 }
 
@@ -510,6 +564,7 @@ static void merge_start_locked(void)
   merge.error = 0;
   atomic_store(&merge.pending, 0);
   atomic_store(&merge.waiting, 0);
+  atomic_store(&merge.cpu_waiting, 0);
   sproj_register_held(sproj_flush_pending, merge_stop);
   if (sem_init(&merge.wake, 0, 0) != 0)
     return;

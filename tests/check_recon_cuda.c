@@ -66,19 +66,22 @@ START_TEST(test_recon_cpu_vs_cuda)
 }
 END_TEST
 
-/* bytes moved between main memory and every GPU, both ways, since the last call (reading resets the counters) */
-static long long bus_bytes(void)
+/* bytes moved between main memory and every GPU, both ways, since the last call (reading resets the counters);
+ * names each bus that moved any, after `what` */
+static long long bus_bytes(const char *what)
 {
   long long total = 0;
-  for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
-    if (starpu_worker_get_type(w) != STARPU_CUDA_WORKER)
+  for (unsigned node = 0; node < starpu_memory_nodes_get_count(); node++) {
+    if (starpu_node_get_kind(node) != STARPU_CUDA_RAM)
       continue;
-    unsigned node = starpu_worker_get_memory_node(w);
     int buses[2] = {starpu_bus_get_id(STARPU_MAIN_RAM, node), starpu_bus_get_id(node, STARPU_MAIN_RAM)};
     for (int b = 0; b < 2; b++) {
       struct starpu_profiling_bus_info info;
-      if (buses[b] >= 0 && starpu_bus_get_profiling_info(buses[b], &info) == 0)
+      if (buses[b] >= 0 && starpu_bus_get_profiling_info(buses[b], &info) == 0 && info.transferred_bytes > 0) {
         total += info.transferred_bytes;
+        printf("residency, %s: %lld bytes %s node %u (%d transfers)\n", what, (long long)info.transferred_bytes,
+               b ? "from GPU memory" : "to GPU memory", node, info.transfer_count);
+      }
     }
   }
   return total;
@@ -99,12 +102,12 @@ START_TEST(test_recon_residency)
   starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
   EXPECT(sproj_recon_iterate(o.r, 1, NULL, NULL), SPROJ_OK);
   ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
-  long long first = bus_bytes();
+  long long first = bus_bytes("first iteration");
   EXPECT(sproj_recon_iterate(o.r, 3, NULL, NULL), SPROJ_OK);
   ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
-  long long resident = bus_bytes();
+  long long resident = bus_bytes("3 iterations");
   ck_assert_int_eq(sproj_image_sync(o.img, SPROJ_SYNC_READ), SPROJ_OK);
-  long long sync = bus_bytes();
+  long long sync = bus_bytes("sync");
   starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
   printf("residency: first iteration moved %lld bytes, the next 3 iterations %lld, syncing the image %lld (image %lld "
          "bytes)\n", first, resident, sync, (long long)nvox * 4);

@@ -437,7 +437,8 @@ static int spread_chunks(const char *func, sproj_recon *r)
   const sproj_chunks *ch = r->chunks;
   const sproj_model *md = r->model;
   int ngpus = sproj_rt.ngpus;
-  if (ngpus < 2 || sproj_rt.where != STARPU_CUDA)
+  /* tasks follow their LORs only with 2..SPROJ_MAX_STICKY_GPUS GPUs (sproj_workers_holding) */
+  if (ngpus < 2 || !sproj_rt.gpu_set_workers || sproj_rt.where != STARPU_CUDA)
     return SPROJ_OK;
   int64_t lors = ch->lors->num_lors;
   size_t per_lor = 6 * sizeof(float) + (ch->lors->bins ? sizeof(int16_t) : 0) +
@@ -462,7 +463,7 @@ static int spread_chunks(const char *func, sproj_recon *r)
     memset(in_subset, 0, sizeof in_subset);
     for (int j = r->subsets.start[k]; j < r->subsets.start[k + 1]; j++) {
       int c = r->subsets.idx[j], best = 0;
-      for (int g = 1; g < ngpus && g < SPROJ_MAX_STICKY_GPUS; g++)
+      for (int g = 1; g < ngpus; g++)
         if (in_subset[g] < in_subset[best] || (in_subset[g] == in_subset[best] && total[g] < total[best]))
           best = g;
       gpu_of[c] = best;
@@ -471,7 +472,7 @@ static int spread_chunks(const char *func, sproj_recon *r)
     }
   }
   int ret = SPROJ_OK;
-  for (int g = 0; g < ngpus && g < SPROJ_MAX_STICKY_GPUS && !ret; g++) {
+  for (int g = 0; g < ngpus && !ret; g++) {
     int num = 0;
     int *list = malloc((size_t)ch->num_chunks * sizeof *list);
     if (!list) {

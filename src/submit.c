@@ -88,8 +88,8 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   unsigned ctx = sproj_rt.ctx;
   /* With both kinds selected the host picks one for each task: a CPU core when the task is small
    * (SPROJ_ANY_CPU_MAX_LORS), the GPUs have at least two tasks per CUDA worker queued and a core is free; else the
-   * GPUs. A core projects ~250k LORs/s and a GPU ~1e9, so a core only helps with small work that would otherwise
-   * wait behind a full GPU queue. Each task then goes to the context of its kind: in the global context every push
+   * GPUs. A core projects 1-2 M LORs/s (the SIMD lanes), an H200 0.7-2.2 G, so a core only helps with small work
+   * that would otherwise wait behind a full GPU queue. Each task then goes to the context of its kind: in the global context every push
    * also involved every CPU worker (30 beside 8 CUDA workers on a two-H200 node: ~25-40 us per small call, too
    * slow for calls to merge, 3-23x the time of GPUs alone). */
   if (where == (STARPU_CPU | STARPU_CUDA) && sproj_rt.ctx_cpu && sproj_rt.ctx_gpu) {
@@ -518,7 +518,7 @@ static void *flusher_main(void *unused)
 
 /* Merge while at least two projection tasks per worker that may run them wait (0: merging off). With GPUs and CPU
  * cores both selected (SPROJ_DEVICE_ANY) only the CUDA workers count: the cores take only tasks of at most
- * SPROJ_ANY_CPU_MAX_LORS and together project well under 1% of what one GPU does, so counting them (15 cores beside
+ * SPROJ_ANY_CPU_MAX_LORS and together project about 1% of what one H200 does, so counting them (15 cores beside
  * 4 CUDA workers on an H200 node) kept the queue below the threshold and left thousands of small calls unmerged. */
 static int merge_threshold(void)
 {

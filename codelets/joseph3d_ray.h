@@ -361,6 +361,8 @@ __device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, 
     unsigned emin = __reduce_min_sync(full, on ? e : 0xffffffffu);
     unsigned emax = __reduce_max_sync(full, on ? e : 0u);
     if (sv_min != sv_max || emax - emin > SPROJ_BACK_WINDOW - 5u) {
+      /* scalar atomics from the corners at hand: calling sproj_ray_scatter here (paired atomics) made the whole
+       * kernel 1.34x slower on an H200 (0.279 s against 0.209 s for the benchmark), the common path included */
       if (on)
         for (int q = 0; q < 4; q++)
           if (c.ok[q])

@@ -304,8 +304,9 @@ int sproj_chunks_destroy(sproj_chunks *chunks);
  * whole set as used by whole-set requests) to one GPU or every GPU / drops those copies. An upload is a placement
  * hint: on a GPU with less memory (or STARPU_LIMIT_CUDA_MEM) than the data, only the first pieces that fit in half
  * of it are copied, and StarPU moves the others when tasks need them (the same holds for sproj_proj_upload).
- * With several GPUs, a GPU task runs on the GPUs that hold its first LORs when some do and others do not: LORs
- * uploaded to one GPU (or first used there) are projected there, and are not copied to the others.
+ * With several GPUs and the default scheduler, a GPU task runs on the GPUs that hold its first LORs when some do and
+ * others do not: LORs uploaded to one GPU (or first used there) are projected there, and are not copied to the
+ * others. A scheduler you name (sproj_config.sched, STARPU_SCHED) places every task itself.
  * Errors: NULL, NOT_INIT, MISMATCH (chunking of another set), RANGE (chunk), NO_DEVICE. */
 int sproj_lors_upload(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
 int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
@@ -649,9 +650,10 @@ void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * they are read there). x, the models, the data and the chunkings must outlive the reconstruction. Memory: the
  * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
  * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size that only
- * the objective fills). With two or more GPUs and projections on GPUs alone, create uploads each chunk's LORs and
- * per-LOR inputs to one GPU, each subset's chunks spread evenly over the GPUs (when a GPU can hold its share four
- * times over): every task then runs where its LORs are, and between iterations only images cross between GPUs.
+ * the objective fills). With two or more GPUs, projections on GPUs alone and the default scheduler, create uploads
+ * each chunk's LORs and per-LOR inputs to one GPU, each subset's chunks spread evenly over the GPUs (when a GPU can
+ * hold its share four times over): every task then runs where its LORs are, and between iterations only images
+ * cross between GPUs.
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
  * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
  * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, a blur kernel wider

@@ -59,7 +59,8 @@ int sproj_flush_held(void);
 /* The CUDA workers of the GPUs that hold a valid copy of h, as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of
  * *len words that lives until sproj_shutdown; NULL with *len = 0 when every GPU or none holds one, or with one GPU.
  * GPU tasks on a LOR piece run where the piece already is, so that the LORs stay resident where they were uploaded
- * or first used, instead of being copied to every GPU as the tasks move. */
+ * or first used, instead of being copied to every GPU as the tasks move. Always NULL under a scheduler the caller
+ * named. */
 const uint32_t *sproj_workers_holding(starpu_data_handle_t h, unsigned *len);
 /* Counts, for every memory node, the workers of the kinds in where (STARPU_CPU / STARPU_CUDA mask) it serves. */
 void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]);

@@ -242,7 +242,9 @@ void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]
   }
 }
 
-/* The worker bitmaps of sproj_workers_holding: one per set of GPUs, built once the workers are known. */
+/* The worker bitmaps of sproj_workers_holding: one per set of GPUs, built once the workers are known, and only
+ * under the scheduler starproj picks: a scheduler the caller names (sproj_config.sched, STARPU_SCHED, or a StarPU
+ * the caller started) places every task itself, as one would want when comparing schedulers. */
 static void make_gpu_sets(void)
 {
   int ngpus = sproj_rt.ngpus, nworkers = (int)starpu_worker_get_count();
@@ -408,7 +410,8 @@ int sproj_init(const struct sproj_config *cfg)
   }
   sproj_rt.task_lors = c.task_lors ? c.task_lors : default_task_lors();
   /* a StarPU the caller started runs the scheduler the caller chose */
-  make_contexts(!owns || c.sched != NULL || (env_sched && *env_sched));
+  int sched_chosen = !owns || c.sched != NULL || (env_sched && *env_sched);
+  make_contexts(sched_chosen);
   /* Projections go to the GPUs when there are any: measured on an H200 with 15 cores, the cores would add under 1%
    * of throughput while model-based scheduling over every worker costs ~25 us per task (see doc/benchmarks.md). */
   sproj_rt.where = sproj_rt.ngpus > 0 ? STARPU_CUDA : STARPU_CPU;
@@ -418,7 +421,8 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_rt.merge_calls = c.merge_calls != 0;
   sproj_rt.image_layouts = c.image_layouts != 0;
   sproj_rt.layout_max_voxels = layout_max_voxels();
-  make_gpu_sets();
+  if (!sched_chosen)
+    make_gpu_sets();
   sproj_rt.initialized = 1;
 
   if (c.verbose)

@@ -56,12 +56,13 @@ int sproj_flush_pending(void);
  * calling up. sproj_flush_held() runs the registered flush (SPROJ_OK when none). */
 void sproj_register_held(int (*flush)(void), int (*stop)(void));
 int sproj_flush_held(void);
-/* The CUDA workers of the GPUs that hold a valid copy of h, as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of
- * *len words that lives until sproj_shutdown; NULL with *len = 0 when every GPU or none holds one, or with one GPU.
+/* For a task bound to GPUs alone (where == STARPU_CUDA): the CUDA workers of the GPUs that hold a valid copy of h,
+ * as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of *len words that lives until sproj_shutdown; NULL with *len = 0
+ * for any other where, when every GPU or none holds one, or with one GPU.
  * GPU tasks on a LOR piece run where the piece already is, so that the LORs stay resident where they were uploaded
  * or first used, instead of being copied to every GPU as the tasks move. Always NULL under a scheduler the caller
  * named. */
-const uint32_t *sproj_workers_holding(starpu_data_handle_t h, unsigned *len);
+const uint32_t *sproj_workers_holding(unsigned long long where, starpu_data_handle_t h, unsigned *len);
 /* Counts, for every memory node, the workers of the kinds in where (STARPU_CPU / STARPU_CUDA mask) it serves. */
 void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]);
 /* Whether some GPU that projections may run on has less memory (or a lower STARPU_LIMIT_CUDA_MEM) than bytes. */

@@ -112,7 +112,7 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   }
   /* on GPUs, a task runs where its first LOR piece is, when some GPUs hold it and others do not */
   unsigned nwords = 0;
-  const uint32_t *workers = where == STARPU_CUDA ? sproj_workers_holding(g->descr[1].handle, &nwords) : NULL;
+  const uint32_t *workers = sproj_workers_holding(where, g->descr[1].handle, &nwords);
   task_queued(1);
   if (where == STARPU_CPU)
     cpu_queued(1);

@@ -453,9 +453,12 @@ static int spread_chunks(const char *func, sproj_recon *r)
       (md->add && sproj_vec_children(md->add, ch, &arrays[narrays++])))
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   int64_t total[SPROJ_MAX_STICKY_GPUS] = {0}, in_subset[SPROJ_MAX_STICKY_GPUS];
-  int *gpu_of = malloc((size_t)ch->num_chunks * sizeof *gpu_of);
-  if (!gpu_of)
+  int *gpu_of = malloc((size_t)ch->num_chunks * sizeof *gpu_of), *list = malloc((size_t)ch->num_chunks * sizeof *list);
+  if (!gpu_of || !list) {
+    free(gpu_of);
+    free(list);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
   for (int c = 0; c < ch->num_chunks; c++)
     gpu_of[c] = -1;
   for (int k = 0; k < r->subsets.num; k++) {
@@ -473,11 +476,6 @@ static int spread_chunks(const char *func, sproj_recon *r)
   int ret = SPROJ_OK;
   for (int g = 0; g < ngpus && !ret; g++) {
     int num = 0;
-    int *list = malloc((size_t)ch->num_chunks * sizeof *list);
-    if (!list) {
-      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-      break;
-    }
     for (int c = 0; c < ch->num_chunks; c++)
       if (gpu_of[c] == g)
         list[num++] = c;
@@ -488,9 +486,9 @@ static int spread_chunks(const char *func, sproj_recon *r)
     else if (nh)
       ret = sproj_upload_handles(h, nh, &sproj_rt.gpu_node[g], 1);
     free(h);
-    free(list);
   }
   free(gpu_of);
+  free(list);
   return ret;
 }
 

@@ -15,19 +15,36 @@ extern "C" {
 /* Most LOR pieces one projection task may carry (bounded by the CUDA kernel parameter table). */
 #define SPROJ_MAX_PIECES 64
 
-/* cl_arg of a projection task. Its buffers are the image, then for each piece: xstart, xend, values, and when
- * present the TOF bin of each event (int16), the per-LOR sigma and the per-LOR centre offset; then, with layout,
- * a scratch buffer of 2 x sproj_layout_copy_stride(voxels) floats for the principal-axis copies. */
+/* The arguments every kernel of a projection task takes. The task's buffers are the image; then for each piece: its
+ * values, and when present the TOF bin of each event (int16), the per-LOR sigma and the per-LOR centre offset; then
+ * for each of the task's runs (sproj_piece_map): xstart, xend; then, with layout, a scratch buffer of
+ * 2 x sproj_layout_copy_stride(voxels) floats for the principal-axis copies. */
 struct sproj_proj_arg {
   struct sproj_geom geom;
   struct sproj_tof_arg tof; /* num_bins 0: non-TOF */
   int npieces;
+  int nruns;                /* LOR runs among the buffers */
   int lm;                   /* 1: listmode, pieces carry TOF bins */
   int fixed_point;          /* back projection into a fixed-point accumulator (reproducible mode), not the image */
   int layout;               /* 1: a CUDA task of the non-TOF projectors, one thread per LOR, that
                              * first copies the image into the scratch buffer in the principal-axis layouts
                              * (joseph3d_ray.h) and samples those (forward), or adds into them and then into the
                              * image (back) */
+};
+
+/* Where each piece's LORs are. A chunking's pieces that follow each other in the LOR set share one StarPU child of
+ * the LOR arrays (a run), so that a task of many small pieces holds two LOR handles per run instead of two per piece
+ * (StarPU's submission cost grows with the handles). Host side only: the kernels get pointers (cuda_pieces.h). */
+struct sproj_piece_map {
+  uint8_t run[SPROJ_MAX_PIECES];    /* piece p's run, among the task's runs */
+  uint32_t first[SPROJ_MAX_PIECES]; /* its first LOR in that run */
+};
+
+/* cl_arg of a projection task. arg comes first: the codelets read cl_arg as a struct sproj_proj_arg, and
+ * sproj_piece_get finds the map behind it. */
+struct sproj_proj_task {
+  struct sproj_proj_arg arg;
+  struct sproj_piece_map map;
 };
 
 /* Tasks of at least this many LORs run one CUDA thread per LOR; smaller ones share each ray between threads
@@ -45,9 +62,21 @@ SPROJ_HD struct sproj_out sproj_out_of(void *buffer, const struct sproj_proj_arg
   return out;
 }
 
+/* Buffers of each piece: values, and the TOF bins, sigma and offset when present. */
 static inline int sproj_buffers_per_piece(const struct sproj_proj_arg *arg)
 {
-  return 3 + arg->lm + arg->tof.per_lor_sigma + arg->tof.per_lor_offset;
+  return 1 + arg->lm + arg->tof.per_lor_sigma + arg->tof.per_lor_offset;
+}
+
+/* Index of the first of the task's run buffers; the principal-axis scratch, when present, follows the runs. */
+static inline int sproj_runs_buffer(const struct sproj_proj_arg *arg)
+{
+  return 1 + sproj_buffers_per_piece(arg) * arg->npieces;
+}
+
+static inline int sproj_copies_buffer(const struct sproj_proj_arg *arg)
+{
+  return sproj_runs_buffer(arg) + 2 * arg->nruns;
 }
 
 /* The LORs and values of piece p of a projection task, wherever the task runs. */
@@ -59,15 +88,19 @@ struct sproj_piece {
   uint32_t n;
 };
 
+/* arg must be the first member of the task's struct sproj_proj_task (its cl_arg). */
 static inline struct sproj_piece sproj_piece_get(void *buffers[], const struct sproj_proj_arg *arg, int p)
 {
+  const struct sproj_piece_map *map = &((const struct sproj_proj_task *)(const void *)arg)->map;
   void **b = buffers + 1 + sproj_buffers_per_piece(arg) * p;
+  void **run = buffers + sproj_runs_buffer(arg) + 2 * map->run[p];
+  size_t at = 3 * (size_t)map->first[p];
   struct sproj_piece piece = {0};
-  piece.xs = (const float *)STARPU_VECTOR_GET_PTR(b[0]);
-  piece.xe = (const float *)STARPU_VECTOR_GET_PTR(b[1]);
-  piece.values = (float *)STARPU_VECTOR_GET_PTR(b[2]);
+  piece.values = (float *)STARPU_VECTOR_GET_PTR(b[0]);
   piece.n = STARPU_VECTOR_GET_NX(b[0]);
-  int k = 3;
+  piece.xs = (const float *)STARPU_VECTOR_GET_PTR(run[0]) + at;
+  piece.xe = (const float *)STARPU_VECTOR_GET_PTR(run[1]) + at;
+  int k = 1;
   if (arg->lm)
     piece.bins = (const int16_t *)STARPU_VECTOR_GET_PTR(b[k++]);
   if (arg->tof.per_lor_sigma)

@@ -40,7 +40,7 @@ float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsi
 {
   if (!arg->layout || lanes != 1u)
     return NULL;
-  float *copies = (float *)STARPU_VECTOR_GET_PTR(buffers[1 + sproj_buffers_per_piece(arg) * arg->npieces]);
+  float *copies = (float *)STARPU_VECTOR_GET_PTR(buffers[sproj_copies_buffer(arg)]);
   const int *n = arg->geom.n;
   size_t nvox = (size_t)n[0] * n[1] * n[2], stride = sproj_layout_copy_stride(nvox);
   cudaStream_t s = starpu_cuda_get_local_stream();

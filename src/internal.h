@@ -142,8 +142,20 @@ struct sproj_chunks {
   unsigned npieces;
   int64_t *piece_first;     /* per piece: first LOR and number of LORs */
   uint32_t *piece_len;
-  starpu_data_handle_t *xs_children, *xe_children;
+  /* Runs: consecutive pieces whose LORs follow each other, up to SPROJ_RUN_LORS LORs (a longer piece is a run of
+   * its own). The LOR arrays are partitioned by runs, the per-LOR vectors by pieces. */
+  unsigned nruns;
+  int *piece_run;           /* per piece: its run and its first LOR there */
+  uint32_t *piece_at;
+  int64_t *run_first;       /* per run: first LOR and number of LORs */
+  uint32_t *run_len;
+  starpu_data_handle_t *xs_runs, *xe_runs;
 };
+
+/* Most LORs of a run of several pieces (6 MB of coordinates): small enough that a call on one small chunk moves
+ * little beside it to a GPU that lacks it, large enough that a task of SPROJ_MAX_PIECES small pieces holds only a
+ * few runs. */
+#define SPROJ_RUN_LORS ((int64_t)1 << 18)
 
 struct sproj_proj {
   struct sproj_vec vec;     /* its lock serialises submissions and plan changes on this vector */
@@ -178,11 +190,15 @@ int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors
 int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out);
 /* Applies ch's pieces to a vector handle (a StarPU partition plan); the caller frees *children. */
 int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children);
+/* The same for the runs of the chunking (the LOR arrays). */
+int sproj_plan_runs(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children);
 /* Frees a chunking's data (plans on the LOR handles and arrays). */
 void sproj_chunks_free(sproj_chunks *ch);
 /* Handles of the pieces of the listed chunks, taken from per-piece handle arrays (array after array). */
 starpu_data_handle_t *sproj_piece_handles(const sproj_chunks *ch, const int *list, int num,
                                           starpu_data_handle_t *const *arrays, int narrays, int *count);
+/* The LOR handles (xstart runs, then xend runs) of the runs holding the listed chunks' pieces, each run once. */
+starpu_data_handle_t *sproj_run_handles(const sproj_chunks *ch, const int *list, int num, int *count);
 
 /* Validates a chunk argument against a chunking and expands it into a list of chunk indices. */
 int sproj_chunk_list(const char *func, const sproj_chunks *ch, int chunk, int **list, int *num);

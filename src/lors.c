@@ -188,12 +188,16 @@ int sproj_lors_unregister(sproj_lors *lors)
 /* ---- chunkings ---------------------------------------------------------------------------------------- */
 void sproj_chunks_free(sproj_chunks *ch)
 {
-  if (ch->xs_children)
-    starpu_data_partition_clean(ch->lors->xs, ch->npieces, ch->xs_children);
-  if (ch->xe_children)
-    starpu_data_partition_clean(ch->lors->xe, ch->npieces, ch->xe_children);
-  free(ch->xs_children);
-  free(ch->xe_children);
+  if (ch->xs_runs)
+    starpu_data_partition_clean(ch->lors->xs, ch->nruns, ch->xs_runs);
+  if (ch->xe_runs)
+    starpu_data_partition_clean(ch->lors->xe, ch->nruns, ch->xe_runs);
+  free(ch->xs_runs);
+  free(ch->xe_runs);
+  free(ch->piece_run);
+  free(ch->piece_at);
+  free(ch->run_first);
+  free(ch->run_len);
   free(ch->count);
   free(ch->range_start);
   free(ch->range_first);
@@ -211,6 +215,35 @@ static int64_t range_pieces(int64_t chunk_pieces, int64_t count, int64_t total)
   if (count == total)
     return chunk_pieces;
   return (chunk_pieces * count + total - 1) / total;
+}
+
+/* Groups the pieces into runs: a piece joins the run before it when its LORs follow that run's and the run stays
+ * within SPROJ_RUN_LORS. */
+static int make_runs(sproj_chunks *ch)
+{
+  unsigned n = ch->npieces ? ch->npieces : 1;
+  ch->piece_run = malloc(n * sizeof *ch->piece_run);
+  ch->piece_at = malloc(n * sizeof *ch->piece_at);
+  ch->run_first = malloc(n * sizeof *ch->run_first);
+  ch->run_len = malloc(n * sizeof *ch->run_len);
+  if (!ch->piece_run || !ch->piece_at || !ch->run_first || !ch->run_len)
+    return SPROJ_ERR_NOMEM;
+  unsigned nruns = 0;
+  for (unsigned p = 0; p < ch->npieces; p++) {
+    if (nruns > 0 && ch->piece_first[p] == ch->run_first[nruns - 1] + ch->run_len[nruns - 1] &&
+        ch->run_len[nruns - 1] + (int64_t)ch->piece_len[p] <= SPROJ_RUN_LORS) {
+      ch->piece_at[p] = ch->run_len[nruns - 1];
+      ch->run_len[nruns - 1] += ch->piece_len[p];
+    } else {
+      ch->run_first[nruns] = ch->piece_first[p];
+      ch->run_len[nruns] = ch->piece_len[p];
+      ch->piece_at[p] = 0;
+      nruns++;
+    }
+    ch->piece_run[p] = (int)nruns - 1;
+  }
+  ch->nruns = nruns;
+  return SPROJ_OK;
 }
 
 /* Builds a chunking from validated ranges (chunk c: ranges rs[c] .. rs[c+1]-1, ranges that continue the previous
@@ -272,11 +305,13 @@ static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, 
       }
     }
   }
-  if (sproj_plan_pieces(lors->xs, ch, &ch->xs_children) || sproj_plan_pieces(lors->xe, ch, &ch->xe_children))
+  if (make_runs(ch))
+    goto nomem;
+  if (sproj_plan_runs(lors->xs, ch, &ch->xs_runs) || sproj_plan_runs(lors->xe, ch, &ch->xe_runs))
     goto nomem;
   /* LORs are read-only: activate the partition now, once, so that concurrent submissions never race to do it */
-  starpu_data_partition_readonly_submit(lors->xs, ch->npieces, ch->xs_children);
-  starpu_data_partition_readonly_submit(lors->xe, ch->npieces, ch->xe_children);
+  starpu_data_partition_readonly_submit(lors->xs, ch->nruns, ch->xs_runs);
+  starpu_data_partition_readonly_submit(lors->xe, ch->nruns, ch->xe_runs);
   ch->id = __atomic_fetch_add(&next_chunking_id, 1, __ATOMIC_RELAXED);
   *out = ch;
   return SPROJ_OK;
@@ -647,6 +682,34 @@ starpu_data_handle_t *sproj_piece_handles(const sproj_chunks *ch, const int *lis
   return h;
 }
 
+starpu_data_handle_t *sproj_run_handles(const sproj_chunks *ch, const int *list, int num, int *count)
+{
+  int n = 0;
+  unsigned char *seen = calloc(ch->nruns ? ch->nruns : 1, 1);
+  if (!seen)
+    return NULL;
+  for (int i = 0; i < num; i++)
+    for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1]; p++)
+      if (!seen[ch->piece_run[p]]) {
+        seen[ch->piece_run[p]] = 1;
+        n++;
+      }
+  starpu_data_handle_t *h = malloc((size_t)(n ? n : 1) * 2 * sizeof *h);
+  if (!h) {
+    free(seen);
+    return NULL;
+  }
+  int k = 0;
+  for (unsigned r = 0; r < ch->nruns; r++)
+    if (seen[r]) {
+      h[k] = ch->xs_runs[r];
+      h[n + k++] = ch->xe_runs[r];
+    }
+  free(seen);
+  *count = 2 * n;
+  return h;
+}
+
 /* Upload or release of the LORs of some chunks. */
 static int lors_residency(const char *func, sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu,
                           int upload)
@@ -667,8 +730,7 @@ static int lors_residency(const char *func, sproj_lors *lors, const sproj_chunks
     return ret;
   if ((ret = sproj_chunk_list(func, ch, chunk, &list, &num)))
     return ret;
-  starpu_data_handle_t *arrays[2] = {ch->xs_children, ch->xe_children};
-  starpu_data_handle_t *h = sproj_piece_handles(ch, list, num, arrays, 2, &nh);
+  starpu_data_handle_t *h = sproj_run_handles(ch, list, num, &nh);
   free(list);
   if (!h)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");

@@ -377,7 +377,7 @@ static int submit_ratio(sproj_recon *r, const int *list, int num)
         *a = arg;
         /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
         unsigned nwords = 0;
-        const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch->xs_children[first], &nwords);
+        const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch->xs_runs[ch->piece_run[first]], &nwords);
         ret = insert_status(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_DATA_MODE_ARRAY,
                                                descr, bpp * arg.npieces, STARPU_EXECUTE_WHERE,
                                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
@@ -445,8 +445,8 @@ static int spread_chunks(const char *func, sproj_recon *r)
                    (md->mult ? sizeof(float) : 0);
   if (sproj_gpu_memory_below(4 * (size_t)(lors / ngpus + 1) * per_lor))
     return SPROJ_OK;
-  starpu_data_handle_t *arrays[6] = {ch->xs_children, ch->xe_children};
-  int narrays = 2;
+  starpu_data_handle_t *arrays[4];
+  int narrays = 0;
   if ((ch->lors->bins && sproj_vec_children(ch->lors->bins, ch, &arrays[narrays++])) ||
       (r->data && sproj_vec_children(&r->data->vec, ch, &arrays[narrays++])) ||
       (md->mult && sproj_vec_children(md->mult, ch, &arrays[narrays++])) ||
@@ -454,13 +454,17 @@ static int spread_chunks(const char *func, sproj_recon *r)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   int64_t total[SPROJ_MAX_STICKY_GPUS] = {0}, in_subset[SPROJ_MAX_STICKY_GPUS];
   int *gpu_of = malloc((size_t)ch->num_chunks * sizeof *gpu_of), *list = malloc((size_t)ch->num_chunks * sizeof *list);
-  if (!gpu_of || !list) {
+  int *run_gpu = malloc((size_t)(ch->nruns ? ch->nruns : 1) * sizeof *run_gpu);
+  if (!gpu_of || !list || !run_gpu) {
     free(gpu_of);
     free(list);
+    free(run_gpu);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   for (int c = 0; c < ch->num_chunks; c++)
     gpu_of[c] = -1;
+  for (unsigned q = 0; q < ch->nruns; q++)
+    run_gpu[q] = -1;
   for (int k = 0; k < r->subsets.num; k++) {
     memset(in_subset, 0, sizeof in_subset);
     for (int j = r->subsets.start[k]; j < r->subsets.start[k + 1]; j++) {
@@ -468,6 +472,13 @@ static int spread_chunks(const char *func, sproj_recon *r)
       for (int g = 1; g < ngpus; g++)
         if (in_subset[g] < in_subset[best] || (in_subset[g] == in_subset[best] && total[g] < total[best]))
           best = g;
+      /* small chunks whose LORs share a run (one LOR handle) go where the run went first */
+      int run = ch->piece_start[c] < ch->piece_start[c + 1] ? ch->piece_run[ch->piece_start[c]] : -1;
+      if (run >= 0 && run_gpu[run] >= 0)
+        best = run_gpu[run];
+      for (int q = ch->piece_start[c]; q < ch->piece_start[c + 1]; q++)
+        if (run_gpu[ch->piece_run[q]] < 0)
+          run_gpu[ch->piece_run[q]] = best;
       gpu_of[c] = best;
       in_subset[best] += ch->count[c];
       total[best] += ch->count[c];
@@ -479,16 +490,21 @@ static int spread_chunks(const char *func, sproj_recon *r)
     for (int c = 0; c < ch->num_chunks; c++)
       if (gpu_of[c] == g)
         list[num++] = c;
-    int nh = 0;
-    starpu_data_handle_t *h = num ? sproj_piece_handles(ch, list, num, arrays, narrays, &nh) : NULL;
-    if (num && !h)
+    int nh = 0, nr = 0;
+    starpu_data_handle_t *h = num && narrays ? sproj_piece_handles(ch, list, num, arrays, narrays, &nh) : NULL;
+    starpu_data_handle_t *runs = num ? sproj_run_handles(ch, list, num, &nr) : NULL;
+    if (num && ((narrays && !h) || !runs))
       ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-    else if (nh)
+    else if (nr)
+      ret = sproj_upload_handles(runs, nr, &sproj_rt.gpu_node[g], 1);
+    if (!ret && nh)
       ret = sproj_upload_handles(h, nh, &sproj_rt.gpu_node[g], 1);
     free(h);
+    free(runs);
   }
   free(gpu_of);
   free(list);
+  free(run_gpu);
   return ret;
 }
 

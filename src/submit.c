@@ -43,13 +43,15 @@ static struct starpu_codelet *codelet_of(const struct request *rq)
   return table[rq->kind][rq->back];
 }
 
-#define MAX_BUFFERS_PER_PIECE 6
+#define MAX_BUFFERS_PER_PIECE 4 /* values, TOF bins, sigma, offset */
 
 /* Pieces collected for one task. */
 struct task_group {
-  struct starpu_data_descr descr[2 + MAX_BUFFERS_PER_PIECE * SPROJ_MAX_PIECES];
-  struct sproj_proj_arg arg; /* npieces counts the pieces collected */
+  struct starpu_data_descr descr[2 + (MAX_BUFFERS_PER_PIECE + 2) * SPROJ_MAX_PIECES];
+  struct sproj_proj_task task; /* task.arg.npieces counts the pieces collected, task.arg.nruns their runs */
+  const sproj_chunks *ch;
   unsigned piece[SPROJ_MAX_PIECES]; /* which pieces of the chunking */
+  unsigned run[SPROJ_MAX_PIECES];   /* which runs */
   int64_t lors;
   starpu_data_handle_t copies; /* the image's principal-axis copies, when this request's large tasks may use them */
   int64_t copies_min_lors;     /* the fewest LORs of a task that does */
@@ -61,10 +63,25 @@ struct task_group {
  * per listed copy. */
 static int group_holds(const struct task_group *g, unsigned piece)
 {
-  for (int j = 0; j < g->arg.npieces; j++)
+  for (int j = 0; j < g->task.arg.npieces; j++)
     if (g->piece[j] == piece)
       return 1;
   return 0;
+}
+
+/* Records where piece p's LORs are in the task being collected: in a run it already holds, else in a new one. */
+static void add_run(struct task_group *g, int p)
+{
+  unsigned run = (unsigned)g->ch->piece_run[p];
+  int n = g->task.arg.npieces, r = g->task.arg.nruns - 1;
+  while (r >= 0 && g->run[r] != run)
+    r--;
+  if (r < 0) {
+    r = g->task.arg.nruns++;
+    g->run[r] = run;
+  }
+  g->task.map.run[n] = (uint8_t)r;
+  g->task.map.first[n] = g->ch->piece_at[p];
 }
 
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
@@ -78,12 +95,13 @@ static int cores_may_help(void);
 
 static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 {
-  if (g->arg.npieces == 0)
+  if (g->task.arg.npieces == 0)
     return SPROJ_OK;
-  struct sproj_proj_arg *arg = malloc(sizeof *arg);
-  if (!arg)
+  struct sproj_proj_task *task = malloc(sizeof *task);
+  if (!task)
     return SPROJ_ERR_NOMEM;
-  *arg = g->arg;
+  *task = g->task;
+  struct sproj_proj_arg *arg = &task->arg;
   unsigned long long where = sproj_rt.where;
   unsigned ctx = sproj_rt.ctx;
   /* With both kinds selected the host picks one for each task: a CPU core when the task is small
@@ -103,25 +121,30 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   } else if (where == (STARPU_CPU | STARPU_CUDA) && g->lors > SPROJ_ANY_CPU_MAX_LORS) {
     where = STARPU_CUDA;
   }
-  int nbuffers = 1 + sproj_buffers_per_piece(arg) * arg->npieces;
+  int nbuffers = sproj_runs_buffer(arg);
+  for (int r = 0; r < arg->nruns; r++) {
+    g->descr[nbuffers++] = (struct starpu_data_descr){.handle = g->ch->xs_runs[g->run[r]], .mode = STARPU_R};
+    g->descr[nbuffers++] = (struct starpu_data_descr){.handle = g->ch->xe_runs[g->run[r]], .mode = STARPU_R};
+  }
   /* a task bound for the GPUs, large enough to pay for making the copies, works on them */
   arg->layout = g->copies && where == STARPU_CUDA && g->lors >= g->copies_min_lors;
   if (arg->layout) {
     g->descr[nbuffers].handle = g->copies;
     g->descr[nbuffers++].mode = STARPU_SCRATCH;
   }
-  /* on GPUs, a task runs where its first LOR piece is, when some GPUs hold it and others do not */
+  /* on GPUs, a task runs where its first LORs are, when some GPUs hold them and others do not */
   unsigned nwords = 0;
-  const uint32_t *workers = sproj_workers_holding(where, g->descr[1].handle, &nwords);
+  const uint32_t *workers = sproj_workers_holding(where, g->ch->xs_runs[g->run[0]], &nwords);
   task_queued(1);
   if (where == STARPU_CPU)
     cpu_queued(1);
-  int ret = starpu_task_insert(cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, g->descr,
+  int ret = starpu_task_insert(cl, STARPU_CL_ARGS, task, sizeof *task, STARPU_DATA_MODE_ARRAY, g->descr,
                                nbuffers, STARPU_EXECUTE_WHERE, where, STARPU_SCHED_CTX, ctx,
                                STARPU_TASK_WORKERIDS, nwords, workers,
                                STARPU_PROLOGUE_CALLBACK_POP, count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
                                (void *)(intptr_t)(4 * g->lors + 2 * (where == STARPU_CPU) + arg->layout), 0);
-  g->arg.npieces = 0;
+  g->task.arg.npieces = 0;
+  g->task.arg.nruns = 0;
   g->lors = 0;
   if (ret != 0) {
     task_queued(-1);
@@ -184,18 +207,19 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
   struct task_group *g = calloc(1, sizeof *g);
   if (!g)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  g->arg.geom = img->geom;
-  g->arg.lm = rq->kind == KIND_TOF_LM;
+  g->ch = ch;
+  g->task.arg.geom = img->geom;
+  g->task.arg.lm = rq->kind == KIND_TOF_LM;
   if (rq->tof) {
     const struct sproj_tof_params *p = &rq->tof->params;
-    g->arg.tof = (struct sproj_tof_arg){p->bin_width, p->num_sigmas, p->sigma, p->center_offset, p->num_bins,
+    g->task.arg.tof = (struct sproj_tof_arg){p->bin_width, p->num_sigmas, p->sigma, p->center_offset, p->num_bins,
                                         sigma != NULL, offset != NULL};
   }
-  int bpp = sproj_buffers_per_piece(&g->arg);
+  int bpp = sproj_buffers_per_piece(&g->task.arg);
   /* back projections add into the image, or in reproducible mode into its fixed-point accumulator */
   starpu_data_handle_t acc = NULL;
-  g->arg.fixed_point = rq->back && img->reproducible;
-  if (g->arg.fixed_point && (ret = sproj_image_accumulator(func, img, &acc))) {
+  g->task.arg.fixed_point = rq->back && img->reproducible;
+  if (g->task.arg.fixed_point && (ret = sproj_image_accumulator(func, img, &acc))) {
     free(g);
     return ret;
   }
@@ -240,13 +264,13 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
     ret = sproj_fail(ret, func, "out of memory");
   for (int i = 0; i < num && !ret; i++) {
     for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1] && !ret; p++) {
-      if (g->arg.npieces == SPROJ_MAX_PIECES || (g->arg.npieces > 0 && g->lors + ch->piece_len[p] > target) ||
+      if (g->task.arg.npieces == SPROJ_MAX_PIECES || (g->task.arg.npieces > 0 && g->lors + ch->piece_len[p] > target) ||
           group_holds(g, (unsigned)p))
         if ((ret = group_submit(g, cl)))
           ret = sproj_fail(ret, func, "StarPU refused a task");
-      struct starpu_data_descr *d = g->descr + 1 + bpp * g->arg.npieces;
-      starpu_data_handle_t h[MAX_BUFFERS_PER_PIECE] = {ch->xs_children[p], ch->xe_children[p], values[p]};
-      int k = 3;
+      struct starpu_data_descr *d = g->descr + 1 + bpp * g->task.arg.npieces;
+      starpu_data_handle_t h[MAX_BUFFERS_PER_PIECE] = {values[p]};
+      int k = 1;
       if (bins)
         h[k++] = bins[p];
       if (sigma)
@@ -255,9 +279,10 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
         h[k++] = offset[p];
       for (int j = 0; j < bpp; j++) {
         d[j].handle = h[j];
-        d[j].mode = j == 2 ? values_mode : STARPU_R;
+        d[j].mode = j == 0 ? values_mode : STARPU_R;
       }
-      g->piece[g->arg.npieces++] = (unsigned)p;
+      add_run(g, p);
+      g->piece[g->task.arg.npieces++] = (unsigned)p;
       g->lors += ch->piece_len[p];
     }
   }

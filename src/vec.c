@@ -5,18 +5,15 @@
 #include <stdlib.h>
 #include "internal.h"
 
-/* StarPU filter: child id is piece id of the chunking passed in filter_arg_ptr (any vector elemsize). */
-static void piece_filter(void *father_interface, void *child_interface, struct starpu_data_filter *f, unsigned id,
-                         unsigned nparts)
+/* A vector child covering elements first .. first+len-1 of its father (any elemsize). */
+static void range_child(const struct starpu_vector_interface *father, struct starpu_vector_interface *child,
+                        int64_t first, uint32_t len)
 {
-  (void)nparts;
-  const struct sproj_chunks *ch = f->filter_arg_ptr;
-  struct starpu_vector_interface *father = father_interface, *child = child_interface;
-  size_t offset = (size_t)ch->piece_first[id] * father->elemsize;
+  size_t offset = (size_t)first * father->elemsize;
   child->id = father->id;
-  child->nx = ch->piece_len[id];
+  child->nx = len;
   child->elemsize = father->elemsize;
-  child->allocsize = (size_t)child->nx * father->elemsize;
+  child->allocsize = (size_t)len * father->elemsize;
   if (father->dev_handle) {
     if (father->ptr)
       child->ptr = father->ptr + offset;
@@ -25,19 +22,48 @@ static void piece_filter(void *father_interface, void *child_interface, struct s
   }
 }
 
-int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children)
+/* StarPU filters: child id is piece (run) id of the chunking passed in filter_arg_ptr. */
+static void piece_filter(void *father_interface, void *child_interface, struct starpu_data_filter *f, unsigned id,
+                         unsigned nparts)
 {
-  starpu_data_handle_t *c = calloc(ch->npieces, sizeof *c);
+  (void)nparts;
+  const struct sproj_chunks *ch = f->filter_arg_ptr;
+  range_child(father_interface, child_interface, ch->piece_first[id], ch->piece_len[id]);
+}
+
+static void run_filter(void *father_interface, void *child_interface, struct starpu_data_filter *f, unsigned id,
+                       unsigned nparts)
+{
+  (void)nparts;
+  const struct sproj_chunks *ch = f->filter_arg_ptr;
+  range_child(father_interface, child_interface, ch->run_first[id], ch->run_len[id]);
+}
+
+static int plan(starpu_data_handle_t handle, const sproj_chunks *ch, unsigned n,
+                void (*filter)(void *, void *, struct starpu_data_filter *, unsigned, unsigned),
+                starpu_data_handle_t **children)
+{
+  starpu_data_handle_t *c = calloc(n, sizeof *c);
   if (!c)
     return SPROJ_ERR_NOMEM;
   struct starpu_data_filter f = {
-    .filter_func = piece_filter,
-    .nchildren = ch->npieces,
+    .filter_func = filter,
+    .nchildren = n,
     .filter_arg_ptr = (void *)ch,
   };
   starpu_data_partition_plan(handle, &f, c);
   *children = c;
   return SPROJ_OK;
+}
+
+int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children)
+{
+  return plan(handle, ch, ch->npieces, piece_filter, children);
+}
+
+int sproj_plan_runs(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children)
+{
+  return plan(handle, ch, ch->nruns, run_filter, children);
 }
 
 int sproj_vec_init(struct sproj_vec *v, sproj_lors *lors, starpu_data_handle_t handle, int owns, int readonly,

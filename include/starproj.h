@@ -159,9 +159,9 @@ int sproj_set_image_layouts(int on);
  * the scheduler weigh both, which pays where the GPUs are not much faster than all cores together; on an H200
  * against 15 cores it did not (doc/benchmarks.md). With both kinds and GPUs present, starproj picks the kind of
  * each task: a CPU core only for a task of at most SPROJ_ANY_CPU_MAX_LORS LORs submitted while at least two tasks
- * per CUDA worker wait and a core is free (one core needs milliseconds for such a task; a larger one would keep the
- * whole job waiting long after the GPUs are done), the GPUs otherwise. SPROJ_ERR_NO_DEVICE if the mask names no
- * existing worker.
+ * per CUDA worker wait, a core is free, and a core would finish it before the GPUs finish the work queued for them
+ * (both rates measured as tasks run; a core starts from a slow guess), the GPUs otherwise: a core still busy after
+ * the GPUs are done would make the whole job slower. SPROJ_ERR_NO_DEVICE if the mask names no existing worker.
  * Errors also: NOT_INIT, INVALID (a mask outside SPROJ_DEVICE_ANY). Not thread-safe: call it while no other
  * thread submits projections (they read the setting unlocked); tasks already submitted keep their devices. */
 int sproj_set_devices(unsigned device_mask);

@@ -186,6 +186,20 @@ int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *
 int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
                              const int *range_start, const int64_t *first, const int64_t *count);
 
+/* ---- any.c: CPU core or GPUs for each task under SPROJ_DEVICE_ANY ---- */
+struct sproj_any_note;
+/* Forgets the measured rates and queued work (sproj_init). */
+void sproj_any_reset(void);
+/* Whether a task of lors LORs should go to a CPU core: the GPUs have two of the queued_tasks projection tasks per
+ * CUDA worker, a core is free, and a core would finish it before the GPUs finish the work queued for them. */
+int sproj_any_core_takes(int64_t lors, int back, int ncores, int queued_tasks, int ncuda_workers);
+/* A picked task is queued (NULL: out of memory); its submission failed; a worker took it (its prologue, which gives
+ * back what was noted); it finished (its callback, which frees the note). */
+struct sproj_any_note *sproj_any_queued(int64_t lors, int back, int cpu, int layout);
+void sproj_any_cancel(struct sproj_any_note *note);
+void sproj_any_taken(struct sproj_any_note *note, int64_t *lors, int *layout, int *cpu);
+void sproj_any_done(void *note);
+
 /* Makes ch a valid chunking for lors (NULL: the whole-set chunking, created on first use). */
 int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out);
 /* Applies ch's pieces to a vector handle (a StarPU partition plan); the caller frees *children. */

@@ -52,6 +52,7 @@ struct task_group {
   const sproj_chunks *ch;
   unsigned piece[SPROJ_MAX_PIECES]; /* which pieces of the chunking */
   unsigned run[SPROJ_MAX_PIECES];   /* which runs */
+  int back;
   int64_t lors;
   starpu_data_handle_t copies; /* the image's principal-axis copies, when this request's large tasks may use them */
   int64_t copies_min_lors;     /* the fewest LORs of a task that does */
@@ -87,11 +88,11 @@ static void add_run(struct task_group *g, int p)
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
  * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
  * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.) */
-static void count_task(void *lors_cpu_layout);
+static void count_task(void *lors_layout);
+static void count_task_any(void *note);
 
 static void task_queued(int delta);
-static void cpu_queued(int delta);
-static int cores_may_help(void);
+static int queued_tasks(void);
 
 static int group_submit(struct task_group *g, struct starpu_codelet *cl)
 {
@@ -104,14 +105,17 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   struct sproj_proj_arg *arg = &task->arg;
   unsigned long long where = sproj_rt.where;
   unsigned ctx = sproj_rt.ctx;
-  /* With both kinds selected the host picks one for each task: a CPU core when the task is small
-   * (SPROJ_ANY_CPU_MAX_LORS), the GPUs have at least two tasks per CUDA worker queued and a core is free; else the
-   * GPUs. A core projects 1-2 M LORs/s (the SIMD lanes), an H200 0.7-2.2 G, so a core only helps with small work
-   * that would otherwise wait behind a full GPU queue. Each task then goes to the context of its kind: in the global context every push
-   * also involved every CPU worker (30 beside 8 CUDA workers on a two-H200 node: ~25-40 us per small call, too
-   * slow for calls to merge, 3-23x the time of GPUs alone). */
-  if (where == (STARPU_CPU | STARPU_CUDA) && sproj_rt.ctx_cpu && sproj_rt.ctx_gpu) {
-    if (g->lors <= SPROJ_ANY_CPU_MAX_LORS && cores_may_help()) {
+  /* With both kinds selected the host picks one for each task (any.c): a CPU core when the task is small
+   * (SPROJ_ANY_CPU_MAX_LORS), the GPUs have at least two tasks per CUDA worker queued, a core is free and would
+   * finish it before the GPUs finish what is queued for them; else the GPUs. A core projects 1-2 M LORs/s (the SIMD
+   * lanes), an H200 0.7-2.2 G, so a core only helps with small work that would otherwise wait behind a full GPU
+   * queue. Each task then goes to the context of its kind: in the global context every push also involved every CPU
+   * worker (30 beside 8 CUDA workers on a two-H200 node: ~25-40 us per small call, too slow for calls to merge, 3-23x
+   * the time of GPUs alone). */
+  int picked = where == (STARPU_CPU | STARPU_CUDA) && sproj_rt.ctx_cpu && sproj_rt.ctx_gpu;
+  if (picked) {
+    if (g->lors <= SPROJ_ANY_CPU_MAX_LORS &&
+        sproj_any_core_takes(g->lors, g->back, sproj_rt.ncpu, queued_tasks(), (int)starpu_cuda_worker_get_count())) {
       where = STARPU_CPU;
       ctx = sproj_rt.ctx_cpu;
     } else {
@@ -135,21 +139,26 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   /* on GPUs, a task runs where its first LORs are, when some GPUs hold them and others do not */
   unsigned nwords = 0;
   const uint32_t *workers = sproj_workers_holding(where, g->ch->xs_runs[g->run[0]], &nwords);
+  /* a picked task's note times it, for the rates the next picks use */
+  struct sproj_any_note *note = NULL;
+  if (picked && !(note = sproj_any_queued(g->lors, g->back, where == STARPU_CPU, arg->layout))) {
+    free(task);
+    return SPROJ_ERR_NOMEM;
+  }
   task_queued(1);
-  if (where == STARPU_CPU)
-    cpu_queued(1);
-  int ret = starpu_task_insert(cl, STARPU_CL_ARGS, task, sizeof *task, STARPU_DATA_MODE_ARRAY, g->descr,
-                               nbuffers, STARPU_EXECUTE_WHERE, where, STARPU_SCHED_CTX, ctx,
-                               STARPU_TASK_WORKERIDS, nwords, workers,
-                               STARPU_PROLOGUE_CALLBACK_POP, count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
-                               (void *)(intptr_t)(4 * g->lors + 2 * (where == STARPU_CPU) + arg->layout), 0);
+  int ret = starpu_task_insert(
+    cl, STARPU_CL_ARGS, task, sizeof *task, STARPU_DATA_MODE_ARRAY, g->descr, nbuffers, STARPU_EXECUTE_WHERE, where,
+    STARPU_SCHED_CTX, ctx, STARPU_TASK_WORKERIDS, nwords, workers, STARPU_PROLOGUE_CALLBACK_POP,
+    note ? count_task_any : count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
+    note ? (void *)note : (void *)(intptr_t)(2 * g->lors + arg->layout), STARPU_CALLBACK_WITH_ARG_NFREE,
+    note ? sproj_any_done : NULL, note, 0);
   g->task.arg.npieces = 0;
   g->task.arg.nruns = 0;
   g->lors = 0;
   if (ret != 0) {
     task_queued(-1);
-    if (where == STARPU_CPU)
-      cpu_queued(-1);
+    if (note)
+      sproj_any_cancel(note);
   }
   return ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
@@ -208,6 +217,7 @@ static int submit(const char *func, const struct request *rq, sproj_image *img, 
   if (!g)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   g->ch = ch;
+  g->back = rq->back;
   g->task.arg.geom = img->geom;
   g->task.arg.lm = rq->kind == KIND_TOF_LM;
   if (rq->tof) {
@@ -430,7 +440,6 @@ static struct {
   int error;              /* a deferred submission's status and message, for the next sync */
   char message[256];
   atomic_int waiting;     /* projection tasks submitted and not yet taken by a worker */
-  atomic_int cpu_waiting; /* those of them bound for CPU cores */
   atomic_int threshold;   /* merge while waiting >= threshold; 0: merging off */
   atomic_int pending;     /* some slot holds chunks */
   sem_t wake;
@@ -444,34 +453,38 @@ static void task_queued(int delta)
   atomic_fetch_add(&merge.waiting, delta);
 }
 
-static void cpu_queued(int delta)
+static int queued_tasks(void)
 {
-  atomic_fetch_add(&merge.cpu_waiting, delta);
-}
-
-/* Whether a small task of a request on CPU cores and GPUs should go to a core: the GPUs have at least two tasks
- * per CUDA worker waiting, and fewer tasks wait for the cores than there are cores. */
-static int cores_may_help(void)
-{
-  int cpu = atomic_load(&merge.cpu_waiting);
-  return atomic_load(&merge.waiting) - cpu >= 2 * (int)starpu_cuda_worker_get_count() && cpu < sproj_rt.ncpu;
+  return atomic_load(&merge.waiting);
 }
 
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
  * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
  * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.)
  * It also wakes the helper thread when merged calls wait and the queue runs low: a worker never submits tasks
- * itself, since a submission may have to wait for tasks to finish. The argument is 4 x the task's LORs, plus 2 when
- * it was bound for CPU cores by cores_may_help, plus 1 when it works on the image copies. */
-static void count_task(void *lors_cpu_layout)
+ * itself, since a submission may have to wait for tasks to finish. */
+static void task_taken(int64_t lors, int layout)
 {
-  int64_t v = (int64_t)(intptr_t)lors_cpu_layout;
-  sproj_stats_count(v / 4, (int)(v % 2));
+  sproj_stats_count(lors, layout);
   int left = atomic_fetch_sub(&merge.waiting, 1) - 1;
-  if (v & 2)
-    cpu_queued(-1);
   if (atomic_load(&merge.pending) && left < atomic_load(&merge.threshold))
     sem_post(&merge.wake);
+}
+
+/* The argument is 2 x the task's LORs, plus 1 when it works on the image copies. */
+static void count_task(void *lors_layout)
+{
+  int64_t v = (int64_t)(intptr_t)lors_layout;
+  task_taken(v / 2, (int)(v % 2));
+}
+
+/* The same for a task whose kind the host picked (any.c), which also starts timing it. */
+static void count_task_any(void *note)
+{
+  int64_t lors;
+  int layout, cpu;
+  sproj_any_taken(note, &lors, &layout, &cpu);
+  task_taken(lors, layout);
 }
 
 /* Whether two requests touch the same data with a write on one side: then their order matters. */
@@ -589,7 +602,7 @@ static void merge_start_locked(void)
   merge.error = 0;
   atomic_store(&merge.pending, 0);
   atomic_store(&merge.waiting, 0);
-  atomic_store(&merge.cpu_waiting, 0);
+  sproj_any_reset();
   sproj_register_held(sproj_flush_pending, merge_stop);
   if (sem_init(&merge.wake, 0, 0) != 0)
     return;

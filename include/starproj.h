@@ -308,8 +308,9 @@ int sproj_chunks_destroy(sproj_chunks *chunks);
  * others do not: LORs uploaded to one GPU (or first used there) are projected there, and are not copied to the
  * others. A scheduler you name (sproj_config.sched, STARPU_SCHED) places every task itself.
  * Small chunks whose LORs follow each other in the set (a view's segments, blocks) share one copy on a device, of at
- * most 262144 LORs (6 MB): uploading or releasing one of them moves its neighbours in that stretch with it, and a
- * task of many such chunks costs StarPU two LOR buffers per stretch instead of two per chunk.
+ * most 262144 LORs (6 MB): uploading or releasing one of them moves its neighbours in that stretch with it (their
+ * tasks still run where each chunk was uploaded), and a task of many such chunks costs StarPU two LOR buffers per
+ * stretch instead of two per chunk.
  * Errors: NULL, NOT_INIT, MISMATCH (chunking of another set), RANGE (chunk), NO_DEVICE. */
 int sproj_lors_upload(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
 int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);

@@ -198,6 +198,7 @@ void sproj_chunks_free(sproj_chunks *ch)
   free(ch->piece_at);
   free(ch->run_first);
   free(ch->run_len);
+  free(ch->piece_gpus);
   free(ch->count);
   free(ch->range_start);
   free(ch->range_first);
@@ -226,7 +227,8 @@ static int make_runs(sproj_chunks *ch)
   ch->piece_at = malloc(n * sizeof *ch->piece_at);
   ch->run_first = malloc(n * sizeof *ch->run_first);
   ch->run_len = malloc(n * sizeof *ch->run_len);
-  if (!ch->piece_run || !ch->piece_at || !ch->run_first || !ch->run_len)
+  ch->piece_gpus = calloc(n, sizeof *ch->piece_gpus);
+  if (!ch->piece_run || !ch->piece_at || !ch->run_first || !ch->run_len || !ch->piece_gpus)
     return SPROJ_ERR_NOMEM;
   unsigned nruns = 0;
   for (unsigned p = 0; p < ch->npieces; p++) {
@@ -731,11 +733,24 @@ static int lors_residency(const char *func, sproj_lors *lors, const sproj_chunks
   if ((ret = sproj_chunk_list(func, ch, chunk, &list, &num)))
     return ret;
   starpu_data_handle_t *h = sproj_run_handles(ch, list, num, &nh);
-  free(list);
-  if (!h)
+  if (!h) {
+    free(list);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
   ret = upload ? sproj_upload_handles(h, nh, nodes, nnodes) : sproj_release_handles(h, nh, nodes, nnodes);
   free(h);
+  /* the chunks' tasks now run on these GPUs (or no longer), whatever other chunks of their runs do */
+  if (!ret && sproj_rt.ngpus <= SPROJ_MAX_STICKY_GPUS) {
+    uint8_t mask = gpu == SPROJ_ALL_GPUS ? (uint8_t)((1u << sproj_rt.ngpus) - 1u) : (uint8_t)(1u << gpu);
+    for (int i = 0; i < num; i++)
+      for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1]; p++) {
+        if (upload)
+          __atomic_fetch_or(&ch->piece_gpus[p], mask, __ATOMIC_RELAXED);
+        else
+          __atomic_fetch_and(&ch->piece_gpus[p], (uint8_t)~mask, __ATOMIC_RELAXED);
+      }
+  }
+  free(list);
   return ret;
 }
 

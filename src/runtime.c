@@ -268,13 +268,14 @@ static void make_gpu_sets(void)
   sproj_rt.words_per_set = words;
 }
 
-const uint32_t *sproj_workers_holding(unsigned long long where, starpu_data_handle_t h, unsigned *len)
+const uint32_t *sproj_workers_holding(unsigned long long where, unsigned pinned, starpu_data_handle_t h,
+                                      unsigned *len)
 {
   *len = 0;
   if (where != STARPU_CUDA || !sproj_rt.gpu_set_workers)
     return NULL;
-  unsigned set = 0, all = (1u << sproj_rt.ngpus) - 1u;
-  for (int gpu = 0; gpu < sproj_rt.ngpus; gpu++)
+  unsigned all = (1u << sproj_rt.ngpus) - 1u, set = pinned & all;
+  for (int gpu = 0; gpu < sproj_rt.ngpus && !set; gpu++)
     if (starpu_data_is_on_node(h, sproj_rt.gpu_node[gpu]))
       set |= 1u << gpu;
   if (set == 0 || set == all)

@@ -424,6 +424,92 @@ START_TEST(test_residency)
 }
 END_TEST
 
+/* LORs per GPU of every GPU worker since the last sproj_stats_reset, into lors[gpu]. */
+static void lors_per_gpu(int64_t *lors)
+{
+  for (int k = 0; k < sproj_num_gpus(); k++)
+    lors[k] = 0;
+  for (int w = 0; w < sproj_num_workers(); w++) {
+    struct sproj_worker_stats st;
+    if (sproj_worker_stats(w, &st) == 0 && st.is_gpu)
+      lors[st.gpu] += st.lors;
+  }
+}
+
+/* With several GPUs, tasks follow their LORs (sproj_lors_upload): chunk c of 16 is uploaded to GPU c % G, and 5
+ * rounds of forward and back projections of each chunk then run every chunk on its own GPU, so that each GPU
+ * projects exactly the LORs uploaded to it, and no LOR is copied again. The chunks (12500 LORs) follow each other,
+ * so they share one StarPU child of the LORs (a run), which every upload copies whole: the tasks follow the chunks'
+ * uploads, not where the run is. Skipped with one GPU. */
+START_TEST(test_tasks_follow_lors)
+{
+  const int ngpu = sproj_num_gpus(), nchunks = 16;
+  if (ngpu < 2) {
+    printf("tasks follow their LORs: skipped, one GPU\n");
+    return;
+  }
+  const int64_t nvox = tu_nvox(&g);
+  float *out = tu_alloc(N), *back = tu_alloc(nvox);
+  memset(back, 0, nvox * sizeof(float));
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
+  struct tu_set set;
+  sproj_image *bim;
+  sproj_chunks *ch;
+  ck_assert_int_eq(tu_set_register(&set, &g, img, xs, xe, N, out), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&bim, back, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_blocks(&ch, set.lors, nchunks), SPROJ_OK);
+  int64_t expect[64] = {0}, got[64];
+  ck_assert_int_le(ngpu, 64);
+  for (int c = 0; c < nchunks; c++) {
+    int64_t first, count;
+    ck_assert_int_eq(sproj_chunks_range(ch, c, &first, &count), SPROJ_OK);
+    ck_assert_int_eq(sproj_lors_upload(set.lors, ch, c, c % ngpu), SPROJ_OK);
+    expect[c % ngpu] += 10 * count;
+  }
+  ck_assert_int_eq(sproj_stats_reset(), SPROJ_OK);
+  starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+  for (unsigned node = 0; node < starpu_memory_nodes_get_count(); node++) {
+    struct starpu_profiling_bus_info info;
+    int bus = starpu_bus_get_id(STARPU_MAIN_RAM, node);
+    if (bus >= 0)
+      starpu_bus_get_profiling_info(bus, &info); /* resets the counter */
+  }
+  for (int rep = 0; rep < 5; rep++)
+    for (int c = 0; c < nchunks; c++) {
+      ck_assert_int_eq(sproj_fwd(set.img, set.proj, ch, c), SPROJ_OK);
+      ck_assert_int_eq(sproj_back(bim, set.proj, ch, c), SPROJ_OK);
+    }
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
+  long long lor_bytes = 0;
+  for (unsigned node = 0; node < starpu_memory_nodes_get_count(); node++) {
+    struct starpu_profiling_bus_info info;
+    int bus = starpu_bus_get_id(STARPU_MAIN_RAM, node);
+    if (bus >= 0 && starpu_bus_get_profiling_info(bus, &info) == 0)
+      lor_bytes += info.transferred_bytes;
+  }
+  starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
+  lors_per_gpu(got);
+  printf("tasks follow their LORs:");
+  for (int k = 0; k < ngpu; k++)
+    printf(" GPU %d projected %lld LORs (uploaded chunks: %lld)", k, (long long)got[k], (long long)expect[k]);
+  /* what may cross: each GPU's first copy of the image and of the back projection's image, and the values once;
+   * the LORs (24 bytes each) may not */
+  long long allowed = (long long)ngpu * 2 * nvox * (long long)sizeof(float) + (long long)N * (long long)sizeof(float);
+  printf("; %lld bytes to the GPUs (LORs: %lld bytes, allowance without them %lld)\n", lor_bytes,
+         6LL * N * (long long)sizeof(float), allowed);
+  for (int k = 0; k < ngpu; k++)
+    ck_assert_msg(got[k] == expect[k], "GPU %d projected %lld LORs, %lld were uploaded to it", k, (long long)got[k],
+                  (long long)expect[k]);
+  ck_assert_msg(lor_bytes <= allowed, "%lld bytes crossed to the GPUs: LORs were copied again", lor_bytes);
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  free(out);
+  free(back);
+}
+END_TEST
+
 int main(void)
 {
   if (tu_init(-1, -1) != SPROJ_OK) {
@@ -443,6 +529,7 @@ int main(void)
   tcase_add_test(tc, test_cuda_adjoint_and_reference);
   tcase_add_test(tc, test_lanes_same_bits);
   tcase_add_test(tc, test_residency);
+  tcase_add_test(tc, test_tasks_follow_lors);
   tcase_add_loop_test(tc, test_tof_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_layouts_same_bits);
   tcase_add_test(tc, test_layouts_sinogram);

@@ -17,8 +17,8 @@ extern "C" {
 
 /* The arguments every kernel of a projection task takes. The task's buffers are the image; then for each piece: its
  * values, and when present the TOF bin of each event (int16), the per-LOR sigma and the per-LOR centre offset; then
- * for each of the task's runs (sproj_piece_map): xstart, xend; then, with layout, a scratch buffer of
- * 2 x sproj_layout_copy_stride(voxels) floats for the principal-axis copies. */
+ * for each of the task's runs (sproj_piece_map): xstart, xend; then, with layout or shift, a scratch buffer of
+ * 2 x sproj_layout_copy_stride(voxels) floats (the principal-axis copies, or the shifted image). */
 struct sproj_proj_arg {
   struct sproj_geom geom;
   struct sproj_tof_arg tof; /* num_bins 0: non-TOF */
@@ -30,6 +30,8 @@ struct sproj_proj_arg {
                              * first copies the image into the scratch buffer in the principal-axis layouts
                              * (joseph3d_ray.h) and samples those (forward), or adds into them and then into the
                              * image (back) */
+  int shift;                /* 1: a CUDA listmode back projection task that uses the scratch buffer as the image
+                             * shifted by one float (sproj_add_pair), zeroed before and added into the image after */
 };
 
 /* Where each piece's LORs are. A chunking's pieces that follow each other in the LOR set share one StarPU child of
@@ -54,7 +56,7 @@ struct sproj_proj_task {
 /* Where a back projection task adds: its first buffer, as a float image or as a fixed-point accumulator. */
 SPROJ_HD struct sproj_out sproj_out_of(void *buffer, const struct sproj_proj_arg *arg)
 {
-  struct sproj_out out = {0, 0};
+  struct sproj_out out = {0, 0, 0};
   if (arg->fixed_point)
     out.q = (unsigned long long *)buffer;
   else

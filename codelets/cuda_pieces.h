@@ -133,6 +133,12 @@ float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsi
 /* Queues img += the two copies, each read in its layout (after a back projection into them). */
 void sproj_cuda_copies_add(float *img, const float *copies, const struct sproj_geom *g);
 
+/* The shifted image of a task (sproj_proj_arg.shift, sproj_add_pair): NULL unless the task has one; else its scratch
+ * buffer, queued on StarPU's stream to be zeroed. */
+float *sproj_cuda_shift(void *buffers[], const struct sproj_proj_arg *arg);
+/* Queues img += the shifted image (after a back projection into both). */
+void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geom *g);
+
 /* Like SPROJ_CUDA_LAUNCHER, with sproj_cuda_lanes threads per LOR and the task's principal-axis copies:
  * kernel(image, copies, arg, table) finds its LOR and lane with SPROJ_CUDA_THIS_LOR_LANE; copies is NULL unless
  * the task has them and one thread walks each LOR. BACK (0 or 1): the kernel adds into the copies, which are then

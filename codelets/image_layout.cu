@@ -2,7 +2,8 @@
 /* image_layout.cu: the principal-axis copies of the image that large GPU projection tasks work on (layouts in
  * joseph3d_ray.h): filled from the image before a forward projection, zeroed before a back projection and added
  * into the image after it, on StarPU's stream: one thread per voxel, reading and writing the image in its order,
- * the copies' scattered elements through the L2 cache. */
+ * the copies' scattered elements through the L2 cache. Also the image shifted by one float that listmode back
+ * projections add some of their pairs into (sproj_add_pair), zeroed before and added into the image after. */
 #include "config.h"
 #include "cuda_pieces.h"
 
@@ -61,5 +62,30 @@ void sproj_cuda_copies_add(float *img, const float *copies, const struct sproj_g
   size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
   copies_add_kernel<<<grid_for(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
     img, copies, *g, (unsigned)nvox, (unsigned)sproj_layout_copy_stride(nvox));
+  SPROJ_CUDA_CHECK_LAUNCH();
+}
+
+__global__ static void shift_add_kernel(float *__restrict__ img, const float *__restrict__ shift, unsigned nvox)
+{
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < nvox; i += gridDim.x * blockDim.x)
+    img[i] += shift[i + 1u];
+}
+
+float *sproj_cuda_shift(void *buffers[], const struct sproj_proj_arg *arg)
+{
+  if (!arg->shift)
+    return NULL;
+  float *shift = (float *)STARPU_VECTOR_GET_PTR(buffers[sproj_copies_buffer(arg)]);
+  size_t nvox = (size_t)arg->geom.n[0] * arg->geom.n[1] * arg->geom.n[2];
+  cudaError_t err = cudaMemsetAsync(shift, 0, (nvox + 4) * sizeof(float), starpu_cuda_get_local_stream());
+  if (err != cudaSuccess)
+    STARPU_CUDA_REPORT_ERROR(err);
+  return shift;
+}
+
+void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geom *g)
+{
+  size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
+  shift_add_kernel<<<grid_for(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(img, shift, (unsigned)nvox);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

@@ -20,6 +20,7 @@
 struct sproj_out {
   float *f;
   unsigned long long *q;
+  float *shift; /* CUDA, f only: the image shifted by one float (sproj_add_pair), or NULL */
 };
 
 /* Adds into the image: an atomic on the GPU (many threads share one buffer); a plain add on a CPU, where every
@@ -239,10 +240,17 @@ SPROJ_HD float sproj_ray_sample(const float *img, const struct sproj_ray *r, int
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* Adds a to img[i] and b to img[i + 1]. Back projection is bound by the number of global atomics, and from sm_90 on
  * one vector atomic adds a whole aligned float4: when both voxels share one (i % 4 != 3) and it lies inside the
- * image, one atomic adds (a, b) with zeros in the other two lanes, which leaves those voxels as they are. */
-__device__ static inline void sproj_add_pair(float *img, unsigned i, float a, float b, unsigned nvox)
+ * image, one atomic adds (a, b) with zeros in the other two lanes, which leaves those voxels as they are. A pair
+ * that straddles two groups (i % 4 == 3) goes, when the task has one, to the shifted image (shift[j] stands for
+ * voxel j - 1, 16-byte aligned, nvox + 4 floats, added into the image after the task), where it starts a group;
+ * else it takes two scalar atomics. */
+__device__ static inline void sproj_add_pair(float *img, unsigned i, float a, float b, unsigned nvox, float *shift)
 {
   unsigned lane = i & 3u, base = i - lane;
+  if (lane == 3u && shift) {
+    atomicAdd((float4 *)(shift + i + 1u), make_float4(a, b, 0.0f, 0.0f));
+    return;
+  }
   if (lane == 3u || base + 3u >= nvox || ((uintptr_t)img & 15u) != 0) {
     atomicAdd(&img[i], a);
     atomicAdd(&img[i + 1], b);
@@ -285,17 +293,17 @@ SPROJ_HD void sproj_ray_scatter(struct sproj_out out, const struct sproj_ray *r,
   /* v along the fastest axis (the image): corners 0 and 2, and 1 and 3, are neighbours in memory */
   if (r->stride_v == 1u && c.ok[0] == c.ok[2] && c.ok[1] == c.ok[3]) {
     if (c.ok[0])
-      sproj_add_pair(img, c.idx[0], w[0], w[2], r->nvox);
+      sproj_add_pair(img, c.idx[0], w[0], w[2], r->nvox, out.shift);
     if (c.ok[1])
-      sproj_add_pair(img, c.idx[1], w[1], w[3], r->nvox);
+      sproj_add_pair(img, c.idx[1], w[1], w[3], r->nvox, out.shift);
     return;
   }
   /* u along the fastest axis (a principal-axis copy): corners 0 and 1, and 2 and 3 */
   if (r->stride_u == 1u && c.ok[0] == c.ok[1] && c.ok[2] == c.ok[3]) {
     if (c.ok[0])
-      sproj_add_pair(img, c.idx[0], w[0], w[1], r->nvox);
+      sproj_add_pair(img, c.idx[0], w[0], w[1], r->nvox, out.shift);
     if (c.ok[2])
-      sproj_add_pair(img, c.idx[2], w[2], w[3], r->nvox);
+      sproj_add_pair(img, c.idx[2], w[2], w[3], r->nvox, out.shift);
     return;
   }
 #endif
@@ -325,7 +333,7 @@ __device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, 
   const unsigned full = 0xffffffffu, lane = threadIdx.x & 31u;
   size_t off = 0;
   if (act && !sproj_ray_to_copy(r, g, &off)) {
-    struct sproj_out o = {img, 0};
+    struct sproj_out o = {img, 0, 0};
     for (int k = r->first; k <= r->last; k++) {
       float v = value_at(k);
       if (v != 0.0f)

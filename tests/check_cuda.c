@@ -24,8 +24,8 @@ static void setup(void)
   tu_random_lors(&g, xs, xe, N, NULL);
 }
 
-/* Tasks the GPU workers have run since the last sproj_stats_reset; with layouts, only those that worked on the
- * principal-axis image copies. */
+/* Tasks the GPU workers have run since the last sproj_stats_reset; with layouts, only those that worked on an image
+ * layout (the principal-axis copies, or the shifted image of listmode back projections). */
 static int64_t gpu_tasks_of(int layouts)
 {
   int64_t t = 0;
@@ -227,7 +227,26 @@ START_TEST(test_tof_cpu_vs_cuda)
   memset(bcpu, 0, nvox * sizeof *bcpu);
   memset(bgpu, 0, nvox * sizeof *bgpu);
   tof_run(SPROJ_DEVICE_CPU, lm, 1, &par, bins, cpu, bcpu, n);
+  ck_assert_int_eq(sproj_stats_reset(), SPROJ_OK);
   tof_run(SPROJ_DEVICE_CUDA, lm, 1, &par, bins, cpu, bgpu, n);
+  if (lm) {
+    /* the listmode back projection with the shifted image (50000 events, at least an eighth of the voxels) and
+     * without it: the same sums up to the atomics' order, and the tasks used it only when on */
+    int64_t on = gpu_tasks_of(1);
+    float *boff = tu_alloc(nvox);
+    memset(boff, 0, nvox * sizeof *boff);
+    ck_assert_int_eq(sproj_set_image_layouts(0), SPROJ_OK);
+    ck_assert_int_eq(sproj_stats_reset(), SPROJ_OK);
+    tof_run(SPROJ_DEVICE_CUDA, lm, 1, &par, bins, cpu, boff, n);
+    int64_t off = gpu_tasks_of(1);
+    ck_assert_int_eq(sproj_set_image_layouts(1), SPROJ_OK);
+    double srel = tu_rel_l2_ff(bgpu, boff, nvox);
+    printf("TOF listmode back projection, shifted image on / off: %lld / %lld tasks used it, relative L2 %.3g\n",
+           (long long)on, (long long)off, srel);
+    ck_assert_msg(on >= 1 && off == 0, "%lld / %lld tasks used the shifted image", (long long)on, (long long)off);
+    ck_assert_msg(srel <= 1e-6, "shifted image on vs off: relative L2 %.3g", srel);
+    free(boff);
+  }
   double maxv, maxdiff;
   int64_t identical = compare_forward(cpu, gpu, nval, &maxv, &maxdiff);
   double brel = tu_rel_l2_ff(bgpu, bcpu, nvox);

@@ -161,7 +161,7 @@ START_TEST(test_back)
   double *abs_sum = calloc(NVOX, sizeof(double));
   int *terms = calloc(NVOX, sizeof(int));
   unsigned long long *qref = calloc(NVOX, 8), *qout = calloc(NVOX, 8);
-  struct sproj_out fo = {ref, NULL}, qo = {NULL, qref};
+  struct sproj_out fo = {ref, NULL, NULL}, qo = {NULL, qref, NULL};
   for (int i = 0; i < n; i++) {
     joseph3d_back_lor(fo, &geom, xs + 3 * i, xe + 3 * i, val[i]);
     joseph3d_back_lor(qo, &geom, xs + 3 * i, xe + 3 * i, val[i]);
@@ -182,8 +182,8 @@ START_TEST(test_back)
   for (int a = 0; a < nw; a++) {
     memset(out, 0, NVOX * sizeof(float));
     memset(qout, 0, NVOX * 8);
-    sproj_lanes_back(work, (struct sproj_out){out, NULL}, &geom, xs, xe, (uint32_t)n, val, w[a]);
-    sproj_lanes_back(work, (struct sproj_out){NULL, qout}, &geom, xs, xe, (uint32_t)n, val, w[a]);
+    sproj_lanes_back(work, (struct sproj_out){out, NULL, NULL}, &geom, xs, xe, (uint32_t)n, val, w[a]);
+    sproj_lanes_back(work, (struct sproj_out){NULL, qout, NULL}, &geom, xs, xe, (uint32_t)n, val, w[a]);
     int touched = 0;
     for (int v = 0; v < NVOX; v++) {
       touched += terms[v] > 0;

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* image_layout.cu: the principal-axis copies of the image that large GPU projection tasks work on (layouts in
- * joseph3d_ray.h): filled from the image before a forward projection, zeroed before a back projection and added
- * into the image after it, on StarPU's stream: one thread per voxel, reading and writing the image in its order,
- * the copies' scattered elements through the L2 cache. Also the image shifted by one float that listmode back
- * projections add some of their pairs into (sproj_add_pair), zeroed before and added into the image after. */
+ * joseph3d_ray.h): filled from the image before a forward projection (tiled transposes, coalesced on both sides),
+ * zeroed before a back projection and added into the image after it, on StarPU's stream. Also the image shifted by
+ * one float that listmode back projections add some of their pairs into (sproj_add_pair), zeroed before and added
+ * into the image after. */
 #include "config.h"
 #include "cuda_pieces.h"
+
+/* Both copies are transposes of the image seen as matrices: copy 0 ([n0][n2][n1]) transposes each [n1][n2] slab,
+ * copy 1 ([n1][n2][n0]) the [n0][n1 * n2] whole. */
+#define TILE 32
+#define TILE_ROWS 8
 
 /* Voxel i of the image and its element in copy c. */
 __device__ static inline unsigned copy_index(int c, unsigned i, const struct sproj_geom *g)
@@ -14,21 +19,48 @@ __device__ static inline unsigned copy_index(int c, unsigned i, const struct spr
   return sproj_layout_index(c, i / (n1 * n2), (i / n2) % n1, i % n2, g);
 }
 
-__global__ static void copies_fill_kernel(const float *__restrict__ img, float *__restrict__ copies,
-                                          const __grid_constant__ struct sproj_geom g, unsigned nvox, unsigned stride)
-{
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < nvox; i += gridDim.x * blockDim.x) {
-    float v = img[i];
-    copies[copy_index(0, i, &g)] = v;
-    copies[stride + copy_index(1, i, &g)] = v;
-  }
-}
-
+/* After a back projection: img = (img + copy 0) + copy 1, one thread per voxel in the image's order. The copies were
+ * just written by the task and are read from the L2; as two tiled transposes (one pass over the image per copy)
+ * this was 1% slower (doc/benchmarks.md). */
 __global__ static void copies_add_kernel(float *__restrict__ img, const float *__restrict__ copies,
                                          const __grid_constant__ struct sproj_geom g, unsigned nvox, unsigned stride)
 {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < nvox; i += gridDim.x * blockDim.x)
     img[i] = (img[i] + copies[copy_index(0, i, &g)]) + copies[stride + copy_index(1, i, &g)];
+}
+
+/* dst[b][c][r] = src[b][r][c] for b < nb, r < rows, c < cols (row-major matrices, rows * cols apart),
+ * through a shared-memory tile, so that a warp reads 32 neighbouring floats of src and writes 32 of dst. */
+__global__ static void transpose_kernel(const float *__restrict__ src, float *__restrict__ dst, unsigned rows,
+                                        unsigned cols, unsigned nb)
+{
+  __shared__ float tile[TILE][TILE + 1];
+  unsigned c0 = blockIdx.x * TILE;
+  for (unsigned b = blockIdx.z; b < nb; b += gridDim.z)
+    for (unsigned r0 = blockIdx.y * TILE; r0 < rows; r0 += gridDim.y * TILE) {
+      size_t base = (size_t)b * rows * cols;
+      for (unsigned j = threadIdx.y; j < TILE; j += TILE_ROWS) {
+        unsigned r = r0 + j, c = c0 + threadIdx.x;
+        if (r < rows && c < cols)
+          tile[j][threadIdx.x] = src[base + (size_t)r * cols + c];
+      }
+      __syncthreads();
+      for (unsigned j = threadIdx.y; j < TILE; j += TILE_ROWS) {
+        unsigned c = c0 + j, r = r0 + threadIdx.x;
+        if (r < rows && c < cols)
+          dst[base + (size_t)c * rows + r] = tile[threadIdx.x][j];
+      }
+      __syncthreads();
+    }
+}
+
+static void transpose(const float *src, float *dst, unsigned rows, unsigned cols, unsigned nb, cudaStream_t s)
+{
+  /* columns on x (up to 2^31 - 1 blocks); rows and batches beyond 65535 blocks are looped over */
+  unsigned ty = (rows + TILE - 1) / TILE;
+  dim3 grid((cols + TILE - 1) / TILE, ty < 65535u ? ty : 65535u, nb < 65535u ? nb : 65535u);
+  transpose_kernel<<<grid, dim3(TILE, TILE_ROWS), 0, s>>>(src, dst, rows, cols, nb);
+  SPROJ_CUDA_CHECK_LAUNCH();
 }
 
 static unsigned grid_for(size_t n)
@@ -51,9 +83,10 @@ float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsi
       STARPU_CUDA_REPORT_ERROR(err);
     return copies;
   }
-  copies_fill_kernel<<<grid_for(nvox), SPROJ_CUDA_BLOCK, 0, s>>>((const float *)STARPU_VECTOR_GET_PTR(buffers[0]), copies,
-                                                                arg->geom, (unsigned)nvox, (unsigned)stride);
-  SPROJ_CUDA_CHECK_LAUNCH();
+  const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  unsigned n0 = (unsigned)n[0], n1 = (unsigned)n[1], n2 = (unsigned)n[2];
+  transpose(img, copies, n1, n2, n0, s);
+  transpose(img, copies + stride, n0, n1 * n2, 1u, s);
   return copies;
 }
 

@@ -56,14 +56,13 @@ int sproj_flush_pending(void);
  * calling up. sproj_flush_held() runs the registered flush (SPROJ_OK when none). */
 void sproj_register_held(int (*flush)(void), int (*stop)(void));
 int sproj_flush_held(void);
-/* For a task bound to GPUs alone (where == STARPU_CUDA): the CUDA workers of the GPUs in `pinned` (bit g: GPU g), or
- * when pinned is 0 of the GPUs that hold a valid copy of h, as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of
- * *len words that lives until sproj_shutdown; NULL with *len = 0 for any other where, when the set is every GPU or
- * none, or with one GPU.
- * GPU tasks on a LOR piece run where the piece was uploaded (pinned) or already is, so that the LORs stay resident
- * there instead of being copied to every GPU as the tasks move. Always NULL under a scheduler the caller named. */
-const uint32_t *sproj_workers_holding(unsigned long long where, unsigned pinned, starpu_data_handle_t h,
-                                      unsigned *len);
+/* For a task bound to GPUs alone (where == STARPU_CUDA) whose first LORs are piece p of ch: the CUDA workers of the
+ * GPUs the piece was uploaded to (ch->piece_gpus), or when it was not, of the GPUs that hold a valid copy of its run,
+ * as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of *len words that lives until sproj_shutdown; NULL with
+ * *len = 0 for any other where, when the set is every GPU or none, or with one GPU.
+ * GPU tasks on a LOR piece run where the piece was uploaded or already is, so that the LORs stay resident there
+ * instead of being copied to every GPU as the tasks move. Always NULL under a scheduler the caller named. */
+const uint32_t *sproj_workers_holding(unsigned long long where, const sproj_chunks *ch, int p, unsigned *len);
 /* Counts, for every memory node, the workers of the kinds in where (STARPU_CPU / STARPU_CUDA mask) it serves. */
 void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]);
 /* Whether some GPU that projections may run on has less memory (or a lower STARPU_LIMIT_CUDA_MEM) than bytes. */

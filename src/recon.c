@@ -377,9 +377,7 @@ static int submit_ratio(sproj_recon *r, const int *list, int num)
         *a = arg;
         /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
         unsigned nwords = 0;
-        unsigned pinned = __atomic_load_n(&ch->piece_gpus[first], __ATOMIC_RELAXED);
-        const uint32_t *workers =
-          sproj_workers_holding(sproj_rt.where, pinned, ch->xs_runs[ch->piece_run[first]], &nwords);
+        const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
         ret = insert_status(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_DATA_MODE_ARRAY,
                                                descr, bpp * arg.npieces, STARPU_EXECUTE_WHERE,
                                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,

@@ -268,15 +268,14 @@ static void make_gpu_sets(void)
   sproj_rt.words_per_set = words;
 }
 
-const uint32_t *sproj_workers_holding(unsigned long long where, unsigned pinned, starpu_data_handle_t h,
-                                      unsigned *len)
+const uint32_t *sproj_workers_holding(unsigned long long where, const sproj_chunks *ch, int p, unsigned *len)
 {
   *len = 0;
   if (where != STARPU_CUDA || !sproj_rt.gpu_set_workers)
     return NULL;
-  unsigned all = (1u << sproj_rt.ngpus) - 1u, set = pinned & all;
+  unsigned all = (1u << sproj_rt.ngpus) - 1u, set = __atomic_load_n(&ch->piece_gpus[p], __ATOMIC_RELAXED) & all;
   for (int gpu = 0; gpu < sproj_rt.ngpus && !set; gpu++)
-    if (starpu_data_is_on_node(h, sproj_rt.gpu_node[gpu]))
+    if (starpu_data_is_on_node(ch->xs_runs[ch->piece_run[p]], sproj_rt.gpu_node[gpu]))
       set |= 1u << gpu;
   if (set == 0 || set == all)
     return NULL;

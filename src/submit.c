@@ -143,8 +143,7 @@ static int group_submit(struct task_group *g, struct starpu_codelet *cl)
   }
   /* on GPUs, a task runs where its first LORs are, when some GPUs hold them and others do not */
   unsigned nwords = 0;
-  unsigned pinned = __atomic_load_n(&g->ch->piece_gpus[g->piece[0]], __ATOMIC_RELAXED);
-  const uint32_t *workers = sproj_workers_holding(where, pinned, g->ch->xs_runs[g->run[0]], &nwords);
+  const uint32_t *workers = sproj_workers_holding(where, g->ch, (int)g->piece[0], &nwords);
   /* a picked task's note times it, for the rates the next picks use */
   struct sproj_any_note *note = NULL;
   if (picked && !(note = sproj_any_queued(g->lors, g->back, where == STARPU_CPU, scratch))) {

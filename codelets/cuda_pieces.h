@@ -66,9 +66,8 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void 
   return blocks;
 }
 
-/* Piece of this block (binary search; every thread of a block agrees) and the index of this thread in it (the LOR's
- * index times the lanes per LOR, plus the lane). */
-__device__ static inline int sproj_piece_of_thread(const struct sproj_piece_table *t, unsigned *i)
+/* Piece of this block (binary search; every thread of a block agrees). */
+__device__ static inline int sproj_piece_of_block(const struct sproj_piece_table *t)
 {
   unsigned b = blockIdx.x;
   int lo = 0, hi = t->npieces - 1;
@@ -79,8 +78,59 @@ __device__ static inline int sproj_piece_of_thread(const struct sproj_piece_tabl
     else
       hi = mid - 1;
   }
-  *i = (b - t->block_start[lo]) * blockDim.x + threadIdx.x;
   return lo;
+}
+
+/* Piece of this block and the index of this thread in it (the LOR's index times the lanes per LOR, plus the lane). */
+__device__ static inline int sproj_piece_of_thread(const struct sproj_piece_table *t, unsigned *i)
+{
+  int p = sproj_piece_of_block(t);
+  *i = (blockIdx.x - t->block_start[p]) * blockDim.x + threadIdx.x;
+  return p;
+}
+
+/* A block's LORs ordered by how many planes each walks, for kernels whose LORs walk very different lengths (listmode
+ * events: anything from 0 to ~70 planes of a window), since a warp lasts as long as its longest LOR: at[s] is the
+ * block's s-th LOR (0 .. blockDim.x-1) in that order. A counting sort, 255 standing for 255 planes or more. */
+struct sproj_block_order {
+  unsigned short at[SPROJ_CUDA_BLOCK];
+  unsigned count[2][SPROJ_CUDA_BLOCK]; /* bucket counts, then their prefix sums */
+};
+static_assert(SPROJ_CUDA_BLOCK == 256, "the counting sort has one bucket per thread, 0..255 planes");
+
+/* Sorts the block: this thread's LOR walks `planes` planes (0 when it has no LOR). Every thread of the block calls
+ * it; the order of LORs with equal counts is whichever their threads reach the bucket in. */
+__device__ static inline void sproj_block_order_sort(struct sproj_block_order *o, unsigned planes)
+{
+  unsigned x = threadIdx.x, b = min(planes, 255u);
+  o->count[0][x] = 0;
+  __syncthreads();
+  unsigned slot = atomicAdd(&o->count[0][b], 1u);
+  __syncthreads();
+  /* inclusive prefix sums of the buckets, doubling the reach each step (two buffers) */
+  unsigned src = 0;
+  for (unsigned d = 1; d < SPROJ_CUDA_BLOCK; d <<= 1) {
+    unsigned v = o->count[src][x];
+    if (x >= d)
+      v += o->count[src][x - d];
+    o->count[src ^ 1][x] = v;
+    src ^= 1;
+    __syncthreads();
+  }
+  o->at[(b ? o->count[src][b - 1] : 0u) + slot] = (unsigned short)x;
+  __syncthreads();
+}
+
+/* Whether listmode forward kernels sort their blocks (sproj_block_order): yes, unless SPROJ_CUDA_SORT=0 asks for
+ * one event per thread in stored order, for measurements. */
+static inline int sproj_cuda_sort(void)
+{
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("SPROJ_CUDA_SORT");
+    on = !(e && strcmp(e, "0") == 0);
+  }
+  return on;
 }
 
 /* Reports a failed launch the way StarPU does for its own CUDA calls. */

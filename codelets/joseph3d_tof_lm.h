@@ -28,6 +28,30 @@ SPROJ_HD void sproj_tof_lm_planes(const struct sproj_ray *r, const struct sproj_
     *k1 = r->last;
 }
 
+/* The ray and TOF line of an event in bin b and the planes k0..k1 the projectors walk for it: 0 when its LOR
+ * samples no plane (as sproj_ray_setup). */
+SPROJ_HD int sproj_tof_lm_setup(const float *xs, const float *xe, const struct sproj_geom *g,
+                                const struct sproj_tof_arg *t, float sigma, float offset, int b, struct sproj_ray *r,
+                                struct sproj_tof_line *l, int *k0, int *k1)
+{
+  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, r, l))
+    return 0;
+  sproj_tof_lm_planes(r, l, b, k0, k1);
+  return 1;
+}
+
+/* How many planes the projectors walk for an event in bin b (0 when its LOR samples nothing). */
+SPROJ_HD unsigned sproj_tof_lm_count(const float *xs, const float *xe, const struct sproj_geom *g,
+                                     const struct sproj_tof_arg *t, float sigma, float offset, int b)
+{
+  struct sproj_ray r;
+  struct sproj_tof_line l;
+  int k0, k1;
+  if (!sproj_tof_lm_setup(xs, xe, g, t, sigma, offset, b, &r, &l, &k0, &k1))
+    return 0;
+  return k1 >= k0 ? (unsigned)(k1 - k0 + 1) : 0u;
+}
+
 /* Normalised weight of bin b for the sample at it_f (0 if b is outside its window): the same float operations as
  * the sinogram projectors, so that an event and sinogram bin b of its LOR get bit-identical values. */
 SPROJ_HD float sproj_tof_lm_weight(const struct sproj_tof_line *l, int k, int b, float *sum)

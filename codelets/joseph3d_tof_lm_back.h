@@ -10,10 +10,9 @@ SPROJ_HD void joseph3d_tof_lm_back_lor(struct sproj_out img, const struct sproj_
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
-  if (value == 0.0f || !sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
-    return;
   int k0, k1;
-  sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
+  if (value == 0.0f || !sproj_tof_lm_setup(xs, xe, g, t, sigma, offset, b, &r, &l, &k0, &k1))
+    return;
   for (int k = k0; k <= k1; k++) {
     float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);
     if (w == 0.0f)

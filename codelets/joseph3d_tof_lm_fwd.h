@@ -11,10 +11,9 @@ SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
-  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
-    return 0.0f;
   int k0, k1;
-  sproj_tof_lm_planes(&r, &l, b, &k0, &k1);
+  if (!sproj_tof_lm_setup(xs, xe, g, t, sigma, offset, b, &r, &l, &k0, &k1))
+    return 0.0f;
   float out = 0.0f;
   for (int k = k0; k <= k1; k++) {
     float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);

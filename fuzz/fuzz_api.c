@@ -245,7 +245,7 @@ static void op_project(struct state *s, struct reader *r)
 
 static void op_misc(struct state *s, struct reader *r, int *batch_depth)
 {
-  uint8_t what = u8(r) % 8;
+  uint8_t what = u8(r) % 9;
   if (what == 0 && *batch_depth < 3 && sproj_batch_begin() == SPROJ_OK)
     (*batch_depth)++;
   else if (what == 1 && *batch_depth > 0) {
@@ -269,6 +269,30 @@ static void op_misc(struct state *s, struct reader *r, int *batch_depth)
       sproj_set_merge_calls(v % 3);
   } else if (what == 7) {
     sproj_flush();
+  } else if (what == 8) {
+    /* an order of up to 64 LORs of any coordinates and voxel size: a permutation when it succeeds; then a reorder by
+     * it, or by a corrupted copy, which either succeeds or leaves the array as it was */
+    int n = u8(r) % 65;
+    float xs[3 * 64], xe[3 * 64], vs[3], copy[3 * 64];
+    int64_t order[64];
+    unsigned char seen[64] = {0};
+    for (int i = 0; i < 3 * n; i++) {
+      xs[i] = any_float(r);
+      xe[i] = any_float(r);
+    }
+    for (int a = 0; a < 3; a++)
+      vs[a] = any_float(r);
+    if (sproj_lors_order(xs, xe, n, vs, order) != SPROJ_OK)
+      return;
+    for (int i = 0; i < n; i++) {
+      must(order[i] >= 0 && order[i] < n && !seen[order[i]]);
+      seen[order[i]] = 1;
+    }
+    if (n > 0 && (u8(r) & 1))
+      order[u8(r) % n] = any_int64(r);
+    memcpy(copy, xs, 3 * (size_t)n * sizeof *xs);
+    int rc = sproj_reorder(xs, 3 * sizeof(float), n, order);
+    must(rc == SPROJ_OK || (rc == SPROJ_ERR_RANGE && !memcmp(copy, xs, 3 * (size_t)n * sizeof *xs)));
   }
 }
 

@@ -577,6 +577,45 @@ START_TEST(test_lors)
   BAD(sproj_lors_count(NULL, &n), SPROJ_ERR_NULL, "sproj_lors_count");
   BAD(sproj_lors_count(lors, NULL), SPROJ_ERR_NULL, "sproj_lors_count");
   ck_assert_int_eq(n, SENT64);
+  /* an order of LORs: bad counts, NULLs, voxel sizes, too many; nothing written into the order */
+  int64_t ord[NL], perm[NL];
+  for (int i = 0; i < NL; i++)
+    ord[i] = SENT64;
+  const char *LO = "sproj_lors_order", *RO = "sproj_reorder";
+  BAD(sproj_lors_order(xs, xe, INT64_MIN, G.vs, ord), SPROJ_ERR_RANGE, LO);
+  BAD(sproj_lors_order(xs, xe, -1, G.vs, ord), SPROJ_ERR_RANGE, LO);
+  BAD(sproj_lors_order(NULL, xe, NL, G.vs, ord), SPROJ_ERR_NULL, LO);
+  BAD(sproj_lors_order(xs, NULL, NL, G.vs, ord), SPROJ_ERR_NULL, LO);
+  BAD(sproj_lors_order(xs, xe, NL, NULL, ord), SPROJ_ERR_NULL, LO);
+  BAD(sproj_lors_order(xs, xe, NL, G.vs, NULL), SPROJ_ERR_NULL, LO);
+  const float bad_vs[][3] = {{0.0f, 1.0f, 1.0f}, {1.0f, -1.0f, 1.0f}, {1.0f, 1.0f, NAN}, {INFINITY, 1.0f, 1.0f},
+                             {-0.0f, 1.0f, 1.0f}, {1.0f, 1.0f, -INFINITY}};
+  for (size_t k = 0; k < sizeof bad_vs / sizeof bad_vs[0]; k++)
+    BAD(sproj_lors_order(xs, xe, NL, bad_vs[k], ord), SPROJ_ERR_VOXEL_SIZE, LO);
+  BAD(sproj_lors_order(xs, xe, INT64_MAX, G.vs, ord), SPROJ_ERR_OVERFLOW, LO);
+  for (int i = 0; i < NL; i++)
+    ck_assert_int_eq(ord[i], SENT64);
+  /* a reorder by what is not a permutation of 0 .. n-1, and other bad arguments: the array stays as it was */
+  float arr[NL], before[NL];
+  for (int i = 0; i < NL; i++)
+    arr[i] = before[i] = (float)i + 0.5f;
+  const int64_t bad_index[] = {-1, NL, INT64_MIN, INT64_MAX, 0 /* twice: 0 is already at place 0 */};
+  for (size_t k = 0; k < sizeof bad_index / sizeof bad_index[0]; k++) {
+    for (int i = 0; i < NL; i++)
+      perm[i] = NL - 1 - i;
+    perm[NL - 1] = bad_index[k] == 0 ? perm[0] : bad_index[k];
+    BAD(sproj_reorder(arr, sizeof arr[0], NL, perm), SPROJ_ERR_RANGE, RO);
+  }
+  for (int i = 0; i < NL; i++)
+    perm[i] = NL - 1 - i;
+  BAD(sproj_reorder(arr, sizeof arr[0], INT64_MIN, perm), SPROJ_ERR_RANGE, RO);
+  BAD(sproj_reorder(arr, sizeof arr[0], -1, perm), SPROJ_ERR_RANGE, RO);
+  BAD(sproj_reorder(NULL, sizeof arr[0], NL, perm), SPROJ_ERR_NULL, RO);
+  BAD(sproj_reorder(arr, sizeof arr[0], NL, NULL), SPROJ_ERR_NULL, RO);
+  BAD(sproj_reorder(arr, 0, NL, perm), SPROJ_ERR_DIMS, RO);
+  BAD(sproj_reorder(arr, SIZE_MAX, NL, perm), SPROJ_ERR_OVERFLOW, RO);
+  ck_assert_int_eq(memcmp(arr, before, sizeof arr), 0);
+
   /* in use: by chunkings, projection vectors, per-LOR TOF parameters */
   BAD(sproj_lors_unregister(lors), SPROJ_ERR_BUSY, "sproj_lors_unregister");
   BAD(sproj_lors_unregister(other), SPROJ_ERR_BUSY, "sproj_lors_unregister");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_geometry.c: scanner presets and sinogram layouts (counts, indices, LOR endpoints against an independent
  * double-precision polygon), chunkings of a scanner's sinogram, chunks of several ranges in projections, TOF bin
- * numberings, detector pairs, and the status of bad arguments. */
+ * numberings, detector pairs, an order of events for locality, and the status of bad arguments. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -693,27 +693,35 @@ END_TEST
 
 /* Listmode events (sinogram LORs drawn at random, made from detector pairs, random bins) projected over random
  * multi-range chunks equal the one-request projections: forward bit for bit, back as check_back_close says. */
+/* n events on random LORs of the scanner with random bins 0 .. nb-1, from the test's random stream. */
+static void random_events(const sproj_scanner *sc, int n, int nb, float *xs, float *xe, int16_t *bins)
+{
+  struct sproj_sinogram_info in = info_of(sc);
+  int64_t *lor = malloc(n * sizeof *lor);
+  struct sproj_det_pair *pairs = malloc(n * sizeof *pairs);
+  for (int i = 0; i < n; i++) {
+    lor[i] = (int64_t)tu_uniform(0, (double)in.num_lors);
+    bins[i] = (int16_t)tu_randint(0, nb - 1);
+  }
+  REQUIRE_EQ(sproj_scanner_lor_pairs(sc, n, lor, pairs), SPROJ_OK);
+  REQUIRE_EQ(sproj_scanner_pair_lors(sc, n, pairs, xs, xe), SPROJ_OK);
+  free(lor);
+  free(pairs);
+}
+
 START_TEST(test_multirange_listmode)
 {
   sproj_scanner *sc = make("small", -1, 0, 0);
-  struct sproj_sinogram_info in = info_of(sc);
   enum { N = 60000, NB = 11 };
   struct tu_geom g = {{64, 64, 16}, {2.0f, 2.0f, 2.0f}, {-63.0f, -63.0f, -15.0f}};
   const int64_t nvox = tu_nvox(&g);
-  int64_t *lor = malloc(N * sizeof *lor);
-  struct sproj_det_pair *pairs = malloc(N * sizeof *pairs);
   int16_t *bins = malloc(N * sizeof *bins);
   float *xs = tu_alloc(3 * N), *xe = tu_alloc(3 * N), *img = tu_alloc(nvox), *ref = tu_alloc(N), *val = tu_alloc(N);
   float *back_ref = calloc(nvox, sizeof *back_ref), *back = calloc(nvox, sizeof *back);
   char *covered = malloc(N);
   tu_seed(44);
   tu_fill_uniform(img, nvox, 0.0f, 1.0f);
-  for (int i = 0; i < N; i++) {
-    lor[i] = (int64_t)tu_uniform(0, (double)in.num_lors);
-    bins[i] = (int16_t)tu_randint(0, NB - 1);
-  }
-  REQUIRE_EQ(sproj_scanner_lor_pairs(sc, N, lor, pairs), SPROJ_OK);
-  REQUIRE_EQ(sproj_scanner_pair_lors(sc, N, pairs, xs, xe), SPROJ_OK);
+  random_events(sc, N, NB, xs, xe, bins);
   struct sproj_tof_params tp = {20.0f, NB, 3.0f, 15.0f, 0.0f};
   sproj_tof *tof;
   sproj_lors *ev;
@@ -772,8 +780,6 @@ START_TEST(test_multirange_listmode)
   check_back_close("listmode back projection over random multi-range chunks", back, back_cov, nvox);
   free(back_cov);
   free(ref_cov);
-  free(lor);
-  free(pairs);
   free(bins);
   free(xs);
   free(xe);
@@ -783,6 +789,158 @@ START_TEST(test_multirange_listmode)
   free(back_ref);
   free(back);
   free(covered);
+  sproj_scanner_destroy(sc);
+}
+END_TEST
+
+/* ---- an order of events for locality --------------------------------------------------------------------- */
+/* Transaxial distance of two LORs, in mm: how far apart their chord midpoints lie plus how far their directions
+ * turn apart at radius r (double precision, independent of the order's own key). */
+static double lor_distance(const float *a0, const float *b0, const float *a1, const float *b1, double r)
+{
+  double phi[2], m[2][2];
+  const float *a[2] = {a0, a1}, *b[2] = {b0, b1};
+  for (int k = 0; k < 2; k++) {
+    phi[k] = atan2((double)b[k][1] - a[k][1], (double)b[k][0] - a[k][0]);
+    if (phi[k] < 0)
+      phi[k] += PI;
+    m[k][0] = 0.5 * ((double)a[k][0] + b[k][0]);
+    m[k][1] = 0.5 * ((double)a[k][1] + b[k][1]);
+  }
+  double dphi = fabs(phi[0] - phi[1]);
+  dphi = fmin(dphi, PI - dphi);
+  return hypot(m[0][0] - m[1][0], m[0][1] - m[1][1]) + r * dphi;
+}
+
+static double mean_neighbour_distance(const float *xs, const float *xe, const int64_t *order, int n, double r)
+{
+  double sum = 0.0;
+  for (int i = 1; i < n; i++) {
+    int64_t p = order ? order[i - 1] : i - 1, q = order ? order[i] : i;
+    sum += lor_distance(xs + 3 * p, xe + 3 * p, xs + 3 * q, xe + 3 * q, r);
+  }
+  return sum / (n - 1);
+}
+
+/* sproj_lors_order: a permutation whose neighbours lie close together (measured independently), LORs with NaN last;
+ * events projected in that order (sproj_reorder on their arrays) get the same values bit for bit and the same back
+ * projection; bad arguments change nothing. */
+START_TEST(test_lors_order)
+{
+  sproj_scanner *sc = make("small", -1, 0, 0);
+  enum { N = 60000, NB = 11, NAN_AT = 777 };
+  struct tu_geom g = {{64, 64, 16}, {2.0f, 2.0f, 2.0f}, {-63.0f, -63.0f, -15.0f}};
+  const int64_t nvox = tu_nvox(&g);
+  int64_t *order = malloc(N * sizeof *order);
+  int16_t *bins = malloc(N * sizeof *bins), *obins = malloc(N * sizeof *obins);
+  float *xs = tu_alloc(3 * N), *xe = tu_alloc(3 * N), *oxs = tu_alloc(3 * N), *oxe = tu_alloc(3 * N);
+  float *img = tu_alloc(nvox), *ref = tu_alloc(N), *val = tu_alloc(N);
+  float *back_ref = calloc(nvox, sizeof *back_ref), *back = calloc(nvox, sizeof *back);
+  tu_seed(45);
+  tu_fill_uniform(img, nvox, 0.0f, 1.0f);
+  random_events(sc, N, NB, xs, xe, bins);
+
+  /* bad arguments first: order stays as it was */
+  for (int i = 0; i < N; i++)
+    order[i] = -5;
+  REQUIRE_EQ(sproj_lors_order(xs, xe, -1, g.vs, order), SPROJ_ERR_RANGE);
+  REQUIRE_EQ(sproj_lors_order(NULL, xe, N, g.vs, order), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, NULL, order), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, g.vs, NULL), SPROJ_ERR_NULL);
+  float bad_vs[3] = {2.0f, 0.0f, 2.0f};
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, bad_vs, order), SPROJ_ERR_VOXEL_SIZE);
+  bad_vs[1] = NAN;
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, bad_vs, order), SPROJ_ERR_VOXEL_SIZE);
+  REQUIRE_EQ(sproj_lors_order(NULL, NULL, 0, g.vs, NULL), SPROJ_OK);
+  for (int i = 0; i < N; i++)
+    REQUIRE_EQ(order[i], -5);
+
+  /* a permutation, neighbours close, the NaN LOR last */
+  float keep = xs[3 * NAN_AT + 1];
+  xs[3 * NAN_AT + 1] = NAN;
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, g.vs, order), SPROJ_OK);
+  REQUIRE_EQ(order[N - 1], NAN_AT);
+  xs[3 * NAN_AT + 1] = keep;
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, g.vs, order), SPROJ_OK);
+  char *seen = calloc(N, 1);
+  for (int i = 0; i < N; i++) {
+    REQUIRE(order[i] >= 0 && order[i] < N && !seen[order[i]]);
+    seen[order[i]] = 1;
+  }
+  free(seen);
+  double radius = 0.0;
+  for (int i = 0; i < 2 * N; i++) {
+    const float *p = i < N ? xs + 3 * i : xe + 3 * (i - N);
+    radius = fmax(radius, hypot(p[0], p[1]));
+  }
+  double before = mean_neighbour_distance(xs, xe, NULL, N, radius);
+  double after = mean_neighbour_distance(xs, xe, order, N, radius);
+  printf("events in order: neighbours %.2f mm apart (detection order: %.1f mm; voxels of %.1f mm)\n", after, before,
+         g.vs[0]);
+  REQUIRE_MSG(after < 2.0 * g.vs[0] && after < before / 20.0, "neighbours %.3g mm apart, %.3g before", after, before);
+
+  /* the events projected in that order: each value as before, bit for bit; the back projection as before */
+  memcpy(oxs, xs, 3 * N * sizeof *xs);
+  memcpy(oxe, xe, 3 * N * sizeof *xe);
+  memcpy(obins, bins, N * sizeof *bins);
+  REQUIRE_EQ(sproj_reorder(oxs, 3 * sizeof(float), N, order), SPROJ_OK);
+  REQUIRE_EQ(sproj_reorder(oxe, 3 * sizeof(float), N, order), SPROJ_OK);
+  REQUIRE_EQ(sproj_reorder(obins, sizeof(int16_t), N, order), SPROJ_OK);
+  struct sproj_tof_params tp = {20.0f, NB, 3.0f, 15.0f, 0.0f};
+  float *values[2] = {ref, val}, *backs[2] = {back_ref, back};
+  for (int k = 0; k < 2; k++) {
+    sproj_tof *tof;
+    sproj_lors *ev;
+    sproj_image *im, *bk;
+    sproj_proj *pr;
+    REQUIRE_EQ(sproj_tof_register(&tof, &tp, NULL, NULL, NULL), SPROJ_OK);
+    REQUIRE_EQ(sproj_lors_register_events(&ev, k ? oxs : xs, k ? oxe : xe, k ? obins : bins, N), SPROJ_OK);
+    REQUIRE_EQ(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+    REQUIRE_EQ(sproj_image_register(&bk, backs[k], g.n, g.vs, g.origin), SPROJ_OK);
+    REQUIRE_EQ(sproj_proj_register(&pr, values[k], ev), SPROJ_OK);
+    REQUIRE_EQ(sproj_fwd_tof_lm(im, pr, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+    REQUIRE_EQ(sproj_back_tof_lm(bk, pr, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+    REQUIRE_EQ(sproj_proj_unregister(pr), SPROJ_OK);
+    REQUIRE_EQ(sproj_image_unregister(bk), SPROJ_OK);
+    REQUIRE_EQ(sproj_image_unregister(im), SPROJ_OK);
+    REQUIRE_EQ(sproj_lors_unregister(ev), SPROJ_OK);
+    REQUIRE_EQ(sproj_tof_unregister(tof), SPROJ_OK);
+  }
+  int64_t nonzero = 0;
+  for (int i = 0; i < N; i++) {
+    REQUIRE_MSG(!memcmp(&val[i], &ref[order[i]], sizeof(float)), "event %lld in place %d: %.9g vs %.9g",
+                (long long)order[i], i, val[i], ref[order[i]]);
+    nonzero += val[i] != 0.0f;
+  }
+  REQUIRE(nonzero > N / 4);
+  check_back_close("listmode back projection of the events in order", back, back_ref, nvox);
+
+  /* sproj_reorder refuses what is not a permutation and leaves the array as it was */
+  int64_t bad[4] = {0, 2, 2, 1}, out_of_range[4] = {0, 1, 4, 2};
+  int16_t arr[4] = {10, 11, 12, 13};
+  REQUIRE_EQ(sproj_reorder(arr, sizeof arr[0], 4, bad), SPROJ_ERR_RANGE);
+  REQUIRE_EQ(sproj_reorder(arr, sizeof arr[0], 4, out_of_range), SPROJ_ERR_RANGE);
+  REQUIRE_EQ(sproj_reorder(arr, sizeof arr[0], -1, bad), SPROJ_ERR_RANGE);
+  REQUIRE_EQ(sproj_reorder(NULL, sizeof arr[0], 4, bad), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_reorder(arr, sizeof arr[0], 4, NULL), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_reorder(arr, 0, 4, bad), SPROJ_ERR_DIMS);
+  REQUIRE(arr[0] == 10 && arr[1] == 11 && arr[2] == 12 && arr[3] == 13);
+  int64_t perm[4] = {3, 0, 2, 1};
+  REQUIRE_EQ(sproj_reorder(arr, sizeof arr[0], 4, perm), SPROJ_OK);
+  REQUIRE(arr[0] == 13 && arr[1] == 10 && arr[2] == 12 && arr[3] == 11);
+
+  free(order);
+  free(bins);
+  free(obins);
+  free(xs);
+  free(xe);
+  free(oxs);
+  free(oxe);
+  free(img);
+  free(ref);
+  free(val);
+  free(back_ref);
+  free(back);
   sproj_scanner_destroy(sc);
 }
 END_TEST
@@ -1067,6 +1225,7 @@ int main(void)
     {"scanner_chunks", test_scanner_chunks},
     {"multirange_projections", test_multirange_projections},
     {"multirange_listmode", test_multirange_listmode},
+    {"lors_order", test_lors_order},
     {"tof_bins", test_tof_bins},
     {"detector_pairs", test_detector_pairs},
     {"bad_arguments", test_bad_arguments},

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_hardening.c: regression tests for inputs that once crashed, hung or slipped through: extreme TOF parameters
  * and coordinates (in the projector math itself and at registration), chunks listed several times in one request,
- * and the smaller validation gaps of the hardening review. */
+ * the smaller validation gaps of the hardening review, and an order of LORs near FLT_MAX. */
 #include <float.h>
 #include <math.h>
 #include <signal.h>
@@ -58,7 +58,7 @@ static void run_extreme(const struct extreme *e, const float *xs, const float *x
     img[GUARD + i] = 1.0f;
   float *image = img + GUARD, *bins = out + GUARD;
   /* back projections add into the float image and into a fixed-point accumulator (reproducible mode) */
-  const struct sproj_out targets[2] = {{image, NULL}, {NULL, acc + GUARD}};
+  const struct sproj_out targets[2] = {{image, NULL, NULL}, {NULL, acc + GUARD, NULL}};
 
   joseph3d_tof_sino_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, bins, 1);
   for (int o = 0; o < 2; o++)
@@ -359,6 +359,26 @@ static long status_kib(const char *key)
  * tasks (+16 MiB measured) the peak must stay within QUEUE_RSS_MIB of what the process held before. */
 #define QUEUE_CALLS 100000
 #define QUEUE_RSS_MIB 64
+/* sproj_lors_order on LORs near FLT_MAX (found by the fuzzer: their keys' arithmetic overflowed to NaN, which was
+ * converted to an integer) and at the origin, with NaN among them: a permutation, the NaN LOR last. */
+START_TEST(test_order_extreme_lors)
+{
+  enum { N = 6 };
+  const float big = FLT_MAX;
+  float xs[3 * N] = {big, big, big, -big, 0.0f, big, 0.0f, 0.0f, 0.0f, 1.0f, -big, 3.0f, NAN, 0.0f, 0.0f, 5.0f, 5.0f, -big};
+  float xe[3 * N] = {-big, -big, -big, big, big, -big, 0.0f, 0.0f, 0.0f, -big, 2.0f, 3.0f, 1.0f, 1.0f, 1.0f, big, -5.0f, big};
+  const float vs[3] = {FLT_MIN, 2.0f, FLT_MAX};
+  int64_t order[N];
+  ck_assert_int_eq(sproj_lors_order(xs, xe, N, vs, order), SPROJ_OK);
+  int seen[N] = {0};
+  for (int i = 0; i < N; i++) {
+    ck_assert(order[i] >= 0 && order[i] < N && !seen[order[i]]);
+    seen[order[i]] = 1;
+  }
+  ck_assert_int_eq(order[N - 1], 4);
+}
+END_TEST
+
 START_TEST(test_queued_calls_memory)
 {
   /* tasks of 1000 LORs take longer than a call takes to submit, so that without a bound the queue grows */
@@ -488,6 +508,7 @@ int main(void)
   tcase_add_test(tc, test_small_gaps);
   tcase_add_test(tc, test_sync_unused_chunking);
   tcase_add_test(tc, test_queued_calls_memory);
+  tcase_add_test(tc, test_order_extreme_lors);
   suite_add_tcase(s, tc);
   ret |= tu_run(s);
   if (sproj_shutdown() != SPROJ_OK)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_tof.c: TOF projections on the benchmark geometry with image and LORs registered and uploaded once: one TOF
  * subset (every 34th view: 8 views, 4.3 M LORs x 29 bins) forward and back, and 20 M listmode events (random LORs
- * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events. Prints a table.
+ * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events, and the same events
+ * put in the order of sproj_lors_order as one request. Prints a table.
  *
  * usage: bench_tof [--repeats N] [--warmups N] [--events N] [--small] */
 #include <getopt.h>
@@ -134,8 +135,31 @@ int main(int argc, char **argv)
   }
   printf("# host data: %.2f s\n", now() - t0);
 
-  sproj_lors *lors, *events;
-  sproj_proj *p_sino, *p_lm, *p_lm2;
+  /* the same events in the order of sproj_lors_order */
+  t0 = now();
+  float *oxs, *oxe, *lmo;
+  int16_t *obins;
+  int64_t *order = malloc(nevents * sizeof *order);
+  if (!order) {
+    fprintf(stderr, "bench_tof: out of memory\n");
+    return 1;
+  }
+  CHECK(sproj_malloc_pinned((void **)&oxs, 3 * nevents * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&oxe, 3 * nevents * sizeof(float)));
+  CHECK(sproj_malloc_pinned((void **)&obins, nevents * sizeof(int16_t)));
+  CHECK(sproj_malloc_pinned((void **)&lmo, nevents * sizeof(float)));
+  CHECK(sproj_lors_order(exs, exe, nevents, vs, order));
+  double t_order = now() - t0;
+  memcpy(oxs, exs, 3 * nevents * sizeof(float));
+  memcpy(oxe, exe, 3 * nevents * sizeof(float));
+  memcpy(obins, bins, nevents * sizeof(int16_t));
+  CHECK(sproj_reorder(oxs, 3 * sizeof(float), nevents, order));
+  CHECK(sproj_reorder(oxe, 3 * sizeof(float), nevents, order));
+  CHECK(sproj_reorder(obins, sizeof(int16_t), nevents, order));
+  printf("# events ordered (sproj_lors_order): %.2f s, reordered: %.2f s\n", t_order, now() - t0 - t_order);
+
+  sproj_lors *lors, *events, *oevents;
+  sproj_proj *p_sino, *p_lm, *p_lm2, *p_lmo;
   sproj_chunks *mchunks;
   CHECK(sproj_image_register(&g_img, image, n, vs, origin));
   CHECK(sproj_image_register(&g_back, back, n, vs, origin));
@@ -144,6 +168,8 @@ int main(int argc, char **argv)
   CHECK(sproj_proj_register_tof(&p_sino, sino, lors, par.num_bins));
   CHECK(sproj_proj_register(&p_lm, lmv, events));
   CHECK(sproj_proj_register(&p_lm2, lmv2, events));
+  CHECK(sproj_lors_register_events(&oevents, oxs, oxe, obins, nevents));
+  CHECK(sproj_proj_register(&p_lmo, lmo, oevents));
   CHECK(sproj_tof_register(&g_tof, &par, NULL, NULL, NULL));
   int nmchunks = (int)((nevents + 999999) / 1000000);
   CHECK(sproj_chunks_create_blocks(&mchunks, events, nmchunks));
@@ -153,6 +179,7 @@ int main(int argc, char **argv)
   CHECK(sproj_lors_upload(lors, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
   CHECK(sproj_lors_upload(events, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
   CHECK(sproj_lors_upload(events, mchunks, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
+  CHECK(sproj_lors_upload(oevents, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
   printf("# upload: %.2f s\n", now() - t0);
 
   struct job jobs[] = {
@@ -162,6 +189,8 @@ int main(int argc, char **argv)
     {"TOF LM fwd, 1M-event calls", 0, 1, 1, p_lm2, mchunks, nmchunks, 0, 0, 0.0126},
     {"TOF LM back, 1 request", 1, 1, 0, p_lm, NULL, 1, 0, 0, 0.0239},
     {"TOF LM back, 1M-event calls", 1, 1, 1, p_lm2, mchunks, nmchunks, 0, 0, 0.0239},
+    {"TOF LM fwd, events in order", 0, 1, 0, p_lmo, NULL, 1, 0, 0, 0.0126},
+    {"TOF LM back, events in order", 1, 1, 0, p_lmo, NULL, 1, 0, 0, 0.0239},
   };
   const int njobs = sizeof jobs / sizeof jobs[0];
 
@@ -169,15 +198,17 @@ int main(int argc, char **argv)
   double d0, d1;
   run_once(&jobs[2], &d0, &d1);
   run_once(&jobs[3], &d0, &d1);
-  int64_t differ = 0, nonzero = 0;
+  run_once(&jobs[6], &d0, &d1);
+  int64_t differ = 0, odiffer = 0, nonzero = 0;
   for (int64_t i = 0; i < nevents; i++) {
     differ += lmv[i] != lmv2[i];
+    odiffer += lmo[i] != lmv[order[i]];
     nonzero += lmv[i] != 0.0f;
   }
-  printf("# check: listmode in 1M chunks vs one request: %lld of %lld differ; %lld events non-zero\n",
-         (long long)differ, (long long)nevents, (long long)nonzero);
-  if (differ || !nonzero) {
-    fprintf(stderr, "chunked listmode differs from one request (or nothing projected): not timing\n");
+  printf("# check: listmode in 1M chunks vs one request: %lld of %lld differ; events in order: %lld differ; %lld "
+         "events non-zero\n", (long long)differ, (long long)nevents, (long long)odiffer, (long long)nonzero);
+  if (differ || odiffer || !nonzero) {
+    fprintf(stderr, "chunked or ordered listmode differs from one request (or nothing projected): not timing\n");
     return 1;
   }
 
@@ -197,12 +228,15 @@ int main(int argc, char **argv)
     printf("%-30s %6d %9.4f %9.4f %12.4f %10.2f\n", jobs[i].name, jobs[i].per_chunk ? jobs[i].nchunks : 1,
            jobs[i].t_done, jobs[i].t_sync, jobs[i].reference, jobs[i].t_done / jobs[i].reference);
   printf("# done: tasks finished, data on the GPU (back: before the reduction); +host: result on the host\n"
-         "# parallelproj: libparallelproj 2.0.8 on one H200, shared/docs/GPU.md; ratio = done / parallelproj\n");
+         "# parallelproj: libparallelproj 2.0.8 on one H200, events in random order (doc/benchmarks.md); ratio = done /\n"
+         "# parallelproj\n");
 
   CHECK(sproj_chunks_destroy(mchunks));
   CHECK(sproj_proj_unregister(p_sino));
   CHECK(sproj_proj_unregister(p_lm));
   CHECK(sproj_proj_unregister(p_lm2));
+  CHECK(sproj_proj_unregister(p_lmo));
+  CHECK(sproj_lors_unregister(oevents));
   CHECK(sproj_tof_unregister(g_tof));
   CHECK(sproj_lors_unregister(lors));
   CHECK(sproj_lors_unregister(events));
@@ -211,5 +245,6 @@ int main(int argc, char **argv)
   CHECK(sproj_shutdown());
   CHECK(sproj_scanner_destroy(scn));
   free(views);
+  free(order);
   return 0;
 }

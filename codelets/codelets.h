@@ -234,12 +234,15 @@ struct sproj_update_arg {
  * kernel would exceed SPROJ_GAUSS_MAX_RADIUS. */
 struct sproj_gauss_arg;
 int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float voxel_size[3], const float fwhm[3]);
-/* EM ratio (pieces of LORs), EM update (an image) and separable Gaussian blur (buffers: in R, out W, scratch). */
+/* EM ratio (pieces of LORs), EM update (an image) and separable Gaussian blur (buffers: in R, out W, scratch). The
+ * Poisson objective (em_nll.h) takes a ratio task's buffers, all read, and one more: SPROJ_NLL_PARTIALS doubles W. */
 extern struct starpu_codelet sproj_em_ratio_cl;
+extern struct starpu_codelet sproj_em_nll_cl;
 extern struct starpu_codelet sproj_em_update_cl;
 extern struct starpu_codelet sproj_gauss3d_cl;
 #ifdef SPROJ_USE_CUDA
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
+void sproj_em_nll_cuda(void *buffers[], void *cl_arg);
 void sproj_em_update_cuda(void *buffers[], void *cl_arg);
 void sproj_gauss3d_cuda(void *buffers[], void *cl_arg);
 #endif

@@ -676,8 +676,8 @@ void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * in place) from cfg, computes and keeps the sensitivities, and checks x and the data on the host (the only time
  * they are read there). x, the models, the data and the chunkings must outlive the reconstruction. Memory: the
  * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
- * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size that only
- * the objective fills). With two or more GPUs, projections on GPUs alone and the default scheduler, create uploads
+ * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size as its home
+ * in main memory). With two or more GPUs, projections on GPUs alone and the default scheduler, create uploads
  * each chunk's LORs and per-LOR inputs to one GPU, each subset's chunks spread evenly over the GPUs (when a GPU can
  * hold its share four times over): every task then runs where its LORs are, and between iterations only images
  * cross between GPUs.
@@ -707,10 +707,11 @@ typedef int (*sproj_recon_callback)(const struct sproj_recon_progress *progress,
 int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_callback callback, void *user);
 
 /* Poisson negative log-likelihood of x, sum(ybar - y log ybar) in double over the LORs of the subsets (terms with
- * y = 0 contribute ybar; y > 0 with ybar <= 0 gives +infinity). Sinogram: a forward projection of every subset,
- * brought to the host. Listmode: sum over the events of -log(ybar) plus <s, x> + sum of sens_model's background,
- * s the sum of the sensitivities (so the subsets' sensitivities must cover the sensitivity LORs once). Waits.
- * Errors: NULL, NOT_INIT, STARPU, NOMEM. */
+ * y = 0 contribute ybar; y > 0 with ybar <= 0 gives +infinity). A forward projection of every subset, whose terms
+ * are summed by tasks where the projections ran (partial sums in double, added on the host in a fixed order, so the
+ * value does not depend on which worker ran what): only the partial sums reach the host. Listmode: sum over the
+ * events of -log(ybar) plus <s, x> + sum of sens_model's background, s the sum of the sensitivities (so the
+ * subsets' sensitivities must cover the sensitivity LORs once). Waits. Errors: NULL, NOT_INIT, STARPU, NOMEM. */
 int sproj_recon_objective(sproj_recon *recon, double *nll);
 
 /* Copies the sensitivity image subset k uses (already divided by S when one serves all) into out (as many floats

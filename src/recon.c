@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "internal.h"
+#include "../codelets/em_nll.h"
 #include "../codelets/gauss3d.h"
 
 /* ---- models ------------------------------------------------------------------------------------------- */
@@ -327,15 +328,62 @@ static int submit_update(sproj_recon *r, starpu_data_handle_t corr, starpu_data_
 
 #define RATIO_MAX_BUFFERS 4
 
-/* Ratio tasks over the pieces of one list of chunks, grouped as projection tasks are. */
-static int submit_ratio(sproj_recon *r, const int *list, int num)
+/* The partial sums of objective tasks: one StarPU vector of SPROJ_NLL_PARTIALS doubles per task, on the host. */
+struct nll_sums {
+  int num, cap;
+  starpu_data_handle_t *handle;
+  double **part;
+};
+
+static int nll_sums_add(struct nll_sums *s, starpu_data_handle_t *h)
+{
+  if (s->num == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    starpu_data_handle_t *handle = realloc(s->handle, cap * sizeof *handle);
+    if (!handle)
+      return SPROJ_ERR_NOMEM;
+    s->handle = handle;
+    double **part = realloc(s->part, cap * sizeof *part);
+    if (!part)
+      return SPROJ_ERR_NOMEM;
+    s->part = part;
+    s->cap = cap;
+  }
+  double *part = malloc(SPROJ_NLL_PARTIALS * sizeof *part);
+  if (!part)
+    return SPROJ_ERR_NOMEM;
+  starpu_vector_data_register(&s->handle[s->num], STARPU_MAIN_RAM, (uintptr_t)part, SPROJ_NLL_PARTIALS, sizeof *part);
+  s->part[s->num] = part;
+  *h = s->handle[s->num++];
+  return SPROJ_OK;
+}
+
+/* Waits for the objective tasks and returns the sum of their partial sums, added in order; frees them. */
+static double nll_sums_finish(struct nll_sums *s)
+{
+  double sum = 0.0;
+  for (int t = 0; t < s->num; t++) {
+    starpu_data_unregister(s->handle[t]);
+    for (int j = 0; j < SPROJ_NLL_PARTIALS; j++)
+      sum += s->part[t][j];
+    free(s->part[t]);
+  }
+  free(s->handle);
+  free(s->part);
+  memset(s, 0, sizeof *s);
+  return sum;
+}
+
+/* Ratio tasks over the pieces of one list of chunks, grouped as projection tasks are; or, with nll, objective tasks
+ * over the same buffers (read only), each adding its partial sums to nll. */
+static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sums *nll)
 {
   const sproj_chunks *ch = r->chunks;
   const sproj_model *md = r->model;
   starpu_data_handle_t *pc, *yc = NULL, *mc = NULL, *ac = NULL;
   if ((md->mult && sproj_vec_children(md->mult, ch, &mc)) || (md->add && sproj_vec_children(md->add, ch, &ac)))
     return SPROJ_ERR_NOMEM;
-  struct starpu_data_descr *descr = malloc(RATIO_MAX_BUFFERS * SPROJ_MAX_PIECES * sizeof *descr);
+  struct starpu_data_descr *descr = malloc((RATIO_MAX_BUFFERS * SPROJ_MAX_PIECES + 1) * sizeof *descr);
   if (!descr)
     return SPROJ_ERR_NOMEM;
   int64_t total = 0;
@@ -359,7 +407,7 @@ static int submit_ratio(sproj_recon *r, const int *list, int num)
       int k = 0;
       if (arg.npieces == 0)
         first = q;
-      d[k++] = (struct starpu_data_descr){.handle = pc[q], .mode = STARPU_RW};
+      d[k++] = (struct starpu_data_descr){.handle = pc[q], .mode = nll ? STARPU_R : STARPU_RW};
       if (yc)
         d[k++] = (struct starpu_data_descr){.handle = yc[q], .mode = STARPU_R};
       if (mc)
@@ -375,11 +423,19 @@ static int submit_ratio(sproj_recon *r, const int *list, int num)
           break;
         }
         *a = arg;
+        int nbuf = bpp * arg.npieces;
+        if (nll) {
+          if ((ret = nll_sums_add(nll, &descr[nbuf].handle))) {
+            free(a);
+            break;
+          }
+          descr[nbuf++].mode = STARPU_W;
+        }
         /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
         unsigned nwords = 0;
         const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
-        ret = insert_status(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_DATA_MODE_ARRAY,
-                                               descr, bpp * arg.npieces, STARPU_EXECUTE_WHERE,
+        ret = insert_status(starpu_task_insert(nll ? &sproj_em_nll_cl : &sproj_em_ratio_cl, STARPU_CL_ARGS, a,
+                                               sizeof *a, STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
                                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
                                                STARPU_TASK_WORKERIDS, nwords, workers, 0));
         arg.npieces = 0;
@@ -411,7 +467,7 @@ static int submit_subset(sproj_recon *r, int k)
   int num = r->subsets.start[k + 1] - r->subsets.start[k], ret;
   sproj_image *src, *corr = r->bp;
   if ((ret = submit_blurred_x(r, &src)) || (ret = model_project(r->model, 0, src, r->p, r->chunks, list, num)) ||
-      (ret = submit_ratio(r, list, num)) || (ret = submit_zero(r->bp->handle)) ||
+      (ret = submit_ratio(r, list, num, NULL)) || (ret = submit_zero(r->bp->handle)) ||
       (ret = model_project(r->model, 1, r->bp, r->p, r->chunks, list, num)) ||
       (r->hook.reduce && (ret = r->hook.reduce(r->hook.user, r->bp))))
     return ret;
@@ -729,39 +785,6 @@ static double seconds_now(void)
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-/* Poisson term of one value: ybar - y log ybar (+infinity for y > 0 and ybar <= 0). */
-static double nll_term(double y, double ybar)
-{
-  if (y > 0.0)
-    return ybar > 0.0 ? ybar - y * log(ybar) : INFINITY;
-  return ybar;
-}
-
-/* Sum over the LORs of the subsets of the terms of the expected values in p (on the host). */
-static double nll_of_lors(const sproj_recon *r, const float *p, const float *y)
-{
-  const sproj_model *md = r->model;
-  const int nv = md->num_values;
-  double sum = 0.0;
-  for (int j = 0; j < r->subsets.start[r->subsets.num]; j++) {
-    const sproj_chunks *ch = r->chunks;
-    int c = r->subsets.idx[j];
-    for (int q = ch->range_start[c]; q < ch->range_start[c + 1]; q++)
-      for (int64_t i = ch->range_first[q]; i < ch->range_first[q] + ch->range_count[q]; i++) {
-        double m = md->mult_host ? md->mult_host[i] : 1.0;
-        for (int b = 0; b < nv; b++) {
-          size_t k = (size_t)i * nv + b;
-          double ybar = m * p[k] + (md->add_host ? md->add_host[k] : 0.0);
-          if (y)
-            sum += nll_term(y[k], ybar);
-          else
-            sum += ybar > 0.0 ? -log(ybar) : INFINITY; /* an event: y = 1, its ybar counted by <s, x> */
-        }
-      }
-  }
-  return sum;
-}
-
 /* <sum of the sensitivities, x> on the host: the expected total of the sensitivity LORs, less their background. */
 static int sens_dot_x(const char *func, sproj_recon *r, double *dot)
 {
@@ -787,42 +810,28 @@ static int sens_dot_x(const char *func, sproj_recon *r, double *dot)
   return ret;
 }
 
+/* The Poisson objective at x: objective tasks where the expected values are (em_nll.h), their partial sums added on
+ * the host; listmode adds <s, x> and the sensitivity model's background. */
 static int objective(const char *func, sproj_recon *r, double *nll)
 {
   sproj_image *src;
+  struct nll_sums sums = {0};
   int ret;
   if ((ret = submit_blurred_x(r, &src)) ||
       (ret = model_project(r->model, 0, src, r->p, r->chunks, r->subsets.idx, r->subsets.start[r->subsets.num])))
     return ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM ? sproj_fail(ret, func, "could not submit") : ret;
-  double sum = 0.0;
-  pthread_mutex_lock(&r->p->vec.lock);
-  if (r->data)
-    pthread_mutex_lock(&r->data->vec.lock);
-  /* the whole vectors: StarPU gathers the pieces on the host */
-  if (starpu_data_acquire(r->p->vec.handle, STARPU_R) != 0) {
-    ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
-  } else {
-    if (r->data && starpu_data_acquire(r->data->vec.handle, STARPU_R) != 0) {
-      ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
-    } else {
-      const float *y = r->data ? (const float *)starpu_vector_get_local_ptr(r->data->vec.handle) : NULL;
-      sum = nll_of_lors(r, (const float *)starpu_vector_get_local_ptr(r->p->vec.handle), y);
-      if (r->data)
-        starpu_data_release(r->data->vec.handle);
-    }
-    starpu_data_release(r->p->vec.handle);
-  }
-  if (r->data)
-    pthread_mutex_unlock(&r->data->vec.lock);
-  pthread_mutex_unlock(&r->p->vec.lock);
-  if (!ret && !r->data) {
+  ret = submit_ratio(r, r->subsets.idx, r->subsets.start[r->subsets.num], &sums);
+  double sum = nll_sums_finish(&sums);
+  if (ret)
+    return sproj_fail(ret, func, "could not submit");
+  if (!r->data) {
     double dot = 0.0;
-    if (!(ret = sens_dot_x(func, r, &dot)))
-      sum += dot + r->sens_background;
+    if ((ret = sens_dot_x(func, r, &dot)))
+      return ret;
+    sum += dot + r->sens_background;
   }
-  if (!ret)
-    *nll = sum;
-  return ret;
+  *nll = sum;
+  return SPROJ_OK;
 }
 
 int sproj_recon_objective(sproj_recon *recon, double *nll)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_recon.c: the forward model and ML-EM / OS-EM reconstruction: codelets against double-precision references,
- * the resolution model, convergence, equivalences (OSEM 1 subset = MLEM, listmode = sinogram), asynchrony and bad
- * input. */
+ * the objective against a host reference, the resolution model, convergence, equivalences (OSEM 1 subset = MLEM,
+ * listmode = sinogram), asynchrony and bad input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +89,113 @@ START_TEST(test_ratio_codelet)
     free(a[q]);
     free(p0[q]);
   }
+}
+END_TEST
+
+/* The objective codelet over two pieces of a TOF-like vector (3 values per LOR) on a CPU worker, against sums in
+ * double on the host (the same terms: 1e-12 relative); listmode pieces (no data: -log ybar per value); a value with
+ * counts but no expected counts makes it +infinity. */
+START_TEST(test_nll_codelet)
+{
+  enum { NB = 3 };
+  const int n[2] = {1000, 37};
+  float *p[2], *y[2], *m[2], *a[2], *none[2] = {NULL, NULL};
+  for (int q = 0; q < 2; q++) {
+    p[q] = tu_alloc(n[q] * NB);
+    y[q] = tu_alloc(n[q] * NB);
+    a[q] = tu_alloc(n[q] * NB);
+    m[q] = tu_alloc(n[q]);
+    tu_fill_uniform(p[q], n[q] * NB, 0.0f, 10.0f);
+    tu_fill_uniform(a[q], n[q] * NB, 0.01f, 1.0f);
+    tu_fill_uniform(m[q], n[q], 0.1f, 1.0f);
+    for (int k = 0; k < n[q] * NB; k++)
+      y[q][k] = (float)tu_randint(0, 4); /* counts, a fifth of them 0 */
+  }
+  double ref = 0.0, ref_lm = 0.0;
+  for (int q = 0; q < 2; q++)
+    for (int k = 0; k < n[q] * NB; k++) {
+      double ybar = (double)m[q][k / NB] * p[q][k] + a[q][k];
+      ref += y[q][k] > 0.0f ? ybar - y[q][k] * log(ybar) : ybar;
+      ref_lm -= log(ybar);
+    }
+  double got = scene_nll(STARPU_CPU, NB, 2, n, p, y, m, a), got_lm = scene_nll(STARPU_CPU, NB, 2, n, p, none, m, a);
+  printf("objective codelet: %.15g (reference %.15g), listmode %.15g (%.15g)\n", got, ref, got_lm, ref_lm);
+  ck_assert_msg(fabs(got - ref) <= 1e-12 * fabs(ref), "objective %.17g, reference %.17g", got, ref);
+  ck_assert_msg(fabs(got_lm - ref_lm) <= 1e-12 * fabs(ref_lm), "listmode %.17g, reference %.17g", got_lm, ref_lm);
+  /* no expected counts: with counts +infinity, without them the term is 0 */
+  p[1][5] = 0.0f, a[1][5] = 0.0f, y[1][5] = 0.0f;
+  double zero_ok = scene_nll(STARPU_CPU, NB, 2, n, p, y, m, a);
+  ck_assert_msg(isfinite(zero_ok), "a value without counts or expected counts made the objective %g", zero_ok);
+  y[1][5] = 1.0f;
+  ck_assert(isinf(scene_nll(STARPU_CPU, NB, 2, n, p, y, m, a)));
+  ck_assert(isinf(scene_nll(STARPU_CPU, NB, 2, n, p, none, m, a)));
+  for (int q = 0; q < 2; q++) {
+    free(p[q]);
+    free(y[q]);
+    free(m[q]);
+    free(a[q]);
+  }
+}
+END_TEST
+
+/* sproj_recon_objective of a sinogram OSEM (non-TOF: _i = 0, TOF: 1) at an image that is not the phantom, against the
+ * sum in double on the host of ybar - y log ybar (y > 0) or ybar (y = 0) over every value, with ybar = m A x + a from
+ * the library's forward model (scene_expected): the same terms up to float rounding of ybar (1e-6 relative). */
+START_TEST(test_objective_reference)
+{
+  const int tof = _i;
+  const int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * (tof ? sc.tof.num_bins : 1);
+  float *x = tu_alloc(nvox), *expect = tu_alloc(nval), *data = tu_alloc(nval), *at = tu_alloc(nval);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, NULL, tof, expect), SPROJ_OK);
+  scene_counts(expect, nval, data);
+  for (int64_t v = 0; v < nvox; v++)
+    x[v] = 0.5f * sc.truth[v] + 0.2f;
+  ck_assert_int_eq(scene_expected(&sc, x, NULL, tof, at), SPROJ_OK);
+  double ref = 0.0;
+  int64_t zeros = 0;
+  for (int64_t k = 0; k < nval; k++) {
+    ref += data[k] > 0.0f ? at[k] - data[k] * log((double)at[k]) : at[k];
+    zeros += data[k] == 0.0f;
+  }
+  sproj_lors *lors;
+  sproj_chunks *views;
+  sproj_tof *t = NULL;
+  sproj_model *model;
+  sproj_image *img;
+  sproj_proj *y;
+  sproj_recon *r;
+  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
+  if (tof)
+    ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
+  EXPECT(sproj_model_create(&model, lors, sc.mult, tof ? sc.add_tof : sc.add, t, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&img, x, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_proj_register_tof(&y, data, lors, sc.tof.num_bins) : sproj_proj_register(&y, data, lors),
+                   SPROJ_OK);
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = model;
+  cfg.data = y;
+  cfg.chunks = views;
+  cfg.num_subsets = 4;
+  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
+  double nll = 0.0;
+  EXPECT(sproj_recon_objective(r, &nll), SPROJ_OK);
+  printf("%s objective: %.12g, host reference %.12g (%lld of %lld values without counts)\n", tof ? "TOF" : "non-TOF",
+         nll, ref, (long long)zeros, (long long)nval);
+  ck_assert_msg(zeros > 0 && zeros < nval, "%lld of %lld values without counts", (long long)zeros, (long long)nval);
+  ck_assert_msg(fabs(nll - ref) <= 1e-6 * fabs(ref), "objective %.12g, reference %.12g", nll, ref);
+  EXPECT(sproj_recon_destroy(r), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(y), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(model), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  free(x);
+  free(expect);
+  free(data);
+  free(at);
 }
 END_TEST
 
@@ -594,6 +701,8 @@ int main(void)
   TCase *tc = tcase_create("recon");
   tcase_add_test(tc, test_ratio_codelet);
   tcase_add_test(tc, test_update_codelet);
+  tcase_add_test(tc, test_nll_codelet);
+  tcase_add_loop_test(tc, test_objective_reference, 0, 2);
   tcase_add_test(tc, test_gauss_adjoint);
   tcase_add_test(tc, test_gauss_fwhm);
   tcase_add_loop_test(tc, test_mlem_converges, 0, 2);

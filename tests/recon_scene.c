@@ -6,6 +6,7 @@
 #include <string.h>
 #include <starpu.h>
 #include "codelets.h"
+#include "em_nll.h"
 #include "gauss3d.h"
 
 #define RING_RADIUS 80.0
@@ -350,4 +351,41 @@ void scene_osem_close(struct scene_osem *o)
   ck_assert_int_eq(sproj_model_destroy(o->model), SPROJ_OK);
   ck_assert_int_eq(sproj_chunks_destroy(o->views), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_unregister(o->lors), SPROJ_OK);
+}
+
+double scene_nll(unsigned where, int nb, int npieces, const int *n, float **p, float **y, float **m, float **a)
+{
+  starpu_data_handle_t h[8][4], out;
+  struct starpu_data_descr d[4 * 8 + 1];
+  double part[SPROJ_NLL_PARTIALS];
+  int has_y = y[0] != NULL, k = 0;
+  ck_assert_int_le(npieces, 8);
+  for (int q = 0; q < npieces; q++) {
+    ck_assert_int_eq(y[q] != NULL, has_y);
+    starpu_vector_data_register(&h[q][0], STARPU_MAIN_RAM, (uintptr_t)p[q], n[q], nb * sizeof(float));
+    d[k++] = (struct starpu_data_descr){.handle = h[q][0], .mode = STARPU_R};
+    if (has_y) {
+      starpu_vector_data_register(&h[q][1], STARPU_MAIN_RAM, (uintptr_t)y[q], n[q], nb * sizeof(float));
+      d[k++] = (struct starpu_data_descr){.handle = h[q][1], .mode = STARPU_R};
+    }
+    starpu_vector_data_register(&h[q][2], STARPU_MAIN_RAM, (uintptr_t)m[q], n[q], sizeof(float));
+    d[k++] = (struct starpu_data_descr){.handle = h[q][2], .mode = STARPU_R};
+    starpu_vector_data_register(&h[q][3], STARPU_MAIN_RAM, (uintptr_t)a[q], n[q], nb * sizeof(float));
+    d[k++] = (struct starpu_data_descr){.handle = h[q][3], .mode = STARPU_R};
+  }
+  starpu_vector_data_register(&out, STARPU_MAIN_RAM, (uintptr_t)part, SPROJ_NLL_PARTIALS, sizeof(double));
+  d[k++] = (struct starpu_data_descr){.handle = out, .mode = STARPU_W};
+  struct sproj_ratio_arg *arg = malloc(sizeof *arg);
+  *arg = (struct sproj_ratio_arg){npieces, nb, has_y, 1, 1};
+  ck_assert_int_eq(starpu_task_insert(&sproj_em_nll_cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, d, k,
+                                      STARPU_EXECUTE_WHERE, (unsigned long long)where, 0), 0);
+  starpu_data_unregister(out);
+  for (int q = 0; q < npieces; q++)
+    for (int j = 0; j < 4; j++)
+      if (j != 1 || has_y)
+        starpu_data_unregister(h[q][j]);
+  double sum = 0.0;
+  for (int j = 0; j < SPROJ_NLL_PARTIALS; j++)
+    sum += part[j];
+  return sum;
 }

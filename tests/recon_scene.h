@@ -41,6 +41,10 @@ int64_t scene_events(const struct scene *s, const float *counts, int values_per_
 /* The separable Gaussian blur of the library's gauss3d codelet, run on one worker kind (STARPU_CPU / STARPU_CUDA). */
 void scene_blur(const struct tu_geom *g, const float fwhm[3], const float *in, float *out, unsigned where);
 
+/* The objective codelet (em_nll) on one worker kind (STARPU_CPU / STARPU_CUDA) over npieces pieces of n[q] LORs of nb
+ * values (p, y, a: nb per LOR, y[q] NULL for listmode pieces; m one per LOR): the sum of its partial sums. */
+double scene_nll(unsigned where, int nb, int npieces, const int *n, float **p, float **y, float **m, float **a);
+
 /* Copies of a float array; an image of ones. */
 float *scene_copy(const float *v, int64_t n);
 float *scene_ones(const struct scene *s);

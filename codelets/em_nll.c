@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* em_nll.c: CPU codelet, codelet struct and performance model of the Poisson objective over pieces of LORs. */
+#include "config.h"
+#include "codelets.h"
+#include "em_nll.h"
+
+static void em_nll_cpu(void *buffers[], void *cl_arg)
+{
+  const struct sproj_ratio_arg *arg = cl_arg;
+  double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[sproj_ratio_buffers_per_piece(arg) * arg->npieces]);
+  double sum = 0.0;
+  for (int q = 0; q < arg->npieces; q++) {
+    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
+    size_t n = (size_t)pc.n * (size_t)arg->num_bins;
+    for (size_t k = 0; k < n; k++)
+      sum += em_nll_at(pc.p, pc.y, pc.m, pc.a, arg->num_bins, k);
+  }
+  out[0] = sum;
+  for (int j = 1; j < SPROJ_NLL_PARTIALS; j++)
+    out[j] = 0.0;
+}
+
+/* work: the values of every piece */
+static size_t em_nll_size(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  const struct sproj_ratio_arg *arg = task->cl_arg;
+  size_t values = 0;
+  for (int q = 0; q < arg->npieces; q++)
+    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, sproj_ratio_buffers_per_piece(arg) * q));
+  return values * (size_t)arg->num_bins;
+}
+
+static struct starpu_perfmodel em_nll_model = {
+  .type = STARPU_NL_REGRESSION_BASED,
+  .symbol = "starproj_em_nll",
+  .size_base = em_nll_size,
+};
+
+struct starpu_codelet sproj_em_nll_cl = {
+  .cpu_funcs = {em_nll_cpu},
+  .cpu_funcs_name = {"em_nll_cpu"},
+  SPROJ_CUDA_IMPL(sproj_em_nll_cuda)
+  .nbuffers = STARPU_VARIABLE_NBUFFERS,
+  .model = &em_nll_model,
+  .name = "em_nll",
+};

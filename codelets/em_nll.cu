@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* em_nll.cu: CUDA kernel of the Poisson objective over pieces of LORs: a fixed grid of at most SPROJ_NLL_PARTIALS
+ * blocks strides over every value, each block adds its threads' sums in a fixed tree and writes one partial sum. */
+#include "config.h"
+#include "cuda_pieces.h"
+#include "em_nll.h"
+
+struct nll_table {
+  int npieces;
+  unsigned long long n[SPROJ_MAX_PIECES]; /* values (LORs x bins) */
+  const float *p[SPROJ_MAX_PIECES], *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
+};
+static_assert(sizeof(struct nll_table) + 2 * sizeof(void *) + sizeof(int) <= 4096,
+              "the objective table no longer fits in the kernel parameters");
+
+__global__ static void em_nll_kernel(const __grid_constant__ struct nll_table t, int num_bins, double *partial)
+{
+  __shared__ double sum[SPROJ_CUDA_BLOCK];
+  double s = 0.0;
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (int q = 0; q < t.npieces; q++)
+    for (unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; k < t.n[q]; k += stride)
+      s += em_nll_at(t.p[q], t.y[q], t.m[q], t.a[q], num_bins, (size_t)k);
+  sum[threadIdx.x] = s;
+  __syncthreads();
+  for (unsigned half = SPROJ_CUDA_BLOCK / 2; half > 0; half >>= 1) {
+    if (threadIdx.x < half)
+      sum[threadIdx.x] += sum[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    partial[blockIdx.x] = sum[0];
+}
+
+extern "C" void sproj_em_nll_cuda(void *buffers[], void *cl_arg)
+{
+  const struct sproj_ratio_arg *arg = (const struct sproj_ratio_arg *)cl_arg;
+  double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[sproj_ratio_buffers_per_piece(arg) * arg->npieces]);
+  struct nll_table t;
+  unsigned long long total = 0;
+  t.npieces = arg->npieces;
+  for (int q = 0; q < arg->npieces; q++) {
+    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
+    t.n[q] = (unsigned long long)pc.n * (unsigned long long)arg->num_bins;
+    t.p[q] = pc.p;
+    t.y[q] = pc.y;
+    t.m[q] = pc.m;
+    t.a[q] = pc.a;
+    total += t.n[q];
+  }
+  cudaStream_t stream = starpu_cuda_get_local_stream();
+  /* the blocks the grid does not have count 0 */
+  cudaError_t err = cudaMemsetAsync(out, 0, SPROJ_NLL_PARTIALS * sizeof(double), stream);
+  if (err != cudaSuccess)
+    STARPU_CUDA_REPORT_ERROR(err);
+  unsigned long long blocks = (total + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  if (blocks == 0)
+    return;
+  if (blocks > SPROJ_NLL_PARTIALS)
+    blocks = SPROJ_NLL_PARTIALS;
+  em_nll_kernel<<<(unsigned)blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, out);
+  SPROJ_CUDA_CHECK_LAUNCH();
+}

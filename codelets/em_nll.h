@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* em_nll.h: the Poisson negative log-likelihood term of one value, in double (host + CUDA). */
+#ifndef SPROJ_EM_NLL_H
+#define SPROJ_EM_NLL_H
+#include <math.h>
+#include "joseph3d_ray.h"
+
+/* Partial sums an objective task returns: a CPU task puts its sum in the first and zeros in the others, a CUDA task
+ * one per block of a grid fixed by its number of values; the host adds them in order, so that the objective does
+ * not depend on which worker ran what, or when. */
+#define SPROJ_NLL_PARTIALS 1024
+
+/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins; arrays as em_ratio_at): with the expected counts
+ * ybar = m p + a, sinogram data y give ybar - y log ybar (+infinity where y > 0 and ybar <= 0), a listmode event
+ * (y NULL: one count) -log ybar (+infinity where ybar <= 0), its ybar being counted once for all by <s, x>. */
+SPROJ_HD double em_nll_at(const float *p, const float *y, const float *m, const float *a, int num_bins, size_t k)
+{
+  size_t i = k / (size_t)num_bins;
+  double ybar = (m ? (double)m[i] : 1.0) * (double)p[k] + (a ? (double)a[k] : 0.0);
+  if (!y)
+    return ybar > 0.0 ? -log(ybar) : INFINITY;
+  double c = y[k];
+  if (c > 0.0)
+    return ybar > 0.0 ? ybar - c * log(ybar) : INFINITY;
+  return ybar;
+}
+#endif

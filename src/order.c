@@ -8,7 +8,8 @@
 #include <string.h>
 #include "internal.h"
 
-/* Bits of the key: transaxial direction, transaxial offset, axial position of the midpoint (32 in all). */
+/* Bits of the key: transaxial direction, transaxial offset, axial position of the midpoint (32 in all; sorted as the
+ * high half of 64-bit elements whose low half is the LOR's index). */
 #define DIR_BITS 11
 #define OFFSET_BITS 11
 #define AXIAL_BITS 10
@@ -17,33 +18,13 @@
 /* Steps of the key's three parts, from the LORs' extent and the voxel size. */
 struct key_steps {
   float dir_scale;   /* pseudo-angle (0 .. 2) -> direction bin */
-  float off_min, off_step;
-  float axial_min, axial_step;
+  float off_min, off_scale;     /* offset -> offset bin: (offset - off_min) * off_scale */
+  float axial_min, axial_scale; /* the same for the axial midpoint */
 };
 
 static int finite3(const float *p)
 {
   return isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]);
-}
-
-/* The transaxial direction of a LOR as a pseudo-angle in [0, 2] (monotone in its angle in [0, pi): no trigonometry),
- * with the unit direction it stands for. A LOR along the axis gets 0. */
-static float direction(const float *a, const float *b, float *ux, float *uy)
-{
-  float dx = b[0] - a[0], dy = b[1] - a[1];
-  if (dy < 0.0f || (dy == 0.0f && dx < 0.0f)) {
-    dx = -dx;
-    dy = -dy;
-  }
-  float l1 = fabsf(dx) + dy, l2 = sqrtf(dx * dx + dy * dy);
-  if (!(l2 > 0.0f)) {
-    *ux = 1.0f;
-    *uy = 0.0f;
-    return 0.0f;
-  }
-  *ux = dx / l2;
-  *uy = dy / l2;
-  return 1.0f - dx / l1;
 }
 
 /* Steps that keep neighbours within about a voxel: a direction bin turns a LOR by about one voxel at the LORs'
@@ -67,57 +48,70 @@ static void key_steps(const float *xs, const float *xe, int64_t n, const float v
   float dir_bins = fminf(fmaxf(3.14159265f * radius / vt, 1.0f), (float)((1u << DIR_BITS) - 1));
   k->dir_scale = dir_bins / 2.0f;
   k->off_min = -radius;
-  k->off_step = fmaxf(vt, 2.0f * radius / (float)((1u << OFFSET_BITS) - 1));
+  k->off_scale = 1.0f / fmaxf(vt, 2.0f * radius / (float)((1u << OFFSET_BITS) - 1));
   if (!(zmax >= zmin)) {
     zmin = 0.0f;
     zmax = 0.0f;
   }
   k->axial_min = zmin;
-  k->axial_step = fmaxf(0.5f * vs[2], (zmax - zmin) / (float)((1u << AXIAL_BITS) - 1));
+  k->axial_scale = 1.0f / fmaxf(0.5f * vs[2], (zmax - zmin) / (float)((1u << AXIAL_BITS) - 1));
 }
 
-/* v in steps, clamped to 0 .. 2^bits - 1 (NaN, which LORs near FLT_MAX can give, counts 0). */
-static uint32_t part(float v, float step, unsigned bits)
+/* v in bins, clamped to 0 .. 2^bits - 1 (NaN, which LORs near FLT_MAX can give, counts 0). */
+static uint32_t part(float v, unsigned bits)
 {
-  float q = floorf(v / step);
+  float q = floorf(v);
   uint32_t top = (1u << bits) - 1u;
   if (!(q > 0.0f))
     return 0;
   return q >= (float)top ? top : (uint32_t)q;
 }
 
+/* The key of the LOR a -> b. Its transaxial direction, folded into angles [0, pi), is a pseudo-angle in [0, 2]
+ * (monotone in the angle, no trigonometry; a LOR along the axis gets 0), its offset the signed distance of its
+ * transaxial projection from the axis. */
 static uint32_t lor_key(const float *a, const float *b, const struct key_steps *k)
 {
   if (!finite3(a) || !finite3(b))
     return NONFINITE_KEY;
-  float ux, uy, p = direction(a, b, &ux, &uy);
+  float dx = b[0] - a[0], dy = b[1] - a[1];
+  if (dy < 0.0f || (dy == 0.0f && dx < 0.0f)) {
+    dx = -dx;
+    dy = -dy;
+  }
+  float l1 = fabsf(dx) + dy, l2 = sqrtf(dx * dx + dy * dy);
   float mx = 0.5f * (a[0] + b[0]), my = 0.5f * (a[1] + b[1]), mz = 0.5f * (a[2] + b[2]);
-  float off = mx * uy - my * ux; /* signed distance of the LOR from the axis, transaxially */
-  uint32_t d = part(p * k->dir_scale, 1.0f, DIR_BITS);
-  uint32_t o = part(off - k->off_min, k->off_step, OFFSET_BITS);
-  uint32_t z = part(mz - k->axial_min, k->axial_step, AXIAL_BITS);
+  float p = 0.0f, off = hypotf(mx, my);
+  if (l2 > 0.0f) {
+    p = 1.0f - dx / l1;
+    off = (mx * dy - my * dx) / l2;
+  }
+  uint32_t d = part(p * k->dir_scale, DIR_BITS);
+  uint32_t o = part((off - k->off_min) * k->off_scale, OFFSET_BITS);
+  uint32_t z = part((mz - k->axial_min) * k->axial_scale, AXIAL_BITS);
   uint32_t key = (d << (OFFSET_BITS + AXIAL_BITS)) | (o << AXIAL_BITS) | z;
   return key == NONFINITE_KEY ? NONFINITE_KEY - 1u : key;
 }
 
-/* One stable counting pass on 16 bits of the keys, from (key, idx) into (key2, idx2). */
-static void radix_pass(const uint32_t *key, const int64_t *idx, uint32_t *key2, int64_t *idx2, int64_t n,
-                       unsigned shift, int64_t *count)
+/* One stable counting pass over 11 bits of the keys (the high 32 bits of each element; the low 32 hold the LOR's
+ * index), from src into dst; a pass whose digit is the same everywhere moves nothing and returns 0. */
+static int radix_pass(const uint64_t *src, uint64_t *dst, int64_t n, unsigned shift, int64_t *count)
 {
-  memset(count, 0, 65536 * sizeof *count);
+  enum { DIGITS = 1 << 11 };
+  memset(count, 0, DIGITS * sizeof *count);
   for (int64_t i = 0; i < n; i++)
-    count[(key[i] >> shift) & 0xffffu]++;
+    count[(src[i] >> shift) & (DIGITS - 1)]++;
   int64_t sum = 0;
-  for (int d = 0; d < 65536; d++) {
+  for (int d = 0; d < DIGITS; d++) {
+    if (count[d] == n)
+      return 0;
     int64_t c = count[d];
     count[d] = sum;
     sum += c;
   }
-  for (int64_t i = 0; i < n; i++) {
-    int64_t at = count[(key[i] >> shift) & 0xffffu]++;
-    key2[at] = key[i];
-    idx2[at] = idx[i];
-  }
+  for (int64_t i = 0; i < n; i++)
+    dst[count[(src[i] >> shift) & (DIGITS - 1)]++] = src[i];
+  return 1;
 }
 
 int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, const float voxel_size[3],
@@ -133,30 +127,61 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
       return SPROJ_FAIL(SPROJ_ERR_VOXEL_SIZE, "voxel_size[%d] = %g must be finite and > 0", a, (double)voxel_size[a]);
   if (num_lors == 0)
     return SPROJ_OK;
-  if ((uint64_t)num_lors > SIZE_MAX / (2 * sizeof(uint32_t) + sizeof(int64_t)))
-    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%lld LORs are too many to order", (long long)num_lors);
-  uint32_t *key = malloc((size_t)num_lors * sizeof *key), *key2 = malloc((size_t)num_lors * sizeof *key2);
-  int64_t *idx2 = malloc((size_t)num_lors * sizeof *idx2), *count = malloc(65536 * sizeof *count);
-  int ret = SPROJ_OK;
-  if (!key || !key2 || !idx2 || !count) {
-    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to order %lld LORs", (long long)num_lors);
-    goto out;
+  if (num_lors > (int64_t)UINT32_MAX)
+    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%lld LORs are more than a LOR set holds (2^32-1)", (long long)num_lors);
+  uint64_t *a = malloc((size_t)num_lors * sizeof *a), *b = malloc((size_t)num_lors * sizeof *b);
+  int64_t *count = malloc((1 << 11) * sizeof *count);
+  if (!a || !b || !count) {
+    free(a);
+    free(b);
+    free(count);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to order %lld LORs", (long long)num_lors);
   }
   struct key_steps k;
   key_steps(xstart, xend, num_lors, voxel_size, &k);
-  for (int64_t i = 0; i < num_lors; i++) {
-    key[i] = lor_key(xstart + 3 * i, xend + 3 * i, &k);
-    order[i] = i;
-  }
-  /* two stable passes: low 16 bits, then high (LORs with equal keys keep their order) */
-  radix_pass(key, order, key2, idx2, num_lors, 0, count);
-  radix_pass(key2, idx2, key, order, num_lors, 16, count);
-out:
-  free(key);
-  free(key2);
-  free(idx2);
+  for (int64_t i = 0; i < num_lors; i++)
+    a[i] = (uint64_t)lor_key(xstart + 3 * i, xend + 3 * i, &k) << 32 | (uint64_t)i;
+  /* three stable passes over the key (bits 32-42, 43-53, 54-63): LORs with equal keys keep their order */
+  for (unsigned shift = 32; shift < 64; shift += 11)
+    if (radix_pass(a, b, num_lors, shift, count)) {
+      uint64_t *t = a;
+      a = b;
+      b = t;
+    }
+  for (int64_t i = 0; i < num_lors; i++)
+    order[i] = (int64_t)(a[i] & 0xffffffffu);
+  free(a);
+  free(b);
   free(count);
-  return ret;
+  return SPROJ_OK;
+}
+
+/* dst[i] = src[order[i]] for elements of one size: a typed loop for the sizes per-event arrays have. */
+#define REORDER_AS(type)                                                                                       \
+  do {                                                                                                         \
+    const type *s_ = (const type *)src;                                                                        \
+    type *d_ = (type *)dst;                                                                                    \
+    for (int64_t i = 0; i < n; i++)                                                                            \
+      d_[i] = s_[order[i]];                                                                                    \
+  } while (0)
+
+struct three_floats {
+  float v[3];
+};
+
+static void reorder_copy(unsigned char *dst, const unsigned char *src, size_t elem_bytes, int64_t n,
+                         const int64_t *order)
+{
+  switch (elem_bytes) {
+  case 1: REORDER_AS(uint8_t); break;
+  case 2: REORDER_AS(uint16_t); break;
+  case 4: REORDER_AS(uint32_t); break;
+  case 8: REORDER_AS(uint64_t); break;
+  case 12: REORDER_AS(struct three_floats); break;
+  default:
+    for (int64_t i = 0; i < n; i++)
+      memcpy(dst + (size_t)i * elem_bytes, src + (size_t)order[i] * elem_bytes, elem_bytes);
+  }
 }
 
 int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *order)
@@ -189,8 +214,7 @@ int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *orde
   if (!copy)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to reorder %lld elements of %zu bytes", (long long)n, elem_bytes);
   memcpy(copy, array, (size_t)n * elem_bytes);
-  for (int64_t i = 0; i < n; i++)
-    memcpy(dst + (size_t)i * elem_bytes, copy + (size_t)order[i] * elem_bytes, elem_bytes);
+  reorder_copy(dst, copy, elem_bytes, n, order);
   free(copy);
   return SPROJ_OK;
 }

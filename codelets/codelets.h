@@ -204,6 +204,16 @@ static inline int sproj_ratio_buffers_per_piece(const struct sproj_ratio_arg *ar
 {
   return 1 + arg->has_y + arg->has_m + arg->has_a;
 }
+/* Work of a ratio (or objective) task, for its performance model: the values of every piece. */
+static inline size_t sproj_ratio_task_values(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  const struct sproj_ratio_arg *arg = (const struct sproj_ratio_arg *)task->cl_arg;
+  size_t values = 0;
+  for (int q = 0; q < arg->npieces; q++)
+    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, sproj_ratio_buffers_per_piece(arg) * q));
+  return values * (size_t)arg->num_bins;
+}
 /* The buffers of piece q of a ratio task, wherever the task runs. */
 struct sproj_ratio_piece {
   float *p;

@@ -20,21 +20,10 @@ static void em_nll_cpu(void *buffers[], void *cl_arg)
     out[j] = 0.0;
 }
 
-/* work: the values of every piece */
-static size_t em_nll_size(struct starpu_task *task, unsigned nimpl)
-{
-  (void)nimpl;
-  const struct sproj_ratio_arg *arg = task->cl_arg;
-  size_t values = 0;
-  for (int q = 0; q < arg->npieces; q++)
-    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, sproj_ratio_buffers_per_piece(arg) * q));
-  return values * (size_t)arg->num_bins;
-}
-
 static struct starpu_perfmodel em_nll_model = {
   .type = STARPU_NL_REGRESSION_BASED,
   .symbol = "starproj_em_nll",
-  .size_base = em_nll_size,
+  .size_base = sproj_ratio_task_values,
 };
 
 struct starpu_codelet sproj_em_nll_cl = {

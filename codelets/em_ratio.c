@@ -14,21 +14,10 @@ static void em_ratio_cpu(void *buffers[], void *cl_arg)
   }
 }
 
-/* work: the values of every piece */
-static size_t em_ratio_size(struct starpu_task *task, unsigned nimpl)
-{
-  (void)nimpl;
-  const struct sproj_ratio_arg *arg = task->cl_arg;
-  size_t values = 0;
-  for (int q = 0; q < arg->npieces; q++)
-    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, sproj_ratio_buffers_per_piece(arg) * q));
-  return values * (size_t)arg->num_bins;
-}
-
 static struct starpu_perfmodel em_ratio_model = {
   .type = STARPU_NL_REGRESSION_BASED,
   .symbol = "starproj_em_ratio",
-  .size_base = em_ratio_size,
+  .size_base = sproj_ratio_task_values,
 };
 
 struct starpu_codelet sproj_em_ratio_cl = {

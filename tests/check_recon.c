@@ -97,44 +97,27 @@ END_TEST
  * counts but no expected counts makes it +infinity. */
 START_TEST(test_nll_codelet)
 {
-  enum { NB = 3 };
-  const int n[2] = {1000, 37};
-  float *p[2], *y[2], *m[2], *a[2], *none[2] = {NULL, NULL};
-  for (int q = 0; q < 2; q++) {
-    p[q] = tu_alloc(n[q] * NB);
-    y[q] = tu_alloc(n[q] * NB);
-    a[q] = tu_alloc(n[q] * NB);
-    m[q] = tu_alloc(n[q]);
-    tu_fill_uniform(p[q], n[q] * NB, 0.0f, 10.0f);
-    tu_fill_uniform(a[q], n[q] * NB, 0.01f, 1.0f);
-    tu_fill_uniform(m[q], n[q], 0.1f, 1.0f);
-    for (int k = 0; k < n[q] * NB; k++)
-      y[q][k] = (float)tu_randint(0, 4); /* counts, a fifth of them 0 */
-  }
+  struct nll_input in;
+  scene_nll_input(&in, 3, 1000, 37, 4); /* counts 0 .. 4: a fifth of them 0 */
   double ref = 0.0, ref_lm = 0.0;
   for (int q = 0; q < 2; q++)
-    for (int k = 0; k < n[q] * NB; k++) {
-      double ybar = (double)m[q][k / NB] * p[q][k] + a[q][k];
-      ref += y[q][k] > 0.0f ? ybar - y[q][k] * log(ybar) : ybar;
+    for (int k = 0; k < in.n[q] * in.nb; k++) {
+      double ybar = (double)in.m[q][k / in.nb] * in.p[q][k] + in.a[q][k];
+      ref += in.y[q][k] > 0.0f ? ybar - in.y[q][k] * log(ybar) : ybar;
       ref_lm -= log(ybar);
     }
-  double got = scene_nll(STARPU_CPU, NB, 2, n, p, y, m, a), got_lm = scene_nll(STARPU_CPU, NB, 2, n, p, none, m, a);
+  double got = scene_nll(STARPU_CPU, &in, 0), got_lm = scene_nll(STARPU_CPU, &in, 1);
   printf("objective codelet: %.15g (reference %.15g), listmode %.15g (%.15g)\n", got, ref, got_lm, ref_lm);
   ck_assert_msg(fabs(got - ref) <= 1e-12 * fabs(ref), "objective %.17g, reference %.17g", got, ref);
   ck_assert_msg(fabs(got_lm - ref_lm) <= 1e-12 * fabs(ref_lm), "listmode %.17g, reference %.17g", got_lm, ref_lm);
   /* no expected counts: with counts +infinity, without them the term is 0 */
-  p[1][5] = 0.0f, a[1][5] = 0.0f, y[1][5] = 0.0f;
-  double zero_ok = scene_nll(STARPU_CPU, NB, 2, n, p, y, m, a);
+  in.p[1][5] = 0.0f, in.a[1][5] = 0.0f, in.y[1][5] = 0.0f;
+  double zero_ok = scene_nll(STARPU_CPU, &in, 0);
   ck_assert_msg(isfinite(zero_ok), "a value without counts or expected counts made the objective %g", zero_ok);
-  y[1][5] = 1.0f;
-  ck_assert(isinf(scene_nll(STARPU_CPU, NB, 2, n, p, y, m, a)));
-  ck_assert(isinf(scene_nll(STARPU_CPU, NB, 2, n, p, none, m, a)));
-  for (int q = 0; q < 2; q++) {
-    free(p[q]);
-    free(y[q]);
-    free(m[q]);
-    free(a[q]);
-  }
+  in.y[1][5] = 1.0f;
+  ck_assert(isinf(scene_nll(STARPU_CPU, &in, 0)));
+  ck_assert(isinf(scene_nll(STARPU_CPU, &in, 1)));
+  scene_nll_input_free(&in);
 }
 END_TEST
 
@@ -157,41 +140,15 @@ START_TEST(test_objective_reference)
     ref += data[k] > 0.0f ? at[k] - data[k] * log((double)at[k]) : at[k];
     zeros += data[k] == 0.0f;
   }
-  sproj_lors *lors;
-  sproj_chunks *views;
-  sproj_tof *t = NULL;
-  sproj_model *model;
-  sproj_image *img;
-  sproj_proj *y;
-  sproj_recon *r;
-  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
-  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
-  if (tof)
-    ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
-  EXPECT(sproj_model_create(&model, lors, sc.mult, tof ? sc.add_tof : sc.add, t, NULL), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_register(&img, x, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
-  ck_assert_int_eq(tof ? sproj_proj_register_tof(&y, data, lors, sc.tof.num_bins) : sproj_proj_register(&y, data, lors),
-                   SPROJ_OK);
-  struct sproj_recon_config cfg;
-  sproj_recon_config_init(&cfg);
-  cfg.model = model;
-  cfg.data = y;
-  cfg.chunks = views;
-  cfg.num_subsets = 4;
-  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
+  struct scene_osem o;
+  scene_osem_open(&o, &sc, tof, x, data, NULL, 4);
   double nll = 0.0;
-  EXPECT(sproj_recon_objective(r, &nll), SPROJ_OK);
+  EXPECT(sproj_recon_objective(o.r, &nll), SPROJ_OK);
   printf("%s objective: %.12g, host reference %.12g (%lld of %lld values without counts)\n", tof ? "TOF" : "non-TOF",
          nll, ref, (long long)zeros, (long long)nval);
   ck_assert_msg(zeros > 0 && zeros < nval, "%lld of %lld values without counts", (long long)zeros, (long long)nval);
   ck_assert_msg(fabs(nll - ref) <= 1e-6 * fabs(ref), "objective %.12g, reference %.12g", nll, ref);
-  EXPECT(sproj_recon_destroy(r), SPROJ_OK);
-  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(y), SPROJ_OK);
-  ck_assert_int_eq(sproj_model_destroy(model), SPROJ_OK);
-  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
-  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  scene_osem_close(&o);
   free(x);
   free(expect);
   free(data);
@@ -444,7 +401,7 @@ START_TEST(test_osem_subsets)
   ck_assert_msg(to.nll[1] < tm.nll[1], "OSEM %.9g is not below MLEM %.9g", to.nll[1], tm.nll[1]);
 
   struct scene_osem o;
-  scene_osem_open(&o, &sc, x, ybar, NULL, 8);
+  scene_osem_open(&o, &sc, 0, x, ybar, NULL, 8);
   memset(sum, 0, nvox * sizeof *sum);
   for (int k = 0; k < 8; k++) {
     ck_assert_int_eq(sproj_recon_sensitivity(o.r, k, s), SPROJ_OK);
@@ -535,7 +492,7 @@ START_TEST(test_asynchronous)
   scene_run_sino(&sc, 0, fwhm, 4, NULL, ybar, 3, xref, &t, NULL);
 
   struct scene_osem o;
-  scene_osem_open(&o, &sc, x, ybar, fwhm, 4);
+  scene_osem_open(&o, &sc, 0, x, ybar, fwhm, 4);
   ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
   starpu_pause();
   int before = starpu_task_nsubmitted();

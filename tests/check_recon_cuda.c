@@ -37,35 +37,17 @@ END_TEST
  * data and for listmode; +infinity where a value has counts but no expected counts. */
 START_TEST(test_nll_cpu_vs_cuda)
 {
-  enum { NB = 29 };
-  const int n[2] = {250000, 50000};
-  float *p[2], *y[2], *m[2], *a[2], *none[2] = {NULL, NULL};
-  for (int q = 0; q < 2; q++) {
-    p[q] = tu_alloc((int64_t)n[q] * NB);
-    y[q] = tu_alloc((int64_t)n[q] * NB);
-    a[q] = tu_alloc((int64_t)n[q] * NB);
-    m[q] = tu_alloc(n[q]);
-    tu_fill_uniform(p[q], (int64_t)n[q] * NB, 0.0f, 10.0f);
-    tu_fill_uniform(a[q], (int64_t)n[q] * NB, 0.01f, 1.0f);
-    tu_fill_uniform(m[q], n[q], 0.1f, 1.0f);
-    for (int64_t k = 0; k < (int64_t)n[q] * NB; k++)
-      y[q][k] = (float)tu_randint(0, 3);
-  }
-  double cpu = scene_nll(STARPU_CPU, NB, 2, n, p, y, m, a), gpu = scene_nll(STARPU_CUDA, NB, 2, n, p, y, m, a);
-  double cpu_lm = scene_nll(STARPU_CPU, NB, 2, n, p, none, m, a);
-  double gpu_lm = scene_nll(STARPU_CUDA, NB, 2, n, p, none, m, a);
+  struct nll_input in;
+  scene_nll_input(&in, 29, 250000, 50000, 3);
+  double cpu = scene_nll(STARPU_CPU, &in, 0), gpu = scene_nll(STARPU_CUDA, &in, 0);
+  double cpu_lm = scene_nll(STARPU_CPU, &in, 1), gpu_lm = scene_nll(STARPU_CUDA, &in, 1);
   printf("objective codelet CPU vs CUDA: %.15g / %.15g (%.2e), listmode %.15g / %.15g (%.2e)\n", cpu, gpu,
          fabs(cpu - gpu) / fabs(cpu), cpu_lm, gpu_lm, fabs(cpu_lm - gpu_lm) / fabs(cpu_lm));
   ck_assert_msg(fabs(cpu - gpu) <= 1e-12 * fabs(cpu), "CPU %.17g, GPU %.17g", cpu, gpu);
   ck_assert_msg(fabs(cpu_lm - gpu_lm) <= 1e-12 * fabs(cpu_lm), "listmode: CPU %.17g, GPU %.17g", cpu_lm, gpu_lm);
-  p[1][7] = 0.0f, a[1][7] = 0.0f, y[1][7] = 2.0f;
-  ck_assert(isinf(scene_nll(STARPU_CUDA, NB, 2, n, p, y, m, a)));
-  for (int q = 0; q < 2; q++) {
-    free(p[q]);
-    free(y[q]);
-    free(m[q]);
-    free(a[q]);
-  }
+  in.p[1][7] = 0.0f, in.a[1][7] = 0.0f, in.y[1][7] = 2.0f;
+  ck_assert(isinf(scene_nll(STARPU_CUDA, &in, 0)));
+  scene_nll_input_free(&in);
 }
 END_TEST
 
@@ -136,7 +118,7 @@ START_TEST(test_recon_residency)
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
   ck_assert_int_eq(scene_expected(&sc, sc.truth, fwhm, 0, data), SPROJ_OK);
   struct scene_osem o;
-  scene_osem_open(&o, &sc, x, data, fwhm, 4);
+  scene_osem_open(&o, &sc, 0, x, data, fwhm, 4);
   starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
   EXPECT(sproj_recon_iterate(o.r, 1, NULL, NULL), SPROJ_OK);
   ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);

@@ -327,13 +327,18 @@ void scene_run_lm(const struct scene *s, int tof, int S, int per_subset, const f
 }
 
 
-void scene_osem_open(struct scene_osem *o, const struct scene *s, float *x, float *data, const float *fwhm, int S)
+void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data,
+                     const float *fwhm, int S)
 {
+  o->tof = NULL;
   ck_assert_int_eq(sproj_lors_register(&o->lors, s->xs, s->xe, s->nlors), SPROJ_OK);
   ck_assert_int_eq(scene_views(s, o->lors, &o->views), SPROJ_OK);
-  ck_assert_int_eq(sproj_model_create(&o->model, o->lors, s->mult, s->add, NULL, fwhm), SPROJ_OK);
+  if (tof)
+    ck_assert_int_eq(sproj_tof_register(&o->tof, &s->tof, NULL, NULL, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_create(&o->model, o->lors, s->mult, tof ? s->add_tof : s->add, o->tof, fwhm), SPROJ_OK);
   ck_assert_int_eq(sproj_image_register(&o->img, x, s->g.n, s->g.vs, s->g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_register(&o->y, data, o->lors), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_proj_register_tof(&o->y, data, o->lors, s->tof.num_bins)
+                       : sproj_proj_register(&o->y, data, o->lors), SPROJ_OK);
   struct sproj_recon_config cfg;
   sproj_recon_config_init(&cfg);
   cfg.model = o->model;
@@ -342,47 +347,75 @@ void scene_osem_open(struct scene_osem *o, const struct scene *s, float *x, floa
   cfg.num_subsets = S;
   EXPECT(sproj_recon_create(&o->r, o->img, &cfg), SPROJ_OK);
 }
-
 void scene_osem_close(struct scene_osem *o)
 {
   ck_assert_int_eq(sproj_recon_destroy(o->r), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(o->img), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_unregister(o->y), SPROJ_OK);
   ck_assert_int_eq(sproj_model_destroy(o->model), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(o->tof), SPROJ_OK);
   ck_assert_int_eq(sproj_chunks_destroy(o->views), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_unregister(o->lors), SPROJ_OK);
 }
 
-double scene_nll(unsigned where, int nb, int npieces, const int *n, float **p, float **y, float **m, float **a)
+void scene_nll_input(struct nll_input *in, int nb, int n0, int n1, int max_count)
 {
-  starpu_data_handle_t h[8][4], out;
-  struct starpu_data_descr d[4 * 8 + 1];
+  in->nb = nb;
+  in->n[0] = n0;
+  in->n[1] = n1;
+  for (int q = 0; q < 2; q++) {
+    int64_t nv = (int64_t)in->n[q] * nb;
+    in->p[q] = tu_alloc(nv);
+    in->y[q] = tu_alloc(nv);
+    in->a[q] = tu_alloc(nv);
+    in->m[q] = tu_alloc(in->n[q]);
+    tu_fill_uniform(in->p[q], nv, 0.0f, 10.0f);
+    tu_fill_uniform(in->a[q], nv, 0.01f, 1.0f);
+    tu_fill_uniform(in->m[q], in->n[q], 0.1f, 1.0f);
+    for (int64_t k = 0; k < nv; k++)
+      in->y[q][k] = (float)tu_randint(0, max_count);
+  }
+}
+
+void scene_nll_input_free(struct nll_input *in)
+{
+  for (int q = 0; q < 2; q++) {
+    free(in->p[q]);
+    free(in->y[q]);
+    free(in->m[q]);
+    free(in->a[q]);
+  }
+}
+
+double scene_nll(unsigned where, const struct nll_input *in, int listmode)
+{
+  starpu_data_handle_t h[2][4], out;
+  struct starpu_data_descr d[4 * 2 + 1];
   double part[SPROJ_NLL_PARTIALS];
-  int has_y = y[0] != NULL, k = 0;
-  ck_assert_int_le(npieces, 8);
-  for (int q = 0; q < npieces; q++) {
-    ck_assert_int_eq(y[q] != NULL, has_y);
-    starpu_vector_data_register(&h[q][0], STARPU_MAIN_RAM, (uintptr_t)p[q], n[q], nb * sizeof(float));
+  const int nb = in->nb;
+  int k = 0;
+  for (int q = 0; q < 2; q++) {
+    starpu_vector_data_register(&h[q][0], STARPU_MAIN_RAM, (uintptr_t)in->p[q], in->n[q], nb * sizeof(float));
     d[k++] = (struct starpu_data_descr){.handle = h[q][0], .mode = STARPU_R};
-    if (has_y) {
-      starpu_vector_data_register(&h[q][1], STARPU_MAIN_RAM, (uintptr_t)y[q], n[q], nb * sizeof(float));
+    if (!listmode) {
+      starpu_vector_data_register(&h[q][1], STARPU_MAIN_RAM, (uintptr_t)in->y[q], in->n[q], nb * sizeof(float));
       d[k++] = (struct starpu_data_descr){.handle = h[q][1], .mode = STARPU_R};
     }
-    starpu_vector_data_register(&h[q][2], STARPU_MAIN_RAM, (uintptr_t)m[q], n[q], sizeof(float));
+    starpu_vector_data_register(&h[q][2], STARPU_MAIN_RAM, (uintptr_t)in->m[q], in->n[q], sizeof(float));
     d[k++] = (struct starpu_data_descr){.handle = h[q][2], .mode = STARPU_R};
-    starpu_vector_data_register(&h[q][3], STARPU_MAIN_RAM, (uintptr_t)a[q], n[q], nb * sizeof(float));
+    starpu_vector_data_register(&h[q][3], STARPU_MAIN_RAM, (uintptr_t)in->a[q], in->n[q], nb * sizeof(float));
     d[k++] = (struct starpu_data_descr){.handle = h[q][3], .mode = STARPU_R};
   }
   starpu_vector_data_register(&out, STARPU_MAIN_RAM, (uintptr_t)part, SPROJ_NLL_PARTIALS, sizeof(double));
   d[k++] = (struct starpu_data_descr){.handle = out, .mode = STARPU_W};
   struct sproj_ratio_arg *arg = malloc(sizeof *arg);
-  *arg = (struct sproj_ratio_arg){npieces, nb, has_y, 1, 1};
+  *arg = (struct sproj_ratio_arg){2, nb, !listmode, 1, 1};
   ck_assert_int_eq(starpu_task_insert(&sproj_em_nll_cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, d, k,
                                       STARPU_EXECUTE_WHERE, (unsigned long long)where, 0), 0);
   starpu_data_unregister(out);
-  for (int q = 0; q < npieces; q++)
+  for (int q = 0; q < 2; q++)
     for (int j = 0; j < 4; j++)
-      if (j != 1 || has_y)
+      if (j != 1 || !listmode)
         starpu_data_unregister(h[q][j]);
   double sum = 0.0;
   for (int j = 0; j < SPROJ_NLL_PARTIALS; j++)

@@ -41,9 +41,17 @@ int64_t scene_events(const struct scene *s, const float *counts, int values_per_
 /* The separable Gaussian blur of the library's gauss3d codelet, run on one worker kind (STARPU_CPU / STARPU_CUDA). */
 void scene_blur(const struct tu_geom *g, const float fwhm[3], const float *in, float *out, unsigned where);
 
-/* The objective codelet (em_nll) on one worker kind (STARPU_CPU / STARPU_CUDA) over npieces pieces of n[q] LORs of nb
- * values (p, y, a: nb per LOR, y[q] NULL for listmode pieces; m one per LOR): the sum of its partial sums. */
-double scene_nll(unsigned where, int nb, int npieces, const int *n, float **p, float **y, float **m, float **a);
+/* Inputs of the objective codelet: two pieces of n[q] LORs of nb values (p, y, a: nb per LOR; m one per LOR), filled
+ * from the tests' random stream with p in [0, 10), a in [0.01, 1), m in [0.1, 1) and counts y in 0 .. max_count. */
+struct nll_input {
+  int nb, n[2];
+  float *p[2], *y[2], *m[2], *a[2];
+};
+void scene_nll_input(struct nll_input *in, int nb, int n0, int n1, int max_count);
+void scene_nll_input_free(struct nll_input *in);
+/* The objective codelet (em_nll) on one worker kind (STARPU_CPU / STARPU_CUDA) over the two pieces, with the data y or
+ * as listmode (no data): the sum of its partial sums. */
+double scene_nll(unsigned where, const struct nll_input *in, int listmode);
 
 /* Copies of a float array; an image of ones. */
 float *scene_copy(const float *v, int64_t n);
@@ -69,17 +77,20 @@ int scene_record(const struct sproj_recon_progress *pr, void *user);
  * explicit list of the one subset's chunks), fwhm the resolution model (NULL: none), iters iterations; x (set to 1
  * here) holds the result; trace (not NULL) gets the objective of each iteration; sens (not NULL) subset 0's
  * sensitivity. */
-/* A sinogram OSEM of the scene set up through the public API (registered LORs, views, model with the scene's m and a
- * and the resolution model fwhm, image x, data, S interleaved subsets), and its teardown; both assert every status. */
+/* A sinogram OSEM of the scene set up through the public API (registered LORs, views, TOF parameters when tof, model
+ * with the scene's m and a and the resolution model fwhm, image x, data, S interleaved subsets), and its teardown;
+ * both assert every status. */
 struct scene_osem {
   sproj_lors *lors;
   sproj_chunks *views;
+  sproj_tof *tof;
   sproj_model *model;
   sproj_image *img;
   sproj_proj *y;
   sproj_recon *r;
 };
-void scene_osem_open(struct scene_osem *o, const struct scene *s, float *x, float *data, const float *fwhm, int S);
+void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data, const float *fwhm,
+                     int S);
 void scene_osem_close(struct scene_osem *o);
 
 void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, const int *order, float *data, int iters,

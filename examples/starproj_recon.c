@@ -41,6 +41,8 @@ static const char *usage_text =
   "  --subsets N           subsets (default 8 for small, 34 for vision600)\n"
   "  --fwhm MM             resolution model: Gaussian FWHM in mm (one value, or three: MMxMMxMM; default none)\n"
   "  --no-objective        do not compute the Poisson log-likelihood after each iteration\n"
+  "  --order-events        listmode: put each chunk's events in the order of sproj_lors_order first (faster GPU\n"
+  "                        projections; the ordering takes longer than it saves unless there are many iterations)\n"
   "devices:\n"
   "  --devices KIND        where projections run: gpu, cpu or any (default: the GPUs if any, else the CPU cores)\n"
   "  --sched NAME          StarPU scheduler (default: starproj's choice)\n"
@@ -64,7 +66,7 @@ struct options {
   const char *input, *input_lm, *mult_file, *add_file;
   int iterations, subsets;
   float fwhm[3];
-  int use_fwhm, objective;
+  int use_fwhm, objective, order_events;
   const char *devices, *sched;
   int ncpu, ngpu;
   const char *output;
@@ -126,7 +128,7 @@ static int parse_triple(const char *s, double lo, double hi, double out[3])
 static int parse_options(int argc, char **argv, struct options *o)
 {
   enum { O_SCANNER = 256, O_IMAGE, O_VOXEL, O_TOF, O_LM, O_COUNTS, O_BACKGROUND, O_SEED, O_NOISE_FREE, O_INPUT,
-         O_INPUT_LM, O_MULT, O_ADD, O_ITER, O_SUBSETS, O_FWHM, O_NO_OBJ, O_DEVICES, O_SCHED, O_NCPU, O_NGPU, O_OUTPUT,
+         O_INPUT_LM, O_MULT, O_ADD, O_ITER, O_SUBSETS, O_FWHM, O_NO_OBJ, O_ORDER, O_DEVICES, O_SCHED, O_NCPU, O_NGPU, O_OUTPUT,
          O_SAVE_DATA, O_SAVE_ITER, O_VERBOSE, O_QUIET, O_HELP };
   static const struct option longopts[] = {
     {"scanner", required_argument, 0, O_SCANNER},     {"image", required_argument, 0, O_IMAGE},
@@ -137,7 +139,8 @@ static int parse_options(int argc, char **argv, struct options *o)
     {"input-listmode", required_argument, 0, O_INPUT_LM}, {"mult", required_argument, 0, O_MULT},
     {"add", required_argument, 0, O_ADD},             {"iterations", required_argument, 0, O_ITER},
     {"subsets", required_argument, 0, O_SUBSETS},     {"fwhm", required_argument, 0, O_FWHM},
-    {"no-objective", no_argument, 0, O_NO_OBJ},       {"devices", required_argument, 0, O_DEVICES},
+    {"no-objective", no_argument, 0, O_NO_OBJ},       {"order-events", no_argument, 0, O_ORDER},
+    {"devices", required_argument, 0, O_DEVICES},
     {"sched", required_argument, 0, O_SCHED},         {"ncpu", required_argument, 0, O_NCPU},
     {"ngpu", required_argument, 0, O_NGPU},           {"output", required_argument, 0, O_OUTPUT},
     {"save-data", no_argument, 0, O_SAVE_DATA},       {"save-iterations", no_argument, 0, O_SAVE_ITER},
@@ -214,6 +217,7 @@ static int parse_options(int argc, char **argv, struct options *o)
       o->use_fwhm = 1;
       break;
     case O_NO_OBJ: o->objective = 0; break;
+    case O_ORDER: o->order_events = 1; break;
     case O_DEVICES:
       if (strcmp(optarg, "gpu") && strcmp(optarg, "cpu") && strcmp(optarg, "any"))
         return fail_usage("--devices needs gpu, cpu or any, not '%s'", optarg);
@@ -252,6 +256,8 @@ static int parse_options(int argc, char **argv, struct options *o)
     return fail_usage("--mult and --add go with --input or --input-listmode%s", "");
   if (o->input_lm)
     o->listmode = 1;
+  if (o->order_events && !o->listmode)
+    return fail_usage("--order-events goes with --listmode or --input-listmode%s", "");
   if (o->listmode && o->noise_free)
     return fail_usage("--noise-free needs sinogram data (listmode events are counts)%s", "");
   int small = strcmp(o->scanner, "small") == 0;
@@ -683,8 +689,8 @@ int main(int argc, char **argv)
       fprintf(stderr, "starproj-recon: %d subsets but only %lld events\n", o.subsets, (long long)nevents);
       return 1;
     }
-    /* each chunk's events in the order of sproj_lors_order (neighbours run through the same image columns: faster
-     * GPU projections); every chunk keeps its events, so the subsets stay what they were */
+    /* with --order-events, each chunk's events in the order of sproj_lors_order (neighbours run through the same
+     * image columns: faster GPU projections); every chunk keeps its events, so the subsets stay what they were */
     int64_t *first = malloc(nchunks * sizeof *first), *count = malloc(nchunks * sizeof *count);
     int64_t *order = malloc(((size_t)nevents / nchunks + 1) * sizeof *order);
     if (!first || !count || !order) {
@@ -697,6 +703,8 @@ int main(int argc, char **argv)
       first[c] = c * (nevents / nchunks) + (c < nevents % nchunks ? c : nevents % nchunks);
       count[c] = nevents / nchunks + (c < nevents % nchunks);
       int64_t f = first[c], n = count[c];
+      if (!o.order_events)
+        continue;
       TRY(sproj_lors_order(ev_xs + 3 * f, ev_xe + 3 * f, n, vs3, order));
       TRY(sproj_reorder(ev_xs + 3 * f, 3 * sizeof(float), n, order));
       TRY(sproj_reorder(ev_xe + 3 * f, 3 * sizeof(float), n, order));
@@ -719,8 +727,11 @@ int main(int argc, char **argv)
     rc_cfg.model = model;
     rc_cfg.chunks = ev_chunks;
     rc_cfg.sens_model = sens_model;
-    SAY("listmode: %lld events in %d chunks, each in the order of sproj_lors_order (%.2f s)\n", (long long)nevents,
-        nchunks, t_order);
+    if (o.order_events)
+      SAY("listmode: %lld events in %d chunks, each in the order of sproj_lors_order (%.2f s)\n", (long long)nevents,
+          nchunks, t_order);
+    else
+      SAY("listmode: %lld events in %d chunks\n", (long long)nevents, nchunks);
   }
   double t1 = now();
   sproj_recon *recon;

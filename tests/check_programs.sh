@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # check_programs.sh: starproj-recon rejects bad options and unreadable input with a message and a non-zero exit,
-# leaving no output files; a short run writes the NIfTI and PNG files it names, and a saved sinogram reads back in.
+# leaving no output files; a short run writes the NIfTI and PNG files it names, a saved sinogram reads back in, and a
+# listmode run orders its events when asked.
 set -u
 prog=./starproj-recon
 [ -x "$prog" ] || { echo "check_programs: $prog not built"; exit 99; }
@@ -32,6 +33,7 @@ expect_usage --counts 1e99
 expect_usage stray-argument
 expect_usage --input a --input-listmode b
 expect_usage --mult m
+expect_usage --order-events
 
 # --help: exit 0, the usage text
 if "$prog" --help | grep -q '^usage: starproj-recon'; then ok; else ko "--help"; fi
@@ -60,5 +62,11 @@ if [ $rc -ne 0 ]; then ko "short run exited $rc: $log"; else
          --output "$dir/again" 2>&1); rc=$?
   if [ $rc -eq 0 ] && [ -s "$dir/again/recon.nii" ]; then ok; else ko "reading the saved sinogram: exit $rc: $log2"; fi
 fi
+# listmode with the events of each chunk ordered: the run says so and writes its image
+out="$dir/lm"
+log=$("$prog" --listmode --tof --order-events --iterations 1 --subsets 2 --counts 2e5 --output "$out" 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ -s "$out/recon.nii" ] && echo "$log" | grep -q "in the order of sproj_lors_order"; then ok
+else ko "listmode run with --order-events: exit $rc: $log"; fi
+
 echo "check_programs: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -2,7 +2,7 @@
 /* bench_tof.c: TOF projections on the benchmark geometry with image and LORs registered and uploaded once: one TOF
  * subset (every 34th view: 8 views, 4.3 M LORs x 29 bins) forward and back, and 20 M listmode events (random LORs
  * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events, and the same events
- * put in the order of sproj_lors_order as one request. Prints a table.
+ * put in the order of sproj_lors_order as one request. Prints checksums of the values, then a table.
  *
  * usage: bench_tof [--repeats N] [--warmups N] [--events N] [--small] */
 #include <getopt.h>
@@ -45,6 +45,21 @@ static void run_once(const struct job *j, double *t_done, double *t_sync)
   else
     CHECK(sproj_proj_sync(j->proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
   *t_sync = now() - t0;
+}
+
+/* FNV-1a over the bits of n floats */
+static uint64_t bits_hash(const float *v, int64_t n)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, &v[i], sizeof u);
+    for (int b = 0; b < 4; b++) {
+      h ^= (u >> (8 * b)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
 }
 
 int main(int argc, char **argv)
@@ -211,6 +226,24 @@ int main(int argc, char **argv)
     fprintf(stderr, "chunked or ordered listmode differs from one request (or nothing projected): not timing\n");
     return 1;
   }
+
+  /* checksums that runs of other builds and settings can be compared with: the forward values' bits (FNV-1a) and
+   * sums, the back projection of the subset's values to float rounding */
+  run_once(&jobs[0], &d0, &d1);
+  run_once(&jobs[1], &d0, &d1);
+  CHECK(sproj_image_sync(g_back, SPROJ_SYNC_WRITE));
+  uint64_t h_sino = bits_hash(sino, nlors * par.num_bins), h_lm = bits_hash(lmv, nevents);
+  double s_sino = 0.0, s_lm = 0.0, s_back = 0.0;
+  for (int64_t i = 0; i < nlors * par.num_bins; i++)
+    s_sino += sino[i];
+  for (int64_t i = 0; i < nevents; i++)
+    s_lm += lmv[i];
+  for (size_t v = 0; v < nvox; v++) {
+    s_back += back[v];
+    back[v] = 0.0f;
+  }
+  printf("# checksums: sinogram forward %016llx (sum %.12e), back projection of it %.9e; listmode forward %016llx "
+         "(sum %.12e)\n", (unsigned long long)h_sino, s_sino, s_back, (unsigned long long)h_lm, s_lm);
 
   for (int i = 0; i < njobs; i++) {
     double done[64], sync[64];

@@ -19,14 +19,19 @@ SPROJ_HD void joseph3d_tof_sino_back_lor(struct sproj_out img, const struct spro
     sproj_tof_sample_at(&l, k, t->num_bins, &s);
     if (s.j0 >= s.j1)
       continue; /* the window lies beyond the bins */
-    /* the window's first and last edges: the loop's too when the window lies inside the bins (each erf once) */
+    /* the window's first and last edges: the loop's too when the window lies inside the bins (sproj_tof_step_edges) */
     float e_first = sproj_tof_sample_edge(&s, &l, 0), e_last = sproj_tof_sample_edge(&s, &l, s.n);
     float acc = 0.0f;
-    float e = s.j0 == 0 ? e_first : sproj_tof_sample_edge(&s, &l, s.j0);
-    for (int j = s.j0; j < s.j1; j++) {
-      float e_next = j + 1 == s.n ? e_last : sproj_tof_sample_edge(&s, &l, j + 1);
-      acc += p[s.it_min + j] * (0.5f * (e - e_next));
-      e = e_next;
+    float ed[SPROJ_TOF_STEP + 1];
+    ed[0] = s.j0 == 0 ? e_first : sproj_tof_sample_edge(&s, &l, s.j0);
+    SPROJ_TOF_BIN_LOOP
+    for (int j = s.j0; j < s.j1; j += SPROJ_TOF_STEP) {
+      sproj_tof_step_edges(&s, &l, j, e_last, ed);
+      SPROJ_TOF_UNROLL
+      for (int q = 0; q < SPROJ_TOF_STEP; q++)
+        if (q == 0 || j + q < s.j1) /* q == 0: the loop's own condition (no branch once unrolled) */
+          acc += p[s.it_min + j + q] * (0.5f * (ed[q] - ed[q + 1]));
+      ed[0] = ed[SPROJ_TOF_STEP];
     }
     if (acc == 0.0f)
       continue; /* nothing to add: spare the atomics */

@@ -24,15 +24,20 @@ SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geo
     if (s.j0 >= s.j1)
       continue; /* the window lies beyond the bins */
     /* the window's first and last edges give its total and, when the window lies inside the bins, are also the
-     * loop's first and last: each erf once (the same values as computing them again) */
+     * loop's first and last (sproj_tof_step_edges) */
     float e_first = sproj_tof_sample_edge(&s, &l, 0), e_last = sproj_tof_sample_edge(&s, &l, s.n);
     float v = r.cf * sproj_ray_sample(img, &r, k);
     v = v / sproj_tof_sum(e_first, e_last);
-    float e = s.j0 == 0 ? e_first : sproj_tof_sample_edge(&s, &l, s.j0);
-    for (int j = s.j0; j < s.j1; j++) {
-      float e_next = j + 1 == s.n ? e_last : sproj_tof_sample_edge(&s, &l, j + 1);
-      out[(s.it_min + j) * stride] += v * (0.5f * (e - e_next));
-      e = e_next;
+    float ed[SPROJ_TOF_STEP + 1];
+    ed[0] = s.j0 == 0 ? e_first : sproj_tof_sample_edge(&s, &l, s.j0);
+    SPROJ_TOF_BIN_LOOP
+    for (int j = s.j0; j < s.j1; j += SPROJ_TOF_STEP) {
+      sproj_tof_step_edges(&s, &l, j, e_last, ed);
+      SPROJ_TOF_UNROLL
+      for (int q = 0; q < SPROJ_TOF_STEP; q++)
+        if (q == 0 || j + q < s.j1) /* q == 0: the loop's own condition (no branch once unrolled) */
+          out[(s.it_min + j + q) * stride] += v * (0.5f * (ed[q] - ed[q + 1]));
+      ed[0] = ed[SPROJ_TOF_STEP];
     }
   }
 }

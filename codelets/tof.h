@@ -14,6 +14,26 @@
 /* Longest window of bins one sample contributes to (parallelproj's MAX_NUM_TOF_WEIGHTS). */
 #define SPROJ_TOF_MAX_WINDOW 64
 
+/* The loops over a sample's window in the sinogram projectors take SPROJ_TOF_STEP bins per iteration: one on a CPU;
+ * on a GPU SPROJ_TOF_GPU_STEP, whose edges' erf are independent of each other (those past the window's end are
+ * computed and left unused), so that a warp keeps its lanes together and has several erf chains in flight. Left to
+ * itself the compiler unrolled the loop by four with the window's length modulo four peeled off first, and since
+ * neighbouring LORs' windows differ by a bin, a warp ran the peeled bins with a quarter of its lanes
+ * (doc/benchmarks.md, version 17). SPROJ_TOF_BIN_LOOP goes before the loop, SPROJ_TOF_UNROLL before a loop over a
+ * step's bins. */
+#ifdef __CUDA_ARCH__
+#ifndef SPROJ_TOF_GPU_STEP
+#define SPROJ_TOF_GPU_STEP 4
+#endif
+#define SPROJ_TOF_STEP SPROJ_TOF_GPU_STEP
+#define SPROJ_TOF_BIN_LOOP _Pragma("unroll 1")
+#define SPROJ_TOF_UNROLL _Pragma("unroll")
+#else
+#define SPROJ_TOF_STEP 1
+#define SPROJ_TOF_BIN_LOOP
+#define SPROJ_TOF_UNROLL
+#endif
+
 /* Largest |TOF coordinate| of a sample, in bins, before the window is computed (see sproj_tof_sample_at). */
 #define SPROJ_TOF_MAX_COORD 8388608.0f
 
@@ -112,6 +132,23 @@ SPROJ_HD void sproj_tof_sample_at(const struct sproj_tof_line *l, int k, int num
 SPROJ_HD float sproj_tof_sample_edge(const struct sproj_tof_sample *s, const struct sproj_tof_line *l, int j)
 {
   return sproj_tof_edge(s->it_f, s->it_min, j, l->edge_scale);
+}
+
+/* erf at edges j + 1 .. j + SPROJ_TOF_STEP of the window into ed[1 ..] (ed[0] holds edge j's); e_last is edge n's
+ * value. A CPU reuses e_last for edge n; a GPU computes that erf again (the same value), since a branch around it
+ * costs a warp more than the erf. */
+SPROJ_HD void sproj_tof_step_edges(const struct sproj_tof_sample *s, const struct sproj_tof_line *l, int j, float e_last,
+                                   float ed[SPROJ_TOF_STEP + 1])
+{
+  SPROJ_TOF_UNROLL
+  for (int q = 1; q <= SPROJ_TOF_STEP; q++) {
+#ifdef __CUDA_ARCH__
+    (void)e_last;
+    ed[q] = sproj_tof_sample_edge(s, l, j + q);
+#else
+    ed[q] = j + q == s->n ? e_last : sproj_tof_sample_edge(s, l, j + q);
+#endif
+  }
 }
 
 SPROJ_HD float sproj_tof_sample_sum(const struct sproj_tof_sample *s, const struct sproj_tof_line *l)

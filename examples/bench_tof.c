@@ -4,7 +4,8 @@
  * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events, and the same events
  * put in the order of sproj_lors_order as one request. Prints checksums of the values, then a table.
  *
- * usage: bench_tof [--repeats N] [--warmups N] [--events N] [--small] */
+ * usage: bench_tof [--repeats N] [--warmups N] [--events N] [--devices any|gpu|cpu] [--small] [--reproducible]
+ *                  [--verbose] */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -64,13 +65,16 @@ static uint64_t bits_hash(const float *v, int64_t n)
 
 int main(int argc, char **argv)
 {
-  int repeats = 5, warmups = 2, small = 0, reproducible = 0, verbose = 0;
+  int repeats = 5, warmups = 2, small = 0, reproducible = 0, verbose = 0, devices = -1;
+  static const char *const device_names[] = {"any", "gpu", "cpu"};
+  static const unsigned device_masks[] = {SPROJ_DEVICE_ANY, SPROJ_DEVICE_CUDA, SPROJ_DEVICE_CPU};
   int64_t nevents = 20000000;
   static const struct option longopts[] = {
     {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
     {"events", required_argument, 0, 'e'},  {"small", no_argument, 0, 'S'},
     {"reproducible", no_argument, 0, 'R'},  {"verbose", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    {"devices", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
@@ -80,10 +84,13 @@ int main(int argc, char **argv)
     case 'S': small = 1; break;
     case 'R': reproducible = 1; break;
     case 'v': verbose = 1; break;
+    case 'd': devices = option_choice("bench_tof", "--devices", optarg, device_names, 3); break;
     case 'h':
-      printf("usage: bench_tof [--repeats N] [--warmups N] [--events N] [--small] [--reproducible] [--verbose]\n"
+      printf("usage: bench_tof [--repeats N] [--warmups N] [--events N] [--devices any|gpu|cpu] [--small]\n"
+             "                 [--reproducible] [--verbose]\n"
              "  times TOF-sinogram projections of one subset and TOF listmode projections of N events (default\n"
-             "  20000000) on the benchmark scanner (--small: the small one); --reproducible: back projections in\n"
+             "  20000000) on the benchmark scanner (--small: the small one); --devices: where projections may run\n"
+             "  (any: CPU cores and GPUs; default: the library's choice); --reproducible: back projections in\n"
              "  reproducible mode; --verbose: StarPU's own messages\n");
       return 0;
     default: return option_error("bench_tof", argv[optind - 1]);
@@ -97,6 +104,8 @@ int main(int argc, char **argv)
   sproj_config_init(&cfg);
   cfg.reproducible = reproducible;
   CHECK(sproj_init(&cfg));
+  if (devices >= 0)
+    CHECK(sproj_set_devices(device_masks[devices]));
   struct sproj_scanner_params sp;
   int n[3];
   float vs[3], origin[3];
@@ -119,9 +128,9 @@ int main(int argc, char **argv)
   CHECK(sproj_scanner_subset_views(scn, view_step, 0, views, &nviews));
   const int64_t per_view = info.lors_per_view, nlors = nviews * per_view;
   long ncores = sysconf(_SC_NPROCESSORS_ONLN);
-  printf("# starproj %d.%d.%d bench_tof: %d CPU workers, %d GPUs (%d workers), scheduler %s\n", SPROJ_VERSION_MAJOR,
-         SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH, sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_workers(),
-         sproj_scheduler_name());
+  printf("# starproj %d.%d.%d bench_tof: %d CPU workers, %d GPUs (%d workers), scheduler %s, projections on %s\n",
+         SPROJ_VERSION_MAJOR, SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH, sproj_num_cpu_workers(), sproj_num_gpus(),
+         sproj_num_workers(), sproj_scheduler_name(), devices >= 0 ? device_names[devices] : "default devices");
   printf("# TOF: %d bins of %.2f mm, sigma %.2f mm, %.0f sigmas; subset %d views x %lld LORs = %lld LORs; %lld events\n",
          par.num_bins, par.bin_width, par.sigma, par.num_sigmas, nviews, (long long)per_view, (long long)nlors,
          (long long)nevents);

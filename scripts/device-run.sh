@@ -4,7 +4,7 @@
 # programs, the demo and the non-TOF benchmark. Logs go to $OUT (or /tmp/out).
 # usage: scripts/device-run.sh [tests] [recon] [bench-recon] [demo] [bench] [bench-tof] [bench-any] [sweep]
 #   (default: tests demo bench bench-tof)
-#   bench-any: projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
+#   bench-any: bench_nontof and bench_tof with projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
 #   sweep:     the segment-viewgram jobs under several StarPU settings
 #   seg:       the segment-viewgram jobs with merged calls (default) and without (--no-merge)
 #   cpu:       CPU workers only (16), views 0-7: the SIMD lanes against the scalar code (SPROJ_CPU_ISA)
@@ -54,7 +54,9 @@ for step in $steps; do
       grep -v '^$' "$out/bench_tof.log" | tail -n 12; tail -n 2 "$out/bench_tof.err" ;;
     bench-any)
       timeout 400 ./examples/bench_nontof --devices any >"$out/bench_any.log" 2>"$out/bench_any.err"
-      echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err" ;;
+      echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err"
+      timeout 300 ./examples/bench_tof --devices any >"$out/bench_tof_any.log" 2>"$out/bench_tof_any.err"
+      echo "bench_tof --devices any: exit $?"; grep -E '^TOF ' "$out/bench_tof_any.log"; tail -n 2 "$out/bench_tof_any.err" ;;
     ab)
       for lib in base build/.libs; do
         echo "== library .device/$lib"

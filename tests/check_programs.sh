@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # check_programs.sh: starproj-recon rejects bad options and unreadable input with a message and a non-zero exit,
 # leaving no output files; a short run writes the NIfTI and PNG files it names, a saved sinogram reads back in, and a
-# listmode run orders its events when asked.
+# listmode run orders its events when asked; the TOF and non-TOF benchmarks reject bad options too.
 set -u
 prog=./starproj-recon
 [ -x "$prog" ] || { echo "check_programs: $prog not built"; exit 99; }
@@ -67,6 +67,16 @@ out="$dir/lm"
 log=$("$prog" --listmode --tof --order-events --iterations 1 --subsets 2 --counts 2e5 --output "$out" 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ -s "$out/recon.nii" ] && echo "$log" | grep -q "in the order of sproj_lors_order"; then ok
 else ko "listmode run with --order-events: exit $rc: $log"; fi
+
+# the benchmark programs reject bad options the same way (exit 2 and a message) before doing any work
+for bench in ./examples/bench_tof ./examples/bench_nontof; do
+  [ -x "$bench" ] || { ko "$bench not built"; continue; }
+  for args in "--devices foo" "--repeats 0" "--no-such-option" "stray"; do
+    # shellcheck disable=SC2086 # each args string is several words on purpose
+    msg=$("$bench" $args 2>&1 >/dev/null); rc=$?
+    if [ $rc -eq 2 ] && [ -n "$msg" ]; then ok; else ko "$bench $args: exit $rc, '$msg'"; fi
+  done
+done
 
 echo "check_programs: $pass passed, $fail failed"
 [ $fail -eq 0 ]

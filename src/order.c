@@ -3,9 +3,11 @@
  * reordering of arrays by it. */
 #include "config.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
 
 /* Bits of the key: transaxial direction, transaxial offset, axial position of the midpoint (32 in all; sorted as the
@@ -27,13 +29,16 @@ static int finite3(const float *p)
   return isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]);
 }
 
-/* Steps that keep neighbours within about a voxel: a direction bin turns a LOR by about one voxel at the LORs'
- * largest transaxial radius R, an offset bin is a transaxial voxel, an axial bin half an axial voxel; each part is
- * coarsened where its range needs more bins than it has bits. */
-static void key_steps(const float *xs, const float *xe, int64_t n, const float vs[3], struct key_steps *k)
+/* What the key's steps depend on: the largest squared transaxial radius of an endpoint and the range of the axial
+ * midpoints, over the LORs with finite coordinates. */
+struct extent {
+  float r2, zmin, zmax;
+};
+
+static void extent_of(const float *xs, const float *xe, int64_t lo, int64_t hi, struct extent *e)
 {
   float r2 = 0.0f, zmin = INFINITY, zmax = -INFINITY;
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = lo; i < hi; i++) {
     const float *a = xs + 3 * i, *b = xe + 3 * i;
     if (!finite3(a) || !finite3(b))
       continue;
@@ -42,7 +47,18 @@ static void key_steps(const float *xs, const float *xe, int64_t n, const float v
     zmin = fminf(zmin, z);
     zmax = fmaxf(zmax, z);
   }
-  float vt = fminf(vs[0], vs[1]), radius = sqrtf(r2);
+  e->r2 = r2;
+  e->zmin = zmin;
+  e->zmax = zmax;
+}
+
+/* Steps that keep neighbours within about a voxel: a direction bin turns a LOR by about one voxel at the LORs'
+ * largest transaxial radius R, an offset bin is a transaxial voxel, an axial bin half an axial voxel; each part is
+ * coarsened where its range needs more bins than it has bits. */
+static void key_steps(const struct extent *e, const float vs[3], struct key_steps *k)
+{
+  float zmin = e->zmin, zmax = e->zmax;
+  float vt = fminf(vs[0], vs[1]), radius = sqrtf(e->r2);
   /* the pseudo-angle moves between 1/2 and 1 per radian: pi * R / vt bins over its range of 2 turn a LOR by 0.6 to
    * 1.3 voxels at R */
   float dir_bins = fminf(fmaxf(3.14159265f * radius / vt, 1.0f), (float)((1u << DIR_BITS) - 1));
@@ -93,25 +109,141 @@ static uint32_t lor_key(const float *a, const float *b, const struct key_steps *
   return key == NONFINITE_KEY ? NONFINITE_KEY - 1u : key;
 }
 
-/* One stable counting pass over 11 bits of the keys (the high 32 bits of each element; the low 32 hold the LOR's
- * index), from src into dst; a pass whose digit is the same everywhere moves nothing and returns 0. */
-static int radix_pass(const uint64_t *src, uint64_t *dst, int64_t n, unsigned shift, int64_t *count)
+/* The work of one call, shared by its threads: thread t of nthreads takes part t of the elements (part_lo) in every
+ * phase. Each element is 64 bits: the key in the high half, the LOR's index in the low half. */
+#define DIGIT_BITS 11
+#define DIGITS (1 << DIGIT_BITS)
+#define MAX_ORDER_THREADS 64
+#define LORS_PER_THREAD ((int64_t)1 << 15) /* ~0.3 ms of work: fewer are not worth starting a thread for */
+
+struct order_work {
+  const float *xs, *xe;
+  int64_t n;
+  int nthreads;
+  struct extent ext[MAX_ORDER_THREADS];
+  struct key_steps k;
+  uint64_t *src, *dst;
+  unsigned shift;               /* the digit of the current pass */
+  int64_t (*count)[DIGITS];     /* per thread: the digits of its range, then where its elements of each go */
+  int64_t *order;
+};
+
+/* Runs fn(work, t) for t = 0 .. nthreads-1 on as many threads, the calling thread taking t = 0 (and any t whose
+ * thread could not be started). */
+struct part {
+  void *work;
+  int t;
+  void (*fn)(void *, int);
+};
+
+static void *part_main(void *p)
 {
-  enum { DIGITS = 1 << 11 };
-  memset(count, 0, DIGITS * sizeof *count);
-  for (int64_t i = 0; i < n; i++)
-    count[(src[i] >> shift) & (DIGITS - 1)]++;
-  int64_t sum = 0;
-  for (int d = 0; d < DIGITS; d++) {
-    if (count[d] == n)
-      return 0;
-    int64_t c = count[d];
-    count[d] = sum;
-    sum += c;
+  struct part *a = p;
+  a->fn(a->work, a->t);
+  return NULL;
+}
+
+static void run_threads(int nthreads, void *work, void (*fn)(void *, int))
+{
+  pthread_t tid[MAX_ORDER_THREADS];
+  struct part arg[MAX_ORDER_THREADS];
+  int started[MAX_ORDER_THREADS] = {0};
+  for (int t = 1; t < nthreads; t++) {
+    arg[t] = (struct part){work, t, fn};
+    started[t] = pthread_create(&tid[t], NULL, part_main, &arg[t]) == 0;
   }
-  for (int64_t i = 0; i < n; i++)
-    dst[count[(src[i] >> shift) & (DIGITS - 1)]++] = src[i];
+  fn(work, 0);
+  for (int t = 1; t < nthreads; t++) {
+    if (started[t])
+      pthread_join(tid[t], NULL);
+    else
+      fn(work, t);
+  }
+}
+
+/* Part t of nthreads of 0 .. n-1 starts here. */
+static int64_t part_lo(int64_t n, int nthreads, int t)
+{
+  return n * t / nthreads;
+}
+
+static void phase_extent(void *work, int t)
+{
+  struct order_work *w = work;
+  extent_of(w->xs, w->xe, part_lo(w->n, w->nthreads, t), part_lo(w->n, w->nthreads, t + 1), &w->ext[t]);
+}
+
+static void phase_keys(void *work, int t)
+{
+  struct order_work *w = work;
+  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+    w->src[i] = (uint64_t)lor_key(w->xs + 3 * i, w->xe + 3 * i, &w->k) << 32 | (uint64_t)i;
+}
+
+static void phase_count(void *work, int t)
+{
+  struct order_work *w = work;
+  int64_t *count = w->count[t];
+  memset(count, 0, DIGITS * sizeof *count);
+  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+    count[(w->src[i] >> w->shift) & (DIGITS - 1)]++;
+}
+
+/* A thread's elements of each digit go after those of the same digit in the threads before it: the pass is stable. */
+static void phase_scatter(void *work, int t)
+{
+  struct order_work *w = work;
+  int64_t *at = w->count[t];
+  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+    w->dst[at[(w->src[i] >> w->shift) & (DIGITS - 1)]++] = w->src[i];
+}
+
+static void phase_indices(void *work, int t)
+{
+  struct order_work *w = work;
+  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+    w->order[i] = (int64_t)(w->src[i] & 0xffffffffu);
+}
+
+/* One stable counting pass over the digit at shift, from src into dst; a pass whose digit is the same everywhere
+ * moves nothing and returns 0. */
+static int radix_pass(struct order_work *w, unsigned shift)
+{
+  w->shift = shift;
+  run_threads(w->nthreads, w, phase_count);
+  int64_t at = 0;
+  for (int d = 0; d < DIGITS; d++) {
+    int64_t total = 0;
+    for (int t = 0; t < w->nthreads; t++)
+      total += w->count[t][d];
+    if (total == w->n)
+      return 0;
+    for (int t = 0; t < w->nthreads; t++) {
+      int64_t c = w->count[t][d];
+      w->count[t][d] = at;
+      at += c;
+    }
+  }
+  run_threads(w->nthreads, w, phase_scatter);
   return 1;
+}
+
+/* Threads for a call on n elements: one per online core, at most MAX_ORDER_THREADS and one per LORS_PER_THREAD
+ * elements; SPROJ_ORDER_THREADS=N asks for N instead (for measurements and tests; the order is the same). */
+static int order_threads(int64_t n)
+{
+  const char *e = getenv("SPROJ_ORDER_THREADS");
+  long t = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t by_size = n / LORS_PER_THREAD;
+  if (!e && t > by_size)
+    t = (long)by_size;
+  if (t < 1)
+    t = 1;
+  if (t > MAX_ORDER_THREADS)
+    t = MAX_ORDER_THREADS;
+  if (t > n)
+    t = n > 0 ? (long)n : 1;
+  return (int)t;
 }
 
 int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, const float voxel_size[3],
@@ -129,39 +261,58 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
     return SPROJ_OK;
   if (num_lors > (int64_t)UINT32_MAX)
     return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%lld LORs are more than a LOR set holds (2^32-1)", (long long)num_lors);
-  uint64_t *a = malloc((size_t)num_lors * sizeof *a), *b = malloc((size_t)num_lors * sizeof *b);
-  int64_t *count = malloc((1 << 11) * sizeof *count);
-  if (!a || !b || !count) {
-    free(a);
-    free(b);
-    free(count);
+  struct order_work *w = calloc(1, sizeof *w);
+  if (w) {
+    w->nthreads = order_threads(num_lors);
+    w->src = malloc((size_t)num_lors * sizeof *w->src);
+    w->dst = malloc((size_t)num_lors * sizeof *w->dst);
+    w->count = malloc((size_t)w->nthreads * sizeof *w->count);
+  }
+  if (!w || !w->src || !w->dst || !w->count) {
+    if (w) {
+      free(w->src);
+      free(w->dst);
+      free(w->count);
+    }
+    free(w);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to order %lld LORs", (long long)num_lors);
   }
-  struct key_steps k;
-  key_steps(xstart, xend, num_lors, voxel_size, &k);
-  for (int64_t i = 0; i < num_lors; i++)
-    a[i] = (uint64_t)lor_key(xstart + 3 * i, xend + 3 * i, &k) << 32 | (uint64_t)i;
+  w->xs = xstart;
+  w->xe = xend;
+  w->n = num_lors;
+  w->order = order;
+  /* the steps from the extent of all LORs (maxima and minima: the same whatever the threads) */
+  run_threads(w->nthreads, w, phase_extent);
+  struct extent all = w->ext[0];
+  for (int t = 1; t < w->nthreads; t++) {
+    all.r2 = fmaxf(all.r2, w->ext[t].r2);
+    all.zmin = fminf(all.zmin, w->ext[t].zmin);
+    all.zmax = fmaxf(all.zmax, w->ext[t].zmax);
+  }
+  key_steps(&all, voxel_size, &w->k);
+  run_threads(w->nthreads, w, phase_keys);
   /* three stable passes over the key (bits 32-42, 43-53, 54-63): LORs with equal keys keep their order */
-  for (unsigned shift = 32; shift < 64; shift += 11)
-    if (radix_pass(a, b, num_lors, shift, count)) {
-      uint64_t *t = a;
-      a = b;
-      b = t;
+  for (unsigned shift = 32; shift < 64; shift += DIGIT_BITS)
+    if (radix_pass(w, shift)) {
+      uint64_t *t = w->src;
+      w->src = w->dst;
+      w->dst = t;
     }
-  for (int64_t i = 0; i < num_lors; i++)
-    order[i] = (int64_t)(a[i] & 0xffffffffu);
-  free(a);
-  free(b);
-  free(count);
+  run_threads(w->nthreads, w, phase_indices);
+  free(w->src);
+  free(w->dst);
+  free(w->count);
+  free(w);
   return SPROJ_OK;
 }
 
-/* dst[i] = src[order[i]] for elements of one size: a typed loop for the sizes per-event arrays have. */
+/* dst[i] = src[order[i]] for i in lo .. hi-1, for elements of one size: a typed loop for the sizes per-event arrays
+ * have. */
 #define REORDER_AS(type)                                                                                       \
   do {                                                                                                         \
     const type *s_ = (const type *)src;                                                                        \
     type *d_ = (type *)dst;                                                                                    \
-    for (int64_t i = 0; i < n; i++)                                                                            \
+    for (int64_t i = lo; i < hi; i++)                                                                          \
       d_[i] = s_[order[i]];                                                                                    \
   } while (0)
 
@@ -169,7 +320,7 @@ struct three_floats {
   float v[3];
 };
 
-static void reorder_copy(unsigned char *dst, const unsigned char *src, size_t elem_bytes, int64_t n,
+static void reorder_copy(unsigned char *dst, const unsigned char *src, size_t elem_bytes, int64_t lo, int64_t hi,
                          const int64_t *order)
 {
   switch (elem_bytes) {
@@ -179,9 +330,68 @@ static void reorder_copy(unsigned char *dst, const unsigned char *src, size_t el
   case 8: REORDER_AS(uint64_t); break;
   case 12: REORDER_AS(struct three_floats); break;
   default:
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = lo; i < hi; i++)
       memcpy(dst + (size_t)i * elem_bytes, src + (size_t)order[i] * elem_bytes, elem_bytes);
   }
+}
+
+/* One sproj_reorder call, shared by its threads (part t of the elements each). */
+struct reorder_work {
+  unsigned char *array, *copy, *seen;
+  size_t elem_bytes;
+  int64_t n;
+  const int64_t *order;
+  int nthreads;
+  int bad; /* some thread found an index outside 0 .. n-1 or twice (atomic) */
+};
+
+/* Marks each index of the part as seen (atomically: the parts' indices may meet) and notes any that is out of range
+ * or was seen before. */
+static void phase_mark(void *work, int t)
+{
+  struct reorder_work *w = work;
+  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++) {
+    int64_t j = w->order[i];
+    unsigned char bit = (unsigned char)(1u << (j & 7));
+    if (j < 0 || j >= w->n || (__atomic_fetch_or(&w->seen[j >> 3], bit, __ATOMIC_RELAXED) & bit)) {
+      __atomic_store_n(&w->bad, 1, __ATOMIC_RELAXED);
+      return;
+    }
+  }
+}
+
+static void phase_save(void *work, int t)
+{
+  struct reorder_work *w = work;
+  int64_t lo = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1);
+  memcpy(w->copy + (size_t)lo * w->elem_bytes, w->array + (size_t)lo * w->elem_bytes,
+         (size_t)(hi - lo) * w->elem_bytes);
+}
+
+static void phase_gather(void *work, int t)
+{
+  struct reorder_work *w = work;
+  reorder_copy(w->array, w->copy, w->elem_bytes, part_lo(w->n, w->nthreads, t), part_lo(w->n, w->nthreads, t + 1),
+               w->order);
+}
+
+/* The first place where order is not a permutation, in the order a reader would find it (the parallel check only
+ * says that there is one): -1 if none, or NOMEM's -2. */
+static int64_t first_not_permutation(const int64_t *order, int64_t n)
+{
+  unsigned char *seen = calloc(((size_t)n + 7) / 8, 1);
+  if (!seen)
+    return -2;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t j = order[i];
+    if (j < 0 || j >= n || (seen[j >> 3] >> (j & 7) & 1)) {
+      free(seen);
+      return i;
+    }
+    seen[j >> 3] |= (unsigned char)(1u << (j & 7));
+  }
+  free(seen);
+  return -1;
 }
 
 int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *order)
@@ -196,25 +406,27 @@ int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *orde
     return SPROJ_OK;
   if ((uint64_t)n > SIZE_MAX / elem_bytes)
     return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%lld elements of %zu bytes overflow", (long long)n, elem_bytes);
+  struct reorder_work w = {.array = array, .elem_bytes = elem_bytes, .n = n, .order = order};
+  w.nthreads = order_threads(n);
   /* order must be a permutation of 0 .. n-1: checked before anything moves */
-  unsigned char *seen = calloc(((size_t)n + 7) / 8, 1);
-  if (!seen)
+  w.seen = calloc(((size_t)n + 7) / 8, 1);
+  if (!w.seen)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to check the order of %lld elements", (long long)n);
-  for (int64_t i = 0; i < n; i++) {
+  run_threads(w.nthreads, &w, phase_mark);
+  free(w.seen);
+  int64_t i = w.bad ? first_not_permutation(order, n) : -1;
+  if (i == -2)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to check the order of %lld elements", (long long)n);
+  if (i >= 0) {
     int64_t j = order[i];
-    if (j < 0 || j >= n || (seen[j >> 3] >> (j & 7) & 1)) {
-      free(seen);
-      return SPROJ_FAIL(SPROJ_ERR_RANGE, "order[%lld] = %lld is %s", (long long)i, (long long)j,
-                        j < 0 || j >= n ? "outside 0 .. n-1" : "there twice: not a permutation");
-    }
-    seen[j >> 3] |= (unsigned char)(1u << (j & 7));
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "order[%lld] = %lld is %s", (long long)i, (long long)j,
+                      j < 0 || j >= n ? "outside 0 .. n-1" : "there twice: not a permutation");
   }
-  free(seen);
-  unsigned char *copy = malloc((size_t)n * elem_bytes), *dst = array;
-  if (!copy)
+  w.copy = malloc((size_t)n * elem_bytes);
+  if (!w.copy)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to reorder %lld elements of %zu bytes", (long long)n, elem_bytes);
-  memcpy(copy, array, (size_t)n * elem_bytes);
-  reorder_copy(dst, copy, elem_bytes, n, order);
-  free(copy);
+  run_threads(w.nthreads, &w, phase_save);
+  run_threads(w.nthreads, &w, phase_gather);
+  free(w.copy);
   return SPROJ_OK;
 }

@@ -868,6 +868,29 @@ START_TEST(test_lors_order)
     seen[order[i]] = 1;
   }
   free(seen);
+  /* the same order and the same reordered array on 1 thread as on several (SPROJ_ORDER_THREADS: 7 parts of 60000) */
+  int64_t *order1 = malloc(N * sizeof *order1);
+  float *r1 = tu_alloc(3 * N), *r7 = tu_alloc(3 * N);
+  memcpy(r1, xs, 3 * N * sizeof *xs);
+  memcpy(r7, xs, 3 * N * sizeof *xs);
+  setenv("SPROJ_ORDER_THREADS", "1", 1);
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, g.vs, order1), SPROJ_OK);
+  REQUIRE_EQ(sproj_reorder(r1, 3 * sizeof(float), N, order1), SPROJ_OK);
+  setenv("SPROJ_ORDER_THREADS", "7", 1);
+  REQUIRE_EQ(sproj_lors_order(xs, xe, N, g.vs, order), SPROJ_OK);
+  REQUIRE_EQ(sproj_reorder(r7, 3 * sizeof(float), N, order), SPROJ_OK);
+  REQUIRE(!memcmp(order, order1, N * sizeof *order));
+  REQUIRE(!memcmp(r1, r7, 3 * N * sizeof *r1));
+  /* several threads still name the first place that breaks a permutation */
+  int64_t twice[6] = {0, 5, 3, 5, 3, 1};
+  int16_t small[6] = {0, 1, 2, 3, 4, 5};
+  REQUIRE_EQ(sproj_reorder(small, sizeof small[0], 6, twice), SPROJ_ERR_RANGE);
+  REQUIRE_MSG(strstr(sproj_last_error(), "order[3] = 5") != NULL, "message: %s", sproj_last_error());
+  REQUIRE(small[1] == 1 && small[5] == 5);
+  unsetenv("SPROJ_ORDER_THREADS");
+  free(order1);
+  free(r1);
+  free(r7);
   double radius = 0.0;
   for (int i = 0; i < 2 * N; i++) {
     const float *p = i < N ? xs + 3 * i : xe + 3 * (i - N);

@@ -109,8 +109,8 @@ static uint32_t lor_key(const float *a, const float *b, const struct key_steps *
   return key == NONFINITE_KEY ? NONFINITE_KEY - 1u : key;
 }
 
-/* The work of one call, shared by its threads: thread t of nthreads takes part t of the elements (part_lo) in every
- * phase. Each element is 64 bits: the key in the high half, the LOR's index in the low half. */
+/* The work of one call, shared by its threads: thread t of nthreads takes part t of the elements in every phase
+ * (run_threads). Each element is 64 bits: the key in the high half, the LOR's index in the low half. */
 #define DIGIT_BITS 11
 #define DIGITS (1 << DIGIT_BITS)
 #define MAX_ORDER_THREADS 64
@@ -128,80 +128,78 @@ struct order_work {
   int64_t *order;
 };
 
-/* Runs fn(work, t) for t = 0 .. nthreads-1 on as many threads, the calling thread taking t = 0 (and any t whose
- * thread could not be started). */
+/* Runs fn(work, t, lo, hi) for the parts t = 0 .. nthreads-1 of the elements 0 .. n-1 (part t: lo .. hi-1) on as many
+ * threads, the calling thread taking t = 0 (and any t whose thread could not be started). */
+typedef void (*part_fn)(void *work, int t, int64_t lo, int64_t hi);
 struct part {
   void *work;
   int t;
-  void (*fn)(void *, int);
+  int64_t lo, hi;
+  part_fn fn;
 };
 
 static void *part_main(void *p)
 {
   struct part *a = p;
-  a->fn(a->work, a->t);
+  a->fn(a->work, a->t, a->lo, a->hi);
   return NULL;
 }
 
-static void run_threads(int nthreads, void *work, void (*fn)(void *, int))
+static void run_threads(int nthreads, int64_t n, void *work, part_fn fn)
 {
   pthread_t tid[MAX_ORDER_THREADS];
   struct part arg[MAX_ORDER_THREADS];
   int started[MAX_ORDER_THREADS] = {0};
-  for (int t = 1; t < nthreads; t++) {
-    arg[t] = (struct part){work, t, fn};
+  for (int t = 0; t < nthreads; t++)
+    arg[t] = (struct part){work, t, n * t / nthreads, n * (t + 1) / nthreads, fn};
+  for (int t = 1; t < nthreads; t++)
     started[t] = pthread_create(&tid[t], NULL, part_main, &arg[t]) == 0;
-  }
-  fn(work, 0);
+  part_main(&arg[0]);
   for (int t = 1; t < nthreads; t++) {
     if (started[t])
       pthread_join(tid[t], NULL);
     else
-      fn(work, t);
+      part_main(&arg[t]);
   }
 }
 
-/* Part t of nthreads of 0 .. n-1 starts here. */
-static int64_t part_lo(int64_t n, int nthreads, int t)
-{
-  return n * t / nthreads;
-}
-
-static void phase_extent(void *work, int t)
+static void phase_extent(void *work, int t, int64_t lo, int64_t hi)
 {
   struct order_work *w = work;
-  extent_of(w->xs, w->xe, part_lo(w->n, w->nthreads, t), part_lo(w->n, w->nthreads, t + 1), &w->ext[t]);
+  extent_of(w->xs, w->xe, lo, hi, &w->ext[t]);
 }
 
-static void phase_keys(void *work, int t)
+static void phase_keys(void *work, int t, int64_t lo, int64_t hi)
 {
   struct order_work *w = work;
-  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+  (void)t;
+  for (int64_t i = lo; i < hi; i++)
     w->src[i] = (uint64_t)lor_key(w->xs + 3 * i, w->xe + 3 * i, &w->k) << 32 | (uint64_t)i;
 }
 
-static void phase_count(void *work, int t)
+static void phase_count(void *work, int t, int64_t lo, int64_t hi)
 {
   struct order_work *w = work;
   int64_t *count = w->count[t];
   memset(count, 0, DIGITS * sizeof *count);
-  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+  for (int64_t i = lo; i < hi; i++)
     count[(w->src[i] >> w->shift) & (DIGITS - 1)]++;
 }
 
 /* A thread's elements of each digit go after those of the same digit in the threads before it: the pass is stable. */
-static void phase_scatter(void *work, int t)
+static void phase_scatter(void *work, int t, int64_t lo, int64_t hi)
 {
   struct order_work *w = work;
   int64_t *at = w->count[t];
-  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+  for (int64_t i = lo; i < hi; i++)
     w->dst[at[(w->src[i] >> w->shift) & (DIGITS - 1)]++] = w->src[i];
 }
 
-static void phase_indices(void *work, int t)
+static void phase_indices(void *work, int t, int64_t lo, int64_t hi)
 {
   struct order_work *w = work;
-  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++)
+  (void)t;
+  for (int64_t i = lo; i < hi; i++)
     w->order[i] = (int64_t)(w->src[i] & 0xffffffffu);
 }
 
@@ -210,7 +208,7 @@ static void phase_indices(void *work, int t)
 static int radix_pass(struct order_work *w, unsigned shift)
 {
   w->shift = shift;
-  run_threads(w->nthreads, w, phase_count);
+  run_threads(w->nthreads, w->n, w, phase_count);
   int64_t at = 0;
   for (int d = 0; d < DIGITS; d++) {
     int64_t total = 0;
@@ -224,11 +222,11 @@ static int radix_pass(struct order_work *w, unsigned shift)
       at += c;
     }
   }
-  run_threads(w->nthreads, w, phase_scatter);
+  run_threads(w->nthreads, w->n, w, phase_scatter);
   return 1;
 }
 
-/* Threads for a call on n elements: one per online core, at most MAX_ORDER_THREADS and one per LORS_PER_THREAD
+/* Threads for a call on n >= 1 elements: one per online core, at most MAX_ORDER_THREADS and one per LORS_PER_THREAD
  * elements; SPROJ_ORDER_THREADS=N asks for N instead (for measurements and tests; the order is the same). */
 static int order_threads(int64_t n)
 {
@@ -241,9 +239,19 @@ static int order_threads(int64_t n)
     t = 1;
   if (t > MAX_ORDER_THREADS)
     t = MAX_ORDER_THREADS;
-  if (t > n)
-    t = n > 0 ? (long)n : 1;
+  if (t > n) /* n >= 1: both callers return before for n == 0 */
+    t = (long)n;
   return (int)t;
+}
+
+static void order_work_free(struct order_work *w)
+{
+  if (!w)
+    return;
+  free(w->src);
+  free(w->dst);
+  free(w->count);
+  free(w);
 }
 
 int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, const float voxel_size[3],
@@ -269,12 +277,7 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
     w->count = malloc((size_t)w->nthreads * sizeof *w->count);
   }
   if (!w || !w->src || !w->dst || !w->count) {
-    if (w) {
-      free(w->src);
-      free(w->dst);
-      free(w->count);
-    }
-    free(w);
+    order_work_free(w);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to order %lld LORs", (long long)num_lors);
   }
   w->xs = xstart;
@@ -282,7 +285,7 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
   w->n = num_lors;
   w->order = order;
   /* the steps from the extent of all LORs (maxima and minima: the same whatever the threads) */
-  run_threads(w->nthreads, w, phase_extent);
+  run_threads(w->nthreads, w->n, w, phase_extent);
   struct extent all = w->ext[0];
   for (int t = 1; t < w->nthreads; t++) {
     all.r2 = fmaxf(all.r2, w->ext[t].r2);
@@ -290,7 +293,7 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
     all.zmax = fmaxf(all.zmax, w->ext[t].zmax);
   }
   key_steps(&all, voxel_size, &w->k);
-  run_threads(w->nthreads, w, phase_keys);
+  run_threads(w->nthreads, w->n, w, phase_keys);
   /* three stable passes over the key (bits 32-42, 43-53, 54-63): LORs with equal keys keep their order */
   for (unsigned shift = 32; shift < 64; shift += DIGIT_BITS)
     if (radix_pass(w, shift)) {
@@ -298,11 +301,8 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
       w->src = w->dst;
       w->dst = t;
     }
-  run_threads(w->nthreads, w, phase_indices);
-  free(w->src);
-  free(w->dst);
-  free(w->count);
-  free(w);
+  run_threads(w->nthreads, w->n, w, phase_indices);
+  order_work_free(w);
   return SPROJ_OK;
 }
 
@@ -347,10 +347,11 @@ struct reorder_work {
 
 /* Marks each index of the part as seen (atomically: the parts' indices may meet) and notes any that is out of range
  * or was seen before. */
-static void phase_mark(void *work, int t)
+static void phase_mark(void *work, int t, int64_t lo, int64_t hi)
 {
   struct reorder_work *w = work;
-  for (int64_t i = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1); i < hi; i++) {
+  (void)t;
+  for (int64_t i = lo; i < hi; i++) {
     int64_t j = w->order[i];
     unsigned char bit = (unsigned char)(1u << (j & 7));
     if (j < 0 || j >= w->n || (__atomic_fetch_or(&w->seen[j >> 3], bit, __ATOMIC_RELAXED) & bit)) {
@@ -360,19 +361,19 @@ static void phase_mark(void *work, int t)
   }
 }
 
-static void phase_save(void *work, int t)
+static void phase_save(void *work, int t, int64_t lo, int64_t hi)
 {
   struct reorder_work *w = work;
-  int64_t lo = part_lo(w->n, w->nthreads, t), hi = part_lo(w->n, w->nthreads, t + 1);
+  (void)t;
   memcpy(w->copy + (size_t)lo * w->elem_bytes, w->array + (size_t)lo * w->elem_bytes,
          (size_t)(hi - lo) * w->elem_bytes);
 }
 
-static void phase_gather(void *work, int t)
+static void phase_gather(void *work, int t, int64_t lo, int64_t hi)
 {
   struct reorder_work *w = work;
-  reorder_copy(w->array, w->copy, w->elem_bytes, part_lo(w->n, w->nthreads, t), part_lo(w->n, w->nthreads, t + 1),
-               w->order);
+  (void)t;
+  reorder_copy(w->array, w->copy, w->elem_bytes, lo, hi, w->order);
 }
 
 /* The first place where order is not a permutation, in the order a reader would find it (the parallel check only
@@ -412,7 +413,7 @@ int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *orde
   w.seen = calloc(((size_t)n + 7) / 8, 1);
   if (!w.seen)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to check the order of %lld elements", (long long)n);
-  run_threads(w.nthreads, &w, phase_mark);
+  run_threads(w.nthreads, w.n, &w, phase_mark);
   free(w.seen);
   int64_t i = w.bad ? first_not_permutation(order, n) : -1;
   if (i == -2)
@@ -425,8 +426,8 @@ int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *orde
   w.copy = malloc((size_t)n * elem_bytes);
   if (!w.copy)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to reorder %lld elements of %zu bytes", (long long)n, elem_bytes);
-  run_threads(w.nthreads, &w, phase_save);
-  run_threads(w.nthreads, &w, phase_gather);
+  run_threads(w.nthreads, w.n, &w, phase_save);
+  run_threads(w.nthreads, w.n, &w, phase_gather);
   free(w.copy);
   return SPROJ_OK;
 }

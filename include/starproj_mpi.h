@@ -57,20 +57,20 @@ enum sproj_mpi_reduce {
  * mpi_comm). Ranks are those of mpi_comm. Collective over mpi_comm.
  * Errors: NULL (comm), INVALID (MPI initialised with less than MPI_THREAD_MULTIPLE, a communicator exists already,
  * MPI_COMM_NULL), what sproj_init returns, STARPU (StarPU-MPI failed to start). */
-int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct sproj_config *cfg);
+SPROJ_API int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct sproj_config *cfg);
 /* Stops StarPU-MPI, then starproj (if create started it), then MPI (if create initialised it), and frees comm
  * (NULL: no-op). Collective. Errors: BUSY (starproj objects are still registered while create started starproj:
  * nothing is stopped). */
-int sproj_mpi_comm_destroy(sproj_mpi_comm *comm);
+SPROJ_API int sproj_mpi_comm_destroy(sproj_mpi_comm *comm);
 /* This process's rank and the number of ranks. Errors: NULL. */
-int sproj_mpi_comm_rank(const sproj_mpi_comm *comm, int *rank);
-int sproj_mpi_comm_size(const sproj_mpi_comm *comm, int *size);
+SPROJ_API int sproj_mpi_comm_rank(const sproj_mpi_comm *comm, int *rank);
+SPROJ_API int sproj_mpi_comm_size(const sproj_mpi_comm *comm, int *size);
 
 /* Chooses how back projections are summed from now on (enum sproj_mpi_reduce). Collective: every rank must pass
  * the same method. Errors: NULL, INVALID (unknown method, or not the same on every rank). */
-int sproj_mpi_set_reduce(sproj_mpi_comm *comm, int method);
+SPROJ_API int sproj_mpi_set_reduce(sproj_mpi_comm *comm, int method);
 /* The method in use (never SPROJ_MPI_REDUCE_DEFAULT: the one it stands for). Errors: NULL. */
-int sproj_mpi_get_reduce(const sproj_mpi_comm *comm, int *method);
+SPROJ_API int sproj_mpi_get_reduce(const sproj_mpi_comm *comm, int *method);
 
 /* Bytes of image and projection data this rank has sent to other ranks since create or the last reset, counted by
  * this library from the sizes it reduces and gathers: a StarPU-MPI reduction sends one image from every rank other
@@ -78,8 +78,8 @@ int sproj_mpi_get_reduce(const sproj_mpi_comm *comm, int *method);
  * 2 (P-1)/P images per rank (what OpenMPI's large-message algorithm moves; its small-message algorithms send
  * more); a gather, each rank's part once to the root (to every other rank for all ranks). Agreement messages (a few
  * ints per collective) are not counted. Errors: NULL. Not collective. */
-int sproj_mpi_bytes_sent(const sproj_mpi_comm *comm, int64_t *bytes);
-int sproj_mpi_bytes_reset(sproj_mpi_comm *comm);
+SPROJ_API int sproj_mpi_bytes_sent(const sproj_mpi_comm *comm, int64_t *bytes);
+SPROJ_API int sproj_mpi_bytes_reset(sproj_mpi_comm *comm);
 
 /* ---- distribution of LOR chunks ------------------------------------------------------------------------ */
 typedef struct sproj_mpi_dist sproj_mpi_dist;
@@ -102,28 +102,28 @@ enum sproj_mpi_layout {
  * Errors: NULL, DIMS (num_chunks < 1), EMPTY (a chunk of 0 LORs, a rank without chunks), RANGE (an owner outside
  * 0 .. P-1, negative LOR counts), OVERFLOW (more than 2^62 LORs), INVALID (layout, or arguments that differ between
  * ranks), NOMEM. */
-int sproj_mpi_dist_create(sproj_mpi_dist **dist, sproj_mpi_comm *comm, int num_chunks, const int64_t *chunk_lors,
-                          int layout, const int *owner);
+SPROJ_API int sproj_mpi_dist_create(sproj_mpi_dist **dist, sproj_mpi_comm *comm, int num_chunks, const int64_t *chunk_lors,
+                                    int layout, const int *owner);
 /* Frees the distribution (NULL: no-op). Not collective. */
-int sproj_mpi_dist_destroy(sproj_mpi_dist *dist);
+SPROJ_API int sproj_mpi_dist_destroy(sproj_mpi_dist *dist);
 /* The rank of global chunk `chunk`. Errors: NULL, RANGE. */
-int sproj_mpi_dist_owner(const sproj_mpi_dist *dist, int chunk, int *rank);
+SPROJ_API int sproj_mpi_dist_owner(const sproj_mpi_dist *dist, int chunk, int *rank);
 /* This rank's share: number of chunks and of LORs (either pointer may be NULL). Errors: NULL (dist). */
-int sproj_mpi_dist_local(const sproj_mpi_dist *dist, int *num_chunks, int64_t *num_lors);
+SPROJ_API int sproj_mpi_dist_local(const sproj_mpi_dist *dist, int *num_chunks, int64_t *num_lors);
 /* This rank's local chunk `local` (0 .. num_chunks-1, in increasing global order): its global chunk index, its
  * first global LOR and its LOR count, and where it starts in the local LOR set (any output pointer may be NULL).
  * Errors: NULL (dist), RANGE. */
-int sproj_mpi_dist_local_chunk(const sproj_mpi_dist *dist, int local, int *chunk, int64_t *global_first,
-                               int64_t *local_first, int64_t *count);
+SPROJ_API int sproj_mpi_dist_local_chunk(const sproj_mpi_dist *dist, int local, int *chunk, int64_t *global_first,
+                                         int64_t *local_first, int64_t *count);
 /* Copies this rank's part of a global per-LOR array (bytes_per_lor bytes per LOR: 12 for endpoints, 4 for values,
  * 4 * bins for a TOF sinogram, 2 for int16 TOF bins) into local, in the local order. For callers who hold the whole
  * array on every rank (tests, small data); large data is better produced rank by rank (sproj_scanner_view_lors
  * for the views of sproj_mpi_dist_local_chunk). Errors: NULL, DIMS (bytes_per_lor 0). Thread-safe, not collective. */
-int sproj_mpi_dist_select(const sproj_mpi_dist *dist, const void *global, size_t bytes_per_lor, void *local);
+SPROJ_API int sproj_mpi_dist_select(const sproj_mpi_dist *dist, const void *global, size_t bytes_per_lor, void *local);
 /* A chunking of this rank's local LOR set with one chunk per local chunk, in the local order (local chunk j is
  * chunk j); free it with sproj_chunks_destroy. Errors: NULL, NOT_INIT, MISMATCH (lors does not hold the rank's LOR
  * count), those of sproj_chunks_create_ranges. Not collective. */
-int sproj_mpi_dist_chunks(sproj_chunks **chunks, const sproj_mpi_dist *dist, sproj_lors *local_lors);
+SPROJ_API int sproj_mpi_dist_chunks(sproj_chunks **chunks, const sproj_mpi_dist *dist, sproj_lors *local_lors);
 
 /* ---- projections --------------------------------------------------------------------------------------- */
 /* The projector follows the arguments, as in sproj_model_create: tof NULL: non-TOF; tof given: TOF listmode when the
@@ -134,22 +134,22 @@ int sproj_mpi_dist_chunks(sproj_chunks **chunks, const sproj_mpi_dist *dist, spr
  * img; no data moves between ranks. Returns once submitted (sproj_proj_sync or sproj_mpi_gather to read). Collective
  * (only for the agreement on errors). Errors: NULL, NOT_INIT, MISMATCH, what sproj_fwd_chunks and its TOF variants
  * return. */
-int sproj_mpi_fwd(sproj_mpi_comm *comm, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                  const sproj_tof *tof);
+SPROJ_API int sproj_mpi_fwd(sproj_mpi_comm *comm, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
+                            const sproj_tof *tof);
 /* Back projection of every rank's LORs, ADDED to img on every rank: each rank back-projects its chunks into a
  * zeroed image of its own, these are summed across ranks with the communicator's method, and each rank adds the sum
  * to its img, so identical images stay identical. With SPROJ_MPI_REDUCE_ALLREDUCE the call returns after the
  * allreduce (the local back projection finished); with SPROJ_MPI_REDUCE_STARPU it returns once everything is
  * submitted. Collective. Errors: as sproj_mpi_fwd, NOMEM, STARPU. */
-int sproj_mpi_back(sproj_mpi_comm *comm, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                   const sproj_tof *tof);
+SPROJ_API int sproj_mpi_back(sproj_mpi_comm *comm, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
+                             const sproj_tof *tof);
 /* Gathers the ranks' local projection values (proj: this rank's local vector on dist's local LOR set) into the
  * global order, on rank root (0 .. P-1) or on every rank (root -1): global holds num_values_per_lor floats per global
  * LOR (TOF sinograms: bins per LOR) and is only written on the receiving ranks (may be NULL elsewhere). Waits for
  * the pending tasks writing proj. Collective. Errors: NULL, NOT_INIT, MISMATCH (proj not on dist's local LOR
  * count, or another number of values per LOR than on other ranks), RANGE (root), OVERFLOW (more than 2^31-1 floats
  * from one rank), STARPU. */
-int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_proj *proj, int root, float *global);
+SPROJ_API int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_proj *proj, int root, float *global);
 
 /* ---- OSEM / LM-OSEM across ranks ----------------------------------------------------------------------- */
 typedef struct sproj_mpi_recon sproj_mpi_recon;
@@ -167,15 +167,15 @@ typedef struct sproj_mpi_recon sproj_mpi_recon;
  * ranks, and every rank applies the same update. The sensitivities are summed across ranks once, here.
  * Collective. Errors: those of sproj_recon_create, and NULL (comm, dist), MISMATCH (cfg->chunks has not the rank's
  * number of local chunks of dist), EMPTY (a rank owns no chunk of a subset), RANGE (a global chunk index), INVALID. */
-int sproj_mpi_recon_create(sproj_mpi_recon **recon, sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_image *x,
-                           const struct sproj_recon_config *cfg);
+SPROJ_API int sproj_mpi_recon_create(sproj_mpi_recon **recon, sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_image *x,
+                                     const struct sproj_recon_config *cfg);
 /* num_iterations iterations, as sproj_recon_iterate (the callback runs on every rank, with x on the host; the
  * iterations stop after the one where the callback of any rank asked to). Collective. Errors: those of
  * sproj_recon_iterate. */
-int sproj_mpi_recon_iterate(sproj_mpi_recon *recon, int num_iterations, sproj_recon_callback callback, void *user);
+SPROJ_API int sproj_mpi_recon_iterate(sproj_mpi_recon *recon, int num_iterations, sproj_recon_callback callback, void *user);
 /* Waits for pending work and frees the reconstruction (NULL: no-op). Not collective (the communication of a
  * pending reduction is finished first). */
-int sproj_mpi_recon_destroy(sproj_mpi_recon *recon);
+SPROJ_API int sproj_mpi_recon_destroy(sproj_mpi_recon *recon);
 
 #ifdef __cplusplus
 }

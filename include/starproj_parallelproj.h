@@ -52,50 +52,50 @@ extern "C" {
  */
 
 /* Non-TOF forward projection: projection_values[i] = line integral of image along LOR i (overwritten). */
-int sproj_pp_joseph3d_fwd(const float *lor_start, const float *lor_end, const float *image, const float *image_origin,
-                          const float *voxel_size, float *projection_values, size_t num_lors, const int *image_dim,
-                          int device_id, int threads_per_block);
+SPROJ_API int sproj_pp_joseph3d_fwd(const float *lor_start, const float *lor_end, const float *image, const float *image_origin,
+                                    const float *voxel_size, float *projection_values, size_t num_lors, const int *image_dim,
+                                    int device_id, int threads_per_block);
 
 /* Non-TOF back projection: adds the adjoint of sproj_pp_joseph3d_fwd applied to projection_values to image. */
-int sproj_pp_joseph3d_back(const float *lor_start, const float *lor_end, float *image, const float *image_origin,
-                           const float *voxel_size, const float *projection_values, size_t num_lors,
-                           const int *image_dim, int device_id, int threads_per_block);
+SPROJ_API int sproj_pp_joseph3d_back(const float *lor_start, const float *lor_end, float *image, const float *image_origin,
+                                     const float *voxel_size, const float *projection_values, size_t num_lors,
+                                     const int *image_dim, int device_id, int threads_per_block);
 
 /* TOF-sinogram forward projection into projection_values[num_lors][num_tof_bins] (overwritten). */
-int sproj_pp_joseph3d_tof_sino_fwd(const float *lor_start, const float *lor_end, const float *image,
-                                   const float *image_origin, const float *voxel_size, float *projection_values,
-                                   size_t num_lors, const int *image_dim, float tof_bin_width, const float *tof_sigma,
-                                   const float *tof_center_offset, float num_sigmas, short num_tof_bins,
-                                   unsigned char is_lor_dependent_tof_sigma,
-                                   unsigned char is_lor_dependent_tof_center_offset, int device_id,
-                                   int threads_per_block);
+SPROJ_API int sproj_pp_joseph3d_tof_sino_fwd(const float *lor_start, const float *lor_end, const float *image,
+                                             const float *image_origin, const float *voxel_size, float *projection_values,
+                                             size_t num_lors, const int *image_dim, float tof_bin_width, const float *tof_sigma,
+                                             const float *tof_center_offset, float num_sigmas, short num_tof_bins,
+                                             unsigned char is_lor_dependent_tof_sigma,
+                                             unsigned char is_lor_dependent_tof_center_offset, int device_id,
+                                             int threads_per_block);
 
 /* TOF-sinogram back projection of projection_values[num_lors][num_tof_bins], added to image. */
-int sproj_pp_joseph3d_tof_sino_back(const float *lor_start, const float *lor_end, float *image,
-                                    const float *image_origin, const float *voxel_size, const float *projection_values,
-                                    size_t num_lors, const int *image_dim, float tof_bin_width, const float *tof_sigma,
-                                    const float *tof_center_offset, float num_sigmas, short num_tof_bins,
-                                    unsigned char is_lor_dependent_tof_sigma,
-                                    unsigned char is_lor_dependent_tof_center_offset, int device_id,
-                                    int threads_per_block);
+SPROJ_API int sproj_pp_joseph3d_tof_sino_back(const float *lor_start, const float *lor_end, float *image,
+                                              const float *image_origin, const float *voxel_size, const float *projection_values,
+                                              size_t num_lors, const int *image_dim, float tof_bin_width, const float *tof_sigma,
+                                              const float *tof_center_offset, float num_sigmas, short num_tof_bins,
+                                              unsigned char is_lor_dependent_tof_sigma,
+                                              unsigned char is_lor_dependent_tof_center_offset, int device_id,
+                                              int threads_per_block);
 
 /* TOF listmode forward projection: projection_values[i] = TOF-sinogram bin tof_bin_index[i] of event i's LOR. */
-int sproj_pp_joseph3d_tof_lm_fwd(const float *lor_start, const float *lor_end, const float *image,
-                                 const float *image_origin, const float *voxel_size, float *projection_values,
-                                 size_t num_events, const int *image_dim, float tof_bin_width, const float *tof_sigma,
-                                 const float *tof_center_offset, float num_sigmas, const short *tof_bin_index,
-                                 short num_tof_bins, unsigned char is_lor_dependent_tof_sigma,
-                                 unsigned char is_lor_dependent_tof_center_offset, int device_id,
-                                 int threads_per_block);
+SPROJ_API int sproj_pp_joseph3d_tof_lm_fwd(const float *lor_start, const float *lor_end, const float *image,
+                                           const float *image_origin, const float *voxel_size, float *projection_values,
+                                           size_t num_events, const int *image_dim, float tof_bin_width, const float *tof_sigma,
+                                           const float *tof_center_offset, float num_sigmas, const short *tof_bin_index,
+                                           short num_tof_bins, unsigned char is_lor_dependent_tof_sigma,
+                                           unsigned char is_lor_dependent_tof_center_offset, int device_id,
+                                           int threads_per_block);
 
 /* TOF listmode back projection of one value per event, added to image. */
-int sproj_pp_joseph3d_tof_lm_back(const float *lor_start, const float *lor_end, float *image,
-                                  const float *image_origin, const float *voxel_size, const float *projection_values,
-                                  size_t num_events, const int *image_dim, float tof_bin_width, const float *tof_sigma,
-                                  const float *tof_center_offset, float num_sigmas, const short *tof_bin_index,
-                                  short num_tof_bins, unsigned char is_lor_dependent_tof_sigma,
-                                  unsigned char is_lor_dependent_tof_center_offset, int device_id,
-                                  int threads_per_block);
+SPROJ_API int sproj_pp_joseph3d_tof_lm_back(const float *lor_start, const float *lor_end, float *image,
+                                            const float *image_origin, const float *voxel_size, const float *projection_values,
+                                            size_t num_events, const int *image_dim, float tof_bin_width, const float *tof_sigma,
+                                            const float *tof_center_offset, float num_sigmas, const short *tof_bin_index,
+                                            short num_tof_bins, unsigned char is_lor_dependent_tof_sigma,
+                                            unsigned char is_lor_dependent_tof_center_offset, int device_id,
+                                            int threads_per_block);
 
 #ifdef __cplusplus
 }

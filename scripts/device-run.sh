@@ -40,42 +40,42 @@ for step in $steps; do
       done ;;
     bench-recon)
       for args in "" "--tof"; do
-        timeout 280 ./examples/bench_recon $args >"$out/bench_recon.log" 2>&1
+        timeout 280 ./bench/bench_recon $args >"$out/bench_recon.log" 2>&1
         echo "bench_recon $args: exit $?"; grep -E '^(\||setup)' "$out/bench_recon.log"; grep -E 'failed' "$out/bench_recon.log"
       done ;;
     demo)
       timeout 120 ./examples/demo >"$out/demo.log" 2>&1
       echo "demo: exit $?"; grep -vE '^CPU [0-9]+ +0 +0$' "$out/demo.log" | tail -n 16 ;;
     bench)
-      timeout 400 ./examples/bench_nontof >"$out/bench.log" 2>"$out/bench.err"; echo "bench: exit $?"
+      timeout 400 ./bench/bench_nontof >"$out/bench.log" 2>"$out/bench.err"; echo "bench: exit $?"
       grep -v '^$' "$out/bench.log" | tail -n 17; tail -n 2 "$out/bench.err" ;;
     bench-tof)
-      timeout 400 ./examples/bench_tof >"$out/bench_tof.log" 2>"$out/bench_tof.err"; echo "bench_tof: exit $?"
+      timeout 400 ./bench/bench_tof >"$out/bench_tof.log" 2>"$out/bench_tof.err"; echo "bench_tof: exit $?"
       grep -v '^$' "$out/bench_tof.log" | tail -n 12; tail -n 2 "$out/bench_tof.err" ;;
     bench-any)
-      timeout 400 ./examples/bench_nontof --devices any >"$out/bench_any.log" 2>"$out/bench_any.err"
+      timeout 400 ./bench/bench_nontof --devices any >"$out/bench_any.log" 2>"$out/bench_any.err"
       echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err"
-      timeout 300 ./examples/bench_tof --devices any >"$out/bench_tof_any.log" 2>"$out/bench_tof_any.err"
+      timeout 300 ./bench/bench_tof --devices any >"$out/bench_tof_any.log" 2>"$out/bench_tof_any.err"
       echo "bench_tof --devices any: exit $?"; grep -E '^TOF ' "$out/bench_tof_any.log"; tail -n 2 "$out/bench_tof_any.err" ;;
     ab)
       for lib in base build/.libs; do
         echo "== library .device/$lib"
         env LD_LIBRARY_PATH="$root/.device/$lib:$LD_LIBRARY_PATH" STARPU_HOME="/tmp/starpu-ab-${lib%%/*}" \
-          timeout 250 ./examples/bench_tof >"$out/ab_tof_${lib%%/*}.log" 2>&1
+          timeout 250 ./bench/bench_tof >"$out/ab_tof_${lib%%/*}.log" 2>&1
         grep -E '^TOF ' "$out/ab_tof_${lib%%/*}.log"
         env LD_LIBRARY_PATH="$root/.device/$lib:$LD_LIBRARY_PATH" STARPU_HOME="/tmp/starpu-ab-${lib%%/*}" \
-          timeout 250 ./examples/bench_nontof --only none >"$out/ab_nontof_${lib%%/*}.log" 2>&1
+          timeout 250 ./bench/bench_nontof --only none >"$out/ab_nontof_${lib%%/*}.log" 2>&1
         grep -E '^(fwd|back) ' "$out/ab_nontof_${lib%%/*}.log"
       done ;;
     seg)
       for v in "" "--no-merge"; do
-        timeout 150 ./examples/bench_nontof --only seg --repeats 3 $v >"$out/seg.log" 2>&1
+        timeout 150 ./bench/bench_nontof --only seg --repeats 3 $v >"$out/seg.log" 2>&1
         echo "bench_nontof --only seg $v: exit $?"; grep -E '^(fwd|back) ' "$out/seg.log"
       done ;;
     cpu)
       for isa in default scalar; do
         env SPROJ_CPU_ISA=$([ $isa = default ] || echo $isa) STARPU_NCUDA=0 STARPU_NCPU=16 \
-          timeout 200 ./examples/bench_cpu --views 8 --repeats 3 >"$out/cpu_$isa.log" 2>&1
+          timeout 200 ./bench/bench_cpu --views 8 --repeats 3 >"$out/cpu_$isa.log" 2>&1
         echo "bench_cpu --views 8 ($isa): exit $?"; grep -vE '^\s*$' "$out/cpu_$isa.log" | tail -n 6
       done ;;
     mpi)
@@ -85,11 +85,11 @@ for step in $steps; do
       fi
       export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
       ngpu=$(nvidia-smi -L | wc -l)
-      timeout 200 mpirun -np 1 --bind-to none ./examples/bench_mpi --scanner vision600 --devices gpu --reduce both \
+      timeout 200 mpirun -np 1 --bind-to none ./bench/bench_mpi --scanner vision600 --devices gpu --reduce both \
         --repeat 3 >"$out/mpi_1.log" 2>&1
       echo "bench_mpi, 1 rank x $ngpu GPUs: exit $?"; grep -vE '^\s*$|^\[starpu' "$out/mpi_1.log" | tail -n 12
       timeout 200 mpirun -np "$ngpu" --bind-to none -x STARPU_NCPU=3 -x LD_LIBRARY_PATH sh -c \
-        'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec ./examples/bench_mpi --scanner vision600 --devices gpu --reduce both --repeat 3' \
+        'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec ./bench/bench_mpi --scanner vision600 --devices gpu --reduce both --repeat 3' \
         >"$out/mpi_n.log" 2>&1
       echo "bench_mpi, $ngpu ranks x 1 GPU: exit $?"; grep -vE '^\s*$|^\[starpu' "$out/mpi_n.log" | tail -n 12 ;;
     harness)
@@ -102,7 +102,7 @@ for step in $steps; do
       # the one-request jobs under GPU memory limits ($MEMLIMIT_MBS, default "100 150 200 300"), output line by line,
       # so that a run stopped by the timeout still shows how far it got
       for mb in ${MEMLIMIT_MBS:-100 150 200 300}; do
-        env STARPU_LIMIT_CUDA_MEM="$mb" timeout 90 stdbuf -oL ./examples/bench_nontof --only none --repeats 1 \
+        env STARPU_LIMIT_CUDA_MEM="$mb" timeout 90 stdbuf -oL ./bench/bench_nontof --only none --repeats 1 \
           --warmups 1 >"$out/memlimit_$mb.log" 2>&1
         echo "bench_nontof under STARPU_LIMIT_CUDA_MEM=$mb: exit $?"
         grep -E '^# checksums|^(fwd|back) 1' "$out/memlimit_$mb.log"
@@ -110,7 +110,7 @@ for step in $steps; do
     sweep)
       for cfg in "STARPU_NCPU=15" "STARPU_NCPU=0"; do
         echo "== $cfg"
-        env $cfg timeout 200 ./examples/bench_nontof --only seg --repeats 3 >"$out/sweep.log" 2>&1
+        env $cfg timeout 200 ./bench/bench_nontof --only seg --repeats 3 >"$out/sweep.log" 2>&1
         grep -E '^(fwd|back) ' "$out/sweep.log"
       done ;;
   esac

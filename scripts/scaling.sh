@@ -26,15 +26,15 @@ echo "scaling: $gpus GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader |
 declare -A fwd back backhost lmf lmb osem share
 for n in $settings; do
   export STARPU_NCUDA=$n STARPU_HOME=$out/home-$n
-  timeout 600 "$build/examples/bench_nontof" --only none --repeats 3 --warmups 1 >"$out/nontof-$n.log" 2>&1
+  timeout 600 "$build/bench/bench_nontof" --only none --repeats 3 --warmups 1 >"$out/nontof-$n.log" 2>&1
   fwd[$n]=$(awk '$1 == "fwd" && $2 == "1" && $3 == "request" {print $9}' "$out/nontof-$n.log")
   back[$n]=$(awk '$1 == "back" && $2 == "1" && $3 == "request" {print $9}' "$out/nontof-$n.log")
   backhost[$n]=$(awk '$1 == "back" && $2 == "1" && $3 == "request" {print $10}' "$out/nontof-$n.log")
   share[$n]=$(awk '/^#   back 1 request/ {$1 = $2 = $3 = $4 = ""; print}' "$out/nontof-$n.log" | xargs)
-  timeout 600 "$build/examples/bench_tof" --repeats 3 --warmups 1 >"$out/tof-$n.log" 2>&1
+  timeout 600 "$build/bench/bench_tof" --repeats 3 --warmups 1 >"$out/tof-$n.log" 2>&1
   lmf[$n]=$(awk '/^TOF LM fwd, 1 request/ {print $7}' "$out/tof-$n.log")
   lmb[$n]=$(awk '/^TOF LM back, 1 request/ {print $7}' "$out/tof-$n.log")
-  timeout 600 "$build/examples/bench_recon" --no-host --iterations 3 >"$out/recon-$n.log" 2>&1
+  timeout 600 "$build/bench/bench_recon" --no-host --iterations 3 >"$out/recon-$n.log" 2>&1
   osem[$n]=$(awk -F'|' '/one OSEM iteration, resident/ {gsub(/ /, "", $3); print $3}' "$out/recon-$n.log")
   echo "scaling: $n GPUs done (fwd ${fwd[$n]:-?} s, back ${back[$n]:-?} s, TOF LM ${lmf[$n]:-?} / ${lmb[$n]:-?} s," \
        "OSEM ${osem[$n]:-?} s)"

@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <time.h>
-#include "../src/internal.h"
+#include "../src/core/internal.h"
 
 /* one CUDA worker, four cores; enough queued tasks unless a test says otherwise */
 #define NCUDA 1

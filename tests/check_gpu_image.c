@@ -3,7 +3,7 @@
  * the CUDA side only fills the device description this message is made from). */
 #include <string.h>
 #include "testutil.h"
-#include "../src/internal.h"
+#include "../src/core/internal.h"
 
 static struct sproj_cuda_device_info gpu(int result, const char *error)
 {

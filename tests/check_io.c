@@ -12,6 +12,8 @@
 #include <nifti1_io.h>
 #include <png.h>
 #include "starproj.h"
+#include "starproj_recon.h"
+#include "starproj_io.h"
 
 /* Every test works in its own folder below this one (made in main, in the current directory). */
 static char top[64];

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "starproj.h"
+#include "starproj_recon.h"
 #include "starproj_mpi.h"
 #include "recon_scene.h"
 
@@ -225,7 +226,7 @@ static void test_osem(int method, int tof)
   int64_t nvox = tu_nvox(&s->g), nval = s->nlors * nb;
   OK(sproj_mpi_set_reduce(g_comm, method));
   float *ybar = tu_alloc(nval), *counts = tu_alloc(nval);
-  OK(scene_expected(s, s->truth, NULL, tof, ybar));
+  OK(scene_expected(s, s->truth, tof, ybar));
   scene_counts(ybar, nval, counts);
   const float *add = tof ? s->add_tof : s->add;
 
@@ -314,7 +315,7 @@ static void test_lm(int method)
   int64_t nvox = tu_nvox(&s->g), nval = s->nlors * nb;
   OK(sproj_mpi_set_reduce(g_comm, method));
   float *ybar = tu_alloc(nval), *counts = tu_alloc(nval);
-  OK(scene_expected(s, s->truth, NULL, 1, ybar));
+  OK(scene_expected(s, s->truth, 1, ybar));
   scene_counts(ybar, nval, counts);
   float *exs, *exe, *em, *ea;
   int16_t *eb;

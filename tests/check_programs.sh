@@ -69,7 +69,7 @@ if [ $rc -eq 0 ] && [ -s "$out/recon.nii" ] && echo "$log" | grep -q "in the ord
 else ko "listmode run with --order-events: exit $rc: $log"; fi
 
 # the benchmark programs reject bad options the same way (exit 2 and a message) before doing any work
-for bench in ./examples/bench_tof ./examples/bench_nontof; do
+for bench in ./bench/bench_tof ./bench/bench_nontof; do
   [ -x "$bench" ] || { ko "$bench not built"; continue; }
   for args in "--devices foo" "--repeats 0" "--no-such-option" "stray"; do
     # shellcheck disable=SC2086 # each args string is several words on purpose

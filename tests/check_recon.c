@@ -10,7 +10,7 @@
 #include "codelets.h"
 #include "em_ratio.h"
 #include "gauss3d.h"
-#include "recon_scene.h"
+#include "recon_codelets.h"
 
 #define SENTINEL ((void *)0x1234)
 
@@ -129,11 +129,11 @@ START_TEST(test_objective_reference)
   const int tof = _i;
   const int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * (tof ? sc.tof.num_bins : 1);
   float *x = tu_alloc(nvox), *expect = tu_alloc(nval), *data = tu_alloc(nval), *at = tu_alloc(nval);
-  ck_assert_int_eq(scene_expected(&sc, sc.truth, NULL, tof, expect), SPROJ_OK);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, tof, expect), SPROJ_OK);
   scene_counts(expect, nval, data);
   for (int64_t v = 0; v < nvox; v++)
     x[v] = 0.5f * sc.truth[v] + 0.2f;
-  ck_assert_int_eq(scene_expected(&sc, x, NULL, tof, at), SPROJ_OK);
+  ck_assert_int_eq(scene_expected(&sc, x, tof, at), SPROJ_OK);
   double ref = 0.0;
   int64_t zeros = 0;
   for (int64_t k = 0; k < nval; k++) {
@@ -312,7 +312,8 @@ START_TEST(test_mlem_converges)
   const double bound = blur ? 0.27 : 0.12;
   int64_t nvox = tu_nvox(&sc.g);
   float *data = tu_alloc(sc.nlors), *x = tu_alloc(nvox), *sens = tu_alloc(nvox);
-  ck_assert_int_eq(scene_expected(&sc, sc.truth, blur ? fwhm : NULL, 0, data), SPROJ_OK);
+  ck_assert_int_eq(blur ? scene_expected_blurred(&sc, sc.truth, fwhm, 0, data) : scene_expected(&sc, sc.truth, 0, data),
+                   SPROJ_OK);
   struct trace t;
   scene_run_sino(&sc, 0, blur ? fwhm : NULL, 1, NULL, data, 40, x, &t, sens);
   ck_assert_int_eq(t.n, 40);
@@ -425,7 +426,7 @@ START_TEST(test_tof_mlem)
 {
   int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * sc.tof.num_bins;
   float *data = tu_alloc(nval), *x = tu_alloc(nvox), *xn = tu_alloc(nvox);
-  ck_assert_int_eq(scene_expected(&sc, sc.truth, NULL, 1, data), SPROJ_OK);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, 1, data), SPROJ_OK);
   struct trace t;
   scene_run_sino(&sc, 1, NULL, 1, NULL, data, 8, x, &t, NULL);
   for (int i = 1; i < t.n; i++)
@@ -452,7 +453,7 @@ START_TEST(test_lm_equals_sino)
   int nb = tof ? sc.tof.num_bins : 1;
   int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * nb;
   float *ybar_t = tu_alloc(nval), *counts = tu_alloc(nval), *xs = tu_alloc(nvox), *xl = tu_alloc(nvox);
-  ck_assert_int_eq(scene_expected(&sc, sc.truth, NULL, tof, ybar_t), SPROJ_OK);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, tof, ybar_t), SPROJ_OK);
   tu_seed(77);
   scene_counts(ybar_t, nval, counts);
   double events = 0.0;
@@ -650,7 +651,7 @@ int main(void)
   tu_seed(2024);
   scene_build(&sc);
   ybar = tu_alloc(sc.nlors);
-  if (scene_expected(&sc, sc.truth, NULL, 0, ybar) != SPROJ_OK)
+  if (scene_expected(&sc, sc.truth, 0, ybar) != SPROJ_OK)
     return 99;
   printf("scene: %d views x %d planes x %d radial bins = %lld LORs, image %dx%dx%d, %d CPU workers\n", sc.nviews,
          sc.nplanes, sc.nrad, (long long)sc.nlors, sc.g.n[0], sc.g.n[1], sc.g.n[2], sproj_num_cpu_workers());

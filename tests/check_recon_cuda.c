@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
-#include "recon_scene.h"
+#include "recon_codelets.h"
 
 static struct scene sc;
 
@@ -62,7 +62,8 @@ START_TEST(test_recon_cpu_vs_cuda)
   int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * nb;
   float *ybar = tu_alloc(nval), *counts = tu_alloc(nval), *cpu = tu_alloc(nvox), *gpu = tu_alloc(nvox);
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CPU), SPROJ_OK);
-  ck_assert_int_eq(scene_expected(&sc, sc.truth, _i == 0 ? fwhm : NULL, tof, ybar), SPROJ_OK);
+  ck_assert_int_eq(_i == 0 ? scene_expected_blurred(&sc, sc.truth, fwhm, tof, ybar) : scene_expected(&sc, sc.truth, tof, ybar),
+                   SPROJ_OK);
   tu_seed(31);
   scene_counts(ybar, nval, counts);
   for (int dev = 0; dev < 2; dev++) {
@@ -116,7 +117,7 @@ START_TEST(test_recon_residency)
   int64_t nvox = tu_nvox(&sc.g);
   float *x = scene_ones(&sc), *data = tu_alloc(sc.nlors);
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
-  ck_assert_int_eq(scene_expected(&sc, sc.truth, fwhm, 0, data), SPROJ_OK);
+  ck_assert_int_eq(scene_expected_blurred(&sc, sc.truth, fwhm, 0, data), SPROJ_OK);
   struct scene_osem o;
   scene_osem_open(&o, &sc, 0, x, data, fwhm, 4);
   starpu_profiling_status_set(STARPU_PROFILING_ENABLE);

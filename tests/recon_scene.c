@@ -4,10 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <starpu.h>
-#include "codelets.h"
-#include "em_nll.h"
-#include "gauss3d.h"
 
 #define RING_RADIUS 80.0
 #define NRINGS 4
@@ -111,30 +107,10 @@ int scene_views(const struct scene *s, sproj_lors *lors, sproj_chunks **views)
   return sproj_chunks_create_ranges(views, lors, s->nviews, first, count);
 }
 
-void scene_blur(const struct tu_geom *g, const float fwhm[3], const float *in, float *out, unsigned where)
-{
-  uint32_t nvox = (uint32_t)tu_nvox(g);
-  struct sproj_gauss_arg *arg = malloc(sizeof *arg);
-  if (!arg || sproj_gauss_arg_init(arg, g->n, g->vs, fwhm) >= 0)
-    exit(99);
-  starpu_data_handle_t hin, hout, hs;
-  starpu_vector_data_register(&hin, STARPU_MAIN_RAM, (uintptr_t)in, nvox, sizeof(float));
-  starpu_vector_data_register(&hout, STARPU_MAIN_RAM, (uintptr_t)out, nvox, sizeof(float));
-  starpu_vector_data_register(&hs, -1, 0, nvox, sizeof(float));
-  if (starpu_task_insert(&sproj_gauss3d_cl, STARPU_R, hin, STARPU_W, hout, STARPU_SCRATCH, hs, STARPU_CL_ARGS, arg,
-                         sizeof *arg, STARPU_EXECUTE_WHERE, (unsigned long long)where, 0) != 0)
-    exit(99);
-  starpu_data_unregister(hin);
-  starpu_data_unregister(hout);
-  starpu_data_unregister(hs);
-}
-
-int scene_expected(const struct scene *s, const float *img, const float fwhm[3], int tof, float *out)
+int scene_expected(const struct scene *s, const float *img, int tof, float *out)
 {
   int64_t nvox = tu_nvox(&s->g);
   float *src = scene_copy(img, nvox);
-  if (fwhm)
-    scene_blur(&s->g, fwhm, img, src, STARPU_CPU);
   int nb = tof ? s->tof.num_bins : 1, ret;
   sproj_image *im;
   sproj_lors *lors;
@@ -356,69 +332,4 @@ void scene_osem_close(struct scene_osem *o)
   ck_assert_int_eq(sproj_tof_unregister(o->tof), SPROJ_OK);
   ck_assert_int_eq(sproj_chunks_destroy(o->views), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_unregister(o->lors), SPROJ_OK);
-}
-
-void scene_nll_input(struct nll_input *in, int nb, int n0, int n1, int max_count)
-{
-  in->nb = nb;
-  in->n[0] = n0;
-  in->n[1] = n1;
-  for (int q = 0; q < 2; q++) {
-    int64_t nv = (int64_t)in->n[q] * nb;
-    in->p[q] = tu_alloc(nv);
-    in->y[q] = tu_alloc(nv);
-    in->a[q] = tu_alloc(nv);
-    in->m[q] = tu_alloc(in->n[q]);
-    tu_fill_uniform(in->p[q], nv, 0.0f, 10.0f);
-    tu_fill_uniform(in->a[q], nv, 0.01f, 1.0f);
-    tu_fill_uniform(in->m[q], in->n[q], 0.1f, 1.0f);
-    for (int64_t k = 0; k < nv; k++)
-      in->y[q][k] = (float)tu_randint(0, max_count);
-  }
-}
-
-void scene_nll_input_free(struct nll_input *in)
-{
-  for (int q = 0; q < 2; q++) {
-    free(in->p[q]);
-    free(in->y[q]);
-    free(in->m[q]);
-    free(in->a[q]);
-  }
-}
-
-double scene_nll(unsigned where, const struct nll_input *in, int listmode)
-{
-  starpu_data_handle_t h[2][4], out;
-  struct starpu_data_descr d[4 * 2 + 1];
-  double part[SPROJ_NLL_PARTIALS];
-  const int nb = in->nb;
-  int k = 0;
-  for (int q = 0; q < 2; q++) {
-    starpu_vector_data_register(&h[q][0], STARPU_MAIN_RAM, (uintptr_t)in->p[q], in->n[q], nb * sizeof(float));
-    d[k++] = (struct starpu_data_descr){.handle = h[q][0], .mode = STARPU_R};
-    if (!listmode) {
-      starpu_vector_data_register(&h[q][1], STARPU_MAIN_RAM, (uintptr_t)in->y[q], in->n[q], nb * sizeof(float));
-      d[k++] = (struct starpu_data_descr){.handle = h[q][1], .mode = STARPU_R};
-    }
-    starpu_vector_data_register(&h[q][2], STARPU_MAIN_RAM, (uintptr_t)in->m[q], in->n[q], sizeof(float));
-    d[k++] = (struct starpu_data_descr){.handle = h[q][2], .mode = STARPU_R};
-    starpu_vector_data_register(&h[q][3], STARPU_MAIN_RAM, (uintptr_t)in->a[q], in->n[q], nb * sizeof(float));
-    d[k++] = (struct starpu_data_descr){.handle = h[q][3], .mode = STARPU_R};
-  }
-  starpu_vector_data_register(&out, STARPU_MAIN_RAM, (uintptr_t)part, SPROJ_NLL_PARTIALS, sizeof(double));
-  d[k++] = (struct starpu_data_descr){.handle = out, .mode = STARPU_W};
-  struct sproj_ratio_arg *arg = malloc(sizeof *arg);
-  *arg = (struct sproj_ratio_arg){2, nb, !listmode, 1, 1};
-  ck_assert_int_eq(starpu_task_insert(&sproj_em_nll_cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, d, k,
-                                      STARPU_EXECUTE_WHERE, (unsigned long long)where, 0), 0);
-  starpu_data_unregister(out);
-  for (int q = 0; q < 2; q++)
-    for (int j = 0; j < 4; j++)
-      if (j != 1 || !listmode)
-        starpu_data_unregister(h[q][j]);
-  double sum = 0.0;
-  for (int j = 0; j < SPROJ_NLL_PARTIALS; j++)
-    sum += part[j];
-  return sum;
 }

@@ -25,9 +25,9 @@ void scene_free(struct scene *s);
 /* Chunking with one chunk per view. */
 int scene_views(const struct scene *s, sproj_lors *lors, sproj_chunks **views);
 
-/* Expected data m * A(G x) + a through the library (G: the gauss3d codelet with fwhm, NULL: none); tof NULL: one value
+/* Expected data m * A x + a through the library (blurred: scene_expected_blurred); tof 0: one value
  * per LOR, else [lor][bin]. */
-int scene_expected(const struct scene *s, const float *img, const float fwhm[3], int tof, float *out);
+int scene_expected(const struct scene *s, const float *img, int tof, float *out);
 
 /* Integer counts floor(ybar + u), u uniform in [0, 1) (unbiased, deterministic for a seed). */
 void scene_counts(const float *ybar, int64_t n, float *counts);
@@ -37,21 +37,6 @@ void scene_counts(const float *ybar, int64_t n, float *counts);
  * events; the per-view ranges of events go to view_first / view_count (nviews each). */
 int64_t scene_events(const struct scene *s, const float *counts, int values_per_lor, float **xs, float **xe,
                      int16_t **bins, float **mult, float **add, int64_t *view_first, int64_t *view_count);
-
-/* The separable Gaussian blur of the library's gauss3d codelet, run on one worker kind (STARPU_CPU / STARPU_CUDA). */
-void scene_blur(const struct tu_geom *g, const float fwhm[3], const float *in, float *out, unsigned where);
-
-/* Inputs of the objective codelet: two pieces of n[q] LORs of nb values (p, y, a: nb per LOR; m one per LOR), filled
- * from the tests' random stream with p in [0, 10), a in [0.01, 1), m in [0.1, 1) and counts y in 0 .. max_count. */
-struct nll_input {
-  int nb, n[2];
-  float *p[2], *y[2], *m[2], *a[2];
-};
-void scene_nll_input(struct nll_input *in, int nb, int n0, int n1, int max_count);
-void scene_nll_input_free(struct nll_input *in);
-/* The objective codelet (em_nll) on one worker kind (STARPU_CPU / STARPU_CUDA) over the two pieces, with the data y or
- * as listmode (no data): the sum of its partial sums. */
-double scene_nll(unsigned where, const struct nll_input *in, int listmode);
 
 /* Copies of a float array; an image of ones. */
 float *scene_copy(const float *v, int64_t n);

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <check.h>
 #include "starproj.h"
+#include "starproj_recon.h"
+#include "starproj_io.h"
 
 struct tu_geom {
   int n[3];

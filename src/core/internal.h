@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* internal.h: starproj's objects and the helpers shared by the runtime files (not installed). */
+/* internal.h: libstarproj's objects and the helpers its runtime, codelet and reconstruction files share (not
+ * installed; the other libraries see only shared.h). */
 #ifndef SPROJ_INTERNAL_H
 #define SPROJ_INTERNAL_H
 
@@ -8,12 +9,8 @@
 #include <starpu.h>
 
 #include "starproj.h"
-#include "../codelets/codelets.h"
-
-/* ---- errors (errors.c) ---- */
-/* Records "func: message" as this thread's last error and returns code. */
-int sproj_fail(int code, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-#define SPROJ_FAIL(code, ...) sproj_fail((code), __func__, __VA_ARGS__)
+#include "shared.h"
+#include "codelets.h"
 
 /* ---- runtime state (runtime.c) ---- */
 struct sproj_runtime {
@@ -42,12 +39,8 @@ struct sproj_runtime {
 /* Counts a projection task of `lors` LORs taken by the calling worker, and whether it works on the image's
  * principal-axis copies (for sproj_worker_stats). */
 void sproj_stats_count(int64_t lors, int layout);
-/* Counts registered objects (delta +1 / -1), so that sproj_shutdown can refuse while some remain. */
-void sproj_count_object(int delta);
 extern struct sproj_runtime sproj_rt;
 
-/* SPROJ_OK if initialised, else records and returns SPROJ_ERR_NOT_INIT. */
-int sproj_check_init(const char *func);
 /* Submits what this thread's open batch holds (see sproj_batch_begin) and the calls merged while the workers were
  * busy (submit.c). */
 int sproj_flush_pending(void);
@@ -226,17 +219,5 @@ int sproj_release_handles(starpu_data_handle_t *handles, int nhandles, const uns
 
 /* Checks that every float of an array is finite; returns the index of the first that is not, or -1. */
 int64_t sproj_first_nonfinite(const float *v, int64_t n);
-
-/* ---- reconstruction hook (recon.c), for the distributed layer ---- */
-/* reduce is called after each back projection of a reconstruction into img has been submitted (every sensitivity,
- * every subset's correction), before anything reads img: it may make img the sum of several processes' images. A
- * non-zero return fails the call that submitted the back projection with that status. */
-struct sproj_recon_hook {
-  int (*reduce)(void *user, sproj_image *img);
-  void *user;
-};
-/* sproj_recon_create with a hook (NULL: none), reporting errors as func. */
-int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg,
-                              const struct sproj_recon_hook *hook);
 
 #endif

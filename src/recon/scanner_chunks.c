@@ -2,7 +2,7 @@
 /* scanner_chunks.c: chunkings of a scanner's sinogram LOR set: views, viewgrams and subsets of interleaved views. */
 #include "config.h"
 #include <stdlib.h>
-#include "internal.h"
+#include "../core/internal.h"
 
 /* Ranges of the chunks being built: chunk c holds ranges start[c] .. start[c+1]-1. */
 struct range_list {

@@ -5,30 +5,47 @@
 #include <stdlib.h>
 #include "internal.h"
 
-static int check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],
-                          struct sproj_geom *geom)
+int sproj_check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],
+                         uint64_t max_voxels, uint64_t *nvox)
 {
-  if (!dims || !voxel_size || !origin)
-    return sproj_fail(SPROJ_ERR_NULL, func, "dims, voxel_size and origin must not be NULL");
+  if (!dims || !voxel_size)
+    return sproj_fail(SPROJ_ERR_NULL, func, "dims and voxel_size must not be NULL");
   uint64_t total = 1;
   for (int k = 0; k < 3; k++) {
     if (dims[k] <= 0)
       return sproj_fail(SPROJ_ERR_DIMS, func, "dims[%d] = %d must be > 0", k, dims[k]);
-    total *= (uint64_t)dims[k];
-    if (total > UINT32_MAX)
-      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "%d x %d x %d voxels exceed 2^32-1", dims[0], dims[1], dims[2]);
+    total *= (uint64_t)dims[k]; /* < 2^93 never: each factor < 2^31 and the bound is checked after each */
+    if (total > max_voxels)
+      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "%d x %d x %d voxels exceed the %llu this call can hold", dims[0],
+                        dims[1], dims[2], (unsigned long long)max_voxels);
   }
   for (int k = 0; k < 3; k++)
     if (!isfinite(voxel_size[k]) || !(voxel_size[k] > 0.0f))
       return sproj_fail(SPROJ_ERR_VOXEL_SIZE, func, "voxel_size[%d] = %g must be finite and > 0", k, voxel_size[k]);
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; origin && k < 3; k++)
     if (!isfinite(origin[k]))
       return sproj_fail(SPROJ_ERR_NONFINITE, func, "origin[%d] is not finite", k);
   for (int k = 0; k < 3; k++) {
-    /* the far face of the box must be finite too */
-    float far = origin[k] + (float)dims[k] * voxel_size[k];
+    /* the far face of the box must be finite too (in float, as the projectors compute it) */
+    float far = (origin ? origin[k] : 0.0f) + (float)dims[k] * voxel_size[k];
     if (!isfinite(far))
-      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "image extent along axis %d is not finite", k);
+      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "the image's extent along axis %d is not finite", k);
+  }
+  if (nvox)
+    *nvox = total;
+  return SPROJ_OK;
+}
+
+/* An image handle holds at most 2^32-1 voxels (StarPU vectors count their elements in 32 bits). */
+static int check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],
+                          struct sproj_geom *geom)
+{
+  if (!origin)
+    return sproj_fail(SPROJ_ERR_NULL, func, "origin must not be NULL");
+  int ret = sproj_check_geometry(func, dims, voxel_size, origin, UINT32_MAX, NULL);
+  if (ret)
+    return ret;
+  for (int k = 0; k < 3; k++) {
     geom->n[k] = dims[k];
     geom->voxel_size[k] = voxel_size[k];
     geom->origin[k] = origin[k];
@@ -214,6 +231,38 @@ sproj_starpu_handle sproj_image_handle(const sproj_image *img)
   if (sproj_rt.initialized)
     sproj_flush_held();
   return img ? img->handle : NULL;
+}
+
+int sproj_image_geometry(const sproj_image *img, int dims[3], float voxel_size[3], float origin[3])
+{
+  if (!img)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img must not be NULL");
+  for (int k = 0; k < 3; k++) {
+    if (dims)
+      dims[k] = img->geom.n[k];
+    if (voxel_size)
+      voxel_size[k] = img->geom.voxel_size[k];
+    if (origin)
+      origin[k] = img->geom.origin[k];
+  }
+  return SPROJ_OK;
+}
+
+int sproj_image_submit_zero(const char *func, sproj_image *img)
+{
+  if (starpu_task_insert(&sproj_image_zero_cl, STARPU_W, img->handle, STARPU_EXECUTE_WHERE,
+                         (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0) != 0)
+    return sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused the task that zeroes the image");
+  return SPROJ_OK;
+}
+
+int sproj_image_submit_add(const char *func, sproj_image *dst, sproj_starpu_handle src)
+{
+  if (starpu_task_insert(&sproj_image_add_cl, STARPU_RW | STARPU_COMMUTE, dst->handle, STARPU_R, src,
+                         STARPU_EXECUTE_WHERE, (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                         0) != 0)
+    return sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused the task that adds an image into another");
+  return SPROJ_OK;
 }
 
 /* How many of the handles (in order) to copy to a node: those that fit in half of its memory (or of its

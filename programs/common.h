@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 #include "starproj.h"
+#include "starproj_recon.h"
+#include "starproj_io.h"
 
 /* A whole-number option value in lo..hi, or a message naming the option and exit 2 (programs reject malformed
  * numbers instead of reading "1e6" as 1). */

@@ -455,6 +455,16 @@ void sproj_count_object(int delta)
   __atomic_add_fetch(&sproj_rt.live_objects, delta, __ATOMIC_RELAXED);
 }
 
+int sproj_live_objects(void)
+{
+  return __atomic_load_n(&sproj_rt.live_objects, __ATOMIC_RELAXED);
+}
+
+int sproj_is_initialized(void)
+{
+  return sproj_rt.initialized != 0;
+}
+
 int sproj_shutdown(void)
 {
   int ret = sproj_check_init_flush(__func__);
@@ -677,6 +687,11 @@ int sproj_stats_reset(void)
 }
 
 /* ---- host memory ---- */
+void sproj_free(void *ptr)
+{
+  free(ptr);
+}
+
 int sproj_malloc_pinned(void **ptr, size_t bytes)
 {
   int ret = sproj_check_init(__func__);

@@ -195,3 +195,35 @@ int sproj_proj_unregister(sproj_proj *proj)
   sproj_count_object(-1);
   return SPROJ_OK;
 }
+
+int sproj_proj_count(const sproj_proj *proj, int64_t *num_lors, int *values_per_lor)
+{
+  if (!proj)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj must not be NULL");
+  if (num_lors)
+    *num_lors = proj->vec.lors->num_lors;
+  if (values_per_lor)
+    *values_per_lor = proj->num_bins;
+  return SPROJ_OK;
+}
+
+int sproj_proj_acquire(const char *func, sproj_proj *proj, const float **values)
+{
+  int ret = sproj_check_init_flush(func);
+  if (ret)
+    return ret;
+  /* the lock keeps submitters from changing the vector's partition while it is held whole */
+  pthread_mutex_lock(&proj->vec.lock);
+  if (starpu_data_acquire(proj->vec.handle, STARPU_R) != 0) {
+    pthread_mutex_unlock(&proj->vec.lock);
+    return sproj_fail(SPROJ_ERR_STARPU, func, "StarPU could not make the values available on the host");
+  }
+  *values = (const float *)starpu_vector_get_local_ptr(proj->vec.handle);
+  return SPROJ_OK;
+}
+
+void sproj_proj_release_acquired(sproj_proj *proj)
+{
+  starpu_data_release(proj->vec.handle);
+  pthread_mutex_unlock(&proj->vec.lock);
+}

@@ -11,13 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "internal.h"
+#include "starproj_io.h"
+#include "../core/shared.h"
 #include "files.h"
-
-void sproj_free(void *ptr)
-{
-  free(ptr);
-}
 
 int sproj_host_little_endian(void)
 {

@@ -6,28 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <nifti1_io.h>
-#include "internal.h"
+#include "starproj_io.h"
+#include "../core/shared.h"
 #include "files.h"
 
 static int check_image_geometry(const char *func, const int dims[3], const float voxel_size[3],
                                 const float origin[3], size_t *nvox)
 {
-  size_t total = 1;
-  for (int k = 0; k < 3; k++) {
-    if (dims[k] <= 0)
-      return sproj_fail(SPROJ_ERR_DIMS, func, "dims[%d] = %d must be > 0", k, dims[k]);
-    if (total > SIZE_MAX / sizeof(float) / (size_t)dims[k])
-      return sproj_fail(SPROJ_ERR_OVERFLOW, func, "%d x %d x %d voxels are too many", dims[0], dims[1], dims[2]);
-    total *= (size_t)dims[k];
-  }
-  for (int k = 0; k < 3; k++)
-    if (!isfinite(voxel_size[k]) || !(voxel_size[k] > 0.0f))
-      return sproj_fail(SPROJ_ERR_VOXEL_SIZE, func, "voxel_size[%d] = %g must be finite and > 0", k, voxel_size[k]);
-  for (int k = 0; origin && k < 3; k++)
-    if (!isfinite(origin[k]))
-      return sproj_fail(SPROJ_ERR_NONFINITE, func, "origin[%d] is not finite", k);
-  *nvox = total;
-  return SPROJ_OK;
+  uint64_t n;
+  int ret = sproj_check_geometry(func, dims, voxel_size, origin, SPROJ_HOST_MAX_VOXELS, &n);
+  if (ret == SPROJ_OK)
+    *nvox = (size_t)n;
+  return ret;
 }
 
 int sproj_nifti_write(const char *path, const float *data, const int dims[3], const float voxel_size[3],

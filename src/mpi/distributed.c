@@ -7,7 +7,7 @@
 #include <string.h>
 #include <mpi.h>
 #include <starpu_mpi.h>
-#include "internal.h"
+#include "../core/shared.h"
 #include "starproj_mpi.h"
 
 struct sproj_mpi_comm {
@@ -132,7 +132,7 @@ int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct
                         MPI_THREAD_MULTIPLE);
   else if (the_comm)
     status = SPROJ_FAIL(SPROJ_ERR_INVALID, "a communicator exists already (one per process)");
-  if (status == SPROJ_OK && !sproj_rt.initialized) {
+  if (status == SPROJ_OK && !sproj_is_initialized()) {
     status = sproj_init(cfg);
     c->owns_sproj = status == SPROJ_OK;
   }
@@ -169,7 +169,7 @@ static void scratch_free(sproj_mpi_comm *c)
 {
   if (!c->scratch)
     return;
-  starpu_data_unregister_no_coherency(c->scratch->handle);
+  starpu_data_unregister_no_coherency(sproj_image_handle(c->scratch));
   sproj_count_object(-1);
   free(c->scratch);
   c->scratch = NULL;
@@ -183,7 +183,7 @@ int sproj_mpi_comm_destroy(sproj_mpi_comm *comm)
   if (!comm)
     return SPROJ_OK;
   scratch_free(comm);
-  int status = SPROJ_OK, live = __atomic_load_n(&sproj_rt.live_objects, __ATOMIC_RELAXED);
+  int status = SPROJ_OK, live = sproj_live_objects();
   if (comm->owns_sproj && live > 0)
     status = SPROJ_FAIL(SPROJ_ERR_BUSY, "%d starproj objects are still registered", live);
   if ((status = agree_status(__func__, comm, status)))
@@ -520,9 +520,12 @@ int sproj_mpi_dist_chunks(sproj_chunks **chunks, const sproj_mpi_dist *dist, spr
   if (!chunks || !dist || !local_lors)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks, dist and local_lors must not be NULL");
   int64_t n = dist->local_first[dist->num_local];
-  if (local_lors->num_lors != n)
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the LOR set holds %lld LORs, this rank owns %lld",
-                      (long long)local_lors->num_lors, (long long)n);
+  int64_t held;
+  if ((ret = sproj_lors_count(local_lors, &held)))
+    return ret;
+  if (held != n)
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the LOR set holds %lld LORs, this rank owns %lld", (long long)held,
+                      (long long)n);
   int64_t *count = malloc(dist->num_local * sizeof *count);
   if (!count)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
@@ -534,77 +537,46 @@ int sproj_mpi_dist_chunks(sproj_chunks **chunks, const sproj_mpi_dist *dist, spr
 }
 
 /* ---- projections -------------------------------------------------------------------------------------------- */
-/* Checks what can be checked before the ranks agree: the projector's objects belong together. */
-static int check_projection(const char *func, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                            const sproj_tof *tof)
-{
-  int ret = sproj_check_init(func);
-  if (ret)
-    return ret;
-  if (!img || !proj)
-    return sproj_fail(SPROJ_ERR_NULL, func, "img and proj must not be NULL");
-  if (chunks && chunks->lors != proj->vec.lors)
-    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the chunking belongs to another LOR set than proj");
-  int lm = tof && proj->vec.lors->bins;
-  int bins = tof && !lm ? tof->params.num_bins : 1;
-  if (proj->num_bins != bins)
-    return sproj_fail(SPROJ_ERR_MISMATCH, func, "proj holds %d values per LOR, the projector %d", proj->num_bins, bins);
-  if (tof && tof->lors && tof->lors != proj->vec.lors)
-    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the per-LOR TOF parameters belong to another LOR set");
-  if (lm && proj->vec.lors->max_bin >= tof->params.num_bins)
-    return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d, the TOF parameters have %d bins",
-                      proj->vec.lors->max_bin, tof->params.num_bins);
-  return SPROJ_OK;
-}
-
-/* Forward (back = 0) or back projection of every chunk with the projector the arguments name. */
-static int project(int back, sproj_image *img, sproj_proj *p, const sproj_chunks *ch, const sproj_tof *tof)
-{
-  int ret;
-  if (!tof)
-    ret = back ? sproj_back(img, p, ch, SPROJ_ALL_CHUNKS) : sproj_fwd(img, p, ch, SPROJ_ALL_CHUNKS);
-  else if (p->vec.lors->bins)
-    ret = back ? sproj_back_tof_lm(img, p, ch, SPROJ_ALL_CHUNKS, tof)
-               : sproj_fwd_tof_lm(img, p, ch, SPROJ_ALL_CHUNKS, tof);
-  else
-    ret = back ? sproj_back_tof_sino(img, p, ch, SPROJ_ALL_CHUNKS, tof)
-               : sproj_fwd_tof_sino(img, p, ch, SPROJ_ALL_CHUNKS, tof);
-  /* inside a caller's batch the projection would only be collected: what follows must come after it */
-  return ret ? ret : sproj_flush_pending();
-}
-
 int sproj_mpi_fwd(sproj_mpi_comm *comm, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
                   const sproj_tof *tof)
 {
   sproj_mpi_comm *c = comm_for(comm);
   if (!c)
     return SPROJ_FAIL(SPROJ_ERR_NOT_INIT, "no communicator exists");
-  int status = comm ? check_projection(__func__, img, proj, chunks, tof)
+  int status = comm ? sproj_projection_check(__func__, img, proj, chunks, tof)
                     : SPROJ_FAIL(SPROJ_ERR_NULL, "comm must not be NULL");
   if ((status = agree_status(__func__, c, status)))
     return status;
-  return agree_status(__func__, c, project(0, img, proj, chunks, tof));
+  return agree_status(__func__, c, sproj_project(0, img, proj, chunks, tof));
 }
 
 /* sproj_mpi_back's image of img's geometry, zeroed by a task. */
 static int scratch_for(const char *func, sproj_mpi_comm *c, const sproj_image *img, sproj_image **out)
 {
-  if (c->scratch && memcmp(&c->scratch->geom, &img->geom, sizeof img->geom) != 0)
+  int dims[3], same = c->scratch != NULL;
+  float vs[3], origin[3];
+  sproj_image_geometry(img, dims, vs, origin);
+  if (c->scratch) {
+    int d[3];
+    float v[3], o[3];
+    sproj_image_geometry(c->scratch, d, v, o);
+    same = !memcmp(d, dims, sizeof d) && !memcmp(v, vs, sizeof v) && !memcmp(o, origin, sizeof o);
+  }
+  if (c->scratch && !same)
     scratch_free(c);
   if (!c->scratch) {
-    const struct sproj_geom *g = &img->geom;
-    uint32_t nvox = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
+    uint32_t nvox = (uint32_t)dims[0] * (uint32_t)dims[1] * (uint32_t)dims[2];
     starpu_data_handle_t h;
     starpu_vector_data_register(&h, -1, 0, nvox, sizeof(float));
-    int ret = sproj_image_register_handle(&c->scratch, h, g->n, g->voxel_size, g->origin);
+    int ret = sproj_image_register_handle(&c->scratch, h, dims, vs, origin);
     if (ret) {
       starpu_data_unregister_no_coherency(h);
       return sproj_fail(ret, func, "could not set up an image: %s", sproj_last_error());
     }
   }
-  if (starpu_task_insert(&sproj_image_zero_cl, STARPU_W, c->scratch->handle, STARPU_EXECUTE_WHERE,
-                         (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0) != 0)
-    return sproj_fail(SPROJ_ERR_STARPU, func, "could not submit a task");
+  int ret = sproj_image_submit_zero(func, c->scratch);
+  if (ret)
+    return ret;
   *out = c->scratch;
   return SPROJ_OK;
 }
@@ -615,22 +587,20 @@ int sproj_mpi_back(sproj_mpi_comm *comm, sproj_image *img, sproj_proj *proj, con
   sproj_mpi_comm *c = comm_for(comm);
   if (!c)
     return SPROJ_FAIL(SPROJ_ERR_NOT_INIT, "no communicator exists");
-  int status = comm ? check_projection(__func__, img, proj, chunks, tof)
+  int status = comm ? sproj_projection_check(__func__, img, proj, chunks, tof)
                     : SPROJ_FAIL(SPROJ_ERR_NULL, "comm must not be NULL");
   if ((status = agree_status(__func__, c, status)))
     return status;
   sproj_image *part = NULL;
   status = scratch_for(__func__, c, img, &part);
   if (status == SPROJ_OK)
-    status = project(1, part, proj, chunks, tof);
+    status = sproj_project(1, part, proj, chunks, tof);
   if ((status = agree_status(__func__, c, status)))
     return status;
-  if ((status = reduce_image(c, part->handle, &c->scratch_tag)))
+  if ((status = reduce_image(c, sproj_image_handle(part), &c->scratch_tag)))
     return SPROJ_FAIL(status, "the reduction across ranks failed");
-  if (starpu_task_insert(&sproj_image_add_cl, STARPU_RW | STARPU_COMMUTE, img->handle, STARPU_R, part->handle,
-                         STARPU_EXECUTE_WHERE, (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
-                         0) != 0)
-    return SPROJ_FAIL(SPROJ_ERR_STARPU, "could not submit a task");
+  if ((status = sproj_image_submit_add(__func__, img, sproj_image_handle(part))))
+    return status;
   return SPROJ_OK;
 }
 
@@ -640,7 +610,8 @@ int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_pro
   if (!c)
     return SPROJ_FAIL(SPROJ_ERR_NOT_INIT, "no communicator exists");
   int status = sproj_check_init(__func__);
-  int receives = root == -1 || root == c->rank;
+  int receives = root == -1 || root == c->rank, nb = 0;
+  int64_t held = 0;
   if (status)
     ;
   else if (!comm || !dist || !proj)
@@ -651,12 +622,14 @@ int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_pro
     status = SPROJ_FAIL(SPROJ_ERR_RANGE, "root %d outside -1..%d", root, c->size - 1);
   else if (receives && !global)
     status = SPROJ_FAIL(SPROJ_ERR_NULL, "global must not be NULL on the receiving rank");
-  else if (proj->vec.lors->num_lors != dist->local_first[dist->num_local])
-    status = SPROJ_FAIL(SPROJ_ERR_MISMATCH, "proj holds %lld LORs, this rank owns %lld",
-                        (long long)proj->vec.lors->num_lors, (long long)dist->local_first[dist->num_local]);
+  else if ((status = sproj_proj_count(proj, &held, &nb)))
+    ;
+  else if (held != dist->local_first[dist->num_local])
+    status = SPROJ_FAIL(SPROJ_ERR_MISMATCH, "proj holds %lld LORs, this rank owns %lld", (long long)held,
+                        (long long)dist->local_first[dist->num_local]);
   if ((status = agree_status(__func__, c, status)))
     return status;
-  int nb = proj->num_bins, range[2] = {nb, -nb}, res[2];
+  int range[2] = {nb, -nb}, res[2];
   MPI_Allreduce(range, res, 2, MPI_INT, MPI_MIN, c->comm);
   if (res[0] != -res[1])
     return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the ranks' projections hold different numbers of values per LOR");
@@ -673,12 +646,9 @@ int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_pro
   for (int r = 0; status == SPROJ_OK && r < c->size; r++)
     if (counts[r] < 0 || displs[r] < 0)
       status = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "more than 2^31-1 values: MPI counts them in int");
-  pthread_mutex_lock(&proj->vec.lock);
-  int acquired = status == SPROJ_OK && starpu_data_acquire(proj->vec.handle, STARPU_R) == 0;
-  if (status == SPROJ_OK && !acquired)
-    status = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+  const float *mine = NULL;
+  int acquired = status == SPROJ_OK && (status = sproj_proj_acquire(__func__, proj, &mine)) == SPROJ_OK;
   if ((status = agree_status(__func__, c, status)) == SPROJ_OK) {
-    const float *mine = (const float *)starpu_vector_get_local_ptr(proj->vec.handle);
     int n = counts[c->rank];
     if (root < 0) {
       MPI_Allgatherv(mine, n, MPI_FLOAT, all, counts, displs, MPI_FLOAT, c->comm);
@@ -705,8 +675,7 @@ int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_pro
     }
   }
   if (acquired)
-    starpu_data_release(proj->vec.handle);
-  pthread_mutex_unlock(&proj->vec.lock);
+    sproj_proj_release_acquired(proj);
   free(all);
   free(counts);
   free(displs);
@@ -731,7 +700,7 @@ static int recon_reduce(void *user, sproj_image *img)
 {
   sproj_mpi_recon *R = user;
   int status = SPROJ_OK, i = 0;
-  while (i < R->ntags && R->tagged[i] != img->handle)
+  while (i < R->ntags && R->tagged[i] != sproj_image_handle(img))
     i++;
   if (i == R->cap_tags) {
     int cap = R->cap_tags ? 2 * R->cap_tags : 8;
@@ -753,10 +722,10 @@ static int recon_reduce(void *user, sproj_image *img)
     return status;
   }
   if (i == R->ntags) {
-    R->tagged[i] = img->handle;
+    R->tagged[i] = sproj_image_handle(img);
     R->tags[i] = -1;
   }
-  status = reduce_image(R->comm, img->handle, &R->tags[i]);
+  status = reduce_image(R->comm, sproj_image_handle(img), &R->tags[i]);
   if (i == R->ntags && R->tags[i] >= 0)
     R->ntags++;
   return status ? sproj_fail(status, R->func, "the reduction across ranks failed") : SPROJ_OK;
@@ -853,14 +822,19 @@ int sproj_mpi_recon_create(sproj_mpi_recon **recon, sproj_mpi_comm *comm, const 
                         "sensitivity chunkings (cfg->objective, cfg->sens_chunks must be 0 / NULL)");
   else if (!cfg->chunks)
     status = SPROJ_FAIL(SPROJ_ERR_NULL, "cfg->chunks must not be NULL");
-  else if (cfg->chunks->num_chunks != dist->num_local)
-    status = SPROJ_FAIL(SPROJ_ERR_MISMATCH, "cfg->chunks has %d chunks, this rank owns %d of the distribution",
-                        cfg->chunks->num_chunks, dist->num_local);
-  for (int j = 0; status == SPROJ_OK && j < dist->num_local; j++)
-    if (cfg->chunks->count[j] != dist->local_first[j + 1] - dist->local_first[j])
+  int nlocal = 0;
+  if (status == SPROJ_OK && (status = sproj_chunks_count(cfg->chunks, &nlocal)) == SPROJ_OK &&
+      nlocal != dist->num_local)
+    status = SPROJ_FAIL(SPROJ_ERR_MISMATCH, "cfg->chunks has %d chunks, this rank owns %d of the distribution", nlocal,
+                        dist->num_local);
+  for (int j = 0; status == SPROJ_OK && j < dist->num_local; j++) {
+    int64_t held = 0;
+    if ((status = sproj_chunks_size(cfg->chunks, j, &held)))
+      break;
+    if (held != dist->local_first[j + 1] - dist->local_first[j])
       status = SPROJ_FAIL(SPROJ_ERR_MISMATCH, "local chunk %d of cfg->chunks holds %lld LORs, the distribution's %lld",
-                          j, (long long)cfg->chunks->count[j],
-                          (long long)(dist->local_first[j + 1] - dist->local_first[j]));
+                          j, (long long)held, (long long)(dist->local_first[j + 1] - dist->local_first[j]));
+  }
   if (status == SPROJ_OK)
     status = local_subsets(func, c, dist, cfg, &idx, &sizes);
   sproj_mpi_recon *R = status == SPROJ_OK ? calloc(1, sizeof *R) : NULL;

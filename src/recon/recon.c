@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "internal.h"
-#include "../codelets/em_nll.h"
-#include "../codelets/gauss3d.h"
+#include "../core/internal.h"
+#include "em_nll.h"
+#include "gauss3d.h"
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 struct sproj_model {

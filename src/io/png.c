@@ -7,7 +7,8 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "starproj_io.h"
+#include "../core/shared.h"
 #include "files.h"
 
 #define PANEL_TARGET 256 /* pixels over the largest extent of an image */
@@ -147,26 +148,16 @@ int sproj_png_write_image(const char *path, const float *data, const int dims[3]
 {
   if (!path || !data || !dims || !voxel_size)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "path, data, dims and voxel_size must not be NULL");
-  /* the image must be addressable (as in nifti.c): the voxel indices below would overflow otherwise */
-  size_t total = 1;
-  for (int k = 0; k < 3; k++) {
-    if (dims[k] <= 0)
-      return SPROJ_FAIL(SPROJ_ERR_DIMS, "dims[%d] = %d must be > 0", k, dims[k]);
-    if (total > SIZE_MAX / sizeof(float) / (size_t)dims[k])
-      return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%d x %d x %d voxels are too many", dims[0], dims[1], dims[2]);
-    total *= (size_t)dims[k];
-  }
-  for (int k = 0; k < 3; k++)
-    if (!isfinite(voxel_size[k]) || !(voxel_size[k] > 0.0f))
-      return SPROJ_FAIL(SPROJ_ERR_VOXEL_SIZE, "voxel_size[%d] = %g must be finite and > 0", k, voxel_size[k]);
-  int ret = check_window(__func__, window);
+  /* the image must be addressable: the voxel indices below would overflow otherwise */
+  int ret = sproj_check_geometry(__func__, dims, voxel_size, NULL, SPROJ_HOST_MAX_VOXELS, NULL);
+  if (ret)
+    return ret;
+  ret = check_window(__func__, window);
   if (ret)
     return ret;
   double extent[3], largest = 0.0;
   for (int k = 0; k < 3; k++) {
-    extent[k] = (double)dims[k] * voxel_size[k];
-    if (!isfinite(extent[k]))
-      return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "the image's extent along axis %d is not finite", k);
+    extent[k] = (double)dims[k] * voxel_size[k]; /* finite: sproj_check_geometry checked it */
     largest = extent[k] > largest ? extent[k] : largest;
   }
   double pitch = largest / PANEL_TARGET;

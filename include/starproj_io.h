@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* starproj_io.h: images and projection data in files: NIfTI-1 (nifticlib), raw data with a text header, PNG
+ * previews (libpng). Library libstarproj-io. */
+#ifndef STARPROJ_IO_H
+#define STARPROJ_IO_H
+
+#include "starproj.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Host-side calls: they need neither sproj_init nor StarPU, and are safe from several threads at once (each call
+ * works on its own arguments). Arrays they allocate for the caller are freed with sproj_free (starproj.h). */
+
+/* Files are written atomically: the data goes to a temporary file in the target's folder (named
+ * ".<name>.tmp-<pid>-<n>"), which is renamed to the target only once everything is written and flushed. On any
+ * failure the temporary file is removed, and a file already at the target stays as it was. */
+
+/* Writes an image as NIfTI-1 (a single .nii file, float32, native byte order). The path must end in ".nii".
+ * The image is float data[n0][n1][n2] (axis 2 fastest), voxel_size[3] > 0 and origin[3] (centre of voxel (0,0,0))
+ * in mm, as for sproj_image_register. NIfTI's fastest index i is starproj's axis 2, j axis 1 and k axis 0, so a
+ * NIfTI reader (nibabel) shows the shape (n2, n1, n0) and voxel sizes (vs2, vs1, vs0). The qform and sform
+ * (both code 1, scanner coordinates) map voxel (i, j, k) to the world point (x, y, z) with
+ *   x = origin[0] + k*vs0,  y = origin[1] + j*vs1,  z = origin[2] + i*vs2,
+ * i.e. the file's world coordinates are starproj's (the LORs' frame): the linear part of the affine is a
+ * permutation, with determinant < 0 (qfac = -1). Units: mm (xyzt_units). description: optional text (first 79
+ * characters kept, NULL: none). Errors: NULL, INVALID (path), DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW, NOMEM, IO. */
+SPROJ_API int sproj_nifti_write(const char *path, const float *data, const int dims[3], const float voxel_size[3],
+                                const float origin[3], const char *description);
+
+/* Reads a NIfTI-1 image (.nii, .nii.gz, .hdr/.img; any of NIfTI's real data types, converted to float with the
+ * file's scl_slope / scl_inter) into a new array *data (free with sproj_free) with dims (n0, n1, n2) =
+ * (dim[3], dim[2], dim[1]), voxel_size = (pixdim[3], pixdim[2], pixdim[1]) and origin = world coordinates of the
+ * centre of voxel (0,0,0) from the sform (else the qform, else 0). For files written by sproj_nifti_write this is
+ * the exact inverse. Files with another orientation are read with the same index mapping; their origin is still
+ * the world position of voxel (0,0,0), but the directions of the axes are not applied. origin may be NULL.
+ * Errors: NULL, IO (cannot open or read, truncated data), FORMAT (not NIfTI, more than 3 dimensions with a size
+ * > 1, complex or RGB data, pixdim not > 0), OVERFLOW, NOMEM. */
+SPROJ_API int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_size[3], float origin[3]);
+
+/* Raw data with a text header: "<base>.hdr" holds "key = value" lines, "<base>.raw" the numbers, C order (the
+ * last axis fastest), native byte order (recorded in the header; the readers swap if needed). Keys:
+ *   format = starproj-raw 1              content = sinogram | listmode
+ *   data_file = <base name>.raw          data_type = float32 | int32
+ *   byte_order = little-endian | big-endian
+ *   shape = <n1> <n2> ...                (slowest first)      axes = <name1> <name2> ...
+ *   scanner = <text>                     num_tof_bins = <n>   tof_bin_width = <mm>
+ * and, for listmode, fields = lor tof_bin, num_lors = <n>. Lines starting with '#' are comments; unknown keys are
+ * ignored. base may be given with or without ".hdr". The data file is written first and the header last, after
+ * removing any old header: a header is never next to data it does not describe. (So a rewrite that fails in its
+ * last steps, the renames, may leave an old pair without its header.) */
+#define SPROJ_RAW_MAX_DIMS 8
+#define SPROJ_RAW_NAME_LEN 32
+
+/* A sinogram: a float32 array of any layout, described by the names of its axes. */
+struct sproj_sino_info {
+  int num_dims;                                         /* 1 .. SPROJ_RAW_MAX_DIMS */
+  int64_t shape[SPROJ_RAW_MAX_DIMS];                    /* size of each axis, slowest first; > 0 */
+  char axes[SPROJ_RAW_MAX_DIMS][SPROJ_RAW_NAME_LEN];    /* what each axis is: "view", "radial", "plane",
+                                                         * "tof_bin", ...; letters, digits and _-.+ */
+  char scanner[64];                                     /* scanner preset name, "" if none (characters as
+                                                         * for axes) */
+  int num_tof_bins;                                     /* 0 for non-TOF data */
+  float tof_bin_width;                                  /* mm, 0 for non-TOF data */
+};
+
+/* Writes <base>.hdr and <base>.raw. Errors: NULL, INVALID (names with other characters, empty base),
+ * DIMS, OVERFLOW (more than 2^62 bytes), TOF (num_tof_bins or tof_bin_width negative or not finite), NOMEM, IO. */
+SPROJ_API int sproj_raw_write_sino(const char *base, const struct sproj_sino_info *info, const float *data);
+/* Reads them back: *info and a new array *data (free with sproj_free). Errors: NULL, IO (a file cannot be opened
+ * or read), FORMAT (missing or malformed key, content not "sinogram", data type not float32, data file of
+ * another size than the shape says), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
+SPROJ_API int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data);
+
+/* Listmode: num_events events, each two int32 fields in the file (shape = num_events 2, axes = event field,
+ * fields = lor tof_bin): the index of the event's LOR in the scanner's LOR enumeration (0 .. num_lors-1) and its
+ * TOF bin (0 .. num_tof_bins-1; 0 for non-TOF data). */
+struct sproj_lm_info {
+  int64_t num_events;   /* >= 0 (an empty list is valid) */
+  int64_t num_lors;     /* size of the LOR enumeration, 1 .. 2^31-1 */
+  char scanner[64];     /* scanner preset name, "" if none */
+  int num_tof_bins;     /* 0 for non-TOF data (every tof_bin then 0) */
+  float tof_bin_width;  /* mm, 0 for non-TOF data */
+};
+/* Writes <base>.hdr and <base>.raw. tof_bin may be NULL (all 0). Errors: NULL, INVALID (names), DIMS (negative
+ * count), RANGE (num_lors, an LOR outside 0 .. num_lors-1, a bin outside 0 .. max(num_tof_bins,1)-1), OVERFLOW
+ * (more than 2^59 events), TOF, NOMEM, IO. */
+SPROJ_API int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info, const int32_t *lor,
+                                       const int16_t *tof_bin);
+/* Reads them back into new arrays *lor and *tof_bin (free both with sproj_free; NULL when there are no events).
+ * tof_bin may be NULL if the bins are not wanted. Errors: as sproj_raw_read_sino (content "listmode", data type
+ * int32, fields lor tof_bin), plus FORMAT for an event whose LOR or bin is out of its range. */
+SPROJ_API int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin);
+
+/* PNG previews (8-bit greyscale). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and hi = the 99.5th
+ * percentile of the finite values shown (the largest finite value if that is not > 0; min .. max if that is not
+ * > 0 either). NaN and values below lo are black, values above hi white. */
+
+/* Three central slices of an image side by side, each scaled with nearest-neighbour sampling to square pixels
+ * (voxel aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels; index 0 of
+ * an axis at the top or left:
+ * transaxial (axis 2 fixed at n2/2; rows: axis 1, columns: axis 0), coronal (axis 1 fixed at n1/2; rows: axis 2,
+ * columns: axis 0) and sagittal (axis 0 fixed at n0/2; rows: axis 2, columns: axis 1), separated by 4 black
+ * columns. Errors: NULL, DIMS, VOXEL_SIZE, OVERFLOW, INVALID (window lo >= hi or not finite), NOMEM, IO. */
+SPROJ_API int sproj_png_write_image(const char *path, const float *data, const int dims[3], const float voxel_size[3],
+                                    const float window[2]);
+/* One view of a sinogram: plane_axis down the rows, radial_axis across the columns, at index view of view_axis;
+ * a fourth axis (TOF bins) is summed over. num_dims is 3 or 4, shape slowest first, the three axis arguments
+ * distinct and < num_dims. Each bin becomes an s x s block, s the largest integer (1 .. 8) keeping both sides
+ * <= 2048 pixels (sampled down when one side has more than 2048 bins). Errors: NULL, DIMS, INVALID, RANGE (view),
+ * OVERFLOW, NOMEM, IO. */
+SPROJ_API int sproj_png_write_sino(const char *path, const float *sino, int num_dims, const int64_t *shape, int view_axis,
+                                   int radial_axis, int plane_axis, int64_t view, const float window[2]);
+
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARPROJ_IO_H */

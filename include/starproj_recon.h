@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* starproj_recon.h: scanner geometry, forward models and ML-EM / OS-EM reconstruction, phantoms and simulated
+ * data (in libstarproj, beside the projector runtime of starproj.h). */
+#ifndef STARPROJ_RECON_H
+#define STARPROJ_RECON_H
+
+#include "starproj.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- scanner geometry -------------------------------------------------------------------------------- */
+/* Cylindrical PET scanners: num_rings rings, each a regular polygon of num_modules flat modules (the polygon's sides,
+ * at distance radius from the axis z) with detectors_per_module detectors each, detector_pitch apart, centred on
+ * the module. Module m's centre lies at angle 2*pi*m/num_modules from the x axis; detector d of a ring
+ * (0 .. num_modules*detectors_per_module - 1) is detector d % detectors_per_module of module d / detectors_per_module,
+ * detectors numbered counter-clockwise (towards increasing angle) within and across modules. Ring r lies at
+ * z = ring_z[r]. Units: those of the images (millimetres in the presets).
+ *
+ * Its sinogram (span 1, no arc correction, interleaved):
+ * - views v = 0 .. D/2 - 1 (D = detectors per ring), radial bins k = 0 .. num_radial_bins - 1;
+ *   with j = k - num_radial_bins/2 and h = floor(j/2), the LOR of (v, k) joins detector (v + h) mod D (at xstart)
+ *   and detector (v + D/2 - (j - h)) mod D (at xend): bin num_radial_bins/2 passes through the axis and each
+ *   radial step moves one of the two detectors by one;
+ * - segments s = -max_ring_difference .. +max_ring_difference: the ring pairs with ring(xend) - ring(xstart) = s;
+ *   axial positions a = 0 .. num_rings - |s| - 1 within a segment: ring(xstart) = a + max(0, -s), so a is the lower
+ *   of the two rings (as STIR numbers them). The planes of a view are its (segment, axial) pairs.
+ * - LOR index, by the layout's order (radial bins always fastest; segments in the layout's segment sequence):
+ *     SPROJ_ORDER_VIEW_SEGMENT     [view][segment][axial][radial]  a view, and a viewgram, is one range
+ *     SPROJ_ORDER_SEGMENT_VIEW     [segment][view][axial][radial]  STIR's "by view" order: a viewgram is one range
+ *     SPROJ_ORDER_SEGMENT_AXIAL    [segment][axial][view][radial]  STIR's "by sinogram" order: a viewgram is one
+ *                                                                  range of num_radial_bins LORs per axial position
+ * Number of LORs: views x radial bins x planes, planes = sum over s of (num_rings - |s|).
+ * A scanner object is immutable: every call on it may run from any number of threads at once. None of the calls
+ * below needs sproj_init, except those that make chunkings. */
+#define SPROJ_MAX_RINGS 256
+#define SPROJ_MAX_DETECTORS_PER_RING (1 << 20)
+
+enum sproj_lor_order {
+  SPROJ_ORDER_VIEW_SEGMENT = 0,   /* [view][segment][axial][radial] (default; the benchmarks' order) */
+  SPROJ_ORDER_SEGMENT_VIEW = 1,   /* [segment][view][axial][radial] */
+  SPROJ_ORDER_SEGMENT_AXIAL = 2   /* [segment][axial][view][radial] (the "framework order") */
+};
+enum sproj_segment_sequence {
+  SPROJ_SEGMENTS_ASCENDING = 0,   /* -max, ..., -1, 0, 1, ..., max (default) */
+  SPROJ_SEGMENTS_ZERO_PLUS = 1,   /* 0, +1, -1, +2, -2, ... (STIR's standard sequence) */
+  SPROJ_SEGMENTS_ZERO_MINUS = 2   /* 0, -1, +1, -2, +2, ... (ECAT / Siemens files) */
+};
+
+struct sproj_scanner_params {
+  int num_modules;            /* sides of the polygon, >= 3 */
+  int detectors_per_module;   /* >= 1; detectors per ring (num_modules * detectors_per_module) even, <= 2^20 */
+  double detector_pitch;      /* > 0; a module's detectors must fit on its side: detectors_per_module * pitch <=
+                               * 2 * radius * tan(pi / num_modules) */
+  double radius;              /* distance of the modules from the axis, > 0 */
+  int num_rings;              /* 1 .. SPROJ_MAX_RINGS */
+  double ring_z[SPROJ_MAX_RINGS]; /* axial position of each ring, strictly increasing (entries past num_rings unused) */
+  int num_radial_bins;        /* 1 .. D - 1, at most D - 1 so that no LOR joins a detector to itself */
+  int max_ring_difference;    /* 0 .. num_rings - 1; -1: num_rings - 1 (every ring pair) */
+  int order;                  /* enum sproj_lor_order */
+  int segment_sequence;       /* enum sproj_segment_sequence */
+};
+typedef struct sproj_scanner sproj_scanner;
+
+/* Fills params with a named scanner: "small" (16 modules x 8 detectors = 128 per ring, pitch 4, radius 90, 8 rings
+ * 4 mm apart centred on 0, 65 radial bins: 64 views x 65 x 64 planes = 266240 LORs, for tests and the demo) or
+ * "vision600" (parallelproj's benchmark scanner, Siemens Biograph Vision 600-like: 34 modules x 16 = 544 per ring,
+ * pitch 4.03125 mm, radius 0.5 * (744.1 + 2 * 8.51) mm, 36 rings at 5.31556 * r + 2.8 * floor(r / 9) mm centred on 0
+ * (their mean), 415 radial bins: 272 views x 415 x 1296 planes = 146292480 LORs). Every ring pair, order
+ * SPROJ_ORDER_VIEW_SEGMENT, segments ascending; change fields before sproj_scanner_create as wanted.
+ * Errors: NULL, INVALID (unknown name: params untouched). */
+SPROJ_API int sproj_scanner_preset(const char *name, struct sproj_scanner_params *params);
+/* Checks params and makes a scanner object (the caller frees it with sproj_scanner_destroy).
+ * Errors: NULL, DIMS (a count < 1), NONFINITE (pitch, radius, ring_z), RANGE (a count too large, odd detectors per
+ * ring, detectors that do not fit on a module, rings not increasing, too many radial bins, max_ring_difference),
+ * INVALID (order, segment_sequence), NOMEM. */
+SPROJ_API int sproj_scanner_create(sproj_scanner **scanner, const struct sproj_scanner_params *params);
+/* Frees a scanner (NULL: no-op). Chunkings made from it stay valid. */
+SPROJ_API int sproj_scanner_destroy(sproj_scanner *scanner);
+/* The parameters the scanner was made with (max_ring_difference resolved: never -1). */
+SPROJ_API int sproj_scanner_params(const sproj_scanner *scanner, struct sproj_scanner_params *params);
+
+/* Sizes of a scanner's sinogram. */
+struct sproj_sinogram_info {
+  int num_detectors;          /* per ring (D) */
+  int num_rings;
+  int num_views;              /* D / 2 */
+  int num_radial_bins;
+  int max_ring_difference;    /* segments -max .. +max */
+  int num_segments;           /* 2 * max + 1 */
+  int num_planes;             /* (segment, axial) pairs of a view */
+  int64_t lors_per_view;      /* num_planes * num_radial_bins */
+  int64_t num_lors;           /* num_views * lors_per_view */
+};
+SPROJ_API int sproj_scanner_info(const sproj_scanner *scanner, struct sproj_sinogram_info *info);
+/* Axial positions of segment s (num_rings - |s|). Errors: NULL, RANGE (segment). */
+SPROJ_API int sproj_scanner_segment_planes(const sproj_scanner *scanner, int segment, int *num_planes);
+/* LOR index of (view, segment, axial, radial) in the scanner's order, and back. Errors: NULL, RANGE (an index
+ * outside the sinogram; outputs untouched). */
+SPROJ_API int sproj_scanner_lor_index(const sproj_scanner *scanner, int view, int segment, int axial, int radial, int64_t *lor);
+SPROJ_API int sproj_scanner_lor_position(const sproj_scanner *scanner, int64_t lor, int *view, int *segment, int *axial,
+                                         int *radial);
+
+/* Endpoints of LORs (3 floats per LOR each: xstart at the detector of ring(xstart), xend at the other), computed
+ * in double and rounded to float:
+ * - sproj_scanner_lors: the whole sinogram, num_lors LORs in the scanner's order;
+ * - sproj_scanner_view_lors: the listed views one after the other, each view's lors_per_view LORs in the order
+ *   [segment][axial][radial] (the same in every order): a view subset's own LOR set;
+ * - sproj_scanner_lors_at: the LORs of n given indices.
+ * nthreads: host threads that fill (0: one per online core). Errors: NULL, RANGE (a view or index), DIMS (n,
+ * nthreads or num_views negative), NOMEM. */
+SPROJ_API int sproj_scanner_lors(const sproj_scanner *scanner, float *xstart, float *xend, int nthreads);
+SPROJ_API int sproj_scanner_view_lors(const sproj_scanner *scanner, const int *views, int num_views, float *xstart,
+                                      float *xend, int nthreads);
+SPROJ_API int sproj_scanner_lors_at(const sproj_scanner *scanner, int64_t n, const int64_t *lor, float *xstart, float *xend);
+
+/* Chunkings of a LOR set registered from sproj_scanner_lors (its LOR count must be the sinogram's, else MISMATCH):
+ * - views: chunk v = view v (one range in SPROJ_ORDER_VIEW_SEGMENT; num_planes ranges in the others);
+ * - viewgrams: chunk v * num_segments + (s + max_ring_difference) = view v of segment s;
+ * - subsets: chunk t (0 .. num_subsets - 1) = views t, t + num_subsets, t + 2 * num_subsets, ... (RANGE if
+ *   num_subsets > num_views). sproj_scanner_subset_views gives those views (= chunk indices of the views chunking,
+ *   for sproj_fwd_chunks lists) in views[] (room for (num_views + num_subsets - 1) / num_subsets) and their number.
+ * Errors: NULL, NOT_INIT, MISMATCH, RANGE / DIMS (num_subsets, subset), those of sproj_chunks_create_lists. */
+SPROJ_API int sproj_scanner_chunks_views(sproj_chunks **chunks, const sproj_scanner *scanner, sproj_lors *lors);
+SPROJ_API int sproj_scanner_chunks_viewgrams(sproj_chunks **chunks, const sproj_scanner *scanner, sproj_lors *lors);
+SPROJ_API int sproj_scanner_chunks_subsets(sproj_chunks **chunks, const sproj_scanner *scanner, sproj_lors *lors,
+                                           int num_subsets);
+SPROJ_API int sproj_scanner_subset_views(const sproj_scanner *scanner, int num_subsets, int subset, int *views, int *num_views);
+
+/* Detector pairs (listmode events): detector det_a of ring ring_a and detector det_b of ring ring_b.
+ * - sproj_scanner_pair_lors: xstart = detector a's position, xend = detector b's, for n pairs, exactly the floats
+ *   of the sinogram LOR of the same detectors (when it is one). A TOF bin of an event given as such a pair is
+ *   numbered from detector a's side: it needs no change (see sproj_tof_bins_from_centered for other numberings).
+ * - sproj_scanner_lor_pairs: the detector pair of n sinogram LOR indices (a at xstart, b at xend).
+ * - sproj_scanner_pair_lor: the sinogram LOR of one pair and *swapped = 1 when its xstart is detector b (the
+ *   pair's TOF bins then count from the other end: b' = num_tof_bins - 1 - b); RANGE when the pair is in no LOR of
+ *   the sinogram (radial bin or ring difference outside it, or both detectors the same).
+ * Errors: NULL, DIMS (n < 0), RANGE (a ring, detector or LOR index outside the scanner; outputs untouched). */
+struct sproj_det_pair {
+  int32_t ring_a, det_a, ring_b, det_b;
+};
+SPROJ_API int sproj_scanner_pair_lors(const sproj_scanner *scanner, int64_t n, const struct sproj_det_pair *pairs,
+                                      float *xstart, float *xend);
+SPROJ_API int sproj_scanner_lor_pairs(const sproj_scanner *scanner, int64_t n, const int64_t *lor,
+                                      struct sproj_det_pair *pairs);
+SPROJ_API int sproj_scanner_pair_lor(const sproj_scanner *scanner, const struct sproj_det_pair *pair, int64_t *lor,
+                                     int *swapped);
+
+/* TOF bin numbering. starproj numbers the num_tof_bins bins 0 .. num_tof_bins - 1 from xstart's side; frameworks
+ * (STIR) number them around the centre: c = b - num_tof_bins / 2 (integer division), i.e. -(n-1)/2 .. (n-1)/2 for
+ * odd n. reverse = 1: the centred numbering counts from xend's side (c = (n - 1 - b) - n/2). n values are converted
+ * from in to out (which may be the same array). Errors: NULL, DIMS (n < 0), TOF (num_tof_bins outside
+ * 1 .. SPROJ_MAX_TOF_BINS), RANGE (a value outside its numbering: nothing written). Thread-safe. */
+SPROJ_API int sproj_tof_bins_from_centered(int64_t n, const int16_t *centered, int16_t *bins, int num_tof_bins, int reverse);
+SPROJ_API int sproj_tof_bins_to_centered(int64_t n, const int16_t *bins, int16_t *centered, int num_tof_bins, int reverse);
+
+/* ---- forward model and reconstruction ---------------------------------------------------------------- */
+/* A forward model: expected counts ybar = m * (A G x) + a for the LORs of a set, where A is the non-TOF, TOF-sinogram
+ * or TOF-listmode projector, m a multiplicative factor per LOR (attenuation x normalisation; NULL: 1), a an additive
+ * background (randoms + scatter; NULL: 0) with one value per LOR, or per LOR and TOF bin ([lor][bin]) for a TOF
+ * sinogram, and G an optional image-space Gaussian resolution model (separable, zero outside the image, kernel cut
+ * at 3 sigma, normalised to sum 1; applied before forward and, as its own adjoint, after back projection). */
+typedef struct sproj_model sproj_model;
+
+/* Creates a model on the LORs of lors (a sinogram LOR set, or listmode events). tof NULL: non-TOF projector (events
+ * registered with bins are then projected without them); tof given: TOF listmode for events registered with
+ * sproj_lors_register_events, TOF sinogram otherwise. mult (one float per LOR) and add (one per LOR, or tof's
+ * num_bins per LOR for a TOF sinogram) may be NULL; they are read, never written, registered as read-only per-LOR
+ * vectors chunked like the LORs, and must stay valid until sproj_model_destroy. fwhm_mm: NULL or the FWHM of the
+ * resolution model along the three image axes, in the units of the LORs (0: no blur along that axis). The model
+ * keeps lors and tof in use (unregister them after sproj_model_destroy). Thread safety: create and destroy one
+ * model from one thread; a model may serve several reconstructions.
+ * Errors: NULL (model, lors), NOT_INIT, NONFINITE (a NaN / infinite factor, background or FWHM), RANGE (a negative
+ * factor, background or FWHM; an event bin beyond tof's bins), MISMATCH (tof's per-LOR parameters of another set),
+ * NOMEM. */
+SPROJ_API int sproj_model_create(sproj_model **model, sproj_lors *lors, const float *mult, const float *add, const sproj_tof *tof,
+                                 const float fwhm_mm[3]);
+/* Frees the model (NULL: no-op). SPROJ_ERR_BUSY while a reconstruction uses it. */
+SPROJ_API int sproj_model_destroy(sproj_model *model);
+
+/* An ML-EM / OS-EM reconstruction: x <- x / s_k * G^T A^T (m y / ybar) over the LORs of subset k, one update per
+ * subset, S subsets per iteration (MLEM: S = 1). Sinogram data y (non-TOF or TOF) or listmode (y = 1 per event, with
+ * per-event m and a). Every step of a subset (blur, forward projection, ratio, back projection into a zeroed image,
+ * blur, update) is a StarPU task with CPU and CUDA implementations; a whole iteration is submitted at once and
+ * ordered by StarPU's sequential consistency, so the image and every intermediate stay where they are computed
+ * (on the GPUs) until the caller asks for them. The sensitivities s_k = G^T A^T m are computed once, at create,
+ * with the non-TOF back projector (TOF weights are normalised, so this equals the sum over TOF bins where the bins
+ * cover the part of each LOR inside the image) and stay resident. Where ybar <= 0 the ratio m y / ybar is taken as
+ * 0 (the limit 0/0 = 0 for y = 0; for y > 0 such a value has an infinite likelihood term and no direction to move);
+ * voxels where s_k is 0 (no LOR of subset k reaches them) are set to 0; the image never becomes negative. */
+typedef struct sproj_recon sproj_recon;
+
+struct sproj_recon_config {
+  const sproj_model *model;   /* forward model of the data (required) */
+  sproj_proj *data;           /* measured counts y on model's LOR set: one value per LOR, or [lor][bin] for a TOF
+                               * sinogram; finite and >= 0. NULL: listmode, y = 1 per LOR (event) */
+  const sproj_chunks *chunks; /* chunking of model's LOR set (required); subsets are lists of its chunks */
+  int num_subsets;            /* S >= 1, at most the number of chunks */
+  const int *subset_chunks;   /* NULL: interleaved, chunk c belongs to subset c % S (e.g. one chunk per view: subset s
+                               * = views s, s + S, ...). Else the chunk indices of subset 0, then of subset 1, ... */
+  const int *subset_sizes;    /* with subset_chunks: the number of chunks of each of the S subsets (each >= 1) */
+  const sproj_model *sens_model;   /* LORs and m the sensitivity is back-projected from (listmode: the scanner's
+                                    * sinogram LOR set with its m; required). NULL with sinogram data: model */
+  const sproj_chunks *sens_chunks; /* NULL: one sensitivity of the whole sens_model LOR set, used divided by S (with
+                                    * sinogram data and no sens_model: the data's own subsets, one each). Else a
+                                    * chunking of sens_model's LOR set: one sensitivity per subset, from the lists below */
+  const int *sens_subset_chunks;   /* with sens_chunks: as subset_chunks (NULL: interleaved) */
+  const int *sens_subset_sizes;    /* as subset_sizes */
+  int objective;                   /* 1: compute the objective after every iteration and pass it to the callback */
+};
+/* Fills cfg with zeros / NULL (num_subsets 1). */
+SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
+
+/* Sets up a reconstruction of x (the initial image, finite and >= 0, usually 1 inside the field of view; updated
+ * in place) from cfg, computes and keeps the sensitivities, and checks x and the data on the host (the only time
+ * they are read there). x, the models, the data and the chunkings must outlive the reconstruction. Memory: the
+ * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
+ * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size as its home
+ * in main memory). With two or more GPUs, projections on GPUs alone and the default scheduler, create uploads
+ * each chunk's LORs and per-LOR inputs to one GPU, each subset's chunks spread evenly over the GPUs (when a GPU can
+ * hold its share four times over): every task then runs where its LORs are, and between iterations only images
+ * cross between GPUs.
+ * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
+ * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
+ * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, a blur kernel wider
+ * than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite in x or the data), EMPTY (a subset of 0 chunks),
+ * INVALID (a sens_model on listmode events), NOMEM, STARPU. */
+SPROJ_API int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg);
+
+/* Progress after each iteration. */
+struct sproj_recon_progress {
+  int iteration;     /* iterations done by this reconstruction so far (1, 2, ...) */
+  int num_subsets;   /* updates per iteration */
+  double elapsed;    /* seconds since this sproj_recon_iterate call began, the iteration's work finished */
+  int has_objective; /* 1 when cfg.objective asked for it */
+  double objective;  /* Poisson negative log-likelihood of x after this iteration (see sproj_recon_objective) */
+};
+/* Called after each iteration with x's current value in its host buffer (read it or save it; do not modify it).
+ * Return 0 to go on, anything else to stop after this iteration. */
+typedef int (*sproj_recon_callback)(const struct sproj_recon_progress *progress, void *user);
+
+/* Runs num_iterations iterations (continuing from the previous ones). Without a callback (and without objective) it
+ * returns once the work is submitted: x is current after sproj_image_sync. With a callback, each iteration is
+ * waited for and x brought to the host before the call. One thread per reconstruction at a time.
+ * Errors: NULL, NOT_INIT, DIMS (num_iterations < 0), STARPU, NOMEM, or what a submission returned. */
+SPROJ_API int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_callback callback, void *user);
+
+/* Poisson negative log-likelihood of x, sum(ybar - y log ybar) in double over the LORs of the subsets (terms with
+ * y = 0 contribute ybar; y > 0 with ybar <= 0 gives +infinity). A forward projection of every subset, whose terms
+ * are summed by tasks where the projections ran (partial sums in double, added on the host in a fixed order, so the
+ * value does not depend on which worker ran what): only the partial sums reach the host. Listmode: sum over the
+ * events of -log(ybar) plus <s, x> + sum of sens_model's background, s the sum of the sensitivities (so the
+ * subsets' sensitivities must cover the sensitivity LORs once). Waits. Errors: NULL, NOT_INIT, STARPU, NOMEM. */
+SPROJ_API int sproj_recon_objective(sproj_recon *recon, double *nll);
+
+/* Copies the sensitivity image subset k uses (already divided by S when one serves all) into out (as many floats
+ * as x). Waits. Errors: NULL, NOT_INIT, RANGE (k). */
+SPROJ_API int sproj_recon_sensitivity(sproj_recon *recon, int subset, float *out);
+
+/* Waits for pending work, frees the reconstruction's data (x keeps its current value) (NULL: no-op). */
+SPROJ_API int sproj_recon_destroy(sproj_recon *recon);
+
+
+/* ---- simulation ---------------------------------------------------------------------------------------- */
+/* Host-side calls: they need neither sproj_init nor StarPU, and are safe from several threads at once (each call
+ * works on its own arguments). Arrays they allocate for the caller are freed with sproj_free. */
+
+/* A phantom: a cylinder along axis 2 with spheres in it. Spheres replace the cylinder's value where they lie
+ * (a later sphere replaces an earlier one), so a cold sphere (value 0) is a hole; outside the cylinder and the
+ * spheres the image is 0. Coordinates in mm, in the image's world frame. */
+#define SPROJ_PHANTOM_MAX_SPHERES 16
+struct sproj_phantom_sphere {
+  float centre[3];
+  float radius;         /* > 0 */
+  float value;
+};
+struct sproj_phantom {
+  float centre[3];      /* centre of the cylinder (its axis is parallel to axis 2) */
+  float radius;         /* cylinder radius, > 0 */
+  float length;         /* cylinder length along axis 2, > 0 */
+  float value;          /* activity in the cylinder */
+  int num_spheres;      /* 0 .. SPROJ_PHANTOM_MAX_SPHERES */
+  struct sproj_phantom_sphere spheres[SPROJ_PHANTOM_MAX_SPHERES];
+};
+/* Defaults scaled to an image (dims, voxel_size, origin as for sproj_image_register): a cylinder centred in the
+ * image box, radius 0.8 x half the smaller transaxial extent (axes 0, 1), length 0.8 x the axial extent (axis 2),
+ * value 1; six spheres in the central transaxial plane on a ring of 0.55 x the cylinder radius, 60 degrees
+ * apart: four hot (value 4, radii 0.18, 0.15, 0.12, 0.09 x the cylinder radius) and two cold (value 0, radii
+ * 0.18, 0.12 x the cylinder radius). Errors: NULL, DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW. */
+SPROJ_API int sproj_phantom_default(struct sproj_phantom *phantom, const int dims[3], const float voxel_size[3],
+                                    const float origin[3]);
+/* Fills (overwrites) image[n0][n1][n2] with the phantom: each voxel holds the mean of the phantom's values at
+ * supersample^3 points spread evenly over the voxel (the centres of a regular sub-grid), which approximates
+ * its partial-volume fractions (supersample 1: the value at the voxel centre). supersample: 1 .. 16.
+ * Errors: NULL, DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW, INVALID (phantom: radius or length not > 0, too many
+ * spheres, non-finite values; supersample out of range). */
+SPROJ_API int sproj_phantom_fill(const struct sproj_phantom *phantom, float *image, const int dims[3],
+                                 const float voxel_size[3], const float origin[3], int supersample);
+
+/* Random numbers: xoshiro256** streams seeded through splitmix64. The n elements are cut into fixed blocks of
+ * SPROJ_RNG_BLOCK elements, each with its own stream derived from (seed, block index): results depend only on
+ * the seed and the data, never on num_threads (0: one thread per online core; otherwise 1 .. 1024). */
+#define SPROJ_RNG_BLOCK 65536
+
+/* counts[i] ~ Poisson(expected[i]), exact samplers (inversion for means below 10, Hoermann's PTRS above),
+ * returned as whole numbers in floats (exact up to 2^24). counts may equal expected (in place). expected[i]
+ * must be finite and >= 0 (0 gives 0); they are all checked before any count is written. Errors: NULL, DIMS
+ * (n < 0), NONFINITE, RANGE (a negative mean), INVALID (num_threads), NOMEM. */
+SPROJ_API int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed, int num_threads);
+
+/* Listmode events from expected counts: expected[lor*T + t] for num_lors LORs and T = max(num_tof_bins, 1) TOF
+ * bins. Draws c ~ Poisson(expected[e]) for every element e, exactly as sproj_poisson(expected, ..., seed) would
+ * (the same numbers for the same seed), emits c events of element e (LOR e / T, TOF bin e % T), and shuffles
+ * them into a random order (Fisher-Yates, a stream of its own derived from seed). *lor and *tof_bin are new
+ * arrays of *num_events elements (free with sproj_free; NULL when no event was drawn); tof_bin may be NULL if
+ * the bins are not wanted. Errors: NULL, DIMS, OVERFLOW (num_lors > 2^31-1 or too many events), TOF (bins),
+ * NONFINITE, RANGE (negative mean), INVALID (num_threads), NOMEM. */
+SPROJ_API int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed, int num_threads,
+                                    int32_t **lor, int16_t **tof_bin, int64_t *num_events);
+
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARPROJ_RECON_H */

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* shared.h: what libstarproj gives starproj's other libraries (libstarproj-io, libstarproj-mpi) beyond the public
+ * headers, and the only internals its host-only files need (not installed). Everything here is exported from
+ * libstarproj.so (SPROJ_SHARED) so that those libraries link against it; it is no API: a user's program must not
+ * call it, and it may change with any release. The exported-symbol check (scripts/check-exports.sh) accepts exactly
+ * the public headers' declarations and these. */
+#ifndef SPROJ_SHARED_H
+#define SPROJ_SHARED_H
+
+#include <stdint.h>
+#include "starproj.h"
+#include "starproj_recon.h"
+
+#if defined(__GNUC__)
+#define SPROJ_SHARED __attribute__((visibility("default")))
+#else
+#define SPROJ_SHARED
+#endif
+
+/* ---- errors (errors.c) ---- */
+/* Records "func: message" as this thread's last error (sproj_last_error) and returns code. */
+SPROJ_SHARED int sproj_fail(int code, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define SPROJ_FAIL(code, ...) sproj_fail((code), __func__, __VA_ARGS__)
+
+/* ---- image geometry (image.c): the one rule for every call that takes dims, voxel_size and origin ---- */
+/* dims and voxel_size must not be NULL (NULL); dims[k] > 0 (DIMS) with at most max_voxels voxels in all (OVERFLOW);
+ * voxel_size[k] finite and > 0 (VOXEL_SIZE); origin (NULL: 0) finite (NONFINITE); the far face of the box,
+ * origin[k] + dims[k] * voxel_size[k] in float, finite (OVERFLOW). On success *nvox (may be NULL) = voxels. */
+SPROJ_SHARED int sproj_check_geometry(const char *func, const int dims[3], const float voxel_size[3],
+                                      const float origin[3], uint64_t max_voxels, uint64_t *nvox);
+/* Most voxels of a host array of floats that sizes can address: the bound of the host-side calls. */
+#define SPROJ_HOST_MAX_VOXELS ((uint64_t)(SIZE_MAX / sizeof(float)))
+
+/* ---- runtime (runtime.c), for the distributed layer ---- */
+/* SPROJ_OK if sproj_init has run, else records (as func) and returns SPROJ_ERR_NOT_INIT. */
+SPROJ_SHARED int sproj_check_init(const char *func);
+/* Registered images, LOR sets and projection vectors: sproj_shutdown refuses while some remain. A library that
+ * registers objects of its own counts them (+1 / -1). */
+SPROJ_SHARED int sproj_live_objects(void);
+SPROJ_SHARED void sproj_count_object(int delta);
+
+/* ---- projections (submit.c), for the distributed layer ---- */
+/* Checks that img, proj, chunks (NULL: the whole set) and tof (NULL: non-TOF) belong together as the projection of
+ * that kind would (values per LOR, LOR set, event bins), reporting errors as func. */
+SPROJ_SHARED int sproj_projection_check(const char *func, sproj_image *img, sproj_proj *proj,
+                                        const sproj_chunks *chunks, const sproj_tof *tof);
+/* Forward (back = 0) or back projection of every chunk with the projector the arguments name: non-TOF without
+ * tof, TOF listmode for events, TOF sinogram otherwise; submitted at once (never held in a batch). */
+SPROJ_SHARED int sproj_project(int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
+                               const sproj_tof *tof);
+/* Submits a task that zeroes the image, and one that adds the image behind src (a StarPU vector of as many floats)
+ * into dst, on the workers projections run on. */
+SPROJ_SHARED int sproj_image_submit_zero(const char *func, sproj_image *img);
+SPROJ_SHARED int sproj_image_submit_add(const char *func, sproj_image *dst, sproj_starpu_handle src);
+
+/* Waits for the projection values of every chunk and gives a pointer to all of them (num_lors x values per LOR, in
+ * host memory), holding proj (no call may use it) until sproj_proj_release_acquired. */
+SPROJ_SHARED int sproj_proj_acquire(const char *func, sproj_proj *proj, const float **values);
+SPROJ_SHARED void sproj_proj_release_acquired(sproj_proj *proj);
+
+/* ---- reconstruction hook (recon.c), for the distributed layer ---- */
+/* reduce is called after each back projection of a reconstruction into img has been submitted (every sensitivity,
+ * every subset's correction), before anything reads img: it may make img the sum of several processes' images. A
+ * non-zero return fails the call that submitted the back projection with that status. */
+struct sproj_recon_hook {
+  int (*reduce)(void *user, sproj_image *img);
+  void *user;
+};
+/* sproj_recon_create with a hook (NULL: none), reporting errors as func. */
+SPROJ_SHARED int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image *x,
+                                           const struct sproj_recon_config *cfg, const struct sproj_recon_hook *hook);
+
+#endif

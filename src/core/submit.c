@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* submit.c: turning projection requests (chunks of a LOR set) into StarPU tasks of a good size, and the public
+ * projection calls. Requests made while the workers are busy are merged first (merge.c). */
+#include "config.h"
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "submit.h"
+
+size_t sproj_proj_task_size(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  const struct sproj_proj_arg *arg = task->cl_arg;
+  int nmax = arg->geom.n[0], bpp = sproj_buffers_per_piece(arg);
+  if (arg->geom.n[1] > nmax)
+    nmax = arg->geom.n[1];
+  if (arg->geom.n[2] > nmax)
+    nmax = arg->geom.n[2];
+  size_t lors = 0;
+  for (int p = 0; p < arg->npieces; p++)
+    lors += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 1 + bpp * p));
+  /* work grows with the LORs times the planes each crosses, at most the largest dimension */
+  return lors * (size_t)nmax;
+}
+
+static struct starpu_codelet *codelet_of(const struct sproj_request *rq)
+{
+  static struct starpu_codelet *const table[3][2] = {
+    {&sproj_joseph3d_fwd_cl, &sproj_joseph3d_back_cl},
+    {&sproj_joseph3d_tof_sino_fwd_cl, &sproj_joseph3d_tof_sino_back_cl},
+    {&sproj_joseph3d_tof_lm_fwd_cl, &sproj_joseph3d_tof_lm_back_cl},
+  };
+  return table[rq->kind][rq->back];
+}
+
+#define MAX_BUFFERS_PER_PIECE 4 /* values, TOF bins, sigma, offset */
+
+/* Pieces collected for one task. */
+struct task_group {
+  struct starpu_data_descr descr[2 + (MAX_BUFFERS_PER_PIECE + 2) * SPROJ_MAX_PIECES];
+  struct sproj_proj_task task; /* task.arg.npieces counts the pieces collected, task.arg.nruns their runs */
+  const sproj_chunks *ch;
+  unsigned piece[SPROJ_MAX_PIECES]; /* which pieces of the chunking */
+  unsigned run[SPROJ_MAX_PIECES];   /* which runs */
+  int back;
+  int64_t lors;
+  starpu_data_handle_t copies; /* the image's scratch (principal-axis copies or shifted image), when this request's
+                                * large tasks may use it */
+  int64_t copies_min_lors;     /* the fewest LORs of a task that does */
+  int shift;                   /* the scratch serves as the shifted image (listmode back projection) */
+};
+
+/* A chunk listed several times in one request must not put a piece's handles several times into one task: StarPU
+ * 1.4 never completes a task that holds the same handle four times. A repeated piece starts a new task instead,
+ * which StarPU orders after the first: forward projection writes the same values again, back projection adds once
+ * per listed copy. */
+static int group_holds(const struct task_group *g, unsigned piece)
+{
+  for (int j = 0; j < g->task.arg.npieces; j++)
+    if (g->piece[j] == piece)
+      return 1;
+  return 0;
+}
+
+/* Records where piece p's LORs are in the task being collected: in a run it already holds, else in a new one. */
+static void add_run(struct task_group *g, int p)
+{
+  unsigned run = (unsigned)g->ch->piece_run[p];
+  int n = g->task.arg.npieces, r = g->task.arg.nruns - 1;
+  while (r >= 0 && g->run[r] != run)
+    r--;
+  if (r < 0) {
+    r = g->task.arg.nruns++;
+    g->run[r] = run;
+  }
+  g->task.map.run[n] = (uint8_t)r;
+  g->task.map.first[n] = g->ch->piece_at[p];
+}
+
+/* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
+ * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
+ * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.) */
+static void count_task(void *lors_layout)
+{
+  /* the argument is 2 x the task's LORs, plus 1 when it works on an image layout (copies or shifted image) */
+  int64_t v = (int64_t)(intptr_t)lors_layout;
+  sproj_task_taken(v / 2, (int)(v % 2));
+}
+
+/* The same for a task whose kind the host picked (any.c), which also starts timing it. */
+static void count_task_any(void *note)
+{
+  int64_t lors;
+  int layout, cpu;
+  sproj_any_taken(note, &lors, &layout, &cpu);
+  sproj_task_taken(lors, layout);
+}
+
+static int group_submit(const char *func, struct task_group *g, struct starpu_codelet *cl)
+{
+  if (g->task.arg.npieces == 0)
+    return SPROJ_OK;
+  struct sproj_proj_task *task = malloc(sizeof *task);
+  if (!task)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for a task's arguments");
+  *task = g->task;
+  struct sproj_proj_arg *arg = &task->arg;
+  unsigned long long where = sproj_rt.where;
+  unsigned ctx = sproj_rt.ctx;
+  /* With both kinds selected the host picks one for each task (any.c): a CPU core when the task is small
+   * (SPROJ_ANY_CPU_MAX_LORS), the GPUs have at least two tasks per CUDA worker queued, a core is free and would
+   * finish it before the GPUs finish what is queued for them; else the GPUs. A core projects 1-2 M LORs/s (the SIMD
+   * lanes), an H200 0.7-2.2 G, so a core only helps with small work that would otherwise wait behind a full GPU
+   * queue. Each task then goes to the context of its kind: in the global context every push also involved every CPU
+   * worker (30 beside 8 CUDA workers on a two-H200 node: ~25-40 us per small call, too slow for calls to merge, 3-23x
+   * the time of GPUs alone). */
+  int picked = where == (STARPU_CPU | STARPU_CUDA) && sproj_rt.ctx_cpu && sproj_rt.ctx_gpu;
+  if (picked) {
+    if (g->lors <= SPROJ_ANY_CPU_MAX_LORS &&
+        sproj_any_core_takes(g->lors, g->back, sproj_rt.ncpu, sproj_queued_tasks(), (int)starpu_cuda_worker_get_count())) {
+      where = STARPU_CPU;
+      ctx = sproj_rt.ctx_cpu;
+    } else {
+      where = STARPU_CUDA;
+      ctx = sproj_rt.ctx_gpu;
+    }
+  } else if (where == (STARPU_CPU | STARPU_CUDA) && g->lors > SPROJ_ANY_CPU_MAX_LORS) {
+    where = STARPU_CUDA;
+  }
+  int nbuffers = sproj_runs_buffer(arg);
+  for (int r = 0; r < arg->nruns; r++) {
+    g->descr[nbuffers++] = (struct starpu_data_descr){.handle = g->ch->xs_runs[g->run[r]], .mode = STARPU_R};
+    g->descr[nbuffers++] = (struct starpu_data_descr){.handle = g->ch->xe_runs[g->run[r]], .mode = STARPU_R};
+  }
+  /* a task bound for the GPUs, large enough to pay for making the copies (or zeroing the shifted image), works on
+   * them */
+  int scratch = g->copies && where == STARPU_CUDA && g->lors >= g->copies_min_lors;
+  arg->layout = scratch && !g->shift;
+  arg->shift = scratch && g->shift;
+  if (scratch) {
+    g->descr[nbuffers].handle = g->copies;
+    g->descr[nbuffers++].mode = STARPU_SCRATCH;
+  }
+  /* on GPUs, a task runs where its first LORs are, when some GPUs hold them and others do not */
+  unsigned nwords = 0;
+  const uint32_t *workers = sproj_workers_holding(where, g->ch, (int)g->piece[0], &nwords);
+  /* a picked task's note times it, for the rates the next picks use */
+  struct sproj_any_note *note = NULL;
+  if (picked && !(note = sproj_any_queued(g->lors, g->back, where == STARPU_CPU, scratch))) {
+    free(task);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for a task's note");
+  }
+  sproj_task_queued(1);
+  int ret = starpu_task_insert(
+    cl, STARPU_CL_ARGS, task, sizeof *task, STARPU_DATA_MODE_ARRAY, g->descr, nbuffers, STARPU_EXECUTE_WHERE, where,
+    STARPU_SCHED_CTX, ctx, STARPU_TASK_WORKERIDS, nwords, workers, STARPU_PROLOGUE_CALLBACK_POP,
+    note ? count_task_any : count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
+    note ? (void *)note : (void *)(intptr_t)(2 * g->lors + scratch), STARPU_CALLBACK_WITH_ARG_NFREE,
+    note ? sproj_any_done : NULL, note, 0);
+  g->task.arg.npieces = 0;
+  g->task.arg.nruns = 0;
+  g->lors = 0;
+  if (ret != 0) {
+    sproj_task_queued(-1);
+    if (note)
+      sproj_any_cancel(note);
+  }
+  return ret == 0 ? SPROJ_OK : sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused a task (%d)", ret);
+}
+
+/* How back projection tasks write the image. STARPU_REDUX gives every worker that runs one a private image buffer
+ * on its memory node (the main copy needs one more on a GPU), so that tasks run side by side. Where a node's memory
+ * limit (STARPU_LIMIT_*_MEM, or a GPU's size) cannot hold those buffers, StarPU would spin forever looking for
+ * room: the tasks then add into the image itself, one at a time on it (STARPU_COMMUTE keeps their order free),
+ * which needs no extra buffer on the host and one image on a GPU. An image that does not fit a GPU at all is
+ * refused (NOMEM, naming the limit). */
+static int back_mode(const char *func, const sproj_image *img, size_t elemsize, enum starpu_data_access_mode *mode)
+{
+  size_t bytes = (size_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2] * elemsize;
+  unsigned workers_on[STARPU_MAXNODES];
+  sproj_workers_per_node(sproj_rt.where, workers_on);
+  *mode = STARPU_REDUX;
+  for (unsigned node = 0; node < starpu_memory_nodes_get_count() && node < STARPU_MAXNODES; node++) {
+    if (!workers_on[node])
+      continue;
+    starpu_ssize_t total = starpu_memory_get_total(node);
+    if (total < 0)
+      continue; /* no limit */
+    int host = starpu_node_get_kind(node) == STARPU_CPU_RAM;
+    if (!host && (size_t)total < bytes)
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "the image (%zu bytes) does not fit in the %zd bytes of memory node %u",
+                        bytes, total, node);
+    if ((size_t)total < (workers_on[node] + (host ? 0 : 1)) * bytes)
+      *mode = STARPU_RW | STARPU_COMMUTE;
+  }
+  return SPROJ_OK;
+}
+
+/* Submits the tasks of validated chunks. */
+int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
+                       const sproj_chunks *chunks, const int *list, int num)
+{
+  const sproj_chunks *ch;
+  sproj_lors *lors = proj->vec.lors;
+  starpu_data_handle_t *values, *bins = NULL, *sigma = NULL, *offset = NULL;
+  int ret;
+
+  if ((ret = sproj_resolve_chunks(func, lors, chunks, &ch)))
+    return ret;
+  int64_t total = 0;
+  for (int i = 0; i < num; i++)
+    total += ch->count[list[i]];
+  int64_t target = sproj_task_target(total);
+
+  /* the read-only per-LOR vectors: their plans are activated once, under their own locks */
+  if ((rq->kind == SPROJ_KIND_TOF_LM && sproj_vec_children(lors->bins, ch, &bins)) ||
+      (rq->tof && rq->tof->sigma && sproj_vec_children(rq->tof->sigma, ch, &sigma)) ||
+      (rq->tof && rq->tof->center_offset && sproj_vec_children(rq->tof->center_offset, ch, &offset)))
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+
+  struct task_group *g = calloc(1, sizeof *g);
+  if (!g)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  g->ch = ch;
+  g->back = rq->back;
+  g->task.arg.geom = img->geom;
+  g->task.arg.lm = rq->kind == SPROJ_KIND_TOF_LM;
+  if (rq->tof) {
+    const struct sproj_tof_params *p = &rq->tof->params;
+    g->task.arg.tof = (struct sproj_tof_arg){p->bin_width, p->num_sigmas, p->sigma, p->center_offset, p->num_bins,
+                                        sigma != NULL, offset != NULL};
+  }
+  int bpp = sproj_buffers_per_piece(&g->task.arg);
+  /* back projections add into the image, or in reproducible mode into its fixed-point accumulator */
+  starpu_data_handle_t acc = NULL;
+  g->task.arg.fixed_point = rq->back && img->reproducible;
+  if (g->task.arg.fixed_point && (ret = sproj_image_accumulator(func, img, &acc))) {
+    free(g);
+    return ret;
+  }
+  g->descr[0].handle = acc ? acc : img->handle;
+  g->descr[0].mode = STARPU_R;
+  if (rq->back &&
+      (ret = back_mode(func, img, acc ? sizeof(unsigned long long) : sizeof(float), &g->descr[0].mode))) {
+    free(g);
+    return ret;
+  }
+#ifdef SPROJ_USE_CUDA
+  /* the reduction of a float image's buffers runs where its back projections ran: on GPUs alone, when they did */
+  if (rq->back && !acc && g->descr[0].mode == STARPU_REDUX)
+    starpu_data_set_reduction_methods(img->handle, sproj_rt.where == STARPU_CUDA ? &sproj_image_add_gpu_cl
+                                                                                  : &sproj_image_add_cl,
+                                      &sproj_image_zero_cl);
+#endif
+  struct starpu_codelet *cl = codelet_of(rq);
+  enum starpu_data_access_mode values_mode = rq->back ? STARPU_R : STARPU_W;
+  /* Principal-axis copies (joseph3d_ray.h) for the non-TOF projectors on GPUs, whose time goes into the image
+   * gathers: on the benchmark they take the forward projection from 0.163 s to 0.067 s and the back projection from
+   * 0.502 s to 0.400 s on an H200. The TOF-sinogram kernels spend theirs on the bins' erf and gained nothing (2% lost,
+   * doc/benchmarks.md); listmode events come in no order that neighbouring threads could share. Making the copies
+   * costs about three image-sized memory passes: a task pays for them when its LORs cross at least four times as
+   * many samples as the image has voxels, and when one thread walks each LOR (smaller tasks share rays between
+   * threads, cuda_pieces.h). */
+  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_NONTOF && !acc &&
+      (sproj_rt.where & STARPU_CUDA)) {
+    const int *n = img->geom.n;
+    int64_t nmax = n[0] > n[1] ? n[0] : n[1];
+    nmax = nmax > n[2] ? nmax : n[2];
+    int64_t by_work = (4 * (int64_t)n[0] * n[1] * n[2] + nmax - 1) / nmax;
+    g->copies_min_lors = by_work > (int64_t)SPROJ_CUDA_ONE_LANE_LORS ? by_work : (int64_t)SPROJ_CUDA_ONE_LANE_LORS;
+    /* a request too small for one such task (every separate viewgram call) neither locks nor registers anything */
+    if (total >= g->copies_min_lors)
+      g->copies = sproj_image_copies(img);
+  }
+  /* The shifted image for listmode back projections on GPUs, bound by the L2's atomics on the image: a pair of a
+   * sample's voxels that straddles an aligned group of four takes one float4 atomic there instead of two scalar
+   * ones, 2 atomics per sample instead of 2.5 (the listmode back projection of the benchmark: 0.0183 -> 0.0157 s on
+   * an H200). Zeroing it and adding it into the image cost about three image-sized passes (~17 us for 3.3 M
+   * voxels), which a task's events repay from about nvox / 25 on: a task uses it from nvox / 8 events on. */
+  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_LM && rq->back && !acc &&
+      (sproj_rt.where & STARPU_CUDA)) {
+    const int *n = img->geom.n;
+    g->copies_min_lors = ((int64_t)n[0] * n[1] * n[2] + 7) / 8;
+    g->shift = 1;
+    if (total >= g->copies_min_lors)
+      g->copies = sproj_image_copies(img);
+  }
+
+  /* the vector's partition may change with the chunking: one submitter of this vector at a time */
+  pthread_mutex_lock(&proj->vec.lock);
+  if ((ret = sproj_vec_children_locked(&proj->vec, ch, &values)))
+    ret = sproj_fail(ret, func, "out of memory");
+  for (int i = 0; i < num && !ret; i++) {
+    for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1] && !ret; p++) {
+      if (g->task.arg.npieces == SPROJ_MAX_PIECES || (g->task.arg.npieces > 0 && g->lors + ch->piece_len[p] > target) ||
+          group_holds(g, (unsigned)p))
+        ret = group_submit(func, g, cl);
+      struct starpu_data_descr *d = g->descr + 1 + bpp * g->task.arg.npieces;
+      starpu_data_handle_t h[MAX_BUFFERS_PER_PIECE] = {values[p]};
+      int k = 1;
+      if (bins)
+        h[k++] = bins[p];
+      if (sigma)
+        h[k++] = sigma[p];
+      if (offset)
+        h[k++] = offset[p];
+      for (int j = 0; j < bpp; j++) {
+        d[j].handle = h[j];
+        d[j].mode = j == 0 ? values_mode : STARPU_R;
+      }
+      add_run(g, p);
+      g->piece[g->task.arg.npieces++] = (unsigned)p;
+      g->lors += ch->piece_len[p];
+    }
+  }
+  if (!ret)
+    ret = group_submit(func, g, cl);
+  /* the call's fixed-point sum goes into the image once, in float, after all its tasks */
+  if (!ret && acc &&
+      starpu_task_insert(&sproj_fixed_flush_cl, STARPU_RW, img->handle, STARPU_RW, acc, STARPU_EXECUTE_WHERE,
+                         (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0) != 0)
+    ret = sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused a task");
+  pthread_mutex_unlock(&proj->vec.lock);
+  free(g);
+  return ret;
+}
+
+static int check_args(const char *func, const struct sproj_request *rq, const sproj_image *img, const sproj_proj *proj,
+                      const sproj_chunks *chunks, int chunk)
+{
+  int ret = sproj_check_init(func);
+  if (ret)
+    return ret;
+  if (!img || !proj)
+    return sproj_fail(SPROJ_ERR_NULL, func, "img and proj must not be NULL");
+  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
+  const sproj_lors *lors = proj->vec.lors;
+  if (chunks && chunks->lors != lors)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the chunking belongs to another LOR set than proj");
+  if (chunks && chunk != SPROJ_ALL_CHUNKS && (chunk < 0 || chunk >= chunks->num_chunks))
+    return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", chunk, chunks->num_chunks - 1);
+  if (rq->kind == SPROJ_KIND_NONTOF) {
+    if (proj->num_bins != 1)
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "proj holds %d TOF bins per LOR: use the TOF projectors",
+                        proj->num_bins);
+    return SPROJ_OK;
+  }
+  if (!rq->tof)
+    return sproj_fail(SPROJ_ERR_NULL, func, "tof is NULL");
+  if (rq->tof->lors && rq->tof->lors != lors)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the per-LOR TOF parameters belong to another LOR set");
+  int num_bins = rq->tof->params.num_bins;
+  if (rq->kind == SPROJ_KIND_TOF_SINO && proj->num_bins != num_bins)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "proj holds %d values per LOR, the TOF parameters %d bins",
+                      proj->num_bins, num_bins);
+  if (rq->kind == SPROJ_KIND_TOF_LM) {
+    if (!lors->bins)
+      return sproj_fail(SPROJ_ERR_INVALID, func, "the LOR set has no TOF bins (sproj_lors_register_events)");
+    if (proj->num_bins != 1)
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "listmode takes one value per event, proj holds %d",
+                        proj->num_bins);
+    if (lors->max_bin >= num_bins)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d, the TOF parameters have %d bins",
+                        lors->max_bin, num_bins);
+  }
+  return SPROJ_OK;
+}
+
+static int submit_one(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
+                      const sproj_chunks *chunks, int chunk)
+{
+  int ret = check_args(func, rq, img, proj, chunks, chunk);
+  if (ret)
+    return ret;
+  if (chunks && chunk == SPROJ_ALL_CHUNKS) {
+    int *list, num;
+    if ((ret = sproj_chunk_list(func, chunks, chunk, &list, &num)))
+      return ret;
+    ret = sproj_request_chunks(func, rq, img, proj, chunks, list, num);
+    free(list);
+    return ret;
+  }
+  int c = chunks ? chunk : 0;
+  return sproj_request_chunks(func, rq, img, proj, chunks, &c, 1);
+}
+
+static int submit_list(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
+                       const sproj_chunks *chunks, const int *list, int num)
+{
+  int ret = check_args(func, rq, img, proj, chunks, 0);
+  if (ret)
+    return ret;
+  if (!list)
+    return sproj_fail(SPROJ_ERR_NULL, func, "chunk_list is NULL");
+  if (num == 0)
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "num is 0");
+  if (num < 0)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num = %d is negative", num);
+  return sproj_request_chunks(func, rq, img, proj, chunks, list, num);
+}
+
+/* ---- the public projection calls: one chunk (or all) and a list of chunks, per projector and direction ---- */
+int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)
+{
+  const struct sproj_request rq = {0, SPROJ_KIND_NONTOF, NULL};
+  return submit_one(__func__, &rq, img, proj, chunks, chunk);
+}
+
+int sproj_fwd_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list, int num)
+{
+  const struct sproj_request rq = {0, SPROJ_KIND_NONTOF, NULL};
+  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
+}
+
+int sproj_back(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)
+{
+  const struct sproj_request rq = {1, SPROJ_KIND_NONTOF, NULL};
+  return submit_one(__func__, &rq, img, proj, chunks, chunk);
+}
+
+int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list, int num)
+{
+  const struct sproj_request rq = {1, SPROJ_KIND_NONTOF, NULL};
+  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
+}
+
+int sproj_fwd_tof_sino(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
+                       const sproj_tof *tof)
+{
+  const struct sproj_request rq = {0, SPROJ_KIND_TOF_SINO, tof};
+  return submit_one(__func__, &rq, img, proj, chunks, chunk);
+}
+
+int sproj_fwd_tof_sino_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                              int num, const sproj_tof *tof)
+{
+  const struct sproj_request rq = {0, SPROJ_KIND_TOF_SINO, tof};
+  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
+}
+
+int sproj_back_tof_sino(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
+                        const sproj_tof *tof)
+{
+  const struct sproj_request rq = {1, SPROJ_KIND_TOF_SINO, tof};
+  return submit_one(__func__, &rq, img, proj, chunks, chunk);
+}
+
+int sproj_back_tof_sino_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                               int num, const sproj_tof *tof)
+{
+  const struct sproj_request rq = {1, SPROJ_KIND_TOF_SINO, tof};
+  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
+}
+
+int sproj_fwd_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
+                     const sproj_tof *tof)
+{
+  const struct sproj_request rq = {0, SPROJ_KIND_TOF_LM, tof};
+  return submit_one(__func__, &rq, img, proj, chunks, chunk);
+}
+
+int sproj_fwd_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                            int num, const sproj_tof *tof)
+{
+  const struct sproj_request rq = {0, SPROJ_KIND_TOF_LM, tof};
+  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
+}
+
+int sproj_back_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
+                      const sproj_tof *tof)
+{
+  const struct sproj_request rq = {1, SPROJ_KIND_TOF_LM, tof};
+  return submit_one(__func__, &rq, img, proj, chunks, chunk);
+}
+
+int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
+                             int num, const sproj_tof *tof)
+{
+  const struct sproj_request rq = {1, SPROJ_KIND_TOF_LM, tof};
+  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
+}
+
+/* ---- for the distributed layer (shared.h) ---- */
+static enum sproj_kind kind_of(const sproj_proj *proj, const sproj_tof *tof)
+{
+  return !tof ? SPROJ_KIND_NONTOF : proj->vec.lors->bins ? SPROJ_KIND_TOF_LM : SPROJ_KIND_TOF_SINO;
+}
+
+int sproj_projection_check(const char *func, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
+                           const sproj_tof *tof)
+{
+  if (!proj)
+    return check_args(func, &(struct sproj_request){0, SPROJ_KIND_NONTOF, tof}, img, proj, chunks, 0);
+  const struct sproj_request rq = {0, kind_of(proj, tof), tof};
+  return check_args(func, &rq, img, proj, chunks, SPROJ_ALL_CHUNKS);
+}
+
+int sproj_project(int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const sproj_tof *tof)
+{
+  const char *func = back ? "sproj_back" : "sproj_fwd";
+  int ret = sproj_projection_check(func, img, proj, chunks, tof);
+  if (ret)
+    return ret;
+  const struct sproj_request rq = {back, kind_of(proj, tof), tof};
+  /* inside a caller's batch the projection would only be collected: what follows must come after it */
+  ret = submit_one(func, &rq, img, proj, chunks, SPROJ_ALL_CHUNKS);
+  return ret ? ret : sproj_flush_pending();
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs the build in build/ into a temporary directory and builds and runs two programs outside the tree against
-# it: tests/consumers/cmake (find_package(starproj)) and tests/consumers/pkgconfig (pkg-config starproj).
+# it: tests/consumers/cmake (find_package(starproj COMPONENTS io)) and tests/consumers/pkgconfig (pkg-config
+# starproj); then runs the installed starproj-recon with the build tree moved away.
 # usage: scripts/check-consumers.sh [--prefix DIR]   (DIR: where StarPU is, default /usr/local; builds first if needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,4 +45,26 @@ PKG_CONFIG_PATH="$pcdir:$PKG_CONFIG_PATH" make -s -C "$work/pkgconfig" -f "$root
   SRCDIR="$root/tests/consumers/pkgconfig" PKG_CONFIG="pkg-config --define-prefix" \
   || { log "pkg-config consumer did not build"; exit 1; }
 "$work/pkgconfig/consumer"
+
+# Installed programs run from where they are installed: make install relinked them, so they name no folder of the
+# build tree, and they still run with the build tree moved away.
+bin=$(find "$work/stage" -type f -name starproj-recon -path '*/bin/*' | head -n 1)
+if [ -n "$bin" ]; then
+  builddir=$(cd build && pwd)
+  if readelf -d "$bin" | grep -E 'R(UN)?PATH' | grep -qF "$builddir"; then
+    readelf -d "$bin" | grep -E 'R(UN)?PATH'
+    log "the installed starproj-recon has a run path into the build tree"; exit 1
+  fi
+  moved="$root/build.moved-$$"
+  mv build "$moved"
+  trap 'mv "$moved" "$root/build" 2>/dev/null; rm -rf "$work"' EXIT
+  if ! "$bin" --help >"$work/help.log" 2>&1; then
+    mv "$moved" "$root/build"; cat "$work/help.log"; log "the installed starproj-recon --help failed with build/ moved away"; exit 1
+  fi
+  mv "$moved" "$root/build"
+  trap 'rm -rf "$work"' EXIT
+  log "installed starproj-recon runs with the build tree moved away ($(head -n 1 "$work/help.log" | cut -c1-60)...)"
+else
+  log "no starproj-recon installed (built without libstarproj-io): nothing to run"
+fi
 log "both consumers built and ran"

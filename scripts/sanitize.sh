@@ -26,6 +26,8 @@ make -s -j"$(nproc 2>/dev/null || echo 2)" >/dev/null || { echo "sanitize: build
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:fast_unwind_on_malloc=0
 export LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp:fast_unwind_on_malloc=0
 export UBSAN_OPTIONS=print_stacktrace=1
+# Check's timeouts bound hangs: a sanitizer build runs 2-5x slower, more on a loaded machine
+export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-5}
 make -s -j"$(nproc 2>/dev/null || echo 2)" check >/dev/null 2>&1
 status=$?
 reports=$(grep -lE 'runtime error:|ERROR: (Address|Leak)Sanitizer' tests/*.log 2>/dev/null)

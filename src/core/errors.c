@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
-#include "internal.h"
+#include "shared.h"
 
 static _Thread_local char last_error[512];
 

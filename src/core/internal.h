@@ -67,6 +67,14 @@ int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS
 /* Fewest pieces a chunk of n LORs is cut into, and the LOR target of one task of a request of total LORs. */
 int64_t sproj_pieces_for(int64_t n);
 int64_t sproj_task_target(int64_t total);
+/* The grouping rule of projection tasks (submit.c) and of the reconstruction's ratio and objective tasks (recon.c):
+ * a task holding npieces pieces of lors LORs is submitted before a piece of next LORs joins it when it is full
+ * (SPROJ_MAX_PIECES) or the piece would take it past the target; a single piece larger than the target makes a task
+ * of its own. */
+static inline int sproj_task_full(int npieces, int64_t lors, int64_t next, int64_t target)
+{
+  return npieces == SPROJ_MAX_PIECES || (npieces > 0 && lors + next > target);
+}
 
 /* GPU check (cuda_check.c): SPROJ_OK if info says the library has a kernel image for the GPU, else records a
  * message naming the GPU, its compute capability and the architectures built for, and returns NO_DEVICE. */

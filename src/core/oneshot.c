@@ -3,7 +3,7 @@
 #include "config.h"
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
+#include "shared.h"
 #include "starproj_parallelproj.h"
 
 /* parallelproj's TOF bins are shorts; starproj's event bins are int16_t: the same array must do for both */

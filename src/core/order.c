@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "internal.h"
+#include "shared.h"
 
 /* Bits of the key: transaxial direction, transaxial offset, axial position of the midpoint (32 in all; sorted as the
  * high half of 64-bit elements whose low half is the LOR's index). */

@@ -296,8 +296,7 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
     ret = sproj_fail(ret, func, "out of memory");
   for (int i = 0; i < num && !ret; i++) {
     for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1] && !ret; p++) {
-      if (g->task.arg.npieces == SPROJ_MAX_PIECES || (g->task.arg.npieces > 0 && g->lors + ch->piece_len[p] > target) ||
-          group_holds(g, (unsigned)p))
+      if (sproj_task_full(g->task.arg.npieces, g->lors, ch->piece_len[p], target) || group_holds(g, (unsigned)p))
         ret = group_submit(func, g, cl);
       struct starpu_data_descr *d = g->descr + 1 + bpp * g->task.arg.npieces;
       starpu_data_handle_t h[MAX_BUFFERS_PER_PIECE] = {values[p]};

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../core/internal.h"
+#include "../core/shared.h"
 
 #define PI 3.14159265358979323846
 #define MAX_SEGMENTS (2 * SPROJ_MAX_RINGS - 1)

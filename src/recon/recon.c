@@ -374,7 +374,35 @@ static double nll_sums_finish(struct nll_sums *s)
   return sum;
 }
 
-/* Ratio tasks over the pieces of one list of chunks, grouped as projection tasks are; or, with nll, objective tasks
+/* Submits the ratio (or objective) task of the arg->npieces pieces collected in descr, the first of them piece
+ * first, and empties arg. */
+static int ratio_task(const sproj_chunks *ch, struct starpu_data_descr *descr, struct sproj_ratio_arg *arg, int bpp,
+                      int first, struct nll_sums *nll)
+{
+  struct sproj_ratio_arg *a = malloc(sizeof *a);
+  if (!a)
+    return SPROJ_ERR_NOMEM;
+  *a = *arg;
+  arg->npieces = 0;
+  int nbuf = bpp * a->npieces, ret;
+  if (nll) {
+    if ((ret = nll_sums_add(nll, &descr[nbuf].handle))) {
+      free(a);
+      return ret;
+    }
+    descr[nbuf++].mode = STARPU_W;
+  }
+  /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
+  unsigned nwords = 0;
+  const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
+  return insert_status(starpu_task_insert(nll ? &sproj_em_nll_cl : &sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a,
+                                          STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
+                                          (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                                          STARPU_TASK_WORKERIDS, nwords, workers, 0));
+}
+
+/* Ratio tasks over the pieces of one list of chunks, grouped by the rule of projection tasks (sproj_task_full), so
+ * that each covers the pieces of one forward task and runs where it ran; or, with nll, objective tasks
  * over the same buffers (read only), each adding its partial sums to nll. */
 static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sums *nll)
 {
@@ -402,11 +430,15 @@ static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sum
     ret = SPROJ_ERR_NOMEM;
   for (int i = 0; i < num && !ret; i++) {
     for (int q = ch->piece_start[list[i]]; q < ch->piece_start[list[i] + 1] && !ret; q++) {
-      int last = i == num - 1 && q == ch->piece_start[list[i] + 1] - 1;
+      if (sproj_task_full(arg.npieces, lors, ch->piece_len[q], target) &&
+          (ret = ratio_task(ch, descr, &arg, bpp, first, nll)))
+        break;
+      if (arg.npieces == 0) {
+        first = q;
+        lors = 0;
+      }
       struct starpu_data_descr *d = descr + bpp * arg.npieces;
       int k = 0;
-      if (arg.npieces == 0)
-        first = q;
       d[k++] = (struct starpu_data_descr){.handle = pc[q], .mode = nll ? STARPU_R : STARPU_RW};
       if (yc)
         d[k++] = (struct starpu_data_descr){.handle = yc[q], .mode = STARPU_R};
@@ -416,33 +448,10 @@ static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sum
         d[k++] = (struct starpu_data_descr){.handle = ac[q], .mode = STARPU_R};
       arg.npieces++;
       lors += ch->piece_len[q];
-      if (last || arg.npieces == SPROJ_MAX_PIECES || lors >= target) {
-        struct sproj_ratio_arg *a = malloc(sizeof *a);
-        if (!a) {
-          ret = SPROJ_ERR_NOMEM;
-          break;
-        }
-        *a = arg;
-        int nbuf = bpp * arg.npieces;
-        if (nll) {
-          if ((ret = nll_sums_add(nll, &descr[nbuf].handle))) {
-            free(a);
-            break;
-          }
-          descr[nbuf++].mode = STARPU_W;
-        }
-        /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
-        unsigned nwords = 0;
-        const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
-        ret = insert_status(starpu_task_insert(nll ? &sproj_em_nll_cl : &sproj_em_ratio_cl, STARPU_CL_ARGS, a,
-                                               sizeof *a, STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
-                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
-                                               STARPU_TASK_WORKERIDS, nwords, workers, 0));
-        arg.npieces = 0;
-        lors = 0;
-      }
     }
   }
+  if (!ret && arg.npieces > 0)
+    ret = ratio_task(ch, descr, &arg, bpp, first, nll);
   if (r->data)
     pthread_mutex_unlock(&r->data->vec.lock);
   pthread_mutex_unlock(&r->p->vec.lock);

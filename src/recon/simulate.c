@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../core/internal.h"
+#include "../core/shared.h"
 
 /* The image a host-side call fills: the one geometry rule, bounded by what a host array can hold. */
 static int check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],

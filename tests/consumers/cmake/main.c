@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* main.c: an external program on the resident API: projects a uniform image along one LOR and checks the value. */
+/* main.c: an external program on the resident API and the files library: projects a uniform image along one LOR,
+ * checks the value, and writes and reads the image as NIfTI. */
 #include <math.h>
 #include <stdio.h>
 #include <starproj.h>
+#include <starproj_io.h>
 
 #define CHECK(call)                                                                                                  \
   do {                                                                                                               \
@@ -44,6 +46,16 @@ int main(void)
     fprintf(stderr, "forward projection gave %.9g, expected 4\n", value);
     return 1;
   }
-  printf("cmake consumer: forward projection %.6f (expected 4)\n", value);
+  float *back = NULL, vs[3];
+  int n[3];
+  CHECK(sproj_nifti_write("consumer.nii", image, dims, voxel_size, origin, "consumer"));
+  CHECK(sproj_nifti_read("consumer.nii", &back, n, vs, NULL));
+  int same = n[0] == 4 && n[1] == 4 && n[2] == 4 && back[63] == 1.0f;
+  sproj_free(back);
+  if (!same) {
+    fprintf(stderr, "the NIfTI file did not read back as written\n");
+    return 1;
+  }
+  printf("cmake consumer: forward projection %.6f (expected 4), NIfTI written and read back\n", value);
   return 0;
 }

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* check_any.c: the rule that gives small tasks to CPU cores under SPROJ_DEVICE_ANY (any.c), fed with timed
- * tasks: no core before the GPUs' rate is known, a core only for a task it finishes before the GPUs finish their
+/* check_any.c: the rule that gives small tasks to CPU cores under SPROJ_DEVICE_ANY (any.c), fed with tasks timed on
+ * a clock the test advances itself (so the machine's speed and load cannot change an outcome): no core before the GPUs' rate is known, a core only for a task it finishes before the GPUs finish their
  * queue (back projection LORs weigh three), never more queued core tasks than cores, a shallow GPU queue keeps every
  * task, and the core's rate learnt from its tasks. */
 #include <check.h>
 #include <stdio.h>
-#include <time.h>
 #include "../src/core/internal.h"
 
 /* one CUDA worker, four cores; enough queued tasks unless a test says otherwise */
@@ -13,10 +12,16 @@
 #define NCORES 4
 #define DEEP 10
 
+/* the time any.c reads: a task "takes" exactly what sleep_ms says */
+static double fake_seconds = 1000.0;
+static double fake_clock(void)
+{
+  return fake_seconds;
+}
+
 static void sleep_ms(int ms)
 {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
+  fake_seconds += 1e-3 * ms;
 }
 
 /* a GPU task of lors forward LORs that takes at least ms */
@@ -33,17 +38,17 @@ static void gpu_task(int64_t lors, int ms)
   sproj_any_done(n);
 }
 
-/* GPUs measured at 1e6 units in 20 ms, so a queue of Q units lasts Q x 20 ns. Sleeps only last longer, which makes
- * the GPUs look slower and their queue longer: an assertion that a core takes a task holds on any machine, and one
- * that it does not keeps a margin of 2x or more against a late wake-up. */
+/* GPUs measured at 1e6 units in 20 ms, so a queue of Q units lasts Q x 20 ns. */
 static void measured_gpus(void)
 {
+  sproj_any_clock = fake_clock;
   sproj_any_reset();
   gpu_task(1000000, 20);
 }
 
 START_TEST(test_no_core_before_gpu_rate)
 {
+  sproj_any_clock = fake_clock;
   sproj_any_reset();
   struct sproj_any_note *q = sproj_any_queued(50000000, 0, 0, 0); /* a long GPU queue, but no rate yet */
   ck_assert_int_eq(sproj_any_core_takes(16, 0, NCORES, DEEP, NCUDA), 0);
@@ -111,8 +116,8 @@ START_TEST(test_core_rate_learnt)
   measured_gpus();
   struct sproj_any_note *q = sproj_any_queued(600000, 0, 0, 0); /* 12 ms: 4096 back LORs (24.6 ms) stay */
   ck_assert_int_eq(sproj_any_core_takes(4096, 1, NCORES, DEEP, NCUDA), 0);
-  /* cores that take about 1 ms for 4096 forward LORs (0.24 us per unit; after 16 tasks the running mean is within
-   * 1% of it plus 1% of the initial 2 us: about 3 ms for the back task, 6 ms if every sleep took 2 ms) */
+  /* cores that take 1 ms for 4096 forward LORs (0.24 us per unit; after 16 tasks the running mean is within 1% of it
+   * plus 1% of the initial 2 us: about 3 ms for the back task) */
   for (int i = 0; i < 16; i++) {
     int64_t l;
     int layout, cpu;

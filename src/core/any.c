@@ -36,12 +36,14 @@ static struct {
   int cpu_queued;          /* core tasks submitted and not yet taken */
 } any = {.lock = PTHREAD_MUTEX_INITIALIZER, .core_s_per_unit = CORE_GUESS_S_PER_UNIT};
 
-static double now(void)
+static double monotonic_now(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+double (*sproj_any_clock)(void) = monotonic_now;
 
 static double units_of(int64_t lors, int back)
 {
@@ -105,7 +107,7 @@ void sproj_any_cancel(struct sproj_any_note *n)
 
 void sproj_any_taken(struct sproj_any_note *n, int64_t *lors, int *layout, int *cpu)
 {
-  n->t0 = now();
+  n->t0 = sproj_any_clock();
   pthread_mutex_lock(&any.lock);
   unqueue_locked(n);
   if (!n->cpu && any.gpu_in_flight++ == 0)
@@ -119,7 +121,7 @@ void sproj_any_taken(struct sproj_any_note *n, int64_t *lors, int *layout, int *
 void sproj_any_done(void *note)
 {
   struct sproj_any_note *n = note;
-  double t1 = now();
+  double t1 = sproj_any_clock();
   pthread_mutex_lock(&any.lock);
   if (n->cpu) {
     if (n->units > 0.0)

@@ -203,6 +203,8 @@ struct sproj_any_note *sproj_any_queued(int64_t lors, int back, int cpu, int lay
 void sproj_any_cancel(struct sproj_any_note *note);
 void sproj_any_taken(struct sproj_any_note *note, int64_t *lors, int *layout, int *cpu);
 void sproj_any_done(void *note);
+/* The clock that times the tasks (seconds, monotonic); the tests replace it with one they advance themselves. */
+extern double (*sproj_any_clock)(void);
 
 /* Makes ch a valid chunking for lors (NULL: the whole-set chunking, created on first use). */
 int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out);

@@ -199,6 +199,7 @@ struct sproj_ratio_arg {
   int npieces;
   int num_bins;
   int has_y, has_m, has_a;
+  int a_per_lor;  /* the background holds one value per LOR, spread over its num_bins bins (em_background) */
 };
 static inline int sproj_ratio_buffers_per_piece(const struct sproj_ratio_arg *arg)
 {

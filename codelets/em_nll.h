@@ -3,20 +3,21 @@
 #ifndef SPROJ_EM_NLL_H
 #define SPROJ_EM_NLL_H
 #include <math.h>
-#include "joseph3d_ray.h"
+#include "em_ratio.h"
 
 /* Partial sums an objective task returns: a CPU task puts its sum in the first and zeros in the others, a CUDA task
  * one per block of a grid fixed by its number of values; the host adds them in order, so that the objective does
  * not depend on which worker ran what, or when. */
 #define SPROJ_NLL_PARTIALS 1024
 
-/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins; arrays as em_ratio_at): with the expected counts
- * ybar = m p + a, sinogram data y give ybar - y log ybar (+infinity where y > 0 and ybar <= 0), a listmode event
+/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins; arrays as em_ratio_at, a as em_background): with
+ * the expected counts ybar = m p + a, sinogram data y give ybar - y log ybar (+infinity where y > 0 and ybar <= 0), a listmode event
  * (y NULL: one count) -log ybar (+infinity where ybar <= 0), its ybar being counted once for all by <s, x>. */
-SPROJ_HD double em_nll_at(const float *p, const float *y, const float *m, const float *a, int num_bins, size_t k)
+SPROJ_HD double em_nll_at(const float *p, const float *y, const float *m, const float *a, int a_per_lor, int num_bins,
+                          size_t k)
 {
   size_t i = k / (size_t)num_bins;
-  double ybar = (m ? (double)m[i] : 1.0) * (double)p[k] + (a ? (double)a[k] : 0.0);
+  double ybar = (m ? (double)m[i] : 1.0) * (double)p[k] + (double)em_background(a, a_per_lor, num_bins, i, k);
   if (!y)
     return ybar > 0.0 ? -log(ybar) : INFINITY;
   double c = y[k];

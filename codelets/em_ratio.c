@@ -10,7 +10,7 @@ static void em_ratio_cpu(void *buffers[], void *cl_arg)
   for (int q = 0; q < arg->npieces; q++) {
     struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
     for (uint32_t i = 0; i < pc.n; i++)
-      em_ratio_lor(pc.p, pc.y, pc.m, pc.a, arg->num_bins, i);
+      em_ratio_lor(pc.p, pc.y, pc.m, pc.a, arg->a_per_lor, arg->num_bins, i);
   }
 }
 

@@ -15,7 +15,7 @@ struct ratio_table {
 static_assert(sizeof(struct ratio_table) + sizeof(struct sproj_ratio_arg) <= 4096,
               "the ratio table no longer fits in the kernel parameters");
 
-__global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins)
+__global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins, int a_per_lor)
 {
   /* piece of this block: the last one whose first block is not after it */
   unsigned b = blockIdx.x;
@@ -29,7 +29,7 @@ __global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_tabl
   }
   unsigned long long k = (unsigned long long)(b - t.block_start[lo]) * blockDim.x + threadIdx.x;
   if (k < t.n[lo])
-    em_ratio_at(t.p[lo], t.y[lo], t.m[lo], t.a[lo], num_bins, (size_t)k);
+    em_ratio_at(t.p[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, num_bins, (size_t)k);
 }
 
 extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
@@ -51,6 +51,6 @@ extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
   t.block_start[arg->npieces] = blocks;
   if (blocks == 0)
     return;
-  em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins);
+  em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins, arg->a_per_lor);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

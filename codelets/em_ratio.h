@@ -13,19 +13,30 @@ SPROJ_HD float em_ratio_value(float p, float y, float m, float a)
   return expected > 0.0f ? (m * y) / expected : 0.0f;
 }
 
-/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins): p, y (NULL: 1 per value, listmode events) and a
- * (NULL: 0) hold num_bins values per LOR, m (NULL: 1) one. A CUDA thread takes one value, so that neighbouring
+/* The background of value k (LOR i, one of its num_bins TOF bins): a holds num_bins values per LOR, or with
+ * a_per_lor one per LOR, spread evenly over its bins (a NULL: 0). */
+SPROJ_HD float em_background(const float *a, int a_per_lor, int num_bins, size_t i, size_t k)
+{
+  if (!a)
+    return 0.0f;
+  return a_per_lor ? a[i] / (float)num_bins : a[k];
+}
+
+/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins): p and y (NULL: 1 per value, listmode events) hold
+ * num_bins values per LOR, m (NULL: 1) one, a as em_background. A CUDA thread takes one value, so that neighbouring
  * threads touch neighbouring floats of every array (a thread per LOR strides by num_bins floats). */
-SPROJ_HD void em_ratio_at(float *p, const float *y, const float *m, const float *a, int num_bins, size_t k)
+SPROJ_HD void em_ratio_at(float *p, const float *y, const float *m, const float *a, int a_per_lor, int num_bins,
+                          size_t k)
 {
   size_t i = k / (size_t)num_bins;
-  p[k] = em_ratio_value(p[k], y ? y[k] : 1.0f, m ? m[i] : 1.0f, a ? a[k] : 0.0f);
+  p[k] = em_ratio_value(p[k], y ? y[k] : 1.0f, m ? m[i] : 1.0f, em_background(a, a_per_lor, num_bins, i, k));
 }
 
 /* LOR i of a piece: its num_bins values. */
-SPROJ_HD void em_ratio_lor(float *p, const float *y, const float *m, const float *a, int num_bins, uint32_t i)
+SPROJ_HD void em_ratio_lor(float *p, const float *y, const float *m, const float *a, int a_per_lor, int num_bins,
+                           uint32_t i)
 {
   for (int b = 0; b < num_bins; b++)
-    em_ratio_at(p, y, m, a, num_bins, (size_t)i * (size_t)num_bins + (size_t)b);
+    em_ratio_at(p, y, m, a, a_per_lor, num_bins, (size_t)i * (size_t)num_bins + (size_t)b);
 }
 #endif

@@ -52,12 +52,14 @@ START_TEST(test_nll_cpu_vs_cuda)
 END_TEST
 
 /* 5 iterations on CPU workers only and on the GPUs only agree to 1e-4 relative L2: non-TOF OSEM (4 subsets) with a
- * resolution model (_i = 0), TOF-sinogram MLEM (1), TOF LM-OSEM with per-subset sensitivities (2). The projections
+ * resolution model (_i = 0), TOF-sinogram MLEM (1), TOF LM-OSEM with per-subset sensitivities (2), TOF-sinogram MLEM
+ * with the background per LOR (3, sproj_model_create_tof_uniform_add). The projections
  * agree to 1e-5 per value; back projections differ in the order atomics add up. */
 START_TEST(test_recon_cpu_vs_cuda)
 {
   const float fwhm[3] = {5.0f, 5.0f, 5.0f};
-  static const char *const name[3] = {"non-TOF OSEM with resolution model", "TOF-sinogram MLEM", "TOF LM-OSEM"};
+  static const char *const name[4] = {"non-TOF OSEM with resolution model", "TOF-sinogram MLEM", "TOF LM-OSEM",
+                                      "TOF-sinogram MLEM, background per LOR"};
   int tof = _i > 0, nb = tof ? sc.tof.num_bins : 1;
   int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * nb;
   float *ybar = tu_alloc(nval), *counts = tu_alloc(nval), *cpu = tu_alloc(nvox), *gpu = tu_alloc(nvox);
@@ -71,8 +73,8 @@ START_TEST(test_recon_cpu_vs_cuda)
     ck_assert_int_eq(sproj_set_devices(dev ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU), SPROJ_OK);
     if (_i == 0)
       scene_run_sino(&sc, 0, fwhm, 4, NULL, counts, 5, x, NULL, NULL);
-    else if (_i == 1)
-      scene_run_sino(&sc, 1, NULL, 1, NULL, counts, 5, x, NULL, NULL);
+    else if (_i == 1 || _i == 3)
+      scene_run_sino(&sc, _i == 3 ? 2 : 1, NULL, 1, NULL, counts, 5, x, NULL, NULL);
     else
       scene_run_lm(&sc, 1, 4, 1, counts, 5, x, NULL);
   }
@@ -164,7 +166,7 @@ int main(void)
   TCase *tc = tcase_create("recon cuda");
   tcase_add_test(tc, test_blur_cpu_vs_cuda);
   tcase_add_test(tc, test_nll_cpu_vs_cuda);
-  tcase_add_loop_test(tc, test_recon_cpu_vs_cuda, 0, 3);
+  tcase_add_loop_test(tc, test_recon_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_recon_residency);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -213,7 +213,10 @@ void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, co
   ck_assert_int_eq(scene_views(s, lors, &views), SPROJ_OK);
   if (tof)
     ck_assert_int_eq(sproj_tof_register(&t, &s->tof, NULL, NULL, NULL), SPROJ_OK);
-  EXPECT(sproj_model_create(&model, lors, s->mult, tof ? s->add_tof : s->add, t, fwhm), SPROJ_OK);
+  if (tof == 2) /* the same background, one value per LOR spread over its bins by the library */
+    EXPECT(sproj_model_create_tof_uniform_add(&model, lors, s->mult, s->add, t, fwhm), SPROJ_OK);
+  else
+    EXPECT(sproj_model_create(&model, lors, s->mult, tof ? s->add_tof : s->add, t, fwhm), SPROJ_OK);
   ck_assert_int_eq(sproj_image_register(&img, x, s->g.n, s->g.vs, s->g.origin), SPROJ_OK);
   ck_assert_int_eq(tof ? sproj_proj_register_tof(&y, data, lors, s->tof.num_bins) : sproj_proj_register(&y, data, lors),
                    SPROJ_OK);

@@ -58,10 +58,6 @@ struct trace {
 };
 int scene_record(const struct sproj_recon_progress *pr, void *user);
 
-/* Sinogram reconstruction of data (non-TOF, or TOF with tof) with S interleaved subsets of views (order: NULL, or an
- * explicit list of the one subset's chunks), fwhm the resolution model (NULL: none), iters iterations; x (set to 1
- * here) holds the result; trace (not NULL) gets the objective of each iteration; sens (not NULL) subset 0's
- * sensitivity. */
 /* A sinogram OSEM of the scene set up through the public API (registered LORs, views, TOF parameters when tof, model
  * with the scene's m and a and the resolution model fwhm, image x, data, S interleaved subsets), and its teardown;
  * both assert every status. */
@@ -78,6 +74,10 @@ void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float
                      int S);
 void scene_osem_close(struct scene_osem *o);
 
+/* Sinogram reconstruction of data (non-TOF; TOF with tof = 1; tof = 2: TOF with the background given per LOR,
+ * sproj_model_create_tof_uniform_add) with S interleaved subsets of views (order: NULL, or an explicit list of the
+ * one subset's chunks), fwhm the resolution model (NULL: none), iters iterations; x (set to 1 here) holds the
+ * result; trace (not NULL) gets the objective of each iteration; sens (not NULL) subset 0's sensitivity. */
 void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, const int *order, float *data, int iters,
                     float *x, struct trace *trace, float *sens);
 /* Listmode reconstruction of one event per count with the sinogram's LORs and m as sensitivity model: S subsets of

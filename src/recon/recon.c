@@ -16,6 +16,7 @@ struct sproj_model {
   const sproj_tof *tof;
   int lm;                       /* TOF listmode: events with bins and a TOF parameter set */
   int num_values;               /* values per LOR of the data and the background: TOF bins of a TOF sinogram, else 1 */
+  int add_per_lor;              /* the background holds one value per LOR, spread evenly over its num_values bins */
   const float *mult_host, *add_host;
   struct sproj_vec *mult, *add; /* read-only per-LOR vectors (NULL when absent) */
   float fwhm[3];
@@ -63,52 +64,66 @@ static void model_free(sproj_model *md)
   free(md);
 }
 
-int sproj_model_create(sproj_model **model, sproj_lors *lors, const float *mult, const float *add, const sproj_tof *tof,
-                       const float fwhm_mm[3])
+static int model_create(const char *func, sproj_model **model, sproj_lors *lors, const float *mult, const float *add,
+                        int add_per_lor, const sproj_tof *tof, const float fwhm_mm[3])
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init(func);
   if (ret)
     return ret;
   if (!model || !lors)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "model and lors must not be NULL");
+    return sproj_fail(SPROJ_ERR_NULL, func, "model and lors must not be NULL");
   int lm = tof && lors->bins;
   if (tof && tof->lors && tof->lors != lors)
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the per-LOR TOF parameters belong to another LOR set");
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the per-LOR TOF parameters belong to another LOR set");
   if (lm && lors->max_bin >= tof->params.num_bins)
-    return SPROJ_FAIL(SPROJ_ERR_RANGE, "an event has TOF bin %d, the TOF parameters have %d bins", lors->max_bin,
+    return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d, the TOF parameters have %d bins", lors->max_bin,
                       tof->params.num_bins);
   int num_values = tof && !lm ? tof->params.num_bins : 1;
   if (fwhm_mm)
     for (int k = 0; k < 3; k++) {
       if (!isfinite(fwhm_mm[k]))
-        return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "fwhm_mm[%d] is not finite", k);
+        return sproj_fail(SPROJ_ERR_NONFINITE, func, "fwhm_mm[%d] is not finite", k);
       if (fwhm_mm[k] < 0.0f)
-        return SPROJ_FAIL(SPROJ_ERR_RANGE, "fwhm_mm[%d] = %g must be >= 0", k, fwhm_mm[k]);
+        return sproj_fail(SPROJ_ERR_RANGE, func, "fwhm_mm[%d] = %g must be >= 0", k, fwhm_mm[k]);
     }
-  if (mult && (ret = check_values(__func__, "the factor", "LOR", mult, lors->num_lors, 1)))
+  if (mult && (ret = check_values(func, "the factor", "LOR", mult, lors->num_lors, 1)))
     return ret;
-  if (add && (ret = check_values(__func__, "the background", "LOR", add, lors->num_lors * num_values, num_values)))
+  int add_values = add_per_lor ? 1 : num_values;
+  if (add && (ret = check_values(func, "the background", "LOR", add, lors->num_lors * add_values, add_values)))
     return ret;
 
   sproj_model *md = calloc(1, sizeof *md);
   if (!md)
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   md->lors = lors;
   md->tof = tof;
   md->lm = lm;
   md->num_values = num_values;
+  md->add_per_lor = add_per_lor && num_values > 1;
   md->mult_host = mult;
   md->add_host = add;
   for (int k = 0; k < 3; k++)
     md->fwhm[k] = fwhm_mm ? fwhm_mm[k] : 0.0f;
   if ((mult && sproj_vec_register_ro(&md->mult, lors, mult, sizeof(float), 0)) ||
-      (add && sproj_vec_register_ro(&md->add, lors, add, (size_t)num_values * sizeof(float), 0))) {
+      (add && sproj_vec_register_ro(&md->add, lors, add, (size_t)add_values * sizeof(float), 0))) {
     model_free(md);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   sproj_count_object(1);
   *model = md;
   return SPROJ_OK;
+}
+
+int sproj_model_create(sproj_model **model, sproj_lors *lors, const float *mult, const float *add, const sproj_tof *tof,
+                       const float fwhm_mm[3])
+{
+  return model_create(__func__, model, lors, mult, add, 0, tof, fwhm_mm);
+}
+
+int sproj_model_create_tof_uniform_add(sproj_model **model, sproj_lors *lors, const float *mult, const float *add,
+                                       const sproj_tof *tof, const float fwhm_mm[3])
+{
+  return model_create(__func__, model, lors, mult, add, 1, tof, fwhm_mm);
 }
 
 int sproj_model_destroy(sproj_model *model)
@@ -418,7 +433,7 @@ static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sum
   for (int i = 0; i < num; i++)
     total += ch->count[list[i]];
   int64_t target = sproj_task_target(total);
-  struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, md->add != NULL};
+  struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, md->add != NULL, md->add_per_lor};
   int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0;
   int64_t lors = 0;
 
@@ -506,7 +521,8 @@ static int spread_chunks(const char *func, sproj_recon *r)
     return SPROJ_OK;
   int64_t lors = ch->lors->num_lors;
   size_t per_lor = 6 * sizeof(float) + (ch->lors->bins ? sizeof(int16_t) : 0) +
-                   (size_t)md->num_values * sizeof(float) * ((r->data != NULL) + (md->add != NULL)) +
+                   (size_t)md->num_values * sizeof(float) * (r->data != NULL) +
+                   (md->add ? (size_t)(md->add_per_lor ? 1 : md->num_values) * sizeof(float) : 0) +
                    (md->mult ? sizeof(float) : 0);
   if (sproj_gpu_memory_below(4 * (size_t)(lors / ngpus + 1) * per_lor))
     return SPROJ_OK;
@@ -760,7 +776,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
    * sinogram reconstruction 7 s (4.2 G values of the benchmark, added in one thread) before its first iteration. */
   if (!cfg->data && r->sens_model->add_host) {
     const float *a = r->sens_model->add_host;
-    for (int64_t i = 0; i < r->sens_model->lors->num_lors * r->sens_model->num_values; i++)
+    int64_t n = r->sens_model->lors->num_lors * (r->sens_model->add_per_lor ? 1 : r->sens_model->num_values);
+    for (int64_t i = 0; i < n; i++)
       r->sens_background += a[i];
   }
   lists_free(&sens_lists);

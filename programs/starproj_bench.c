@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -940,12 +941,6 @@ struct outcome {
   char why[256];
 };
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
-
 static void set_child_env(const struct run_opts *o, const struct worker_set *ws, const char *policy, int workload,
                           const char *home, int calibrate, const char *trace_dir)
 {
@@ -1122,35 +1117,7 @@ static double median_of(double *v, int n)
   return n ? median(tmp, n) : NAN;
 }
 
-/* copies the bus calibration (not the codelet models) of the probe's STARPU_HOME, so that each configuration skips
- * StarPU's bus benchmark without inheriting any performance model */
-static void copy_bus_calibration(const char *from, const char *to)
-{
-  char src[PATH_MAX + 32], dst[PATH_MAX + 32];
-  struct stat st;
-  snprintf(src, sizeof src, "%s/.starpu/sampling/bus", from);
-  if (stat(src, &st) || !S_ISDIR(st.st_mode))
-    return;
-  snprintf(dst, sizeof dst, "%s/.starpu/sampling", to);
-  char mk[PATH_MAX + 16];
-  snprintf(mk, sizeof mk, "%s/.starpu", to);
-  mkdir(mk, 0700);
-  mkdir(dst, 0700);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execlp("cp", "cp", "-R", src, dst, (char *)NULL);
-    _exit(127);
-  }
-  int status;
-  if (pid > 0)
-    waitpid(pid, &status, 0);
-}
-
-/* ---- charts ---- */
-
-struct summary {
-  double makespan, util, moved; /* medians over repeats; NaN when it did not run */
-};
+/* ---- files and programs: the user's text never goes through a shell ---- */
 
 static int have_program(const char *name)
 {
@@ -1167,6 +1134,223 @@ static int have_program(const char *name)
   free(copy);
   return found;
 }
+
+/* nftw's callback has no argument of its own: the copy in progress */
+static struct {
+  size_t from_len; /* length of the source root: the rest of a path is its place in the tree */
+  const char *to;
+  char failed[PATH_MAX + 64];
+} copying;
+
+/* Copies a regular file's bytes into a new file dst with the given mode. */
+static int copy_file(const char *src, const char *dst, mode_t mode)
+{
+  int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (in < 0)
+    return -1;
+  int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
+  if (out < 0) {
+    int e = errno;
+    close(in);
+    errno = e;
+    return -1;
+  }
+  char buf[1 << 16];
+  ssize_t n;
+  int rc = 0;
+  while (!rc && (n = read(in, buf, sizeof buf)) != 0) {
+    if (n < 0) {
+      rc = errno == EINTR ? 0 : -1;
+      continue;
+    }
+    for (ssize_t done = 0, w; done < n && !rc; done += w > 0 ? w : 0)
+      if ((w = write(out, buf + done, (size_t)(n - done))) < 0 && errno != EINTR)
+        rc = -1;
+  }
+  int e = errno;
+  if (close(out) && !rc)
+    rc = -1, e = errno;
+  close(in);
+  errno = e;
+  return rc;
+}
+
+static int copy_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void)ftw;
+  char dst[PATH_MAX], target[PATH_MAX];
+  int rc = -1;
+  ssize_t n;
+  if (snprintf(dst, sizeof dst, "%s%s", copying.to, path + copying.from_len) >= (int)sizeof dst)
+    errno = ENAMETOOLONG;
+  else if (flag == FTW_D) /* owner access kept: the files inside must be written */
+    rc = mkdir(dst, (st->st_mode & 07777) | 0700);
+  else if (flag == FTW_F && S_ISREG(st->st_mode))
+    rc = copy_file(path, dst, st->st_mode);
+  else if (flag == FTW_SL && (n = readlink(path, target, sizeof target - 1)) >= 0) {
+    target[n] = 0;
+    rc = symlink(target, dst);
+  }
+  else if (flag == FTW_F) /* a device, pipe or socket: nothing a STARPU_HOME holds, and reading a pipe would wait */
+    errno = ENOTSUP;
+  else if (flag != FTW_SL)
+    errno = EACCES; /* FTW_DNR, FTW_NS: unreadable */
+  if (rc)
+    snprintf(copying.failed, sizeof copying.failed, "%s: %s", path, strerror(errno));
+  return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* Removes a tree (symbolic links themselves, not what they point to). */
+static void remove_tree(const char *path)
+{
+  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Makes to (which must not exist) a copy of the tree from: folders, regular files and symbolic links, as 'cp -R'
+ * did, without a shell. 0, or -1 with the reason in why and nothing left at to. */
+static int copy_tree(const char *from, const char *to, char *why, size_t n)
+{
+  copying.from_len = strlen(from);
+  copying.to = to;
+  copying.failed[0] = 0;
+  struct stat st;
+  if (!lstat(to, &st)) {
+    snprintf(why, n, "%s exists", to);
+    return -1;
+  }
+  if (!nftw(from, copy_entry, 16, FTW_PHYS))
+    return 0;
+  if (!copying.failed[0])
+    snprintf(copying.failed, sizeof copying.failed, "%s: %s", from, strerror(errno));
+  snprintf(why, n, "%s", copying.failed);
+  remove_tree(to);
+  return -1;
+}
+
+/* Runs a program found on PATH with the argument vector argv: no shell, so every argument reaches it as given. It
+ * runs in folder dir (the caller's when NULL) with stdout and stderr into the file log, or stderr to /dev/null when
+ * log is NULL (log is opened before the change of folder). 0 when it exited 0; else -1 with the reason in why. */
+static int run_program(char *const argv[], const char *dir, const char *log, char *why, size_t n)
+{
+  extern char **environ;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  int rc;
+  if (log) {
+    rc = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!rc)
+      rc = posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  }
+  else
+    rc = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  if (!rc && dir)
+    rc = posix_spawn_file_actions_addchdir_np(&fa, dir);
+  pid_t pid;
+  if (!rc)
+    rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc) {
+    snprintf(why, n, "cannot run %s: %s", argv[0], strerror(rc));
+    return -1;
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      snprintf(why, n, "waiting for %s: %s", argv[0], strerror(errno));
+      return -1;
+    }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return 0;
+  if (WIFEXITED(status))
+    snprintf(why, n, "%s exited with status %d", argv[0], WEXITSTATUS(status));
+  else
+    snprintf(why, n, "%s was killed by signal %d", argv[0], WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return -1;
+}
+
+/* copies the bus calibration (not the codelet models) of the probe's STARPU_HOME, so that each configuration skips
+ * StarPU's bus benchmark without inheriting any performance model */
+static void copy_bus_calibration(const char *from, const char *to)
+{
+  char src[PATH_MAX + 32], dst[PATH_MAX + 32], why[PATH_MAX + 64];
+  struct stat st;
+  snprintf(src, sizeof src, "%s/.starpu/sampling/bus", from);
+  if (stat(src, &st) || !S_ISDIR(st.st_mode))
+    return;
+  snprintf(dst, sizeof dst, "%s/.starpu", to);
+  mkdir(dst, 0700);
+  snprintf(dst, sizeof dst, "%s/.starpu/sampling", to);
+  mkdir(dst, 0700);
+  snprintf(dst, sizeof dst, "%s/.starpu/sampling/bus", to);
+  /* without it the configuration calibrates the bus itself: slower, no less right */
+  if (copy_tree(src, dst, why, sizeof why))
+    fprintf(stderr, PROG ": bus calibration not copied (%s)\n", why);
+}
+
+/* keeps a configuration's STARPU_HOME as DIR/homes/<workload>_<set>_<policy> */
+static void keep_home(const char *outdir, const char *home, const char *wname, const char *set, const char *policy)
+{
+  char kept[PATH_MAX], why[PATH_MAX + 64];
+  snprintf(kept, sizeof kept, "%s/homes", outdir);
+  mkdir(kept, 0755);
+  /* a cut name would name another tree, which the removal below must not touch */
+  if (snprintf(kept, sizeof kept, "%s/homes/%s_%s_%s", outdir, wname, set, policy) >= (int)sizeof kept) {
+    printf("        could not keep %s: the name under %s/homes is too long\n", home, outdir);
+    return;
+  }
+  remove_tree(kept);
+  if (copy_tree(home, kept, why, sizeof why))
+    printf("        could not keep %s: %s\n", home, why);
+}
+
+static int by_name(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Converts a configuration's FxT traces (tdir ends with '/') with starpu_fxt_tool run in that folder, where its
+ * output files land, given the trace files by name. */
+static void convert_traces(const char *tdir)
+{
+  if (!have_program("starpu_fxt_tool")) {
+    printf("        trace in %s (starpu_fxt_tool not found: not converted)\n", tdir);
+    return;
+  }
+  DIR *d = opendir(tdir);
+  char **argv = NULL, log[PATH_MAX], why[PATH_MAX + 64];
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (!strncmp(e->d_name, "prof_file_", 10)) {
+      argv = realloc(argv, (size_t)(n + 4) * sizeof *argv);
+      argv[2 + n++] = strdup(e->d_name);
+    }
+  if (d)
+    closedir(d);
+  if (!n) {
+    printf("        no trace file in %s: nothing to convert\n", tdir);
+    return;
+  }
+  qsort(argv + 2, (size_t)n, sizeof *argv, by_name);
+  argv[0] = "starpu_fxt_tool", argv[1] = "-i", argv[2 + n] = NULL;
+  snprintf(log, sizeof log, "%sfxt_tool.log", tdir);
+  if (run_program(argv, tdir, log, why, sizeof why))
+    printf("        starpu_fxt_tool failed (%s): see %sfxt_tool.log\n", why, tdir);
+  for (int i = 0; i < n; i++)
+    free(argv[2 + i]);
+  free(argv);
+}
+
+/* ---- charts ---- */
+
+struct summary {
+  double makespan, util, moved; /* medians over repeats; NaN when it did not run */
+};
 
 /* One data file and one clustered-bar chart per worker set and metric: a group of bars per workload, a bar per
  * policy. */
@@ -1231,23 +1415,11 @@ static void charts(const char *outdir, int nw, const int *wl, int np, char **pol
            "%s/charts.gp are written: run 'gnuplot charts.gp' in %s later\n", outdir, outdir);
     return;
   }
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(outdir))
-      _exit(1);
-    int devnull = open("/dev/null", O_WRONLY);
-    if (devnull >= 0)
-      dup2(devnull, STDERR_FILENO);
-    execlp("gnuplot", "gnuplot", "charts.gp", (char *)NULL);
-    _exit(127);
-  }
-  int status = 1;
-  if (pid > 0)
-    waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+  char *argv[] = {"gnuplot", "charts.gp", NULL}, why[PATH_MAX + 64];
+  if (!run_program(argv, outdir, NULL, why, sizeof why))
     printf("charts: %s/makespan_*.png, utilisation_*.png, bytes_*.png\n", outdir);
   else
-    printf("charts: gnuplot failed on %s/charts.gp (run it there to see why)\n", outdir);
+    printf("charts: gnuplot failed on %s/charts.gp (%s; run it there to see why)\n", outdir, why);
 }
 
 /* Runs the program in probe mode in home: the GPUs and CPU workers starproj finds, the models of both. */
@@ -1486,12 +1658,12 @@ int main(int argc, char **argv)
   snprintf(out.gpu, sizeof out.gpu, "none");
   if (probe(self, probe_home, verbose, &gpus)) {
     fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's messages)\n");
-    nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tree(base);
     return 1;
   }
   if (list) {
     list_all(gpus);
-    nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tree(base);
     return 0;
   }
   if (!set_arg) {
@@ -1513,7 +1685,7 @@ int main(int argc, char **argv)
     if (sets[s].gpus && (gpus == 0 || sets[s].gpus > gpus)) {
       fprintf(stderr, PROG ": worker set '%s' needs %s GPUs; this machine has %d\n", sets[s].name,
               sets[s].gpus > 0 ? "more" : "", gpus);
-      nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+      remove_tree(base);
       return 2;
     }
 
@@ -1622,33 +1794,16 @@ int main(int argc, char **argv)
           mismatched += res.mismatch;
         }
         fflush(stdout);
-        if (tdir && res.ok) {
-          if (have_program("starpu_fxt_tool")) {
-            char cmd[3 * PATH_MAX];
-            snprintf(cmd, sizeof cmd, "cd '%s' && starpu_fxt_tool -i prof_file_* >fxt_tool.log 2>&1", tdir);
-            if (system(cmd))
-              printf("        starpu_fxt_tool failed: see %sfxt_tool.log\n", tdir);
-          }
-          else
-            printf("        trace in %s (starpu_fxt_tool not found: not converted)\n", tdir);
-        }
-        if (keep_homes) {
-          char kept[PATH_MAX];
-          snprintf(kept, sizeof kept, "%s/homes", outdir);
-          mkdir(kept, 0755);
-          snprintf(kept, sizeof kept, "%s/homes/%s_%s_%s", outdir, wname, sets[s].name, pol[p]);
-          nftw(kept, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-          char cmd[3 * PATH_MAX];
-          snprintf(cmd, sizeof cmd, "cp -R '%s' '%s'", home, kept);
-          if (system(cmd))
-            printf("        could not keep %s\n", home);
-        }
-        nftw(home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        if (tdir && res.ok)
+          convert_traces(tdir);
+        if (keep_homes)
+          keep_home(outdir, home, wname, sets[s].name, pol[p]);
+        remove_tree(home);
       }
   fclose(out.csv), fclose(out.json), fclose(out.workers), fclose(out.transfers);
   snprintf(path, sizeof path, "%s/logs", outdir);
   rmdir(path); /* only when no process left a message */
-  nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  remove_tree(base);
   charts(outdir, nw, wl, np, pol, ns, sets, sum);
   free(sum);
   if (interrupted)

@@ -119,5 +119,19 @@ else
   echo "$log" | grep -q 'charts skipped: gnuplot' && ok || ko "no message about the skipped charts"
 fi
 
+# --output with shell syntax and --keep-homes (copied without a shell): no file INJECTED anywhere, the run works there
+# and the kept STARPU_HOME holds the bus calibration
+abs_prog=$(cd "$(dirname "$prog")" && pwd)/$(basename "$prog")
+inj=$(mktemp -d "$dir/inj.XXXXXX")
+inj_out="q'; touch INJECTED; echo '"
+log=$(cd "$inj" && timeout 120 "$abs_prog" --keep-homes --output "$inj_out" --scale tiny --workers cpu --scheds eager \
+      --workloads fwd-whole --repeats 1 --warmups 0 2>&1); rc=$?
+if [ -n "$(find "$inj" "$PWD" -maxdepth 2 -name INJECTED)" ]; then ko "--output ran a shell command: INJECTED exists"
+elif [ $rc -ne 0 ]; then ko "--output with quotes exited $rc: $log"
+elif [ ! -s "$inj/$inj_out/results.csv" ]; then ko "--output with quotes: no results.csv in '$inj_out'"
+elif [ -z "$(ls -A "$inj/$inj_out/homes/fwd-whole_cpu_eager/.starpu/sampling/bus" 2>/dev/null)" ]; then
+  ko "--keep-homes kept no bus calibration"
+else ok; fi
+
 echo "check_bench: $pass passed, $fail failed"
 [ $fail -eq 0 ]

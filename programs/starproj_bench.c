@@ -910,14 +910,65 @@ static void base_record(struct record *r, const char *workload, const char *poli
 
 /* ---- running one configuration ---- */
 
-/* Ctrl-C: the configuration's process (same process group) stops too; the driver stops after it, writing the
- * charts of what ran and removing its temporary folders. */
+/* Ctrl-C or SIGTERM: the driver stops after the running configuration, writing the charts of what ran and removing
+ * its temporary folder; that configuration's process stops too (Ctrl-C reaches its process group; a signal sent to the
+ * driver alone is passed on). */
 static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t running_child; /* the pid of the process the driver waits for; 0: none */
 
 static void on_interrupt(int sig)
 {
-  (void)sig;
   interrupted = 1;
+  if (running_child > 0)
+    kill((pid_t)running_child, sig);
+}
+
+static void catch_interrupts(void)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* the interrupt signals held (old: the mask before), so that a child's pid is known to on_interrupt before either
+ * comes in */
+static void hold_interrupts(sigset_t *old)
+{
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop, old);
+}
+
+/* fork for a child of the driver; the child stops at the interrupt signals again, as the exec'd program would */
+static pid_t fork_child(void)
+{
+  sigset_t old;
+  fflush(NULL);
+  hold_interrupts(&old);
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+  }
+  else if (pid > 0)
+    running_child = pid;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return pid;
+}
+
+/* waits for the driver's child through signals; -1 when it cannot */
+static int wait_child(pid_t pid, int *status)
+{
+  int rc;
+  while ((rc = waitpid(pid, status, 0)) < 0 && errno == EINTR)
+    ;
+  running_child = 0;
+  return rc;
 }
 
 struct run_opts {
@@ -995,8 +1046,7 @@ static void run_phase(const struct run_opts *o, int workload, const char *policy
     snprintf(res->why, sizeof res->why, "pipe: %s", strerror(errno));
     return;
   }
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = fork_child();
   if (pid < 0) {
     snprintf(res->why, sizeof res->why, "fork: %s", strerror(errno));
     close(fd[0]), close(fd[1]);
@@ -1072,10 +1122,10 @@ static void run_phase(const struct run_opts *o, int workload, const char *policy
   free(line);
   clear_pending(&p);
   fclose(in);
-  int status;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && res->n > 0)
+  int status = 0;
+  if (wait_child(pid, &status) < 0)
+    snprintf(res->why, sizeof res->why, "waitpid: %s", strerror(errno));
+  else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && res->n > 0)
     res->ok = 1;
   else if (interrupted)
     snprintf(res->why, sizeof res->why, "interrupted");
@@ -1212,6 +1262,68 @@ static void remove_tree(const char *path)
   nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The driver's temporary folder (the STARPU_HOMEs), and the output folder while this run made it and wrote nothing
+ * there: removed on every way out of the driver (atexit: main's returns and CHECK's exit; SIGINT and SIGTERM end the
+ * run through the interrupted flag). Children leave by exec or _exit and never remove them. */
+static char temp_base[PATH_MAX];
+static char made_outdir[PATH_MAX];
+
+static void remove_leftovers(void)
+{
+  if (temp_base[0])
+    remove_tree(temp_base);
+  if (made_outdir[0])
+    rmdir(made_outdir); /* only when empty */
+  temp_base[0] = made_outdir[0] = 0;
+}
+
+/* $TMPDIR/starproj-bench-XXXXXX (or under /tmp); NULL with a message when it cannot be made */
+static const char *make_temp_base(void)
+{
+  const char *tmpdir = getenv("TMPDIR");
+  tmpdir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  char tmpl[PATH_MAX];
+  if (snprintf(tmpl, sizeof tmpl, "%s/starproj-bench-XXXXXX", tmpdir) >= (int)sizeof tmpl)
+    errno = ENAMETOOLONG;
+  else if (mkdtemp(tmpl)) {
+    memcpy(temp_base, tmpl, sizeof temp_base);
+    return temp_base;
+  }
+  fprintf(stderr, PROG ": cannot make a temporary folder in %s: %s\n", tmpdir, strerror(errno));
+  return NULL;
+}
+
+/* The output place, before any work: created, or an existing folder in which a file can be made (a file made and
+ * removed again: modes, read-only file systems and root all answer). 0, or a message naming it and exit status 2. */
+static int check_output(const char *outdir)
+{
+  struct stat st;
+  char probe[PATH_MAX];
+  if (!mkdir(outdir, 0755))
+    snprintf(made_outdir, sizeof made_outdir, "%s", outdir);
+  else if (errno != EEXIST) {
+    fprintf(stderr, PROG ": --output '%s': cannot create the folder: %s\n", outdir, strerror(errno));
+    return 2;
+  }
+  else if (stat(outdir, &st) || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, PROG ": --output '%s': exists and is not a folder\n", outdir);
+    return 2;
+  }
+  int fd = -1;
+  if (snprintf(probe, sizeof probe, "%s/.starproj-bench-XXXXXX", outdir) >= (int)sizeof probe)
+    errno = ENAMETOOLONG;
+  else
+    fd = mkstemp(probe);
+  if (fd < 0) {
+    fprintf(stderr, PROG ": --output '%s': cannot write in the folder: %s\n", outdir, strerror(errno));
+    remove_leftovers();
+    return 2;
+  }
+  close(fd);
+  unlink(probe);
+  return 0;
+}
+
 /* Makes to (which must not exist) a copy of the tree from: folders, regular files and symbolic links, as 'cp -R'
  * did, without a shell. 0, or -1 with the reason in why and nothing left at to. */
 static int copy_tree(const char *from, const char *to, char *why, size_t n)
@@ -1251,20 +1363,34 @@ static int run_program(char *const argv[], const char *dir, const char *log, cha
     rc = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   if (!rc && dir)
     rc = posix_spawn_file_actions_addchdir_np(&fa, dir);
+  /* the child starts with the signal mask of before and the default actions: interrupted, it stops with us */
+  posix_spawnattr_t attr;
+  sigset_t old, dfl;
+  posix_spawnattr_init(&attr);
+  hold_interrupts(&old);
+  sigemptyset(&dfl);
+  sigaddset(&dfl, SIGINT);
+  sigaddset(&dfl, SIGTERM);
+  posix_spawnattr_setsigmask(&attr, &old);
+  posix_spawnattr_setsigdefault(&attr, &dfl);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid;
   if (!rc)
-    rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+  if (!rc)
+    running_child = pid;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (rc) {
     snprintf(why, n, "cannot run %s: %s", argv[0], strerror(rc));
     return -1;
   }
   int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      snprintf(why, n, "waiting for %s: %s", argv[0], strerror(errno));
-      return -1;
-    }
+  if (wait_child(pid, &status) < 0) {
+    snprintf(why, n, "waiting for %s: %s", argv[0], strerror(errno));
+    return -1;
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return 0;
   if (WIFEXITED(status))
@@ -1278,19 +1404,23 @@ static int run_program(char *const argv[], const char *dir, const char *log, cha
  * StarPU's bus benchmark without inheriting any performance model */
 static void copy_bus_calibration(const char *from, const char *to)
 {
-  char src[PATH_MAX + 32], dst[PATH_MAX + 32], why[PATH_MAX + 64];
+  char src[PATH_MAX], dir[PATH_MAX], sampling[PATH_MAX], dst[PATH_MAX], why[PATH_MAX + 64];
   struct stat st;
-  snprintf(src, sizeof src, "%s/.starpu/sampling/bus", from);
-  if (stat(src, &st) || !S_ISDIR(st.st_mode))
+  if (snprintf(src, sizeof src, "%s/.starpu/sampling/bus", from) >= (int)sizeof src || stat(src, &st) ||
+      !S_ISDIR(st.st_mode))
     return;
-  snprintf(dst, sizeof dst, "%s/.starpu", to);
-  mkdir(dst, 0700);
-  snprintf(dst, sizeof dst, "%s/.starpu/sampling", to);
-  mkdir(dst, 0700);
-  snprintf(dst, sizeof dst, "%s/.starpu/sampling/bus", to);
+  if (snprintf(dir, sizeof dir, "%s/.starpu", to) >= (int)sizeof dir ||
+      snprintf(sampling, sizeof sampling, "%s/sampling", dir) >= (int)sizeof sampling ||
+      snprintf(dst, sizeof dst, "%s/bus", sampling) >= (int)sizeof dst)
+    snprintf(why, sizeof why, "%s: name too long", to);
+  else {
+    mkdir(dir, 0700);
+    mkdir(sampling, 0700);
+    if (!copy_tree(src, dst, why, sizeof why))
+      return;
+  }
   /* without it the configuration calibrates the bus itself: slower, no less right */
-  if (copy_tree(src, dst, why, sizeof why))
-    fprintf(stderr, PROG ": bus calibration not copied (%s)\n", why);
+  fprintf(stderr, PROG ": bus calibration not copied (%s)\n", why);
 }
 
 /* keeps a configuration's STARPU_HOME as DIR/homes/<workload>_<set>_<policy> */
@@ -1428,8 +1558,7 @@ static int probe(const char *self, const char *home, int verbose, int *gpus)
   int fd[2];
   if (pipe(fd))
     return -1;
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = fork_child();
   if (pid < 0)
     return -1;
   if (pid == 0) {
@@ -1460,7 +1589,8 @@ static int probe(const char *self, const char *home, int verbose, int *gpus)
   }
   fclose(in);
   int status;
-  waitpid(pid, &status, 0);
+  if (wait_child(pid, &status) < 0)
+    return -1;
   return found && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
@@ -1631,6 +1761,11 @@ int main(int argc, char **argv)
   for (int i = 0; i < NUM_SCALES; i++)
     if (!strcmp(scales[i].name, scale))
       sc = &scales[i];
+  int rc = list ? 0 : check_output(outdir);
+  if (rc)
+    return rc;
+  atexit(remove_leftovers);
+  catch_interrupts();
   long long need = data_bytes(sc), img = 4LL * sc->dims[0] * sc->dims[1] * sc->dims[2];
   long long memlimit_mb = (need / 2 > 16 * img ? need / 2 : 16 * img) / (1 << 20) + 1;
 
@@ -1642,28 +1777,24 @@ int main(int argc, char **argv)
     return 1;
   }
   self[len] = 0;
-  const char *tmpdir = getenv("TMPDIR");
-  char base_tmpl[PATH_MAX];
-  snprintf(base_tmpl, sizeof base_tmpl, "%s/starproj-bench-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  char *base = mkdtemp(base_tmpl);
-  if (!base) {
-    fprintf(stderr, PROG ": cannot make a temporary folder: %s\n", strerror(errno));
+  const char *base = make_temp_base();
+  if (!base)
     return 1;
-  }
-  char probe_home[PATH_MAX];
+  char probe_home[PATH_MAX + 16];
   snprintf(probe_home, sizeof probe_home, "%s/probe", base);
   mkdir(probe_home, 0700);
   int gpus = 0;
   snprintf(out.cpu, sizeof out.cpu, "unknown");
   snprintf(out.gpu, sizeof out.gpu, "none");
-  if (probe(self, probe_home, verbose, &gpus)) {
-    fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's messages)\n");
-    remove_tree(base);
-    return 1;
+  if (probe(self, probe_home, verbose, &gpus) || interrupted) {
+    if (interrupted)
+      fprintf(stderr, PROG ": interrupted\n");
+    else
+      fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's messages)\n");
+    return interrupted ? 130 : 1;
   }
   if (list) {
     list_all(gpus);
-    remove_tree(base);
     return 0;
   }
   if (!set_arg) {
@@ -1685,15 +1816,10 @@ int main(int argc, char **argv)
     if (sets[s].gpus && (gpus == 0 || sets[s].gpus > gpus)) {
       fprintf(stderr, PROG ": worker set '%s' needs %s GPUs; this machine has %d\n", sets[s].name,
               sets[s].gpus > 0 ? "more" : "", gpus);
-      remove_tree(base);
       return 2;
     }
 
-  /* outputs */
-  if (mkdir(outdir, 0755) && errno != EEXIST) {
-    fprintf(stderr, PROG ": cannot create %s: %s\n", outdir, strerror(errno));
-    return 1;
-  }
+  /* outputs (the folder was checked before any work) */
   char path[PATH_MAX];
   FILE **files[4] = {&out.csv, &out.json, &out.workers, &out.transfers};
   const char *names[4] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv"};
@@ -1701,9 +1827,10 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
     if (!(*files[i] = fopen(path, "w"))) {
       fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-      return 1;
+      return 2;
     }
   }
+  made_outdir[0] = 0; /* written into: kept whatever happens */
   for (int c = 0; c < NUM_COLUMNS; c++)
     fprintf(out.csv, "%s%s", c ? "," : "", csv_columns[c]);
   fputc('\n', out.csv);
@@ -1733,11 +1860,6 @@ int main(int argc, char **argv)
          out.host, gpus, out.gpu, out.version, outdir);
   int done = 0, failed = 0, mismatched = 0;
   double t_start = now();
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_interrupt;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
   for (int w = 0; w < nw && !interrupted; w++)
     for (int s = 0; s < ns && !interrupted; s++)
       for (int p = 0; p < np && !interrupted; p++) {
@@ -1758,7 +1880,7 @@ int main(int argc, char **argv)
           free_record(&r);
           continue;
         }
-        char home[PATH_MAX], trace_dir[PATH_MAX], *tdir = NULL;
+        char home[PATH_MAX + 16], trace_dir[PATH_MAX], *tdir = NULL;
         snprintf(home, sizeof home, "%s/home-%d", base, done);
         mkdir(home, 0700);
         copy_bus_calibration(probe_home, home);
@@ -1803,7 +1925,7 @@ int main(int argc, char **argv)
   fclose(out.csv), fclose(out.json), fclose(out.workers), fclose(out.transfers);
   snprintf(path, sizeof path, "%s/logs", outdir);
   rmdir(path); /* only when no process left a message */
-  remove_tree(base);
+  remove_leftovers();
   charts(outdir, nw, wl, np, pol, ns, sets, sum);
   free(sum);
   if (interrupted)

@@ -133,5 +133,43 @@ elif [ -z "$(ls -A "$inj/$inj_out/homes/fwd-whole_cpu_eager/.starpu/sampling/bus
   ko "--keep-homes kept no bus calibration"
 else ok; fi
 
+# an output place that cannot be written: exit 2 before any work, a message naming --output and the place, no
+# temporary folder left in a private TMPDIR; a failure after the temporary folder exists (StarPU without workers)
+# and SIGTERM in the middle of a run remove it too
+ptmp=$(mktemp -d "$dir/tmp.XXXXXX")
+leftover() { ls -A "$ptmp" | grep -q '^starproj-bench-'; }
+: > "$dir/plainfile"
+expect_bad_output() {
+  local msg rc
+  msg=$(TMPDIR=$ptmp timeout 60 "$prog" --scale tiny --workers cpu --output "$1" 2>&1 >/dev/null); rc=$?
+  if [ $rc -ne 2 ]; then ko "--output '$1' exited $rc, expected 2: $msg"
+  elif ! printf '%s' "$msg" | grep -qF -- "--output '$1'"; then ko "--output '$1': the message does not name it: $msg"
+  elif leftover; then ko "--output '$1' left a temporary folder: $(ls "$ptmp")"
+  else ok; fi
+}
+expect_bad_output "$dir/plainfile"
+expect_bad_output "$dir/plainfile/sub"
+if [ "$(id -u)" -ne 0 ]; then # root writes into a folder without write permission
+  mkdir "$dir/readonly" && chmod 555 "$dir/readonly" && expect_bad_output "$dir/readonly"
+fi
+msg=$(TMPDIR=$ptmp STARPU_NCPU=0 STARPU_NCUDA=0 STARPU_NOPENCL=0 timeout 60 "$prog" --scale tiny --workers cpu \
+      --output "$dir/noworkers" 2>&1 >/dev/null); rc=$?
+if [ $rc -ne 1 ]; then ko "StarPU without workers: exit $rc, expected 1: $msg"
+elif ! printf '%s' "$msg" | grep -q 'could not start'; then ko "StarPU without workers: message '$msg'"
+elif leftover; then ko "StarPU without workers: a temporary folder left: $(ls "$ptmp")"
+elif [ -e "$dir/noworkers" ]; then ko "StarPU without workers: the output folder it made was left"
+else ok; fi
+TMPDIR=$ptmp timeout 120 "$prog" --scale tiny --workers cpu --scheds eager,lws --repeats 1 --warmups 0 \
+  --output "$dir/term" >"$dir/term.log" 2>&1 & pid=$!
+for _ in $(seq 300); do grep -q '^\[ *1/' "$dir/term.log" && break; sleep 0.1; done
+started=0; leftover && started=1
+kill -TERM $pid; wait $pid; rc=$?
+if [ $started -ne 1 ]; then ko "no temporary folder while running (TMPDIR not used?)"
+elif [ $rc -ne 130 ]; then ko "SIGTERM: exit $rc, expected 130: $(tail -n 3 "$dir/term.log")"
+elif leftover; then ko "SIGTERM: a temporary folder left: $(ls "$ptmp")"
+elif ! grep -q 'interrupted during configuration' "$dir/term.log"; then ko "SIGTERM: no message: $(cat "$dir/term.log")"
+elif [ ! -s "$dir/term/results.csv" ]; then ko "SIGTERM: the records of what ran were not kept"
+else ok; fi
+
 echo "check_bench: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -684,11 +685,15 @@ static const char *usage_text =
   "  Exit status: 0 when every configuration ran and agreed with the others, 1 when one failed or disagreed,\n"
   "  2 for bad options, 130 when interrupted (the records and charts of what ran are kept).\n";
 
-static int usage_error(const char *fmt, const char *arg)
+/* a message about the options and exit status 2 */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
+  va_list ap;
+  va_start(ap, fmt);
   fprintf(stderr, PROG ": ");
-  fprintf(stderr, fmt, arg);
+  vfprintf(stderr, fmt, ap);
   fprintf(stderr, " (see --help)\n");
+  va_end(ap);
   return 2;
 }
 
@@ -749,14 +754,25 @@ static int model_based(const char *policy)
          !strcmp(policy, "modular-gemm");
 }
 
-/* comma-separated list into names (in place) */
-static int split(char *s, char **names, int max)
+/* The names of a comma-separated option value, split in a copy (*copy, freed by the caller): 0, or after a message
+ * -1 when a name is empty or there are more than max. */
+static int split_list(const char *option, const char *value, char **copy, char **names, int max, int *n)
 {
-  int n = 0;
-  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ","))
-    if (*tok && n < max)
-      names[n++] = tok;
-  return n;
+  size_t len = strlen(value);
+  *n = 0;
+  if (!len || value[0] == ',' || value[len - 1] == ',' || strstr(value, ",,")) {
+    usage_error("%s has an empty name in '%s'", option, value);
+    return -1;
+  }
+  *copy = strdup(value);
+  for (char *tok = strtok(*copy, ","); tok; tok = strtok(NULL, ",")) {
+    if (*n == max) {
+      usage_error("%s takes at most %d names, not '%s'", option, max, value);
+      return -1;
+    }
+    names[(*n)++] = tok;
+  }
+  return 0;
 }
 
 /* ---- records ---- */
@@ -1629,131 +1645,230 @@ static void list_all(int gpus)
 #endif
 }
 
-int main(int argc, char **argv)
+/* ---- options ---- */
+
+/* the options as given (lists unsplit) */
+struct options {
+  const char *child, *scale, *outdir, *phase, *wl_arg, *sched_arg, *set_arg, *threads_arg;
+  int list, probe, repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes;
+};
+
+/* what the lists ask for */
+struct plan {
+  char *pol[MAX_POLICIES];
+  int np;
+  int wl[NUM_WORKLOADS], nw;
+  struct worker_set sets[MAX_SETS];
+  int ns;
+  char *copies[3]; /* the lists split in place */
+};
+
+enum { O_CHILD = 256, O_PROBE, O_PHASE };
+static const struct option longopts[] = {
+  {"list", no_argument, 0, 'l'},          {"workloads", required_argument, 0, 'W'},
+  {"scheds", required_argument, 0, 's'},  {"workers", required_argument, 0, 'k'},
+  {"scale", required_argument, 0, 'S'},   {"repeats", required_argument, 0, 'r'},
+  {"warmups", required_argument, 0, 'w'}, {"calibration-runs", required_argument, 0, 'c'},
+  {"threads", required_argument, 0, 't'}, {"timeout", required_argument, 0, 'T'},
+  {"output", required_argument, 0, 'o'},  {"trace", no_argument, 0, 'x'},
+  {"keep-homes", no_argument, 0, 'K'},    {"verbose", no_argument, 0, 'v'},
+  {"help", no_argument, 0, 'h'},          {"child", required_argument, 0, O_CHILD},
+  {"probe", no_argument, 0, O_PROBE},     {"phase", required_argument, 0, O_PHASE},
+  {0, 0, 0, 0}};
+
+/* the name of the long option whose code is val: getopt_long only gives the code of one that lacks its value (and
+ * argv holds what was typed, perhaps an abbreviation) */
+static const char *option_name(int val)
 {
-  const char *child = NULL, *scale = "small", *outdir = "starproj-bench-results", *set_arg = NULL, *phase = "measure";
-  char *wl_arg = NULL, *sched_arg = NULL, *set_copy = NULL; /* copies split in place, freed at the end */
-  int list = 0, probe_mode = 0, repeats = 3, warmups = 1, calib_runs = 3, threads = 0, timeout = 0, trace = 0;
-  int verbose = 0, keep_homes = 0;
-  enum { O_CHILD = 256, O_PROBE, O_PHASE };
-  static const struct option longopts[] = {
-    {"list", no_argument, 0, 'l'},          {"workloads", required_argument, 0, 'W'},
-    {"scheds", required_argument, 0, 's'},  {"workers", required_argument, 0, 'k'},
-    {"scale", required_argument, 0, 'S'},   {"repeats", required_argument, 0, 'r'},
-    {"warmups", required_argument, 0, 'w'}, {"calibration-runs", required_argument, 0, 'c'},
-    {"threads", required_argument, 0, 't'}, {"timeout", required_argument, 0, 'T'},
-    {"output", required_argument, 0, 'o'},  {"trace", no_argument, 0, 'x'},
-    {"keep-homes", no_argument, 0, 'K'},    {"verbose", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},          {"child", required_argument, 0, O_CHILD},
-    {"probe", no_argument, 0, O_PROBE},     {"phase", required_argument, 0, O_PHASE},
-    {0, 0, 0, 0}};
+  for (const struct option *o = longopts; o->name; o++)
+    if (o->val == val)
+      return o->name;
+  return "?";
+}
+
+/* One option into o: 0, or a message and exit status 2 (numbers out of range exit 2 in option_number). */
+static int take_option(int c, struct options *o)
+{
+  switch (c) {
+  case 'l': o->list = 1; break;
+  case 'W': o->wl_arg = optarg; break;
+  case 's': o->sched_arg = optarg; break;
+  case 'k': o->set_arg = optarg; break;
+  case 'S':
+    if (strcmp(optarg, "tiny") && strcmp(optarg, "small") && strcmp(optarg, "full"))
+      return usage_error("--scale needs tiny, small or full, not '%s'", optarg);
+    o->scale = optarg;
+    break;
+  case 'r': o->repeats = (int)option_number(PROG, "--repeats", optarg, 1, MAX_REPEATS); break;
+  case 'w': o->warmups = (int)option_number(PROG, "--warmups", optarg, 0, 100); break;
+  case 'c': o->calib_runs = (int)option_number(PROG, "--calibration-runs", optarg, 1, 100); break;
+  case 't': o->threads_arg = optarg; break; /* its range depends on --child, perhaps given later */
+  case 'T': o->timeout = (int)option_number(PROG, "--timeout", optarg, 1, 86400); break;
+  case 'o': o->outdir = optarg; break;
+  case 'x': o->trace = 1; break;
+  case 'K': o->keep_homes = 1; break;
+  case 'v': o->verbose = 1; break;
+  case 'h': fputs(usage_text, stdout); exit(0);
+  case O_CHILD: o->child = optarg; break;
+  case O_PROBE: o->probe = 1; break;
+  case O_PHASE: o->phase = optarg; break;
+  }
+  return 0;
+}
+
+/* Reads argv into o: 0, or a message naming the option and its value, and exit status 2. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+  *o = (struct options){.scale = "small", .outdir = "starproj-bench-results", .phase = "measure", .repeats = 3,
+                        .warmups = 1, .calib_runs = 3};
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1;) {
-    switch (c) {
-    case 'l': list = 1; break;
-    case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-    case 'W': free(wl_arg); wl_arg = strdup(optarg); break; /* split in place later: argv stays as given */
-    case 's': free(sched_arg); sched_arg = strdup(optarg); break;
-    case 'k': set_arg = optarg; break;
-    case 'S':
-      if (strcmp(optarg, "tiny") && strcmp(optarg, "small") && strcmp(optarg, "full"))
-        return usage_error("--scale needs tiny, small or full, not '%s'", optarg);
-      scale = optarg;
-      break;
-    case 'r': repeats = (int)option_number(PROG, "--repeats", optarg, 1, MAX_REPEATS); break;
-    case 'w': warmups = (int)option_number(PROG, "--warmups", optarg, 0, 100); break;
-    case 'c': calib_runs = (int)option_number(PROG, "--calibration-runs", optarg, 1, 100); break;
-    case 't': threads = (int)option_number(PROG, "--threads", optarg, child ? 0 : 1, 256); break;
-    case 'T': timeout = (int)option_number(PROG, "--timeout", optarg, 1, 86400); break;
-    case 'o':
-      if (!*optarg)
-        return usage_error("--output needs a folder name%s", "");
-      outdir = optarg;
-      break;
-    case 'x': trace = 1; break;
-    case 'K': keep_homes = 1; break;
-    case 'v': verbose = 1; break;
-    case 'h': fputs(usage_text, stdout); return 0;
-    case O_CHILD: child = optarg; break;
-    case O_PROBE: probe_mode = 1; break;
-    case O_PHASE: phase = optarg; break;
-    default: return usage_error("unknown option '%s'", argv[optind - 1]);
-    }
+  for (int c, rc; (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1;) {
+    if (c == ':')
+      return usage_error("--%s needs a value", option_name(optopt));
+    if (c == '?' && optopt)
+      return usage_error("unknown option '-%c'", optopt);
+    if (c == '?')
+      return usage_error("unknown option '%s'", argv[optind - 1]);
+    /* '--output --trace' took the next option as its value: the value is what is missing */
+    if (optarg && (!*optarg || !strncmp(optarg, "--", 2)))
+      return usage_error("--%s needs a value, not '%s'", option_name(c), optarg);
+    if ((rc = take_option(c, o)))
+      return rc;
   }
   if (optind < argc)
     return usage_error("unexpected argument '%s'", argv[optind]);
-  if (!timeout)
-    timeout = !strcmp(scale, "tiny") ? 120 : !strcmp(scale, "small") ? 600 : 1200;
-  if (probe_mode)
-    return probe_main();
-  if (child) {
-    alarm((unsigned)timeout); /* a policy that never finishes is stopped; the driver reports the timeout */
-    return child_main(child, scale, set_arg ? set_arg : "cpu", phase, repeats, warmups, threads);
+  /* 0 host threads only from the driver to a configuration's process: the scale's number */
+  if (o->threads_arg)
+    o->threads = (int)option_number(PROG, "--threads", o->threads_arg, o->child ? 0 : 1, 256);
+  if (strcmp(o->phase, "measure") && strcmp(o->phase, "calibrate"))
+    return usage_error("--phase needs calibrate or measure, not '%s'", o->phase);
+  if (!o->timeout)
+    o->timeout = !strcmp(o->scale, "tiny") ? 120 : !strcmp(o->scale, "small") ? 600 : 1200;
+  return 0;
+}
+
+/* a policy of this StarPU build (the list is there before starpu_init), or starproj's 'default' */
+static int known_policy(const char *name)
+{
+  if (!strcmp(name, "default"))
+    return 1;
+  for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p; p++)
+    if (!strcmp((*p)->policy_name, name))
+      return 1;
+  return 0;
+}
+
+static int check_policies(const char *arg, struct plan *pl)
+{
+  if (!arg) {
+    pl->pol[pl->np++] = "default";
+    /* graph_test schedules only when the application calls starpu_do_schedule(): starproj's own waits (in
+     * sproj_recon_create, image syncs) then wait forever. It runs when asked for by name. */
+    for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p && pl->np < MAX_POLICIES;
+         p++)
+      if (strcmp((*p)->policy_name, "graph_test"))
+        pl->pol[pl->np++] = (char *)(*p)->policy_name;
+    return 0;
   }
+  if (split_list("--scheds", arg, &pl->copies[0], pl->pol, MAX_POLICIES, &pl->np))
+    return 2;
+  for (int i = 0; i < pl->np; i++)
+    if (!known_policy(pl->pol[i]))
+      return usage_error("--scheds: unknown policy '%s' (--list shows this StarPU's policies)", pl->pol[i]);
+  return 0;
+}
+
+static int check_workloads(const char *arg, struct plan *pl)
+{
+  char *names[NUM_WORKLOADS * 4];
+  int n;
+  if (!arg) {
+    for (int j = 0; j < NUM_WORKLOADS; j++)
+      pl->wl[pl->nw++] = j;
+    return 0;
+  }
+  if (split_list("--workloads", arg, &pl->copies[1], names, NUM_WORKLOADS * 4, &n))
+    return 2;
+  for (int i = 0; i < n; i++) {
+    int k = -1, dup = 0;
+    for (int j = 0; j < NUM_WORKLOADS; j++)
+      if (!strcmp(workloads[j].name, names[i]))
+        k = j;
+    if (k < 0)
+      return usage_error("--workloads: unknown workload '%s' (--list shows them)", names[i]);
+    for (int j = 0; j < pl->nw; j++)
+      dup |= pl->wl[j] == k;
+    if (!dup)
+      pl->wl[pl->nw++] = k;
+  }
+  return 0;
+}
+
+/* the worker sets named (without --workers the driver picks them once it knows the GPUs) */
+static int check_sets(const char *arg, struct plan *pl)
+{
+  char *names[MAX_SETS];
+  int n;
+  if (!arg)
+    return 0;
+  if (split_list("--workers", arg, &pl->copies[2], names, MAX_SETS, &n))
+    return 2;
+  for (int i = 0; i < n; i++)
+    if (parse_set(names[i], &pl->sets[pl->ns++]))
+      return usage_error("--workers: unknown worker set '%s' (cpu, gpu, gpuN, all, optionally with :wK)", names[i]);
+  return 0;
+}
+
+/* Every list checked before anything runs: 0, or a message and exit status 2. */
+static int check_lists(const struct options *o, struct plan *pl)
+{
+  memset(pl, 0, sizeof *pl);
 #ifndef STARPU_USE_FXT
-  if (trace) {
+  if (o->trace) {
     fprintf(stderr, PROG ": --trace is unavailable: this StarPU was built without FxT (STARPU_USE_FXT is not set in\n"
             "starpu_config.h); rebuild StarPU with --with-fxt to record traces\n");
     return 2;
   }
 #endif
+  int rc = check_policies(o->sched_arg, pl);
+  if (!rc)
+    rc = check_workloads(o->wl_arg, pl);
+  if (!rc)
+    rc = check_sets(o->set_arg, pl);
+  return rc;
+}
 
-  /* policies and workloads asked for, checked before anything runs */
-  char *pol[MAX_POLICIES];
-  int np = 0;
-  if (sched_arg) {
-    char *names[MAX_POLICIES];
-    int n = split(sched_arg, names, MAX_POLICIES);
-    for (int i = 0; i < n; i++) {
-      int known = !strcmp(names[i], "default");
-      for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p && !known; p++)
-        known = !strcmp((*p)->policy_name, names[i]);
-      if (!known)
-        return usage_error("unknown policy '%s' (--list shows this StarPU's policies)", names[i]);
-      pol[np++] = names[i];
-    }
+static void free_plan(struct plan *pl)
+{
+  for (int i = 0; i < 3; i++)
+    free(pl->copies[i]), pl->copies[i] = NULL;
+}
+
+int main(int argc, char **argv)
+{
+  struct options opt;
+  struct plan plan;
+  int rc = parse_options(argc, argv, &opt);
+  if (rc)
+    return rc;
+  if (opt.probe)
+    return probe_main();
+  if (opt.child) {
+    alarm((unsigned)opt.timeout); /* a policy that never finishes is stopped; the driver reports the timeout */
+    return child_main(opt.child, opt.scale, opt.set_arg ? opt.set_arg : "cpu", opt.phase, opt.repeats, opt.warmups,
+                      opt.threads);
   }
-  else {
-    pol[np++] = "default";
-    /* graph_test schedules only when the application calls starpu_do_schedule(): starproj's own waits (in
-     * sproj_recon_create, image syncs) then wait forever. It runs when asked for by name. */
-    for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p && np < MAX_POLICIES; p++)
-      if (strcmp((*p)->policy_name, "graph_test"))
-        pol[np++] = (char *)(*p)->policy_name;
+  if ((rc = check_lists(&opt, &plan))) {
+    free_plan(&plan);
+    return rc;
   }
-  int wl[NUM_WORKLOADS], nw = 0;
-  if (wl_arg) {
-    char *names[NUM_WORKLOADS * 4];
-    int n = split(wl_arg, names, NUM_WORKLOADS * 4);
-    for (int i = 0; i < n; i++) {
-      int k = -1;
-      for (int j = 0; j < NUM_WORKLOADS; j++)
-        if (!strcmp(workloads[j].name, names[i]))
-          k = j;
-      if (k < 0)
-        return usage_error("unknown workload '%s' (--list shows them)", names[i]);
-      int dup = 0;
-      for (int j = 0; j < nw; j++)
-        dup |= wl[j] == k;
-      if (!dup)
-        wl[nw++] = k;
-    }
-  }
-  else
-    for (int j = 0; j < NUM_WORKLOADS; j++)
-      wl[nw++] = j;
-  struct worker_set sets[MAX_SETS];
-  int ns = 0;
-  if (set_arg) {
-    char *names[MAX_SETS];
-    set_copy = strdup(set_arg);
-    int n = split(set_copy, names, MAX_SETS);
-    for (int i = 0; i < n; i++)
-      if (parse_set(names[i], &sets[ns++]))
-        return usage_error("unknown worker set '%s' (cpu, gpu, gpuN, all, optionally with :wK)", names[i]);
-  }
-  if (!np || !nw || (set_arg && !ns))
-    return usage_error("nothing to run%s", "");
+  /* the names below as the driver used them before its options had a structure of their own */
+  const char *scale = opt.scale, *outdir = opt.outdir, *set_arg = opt.set_arg;
+  int list = opt.list, repeats = opt.repeats, warmups = opt.warmups, calib_runs = opt.calib_runs;
+  int threads = opt.threads, timeout = opt.timeout, trace = opt.trace, verbose = opt.verbose;
+  int keep_homes = opt.keep_homes, np = plan.np, nw = plan.nw, ns = plan.ns, *wl = plan.wl;
+  char **pol = plan.pol;
+  struct worker_set *sets = plan.sets;
 
   /* STARPU_LIMIT_CUDA_MEM of the memlimit workload: below the data size, above what an image and its per-worker
    * buffers need */
@@ -1761,7 +1876,7 @@ int main(int argc, char **argv)
   for (int i = 0; i < NUM_SCALES; i++)
     if (!strcmp(scales[i].name, scale))
       sc = &scales[i];
-  int rc = list ? 0 : check_output(outdir);
+  rc = list ? 0 : check_output(outdir);
   if (rc)
     return rc;
   atexit(remove_leftovers);
@@ -1814,8 +1929,8 @@ int main(int argc, char **argv)
   }
   for (int s = 0; s < ns; s++)
     if (sets[s].gpus && (gpus == 0 || sets[s].gpus > gpus)) {
-      fprintf(stderr, PROG ": worker set '%s' needs %s GPUs; this machine has %d\n", sets[s].name,
-              sets[s].gpus > 0 ? "more" : "", gpus);
+      fprintf(stderr, PROG ": --workers: worker set '%s' needs %s; this machine has %d\n", sets[s].name,
+              sets[s].gpus > 0 ? "more GPUs" : "GPUs", gpus);
       return 2;
     }
 
@@ -1932,8 +2047,6 @@ int main(int argc, char **argv)
     printf(PROG ": interrupted during configuration %d of %d\n", done, total);
   printf(PROG ": %d configurations, %d failed, %d disagreed with the first policy's results; records in "
          "%s/results.csv and results.jsonl\n", total, failed, mismatched, outdir);
-  free(wl_arg);
-  free(sched_arg);
-  free(set_copy);
+  free_plan(&plan);
   return interrupted ? 130 : failed || mismatched ? 1 : 0;
 }

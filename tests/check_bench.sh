@@ -15,7 +15,7 @@ ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # bad options: exit 2, a message naming the problem, no output folder
 expect_usage() {
   local out="$dir/bad" msg
-  msg=$("$prog" --output "$out" "$@" 2>&1 >/dev/null); local rc=$?
+  msg=$(timeout 60 "$prog" --output "$out" "$@" 2>&1 >/dev/null); local rc=$?
   if [ $rc -ne 2 ]; then ko "'$*' exited $rc, expected 2"; return; fi
   if [ -z "$msg" ]; then ko "'$*' printed no message"; return; fi
   if [ -e "$out" ]; then ko "'$*' created the output folder"; return; fi
@@ -32,15 +32,44 @@ expect_usage --workers cpu:w2
 expect_usage --workers quantum
 expect_usage stray-argument
 # --trace needs a StarPU built with FxT: without it, a message and exit 2
-if "$prog" --list 2>/dev/null | grep -q 'trace: unavailable'; then expect_usage --trace; fi
+if timeout 60 "$prog" --list 2>/dev/null | grep -q 'trace: unavailable'; then expect_usage --trace; fi
 
-if "$prog" --help | grep -q '^usage: starproj-bench'; then ok; else ko "--help"; fi
-if "$prog" --list | grep -q '^  fwd-whole'; then ok; else ko "--list shows no workloads"; fi
-if "$prog" --list | grep -q ' eager'; then ok; else ko "--list shows no policies"; fi
+# the whole message for each bad option: exit 2 before StarPU starts (a TMPDIR that does not exist would stop the
+# driver with another message and status at its first step, the temporary folder of the probe), in seconds
+expect_message() {
+  local want=$1 out="$dir/bad" msg rc
+  shift
+  msg=$(TMPDIR="$dir/no-such-tmp" timeout 10 "$prog" --output "$out" "$@" 2>&1 >/dev/null); rc=$?
+  if [ $rc -ne 2 ]; then ko "'$*' exited $rc, expected 2: $msg"
+  elif ! printf '%s' "$msg" | grep -qF -- "$want"; then ko "'$*': message '$msg', expected '$want'"
+  elif [ -e "$out" ]; then ko "'$*' created the output folder"
+  else ok; fi
+}
+expect_message "--output needs a value" --output
+expect_message "--scheds needs a value" --scheds
+expect_message "--output needs a value, not '--trace'" --output --trace
+expect_message "--workers needs a value, not ''" --workers ''
+expect_message "--scheds: unknown policy 'no-such-policy'" --scheds eager,no-such-policy
+expect_message "--scheds has an empty name in 'eager,,lws'" --scheds eager,,lws
+expect_message "--workloads has an empty name in ','" --workloads ,
+expect_message "--workers has an empty name in 'cpu,'" --workers cpu,
+expect_message "--workloads: unknown workload 'nonesuch'" --workloads fwd-whole,nonesuch
+expect_message "--workers: unknown worker set 'quantum'" --workers cpu,quantum
+expect_message "--repeats needs a whole number in 1..1000, not 'nan'" --repeats nan
+expect_message "--timeout needs a whole number in 1..86400, not 'inf'" --timeout inf
+expect_message "--warmups needs a whole number in 0..100, not '101'" --warmups 101
+expect_message "--threads needs a whole number in 1..256, not '0'" --threads 0
+expect_message "--scale needs tiny, small or full, not 'huge'" --scale huge
+expect_message "unknown option '--no-such-option'" --no-such-option
+expect_message "unexpected argument 'stray'" stray
+
+if timeout 60 "$prog" --help | grep -q '^usage: starproj-bench'; then ok; else ko "--help"; fi
+if timeout 60 "$prog" --list | grep -q '^  fwd-whole'; then ok; else ko "--list shows no workloads"; fi
+if timeout 60 "$prog" --list | grep -q ' eager'; then ok; else ko "--list shows no policies"; fi
 
 # a run: tiny scale, CPU workers, eager / lws / dmda (dmda calibrates first), 2 repeats
 out="$dir/run"
-log=$("$prog" --scale tiny --workers cpu --scheds eager,lws,dmda --repeats 2 --warmups 1 --calibration-runs 2 \
+log=$(timeout 600 "$prog" --scale tiny --workers cpu --scheds eager,lws,dmda --repeats 2 --warmups 1 --calibration-runs 2 \
       --output "$out" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then ko "tiny run exited $rc: $log"; fi
 echo "$log" | grep -q '^\[ *1/' && ok || ko "no progress lines"

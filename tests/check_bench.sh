@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # check_bench.sh: starproj-bench at its tiny scale with three policies on CPU workers writes the documented CSV and
 # JSON columns with consistent values (busy time within the makespan, no negative byte counts, the same checksums
-# under every policy), and rejects bad options with a message and exit status 2.
+# under every policy), and rejects bad options with a message and exit status 2 before StarPU starts. Hardening: an
+# --output holding shell syntax runs nothing (no shell anywhere), an output place that cannot be written exits 2, and
+# no failure nor SIGTERM/SIGINT leaves its $TMPDIR/starproj-bench-* folder. Every run is under timeout: a hang fails.
 set -u
 prog=./starproj-bench
 [ -x "$prog" ] || { echo "check_bench: $prog not built"; exit 99; }
@@ -164,7 +166,7 @@ else ok; fi
 
 # an output place that cannot be written: exit 2 before any work, a message naming --output and the place, no
 # temporary folder left in a private TMPDIR; a failure after the temporary folder exists (StarPU without workers)
-# and SIGTERM in the middle of a run remove it too
+# and SIGTERM or SIGINT in the middle of a run remove it too
 ptmp=$(mktemp -d "$dir/tmp.XXXXXX")
 leftover() { ls -A "$ptmp" | grep -q '^starproj-bench-'; }
 : > "$dir/plainfile"
@@ -188,17 +190,24 @@ elif ! printf '%s' "$msg" | grep -q 'could not start'; then ko "StarPU without w
 elif leftover; then ko "StarPU without workers: a temporary folder left: $(ls "$ptmp")"
 elif [ -e "$dir/noworkers" ]; then ko "StarPU without workers: the output folder it made was left"
 else ok; fi
-TMPDIR=$ptmp timeout 120 "$prog" --scale tiny --workers cpu --scheds eager,lws --repeats 1 --warmups 0 \
-  --output "$dir/term" >"$dir/term.log" 2>&1 & pid=$!
-for _ in $(seq 300); do grep -q '^\[ *1/' "$dir/term.log" && break; sleep 0.1; done
-started=0; leftover && started=1
-kill -TERM $pid; wait $pid; rc=$?
-if [ $started -ne 1 ]; then ko "no temporary folder while running (TMPDIR not used?)"
-elif [ $rc -ne 130 ]; then ko "SIGTERM: exit $rc, expected 130: $(tail -n 3 "$dir/term.log")"
-elif leftover; then ko "SIGTERM: a temporary folder left: $(ls "$ptmp")"
-elif ! grep -q 'interrupted during configuration' "$dir/term.log"; then ko "SIGTERM: no message: $(cat "$dir/term.log")"
-elif [ ! -s "$dir/term/results.csv" ]; then ko "SIGTERM: the records of what ran were not kept"
-else ok; fi
+# a signal to the driver alone in the middle of a run (timeout --foreground passes it to the driver only, as 'kill PID'
+# would; SIGINT too, which the driver catches even where a script's background job ignores it)
+interrupt_case() {
+  local sig=$1 out="$dir/sig$1" pid rc started=0
+  TMPDIR=$ptmp timeout --foreground 120 "$prog" --scale tiny --workers cpu --scheds eager,lws --repeats 1 --warmups 0 \
+    --output "$out" >"$out.log" 2>&1 & pid=$!
+  for _ in $(seq 300); do grep -q '^\[ *1/' "$out.log" && break; sleep 0.1; done
+  leftover && started=1
+  kill -"$sig" $pid; wait $pid; rc=$?
+  if [ $started -ne 1 ]; then ko "SIG$sig: no temporary folder while running (TMPDIR not used?)"
+  elif [ $rc -ne 130 ]; then ko "SIG$sig: exit $rc, expected 130: $(tail -n 3 "$out.log")"
+  elif leftover; then ko "SIG$sig: a temporary folder left: $(ls "$ptmp")"
+  elif ! grep -q 'interrupted during configuration' "$out.log"; then ko "SIG$sig: no message: $(cat "$out.log")"
+  elif [ ! -s "$out/results.csv" ]; then ko "SIG$sig: the records of what ran were not kept"
+  else ok; fi
+}
+interrupt_case TERM
+interrupt_case INT
 
 echo "check_bench: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -113,7 +113,8 @@ void write_record(const struct record *r, const struct pending *p)
     fprintf(report.json, "%s{\"worker\":%u,\"name\":\"%s\",\"kind\":\"%s\",\"executing_s\":%.6f,\"idle_s\":%.6f,"
             "\"sleeping_s\":%.6f,\"waiting_s\":%.6f,\"total_s\":%.6f,\"tasks\":%d}", i ? "," : "", w, name, kind, ex,
             idle, sl, wa, tot, tasks);
-    fprintf(report.workers, "%s,%u,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", key, w, name, kind, ex, idle, sl, wa, tot, tasks);
+    fprintf(report.workers, "%s,%u,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", key, w, name, kind, ex, idle, sl, wa, tot,
+            tasks);
   }
   fprintf(report.json, "],\"transfers\":[");
   for (int i = 0; i < p->nbus; i++) {

@@ -522,7 +522,8 @@ static int drive(const struct options *opt, struct plan *pl)
     if (interrupted)
       fprintf(stderr, PROG ": interrupted\n");
     else
-      fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's messages)\n");
+      fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's "
+              "messages)\n");
     return interrupted ? 130 : 1;
   }
   if (opt->list) {

@@ -71,8 +71,8 @@ if timeout 60 "$prog" --list | grep -q ' eager'; then ok; else ko "--list shows 
 
 # a run: tiny scale, CPU workers, eager / lws / dmda (dmda calibrates first), 2 repeats
 out="$dir/run"
-log=$(timeout 600 "$prog" --scale tiny --workers cpu --scheds eager,lws,dmda --repeats 2 --warmups 1 --calibration-runs 2 \
-      --output "$out" 2>&1); rc=$?
+log=$(timeout 600 "$prog" --scale tiny --workers cpu --scheds eager,lws,dmda --repeats 2 --warmups 1 \
+      --calibration-runs 2 --output "$out" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then ko "tiny run exited $rc: $log"; fi
 echo "$log" | grep -q '^\[ *1/' && ok || ko "no progress lines"
 for f in results.csv results.jsonl workers.csv transfers.csv; do [ -s "$out/$f" ] && ok || ko "$f missing"; done

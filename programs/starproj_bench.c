@@ -1,928 +1,38 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* starproj_bench.c: starproj-bench, the scheduler comparison harness: projection workloads x StarPU policies x worker
  * sets, each configuration in a fresh process with its own STARPU_HOME, measured through StarPU's profiling
- * interfaces and written as CSV, JSON lines and gnuplot charts (see doc/bench-format.md). */
+ * interfaces and written as CSV, JSON lines and gnuplot charts (see doc/bench-format.md). This file is the driver:
+ * the matrix, one process per configuration; bench_workloads.c runs inside those processes. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <starpu.h>
-#include <starpu_profiling.h>
 #include "common.h"
+#include "bench.h"
 
-#define PROG "starproj-bench"
-
-/* ================================ workloads (run inside a configuration's process) ================================ */
-
-struct scale {
-  const char *name;
-  const char *scanner; /* preset */
-  int rings;           /* 0: the preset's; else fewer rings (tiny) */
-  int radial;          /* 0: the preset's */
-  int dims[3];
-  float voxel;
-  int64_t events;      /* listmode events */
-  int subsets;         /* OSEM and the TOF sinogram subset */
-  int segvg_step;      /* segment-viewgram workloads use every step-th view */
-  int threads;         /* host threads of the threads workload (--threads overrides) */
-  struct sproj_tof_params tof;
-};
-
-static const struct scale scales[] = {
-  {"tiny", "small", 4, 33, {32, 32, 8}, 4.0f, 20000, 4, 4, 4, {15.0f, 15, 3.0f, 12.0f, 0.0f}},
-  {"small", "small", 0, 0, {64, 64, 16}, 2.0f, 200000, 8, 1, 8, {15.0f, 15, 3.0f, 12.0f, 0.0f}},
-  {"full", "vision600", 0, 0, {215, 215, 71}, 2.78f, 40000000, 34, 8, 16, {25.4f, 29, 3.0f, 24.5f, 0.0f}},
-};
-#define NUM_SCALES (int)(sizeof scales / sizeof *scales)
-
-struct workload {
-  const char *name;
-  const char *what;
-  int needs_gpu; /* only run where the worker set has GPUs */
-};
-
-static const struct workload workloads[] = {
-  {"fwd-whole", "forward projection of the whole sinogram, one call", 0},
-  {"back-whole", "back projection of the whole sinogram, one call", 0},
-  {"fwd-views", "forward projection, one call per view", 0},
-  {"back-views", "back projection, one call per view", 0},
-  {"fwd-segvg", "forward projection, one call per segment viewgram", 0},
-  {"back-segvg", "back projection, one call per segment viewgram", 0},
-  {"fwd-segvg-batch", "forward, one call per segment viewgram inside sproj_batch_begin/end", 0},
-  {"back-segvg-batch", "back, one call per segment viewgram inside sproj_batch_begin/end", 0},
-  {"tof-sino", "TOF sinogram forward + back projection of one OSEM subset's views", 0},
-  {"tof-lm", "TOF listmode forward + back projection of random events", 0},
-  {"osem", "one OSEM iteration (sproj_recon_*), non-TOF, with m and a", 0},
-  {"cold", "forward + back of the whole sinogram with no data resident on the GPUs (transfers paid)", 0},
-  {"memlimit", "forward + back of the whole sinogram, STARPU_LIMIT_CUDA_MEM below the data size", 1},
-  {"threads", "many host threads submitting per-view forward + back calls at once", 0},
-};
-#define NUM_WORKLOADS (int)(sizeof workloads / sizeof *workloads)
-
-/* everything one configuration's process holds */
-static struct {
-  const struct scale *sc;
-  int workload; /* index into workloads */
-  int nthreads;
-  sproj_scanner *scanner;
-  struct sproj_sinogram_info si;
-  float origin[3], vs[3];
-  int nvox;
-  float *xs, *xe;             /* LOR endpoints (pinned) */
-  int64_t nlors;              /* LORs of the set in use */
-  sproj_lors *lors;
-  sproj_chunks *chunks;       /* views, segment viewgrams, ... (NULL: whole set) */
-  int nchunks;
-  float *phantom, *backbuf, *y, *y2;
-  sproj_image *img, *back;
-  sproj_proj *proj, *proj2;
-  sproj_tof *tof;
-  int16_t *bins;
-  /* osem */
-  float *mult, *add, *x;
-  sproj_model *model;
-  sproj_recon *recon;
-  sproj_image *ximg;
-  int64_t nvalues;            /* values of proj */
-} W;
-
-/* The scale's scanner: a preset, for tiny with fewer rings (4 mm apart, centred on 0) and radial bins. */
-static void make_scanner(const struct scale *sc, sproj_scanner **scanner)
-{
-  struct sproj_scanner_params sp;
-  CHECK(sproj_scanner_preset(sc->scanner, &sp));
-  if (sc->rings) {
-    sp.num_rings = sc->rings;
-    for (int r = 0; r < sp.num_rings; r++)
-      sp.ring_z[r] = (r - 0.5 * (sp.num_rings - 1)) * 4.0;
-    sp.max_ring_difference = -1;
-  }
-  if (sc->radial)
-    sp.num_radial_bins = sc->radial;
-  CHECK(sproj_scanner_create(scanner, &sp));
-}
-
-static void *pinned(size_t bytes)
-{
-  void *p = NULL;
-  CHECK(sproj_malloc_pinned(&p, bytes));
-  return p;
-}
-
-/* The LORs of the whole sinogram, registered, with a chunking by views. */
-static void setup_sinogram(void)
-{
-  W.nlors = W.si.num_lors;
-  W.xs = pinned((size_t)W.nlors * 12);
-  W.xe = pinned((size_t)W.nlors * 12);
-  CHECK(sproj_scanner_lors(W.scanner, W.xs, W.xe, 0));
-  CHECK(sproj_lors_register(&W.lors, W.xs, W.xe, W.nlors));
-}
-
-static void setup_images(void)
-{
-  W.phantom = pinned((size_t)W.nvox * 4);
-  W.backbuf = pinned((size_t)W.nvox * 4);
-  struct sproj_phantom ph;
-  CHECK(sproj_phantom_default(&ph, W.sc->dims, W.vs, W.origin));
-  CHECK(sproj_phantom_fill(&ph, W.phantom, W.sc->dims, W.vs, W.origin, 1));
-  memset(W.backbuf, 0, (size_t)W.nvox * 4);
-  CHECK(sproj_image_register(&W.img, W.phantom, W.sc->dims, W.vs, W.origin));
-  CHECK(sproj_image_register(&W.back, W.backbuf, W.sc->dims, W.vs, W.origin));
-}
-
-/* one value per LOR (times bins), deterministic and positive, for back projections that do not follow a forward */
-static void fill_values(float *v, int64_t n)
-{
-  for (int64_t i = 0; i < n; i++)
-    v[i] = 0.25f + (float)((i * 2654435761u) % 1024) / 1024.0f;
-}
-
-/* Segment viewgrams of every step-th view: one range each in the view / segment order. */
-static void make_segvg_chunks(void)
-{
-  int step = W.sc->segvg_step, nv = (W.si.num_views + step - 1) / step;
-  int n = nv * W.si.num_segments, c = 0;
-  int64_t *first = malloc((size_t)n * sizeof *first), *count = malloc((size_t)n * sizeof *count);
-  for (int v = 0; v < W.si.num_views; v += step)
-    for (int s = -W.si.max_ring_difference; s <= W.si.max_ring_difference; s++) {
-      int planes;
-      CHECK(sproj_scanner_segment_planes(W.scanner, s, &planes));
-      CHECK(sproj_scanner_lor_index(W.scanner, v, s, 0, 0, &first[c]));
-      count[c++] = (int64_t)planes * W.si.num_radial_bins;
-    }
-  CHECK(sproj_chunks_create_ranges(&W.chunks, W.lors, n, first, count));
-  W.nchunks = n;
-  free(first);
-  free(count);
-}
-
-static void setup(void)
-{
-  const char *name = workloads[W.workload].name;
-  setup_images();
-  if (!strcmp(name, "tof-sino")) {
-    /* the views of subset 0 as their own LOR set, one chunk per view */
-    int *views = malloc((size_t)W.si.num_views * sizeof *views), nv;
-    CHECK(sproj_scanner_subset_views(W.scanner, W.sc->subsets, 0, views, &nv));
-    W.nlors = (int64_t)nv * W.si.lors_per_view;
-    W.xs = pinned((size_t)W.nlors * 12);
-    W.xe = pinned((size_t)W.nlors * 12);
-    CHECK(sproj_scanner_view_lors(W.scanner, views, nv, W.xs, W.xe, 0));
-    CHECK(sproj_lors_register(&W.lors, W.xs, W.xe, W.nlors));
-    CHECK(sproj_chunks_create_blocks(&W.chunks, W.lors, nv));
-    W.nchunks = nv;
-    free(views);
-    CHECK(sproj_tof_register(&W.tof, &W.sc->tof, NULL, NULL, NULL));
-    W.nvalues = W.nlors * W.sc->tof.num_bins;
-    W.y = pinned((size_t)W.nvalues * 4);
-    W.y2 = pinned((size_t)W.nvalues * 4);
-    fill_values(W.y2, W.nvalues);
-    CHECK(sproj_proj_register_tof(&W.proj, W.y, W.lors, W.sc->tof.num_bins));
-    CHECK(sproj_proj_register_tof(&W.proj2, W.y2, W.lors, W.sc->tof.num_bins));
-    return;
-  }
-  if (!strcmp(name, "tof-lm")) {
-    W.nlors = W.sc->events;
-    W.xs = pinned((size_t)W.nlors * 12);
-    W.xe = pinned((size_t)W.nlors * 12);
-    random_events(W.scanner, W.nlors, 12345, W.xs, W.xe);
-    W.bins = malloc((size_t)W.nlors * sizeof *W.bins);
-    for (int64_t i = 0; i < W.nlors; i++)
-      W.bins[i] = (int16_t)((i * 40503u) % (unsigned)W.sc->tof.num_bins);
-    CHECK(sproj_lors_register_events(&W.lors, W.xs, W.xe, W.bins, W.nlors));
-    CHECK(sproj_tof_register(&W.tof, &W.sc->tof, NULL, NULL, NULL));
-    W.nvalues = W.nlors;
-    W.y = pinned((size_t)W.nvalues * 4);
-    W.y2 = pinned((size_t)W.nvalues * 4);
-    fill_values(W.y2, W.nvalues);
-    CHECK(sproj_proj_register(&W.proj, W.y, W.lors));
-    CHECK(sproj_proj_register(&W.proj2, W.y2, W.lors));
-    return;
-  }
-  setup_sinogram();
-  W.nvalues = W.nlors;
-  W.y = pinned((size_t)W.nvalues * 4);
-  W.y2 = pinned((size_t)W.nvalues * 4);
-  fill_values(W.y2, W.nvalues);
-  CHECK(sproj_proj_register(&W.proj, W.y, W.lors));
-  CHECK(sproj_proj_register(&W.proj2, W.y2, W.lors));
-  if (strstr(name, "segvg"))
-    make_segvg_chunks();
-  else if (strstr(name, "views") || !strcmp(name, "threads") || !strcmp(name, "osem")) {
-    CHECK(sproj_scanner_chunks_views(&W.chunks, W.scanner, W.lors));
-    W.nchunks = W.si.num_views;
-  }
-  if (!strcmp(name, "osem")) {
-    /* data m * A x + a from the phantom (computed here, before anything is timed) */
-    CHECK(sproj_fwd(W.img, W.proj2, NULL, SPROJ_ALL_CHUNKS));
-    CHECK(sproj_proj_sync(W.proj2, NULL, 0, SPROJ_SYNC_WRITE));
-    W.mult = pinned((size_t)W.nlors * 4);
-    W.add = pinned((size_t)W.nlors * 4);
-    for (int64_t i = 0; i < W.nlors; i++) {
-      W.mult[i] = 0.5f + 0.5f * (float)((i * 2654435761u) % 1000) / 1000.0f;
-      W.add[i] = 0.01f;
-      W.y2[i] = W.mult[i] * W.y2[i] + W.add[i];
-    }
-    W.x = pinned((size_t)W.nvox * 4);
-    for (int i = 0; i < W.nvox; i++)
-      W.x[i] = 1.0f;
-    CHECK(sproj_image_register(&W.ximg, W.x, W.sc->dims, W.vs, W.origin));
-    CHECK(sproj_model_create(&W.model, W.lors, W.mult, W.add, NULL, NULL));
-    struct sproj_recon_config cfg;
-    sproj_recon_config_init(&cfg);
-    cfg.model = W.model;
-    cfg.data = W.proj2;
-    cfg.chunks = W.chunks;
-    cfg.num_subsets = W.sc->subsets;
-    CHECK(sproj_recon_create(&W.recon, W.ximg, &cfg));
-    CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
-  }
-}
-
-struct thread_arg {
-  int first, step;
-  int rc;
-};
-
-static void *submit_thread(void *p)
-{
-  struct thread_arg *a = p;
-  a->rc = SPROJ_OK;
-  for (int v = a->first; v < W.nchunks && a->rc == SPROJ_OK; v += a->step) {
-    a->rc = sproj_fwd(W.img, W.proj, W.chunks, v);
-    if (a->rc == SPROJ_OK)
-      a->rc = sproj_back(W.back, W.proj, W.chunks, v);
-  }
-  return NULL;
-}
-
-/* Untimed preparation of a run: for the cold workload, no copy of anything left on the GPUs. */
-static void prepare(void)
-{
-  if (!strcmp(workloads[W.workload].name, "cold") && sproj_num_gpus() > 0) {
-    CHECK(sproj_image_release(W.img, SPROJ_ALL_GPUS));
-    CHECK(sproj_image_release(W.back, SPROJ_ALL_GPUS));
-    CHECK(sproj_lors_release(W.lors, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
-    CHECK(sproj_proj_release(W.proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
-    CHECK(sproj_proj_release(W.proj2, NULL, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS));
-  }
-}
-
-/* The timed submissions of one run (returns once they are submitted). */
-static void submit(void)
-{
-  const char *name = workloads[W.workload].name;
-  int back = !strncmp(name, "back", 4);
-  if (!strcmp(name, "fwd-whole"))
-    CHECK(sproj_fwd(W.img, W.proj, NULL, SPROJ_ALL_CHUNKS));
-  else if (!strcmp(name, "back-whole"))
-    CHECK(sproj_back(W.back, W.proj2, NULL, SPROJ_ALL_CHUNKS));
-  else if (strstr(name, "views") || strstr(name, "segvg")) {
-    int batch = strstr(name, "batch") != NULL;
-    if (batch)
-      CHECK(sproj_batch_begin());
-    for (int c = 0; c < W.nchunks; c++)
-      CHECK(back ? sproj_back(W.back, W.proj2, W.chunks, c) : sproj_fwd(W.img, W.proj, W.chunks, c));
-    if (batch)
-      CHECK(sproj_batch_end());
-  }
-  else if (!strcmp(name, "tof-sino")) {
-    CHECK(sproj_fwd_tof_sino(W.img, W.proj, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
-    CHECK(sproj_back_tof_sino(W.back, W.proj2, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
-  }
-  else if (!strcmp(name, "tof-lm")) {
-    CHECK(sproj_fwd_tof_lm(W.img, W.proj, NULL, SPROJ_ALL_CHUNKS, W.tof));
-    CHECK(sproj_back_tof_lm(W.back, W.proj2, NULL, SPROJ_ALL_CHUNKS, W.tof));
-  }
-  else if (!strcmp(name, "osem"))
-    CHECK(sproj_recon_iterate(W.recon, 1, NULL, NULL));
-  else if (!strcmp(name, "cold") || !strcmp(name, "memlimit")) {
-    CHECK(sproj_fwd(W.img, W.proj, NULL, SPROJ_ALL_CHUNKS));
-    CHECK(sproj_back(W.back, W.proj2, NULL, SPROJ_ALL_CHUNKS));
-  }
-  else if (!strcmp(name, "threads")) {
-    pthread_t th[256];
-    struct thread_arg arg[256];
-    for (int t = 0; t < W.nthreads; t++) {
-      arg[t] = (struct thread_arg){t, W.nthreads, 0};
-      if (pthread_create(&th[t], NULL, submit_thread, &arg[t])) {
-        fprintf(stderr, PROG ": cannot start a submitting thread\n");
-        exit(1);
-      }
-    }
-    for (int t = 0; t < W.nthreads; t++) {
-      pthread_join(th[t], NULL);
-      CHECK(arg[t].rc);
-    }
-  }
-}
-
-/* Waits for the run and brings its results to the host: the run ends when the caller could use them. */
-static void finish(void)
-{
-  const char *name = workloads[W.workload].name;
-  CHECK(sproj_wait_all());
-  if (!strcmp(name, "osem")) {
-    CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
-    return;
-  }
-  if (strncmp(name, "back", 4))
-    CHECK(sproj_proj_sync(W.proj, NULL, 0, SPROJ_SYNC_READ));
-  if (strncmp(name, "fwd", 3))
-    CHECK(sproj_image_sync(W.back, SPROJ_SYNC_READ));
-}
-
-/* Checksums of the first run's results, in double: a = forward values (or the OSEM image), b = back-projected image;
- * each also weighted by position so that values moved to the wrong place are seen. */
-static void checksums(double *a, double *b, double *tol)
-{
-  const char *name = workloads[W.workload].name;
-  double sa = 0.0, sb = 0.0;
-  if (!strcmp(name, "osem")) {
-    for (int i = 0; i < W.nvox; i++)
-      sa += W.x[i] * (1.0 + (i % 7));
-    *a = sa, *b = 0.0;
-    /* float additions in scheduling order in the back projections, then the ratios: 1e-4 relative */
-    *tol = 1e-4;
-    return;
-  }
-  if (strncmp(name, "back", 4))
-    for (int64_t i = 0; i < W.nvalues; i++)
-      sa += W.y[i] * (1.0 + (double)(i % 7));
-  if (strncmp(name, "fwd", 3))
-    for (int i = 0; i < W.nvox; i++)
-      sb += W.backbuf[i] * (1.0 + (i % 7));
-  *a = sa, *b = sb;
-  /* forward values agree to a float rounding or so between CPU and GPU kernels; back projections add in float in
-   * the order tasks run, which changes the last bits of each voxel: 1e-5 relative on sums of >= 10^4 terms */
-  *tol = 1e-5;
-}
-
-/* ---- measurements ---- */
-
-/* Peak memory StarPU has allocated on each GPU, sampled while a run goes on (StarPU keeps only the current value). */
-#define MAX_NODES 64
-static struct {
-  pthread_t thread;
-  volatile int stop;
-  size_t peak[MAX_NODES];
-  unsigned nnodes;
-} sampler;
-
-static void *sample_memory(void *unused)
-{
-  (void)unused;
-  while (!sampler.stop) {
-    for (unsigned n = 0; n < sampler.nnodes; n++)
-      if (starpu_node_get_kind(n) == STARPU_CUDA_RAM) {
-        size_t u = starpu_memory_get_used(n);
-        if (u > sampler.peak[n])
-          sampler.peak[n] = u;
-      }
-    usleep(500);
-  }
-  return NULL;
-}
-
-static int num_cuda_nodes(void)
-{
-  int n = 0;
-  for (unsigned i = 0; i < starpu_memory_nodes_get_count() && i < MAX_NODES; i++)
-    n += starpu_node_get_kind(i) == STARPU_CUDA_RAM;
-  return n;
-}
-
-static double ts(struct timespec t)
-{
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-/* a value printed into the record stream: no tabs or line ends */
-static void clean(char *s)
-{
-  for (; *s; s++)
-    if (*s == '\t' || *s == '\n' || *s == '\r' || *s == '"' || *s == '\\' || *s == ',')
-      *s = *s == ',' ? ';' : ' ';
-}
-
-static void cpu_model(char *out, size_t n)
-{
-  snprintf(out, n, "unknown");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f)
-    return;
-  char line[512];
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-      char *v = strchr(line, ':') + 1;
-      while (*v == ' ')
-        v++;
-      v[strcspn(v, "\n")] = 0;
-      snprintf(out, n, "%s", v);
-      break;
-    }
-  fclose(f);
-  clean(out);
-}
-
-/* The model of GPU 0 from StarPU's CUDA worker name "CUDA 0.0 (NVIDIA H200 ...)". */
-static void gpu_model(char *out, size_t n)
-{
-  snprintf(out, n, "none");
-  for (unsigned w = 0; w < starpu_worker_get_count(); w++)
-    if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER) {
-      char name[128];
-      starpu_worker_get_name(w, name, sizeof name);
-      char *p = strchr(name, '(');
-      if (p) {
-        snprintf(out, n, "%s", p + 1);
-        out[strcspn(out, ")")] = 0;
-        /* StarPU appends the memory size and PCI bus ("... 139.8 GiB 18:00.0"): keep the model */
-        char *size = strstr(out, " GiB");
-        if (!size)
-          size = strstr(out, " GB");
-        if (size) {
-          *size = 0;
-          char *sp = strrchr(out, ' ');
-          if (sp && sp != out)
-            *sp = 0;
-        }
-      }
-      break;
-    }
-  clean(out);
-}
-
-/* Prints the worker and transfer lines, then the record line of one run, to stdout (read by the driver). */
-static void emit(const char *phase, int repeat, double makespan, double submit_s, double done_s, double ca, double cb,
-                 double tol)
-{
-  unsigned nw = starpu_worker_get_count();
-  double busy_cpu = 0, busy_gpu = 0, max_busy = 0, util = 0, sleeping = 0;
-  long long tasks_cpu = 0, tasks_gpu = 0;
-  int ncpu = 0, ncuda = 0;
-  for (unsigned w = 0; w < nw; w++) {
-    struct starpu_profiling_worker_info info;
-    if (starpu_profiling_worker_get_info((int)w, &info))
-      continue;
-    char name[128];
-    starpu_worker_get_name((int)w, name, sizeof name);
-    clean(name);
-    int gpu = starpu_worker_get_type((int)w) == STARPU_CUDA_WORKER;
-    double ex = ts(info.executing_time), sl = ts(info.sleeping_time), tot = ts(info.total_time);
-    printf("WRK\t%u\t%s\t%s\t%.6f\t%.6f\t%.6f\t%.6f\t%d\n", w, name, gpu ? "cuda" : "cpu", ex, sl,
-           ts(info.waiting_time), tot, info.executed_tasks);
-    *(gpu ? &busy_gpu : &busy_cpu) += ex;
-    *(gpu ? &tasks_gpu : &tasks_cpu) += info.executed_tasks;
-    *(gpu ? &ncuda : &ncpu) += 1;
-    if (ex > max_busy)
-      max_busy = ex;
-    sleeping += sl;
-    util += makespan > 0 ? ex / makespan : 0;
-  }
-  long long moved = 0, h2d = 0, d2h = 0, d2d = 0;
-  for (int b = 0; b < starpu_bus_get_count(); b++) {
-    struct starpu_profiling_bus_info bi;
-    if (starpu_bus_get_profiling_info(b, &bi))
-      continue;
-    int src = starpu_bus_get_src(b), dst = starpu_bus_get_dst(b);
-    int sk = starpu_node_get_kind(src) == STARPU_CUDA_RAM, dk = starpu_node_get_kind(dst) == STARPU_CUDA_RAM;
-    if (bi.transferred_bytes > 0)
-      printf("BUS\t%d\t%s\t%d\t%s\t%lld\t%d\n", src, sk ? "cuda" : "ram", dst, dk ? "cuda" : "ram",
-             (long long)bi.transferred_bytes, bi.transfer_count);
-    moved += bi.transferred_bytes;
-    if (sk && dk)
-      d2d += bi.transferred_bytes;
-    else if (sk)
-      d2h += bi.transferred_bytes;
-    else if (dk)
-      h2d += bi.transferred_bytes;
-  }
-  size_t peak = 0;
-  for (unsigned n = 0; n < sampler.nnodes; n++)
-    if (sampler.peak[n] > peak)
-      peak = sampler.peak[n];
-  char host[256] = "unknown", cpu[256], gpu[256];
-  gethostname(host, sizeof host - 1);
-  clean(host);
-  cpu_model(cpu, sizeof cpu);
-  gpu_model(gpu, sizeof gpu);
-  int maj, min, rel;
-  starpu_get_version(&maj, &min, &rel);
-  printf("REC\thost=%s\tcpu_model=%s\tgpu_model=%s\tstarpu_version=%d.%d.%d\tpolicy_resolved=%s\tphase=%s\t"
-         "repeat=%d\tncpu_workers=%d\tncuda_workers=%d\tngpus=%d\tmakespan_s=%.6f\tsubmit_s=%.6f\tbusy_cpu_s=%.6f\t"
-         "busy_gpu_s=%.6f\tmax_worker_busy_s=%.6f\tmean_utilisation=%.4f\tsleeping_s=%.6f\ttasks_cpu=%lld\t"
-         "tasks_gpu=%lld\tbytes_moved=%lld\tbytes_h2d=%lld\tbytes_d2h=%lld\tbytes_d2d=%lld\tpeak_gpu_mem_bytes=%zu\t"
-         "checksum_a=%.17g\tchecksum_b=%.17g\tchecksum_tol=%g\tdone_s=%.6f\n",
-         host, cpu, gpu, maj, min, rel, sproj_scheduler_name(), phase, repeat, ncpu, ncuda, sproj_num_gpus(),
-         makespan, submit_s, busy_cpu, busy_gpu, max_busy, nw ? util / nw : 0.0, sleeping, tasks_cpu, tasks_gpu,
-         moved, h2d, d2h, d2d, peak, ca, cb, tol, done_s);
-  fflush(stdout);
-}
-
-/* resets every profiling counter StarPU keeps, so that the next read covers one run */
-static void reset_counters(void)
-{
-  for (unsigned w = 0; w < starpu_worker_get_count(); w++)
-    starpu_profiling_worker_get_info((int)w, NULL);
-  struct starpu_profiling_bus_info bi;
-  for (int b = 0; b < starpu_bus_get_count(); b++)
-    starpu_bus_get_profiling_info(b, &bi);
-  memset(sampler.peak, 0, sizeof sampler.peak);
-}
-
-static void timed_run(double *makespan, double *submit_s, double *done_s)
-{
-  prepare();
-  CHECK(sproj_wait_all());
-  reset_counters();
-  sampler.stop = 0;
-  int sampling = num_cuda_nodes() > 0 && pthread_create(&sampler.thread, NULL, sample_memory, NULL) == 0;
-  double t0 = now();
-  submit();
-  double t1 = now();
-  CHECK(sproj_wait_all());
-  double td = now();
-  finish();
-  double t2 = now();
-  if (sampling) {
-    sampler.stop = 1;
-    pthread_join(sampler.thread, NULL);
-  }
-  *makespan = t2 - t0;
-  *submit_s = t1 - t0;
-  *done_s = td - t0;
-}
-
-/* One configuration: the environment (STARPU_SCHED, STARPU_NCPU, ...) was set by the driver. */
-static int child_main(const char *workload, const char *scale, const char *set, const char *phase, int repeats,
-                      int warmups, int nthreads)
-{
-  W.workload = -1;
-  for (int i = 0; i < NUM_WORKLOADS; i++)
-    if (!strcmp(workloads[i].name, workload))
-      W.workload = i;
-  for (int i = 0; i < NUM_SCALES; i++)
-    if (!strcmp(scales[i].name, scale))
-      W.sc = &scales[i];
-  if (W.workload < 0 || !W.sc) {
-    fprintf(stderr, PROG ": internal: bad workload or scale\n");
-    return 2;
-  }
-  W.nthreads = nthreads > 0 ? nthreads : W.sc->threads;
-  make_scanner(W.sc, &W.scanner);
-  CHECK(sproj_scanner_info(W.scanner, &W.si));
-  for (int k = 0; k < 3; k++) {
-    W.vs[k] = W.sc->voxel;
-    W.origin[k] = (-0.5f * W.sc->dims[k] + 0.5f) * W.vs[k];
-  }
-  W.nvox = W.sc->dims[0] * W.sc->dims[1] * W.sc->dims[2];
-
-  CHECK(sproj_init(NULL));
-  unsigned mask = !strcmp(set, "cpu") ? SPROJ_DEVICE_CPU : !strncmp(set, "all", 3) ? SPROJ_DEVICE_ANY : SPROJ_DEVICE_CUDA;
-  CHECK(sproj_set_devices(mask));
-  starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
-  sampler.nnodes = starpu_memory_nodes_get_count() < MAX_NODES ? starpu_memory_nodes_get_count() : MAX_NODES;
-  setup();
-
-  /* the check run: the results every policy must agree on, computed before any time counts */
-  double mk, sub, done, ca, cb, tol;
-  timed_run(&mk, &sub, &done);
-  checksums(&ca, &cb, &tol);
-  if (!isfinite(ca) || !isfinite(cb)) {
-    fprintf(stderr, PROG ": %s gave non-finite results\n", workload);
-    return 1;
-  }
-  for (int r = 0; r < warmups; r++)
-    timed_run(&mk, &sub, &done);
-  for (int r = 0; r < repeats; r++) {
-    timed_run(&mk, &sub, &done);
-    emit(phase, r, mk, sub, done, ca, cb, tol);
-  }
-
-  CHECK(sproj_wait_all());
-  if (W.recon)
-    CHECK(sproj_recon_destroy(W.recon));
-  if (W.model)
-    CHECK(sproj_model_destroy(W.model));
-  CHECK(sproj_image_unregister(W.ximg));
-  CHECK(sproj_proj_unregister(W.proj));
-  CHECK(sproj_proj_unregister(W.proj2));
-  CHECK(sproj_chunks_destroy(W.chunks));
-  CHECK(sproj_tof_unregister(W.tof));
-  CHECK(sproj_image_unregister(W.img));
-  CHECK(sproj_image_unregister(W.back));
-  CHECK(sproj_lors_unregister(W.lors));
-  CHECK(sproj_scanner_destroy(W.scanner));
-  /* pinned buffers go with the process: freeing them needs the same GPUs up, and the process ends now */
-  CHECK(sproj_shutdown());
-  return 0;
-}
-
-/* Starts starproj with the defaults and prints what the driver needs to know of the machine. */
-static int probe_main(void)
-{
-  CHECK(sproj_init(NULL));
-  char gpu[256], cpu[256];
-  gpu_model(gpu, sizeof gpu);
-  cpu_model(cpu, sizeof cpu);
-  printf("PROBE\tgpus=%d\tcpus=%d\tgpu_model=%s\tcpu_model=%s\n", sproj_num_gpus(), sproj_num_cpu_workers(), gpu, cpu);
-  fflush(stdout);
-  CHECK(sproj_shutdown());
-  return 0;
-}
-
-/* ============================== the driver: the matrix, one process per configuration ============================== */
-
-#define MAX_POLICIES 64
-#define MAX_SETS 24
-#define MAX_REPEATS 1000
-
-static const char *usage_text =
-  "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y] [--workers set,...] [--scale tiny|small|full]\n"
-  "                      [--repeats N] [--warmups N] [--calibration-runs N] [--threads N] [--timeout S]\n"
-  "                      [--output DIR] [--trace] [--keep-homes] [--verbose] [--help]\n"
-  "  Compares StarPU scheduling policies on starproj's projection workloads: every workload x policy x worker set\n"
-  "  runs in a process of its own with a fresh STARPU_HOME (model-based policies calibrate there first), and one\n"
-  "  line per configuration is printed as it ends. Results: DIR/results.csv and results.jsonl (one record per\n"
-  "  configuration and repeat), workers.csv, transfers.csv, and PNG charts when gnuplot is installed.\n"
-  "  --list              the workloads, the policies of this StarPU build and the worker sets of this machine\n"
-  "  --workloads a,b     workloads to run (default: all that apply)\n"
-  "  --scheds x,y        policies (default: all of this StarPU build but graph_test, which needs explicit\n"
-  "                      starpu_do_schedule() calls, and 'default' = starproj's own choice)\n"
-  "  --workers s,...     worker sets: cpu, gpu (all GPUs, no CPU workers), all (CPUs + GPUs, the scheduler\n"
-  "                      weighs both), gpuN (the first N GPUs), any of these with :wK (K CUDA workers per GPU),\n"
-  "                      e.g. gpu2:w1 (default: cpu, and with GPUs gpu, all, gpu1..gpuN-1, gpu:w1, gpu:w2, gpu:w8)\n"
-  "  --scale S           tiny (a 4-ring scanner, for tests), small (the 'small' scanner, 64x64x16 image of\n"
-  "                      2 mm; default) or full (the 'vision600' scanner, 215x215x71 image of 2.78 mm)\n"
-  "  --repeats N         timed runs per configuration (default 3); --warmups N untimed ones before (default 1)\n"
-  "  --calibration-runs N  runs with STARPU_CALIBRATE=1 before a model-based policy is measured (default 3)\n"
-  "  --threads N         host threads of the 'threads' workload (default 4 tiny, 8 small, 16 full)\n"
-  "  --timeout S         seconds a configuration's process may take before it is stopped (default 120 tiny,\n"
-  "                      600 small, 1200 full)\n"
-  "  --output DIR        where the results go (default starproj-bench-results; created, files overwritten)\n"
-  "  --trace             FxT traces per configuration (needs StarPU built with FxT) and starpu_fxt_tool's output\n"
-  "  --keep-homes        keep each configuration's STARPU_HOME (its calibrated models) under DIR/homes\n"
-  "  --verbose           StarPU's own messages\n"
-  "  Exit status: 0 when every configuration ran and agreed with the others, 1 when one failed or disagreed,\n"
-  "  2 for bad options, 130 when interrupted (the records and charts of what ran are kept).\n";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-  fprintf(stderr, PROG ": ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see --help)\n");
-  return 2;
-}
-
-struct worker_set {
-  char name[32];
-  int cpus;    /* CPU workers run projections too */
-  int gpus;    /* -1: every GPU; 0: none; N: the first N */
-  int per_gpu; /* CUDA workers per GPU; 0: starproj's default */
-};
-
-/* "cpu", "gpu", "gpuN", "all", optionally followed by ":wK" */
-static int parse_set(const char *s, struct worker_set *ws)
-{
-  char base[32];
-  const char *colon = strchr(s, ':');
-  size_t n = colon ? (size_t)(colon - s) : strlen(s);
-  if (n == 0 || n >= sizeof base || strlen(s) >= sizeof ws->name)
-    return -1;
-  memcpy(base, s, n);
-  base[n] = 0;
-  memset(ws, 0, sizeof *ws);
-  snprintf(ws->name, sizeof ws->name, "%s", s);
-  if (colon) {
-    char *end;
-    if (colon[1] != 'w')
-      return -1;
-    long k = strtol(colon + 2, &end, 10);
-    if (*end || end == colon + 2 || k < 1 || k > 64)
-      return -1;
-    ws->per_gpu = (int)k;
-  }
-  if (!strcmp(base, "cpu")) {
-    ws->cpus = 1;
-    return ws->per_gpu ? -1 : 0;
-  }
-  if (!strcmp(base, "all")) {
-    ws->cpus = 1, ws->gpus = -1;
-    return 0;
-  }
-  if (!strncmp(base, "gpu", 3)) {
-    ws->gpus = -1;
-    if (base[3]) {
-      char *end;
-      long g = strtol(base + 3, &end, 10);
-      if (*end || g < 1 || g > 64)
-        return -1;
-      ws->gpus = (int)g;
-    }
-    return 0;
-  }
-  return -1;
-}
-
-/* dm*, heft-based and heteroprio policies choose from performance models: they calibrate first */
-static int model_based(const char *policy)
-{
-  return strstr(policy, "dm") || strstr(policy, "heft") || strstr(policy, "heteroprio") ||
-         !strcmp(policy, "modular-gemm");
-}
-
-/* comma-separated list into names (in place) */
-static int split(char *s, char **names, int max)
-{
-  int n = 0;
-  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ","))
-    if (*tok && n < max)
-      names[n++] = tok;
-  return n;
-}
-
-/* ---- records ---- */
-
-static const char *csv_columns[] = {
-  "host", "cpu_model", "gpu_model", "starpu_version", "scale", "workload", "policy", "policy_resolved", "worker_set",
-  "phase", "repeat", "status", "ncpu_workers", "ncuda_workers", "ngpus", "makespan_s", "submit_s", "busy_cpu_s",
-  "busy_gpu_s", "max_worker_busy_s", "mean_utilisation", "sleeping_s", "tasks_cpu", "tasks_gpu", "bytes_moved",
-  "bytes_h2d", "bytes_d2h", "bytes_d2d", "peak_gpu_mem_bytes", "checksum_a", "checksum_b", "checksum_tol", "check",
-  "done_s"};
-#define NUM_COLUMNS (int)(sizeof csv_columns / sizeof *csv_columns)
-/* columns written as strings in JSON; the others are numbers (or null when empty) */
-static int string_column(int c)
-{
-  return c <= 9 || c == 11 || !strcmp(csv_columns[c], "check");
-}
-
-struct record {
-  char *val[NUM_COLUMNS];
-};
-
-static int column(const char *key)
-{
-  for (int c = 0; c < NUM_COLUMNS; c++)
-    if (!strcmp(csv_columns[c], key))
-      return c;
-  return -1;
-}
-
-static void set_val(struct record *r, const char *key, const char *value)
-{
-  int c = column(key);
-  if (c < 0)
-    return;
-  free(r->val[c]);
-  r->val[c] = strdup(value);
-}
-
-static const char *get_val(const struct record *r, const char *key)
-{
-  int c = column(key);
-  return c >= 0 && r->val[c] ? r->val[c] : "";
-}
-
-static void free_record(struct record *r)
-{
-  for (int c = 0; c < NUM_COLUMNS; c++)
-    free(r->val[c]), r->val[c] = NULL;
-}
-
-static struct {
-  FILE *csv, *json, *workers, *transfers;
-  char host[256], cpu[256], gpu[256], version[32];
-  const char *scale;
-  int gpus;
-} out;
-
-/* lines of one run (workers, transfers) held until its record line arrives */
-struct pending {
-  char **wrk, **bus;
-  int nwrk, nbus;
-};
-
-static void add_line(char ***lines, int *n, const char *line)
-{
-  *lines = realloc(*lines, (size_t)(*n + 1) * sizeof **lines);
-  (*lines)[(*n)++] = strdup(line);
-}
-
-static void clear_pending(struct pending *p)
-{
-  for (int i = 0; i < p->nwrk; i++)
-    free(p->wrk[i]);
-  for (int i = 0; i < p->nbus; i++)
-    free(p->bus[i]);
-  free(p->wrk), free(p->bus);
-  memset(p, 0, sizeof *p);
-}
-
-static int is_number(const char *s)
-{
-  char *end;
-  if (!*s)
-    return 0;
-  strtod(s, &end);
-  return *end == 0;
-}
-
-/* Writes one record (and its worker and transfer lines) to every output file. */
-static void write_record(const struct record *r, const struct pending *p)
-{
-  const char *key_cols[] = {"scale", "workload", "policy", "worker_set", "phase", "repeat"};
-  char key[512] = "";
-  for (int k = 0; k < 6; k++)
-    snprintf(key + strlen(key), sizeof key - strlen(key), "%s%s", k ? "," : "", get_val(r, key_cols[k]));
-  for (int c = 0; c < NUM_COLUMNS; c++)
-    fprintf(out.csv, "%s%s", c ? "," : "", r->val[c] ? r->val[c] : "");
-  fputc('\n', out.csv);
-  fputc('{', out.json);
-  for (int c = 0; c < NUM_COLUMNS; c++) {
-    const char *v = r->val[c] ? r->val[c] : "";
-    if (string_column(c))
-      fprintf(out.json, "%s\"%s\":\"%s\"", c ? "," : "", csv_columns[c], v);
-    else
-      fprintf(out.json, "%s\"%s\":%s", c ? "," : "", csv_columns[c], is_number(v) ? v : "null");
-  }
-  fprintf(out.json, ",\"workers\":[");
-  for (int i = 0; i < p->nwrk; i++) {
-    char name[160], kind[8];
-    unsigned w;
-    double ex, sl, wa, tot;
-    int tasks;
-    if (sscanf(p->wrk[i], "WRK\t%u\t%159[^\t]\t%7[^\t]\t%lf\t%lf\t%lf\t%lf\t%d", &w, name, kind, &ex, &sl, &wa, &tot,
-               &tasks) != 8)
-      continue;
-    double idle = tot > ex ? tot - ex : 0.0;
-    fprintf(out.json, "%s{\"worker\":%u,\"name\":\"%s\",\"kind\":\"%s\",\"executing_s\":%.6f,\"idle_s\":%.6f,"
-            "\"sleeping_s\":%.6f,\"waiting_s\":%.6f,\"total_s\":%.6f,\"tasks\":%d}", i ? "," : "", w, name, kind, ex,
-            idle, sl, wa, tot, tasks);
-    fprintf(out.workers, "%s,%u,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", key, w, name, kind, ex, idle, sl, wa, tot, tasks);
-  }
-  fprintf(out.json, "],\"transfers\":[");
-  for (int i = 0; i < p->nbus; i++) {
-    int src, dst, count;
-    char sk[8], dk[8];
-    long long bytes;
-    if (sscanf(p->bus[i], "BUS\t%d\t%7[^\t]\t%d\t%7[^\t]\t%lld\t%d", &src, sk, &dst, dk, &bytes, &count) != 6)
-      continue;
-    fprintf(out.json, "%s{\"src_node\":%d,\"src_kind\":\"%s\",\"dst_node\":%d,\"dst_kind\":\"%s\",\"bytes\":%lld,"
-            "\"transfers\":%d}", i ? "," : "", src, sk, dst, dk, bytes, count);
-    fprintf(out.transfers, "%s,%d,%s,%d,%s,%lld,%d\n", key, src, sk, dst, dk, bytes, count);
-  }
-  fprintf(out.json, "]}\n");
-  fflush(out.csv), fflush(out.json), fflush(out.workers), fflush(out.transfers);
-}
-
-/* the columns every record of a configuration shares */
-static void base_record(struct record *r, const char *workload, const char *policy, const char *set, const char *phase)
-{
-  memset(r, 0, sizeof *r);
-  set_val(r, "host", out.host);
-  set_val(r, "cpu_model", out.cpu);
-  set_val(r, "gpu_model", out.gpu);
-  set_val(r, "starpu_version", out.version);
-  set_val(r, "scale", out.scale);
-  set_val(r, "workload", workload);
-  set_val(r, "policy", policy);
-  set_val(r, "worker_set", set);
-  set_val(r, "phase", phase);
-}
-
-/* ---- running one configuration ---- */
-
-/* Ctrl-C: the configuration's process (same process group) stops too; the driver stops after it, writing the
- * charts of what ran and removing its temporary folders. */
-static volatile sig_atomic_t interrupted;
-
-static void on_interrupt(int sig)
-{
-  (void)sig;
-  interrupted = 1;
-}
-
+/* what every configuration's process is given */
 struct run_opts {
-  const char *self, *scale, *outdir;
+  const char *self, *scale, *outdir, *probe_home;
   int repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes;
   long long memlimit_mb;
+};
+
+/* one configuration: a workload, a policy, a worker set, and the STARPU_HOME its phases share */
+struct config {
+  int workload;
+  const char *policy;
+  const struct worker_set *ws;
+  const char *home;
 };
 
 /* the checksums of the first configuration of each workload that ran, which all others must match */
@@ -940,11 +50,7 @@ struct outcome {
   char why[256];
 };
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
+/* ---- running one phase of a configuration ---- */
 
 static void set_child_env(const struct run_opts *o, const struct worker_set *ws, const char *policy, int workload,
                           const char *home, int calibrate, const char *trace_dir)
@@ -983,29 +89,21 @@ static void set_child_env(const struct run_opts *o, const struct worker_set *ws,
     setenv("STARPU_SILENT", "1", 1);
 }
 
-/* Runs one phase (calibrate or measure) of a configuration in a process of its own and writes its records. */
-static void run_phase(const struct run_opts *o, int workload, const char *policy, const struct worker_set *ws,
-                      const char *home, const char *phase, const char *trace_dir, struct outcome *res)
+/* Starts the process of one phase with its stdout on *rfd and its stderr into logpath; its pid, or -1 with the reason
+ * in res. */
+static pid_t start_phase(const struct run_opts *o, const struct config *cf, const char *phase, const char *trace_dir,
+                         const char *logpath, int *rfd, struct outcome *res)
 {
-  int calibrate = !strcmp(phase, "calibrate");
-  int fd[2];
-  memset(res, 0, sizeof *res);
-  /* the process's messages (StarPU's, a failure's) go to DIR/logs/<workload>_<set>_<policy>_<phase>.log */
-  char logpath[PATH_MAX];
-  snprintf(logpath, sizeof logpath, "%s/logs", o->outdir);
-  mkdir(logpath, 0755);
-  snprintf(logpath, sizeof logpath, "%s/logs/%s_%s_%s_%s.log", o->outdir, workloads[workload].name, ws->name, policy,
-           phase);
+  int calibrate = !strcmp(phase, "calibrate"), fd[2];
   if (pipe(fd)) {
     snprintf(res->why, sizeof res->why, "pipe: %s", strerror(errno));
-    return;
+    return -1;
   }
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = fork_child();
   if (pid < 0) {
     snprintf(res->why, sizeof res->why, "fork: %s", strerror(errno));
     close(fd[0]), close(fd[1]);
-    return;
+    return -1;
   }
   if (pid == 0) {
     dup2(fd[1], STDOUT_FILENO);
@@ -1013,75 +111,97 @@ static void run_phase(const struct run_opts *o, int workload, const char *policy
     int log = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0)
       dup2(log, STDERR_FILENO), close(log);
-    set_child_env(o, ws, policy, workload, home, calibrate, trace_dir);
+    set_child_env(o, cf->ws, cf->policy, cf->workload, cf->home, calibrate, trace_dir);
     char reps[16], warm[16], thr[16], tmo[16];
     snprintf(reps, sizeof reps, "%d", calibrate ? o->calib_runs : o->repeats);
     snprintf(warm, sizeof warm, "%d", calibrate ? 0 : o->warmups);
     snprintf(thr, sizeof thr, "%d", o->threads);
     snprintf(tmo, sizeof tmo, "%d", o->timeout);
-    execl(o->self, o->self, "--child", workloads[workload].name, "--scale", o->scale, "--workers", ws->name,
+    execl(o->self, o->self, "--child", workloads[cf->workload].name, "--scale", o->scale, "--workers", cf->ws->name,
           "--phase", phase, "--repeats", reps, "--warmups", warm, "--threads", thr, "--timeout", tmo, (char *)NULL);
     fprintf(stderr, PROG ": cannot run %s: %s\n", o->self, strerror(errno));
     _exit(127);
   }
   close(fd[1]);
-  FILE *in = fdopen(fd[0], "r");
+  *rfd = fd[0];
+  return pid;
+}
+
+/* The 'check' column of a measured record: the first one of a workload sets the reference, the others are compared
+ * with it within their own tolerance. */
+static const char *check_record(const struct record *r, int workload, struct outcome *res)
+{
+  double a = atof(get_val(r, "checksum_a")), b = atof(get_val(r, "checksum_b"));
+  double tol = atof(get_val(r, "checksum_tol"));
+  if (!reference[workload].have) {
+    reference[workload].have = 1;
+    res->is_ref = 1;
+    reference[workload].a = a, reference[workload].b = b;
+    return "ref";
+  }
+  double ra = reference[workload].a, rb = reference[workload].b;
+  int same = fabs(a - ra) <= tol * fmax(fabs(ra), 1e-30) && fabs(b - rb) <= tol * fmax(fabs(rb), 1e-30);
+  res->mismatch |= !same;
+  return same ? "ok" : "MISMATCH";
+}
+
+/* One REC line (key=value fields) with the worker and transfer lines before it: written as a record, counted in res */
+static void take_record(char *line, const struct pending *p, const struct config *cf, const char *phase,
+                        struct outcome *res)
+{
+  struct record r;
+  base_record(&r, workloads[cf->workload].name, cf->policy, cf->ws->name, phase);
+  for (char *tok = strtok(line + 4, "\t"); tok; tok = strtok(NULL, "\t")) {
+    char *eq = strchr(tok, '=');
+    if (eq) {
+      *eq = 0;
+      set_val(&r, tok, eq + 1);
+    }
+  }
+  set_val(&r, "status", "ok");
+  set_val(&r, "check", strcmp(phase, "calibrate") ? check_record(&r, cf->workload, res) : "");
+  if (res->n < MAX_REPEATS) {
+    res->makespan[res->n] = atof(get_val(&r, "makespan_s"));
+    res->util[res->n] = atof(get_val(&r, "mean_utilisation"));
+    res->moved[res->n] = atof(get_val(&r, "bytes_moved"));
+    res->n++;
+  }
+  write_record(&r, p);
+  free_record(&r);
+}
+
+/* the lines of a phase's process until it closes its stdout */
+static void read_records(int fd, const struct config *cf, const char *phase, struct outcome *res)
+{
+  FILE *in = fdopen(fd, "r");
   char *line = NULL;
   size_t cap = 0;
   struct pending p = {0};
-  while (getline(&line, &cap, in) > 0) {
+  while (in && getline(&line, &cap, in) > 0) {
     line[strcspn(line, "\n")] = 0;
     if (!strncmp(line, "WRK\t", 4))
       add_line(&p.wrk, &p.nwrk, line);
     else if (!strncmp(line, "BUS\t", 4))
       add_line(&p.bus, &p.nbus, line);
     else if (!strncmp(line, "REC\t", 4)) {
-      struct record r;
-      base_record(&r, workloads[workload].name, policy, ws->name, phase);
-      for (char *tok = strtok(line + 4, "\t"); tok; tok = strtok(NULL, "\t")) {
-        char *eq = strchr(tok, '=');
-        if (eq) {
-          *eq = 0;
-          set_val(&r, tok, eq + 1);
-        }
-      }
-      set_val(&r, "status", "ok");
-      double a = atof(get_val(&r, "checksum_a")), b = atof(get_val(&r, "checksum_b"));
-      double tol = atof(get_val(&r, "checksum_tol"));
-      const char *check = "ref";
-      if (calibrate)
-        check = "";
-      else if (!reference[workload].have) {
-        reference[workload].have = 1;
-        res->is_ref = 1;
-        reference[workload].a = a, reference[workload].b = b;
-      }
-      else {
-        double ra = reference[workload].a, rb = reference[workload].b;
-        int same = fabs(a - ra) <= tol * fmax(fabs(ra), 1e-30) && fabs(b - rb) <= tol * fmax(fabs(rb), 1e-30);
-        check = same ? "ok" : "MISMATCH";
-        res->mismatch |= !same;
-      }
-      set_val(&r, "check", check);
-      if (res->n < MAX_REPEATS) {
-        res->makespan[res->n] = atof(get_val(&r, "makespan_s"));
-        res->util[res->n] = atof(get_val(&r, "mean_utilisation"));
-        res->moved[res->n] = atof(get_val(&r, "bytes_moved"));
-        res->n++;
-      }
-      write_record(&r, &p);
-      free_record(&r);
+      take_record(line, &p, cf, phase, res);
       clear_pending(&p);
     }
   }
   free(line);
   clear_pending(&p);
-  fclose(in);
-  int status;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && res->n > 0)
-    res->ok = 1;
+  if (in)
+    fclose(in);
+  else
+    close(fd);
+}
+
+/* why a phase's process failed (its status, then the last line of its log), written as the phase's record */
+static void phase_failed(const struct run_opts *o, const struct config *cf, const char *phase, int waited, int status,
+                         const char *logpath, struct outcome *res)
+{
+  if (waited < 0)
+    snprintf(res->why, sizeof res->why, "waitpid: %s", strerror(errno));
   else if (interrupted)
     snprintf(res->why, sizeof res->why, "interrupted");
   else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
@@ -1090,29 +210,48 @@ static void run_phase(const struct run_opts *o, int workload, const char *policy
     snprintf(res->why, sizeof res->why, "killed by signal %d", WTERMSIG(status));
   else
     snprintf(res->why, sizeof res->why, "exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  FILE *lf = fopen(logpath, "r");
+  char l[256], last[256] = "";
+  while (lf && fgets(l, sizeof l, lf))
+    if (l[0] != '\n')
+      snprintf(last, sizeof last, "%s", l);
+  if (lf)
+    fclose(lf);
+  last[strcspn(last, "\n")] = 0;
+  clean_field(last);
+  if (last[0])
+    snprintf(res->why + strlen(res->why), sizeof res->why - strlen(res->why), ": %.100s", last);
+  struct record r;
+  struct pending none = {0};
+  base_record(&r, workloads[cf->workload].name, cf->policy, cf->ws->name, phase);
+  set_val(&r, "status", res->why[0] ? res->why : "no records");
+  write_record(&r, &none);
+  free_record(&r);
+}
+
+/* Runs one phase (calibrate or measure) of a configuration in a process of its own and writes its records. */
+static void run_phase(const struct run_opts *o, const struct config *cf, const char *phase, const char *trace_dir,
+                      struct outcome *res)
+{
+  memset(res, 0, sizeof *res);
+  /* the process's messages (StarPU's, a failure's) go to DIR/logs/<workload>_<set>_<policy>_<phase>.log */
+  char logpath[PATH_MAX];
+  snprintf(logpath, sizeof logpath, "%s/logs", o->outdir);
+  mkdir(logpath, 0755);
+  snprintf(logpath, sizeof logpath, "%s/logs/%s_%s_%s_%s.log", o->outdir, workloads[cf->workload].name, cf->ws->name,
+           cf->policy, phase);
+  int fd, status = 0;
+  pid_t pid = start_phase(o, cf, phase, trace_dir, logpath, &fd, res);
+  if (pid < 0)
+    return;
+  read_records(fd, cf, phase, res);
+  int waited = wait_child(pid, &status);
+  res->ok = waited >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && res->n > 0;
   struct stat lst;
   if (res->ok && !stat(logpath, &lst) && lst.st_size == 0)
     unlink(logpath);
-  if (!res->ok) {
-    /* the last line of the log says why */
-    FILE *lf = fopen(logpath, "r");
-    char l[256], last[256] = "";
-    while (lf && fgets(l, sizeof l, lf))
-      if (l[0] != '\n')
-        snprintf(last, sizeof last, "%s", l);
-    if (lf)
-      fclose(lf);
-    last[strcspn(last, "\n")] = 0;
-    clean(last);
-    if (last[0])
-      snprintf(res->why + strlen(res->why), sizeof res->why - strlen(res->why), ": %.100s", last);
-    struct record r;
-    base_record(&r, workloads[workload].name, policy, ws->name, phase);
-    set_val(&r, "status", res->why[0] ? res->why : "no records");
-    struct pending none = {0};
-    write_record(&r, &none);
-    free_record(&r);
-  }
+  if (!res->ok)
+    phase_failed(o, cf, phase, waited, status, logpath, res);
 }
 
 static double median_of(double *v, int n)
@@ -1122,133 +261,129 @@ static double median_of(double *v, int n)
   return n ? median(tmp, n) : NAN;
 }
 
-/* copies the bus calibration (not the codelet models) of the probe's STARPU_HOME, so that each configuration skips
- * StarPU's bus benchmark without inheriting any performance model */
-static void copy_bus_calibration(const char *from, const char *to)
-{
-  char src[PATH_MAX + 32], dst[PATH_MAX + 32];
-  struct stat st;
-  snprintf(src, sizeof src, "%s/.starpu/sampling/bus", from);
-  if (stat(src, &st) || !S_ISDIR(st.st_mode))
-    return;
-  snprintf(dst, sizeof dst, "%s/.starpu/sampling", to);
-  char mk[PATH_MAX + 16];
-  snprintf(mk, sizeof mk, "%s/.starpu", to);
-  mkdir(mk, 0700);
-  mkdir(dst, 0700);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execlp("cp", "cp", "-R", src, dst, (char *)NULL);
-    _exit(127);
-  }
-  int status;
-  if (pid > 0)
-    waitpid(pid, &status, 0);
-}
+/* ---- the matrix ---- */
 
-/* ---- charts ---- */
-
-struct summary {
-  double makespan, util, moved; /* medians over repeats; NaN when it did not run */
+/* counts over the whole run */
+struct tally {
+  int done, total, failed, mismatched;
+  double t_start;
 };
 
-static int have_program(const char *name)
+/* the record of a configuration that cannot run on its worker set */
+static void record_skipped(const char *wname, const char *policy, const char *set)
 {
-  const char *path = getenv("PATH");
-  if (!path)
-    return 0;
-  char *copy = strdup(path), *save = NULL;
-  int found = 0;
-  for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s", *d ? d : ".", name);
-    found = access(p, X_OK) == 0;
-  }
-  free(copy);
-  return found;
+  struct record r;
+  struct pending none = {0};
+  printf("skipped (needs GPUs)\n");
+  base_record(&r, wname, policy, set, "measure");
+  set_val(&r, "status", "skipped: needs GPUs");
+  write_record(&r, &none);
+  free_record(&r);
 }
 
-/* One data file and one clustered-bar chart per worker set and metric: a group of bars per workload, a bar per
- * policy. */
-static void charts(const char *outdir, int nw, const int *wl, int np, char **pol, int ns, const struct worker_set *sets,
-                   struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+/* DIR/traces/<workload>_<set>_<policy>/ into buf (made), for STARPU_FXT_PREFIX; NULL when the name is too long */
+static char *make_trace_dir(const char *outdir, const struct config *cf, char *buf, size_t n)
 {
-  const char *metric[3] = {"makespan", "utilisation", "bytes"};
-  const char *ylabel[3] = {"makespan (s, median)", "mean worker busy time / makespan", "MB moved between nodes"};
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/charts.gp", outdir);
-  FILE *gp = fopen(path, "w");
-  if (!gp)
-    return;
-  int plots = 0;
-  fprintf(gp, "# gnuplot script written by " PROG "\nset terminal pngcairo size 1400,700 noenhanced\n"
-          "set style data histograms\nset style histogram clustered gap 1\nset yrange [0:*]\nset style fill solid 0.8 border -1\n"
-          "set datafile missing '?'\nset key outside right top\nset xtics rotate by -30\nset grid ytics\n");
-  for (int s = 0; s < ns; s++)
-    for (int m = 0; m < 3; m++) {
-      snprintf(path, sizeof path, "%s/%s_%s.dat", outdir, metric[m], sets[s].name);
-      for (char *c = strrchr(path, '/') + 1; *c; c++)
-        if (*c == ':')
-          *c = '_';
-      FILE *d = fopen(path, "w");
-      if (!d)
-        continue;
-      fprintf(d, "workload");
-      for (int p = 0; p < np; p++)
-        fprintf(d, " %s", pol[p]);
-      fputc('\n', d);
-      int values = 0;
-      for (int w = 0; w < nw; w++) {
-        fprintf(d, "%s", workloads[wl[w]].name);
-        for (int p = 0; p < np; p++) {
-          struct summary *x = &sum[w][s][p];
-          double v = m == 0 ? x->makespan : m == 1 ? x->util : x->moved / 1e6;
-          if (isnan(v))
-            fprintf(d, " ?");
-          else
-            fprintf(d, " %.6g", v), values++;
-        }
-        fputc('\n', d);
-      }
-      fclose(d);
-      if (!values) /* nothing ran on this set: gnuplot would stop at an empty plot */
-        continue;
-      plots++;
-      const char *file = strrchr(path, '/') + 1;
-      char png[PATH_MAX];
-      snprintf(png, sizeof png, "%.*s.png", (int)(strlen(file) - 4), file);
-      fprintf(gp, "set output '%s'\nset title '%s, worker set %s, scale %s'\nset ylabel '%s'\n", png, metric[m],
-              sets[s].name, out.scale, ylabel[m]);
-      fprintf(gp, "plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)\n", np + 1, file);
-    }
-  fclose(gp);
-  if (!plots) {
-    printf("charts: no configuration ran, nothing to draw\n");
-    return;
+  snprintf(buf, n, "%s/traces", outdir);
+  mkdir(buf, 0755);
+  if (snprintf(buf, n, "%s/traces/%s_%s_%s/", outdir, workloads[cf->workload].name, cf->ws->name, cf->policy) >=
+      (int)n) {
+    printf("(trace folder name too long: no trace) ");
+    return NULL;
   }
-  if (!have_program("gnuplot")) {
-    printf("charts skipped: gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data files and\n"
-           "%s/charts.gp are written: run 'gnuplot charts.gp' in %s later\n", outdir, outdir);
-    return;
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(outdir))
-      _exit(1);
-    int devnull = open("/dev/null", O_WRONLY);
-    if (devnull >= 0)
-      dup2(devnull, STDERR_FILENO);
-    execlp("gnuplot", "gnuplot", "charts.gp", (char *)NULL);
-    _exit(127);
-  }
-  int status = 1;
-  if (pid > 0)
-    waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-    printf("charts: %s/makespan_*.png, utilisation_*.png, bytes_*.png\n", outdir);
-  else
-    printf("charts: gnuplot failed on %s/charts.gp (run it there to see why)\n", outdir);
+  mkdir(buf, 0755);
+  return buf;
 }
+
+/* The calibration (model-based policies) and the measurement of one configuration, with its line of progress
+ * finished; x gets the medians. */
+static void measure_config(const struct run_opts *o, const struct config *cf, const char *tdir, struct summary *x,
+                           struct tally *t)
+{
+  struct outcome res;
+  double t0 = now();
+  /* starproj's default is dmda when projections may go to CPU cores and GPUs */
+  if (model_based(cf->policy) || (!strcmp(cf->policy, "default") && cf->ws->cpus && cf->ws->gpus)) {
+    run_phase(o, cf, "calibrate", NULL, &res);
+    if (!res.ok)
+      printf("calibration %s; ", res.why);
+    else
+      printf("calibrated (%d runs, median %.4f s); ", res.n, median_of(res.makespan, res.n));
+  }
+  run_phase(o, cf, "measure", tdir, &res);
+  if (!res.ok) {
+    printf("%s%s\n", interrupted ? "" : "FAILED: ", res.why);
+    t->failed += !interrupted;
+  }
+  else {
+    x->makespan = median_of(res.makespan, res.n);
+    x->util = median_of(res.util, res.n);
+    x->moved = median_of(res.moved, res.n);
+    printf("makespan %.4f s (median of %d), utilisation %.2f, %.1f MB moved, check %s (%.1f s)\n", x->makespan,
+           res.n, x->util, x->moved / 1e6, res.mismatch ? "MISMATCH" : res.is_ref ? "ref" : "ok", now() - t0);
+    t->mismatched += res.mismatch;
+  }
+  fflush(stdout);
+  if (tdir && res.ok)
+    convert_traces(tdir);
+}
+
+/* One configuration in a fresh STARPU_HOME under base (with the probe's bus calibration), kept under DIR/homes when
+ * asked. */
+static void run_config(const struct run_opts *o, const struct config *cf, const char *base, struct summary *x,
+                       struct tally *t)
+{
+  const char *wname = workloads[cf->workload].name;
+  x->makespan = x->util = x->moved = NAN;
+  t->done++;
+  int el = (int)(now() - t->t_start);
+  printf("[%3d/%d %2d:%02d] %-16s %-12s %-26s ", t->done, t->total, el / 60, el % 60, wname, cf->ws->name, cf->policy);
+  fflush(stdout);
+  if (workloads[cf->workload].needs_gpu && !cf->ws->gpus) {
+    record_skipped(wname, cf->policy, cf->ws->name);
+    return;
+  }
+  char home[PATH_MAX + 16], trace_dir[PATH_MAX];
+  snprintf(home, sizeof home, "%s/home-%d", base, t->done);
+  mkdir(home, 0700);
+  copy_bus_calibration(o->probe_home, home);
+  struct config c = *cf;
+  c.home = home;
+  measure_config(o, &c, o->trace ? make_trace_dir(o->outdir, &c, trace_dir, sizeof trace_dir) : NULL, x, t);
+  if (o->keep_homes)
+    keep_home(o->outdir, home, wname, cf->ws->name, cf->policy);
+  remove_tree(home);
+}
+
+/* Every workload x worker set x policy, until all ran or an interrupt; then the charts and the summary. */
+static int run_matrix(const struct run_opts *o, const struct plan *pl, const char *base, int gpus)
+{
+  struct tally t = {0, pl->nw * pl->ns * pl->np, 0, 0, now()};
+  struct summary (*sum)[MAX_SETS][MAX_POLICIES] = calloc((size_t)pl->nw, sizeof *sum);
+  printf(PROG ": %d configurations (%d workloads x %d worker sets x %d policies), scale %s, %d repeats after %d "
+         "warm-ups; host %s, %d GPUs (%s), StarPU %s; results in %s\n", t.total, pl->nw, pl->ns, pl->np, o->scale,
+         o->repeats, o->warmups, report.host, gpus, report.gpu, report.version, o->outdir);
+  for (int w = 0; w < pl->nw && !interrupted; w++)
+    for (int s = 0; s < pl->ns && !interrupted; s++)
+      for (int p = 0; p < pl->np && !interrupted; p++) {
+        struct config cf = {pl->wl[w], pl->pol[p], &pl->sets[s], NULL};
+        run_config(o, &cf, base, &sum[w][s][p], &t);
+      }
+  close_outputs();
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/logs", o->outdir) < (int)sizeof path)
+    rmdir(path); /* only when no process left a message */
+  remove_leftovers();
+  charts(o->outdir, pl, sum);
+  free(sum);
+  if (interrupted)
+    printf(PROG ": interrupted during configuration %d of %d\n", t.done, t.total);
+  printf(PROG ": %d configurations, %d failed, %d disagreed with the first policy's results; records in "
+         "%s/results.csv and results.jsonl\n", t.total, t.failed, t.mismatched, o->outdir);
+  return interrupted ? 130 : t.failed || t.mismatched ? 1 : 0;
+}
+
+/* ---- the machine ---- */
 
 /* Runs the program in probe mode in home: the GPUs and CPU workers starproj finds, the models of both. */
 static int probe(const char *self, const char *home, int verbose, int *gpus)
@@ -1256,8 +391,7 @@ static int probe(const char *self, const char *home, int verbose, int *gpus)
   int fd[2];
   if (pipe(fd))
     return -1;
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = fork_child();
   if (pid < 0)
     return -1;
   if (pid == 0) {
@@ -1281,26 +415,16 @@ static int probe(const char *self, const char *home, int verbose, int *gpus)
       if (!strncmp(tok, "gpus=", 5))
         *gpus = atoi(tok + 5), found = 1;
       else if (!strncmp(tok, "gpu_model=", 10))
-        snprintf(out.gpu, sizeof out.gpu, "%s", tok + 10);
+        snprintf(report.gpu, sizeof report.gpu, "%s", tok + 10);
       else if (!strncmp(tok, "cpu_model=", 10))
-        snprintf(out.cpu, sizeof out.cpu, "%s", tok + 10);
+        snprintf(report.cpu, sizeof report.cpu, "%s", tok + 10);
     }
   }
   fclose(in);
   int status;
-  waitpid(pid, &status, 0);
+  if (wait_child(pid, &status) < 0)
+    return -1;
   return found && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-/* bytes the whole-sinogram workloads keep on a GPU: LORs, two projection vectors, two images */
-static long long data_bytes(const struct scale *sc)
-{
-  sproj_scanner *s;
-  struct sproj_sinogram_info si;
-  make_scanner(sc, &s);
-  CHECK(sproj_scanner_info(s, &si));
-  CHECK(sproj_scanner_destroy(s));
-  return si.num_lors * 32 + 8LL * sc->dims[0] * sc->dims[1] * sc->dims[2];
 }
 
 static void list_all(int gpus)
@@ -1327,336 +451,107 @@ static void list_all(int gpus)
 #endif
 }
 
-int main(int argc, char **argv)
+/* Without --workers: cpu, and with GPUs the GPU sets; then every set checked against the GPUs there are (exit
+ * status 2 with a message naming --workers otherwise). */
+static int choose_sets(const char *set_arg, struct plan *pl, int gpus)
 {
-  const char *child = NULL, *scale = "small", *outdir = "starproj-bench-results", *set_arg = NULL, *phase = "measure";
-  char *wl_arg = NULL, *sched_arg = NULL, *set_copy = NULL; /* copies split in place, freed at the end */
-  int list = 0, probe_mode = 0, repeats = 3, warmups = 1, calib_runs = 3, threads = 0, timeout = 0, trace = 0;
-  int verbose = 0, keep_homes = 0;
-  enum { O_CHILD = 256, O_PROBE, O_PHASE };
-  static const struct option longopts[] = {
-    {"list", no_argument, 0, 'l'},          {"workloads", required_argument, 0, 'W'},
-    {"scheds", required_argument, 0, 's'},  {"workers", required_argument, 0, 'k'},
-    {"scale", required_argument, 0, 'S'},   {"repeats", required_argument, 0, 'r'},
-    {"warmups", required_argument, 0, 'w'}, {"calibration-runs", required_argument, 0, 'c'},
-    {"threads", required_argument, 0, 't'}, {"timeout", required_argument, 0, 'T'},
-    {"output", required_argument, 0, 'o'},  {"trace", no_argument, 0, 'x'},
-    {"keep-homes", no_argument, 0, 'K'},    {"verbose", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},          {"child", required_argument, 0, O_CHILD},
-    {"probe", no_argument, 0, O_PROBE},     {"phase", required_argument, 0, O_PHASE},
-    {0, 0, 0, 0}};
-  opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1;) {
-    switch (c) {
-    case 'l': list = 1; break;
-    case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-    case 'W': free(wl_arg); wl_arg = strdup(optarg); break; /* split in place later: argv stays as given */
-    case 's': free(sched_arg); sched_arg = strdup(optarg); break;
-    case 'k': set_arg = optarg; break;
-    case 'S':
-      if (strcmp(optarg, "tiny") && strcmp(optarg, "small") && strcmp(optarg, "full"))
-        return usage_error("--scale needs tiny, small or full, not '%s'", optarg);
-      scale = optarg;
-      break;
-    case 'r': repeats = (int)option_number(PROG, "--repeats", optarg, 1, MAX_REPEATS); break;
-    case 'w': warmups = (int)option_number(PROG, "--warmups", optarg, 0, 100); break;
-    case 'c': calib_runs = (int)option_number(PROG, "--calibration-runs", optarg, 1, 100); break;
-    case 't': threads = (int)option_number(PROG, "--threads", optarg, child ? 0 : 1, 256); break;
-    case 'T': timeout = (int)option_number(PROG, "--timeout", optarg, 1, 86400); break;
-    case 'o':
-      if (!*optarg)
-        return usage_error("--output needs a folder name%s", "");
-      outdir = optarg;
-      break;
-    case 'x': trace = 1; break;
-    case 'K': keep_homes = 1; break;
-    case 'v': verbose = 1; break;
-    case 'h': fputs(usage_text, stdout); return 0;
-    case O_CHILD: child = optarg; break;
-    case O_PROBE: probe_mode = 1; break;
-    case O_PHASE: phase = optarg; break;
-    default: return usage_error("unknown option '%s'", argv[optind - 1]);
+  if (!set_arg) {
+    parse_set("cpu", &pl->sets[pl->ns++]);
+    if (gpus > 0) {
+      parse_set("gpu", &pl->sets[pl->ns++]);
+      parse_set("all", &pl->sets[pl->ns++]);
+      for (int g = 1; g < gpus && pl->ns < MAX_SETS - 3; g++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu%d", g);
+        parse_set(name, &pl->sets[pl->ns++]);
+      }
+      parse_set("gpu:w1", &pl->sets[pl->ns++]);
+      parse_set("gpu:w2", &pl->sets[pl->ns++]);
+      parse_set("gpu:w8", &pl->sets[pl->ns++]);
     }
   }
-  if (optind < argc)
-    return usage_error("unexpected argument '%s'", argv[optind]);
-  if (!timeout)
-    timeout = !strcmp(scale, "tiny") ? 120 : !strcmp(scale, "small") ? 600 : 1200;
-  if (probe_mode)
-    return probe_main();
-  if (child) {
-    alarm((unsigned)timeout); /* a policy that never finishes is stopped; the driver reports the timeout */
-    return child_main(child, scale, set_arg ? set_arg : "cpu", phase, repeats, warmups, threads);
-  }
-#ifndef STARPU_USE_FXT
-  if (trace) {
-    fprintf(stderr, PROG ": --trace is unavailable: this StarPU was built without FxT (STARPU_USE_FXT is not set in\n"
-            "starpu_config.h); rebuild StarPU with --with-fxt to record traces\n");
-    return 2;
-  }
-#endif
+  for (int s = 0; s < pl->ns; s++)
+    if (pl->sets[s].gpus && (gpus == 0 || pl->sets[s].gpus > gpus)) {
+      fprintf(stderr, PROG ": --workers: worker set '%s' needs %s; this machine has %d\n", pl->sets[s].name,
+              pl->sets[s].gpus > 0 ? "more GPUs" : "GPUs", gpus);
+      return 2;
+    }
+  return 0;
+}
 
-  /* policies and workloads asked for, checked before anything runs */
-  char *pol[MAX_POLICIES];
-  int np = 0;
-  if (sched_arg) {
-    char *names[MAX_POLICIES];
-    int n = split(sched_arg, names, MAX_POLICIES);
-    for (int i = 0; i < n; i++) {
-      int known = !strcmp(names[i], "default");
-      for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p && !known; p++)
-        known = !strcmp((*p)->policy_name, names[i]);
-      if (!known)
-        return usage_error("unknown policy '%s' (--list shows this StarPU's policies)", names[i]);
-      pol[np++] = names[i];
-    }
-  }
-  else {
-    pol[np++] = "default";
-    /* graph_test schedules only when the application calls starpu_do_schedule(): starproj's own waits (in
-     * sproj_recon_create, image syncs) then wait forever. It runs when asked for by name. */
-    for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p && np < MAX_POLICIES; p++)
-      if (strcmp((*p)->policy_name, "graph_test"))
-        pol[np++] = (char *)(*p)->policy_name;
-  }
-  int wl[NUM_WORKLOADS], nw = 0;
-  if (wl_arg) {
-    char *names[NUM_WORKLOADS * 4];
-    int n = split(wl_arg, names, NUM_WORKLOADS * 4);
-    for (int i = 0; i < n; i++) {
-      int k = -1;
-      for (int j = 0; j < NUM_WORKLOADS; j++)
-        if (!strcmp(workloads[j].name, names[i]))
-          k = j;
-      if (k < 0)
-        return usage_error("unknown workload '%s' (--list shows them)", names[i]);
-      int dup = 0;
-      for (int j = 0; j < nw; j++)
-        dup |= wl[j] == k;
-      if (!dup)
-        wl[nw++] = k;
-    }
-  }
-  else
-    for (int j = 0; j < NUM_WORKLOADS; j++)
-      wl[nw++] = j;
-  struct worker_set sets[MAX_SETS];
-  int ns = 0;
-  if (set_arg) {
-    char *names[MAX_SETS];
-    set_copy = strdup(set_arg);
-    int n = split(set_copy, names, MAX_SETS);
-    for (int i = 0; i < n; i++)
-      if (parse_set(names[i], &sets[ns++]))
-        return usage_error("unknown worker set '%s' (cpu, gpu, gpuN, all, optionally with :wK)", names[i]);
-  }
-  if (!np || !nw || (set_arg && !ns))
-    return usage_error("nothing to run%s", "");
-
-  /* STARPU_LIMIT_CUDA_MEM of the memlimit workload: below the data size, above what an image and its per-worker
-   * buffers need */
-  const struct scale *sc = NULL;
+/* STARPU_LIMIT_CUDA_MEM of the memlimit workload: below the data size, above what an image and its per-worker
+ * buffers need */
+static long long memlimit_mb(const char *scale)
+{
+  const struct scale *sc = &scales[0];
   for (int i = 0; i < NUM_SCALES; i++)
     if (!strcmp(scales[i].name, scale))
       sc = &scales[i];
   long long need = data_bytes(sc), img = 4LL * sc->dims[0] * sc->dims[1] * sc->dims[2];
-  long long memlimit_mb = (need / 2 > 16 * img ? need / 2 : 16 * img) / (1 << 20) + 1;
+  return (need / 2 > 16 * img ? need / 2 : 16 * img) / (1 << 20) + 1;
+}
 
-  /* the machine: a probe process in a STARPU_HOME of its own */
-  char self[PATH_MAX];
+/* The driver once its options are checked: the output place, the temporary folder, the probe of the machine, then
+ * the list or the matrix. */
+static int drive(const struct options *opt, struct plan *pl)
+{
+  int rc = opt->list ? 0 : check_output(opt->outdir);
+  if (rc)
+    return rc;
+  atexit(remove_leftovers);
+  catch_interrupts();
+  char self[PATH_MAX], probe_home[PATH_MAX + 16];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) {
     fprintf(stderr, PROG ": cannot find its own executable\n");
     return 1;
   }
   self[len] = 0;
-  const char *tmpdir = getenv("TMPDIR");
-  char base_tmpl[PATH_MAX];
-  snprintf(base_tmpl, sizeof base_tmpl, "%s/starproj-bench-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  char *base = mkdtemp(base_tmpl);
-  if (!base) {
-    fprintf(stderr, PROG ": cannot make a temporary folder: %s\n", strerror(errno));
+  struct run_opts o = {self, opt->scale, opt->outdir, probe_home, opt->repeats, opt->warmups, opt->calib_runs,
+                       opt->threads, opt->timeout, opt->trace, opt->verbose, opt->keep_homes, memlimit_mb(opt->scale)};
+  /* the machine: a probe process in a STARPU_HOME of its own */
+  const char *base = make_temp_base();
+  if (!base)
     return 1;
-  }
-  char probe_home[PATH_MAX];
   snprintf(probe_home, sizeof probe_home, "%s/probe", base);
   mkdir(probe_home, 0700);
   int gpus = 0;
-  snprintf(out.cpu, sizeof out.cpu, "unknown");
-  snprintf(out.gpu, sizeof out.gpu, "none");
-  if (probe(self, probe_home, verbose, &gpus)) {
-    fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's messages)\n");
-    nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return 1;
+  snprintf(report.cpu, sizeof report.cpu, "unknown");
+  snprintf(report.gpu, sizeof report.gpu, "none");
+  if (interrupted || probe(self, probe_home, opt->verbose, &gpus) || interrupted) {
+    if (interrupted)
+      fprintf(stderr, PROG ": interrupted\n");
+    else
+      fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's "
+              "messages)\n");
+    return interrupted ? 130 : 1;
   }
-  if (list) {
+  if (opt->list) {
     list_all(gpus);
-    nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
   }
-  if (!set_arg) {
-    parse_set("cpu", &sets[ns++]);
-    if (gpus > 0) {
-      parse_set("gpu", &sets[ns++]);
-      parse_set("all", &sets[ns++]);
-      for (int g = 1; g < gpus && ns < MAX_SETS - 3; g++) {
-        char name[16];
-        snprintf(name, sizeof name, "gpu%d", g);
-        parse_set(name, &sets[ns++]);
-      }
-      parse_set("gpu:w1", &sets[ns++]);
-      parse_set("gpu:w2", &sets[ns++]);
-      parse_set("gpu:w8", &sets[ns++]);
-    }
-  }
-  for (int s = 0; s < ns; s++)
-    if (sets[s].gpus && (gpus == 0 || sets[s].gpus > gpus)) {
-      fprintf(stderr, PROG ": worker set '%s' needs %s GPUs; this machine has %d\n", sets[s].name,
-              sets[s].gpus > 0 ? "more" : "", gpus);
-      nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-      return 2;
-    }
+  if ((rc = choose_sets(opt->set_arg, pl, gpus)) || (rc = open_outputs(opt->outdir, opt->scale, gpus)))
+    return rc;
+  return run_matrix(&o, pl, base, gpus);
+}
 
-  /* outputs */
-  if (mkdir(outdir, 0755) && errno != EEXIST) {
-    fprintf(stderr, PROG ": cannot create %s: %s\n", outdir, strerror(errno));
-    return 1;
+int main(int argc, char **argv)
+{
+  struct options opt;
+  struct plan plan;
+  int rc = parse_options(argc, argv, &opt);
+  if (rc)
+    return rc;
+  if (opt.probe)
+    return probe_main();
+  if (opt.child) {
+    alarm((unsigned)opt.timeout); /* a policy that never finishes is stopped; the driver reports the timeout */
+    return child_main(opt.child, opt.scale, opt.set_arg ? opt.set_arg : "cpu", opt.phase, opt.repeats, opt.warmups,
+                      opt.threads);
   }
-  char path[PATH_MAX];
-  FILE **files[4] = {&out.csv, &out.json, &out.workers, &out.transfers};
-  const char *names[4] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv"};
-  for (int i = 0; i < 4; i++) {
-    snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
-    if (!(*files[i] = fopen(path, "w"))) {
-      fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-      return 1;
-    }
-  }
-  for (int c = 0; c < NUM_COLUMNS; c++)
-    fprintf(out.csv, "%s%s", c ? "," : "", csv_columns[c]);
-  fputc('\n', out.csv);
-  fprintf(out.workers, "scale,workload,policy,worker_set,phase,repeat,worker,name,kind,executing_s,idle_s,"
-          "sleeping_s,waiting_s,total_s,tasks\n");
-  fprintf(out.transfers, "scale,workload,policy,worker_set,phase,repeat,src_node,src_kind,dst_node,dst_kind,bytes,"
-          "transfers\n");
-  gethostname(out.host, sizeof out.host - 1);
-  clean(out.host);
-  int maj, min, rel;
-  starpu_get_version(&maj, &min, &rel);
-  snprintf(out.version, sizeof out.version, "%d.%d.%d", maj, min, rel);
-  out.scale = scale;
-  out.gpus = gpus;
-
-  struct run_opts o = {self, scale, outdir, repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes,
-                       0};
-  o.memlimit_mb = memlimit_mb;
-
-  int total = 0;
-  for (int w = 0; w < nw; w++)
-    for (int s = 0; s < ns; s++)
-      total += np;
-  struct summary (*sum)[MAX_SETS][MAX_POLICIES] = calloc((size_t)nw, sizeof *sum);
-  printf(PROG ": %d configurations (%d workloads x %d worker sets x %d policies), scale %s, %d repeats after %d "
-         "warm-ups; host %s, %d GPUs (%s), StarPU %s; results in %s\n", total, nw, ns, np, scale, repeats, warmups,
-         out.host, gpus, out.gpu, out.version, outdir);
-  int done = 0, failed = 0, mismatched = 0;
-  double t_start = now();
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_interrupt;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  for (int w = 0; w < nw && !interrupted; w++)
-    for (int s = 0; s < ns && !interrupted; s++)
-      for (int p = 0; p < np && !interrupted; p++) {
-        struct summary *x = &sum[w][s][p];
-        x->makespan = x->util = x->moved = NAN;
-        done++;
-        const char *wname = workloads[wl[w]].name;
-        int el = (int)(now() - t_start);
-        printf("[%3d/%d %2d:%02d] %-16s %-12s %-26s ", done, total, el / 60, el % 60, wname, sets[s].name, pol[p]);
-        fflush(stdout);
-        if (workloads[wl[w]].needs_gpu && !sets[s].gpus) {
-          printf("skipped (needs GPUs)\n");
-          struct record r;
-          struct pending none = {0};
-          base_record(&r, wname, pol[p], sets[s].name, "measure");
-          set_val(&r, "status", "skipped: needs GPUs");
-          write_record(&r, &none);
-          free_record(&r);
-          continue;
-        }
-        char home[PATH_MAX], trace_dir[PATH_MAX], *tdir = NULL;
-        snprintf(home, sizeof home, "%s/home-%d", base, done);
-        mkdir(home, 0700);
-        copy_bus_calibration(probe_home, home);
-        if (trace) {
-          snprintf(trace_dir, sizeof trace_dir, "%s/traces", outdir);
-          mkdir(trace_dir, 0755);
-          snprintf(trace_dir, sizeof trace_dir, "%s/traces/%s_%s_%s", outdir, wname, sets[s].name, pol[p]);
-          mkdir(trace_dir, 0755);
-          strcat(trace_dir, "/");
-          tdir = trace_dir;
-        }
-        struct outcome res;
-        double t0 = now();
-        /* starproj's default is dmda when projections may go to CPU cores and GPUs */
-        if (model_based(pol[p]) || (!strcmp(pol[p], "default") && sets[s].cpus && sets[s].gpus)) {
-          run_phase(&o, wl[w], pol[p], &sets[s], home, "calibrate", NULL, &res);
-          if (!res.ok)
-            printf("calibration %s; ", res.why);
-          else
-            printf("calibrated (%d runs, median %.4f s); ", res.n, median_of(res.makespan, res.n));
-        }
-        run_phase(&o, wl[w], pol[p], &sets[s], home, "measure", tdir, &res);
-        if (!res.ok) {
-          printf("%s%s\n", interrupted ? "" : "FAILED: ", res.why);
-          failed += !interrupted;
-        }
-        else {
-          x->makespan = median_of(res.makespan, res.n);
-          x->util = median_of(res.util, res.n);
-          x->moved = median_of(res.moved, res.n);
-          printf("makespan %.4f s (median of %d), utilisation %.2f, %.1f MB moved, check %s (%.1f s)\n", x->makespan,
-                 res.n, x->util, x->moved / 1e6, res.mismatch ? "MISMATCH" : res.is_ref ? "ref" : "ok", now() - t0);
-          mismatched += res.mismatch;
-        }
-        fflush(stdout);
-        if (tdir && res.ok) {
-          if (have_program("starpu_fxt_tool")) {
-            char cmd[3 * PATH_MAX];
-            snprintf(cmd, sizeof cmd, "cd '%s' && starpu_fxt_tool -i prof_file_* >fxt_tool.log 2>&1", tdir);
-            if (system(cmd))
-              printf("        starpu_fxt_tool failed: see %sfxt_tool.log\n", tdir);
-          }
-          else
-            printf("        trace in %s (starpu_fxt_tool not found: not converted)\n", tdir);
-        }
-        if (keep_homes) {
-          char kept[PATH_MAX];
-          snprintf(kept, sizeof kept, "%s/homes", outdir);
-          mkdir(kept, 0755);
-          snprintf(kept, sizeof kept, "%s/homes/%s_%s_%s", outdir, wname, sets[s].name, pol[p]);
-          nftw(kept, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-          char cmd[3 * PATH_MAX];
-          snprintf(cmd, sizeof cmd, "cp -R '%s' '%s'", home, kept);
-          if (system(cmd))
-            printf("        could not keep %s\n", home);
-        }
-        nftw(home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-      }
-  fclose(out.csv), fclose(out.json), fclose(out.workers), fclose(out.transfers);
-  snprintf(path, sizeof path, "%s/logs", outdir);
-  rmdir(path); /* only when no process left a message */
-  nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-  charts(outdir, nw, wl, np, pol, ns, sets, sum);
-  free(sum);
-  if (interrupted)
-    printf(PROG ": interrupted during configuration %d of %d\n", done, total);
-  printf(PROG ": %d configurations, %d failed, %d disagreed with the first policy's results; records in "
-         "%s/results.csv and results.jsonl\n", total, failed, mismatched, outdir);
-  free(wl_arg);
-  free(sched_arg);
-  free(set_copy);
-  return interrupted ? 130 : failed || mismatched ? 1 : 0;
+  rc = check_lists(&opt, &plan);
+  if (!rc)
+    rc = drive(&opt, &plan);
+  free_plan(&plan);
+  return rc;
 }

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # check_bench.sh: starproj-bench at its tiny scale with three policies on CPU workers writes the documented CSV and
 # JSON columns with consistent values (busy time within the makespan, no negative byte counts, the same checksums
-# under every policy), and rejects bad options with a message and exit status 2.
+# under every policy), and rejects bad options with a message and exit status 2 before StarPU starts. Hardening: an
+# --output holding shell syntax runs nothing (no shell anywhere), an output place that cannot be written exits 2, and
+# no failure nor SIGTERM/SIGINT leaves its $TMPDIR/starproj-bench-* folder. Every run is under timeout: a hang fails.
 set -u
 prog=./starproj-bench
 [ -x "$prog" ] || { echo "check_bench: $prog not built"; exit 99; }
@@ -15,7 +17,7 @@ ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # bad options: exit 2, a message naming the problem, no output folder
 expect_usage() {
   local out="$dir/bad" msg
-  msg=$("$prog" --output "$out" "$@" 2>&1 >/dev/null); local rc=$?
+  msg=$(timeout 60 "$prog" --output "$out" "$@" 2>&1 >/dev/null); local rc=$?
   if [ $rc -ne 2 ]; then ko "'$*' exited $rc, expected 2"; return; fi
   if [ -z "$msg" ]; then ko "'$*' printed no message"; return; fi
   if [ -e "$out" ]; then ko "'$*' created the output folder"; return; fi
@@ -32,16 +34,45 @@ expect_usage --workers cpu:w2
 expect_usage --workers quantum
 expect_usage stray-argument
 # --trace needs a StarPU built with FxT: without it, a message and exit 2
-if "$prog" --list 2>/dev/null | grep -q 'trace: unavailable'; then expect_usage --trace; fi
+if timeout 60 "$prog" --list 2>/dev/null | grep -q 'trace: unavailable'; then expect_usage --trace; fi
 
-if "$prog" --help | grep -q '^usage: starproj-bench'; then ok; else ko "--help"; fi
-if "$prog" --list | grep -q '^  fwd-whole'; then ok; else ko "--list shows no workloads"; fi
-if "$prog" --list | grep -q ' eager'; then ok; else ko "--list shows no policies"; fi
+# the whole message for each bad option: exit 2 before StarPU starts (a TMPDIR that does not exist would stop the
+# driver with another message and status at its first step, the temporary folder of the probe), in seconds
+expect_message() {
+  local want=$1 out="$dir/bad" msg rc
+  shift
+  msg=$(TMPDIR="$dir/no-such-tmp" timeout 10 "$prog" --output "$out" "$@" 2>&1 >/dev/null); rc=$?
+  if [ $rc -ne 2 ]; then ko "'$*' exited $rc, expected 2: $msg"
+  elif ! printf '%s' "$msg" | grep -qF -- "$want"; then ko "'$*': message '$msg', expected '$want'"
+  elif [ -e "$out" ]; then ko "'$*' created the output folder"
+  else ok; fi
+}
+expect_message "--output needs a value" --output
+expect_message "--scheds needs a value" --scheds
+expect_message "--output needs a value, not '--trace'" --output --trace
+expect_message "--workers needs a value, not ''" --workers ''
+expect_message "--scheds: unknown policy 'no-such-policy'" --scheds eager,no-such-policy
+expect_message "--scheds has an empty name in 'eager,,lws'" --scheds eager,,lws
+expect_message "--workloads has an empty name in ','" --workloads ,
+expect_message "--workers has an empty name in 'cpu,'" --workers cpu,
+expect_message "--workloads: unknown workload 'nonesuch'" --workloads fwd-whole,nonesuch
+expect_message "--workers: unknown worker set 'quantum'" --workers cpu,quantum
+expect_message "--repeats needs a whole number in 1..1000, not 'nan'" --repeats nan
+expect_message "--timeout needs a whole number in 1..86400, not 'inf'" --timeout inf
+expect_message "--warmups needs a whole number in 0..100, not '101'" --warmups 101
+expect_message "--threads needs a whole number in 1..256, not '0'" --threads 0
+expect_message "--scale needs tiny, small or full, not 'huge'" --scale huge
+expect_message "unknown option '--no-such-option'" --no-such-option
+expect_message "unexpected argument 'stray'" stray
+
+if timeout 60 "$prog" --help | grep -q '^usage: starproj-bench'; then ok; else ko "--help"; fi
+if timeout 60 "$prog" --list | grep -q '^  fwd-whole'; then ok; else ko "--list shows no workloads"; fi
+if timeout 60 "$prog" --list | grep -q ' eager'; then ok; else ko "--list shows no policies"; fi
 
 # a run: tiny scale, CPU workers, eager / lws / dmda (dmda calibrates first), 2 repeats
 out="$dir/run"
-log=$("$prog" --scale tiny --workers cpu --scheds eager,lws,dmda --repeats 2 --warmups 1 --calibration-runs 2 \
-      --output "$out" 2>&1); rc=$?
+log=$(timeout 600 "$prog" --scale tiny --workers cpu --scheds eager,lws,dmda --repeats 2 --warmups 1 \
+      --calibration-runs 2 --output "$out" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then ko "tiny run exited $rc: $log"; fi
 echo "$log" | grep -q '^\[ *1/' && ok || ko "no progress lines"
 for f in results.csv results.jsonl workers.csv transfers.csv; do [ -s "$out/$f" ] && ok || ko "$f missing"; done
@@ -118,6 +149,65 @@ if command -v gnuplot >/dev/null; then
 else
   echo "$log" | grep -q 'charts skipped: gnuplot' && ok || ko "no message about the skipped charts"
 fi
+
+# --output with shell syntax and --keep-homes (copied without a shell): no file INJECTED anywhere, the run works there
+# and the kept STARPU_HOME holds the bus calibration
+abs_prog=$(cd "$(dirname "$prog")" && pwd)/$(basename "$prog")
+inj=$(mktemp -d "$dir/inj.XXXXXX")
+inj_out="q'; touch INJECTED; echo '"
+log=$(cd "$inj" && timeout 120 "$abs_prog" --keep-homes --output "$inj_out" --scale tiny --workers cpu --scheds eager \
+      --workloads fwd-whole --repeats 1 --warmups 0 2>&1); rc=$?
+if [ -n "$(find "$inj" "$PWD" -maxdepth 2 -name INJECTED)" ]; then ko "--output ran a shell command: INJECTED exists"
+elif [ $rc -ne 0 ]; then ko "--output with quotes exited $rc: $log"
+elif [ ! -s "$inj/$inj_out/results.csv" ]; then ko "--output with quotes: no results.csv in '$inj_out'"
+elif [ -z "$(ls -A "$inj/$inj_out/homes/fwd-whole_cpu_eager/.starpu/sampling/bus" 2>/dev/null)" ]; then
+  ko "--keep-homes kept no bus calibration"
+else ok; fi
+
+# an output place that cannot be written: exit 2 before any work, a message naming --output and the place, no
+# temporary folder left in a private TMPDIR; a failure after the temporary folder exists (StarPU without workers)
+# and SIGTERM or SIGINT in the middle of a run remove it too
+ptmp=$(mktemp -d "$dir/tmp.XXXXXX")
+leftover() { ls -A "$ptmp" | grep -q '^starproj-bench-'; }
+: > "$dir/plainfile"
+expect_bad_output() {
+  local msg rc
+  msg=$(TMPDIR=$ptmp timeout 60 "$prog" --scale tiny --workers cpu --output "$1" 2>&1 >/dev/null); rc=$?
+  if [ $rc -ne 2 ]; then ko "--output '$1' exited $rc, expected 2: $msg"
+  elif ! printf '%s' "$msg" | grep -qF -- "--output '$1'"; then ko "--output '$1': the message does not name it: $msg"
+  elif leftover; then ko "--output '$1' left a temporary folder: $(ls "$ptmp")"
+  else ok; fi
+}
+expect_bad_output "$dir/plainfile"
+expect_bad_output "$dir/plainfile/sub"
+if [ "$(id -u)" -ne 0 ]; then # root writes into a folder without write permission
+  mkdir "$dir/readonly" && chmod 555 "$dir/readonly" && expect_bad_output "$dir/readonly"
+fi
+msg=$(TMPDIR=$ptmp STARPU_NCPU=0 STARPU_NCUDA=0 STARPU_NOPENCL=0 timeout 60 "$prog" --scale tiny --workers cpu \
+      --output "$dir/noworkers" 2>&1 >/dev/null); rc=$?
+if [ $rc -ne 1 ]; then ko "StarPU without workers: exit $rc, expected 1: $msg"
+elif ! printf '%s' "$msg" | grep -q 'could not start'; then ko "StarPU without workers: message '$msg'"
+elif leftover; then ko "StarPU without workers: a temporary folder left: $(ls "$ptmp")"
+elif [ -e "$dir/noworkers" ]; then ko "StarPU without workers: the output folder it made was left"
+else ok; fi
+# a signal to the driver alone in the middle of a run (timeout --foreground passes it to the driver only, as 'kill PID'
+# would; SIGINT too, which the driver catches even where a script's background job ignores it)
+interrupt_case() {
+  local sig=$1 out="$dir/sig$1" pid rc started=0
+  TMPDIR=$ptmp timeout --foreground 120 "$prog" --scale tiny --workers cpu --scheds eager,lws --repeats 1 --warmups 0 \
+    --output "$out" >"$out.log" 2>&1 & pid=$!
+  for _ in $(seq 300); do grep -q '^\[ *1/' "$out.log" && break; sleep 0.1; done
+  leftover && started=1
+  kill -"$sig" $pid; wait $pid; rc=$?
+  if [ $started -ne 1 ]; then ko "SIG$sig: no temporary folder while running (TMPDIR not used?)"
+  elif [ $rc -ne 130 ]; then ko "SIG$sig: exit $rc, expected 130: $(tail -n 3 "$out.log")"
+  elif leftover; then ko "SIG$sig: a temporary folder left: $(ls "$ptmp")"
+  elif ! grep -q 'interrupted during configuration' "$out.log"; then ko "SIG$sig: no message: $(cat "$out.log")"
+  elif [ ! -s "$out/results.csv" ]; then ko "SIG$sig: the records of what ran were not kept"
+  else ok; fi
+}
+interrupt_case TERM
+interrupt_case INT
 
 echo "check_bench: $pass passed, $fail failed"
 [ $fail -eq 0 ]

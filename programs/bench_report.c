@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench_report.c: starproj-bench's records (results.csv, results.jsonl, workers.csv, transfers.csv, in the columns of
+ * doc/bench-format.md) and its gnuplot charts. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <starpu.h>
+#include "bench.h"
+
+static const char *csv_columns[] = {
+  "host", "cpu_model", "gpu_model", "starpu_version", "scale", "workload", "policy", "policy_resolved", "worker_set",
+  "phase", "repeat", "status", "ncpu_workers", "ncuda_workers", "ngpus", "makespan_s", "submit_s", "busy_cpu_s",
+  "busy_gpu_s", "max_worker_busy_s", "mean_utilisation", "sleeping_s", "tasks_cpu", "tasks_gpu", "bytes_moved",
+  "bytes_h2d", "bytes_d2h", "bytes_d2d", "peak_gpu_mem_bytes", "checksum_a", "checksum_b", "checksum_tol", "check",
+  "done_s"};
+_Static_assert(sizeof csv_columns / sizeof *csv_columns == NUM_COLUMNS, "bench.h counts the columns");
+
+/* columns written as strings in JSON; the others are numbers (or null when empty) */
+static int string_column(int c)
+{
+  return c <= 9 || c == 11 || !strcmp(csv_columns[c], "check");
+}
+
+static int column(const char *key)
+{
+  for (int c = 0; c < NUM_COLUMNS; c++)
+    if (!strcmp(csv_columns[c], key))
+      return c;
+  return -1;
+}
+
+void set_val(struct record *r, const char *key, const char *value)
+{
+  int c = column(key);
+  if (c < 0)
+    return;
+  free(r->val[c]);
+  r->val[c] = strdup(value);
+}
+
+const char *get_val(const struct record *r, const char *key)
+{
+  int c = column(key);
+  return c >= 0 && r->val[c] ? r->val[c] : "";
+}
+
+void free_record(struct record *r)
+{
+  for (int c = 0; c < NUM_COLUMNS; c++)
+    free(r->val[c]), r->val[c] = NULL;
+}
+
+struct report report;
+
+void add_line(char ***lines, int *n, const char *line)
+{
+  *lines = realloc(*lines, (size_t)(*n + 1) * sizeof **lines);
+  (*lines)[(*n)++] = strdup(line);
+}
+
+void clear_pending(struct pending *p)
+{
+  for (int i = 0; i < p->nwrk; i++)
+    free(p->wrk[i]);
+  for (int i = 0; i < p->nbus; i++)
+    free(p->bus[i]);
+  free(p->wrk), free(p->bus);
+  memset(p, 0, sizeof *p);
+}
+
+static int is_number(const char *s)
+{
+  char *end;
+  if (!*s)
+    return 0;
+  strtod(s, &end);
+  return *end == 0;
+}
+
+/* Writes one record (and its worker and transfer lines) to every output file. */
+void write_record(const struct record *r, const struct pending *p)
+{
+  const char *key_cols[] = {"scale", "workload", "policy", "worker_set", "phase", "repeat"};
+  char key[512] = "";
+  for (int k = 0; k < 6; k++)
+    snprintf(key + strlen(key), sizeof key - strlen(key), "%s%s", k ? "," : "", get_val(r, key_cols[k]));
+  for (int c = 0; c < NUM_COLUMNS; c++)
+    fprintf(report.csv, "%s%s", c ? "," : "", r->val[c] ? r->val[c] : "");
+  fputc('\n', report.csv);
+  fputc('{', report.json);
+  for (int c = 0; c < NUM_COLUMNS; c++) {
+    const char *v = r->val[c] ? r->val[c] : "";
+    if (string_column(c))
+      fprintf(report.json, "%s\"%s\":\"%s\"", c ? "," : "", csv_columns[c], v);
+    else
+      fprintf(report.json, "%s\"%s\":%s", c ? "," : "", csv_columns[c], is_number(v) ? v : "null");
+  }
+  fprintf(report.json, ",\"workers\":[");
+  for (int i = 0; i < p->nwrk; i++) {
+    char name[160], kind[8];
+    unsigned w;
+    double ex, sl, wa, tot;
+    int tasks;
+    if (sscanf(p->wrk[i], "WRK\t%u\t%159[^\t]\t%7[^\t]\t%lf\t%lf\t%lf\t%lf\t%d", &w, name, kind, &ex, &sl, &wa, &tot,
+               &tasks) != 8)
+      continue;
+    double idle = tot > ex ? tot - ex : 0.0;
+    fprintf(report.json, "%s{\"worker\":%u,\"name\":\"%s\",\"kind\":\"%s\",\"executing_s\":%.6f,\"idle_s\":%.6f,"
+            "\"sleeping_s\":%.6f,\"waiting_s\":%.6f,\"total_s\":%.6f,\"tasks\":%d}", i ? "," : "", w, name, kind, ex,
+            idle, sl, wa, tot, tasks);
+    fprintf(report.workers, "%s,%u,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", key, w, name, kind, ex, idle, sl, wa, tot,
+            tasks);
+  }
+  fprintf(report.json, "],\"transfers\":[");
+  for (int i = 0; i < p->nbus; i++) {
+    int src, dst, count;
+    char sk[8], dk[8];
+    long long bytes;
+    if (sscanf(p->bus[i], "BUS\t%d\t%7[^\t]\t%d\t%7[^\t]\t%lld\t%d", &src, sk, &dst, dk, &bytes, &count) != 6)
+      continue;
+    fprintf(report.json, "%s{\"src_node\":%d,\"src_kind\":\"%s\",\"dst_node\":%d,\"dst_kind\":\"%s\",\"bytes\":%lld,"
+            "\"transfers\":%d}", i ? "," : "", src, sk, dst, dk, bytes, count);
+    fprintf(report.transfers, "%s,%d,%s,%d,%s,%lld,%d\n", key, src, sk, dst, dk, bytes, count);
+  }
+  fprintf(report.json, "]}\n");
+  fflush(report.csv), fflush(report.json), fflush(report.workers), fflush(report.transfers);
+}
+
+/* the columns every record of a configuration shares */
+void base_record(struct record *r, const char *workload, const char *policy, const char *set, const char *phase)
+{
+  memset(r, 0, sizeof *r);
+  set_val(r, "host", report.host);
+  set_val(r, "cpu_model", report.cpu);
+  set_val(r, "gpu_model", report.gpu);
+  set_val(r, "starpu_version", report.version);
+  set_val(r, "scale", report.scale);
+  set_val(r, "workload", workload);
+  set_val(r, "policy", policy);
+  set_val(r, "worker_set", set);
+  set_val(r, "phase", phase);
+}
+
+/* Opens the output files in outdir (checked before any work) and writes their header lines: 0, or a message and exit
+ * status 2. */
+int open_outputs(const char *outdir, const char *scale, int gpus)
+{
+  char path[PATH_MAX];
+  FILE **files[4] = {&report.csv, &report.json, &report.workers, &report.transfers};
+  const char *names[4] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv"};
+  for (int i = 0; i < 4; i++) {
+    if (snprintf(path, sizeof path, "%s/%s", outdir, names[i]) >= (int)sizeof path)
+      errno = ENAMETOOLONG;
+    else if ((*files[i] = fopen(path, "w")))
+      continue;
+    fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
+    return 2;
+  }
+  keep_outdir();
+  for (int c = 0; c < NUM_COLUMNS; c++)
+    fprintf(report.csv, "%s%s", c ? "," : "", csv_columns[c]);
+  fputc('\n', report.csv);
+  fprintf(report.workers, "scale,workload,policy,worker_set,phase,repeat,worker,name,kind,executing_s,idle_s,"
+          "sleeping_s,waiting_s,total_s,tasks\n");
+  fprintf(report.transfers, "scale,workload,policy,worker_set,phase,repeat,src_node,src_kind,dst_node,dst_kind,"
+          "bytes,transfers\n");
+  gethostname(report.host, sizeof report.host - 1);
+  clean_field(report.host);
+  int maj, min, rel;
+  starpu_get_version(&maj, &min, &rel);
+  snprintf(report.version, sizeof report.version, "%d.%d.%d", maj, min, rel);
+  report.scale = scale;
+  report.gpus = gpus;
+  return 0;
+}
+
+void close_outputs(void)
+{
+  fclose(report.csv), fclose(report.json), fclose(report.workers), fclose(report.transfers);
+}
+
+/* ---- charts ---- */
+
+/* The data file of one worker set and metric (path: DIR/<metric>_<set>.dat, ':' as '_'): a row per workload, a
+ * column per policy, '?' where it did not run. The number of values written, or -1 when it cannot be written. */
+static int chart_data(const char *path, const struct plan *pl, int s, int m,
+                      struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  FILE *d = fopen(path, "w");
+  if (!d)
+    return -1;
+  fprintf(d, "workload");
+  for (int p = 0; p < pl->np; p++)
+    fprintf(d, " %s", pl->pol[p]);
+  fputc('\n', d);
+  int values = 0;
+  for (int w = 0; w < pl->nw; w++) {
+    fprintf(d, "%s", workloads[pl->wl[w]].name);
+    for (int p = 0; p < pl->np; p++) {
+      struct summary *x = &sum[w][s][p];
+      double v = m == 0 ? x->makespan : m == 1 ? x->util : x->moved / 1e6;
+      if (isnan(v))
+        fprintf(d, " ?");
+      else
+        fprintf(d, " %.6g", v), values++;
+    }
+    fputc('\n', d);
+  }
+  fclose(d);
+  return values;
+}
+
+/* gnuplot on DIR/charts.gp, run in DIR, or the message that says why not */
+static void run_gnuplot(const char *outdir)
+{
+  if (!have_program("gnuplot")) {
+    printf("charts skipped: gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data files and\n"
+           "%s/charts.gp are written: run 'gnuplot charts.gp' in %s later\n", outdir, outdir);
+    return;
+  }
+  char *argv[] = {"gnuplot", "charts.gp", NULL}, why[PATH_MAX + 64];
+  if (!run_program(argv, outdir, NULL, why, sizeof why))
+    printf("charts: %s/makespan_*.png, utilisation_*.png, bytes_*.png\n", outdir);
+  else
+    printf("charts: gnuplot failed on %s/charts.gp (%s; run it there to see why)\n", outdir, why);
+}
+
+/* One data file and one clustered-bar chart per worker set and metric: a group of bars per workload, a bar per
+ * policy. The script holds only names checked against fixed lists (sets, policies, scale) and relative file names. */
+void charts(const char *outdir, const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  const char *metric[3] = {"makespan", "utilisation", "bytes"};
+  const char *ylabel[3] = {"makespan (s, median)", "mean worker busy time / makespan", "MB moved between nodes"};
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/charts.gp", outdir);
+  FILE *gp = fopen(path, "w");
+  if (!gp)
+    return;
+  int plots = 0;
+  fprintf(gp, "# gnuplot script written by " PROG "\nset terminal pngcairo size 1400,700 noenhanced\n"
+          "set style data histograms\nset style histogram clustered gap 1\nset yrange [0:*]\nset style fill solid 0.8 border -1\n"
+          "set datafile missing '?'\nset key outside right top\nset xtics rotate by -30\nset grid ytics\n");
+  for (int s = 0; s < pl->ns; s++)
+    for (int m = 0; m < 3; m++) {
+      if (snprintf(path, sizeof path, "%s/%s_%s.dat", outdir, metric[m], pl->sets[s].name) >= (int)sizeof path)
+        continue;
+      char *file = strrchr(path, '/') + 1;
+      for (char *c = file; *c; c++)
+        if (*c == ':')
+          *c = '_';
+      if (chart_data(path, pl, s, m, sum) <= 0) /* nothing ran on this set: gnuplot would stop at an empty plot */
+        continue;
+      plots++;
+      fprintf(gp, "set output '%.*s.png'\nset title '%s, worker set %s, scale %s'\nset ylabel '%s'\n",
+              (int)(strlen(file) - 4), file, metric[m], pl->sets[s].name, report.scale, ylabel[m]);
+      fprintf(gp, "plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)\n", pl->np + 1, file);
+    }
+  fclose(gp);
+  if (!plots)
+    printf("charts: no configuration ran, nothing to draw\n");
+  else
+    run_gnuplot(outdir);
+}

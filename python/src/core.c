@@ -2374,7 +2374,10 @@ static PyObject *Scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
   if (radius >= 0) p.radius = radius;
   if (nr >= 0) p.num_rings = nr;
   if (nrb >= 0) p.num_radial_bins = nrb;
-  if (mrd >= -1) p.max_ring_difference = mrd;
+  if (mrd >= -1)
+    p.max_ring_difference = mrd;
+  else if (nr >= 0)
+    p.max_ring_difference = -1; /* the presets take every ring pair: so does a preset with other rings */
   if (order >= 0) p.order = order;
   if (seq >= 0) p.segment_sequence = seq;
   if (ring_z != Py_None) {

@@ -30,7 +30,8 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig:$starpu/lib/pkgconfig${PKG_CONFIG_
 
 venv=$root/build/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check numpy pytest setuptools wheel
+# petsird: the PETSIRD example and its test are written against this version's API
+"$venv/bin/pip" install -q --disable-pip-version-check numpy pytest setuptools wheel petsird==0.12.0
 # rebuilt every run (no build isolation: the venv's setuptools, no download per run); setuptools builds in python/build
 # and would reuse an extension linked against another copy of the library, so that goes first
 rm -rf python/build python/*.egg-info

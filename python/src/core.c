@@ -1882,6 +1882,26 @@ static PyGetSetDef Proj_getset[] = {
 /* Tof                                                                                                       */
 /* ======================================================================================================== */
 
+/* A number (Python or NumPy scalar, 0-d array) rather than an array of per-LOR values: NumPy scalars export a
+ * 0-dimensional buffer, so the buffer protocol alone cannot tell them apart. */
+static int sp_is_scalar(PyObject *o)
+{
+  if (PyFloat_Check(o) || PyLong_Check(o))
+    return 1;
+  if (!PyNumber_Check(o))
+    return 0;
+  if (!PyObject_CheckBuffer(o))
+    return 1;
+  Py_buffer v;
+  if (PyObject_GetBuffer(o, &v, PyBUF_RECORDS_RO) < 0) {
+    PyErr_Clear();
+    return 0;
+  }
+  int scalar = v.ndim == 0;
+  PyBuffer_Release(&v);
+  return scalar;
+}
+
 static PyObject *Tof_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
   (void)type;
@@ -1902,7 +1922,7 @@ static PyObject *Tof_new(PyTypeObject *type, PyObject *args, PyObject *kw)
   const float *sigma = NULL, *off = NULL;
   Py_ssize_t want[1] = {l ? (Py_ssize_t)l->num_lors : -1};
   /* a number applies to every LOR; an array holds one value per LOR of lors (read, and kept alive here) */
-  if (PyNumber_Check(sigma_o) && !PyObject_CheckBuffer(sigma_o)) {
+  if (sp_is_scalar(sigma_o)) {
     par.sigma = (float)PyFloat_AsDouble(sigma_o);
     if (PyErr_Occurred())
       goto fail;
@@ -1916,7 +1936,7 @@ static PyObject *Tof_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     sigma = o->arr[0].ptr;
   }
   if (off_o && off_o != Py_None) {
-    if (PyNumber_Check(off_o) && !PyObject_CheckBuffer(off_o)) {
+    if (sp_is_scalar(off_o)) {
       par.center_offset = (float)PyFloat_AsDouble(off_o);
       if (PyErr_Occurred())
         goto fail;

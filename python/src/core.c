@@ -524,6 +524,19 @@ static sp_obj *sp_open(PyObject *obj, int kind, const char *argname)
   return o;
 }
 
+/* Runs expr (a library call on plain C values) with the GIL released, while o counts as busy so that no other thread
+ * can close it meanwhile. Partitioning a LOR set or registering a model may wait for StarPU. */
+#define SP_RELEASED(o, st, expr)                                                                              \
+  do {                                                                                                        \
+    (o)->busy++;                                                                                              \
+    sp_inflight++;                                                                                            \
+    Py_BEGIN_ALLOW_THREADS                                                                                    \
+    st = (expr);                                                                                              \
+    Py_END_ALLOW_THREADS                                                                                      \
+    sp_inflight--;                                                                                            \
+    (o)->busy--;                                                                                              \
+  } while (0)
+
 static PyObject *sp_close_meth(PyObject *self, PyObject *unused)
 {
   (void)unused;
@@ -1574,7 +1587,9 @@ static PyObject *Chunks_ranges(PyObject *cls, PyObject *args)
     return NULL;
   }
   sproj_chunks *c = NULL;
-  int st = sproj_chunks_create_ranges(&c, l->h, (int)nf, first, count);
+  int st;
+  void *lh = l->h;
+  SP_RELEASED(l, st, sproj_chunks_create_ranges(&c, lh, (int)nf, first, count));
   PyMem_Free(first);
   PyMem_Free(count);
   if (st)
@@ -1593,7 +1608,9 @@ static PyObject *Chunks_blocks(PyObject *cls, PyObject *args)
   if (!l)
     return NULL;
   sproj_chunks *c = NULL;
-  int st = sproj_chunks_create_blocks(&c, l->h, n);
+  int st;
+  void *lh = l->h;
+  SP_RELEASED(l, st, sproj_chunks_create_blocks(&c, lh, n));
   if (st)
     return sp_raise(st);
   return sp_chunks_wrap(c, lors_o);
@@ -1622,7 +1639,9 @@ static PyObject *Chunks_lists(PyObject *cls, PyObject *args)
       PyErr_SetString(PyExc_ValueError, "first, count: need sum(num_ranges) entries each");
     } else {
       sproj_chunks *c = NULL;
-      int st = sproj_chunks_create_lists(&c, l->h, (int)nn, nr, first, count);
+      int st;
+      void *lh = l->h;
+      SP_RELEASED(l, st, sproj_chunks_create_lists(&c, lh, (int)nn, nr, first, count));
       res = st ? sp_raise(st) : sp_chunks_wrap(c, lors_o);
     }
   }
@@ -1652,7 +1671,9 @@ static PyObject *Chunks_strided(PyObject *cls, PyObject *args)
       PyErr_SetString(PyExc_ValueError, "first, count, stride, num_ranges: expected sequences of the same length");
     } else {
       sproj_chunks *c = NULL;
-      int st = sproj_chunks_create_strided(&c, l->h, (int)n1, first, count, stride, nr);
+      int st;
+      void *lh = l->h;
+      SP_RELEASED(l, st, sproj_chunks_create_strided(&c, lh, (int)n1, first, count, stride, nr));
       res = st ? sp_raise(st) : sp_chunks_wrap(c, lors_o);
     }
   }
@@ -2021,8 +2042,10 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     }
   }
   sproj_model *mdl = NULL;
-  int st = sproj_model_create(&mdl, l->h, o->arr[0].ptr, o->arr[1].ptr, t ? t->h : NULL,
-                              fwhm_o != Py_None ? fwhm : NULL);
+  int st;
+  void *lh = l->h, *th = t ? t->h : NULL;
+  const float *mp = o->arr[0].ptr, *ap = o->arr[1].ptr, *fp = fwhm_o != Py_None ? fwhm : NULL;
+  SP_RELEASED(l, st, sproj_model_create(&mdl, lh, mp, ap, th, fp));
   if (st) {
     sp_raise(st);
     goto fail;
@@ -2600,9 +2623,12 @@ static PyObject *Scanner_chunks(PyObject *self, PyObject *args, int which)
     return NULL;
   sproj_chunks *c = NULL;
   sproj_scanner *s = ((ScannerObject *)self)->s;
-  int st = which == 0 ? sproj_scanner_chunks_views(&c, s, l->h)
-           : which == 1 ? sproj_scanner_chunks_viewgrams(&c, s, l->h)
-                        : sproj_scanner_chunks_subsets(&c, s, l->h, n);
+  int st;
+  void *lh = l->h;
+  SP_RELEASED(l, st,
+              which == 0   ? sproj_scanner_chunks_views(&c, s, lh)
+              : which == 1 ? sproj_scanner_chunks_viewgrams(&c, s, lh)
+                           : sproj_scanner_chunks_subsets(&c, s, lh, n));
   if (st)
     return sp_raise(st);
   return sp_chunks_wrap(c, lors_o);

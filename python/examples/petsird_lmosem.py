@@ -55,6 +55,7 @@ def element_centres(scanner, t):
 
 
 def num_energy_bins(scanner, t):
+    """Number of energy windows of module type t."""
     return scanner.event_energy_bin_edges[t].number_of_bins()
 
 
@@ -88,7 +89,6 @@ def pair_factors(scanner, t0, t1, mod0, el0, mod1, el1):
         table = np.stack([np.asarray(v.values, np.float64).reshape(nel0, nen0, nel1, nen1) for v in vecs])
         ok = sgid >= 0
         # mean over (en0, en1) of d0[en0] * d1[en1] * table[sgid, el0, en0, el1, en1]
-        w = np.zeros(len(mod0))
         s = np.where(ok, sgid, 0)
         w = np.einsum("ni,nj,nij->n", d0[mod0, el0], d1[mod1, el1], table[s, el0, :, el1, :]) / (nen0 * nen1)
         return np.where(ok, w, 0.0).astype(np.float32)
@@ -178,6 +178,7 @@ def reconstruct(path, iterations=2, subsets=4, voxel_size=4.0, module_types=(0, 
 
 
 def main():
+    """Command line: reconstructs FILE and saves the image as a .npy file."""
     ap = argparse.ArgumentParser(description="LM-OSEM of a PETSIRD file with starproj")
     ap.add_argument("file")
     ap.add_argument("--iterations", type=int, default=2)

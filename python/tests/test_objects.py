@@ -327,6 +327,7 @@ def test_dlpack_cuda_array_refused_without_gpu_worker(rt):
 
 
 def test_cupy_arrays_registered_on_their_gpu():
+    """Runs where CuPy and a CUDA device are present; reported as skipped elsewhere."""
     cp = pytest.importorskip("cupy")
     try:
         if cp.cuda.runtime.getDeviceCount() < 1:
@@ -334,20 +335,32 @@ def test_cupy_arrays_registered_on_their_gpu():
     except Exception:
         pytest.skip("no usable CUDA runtime")
     sp.shutdown()
-    with sp.Runtime(devices="gpu"):
-        if sp.num_gpus() == 0:
-            pytest.skip("StarPU drives no GPU")
+    try:
+        runtime = sp.Runtime(devices="gpu")
+    except sp.Error as e:
+        pytest.skip("StarPU drives no GPU here: %s" % e)
+    with runtime:
         img, xs, xe = small()
         gimg, gxs, gxe = cp.asarray(img), cp.asarray(xs), cp.asarray(xe)
         gvals = cp.zeros(len(xs), cp.float32)
         I = sp.Image(gimg)
         L = sp.Lors(gxs, gxe)
         P = sp.Proj(L, gvals)
-        assert I.gpu == 0 and I.data_ptr == gimg.data.ptr
+        assert I.gpu == 0 and L.gpu == 0 and P.gpu == 0
+        assert I.data_ptr == gimg.data.ptr and P.data_ptr == gvals.data.ptr
         sp.fwd(I, P)
         P.sync()
+        gback = cp.zeros_like(gimg)
+        B = sp.Image(gback)
+        sp.back(B, P)
+        B.sync()
         host = np.zeros(len(xs), np.float32)
-        with sp.Image(img) as Ih, sp.Lors(xs, xe) as Lh, sp.Proj(Lh, host) as Ph:
+        hback = np.zeros_like(img)
+        with sp.Image(img) as Ih, sp.Lors(xs, xe) as Lh, sp.Proj(Lh, host) as Ph, sp.Image(hback) as Bh:
             sp.fwd(Ih, Ph)
-        P.close()
+            Ph.sync()
+            sp.back(Bh, Ph)
+        for o in (P, B, L, I):
+            o.close()
         np.testing.assert_allclose(cp.asnumpy(gvals), host, rtol=1e-5)
+        np.testing.assert_allclose(cp.asnumpy(gback), hback, rtol=1e-4, atol=1e-5 * hback.max())

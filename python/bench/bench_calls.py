@@ -3,7 +3,8 @@
 then the values synced to the host) through the binding and through the C program fwd_calls.c, in alternating
 rounds so that the load of a shared machine hits both alike, and prints the time per LOR of each.
 
-usage: python bench_calls.py [--rounds 5] [--reps 5] [--ncpu N]   (PKG_CONFIG_PATH must find starproj)
+usage: python bench_calls.py [--rounds 5] [--reps 5] [--ncpu N] [--c-exe PATH]
+       (without --c-exe, PKG_CONFIG_PATH must find starproj to build fwd_calls.c)
 """
 import argparse
 import os
@@ -73,10 +74,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--ncpu", type=int, default=-1)
+    ap.add_argument("--c-exe", help="fwd_calls built beforehand (default: built here through pkg-config)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        exe = os.path.join(tmp, "fwd_calls")
-        build_c(exe)
+        exe = a.c_exe
+        if not exe:
+            exe = os.path.join(tmp, "fwd_calls")
+            build_c(exe)
         c_all, p_all = [], []
         for k in range(a.rounds):
             c, nl, c_sum = run_c(exe, a.reps, a.ncpu)

@@ -2,6 +2,7 @@
 import gc
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -364,3 +365,37 @@ def test_cupy_arrays_registered_on_their_gpu():
             o.close()
         np.testing.assert_allclose(cp.asnumpy(gvals), host, rtol=1e-5)
         np.testing.assert_allclose(cp.asnumpy(gback), hback, rtol=1e-4, atol=1e-5 * hback.max())
+
+
+def test_waiting_calls_release_the_gil(rt):
+    """While the main thread waits in sync(), another Python thread keeps running."""
+    sc = sp.Scanner("small")
+    xs, xe = sc.lors()
+    img = np.ones((64, 64, 16), np.float32)
+    vals = np.zeros(len(xs), np.float32)
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    with sp.Image(img, (2.5, 2.5, 2.0), (-78.75, -78.75, -15.0)) as I, sp.Lors(xs, xe) as L, sp.Proj(L, vals) as P:
+        t = threading.Thread(target=spin)
+        t.start()
+        try:
+            for _ in range(3):
+                sp.fwd(I, P)
+                c0 = count[0]
+                t0 = time.perf_counter()
+                P.sync()
+                waited = time.perf_counter() - t0
+                c1 = count[0]
+                if waited > 0.05:
+                    break
+        finally:
+            stop.set()
+            t.join()
+    if waited <= 0.05:
+        pytest.skip("the projection finished too fast to tell (%.3f s)" % waited)
+    assert c1 > c0, "no Python code ran during a %.3f s sync" % waited

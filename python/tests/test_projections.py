@@ -156,6 +156,11 @@ def test_tof_listmode_is_sinogram_bin(rt, geom, lib):
     lhs = float(np.dot(lm.astype(np.float64), y))
     rhs = float(np.dot(geom.image.ravel().astype(np.float64), out.ravel()))
     assert abs(lhs - rhs) <= 1e-4 * abs(lhs)
+    bref = np.zeros(geom.dims, np.float32)
+    assert lib.sproj_pp_joseph3d_tof_lm_back(fp(geom.xstart), fp(geom.xend), fp(bref), fp(geom.origin), fp(geom.vs),
+                                             fp(y), geom.n, ip(geom.dims), bw, sig, off, ns,
+                                             bins.ctypes.data_as(ctypes.POINTER(ctypes.c_short)), T, 0, 0, 0, 64) == 0
+    np.testing.assert_allclose(out, bref, rtol=1e-5, atol=1e-5 * bref.max())
 
 
 def test_per_lor_tof_sigma(rt, geom):

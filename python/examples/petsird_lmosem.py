@@ -187,10 +187,17 @@ def main():
     ap.add_argument("--module-types", type=int, nargs=2, default=(0, 0))
     ap.add_argument("--output", default="petsird_lmosem.npy")
     a = ap.parse_args()
+    def report(p):
+        note = ""
+        if np.isinf(p["objective"]):
+            # an event whose LOR misses the image, or whose TOF bin lies beyond its LOR, has no expected counts:
+            # its likelihood term is infinite, and the update gives it no weight (ratio 0)
+            note = " (some events have no expected counts)"
+        print("iteration %d: %.3f s, objective %.6g%s" % (p["iteration"], p["elapsed"], p["objective"], note))
+
     with sp.Runtime():
         x, dims, vs, origin, n = reconstruct(a.file, a.iterations, a.subsets, a.voxel_size, tuple(a.module_types),
-                                             callback=lambda p: print("iteration %d: %.3f s, objective %.6g" % (
-                                                 p["iteration"], p["elapsed"], p["objective"])))
+                                             callback=report)
     np.save(a.output, x)
     print("%d events, image %s of %s mm at %s: %s" % (n, dims, vs, tuple(round(o, 3) for o in origin), a.output))
 

@@ -1353,16 +1353,16 @@ static PyObject *sp_get_gpu(PyObject *self, void *idx)
 
 static PyMethodDef Image_methods[] = {
     {"sync", (PyCFunction)(void (*)(void))Image_sync, METH_FASTCALL | METH_KEYWORDS,
-     "sync(mode='read')\n\nWaits for pending tasks on the image (back projections included) and makes the array hold "
+     "sync($self, mode='read')\n--\n\nWaits for pending tasks on the image (back projections included) and makes the array hold "
      "its current value. 'read' (SYNC_READ): you will only read it, device copies stay valid; 'write' (SYNC_WRITE): "
      "you will modify it before the next submission, device copies are dropped. Releases the GIL while waiting."},
     {"upload", Image_upload, METH_VARARGS,
-     "upload(gpu=ALL_GPUS)\n\nCopies the image to one GPU or every GPU (a no-op for ALL_GPUS without GPUs)."},
-    {"release", Image_release, METH_VARARGS, "release(gpu=ALL_GPUS)\n\nDrops device copies (after pending tasks)."},
+     "upload($self, gpu=-1, /)\n--\n\nCopies the image to one GPU or every GPU (a no-op for ALL_GPUS without GPUs)."},
+    {"release", Image_release, METH_VARARGS, "release($self, gpu=-1, /)\n--\n\nDrops device copies (after pending tasks)."},
     {"set_reproducible", Image_set_reproducible, METH_O,
-     "set_reproducible(on)\n\nBack projections into this image summed in 64-bit fixed point (same bits every run)."},
+     "set_reproducible($self, on, /)\n--\n\nBack projections into this image summed in 64-bit fixed point (same bits every run)."},
     {"close", sp_close_meth, METH_NOARGS,
-     "close()\n\nWaits, writes the value back into the array and unregisters (idempotent). Raises starproj.Error "
+     "close($self)\n--\n\nWaits, writes the value back into the array and unregisters (idempotent). Raises starproj.Error "
      "while a Recon uses the image."},
     {"__enter__", sp_enter, METH_NOARGS, "Returns the image itself."},
     {"__exit__", sp_exit, METH_VARARGS, "Closes the image."},
@@ -1510,11 +1510,11 @@ static PyObject *Lors_get_has_bins(PyObject *self, void *u)
 
 static PyMethodDef Lors_methods[] = {
     {"upload", (PyCFunction)(void (*)(void))Lors_upload, METH_VARARGS | METH_KEYWORDS,
-     "upload(chunks=None, chunk=ALL_CHUNKS, gpu=ALL_GPUS)\n\nCopies the LORs of a chunk (or all) to GPUs."},
+     "upload($self, chunks=None, chunk=-1, gpu=-1)\n--\n\nCopies the LORs of a chunk (or all) to GPUs."},
     {"release", (PyCFunction)(void (*)(void))Lors_release, METH_VARARGS | METH_KEYWORDS,
-     "release(chunks=None, chunk=ALL_CHUNKS, gpu=ALL_GPUS)\n\nDrops those device copies."},
+     "release($self, chunks=None, chunk=-1, gpu=-1)\n--\n\nDrops those device copies."},
     {"close", sp_close_meth, METH_NOARGS,
-     "close()\n\nUnregisters the LORs (idempotent). Raises starproj.Error while Chunks, Proj, Tof or Model objects "
+     "close($self)\n--\n\nUnregisters the LORs (idempotent). Raises starproj.Error while Chunks, Proj, Tof or Model objects "
      "of this set are open."},
     {"__enter__", sp_enter, METH_NOARGS, "Returns the LOR set itself."},
     {"__exit__", sp_exit, METH_VARARGS, "Closes the LOR set."},
@@ -1738,18 +1738,18 @@ static PyObject *sp_get_dep(PyObject *self, void *idx)
 
 static PyMethodDef Chunks_methods[] = {
     {"ranges", Chunks_ranges, METH_VARARGS | METH_CLASS,
-     "Chunks.ranges(lors, first, count)\n\nChunk c covers LORs [first[c], first[c] + count[c])."},
+     "ranges($type, lors, first, count, /)\n--\n\nChunk c covers LORs [first[c], first[c] + count[c])."},
     {"blocks", Chunks_blocks, METH_VARARGS | METH_CLASS,
-     "Chunks.blocks(lors, num_chunks)\n\nnum_chunks chunks of (nearly) equal size covering the set."},
+     "blocks($type, lors, num_chunks, /)\n--\n\nnum_chunks chunks of (nearly) equal size covering the set."},
     {"lists", Chunks_lists, METH_VARARGS | METH_CLASS,
-     "Chunks.lists(lors, num_ranges, first, count)\n\nChunk c is num_ranges[c] ranges, taken in turn from first/count."},
+     "lists($type, lors, num_ranges, first, count, /)\n--\n\nChunk c is num_ranges[c] ranges, taken in turn from first/count."},
     {"strided", Chunks_strided, METH_VARARGS | METH_CLASS,
-     "Chunks.strided(lors, first, count, stride, num_ranges)\n\nChunk c is num_ranges[c] ranges of count[c] LORs at "
+     "strided($type, lors, first, count, stride, num_ranges, /)\n--\n\nChunk c is num_ranges[c] ranges of count[c] LORs at "
      "first[c] + k * stride[c]."},
-    {"size", Chunks_size, METH_O, "size(chunk)\n\nNumber of LORs in the chunk."},
-    {"ranges_of", Chunks_ranges_of, METH_O, "ranges_of(chunk)\n\nThe chunk's ranges as a list of (first, count)."},
+    {"size", Chunks_size, METH_O, "size($self, chunk, /)\n--\n\nNumber of LORs in the chunk."},
+    {"ranges_of", Chunks_ranges_of, METH_O, "ranges_of($self, chunk, /)\n--\n\nThe chunk's ranges as a list of (first, count)."},
     {"close", sp_close_meth, METH_NOARGS,
-     "close()\n\nDestroys the chunking (after pending tasks; idempotent). Raises starproj.Error while a Recon uses it."},
+     "close($self)\n--\n\nDestroys the chunking (after pending tasks; idempotent). Raises starproj.Error while a Recon uses it."},
     {"__enter__", sp_enter, METH_NOARGS, "Returns the chunking itself."},
     {"__exit__", sp_exit, METH_VARARGS, "Closes the chunking."},
     {NULL, NULL, 0, NULL}};
@@ -1877,14 +1877,14 @@ static PyObject *Proj_get_int(PyObject *self, void *which)
 
 static PyMethodDef Proj_methods[] = {
     {"sync", (PyCFunction)(void (*)(void))Proj_sync, METH_FASTCALL | METH_KEYWORDS,
-     "sync(chunks=None, chunk=ALL_CHUNKS, mode='read')\n\nWaits for pending tasks writing the chunk (or all) and makes "
+     "sync($self, chunks=None, chunk=-1, mode='read')\n--\n\nWaits for pending tasks writing the chunk (or all) and makes "
      "the array hold its current values. Releases the GIL while waiting."},
     {"upload", (PyCFunction)(void (*)(void))Proj_upload, METH_VARARGS | METH_KEYWORDS,
-     "upload(chunks=None, chunk=ALL_CHUNKS, gpu=ALL_GPUS)\n\nCopies values of a chunk (or all) to GPUs."},
+     "upload($self, chunks=None, chunk=-1, gpu=-1)\n--\n\nCopies values of a chunk (or all) to GPUs."},
     {"release", (PyCFunction)(void (*)(void))Proj_release, METH_VARARGS | METH_KEYWORDS,
-     "release(chunks=None, chunk=ALL_CHUNKS, gpu=ALL_GPUS)\n\nDrops those device copies."},
+     "release($self, chunks=None, chunk=-1, gpu=-1)\n--\n\nDrops those device copies."},
     {"close", sp_close_meth, METH_NOARGS,
-     "close()\n\nWaits, writes the values back into the array and unregisters (idempotent)."},
+     "close($self)\n--\n\nWaits, writes the values back into the array and unregisters (idempotent)."},
     {"__enter__", sp_enter, METH_NOARGS, "Returns the projection vector itself."},
     {"__exit__", sp_exit, METH_VARARGS, "Closes the projection vector."},
     {NULL, NULL, 0, NULL}};
@@ -1994,7 +1994,7 @@ static PyObject *Tof_get_bins(PyObject *self, void *u)
 }
 
 static PyMethodDef Tof_methods[] = {
-    {"close", sp_close_meth, METH_NOARGS, "close()\n\nUnregisters the TOF parameters (idempotent)."},
+    {"close", sp_close_meth, METH_NOARGS, "close($self)\n--\n\nUnregisters the TOF parameters (idempotent)."},
     {"__enter__", sp_enter, METH_NOARGS, "Returns the TOF parameters themselves."},
     {"__exit__", sp_exit, METH_VARARGS, "Closes the TOF parameters."},
     {NULL, NULL, 0, NULL}};
@@ -2062,7 +2062,7 @@ fail:
 
 static PyMethodDef Model_methods[] = {
     {"close", sp_close_meth, METH_NOARGS,
-     "close()\n\nDestroys the model (idempotent). Raises starproj.Error while a Recon uses it."},
+     "close($self)\n--\n\nDestroys the model (idempotent). Raises starproj.Error while a Recon uses it."},
     {"__enter__", sp_enter, METH_NOARGS, "Returns the model itself."},
     {"__exit__", sp_exit, METH_VARARGS, "Closes the model."},
     {NULL, NULL, 0, NULL}};
@@ -2357,14 +2357,14 @@ static PyObject *Recon_sensitivity(PyObject *self, PyObject *arg)
 
 static PyMethodDef Recon_methods[] = {
     {"iterate", (PyCFunction)(void (*)(void))Recon_iterate, METH_VARARGS | METH_KEYWORDS,
-     "iterate(num_iterations=1, callback=None)\n\nRuns iterations (continuing). Without a callback it returns once the "
+     "iterate($self, num_iterations=1, callback=None)\n--\n\nRuns iterations (continuing). Without a callback it returns once the "
      "work is submitted (the image is current after image.sync()). With one, callback(progress: dict) runs after each "
      "iteration with the image current in its array; a true return value stops. Releases the GIL."},
-    {"objective", Recon_objective, METH_NOARGS, "objective()\n\nPoisson negative log-likelihood of the current image."},
-    {"sensitivity", Recon_sensitivity, METH_O, "sensitivity(subset)\n\nsubset's sensitivity image as a new array."},
+    {"objective", Recon_objective, METH_NOARGS, "objective($self)\n--\n\nPoisson negative log-likelihood of the current image."},
+    {"sensitivity", Recon_sensitivity, METH_O, "sensitivity($self, subset, /)\n--\n\nsubset's sensitivity image as a new array."},
     {"sensitivity_into", Recon_sensitivity_into, METH_VARARGS,
-     "sensitivity_into(subset, out)\n\nCopies subset's sensitivity image into out (float32, the image's shape)."},
-    {"close", sp_close_meth, METH_NOARGS, "close()\n\nWaits and frees the reconstruction (the image keeps its value)."},
+     "sensitivity_into($self, subset, out, /)\n--\n\nCopies subset's sensitivity image into out (float32, the image's shape)."},
+    {"close", sp_close_meth, METH_NOARGS, "close($self)\n--\n\nWaits and frees the reconstruction (the image keeps its value)."},
     {"__enter__", sp_enter, METH_NOARGS, "Returns the reconstruction itself."},
     {"__exit__", sp_exit, METH_VARARGS, "Closes the reconstruction."},
     {NULL, NULL, 0, NULL}};
@@ -2650,21 +2650,21 @@ static PyObject *Scanner_chunks_subsets(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef Scanner_methods[] = {
-    {"info", Scanner_info, METH_NOARGS, "info()\n\nSinogram sizes as a dict (views, radial bins, planes, LORs...)."},
-    {"params", Scanner_params, METH_NOARGS, "params()\n\nThe scanner's parameters as a dict."},
+    {"info", Scanner_info, METH_NOARGS, "info($self)\n--\n\nSinogram sizes as a dict (views, radial bins, planes, LORs...)."},
+    {"params", Scanner_params, METH_NOARGS, "params($self)\n--\n\nThe scanner's parameters as a dict."},
     {"lors_into", Scanner_lors_into, METH_VARARGS,
-     "lors_into(xstart, xend)\n\nFills (num_lors, 3) float32 arrays with every LOR of the sinogram, in its order."},
+     "lors_into($self, xstart, xend, /)\n--\n\nFills (num_lors, 3) float32 arrays with every LOR of the sinogram, in its order."},
     {"pair_lors_into", Scanner_pair_lors_into, METH_VARARGS,
-     "pair_lors_into(pairs, xstart, xend)\n\npairs: (n, 4) int32 (ring_a, det_a, ring_b, det_b); fills the LORs."},
-    {"lors", Scanner_lors, METH_NOARGS, "lors()\n\n(xstart, xend): every LOR of the sinogram as new (num_lors, 3) arrays."},
+     "pair_lors_into($self, pairs, xstart, xend, /)\n--\n\npairs: (n, 4) int32 (ring_a, det_a, ring_b, det_b); fills the LORs."},
+    {"lors", Scanner_lors, METH_NOARGS, "lors($self)\n--\n\n(xstart, xend): every LOR of the sinogram as new (num_lors, 3) arrays."},
     {"pair_lors", Scanner_pair_lors, METH_O,
-     "pair_lors(pairs)\n\n(xstart, xend) of detector pairs given as (n, 4) int32 (ring_a, det_a, ring_b, det_b)."},
-    {"lor_index", Scanner_lor_index, METH_VARARGS, "lor_index(view, segment, axial, radial)\n\nLOR index."},
-    {"chunks_views", Scanner_chunks_views, METH_VARARGS, "chunks_views(lors)\n\nChunks: one per view."},
+     "pair_lors($self, pairs, /)\n--\n\n(xstart, xend) of detector pairs given as (n, 4) int32 (ring_a, det_a, ring_b, det_b)."},
+    {"lor_index", Scanner_lor_index, METH_VARARGS, "lor_index($self, view, segment, axial, radial, /)\n--\n\nLOR index."},
+    {"chunks_views", Scanner_chunks_views, METH_VARARGS, "chunks_views($self, lors, /)\n--\n\nChunks: one per view."},
     {"chunks_viewgrams", Scanner_chunks_viewgrams, METH_VARARGS,
-     "chunks_viewgrams(lors)\n\nChunks: one per (view, segment)."},
+     "chunks_viewgrams($self, lors, /)\n--\n\nChunks: one per (view, segment)."},
     {"chunks_subsets", Scanner_chunks_subsets, METH_VARARGS,
-     "chunks_subsets(lors, num_subsets)\n\nChunks: subset t = views t, t + num_subsets, ..."},
+     "chunks_subsets($self, lors, num_subsets, /)\n--\n\nChunks: subset t = views t, t + num_subsets, ..."},
     {NULL, NULL, 0, NULL}};
 
 /* ======================================================================================================== */
@@ -2810,14 +2810,14 @@ static PySequenceMethods Lors_as_seq = {.sq_length = sp_len_lors};
   };
 
 SP_TYPE(ImageType, "Image", Image_new,
-        "Image(array, voxel_size=(1, 1, 1), origin=(0, 0, 0))\n\n"
+        "Image(array, voxel_size=(1, 1, 1), origin=(0, 0, 0))\n--\n\n"
         "A registered image: array is float32, C-contiguous, shape (n0, n1, n2), writable; its memory is used in place "
         "(no copy) and kept alive while registered. A CuPy / PyTorch CUDA array (DLPack) is registered on its GPU. "
         "origin is the centre of voxel (0, 0, 0). Read the array after sync(), modify it after sync('write'). "
         "close() / with / garbage collection unregister it.",
         Image_methods, Image_getset)
 SP_TYPE(LorsType, "Lors", Lors_new,
-        "Lors(xstart, xend, tof_bin=None)\n\n"
+        "Lors(xstart, xend, tof_bin=None)\n--\n\n"
         "A registered LOR set: xstart, xend float32 C-contiguous (n, 3) (read only; used in place, kept alive). With "
         "tof_bin (int16, (n,)): listmode events carrying a TOF bin each (host memory only). CuPy / PyTorch CUDA arrays "
         "are registered on their GPU.",
@@ -2827,22 +2827,22 @@ SP_TYPE(ChunksType, "Chunks", Chunks_new,
         "number of chunks. Keeps its Lors alive.",
         Chunks_methods, Chunks_getset)
 SP_TYPE(ProjType, "Proj", Proj_new,
-        "Proj(lors, values)\n\n"
+        "Proj(lors, values)\n--\n\n"
         "A projection vector on lors: values float32 C-contiguous writable, shape (num_lors,) or (num_lors, "
         "num_tof_bins) for a TOF sinogram; used in place (no copy). Keeps its Lors and the array alive.",
         Proj_methods, Proj_getset)
 SP_TYPE(TofType, "Tof", Tof_new,
-        "Tof(num_bins, bin_width, sigma, num_sigmas=3.0, center_offset=0.0, lors=None)\n\n"
+        "Tof(num_bins, bin_width, sigma, num_sigmas=3.0, center_offset=0.0, lors=None)\n--\n\n"
         "TOF parameters. sigma and center_offset are numbers, or float32 arrays with one value per LOR of lors.",
         Tof_methods, Tof_getset)
 SP_TYPE(ModelType, "Model", Model_new,
-        "Model(lors, mult=None, add=None, tof=None, fwhm=None)\n\n"
+        "Model(lors, mult=None, add=None, tof=None, fwhm=None)\n--\n\n"
         "Forward model ybar = mult * A(G x) + add on lors (float32 arrays, host, kept alive); tof selects the TOF "
         "sinogram or listmode projector; fwhm (3 numbers) a Gaussian resolution model.",
         Model_methods, Model_getset)
 SP_TYPE(ReconType, "Recon", Recon_new,
         "Recon(image, model, chunks, data=None, num_subsets=1, subsets=None, sens_model=None, sens_chunks=None, "
-        "sens_subsets=None, objective=False)\n\n"
+        "sens_subsets=None, objective=False)\n--\n\n"
         "ML-EM / OS-EM of image (updated in place) with model; data: a Proj of counts (None: listmode, one count per "
         "event, then sens_model is required). subsets: list of lists of chunk indices (default: chunk c in subset "
         "c % num_subsets). Computes the sensitivities at creation.",
@@ -2852,7 +2852,7 @@ static PyTypeObject ScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "starproj.Scanner",
     .tp_basicsize = sizeof(ScannerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Scanner(preset='small', **fields)\n\n"
+    .tp_doc = "Scanner(preset='small', **fields)\n--\n\n"
               "A cylindrical scanner (rings of polygons of modules): a preset ('small', 'vision600') with fields "
               "overridden (num_modules, detectors_per_module, detector_pitch, radius, num_rings, ring_z, "
               "num_radial_bins, max_ring_difference, order, segment_sequence). Host-only: needs no init().",
@@ -2863,52 +2863,52 @@ static PyTypeObject ScannerType = {
 
 static PyMethodDef module_methods[] = {
     {"init", (PyCFunction)(void (*)(void))sp_init, METH_VARARGS | METH_KEYWORDS,
-     "init(devices=None, scheduler=None, ncpu=-1, ngpu=-1, workers_per_gpu=-1, task_lors=0, verbose=False, "
-     "max_queued_tasks=-1, reproducible=False, merge_calls=-1, image_layouts=-1)\n\n"
+     "init($module, devices=None, scheduler=None, ncpu=-1, ngpu=-1, workers_per_gpu=-1, task_lors=0, verbose=False, "
+     "max_queued_tasks=-1, reproducible=False, merge_calls=-1, image_layouts=-1)\n--\n\n"
      "Starts StarPU through sproj_init. devices: 'cpu', 'gpu', 'any' (where projections run; None: the library's "
      "default). scheduler: a StarPU policy name. -1 means the library's default."},
     {"shutdown", sp_shutdown, METH_NOARGS,
-     "shutdown()\n\nCloses every object still open (reconstructions first, images last), waits and stops StarPU. "
+     "shutdown($module)\n--\n\nCloses every object still open (reconstructions first, images last), waits and stops StarPU. "
      "A no-op when not initialised."},
-    {"is_initialized", sp_is_initialized, METH_NOARGS, "is_initialized()\n\nTrue between init() and shutdown()."},
-    {"num_gpus", sp_num_gpus, METH_NOARGS, "num_gpus()\n\nGPUs driven by StarPU (0 before init)."},
-    {"num_cpu_workers", sp_num_cpu_workers, METH_NOARGS, "num_cpu_workers()\n\nCPU workers (0 before init)."},
-    {"num_workers", sp_num_workers, METH_NOARGS, "num_workers()\n\nAll StarPU workers."},
-    {"scheduler_name", sp_scheduler_name, METH_NOARGS, "scheduler_name()\n\nScheduler in use, or None."},
+    {"is_initialized", sp_is_initialized, METH_NOARGS, "is_initialized($module)\n--\n\nTrue between init() and shutdown()."},
+    {"num_gpus", sp_num_gpus, METH_NOARGS, "num_gpus($module)\n--\n\nGPUs driven by StarPU (0 before init)."},
+    {"num_cpu_workers", sp_num_cpu_workers, METH_NOARGS, "num_cpu_workers($module)\n--\n\nCPU workers (0 before init)."},
+    {"num_workers", sp_num_workers, METH_NOARGS, "num_workers($module)\n--\n\nAll StarPU workers."},
+    {"scheduler_name", sp_scheduler_name, METH_NOARGS, "scheduler_name($module)\n--\n\nScheduler in use, or None."},
     {"worker_stats", sp_worker_stats, METH_NOARGS,
-     "worker_stats()\n\nList of dicts per worker: worker, name, is_gpu, gpu, tasks, lors, layout_tasks."},
-    {"stats_reset", sp_stats_reset, METH_NOARGS, "stats_reset()\n\nZeroes the worker statistics."},
-    {"wait_all", sp_wait_all, METH_NOARGS, "wait_all()\n\nWaits for every submitted task (GIL released)."},
-    {"flush", sp_flush, METH_NOARGS, "flush()\n\nSubmits calls held back for merging."},
-    {"batch_begin", sp_batch_begin, METH_NOARGS, "batch_begin()\n\nStarts collecting this thread's calls."},
-    {"batch_end", sp_batch_end, METH_NOARGS, "batch_end()\n\nSubmits what the batch collected."},
-    {"set_devices", sp_set_devices, METH_O, "set_devices(devices)\n\n'cpu', 'gpu', 'any' or a DEVICE_* mask."},
-    {"set_task_lors", sp_set_task_lors, METH_O, "set_task_lors(n)\n\nLargest task in LORs (0: automatic)."},
-    {"get_task_lors", sp_get_task_lors, METH_NOARGS, "get_task_lors()\n\nLargest task in LORs."},
-    {"set_merge_calls", sp_set_merge_calls, METH_O, "set_merge_calls(on)\n\nMerging of separate calls on (1) / off."},
-    {"set_image_layouts", sp_set_image_layouts, METH_O, "set_image_layouts(on)\n\nGPU image copies on (1) / off (0)."},
-    {"strerror", sp_strerror, METH_O, "strerror(status)\n\nName of a status code."},
+     "worker_stats($module)\n--\n\nList of dicts per worker: worker, name, is_gpu, gpu, tasks, lors, layout_tasks."},
+    {"stats_reset", sp_stats_reset, METH_NOARGS, "stats_reset($module)\n--\n\nZeroes the worker statistics."},
+    {"wait_all", sp_wait_all, METH_NOARGS, "wait_all($module)\n--\n\nWaits for every submitted task (GIL released)."},
+    {"flush", sp_flush, METH_NOARGS, "flush($module)\n--\n\nSubmits calls held back for merging."},
+    {"batch_begin", sp_batch_begin, METH_NOARGS, "batch_begin($module)\n--\n\nStarts collecting this thread's calls."},
+    {"batch_end", sp_batch_end, METH_NOARGS, "batch_end($module)\n--\n\nSubmits what the batch collected."},
+    {"set_devices", sp_set_devices, METH_O, "set_devices($module, devices, /)\n--\n\n'cpu', 'gpu', 'any' or a DEVICE_* mask."},
+    {"set_task_lors", sp_set_task_lors, METH_O, "set_task_lors($module, n, /)\n--\n\nLargest task in LORs (0: automatic)."},
+    {"get_task_lors", sp_get_task_lors, METH_NOARGS, "get_task_lors($module)\n--\n\nLargest task in LORs."},
+    {"set_merge_calls", sp_set_merge_calls, METH_O, "set_merge_calls($module, on, /)\n--\n\nMerging of separate calls on (1) / off."},
+    {"set_image_layouts", sp_set_image_layouts, METH_O, "set_image_layouts($module, on, /)\n--\n\nGPU image copies on (1) / off (0)."},
+    {"strerror", sp_strerror, METH_O, "strerror($module, status, /)\n--\n\nName of a status code."},
     {"fwd", (PyCFunction)(void (*)(void))sp_fwd, METH_FASTCALL | METH_KEYWORDS,
-     "fwd(image, proj, chunks=None, chunk=ALL_CHUNKS)\n\nForward projection of a chunk (an int), a list of chunks "
+     "fwd($module, image, proj, chunks=None, chunk=-1)\n--\n\nForward projection of a chunk (an int), a list of chunks "
      "(a sequence: one merged call) or every chunk; overwrites proj's values there. Returns at once."},
     {"back", (PyCFunction)(void (*)(void))sp_back, METH_FASTCALL | METH_KEYWORDS,
-     "back(image, proj, chunks=None, chunk=ALL_CHUNKS)\n\nBack projection, ADDED to image. Returns at once."},
+     "back($module, image, proj, chunks=None, chunk=-1)\n--\n\nBack projection, ADDED to image. Returns at once."},
     {"fwd_tof_sino", (PyCFunction)(void (*)(void))sp_fwd_tof_sino, METH_FASTCALL | METH_KEYWORDS,
-     "fwd_tof_sino(image, proj, tof, chunks=None, chunk=ALL_CHUNKS)\n\nTOF-sinogram forward projection."},
+     "fwd_tof_sino($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF-sinogram forward projection."},
     {"back_tof_sino", (PyCFunction)(void (*)(void))sp_back_tof_sino, METH_FASTCALL | METH_KEYWORDS,
-     "back_tof_sino(image, proj, tof, chunks=None, chunk=ALL_CHUNKS)\n\nTOF-sinogram back projection (added)."},
+     "back_tof_sino($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF-sinogram back projection (added)."},
     {"fwd_tof_lm", (PyCFunction)(void (*)(void))sp_fwd_tof_lm, METH_FASTCALL | METH_KEYWORDS,
-     "fwd_tof_lm(image, proj, tof, chunks=None, chunk=ALL_CHUNKS)\n\nTOF listmode forward projection of events."},
+     "fwd_tof_lm($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF listmode forward projection of events."},
     {"back_tof_lm", (PyCFunction)(void (*)(void))sp_back_tof_lm, METH_FASTCALL | METH_KEYWORDS,
-     "back_tof_lm(image, proj, tof, chunks=None, chunk=ALL_CHUNKS)\n\nTOF listmode back projection (added)."},
+     "back_tof_lm($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF listmode back projection (added)."},
     {"lors_order", sp_lors_order, METH_VARARGS,
-     "lors_order(xstart, xend, voxel_size)\n\nsproj_lors_order: a new int64 permutation that makes projections faster."},
+     "lors_order($module, xstart, xend, voxel_size, /)\n--\n\nsproj_lors_order: a new int64 permutation that makes projections faster."},
     {"lors_order_into", sp_lors_order_into, METH_VARARGS,
-     "lors_order_into(xstart, xend, voxel_size, out)\n\nsproj_lors_order into out (int64, (n,))."},
+     "lors_order_into($module, xstart, xend, voxel_size, out, /)\n--\n\nsproj_lors_order into out (int64, (n,))."},
     {"reorder", sp_reorder, METH_VARARGS,
-     "reorder(array, order)\n\nIn place: element i of array (along dimension 0) becomes the old element order[i]."},
+     "reorder($module, array, order, /)\n--\n\nIn place: element i of array (along dimension 0) becomes the old element order[i]."},
     {"tof_bins_from_centered", sp_tof_bins_from_centered, METH_VARARGS,
-     "tof_bins_from_centered(centered, out, num_bins, reverse=False)\n\nCentred TOF bin numbers -> 0..num_bins-1."},
+     "tof_bins_from_centered($module, centered, out, num_bins, reverse=False, /)\n--\n\nCentred TOF bin numbers -> 0..num_bins-1."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "starproj._core",

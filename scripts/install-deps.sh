@@ -68,7 +68,7 @@ fi
 
 # --- Debian packages: only what is missing -------------------------------------------------------------
 packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates
-  clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox)
+  clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox python3-venv python3-dev)
 [ "$fxt" = yes ] && packages+=(libfxt-dev)
 [ "$mpi" = yes ] && packages+=(libopenmpi-dev openmpi-bin)
 missing=()

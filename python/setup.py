@@ -1,0 +1,44 @@
+# setup.py: builds the C extension starproj._core against the installed libstarproj found through pkg-config.
+import os
+import shlex
+import subprocess
+
+from setuptools import Extension, setup
+
+PACKAGES = ["starproj", "starproj-io"]
+
+
+def pkg_config(*args):
+    """Runs pkg-config on the starproj packages; a clear message instead of a compiler error when it is missing."""
+    try:
+        out = subprocess.run(["pkg-config", *args, *PACKAGES], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        detail = getattr(e, "stderr", "") or str(e)
+        raise SystemExit(
+            "starproj: pkg-config could not find %s (set PKG_CONFIG_PATH to the library's lib/pkgconfig): %s"
+            % (" ".join(PACKAGES), detail.strip())
+        )
+    return shlex.split(out)
+
+
+cflags = pkg_config("--cflags")
+libs = pkg_config("--libs")
+include_dirs = [f[2:] for f in cflags if f.startswith("-I")]
+library_dirs = [f[2:] for f in libs if f.startswith("-L")]
+libraries = [f[2:] for f in libs if f.startswith("-l")]
+# an rpath to every library directory, so that `import starproj` works without LD_LIBRARY_PATH
+rpath = [d for d in library_dirs if os.path.isdir(d)]
+
+ext = Extension(
+    "starproj._core",
+    sources=["src/core.c"],
+    include_dirs=include_dirs + ["src"],
+    library_dirs=library_dirs,
+    libraries=libraries,
+    runtime_library_dirs=rpath,
+    # starpu.h pulls in CUDA headers whose deprecations are not ours to fix
+    extra_compile_args=[f for f in cflags if not f.startswith("-I")]
+    + ["-std=c11", "-Wall", "-Wno-missing-field-initializers", "-Wno-deprecated-declarations"],
+)
+
+setup(ext_modules=[ext])

@@ -1,0 +1,50 @@
+/* dlpack_abi.h: the DLPack 0.x C structures (legacy "dltensor" capsules) that the extension consumes. */
+#ifndef STARPROJ_PY_DLPACK_ABI_H
+#define STARPROJ_PY_DLPACK_ABI_H
+
+#include <stdint.h>
+
+/* Written from the DLPack specification rather than vendored, so the extension builds without dlpack.h; only the
+ * legacy (unversioned) layout is declared, because __dlpack__() called without max_version returns that one. */
+
+enum sp_dl_device_type {
+  SP_DL_CPU = 1,
+  SP_DL_CUDA = 2,
+  SP_DL_CUDA_HOST = 3,
+  SP_DL_CUDA_MANAGED = 13
+};
+
+enum sp_dl_type_code {
+  SP_DL_INT = 0,
+  SP_DL_UINT = 1,
+  SP_DL_FLOAT = 2
+};
+
+typedef struct {
+  int32_t device_type;
+  int32_t device_id;
+} sp_dl_device;
+
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} sp_dl_dtype;
+
+typedef struct {
+  void *data;
+  sp_dl_device device;
+  int32_t ndim;
+  sp_dl_dtype dtype;
+  int64_t *shape;
+  int64_t *strides; /* in elements; NULL means compact C order */
+  uint64_t byte_offset;
+} sp_dl_tensor;
+
+typedef struct sp_dl_managed {
+  sp_dl_tensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct sp_dl_managed *self);
+} sp_dl_managed;
+
+#endif

@@ -1,0 +1,175 @@
+# test_recon.py: Scanner, Model and Recon: OSEM against the same update written with the binding's projections, LM.
+import numpy as np
+import pytest
+
+import starproj as sp
+
+DIMS = (24, 24, 3)
+VS = (3.0, 3.0, 4.0)
+ORIGIN = tuple(-(d - 1) * v / 2 for d, v in zip(DIMS, VS))
+
+
+def scanner():
+    return sp.Scanner("small", num_rings=2, num_radial_bins=33)
+
+
+def phantom():
+    i, j = np.meshgrid(np.arange(DIMS[0]), np.arange(DIMS[1]), indexing="ij")
+    r2 = (i - 11.5) ** 2 + (j - 11.5) ** 2
+    x = np.zeros(DIMS, np.float32)
+    x[r2 < 64] = 1.0
+    x[(i - 8) ** 2 + (j - 12) ** 2 < 6] = 3.0
+    return x
+
+
+def test_scanner_geometry():
+    s = scanner()
+    info = s.info()
+    assert info["num_lors"] == info["num_views"] * info["lors_per_view"] == 64 * 33 * 4
+    xs, xe = s.lors()
+    assert xs.shape == (info["num_lors"], 3) and xs.dtype == np.float32
+    # a detector pair's LOR is the sinogram LOR of the same detectors (starproj_recon.h)
+    k = s.lor_index(5, 1, 0, 20)
+    r = np.hypot(xs[k, 0], xs[k, 1])
+    assert abs(r - s.params()["radius"]) < 10
+    with pytest.raises(sp.Error) as e:
+        sp.Scanner("no-such-scanner")
+    assert e.value.status == sp.ERR_INVALID
+
+
+def mlem_by_hand(A_fwd, A_back, y, mult, add, x0, iters):
+    x = x0.astype(np.float64).copy()
+    sens = A_back(mult.astype(np.float32)).astype(np.float64)
+    for _ in range(iters):
+        ybar = mult * A_fwd(x.astype(np.float32)) + add
+        ratio = np.where(ybar > 0, mult * y / np.where(ybar > 0, ybar, 1), 0)
+        x = np.where(sens > 0, x / np.where(sens > 0, sens, 1) * A_back(ratio.astype(np.float32)), 0)
+    return x
+
+
+def test_mlem_matches_the_update_written_with_projections(rt):
+    s = scanner()
+    xs, xe = s.lors()
+    n = len(xs)
+    rng = np.random.default_rng(0)
+    mult = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    add = np.full(n, 0.1, np.float32)
+    lors = sp.Lors(xs, xe)
+    views = s.chunks_views(lors)
+
+    def A_fwd(x):
+        out = np.zeros(n, np.float32)
+        with sp.Image(np.ascontiguousarray(x), VS, ORIGIN) as I, sp.Proj(lors, out) as P:
+            sp.fwd(I, P, views)
+        return out.astype(np.float64)
+
+    def A_back(v):
+        out = np.zeros(DIMS, np.float32)
+        with sp.Image(out, VS, ORIGIN) as I, sp.Proj(lors, np.ascontiguousarray(v, np.float32)) as P:
+            sp.back(I, P, views)
+        return out.astype(np.float64)
+
+    y = (mult * A_fwd(phantom()) + add).astype(np.float32)
+    ref = mlem_by_hand(A_fwd, A_back, y, mult, add, np.ones(DIMS), 3)
+
+    x = np.ones(DIMS, np.float32)
+    seen = []
+    with sp.Image(x, VS, ORIGIN) as X, sp.Proj(lors, y) as Y, sp.Model(lors, mult, add) as M, \
+            sp.Recon(X, M, views, data=Y, num_subsets=1, objective=True) as R:
+        R.iterate(3, callback=lambda p: seen.append(p))
+        sens = R.sensitivity(0)
+    np.testing.assert_allclose(x, ref, rtol=2e-3, atol=2e-3 * ref.max())
+    np.testing.assert_allclose(sens, A_back(mult), rtol=1e-4, atol=1e-5 * sens.max())
+    assert [p["iteration"] for p in seen] == [1, 2, 3]
+    obj = [p["objective"] for p in seen]
+    assert obj[0] > obj[1] > obj[2]
+
+
+def test_osem_subsets_callback_stop_and_errors(rt):
+    s = scanner()
+    xs, xe = s.lors()
+    lors = sp.Lors(xs, xe)
+    views = s.chunks_views(lors)
+    n = len(xs)
+    y = np.ones(n, np.float32)
+    x = np.ones(DIMS, np.float32)
+    X, Y, M = sp.Image(x, VS, ORIGIN), sp.Proj(lors, y), sp.Model(lors)
+    R = sp.Recon(X, M, views, data=Y, subsets=[list(range(0, 64, 2)), list(range(1, 64, 2))])
+    assert R.num_subsets == 2
+    calls = []
+    R.iterate(5, callback=lambda p: calls.append(p) or True)  # a true value stops after the first iteration
+    assert len(calls) == 1 and calls[0]["objective"] is None
+
+    def boom(p):
+        raise KeyError("from the callback")
+
+    with pytest.raises(KeyError, match="from the callback"):
+        R.iterate(2, callback=boom)
+    R.iterate(1)  # asynchronous: returns at once
+    X.sync()
+    assert np.isfinite(x).all() and x.max() > 0
+    with pytest.raises(sp.Error) as e:
+        M.close()  # the reconstruction still uses its model
+    assert e.value.status == sp.ERR_BUSY
+    R.close()
+    M.close()
+    with pytest.raises(sp.Error) as e:
+        sp.Recon(X, sp.Model(lors), views, data=Y, num_subsets=65)
+    assert e.value.status == sp.ERR_RANGE
+
+
+def test_listmode_mlem_equals_sinogram_mlem_of_the_histogram(rt):
+    """Non-TOF LM-EM of events and sinogram EM of their histogram are the same iteration (m = 1, a = 0)."""
+    s = scanner()
+    xs, xe = s.lors()
+    n = len(xs)
+    lors = sp.Lors(xs, xe)
+    views = s.chunks_views(lors)
+    expected = np.zeros(n, np.float32)
+    with sp.Image(phantom(), VS, ORIGIN) as I, sp.Proj(lors, expected) as P:
+        sp.fwd(I, P, views)
+    rng = np.random.default_rng(2)
+    counts = rng.poisson(expected * 0.3)
+    ev = np.repeat(np.arange(n), counts)
+    rng.shuffle(ev)
+    exs, exe = np.ascontiguousarray(xs[ev]), np.ascontiguousarray(xe[ev])
+    y = counts.astype(np.float32)
+
+    x_sino = np.ones(DIMS, np.float32)
+    with sp.Image(x_sino, VS, ORIGIN) as X, sp.Proj(lors, y) as Y, sp.Model(lors) as M, \
+            sp.Recon(X, M, views, data=Y) as R:
+        R.iterate(3)
+
+    x_lm = np.ones(DIMS, np.float32)
+    events = sp.Lors(exs, exe)
+    with sp.Image(x_lm, VS, ORIGIN) as X, sp.Model(events, mult=np.ones(len(ev), np.float32)) as M, \
+            sp.Model(lors) as S, sp.Recon(X, M, sp.Chunks.blocks(events, 3), num_subsets=1, sens_model=S) as R:
+        R.iterate(3)
+    np.testing.assert_allclose(x_lm, x_sino, rtol=2e-3, atol=2e-3 * x_sino.max())
+
+
+def test_tof_listmode_osem_runs_and_improves(rt):
+    s = scanner()
+    xs, xe = s.lors()
+    n = len(xs)
+    T = 11
+    lors = sp.Lors(xs, xe)
+    tof = sp.Tof(T, 20.0, 15.0)
+    sino = np.zeros((n, T), np.float32)
+    with sp.Image(phantom(), VS, ORIGIN) as I, sp.Proj(lors, sino) as P:
+        sp.fwd_tof_sino(I, P, tof)
+    rng = np.random.default_rng(4)
+    counts = rng.poisson(sino.ravel() * 0.05)
+    e = np.repeat(np.arange(n * T), counts)
+    rng.shuffle(e)
+    lor, b = e // T, (e % T).astype(np.int16)
+    events = sp.Lors(np.ascontiguousarray(xs[lor]), np.ascontiguousarray(xe[lor]), b)
+    x = np.ones(DIMS, np.float32)
+    obj = []
+    with sp.Image(x, VS, ORIGIN) as X, sp.Model(events, tof=tof) as M, sp.Model(lors) as S, \
+            sp.Recon(X, M, sp.Chunks.blocks(events, 4), num_subsets=4, sens_model=S, objective=True) as R:
+        R.iterate(3, callback=lambda p: obj.append(p["objective"]))
+    assert obj[0] > obj[-1]
+    truth = phantom()
+    # hot region brighter than the background after a few TOF-LM-OSEM iterations
+    assert x[truth == 3].mean() > 1.5 * x[truth == 1].mean()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what is missing, builds starproj and runs its tests; prints every test program's own Check summary and
-# a closing total. usage: scripts/test.sh [--prefix DIR]   (DIR: where StarPU goes, default /usr/local)
+# Installs what is missing, builds starproj and runs its tests (the C library's Check programs, then the Python
+# binding's pytest suite); prints every test program's own Check summary, pytest's summary and a closing total.
+# usage: scripts/test.sh [--prefix DIR]   (DIR: where StarPU goes, default /usr/local)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 prefix_args=()
@@ -39,8 +40,14 @@ for trs in tests/*.trs; do
     sed 's/^/    /' "$prog.log"
   fi
 done
-echo "== total: $checks checks, $failures failures, $errors errors in $programs test programs; $skipped skipped =="
-if [ $status -ne 0 ] || [ $failures -ne 0 ] || [ $errors -ne 0 ] || [ $programs -eq 0 ]; then
+cd ..
+# the Python binding (python/): built against this build's library, tested with pytest
+echo "== Python binding (python/tests, pytest) =="
+bash scripts/test-python.sh "${prefix_args[@]}"
+pystatus=$?
+echo "== total: $checks checks, $failures failures, $errors errors in $programs test programs; $skipped skipped;" \
+  "Python tests $([ $pystatus -eq 0 ] && echo passed || echo FAILED) =="
+if [ $status -ne 0 ] || [ $failures -ne 0 ] || [ $errors -ne 0 ] || [ $programs -eq 0 ] || [ $pystatus -ne 0 ]; then
   echo "== tests FAILED =="
   exit 1
 fi

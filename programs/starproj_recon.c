@@ -960,6 +960,8 @@ static void finish(struct run *r, struct inputs *in)
 /* ---- main ----------------------------------------------------------------------------------------------------- */
 int main(int argc, char **argv)
 {
+  /* whole lines as they happen, also into a pipe (tee, a batch system's log) */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   struct options o;
   int rc = parse_options(argc, argv, &o);
   if (rc)

@@ -2,6 +2,8 @@
 /* starproj_recon.c: the starproj-recon program: simulates PET data of a phantom on a scanner preset (or reads raw
  * sinogram / listmode files) and reconstructs it with OSEM or LM-OSEM on whatever devices StarPU drives, writing
  * NIfTI images and PNG previews. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <starpu_scheduler.h>
 #include "common.h"
 
 static const char *usage_text =
@@ -122,7 +125,7 @@ static char *path_in(const char *dir, const char *name)
   return p;
 }
 
-/* The output folder, created if missing (its parent must exist). */
+/* Made only once the options are known to be good; the folder's parent must exist. */
 static int make_output_folder(const char *dir)
 {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -157,7 +160,8 @@ static int parse_double(const char *s, double lo, double hi, double *out)
   return 0;
 }
 
-/* "A", or "AxBxC" of positive numbers */
+/* "A", or "AxBxC", each a number in lo..hi. Split by hand, not with strtok: strtok skips empty fields, and
+ * "64xx64x16" would pass for three numbers. */
 static int parse_triple(const char *s, double lo, double hi, double out[3])
 {
   char buf[128];
@@ -166,17 +170,52 @@ static int parse_triple(const char *s, double lo, double hi, double out[3])
   strcpy(buf, s);
   char *parts[3];
   int n = 0;
-  for (char *tok = strtok(buf, "x"); tok && n < 4; tok = strtok(NULL, "x"), n++)
-    if (n < 3)
-      parts[n] = tok;
-  if (n != 1 && n != 3)
+  for (char *p = buf;;) {
+    if (n == 3)
+      return -1;
+    parts[n++] = p;
+    char *x = strchr(p, 'x');
+    if (!x)
+      break;
+    *x = '\0';
+    p = x + 1;
+  }
+  if (n == 2)
     return -1;
   for (int k = 0; k < n; k++)
-    if (parse_double(parts[k], lo, hi, &out[k]))
+    if (parse_double(parts[k], lo, hi, &out[k])) /* an empty field fails here */
       return -1;
   if (n == 1)
     out[1] = out[2] = out[0];
   return 0;
+}
+
+/* StarPU's predefined scheduling policies: static data in libstarpu, readable before starpu_init (sproj_init checks
+ * names against the same list). The program links libstarproj, which links libstarpu, but its own link line does
+ * not name libstarpu, so the function is found among the libraries already loaded; NULL if it is not there. */
+static struct starpu_sched_policy **sched_policies(void)
+{
+  struct starpu_sched_policy **(*get)(void);
+  *(void **)&get = dlsym(RTLD_DEFAULT, "starpu_sched_get_predefined_policies");
+  return get ? get() : NULL;
+}
+
+/* A scheduler StarPU knows, checked here so that a typo is a usage error before StarPU starts instead of a failed
+ * start. Without the list, sproj_init still refuses an unknown name. */
+static int check_sched(const char *name)
+{
+  struct starpu_sched_policy **policies = sched_policies();
+  if (!policies && *name)
+    return 0;
+  for (struct starpu_sched_policy **p = policies; p && *p; p++)
+    if ((*p)->policy_name && strcmp((*p)->policy_name, name) == 0)
+      return 0;
+  fprintf(stderr, "starproj-recon: --sched needs the name of a StarPU scheduler, not '%s'; StarPU knows:", name);
+  for (struct starpu_sched_policy **p = policies; p && *p; p++)
+    if ((*p)->policy_name)
+      fprintf(stderr, " %s", (*p)->policy_name);
+  fprintf(stderr, "\n(see starproj-recon --help)\n");
+  return 2;
 }
 
 enum { O_SCANNER = 256, O_IMAGE, O_VOXEL, O_TOF, O_LM, O_COUNTS, O_BACKGROUND, O_SEED, O_NOISE_FREE, O_INPUT,
@@ -274,6 +313,8 @@ static int set_run_option(struct options *o, int c, const char *arg)
     o->devices = arg;
     return 0;
   case O_SCHED:
+    if (check_sched(arg))
+      return 2;
     o->sched = arg;
     return 0;
   case O_NCPU:
@@ -296,6 +337,15 @@ static int set_run_option(struct options *o, int c, const char *arg)
   case O_HELP: fputs(usage_text, stdout); exit(0);
   }
   return -1;
+}
+
+/* The long name of the option whose code is c, for "--X needs a value". */
+static const char *option_name(int c)
+{
+  for (const struct option *p = longopts; p->name; p++)
+    if (p->val == c)
+      return p->name;
+  return "?";
 }
 
 /* Options that go together or exclude each other. */
@@ -329,9 +379,10 @@ static int parse_options(int argc, char **argv, struct options *o)
   o->voxel_size = -1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+  /* the leading ':' makes getopt_long return ':' for a missing value, told apart from an unknown option */
+  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     if (c == ':')
-      return fail_usage("option %s needs a value", argv[optind - 1]);
+      return fail_usage("--%s needs a value", option_name(optopt));
     if (c == '?')
       return fail_usage("unknown option '%s'", argv[optind - 1]);
     int rc = set_data_option(o, c, optarg);
@@ -391,6 +442,10 @@ static uint64_t mix(uint64_t *s)
   return z ^ (z >> 31);
 }
 
+/* The resolution model's kernel reaches at most this many voxels each side at 3 sigma (SPROJ_GAUSS_MAX_RADIUS of
+ * the codelets, which sproj_recon_create enforces once StarPU runs). */
+#define MAX_BLUR_REACH 64
+
 /* ---- the run's layout ----------------------------------------------------------------------------------------- */
 struct layout {
   sproj_scanner *scanner;
@@ -435,6 +490,22 @@ static void sino_layout(const struct options *o, const struct layout *l, int tof
   snprintf(info->scanner, sizeof info->scanner, "%s", o->scanner);
   info->num_tof_bins = tof ? l->nbins : 0;
   info->tof_bin_width = tof ? l->tp.bin_width : 0.0f;
+}
+
+/* What the options ask of the scanner, checked before anything is allocated or started (each of these used to
+ * fail after StarPU had started): 0, or 2 after a message. */
+static int validate_run(const struct options *o, const struct layout *l)
+{
+  if (!o->listmode && o->subsets > l->si.num_views)
+    return fail_usage("--subsets %d: the %s scanner's sinogram has %d views, and each subset needs one", o->subsets,
+                      o->scanner, l->si.num_views);
+  for (int k = 0; k < 3 && o->use_fwhm; k++) {
+    double reach = ceil(3.0 * o->fwhm[k] / (2.0 * sqrt(2.0 * log(2.0))) / o->voxel_size);
+    if (o->fwhm[k] > 0 && reach > MAX_BLUR_REACH)
+      return fail_usage("--fwhm %g with --voxel-size %g: the resolution model would reach %.0f voxels each side "
+                        "(3 sigma), at most %d", (double)o->fwhm[k], (double)o->voxel_size, reach, MAX_BLUR_REACH);
+  }
+  return 0;
 }
 
 /* ---- inputs --------------------------------------------------------------------------------------------------- */
@@ -968,13 +1039,13 @@ int main(int argc, char **argv)
     return rc;
   quiet = o.quiet;
   resolve_defaults(&o);
-  if ((rc = make_output_folder(o.output)))
-    return rc;
   struct inputs in;
   read_inputs(&o, &in);
   struct run r;
   memset(&r, 0, sizeof r);
   make_layout(&o, &r.l);
+  if ((rc = validate_run(&o, &r.l)) || (rc = make_output_folder(o.output)))
+    return rc;
 
   start_starpu(&o, &r.l);
   if ((rc = check_inputs(&o, &in, &r.l)))

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # check_programs.sh: starproj-recon rejects bad options and unreadable input with a message and a non-zero exit,
 # leaving no output files; a short run writes the NIfTI and PNG files it names, a saved sinogram reads back in, and a
-# listmode run orders its events when asked; the TOF and non-TOF benchmarks reject bad options too.
+# listmode run orders its events when asked; the TOF and non-TOF benchmarks reject bad options too. Refusals come
+# before StarPU starts: bad options (exit 2).
 set -u
 prog=./starproj-recon
 [ -x "$prog" ] || { echo "check_programs: $prog not built"; exit 99; }
@@ -12,15 +13,22 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# bad options: exit 2, a message naming the problem, nothing written
-expect_usage() {
-  local out="$dir/bad" msg
-  msg=$("$prog" --output "$out" "$@" 2>&1 >/dev/null); local rc=$?
-  if [ $rc -ne 2 ]; then ko "'$*' exited $rc, expected 2"; return; fi
+# A refused run: exit status $1, a message matching $2 (a grep pattern; '' for any message), no output folder, and
+# StarPU never started (no "devices:" line). Every run has a time limit, so that a hang or a huge allocation fails
+# the case instead of the suite.
+expect_refusal() {
+  local want=$1 pattern=$2 out="$dir/bad" msg rc
+  shift 2
+  msg=$(timeout 60 "$prog" --output "$out" "$@" 2>&1 >"$dir/stdout"); rc=$?
+  if [ $rc -ne "$want" ]; then ko "'$*' exited $rc, expected $want: $msg"; rm -rf "$out"; return; fi
   if [ -z "$msg" ]; then ko "'$*' printed no message"; return; fi
-  if [ -e "$out" ]; then ko "'$*' created the output folder"; return; fi
+  if [ -n "$pattern" ] && ! echo "$msg" | grep -q -- "$pattern"; then ko "'$*': '$msg' does not say '$pattern'"; return; fi
+  if [ -e "$out" ]; then ko "'$*' created the output folder"; rm -rf "$out"; return; fi
+  if grep -q '^devices:' "$dir/stdout"; then ko "'$*' started StarPU before refusing"; return; fi
   ok
 }
+# bad options: exit 2, a message naming the problem, nothing written
+expect_usage() { expect_refusal 2 '' "$@"; }
 expect_usage --no-such-option
 expect_usage --iterations 0
 expect_usage --iterations 3x
@@ -34,21 +42,35 @@ expect_usage stray-argument
 expect_usage --input a --input-listmode b
 expect_usage --mult m
 expect_usage --order-events
+# a missing value (the option last) is named as such, not as an unknown option
+expect_refusal 2 '^starproj-recon: --iterations needs a value' --iterations
+expect_refusal 2 '^starproj-recon: --scanner needs a value' --scanner
+# empty fields are not skipped
+expect_refusal 2 "image needs N0xN1xN2" --image 64xx64x16
+expect_refusal 2 "image needs N0xN1xN2" --image 64x64x16x
+expect_refusal 2 "fwhm needs MM" --fwhm 1xx2x3
+expect_refusal 2 "fwhm needs MM" --fwhm nan
+# schedulers StarPU does not know, more subsets than the sinogram has views, a blur wider than the resolution
+# model reaches: refused before StarPU starts
+expect_refusal 2 "needs the name of a StarPU scheduler, not 'nonexistent'; StarPU knows: .*lws" --sched nonexistent
+expect_refusal 2 "needs the name of a StarPU scheduler, not ''" --sched ''
+expect_refusal 2 "subsets 65: the small scanner's sinogram has 64 views" --subsets 65
+expect_refusal 2 "the resolution model would reach 1274 voxels" --fwhm 10 --voxel-size 0.01
 
 # --help: exit 0, the usage text
-if "$prog" --help | grep -q '^usage: starproj-recon'; then ok; else ko "--help"; fi
+if timeout 60 "$prog" --help | grep -q '^usage: starproj-recon'; then ok; else ko "--help"; fi
 
 # unreadable input: exit 1, a message, no image written
 out="$dir/unreadable"
-msg=$("$prog" --input "$dir/missing" --output "$out" 2>&1 >/dev/null); rc=$?
+msg=$(timeout 60 "$prog" --input "$dir/missing" --output "$out" 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 1 ] && [ -n "$msg" ] && [ ! -e "$out/recon.nii" ]; then ok; else ko "missing input: exit $rc, '$msg'"; fi
 printf 'format = nonsense\n' > "$dir/garbage.hdr"; : > "$dir/garbage.raw"
-msg=$("$prog" --input "$dir/garbage" --output "$out" 2>&1 >/dev/null); rc=$?
+msg=$(timeout 60 "$prog" --input "$dir/garbage" --output "$out" 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 1 ] && [ -n "$msg" ] && [ ! -e "$out/recon.nii" ]; then ok; else ko "corrupt input: exit $rc, '$msg'"; fi
 
 # a short run: the files it names exist, the NIfTI image has its 352-byte header and 64x64x16 floats
 out="$dir/run"
-log=$("$prog" --iterations 1 --subsets 4 --counts 1e6 --save-data --output "$out" 2>&1); rc=$?
+log=$(timeout 300 "$prog" --iterations 1 --subsets 4 --counts 1e6 --save-data --output "$out" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then ko "short run exited $rc: $log"; else
   for f in recon.nii recon.png phantom.nii phantom.png sinogram_view0.png counts.hdr counts.raw mult.hdr add.hdr; do
     [ -s "$out/$f" ] || ko "short run: $f missing"
@@ -58,13 +80,14 @@ if [ $rc -ne 0 ]; then ko "short run exited $rc: $log"; else
   echo "$log" | grep -q "wrote $out/recon.nii" && ok || ko "the run does not say where recon.nii is"
   ls "$out" | grep -q '\.tmp' && ko "temporary files left in $out" || ok
   # the saved data reads back: reconstructing it from the files gives a finite image
-  log2=$("$prog" --iterations 1 --subsets 4 --input "$out/counts" --mult "$out/mult" --add "$out/add" \
+  log2=$(timeout 300 "$prog" --iterations 1 --subsets 4 --input "$out/counts" --mult "$out/mult" --add "$out/add" \
          --output "$dir/again" 2>&1); rc=$?
   if [ $rc -eq 0 ] && [ -s "$dir/again/recon.nii" ]; then ok; else ko "reading the saved sinogram: exit $rc: $log2"; fi
 fi
 # listmode with the events of each chunk ordered: the run says so and writes its image
 out="$dir/lm"
-log=$("$prog" --listmode --tof --order-events --iterations 1 --subsets 2 --counts 2e5 --output "$out" 2>&1); rc=$?
+log=$(timeout 300 "$prog" --listmode --tof --order-events --iterations 1 --subsets 2 --counts 2e5 --output "$out" 2>&1)
+rc=$?
 if [ $rc -eq 0 ] && [ -s "$out/recon.nii" ] && echo "$log" | grep -q "in the order of sproj_lors_order"; then ok
 else ko "listmode run with --order-events: exit $rc: $log"; fi
 
@@ -73,7 +96,7 @@ for bench in ./bench/bench_tof ./bench/bench_nontof; do
   [ -x "$bench" ] || { ko "$bench not built"; continue; }
   for args in "--devices foo" "--repeats 0" "--no-such-option" "stray"; do
     # shellcheck disable=SC2086 # each args string is several words on purpose
-    msg=$("$bench" $args 2>&1 >/dev/null); rc=$?
+    msg=$(timeout 60 "$bench" $args 2>&1 >/dev/null); rc=$?
     if [ $rc -eq 2 ] && [ -n "$msg" ]; then ok; else ko "$bench $args: exit $rc, '$msg'"; fi
   done
 done

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <starpu_scheduler.h>
 #include "common.h"
 
@@ -125,7 +126,7 @@ static char *path_in(const char *dir, const char *name)
   return p;
 }
 
-/* Made only once the options are known to be good; the folder's parent must exist. */
+/* Made only once the options and inputs are known to be good; the folder's parent must exist. */
 static int make_output_folder(const char *dir)
 {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -442,9 +443,41 @@ static uint64_t mix(uint64_t *s)
   return z ^ (z >> 31);
 }
 
+/* ---- sizes ---------------------------------------------------------------------------------------------------- */
+/* Sizes are products of counts the user chooses, so they are formed in 64 bits and saturate at UINT64_MAX instead
+ * of wrapping: a size too large to represent stays above every limit it is compared with. */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+  return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Bytes of physical memory, or UINT64_MAX when the system does not say. */
+static uint64_t physical_memory(void)
+{
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0)
+    return UINT64_MAX;
+  return mul_sat((uint64_t)pages, (uint64_t)page);
+}
+
+static double gib(uint64_t bytes)
+{
+  return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+}
+
+/* The largest image and LOR set starproj registers: one StarPU vector, at most 2^32-1 elements. */
+#define MAX_ELEMENTS UINT32_MAX
 /* The resolution model's kernel reaches at most this many voxels each side at 3 sigma (SPROJ_GAUSS_MAX_RADIUS of
  * the codelets, which sproj_recon_create enforces once StarPU runs). */
 #define MAX_BLUR_REACH 64
+/* What one listmode event costs while the run holds it: LOR index and TOF bin (4 + 2), the LOR's index for the
+ * endpoints (8, freed later), its endpoints (24), factor and background (8), and a projected value (4). */
+#define EVENT_BYTES 50
 
 /* ---- the run's layout ----------------------------------------------------------------------------------------- */
 struct layout {
@@ -463,7 +496,7 @@ static void make_layout(const struct options *o, struct layout *l)
   TRY(sproj_scanner_preset(o->scanner, &sp));
   TRY(sproj_scanner_create(&l->scanner, &sp));
   TRY(sproj_scanner_info(l->scanner, &l->si));
-  l->nvox = o->dims[0] * o->dims[1] * o->dims[2];
+  l->nvox = (int64_t)o->dims[0] * o->dims[1] * o->dims[2]; /* at most 4096^3: fits */
   for (int k = 0; k < 3; k++) {
     l->vs[k] = o->voxel_size;
     l->origin[k] = (-0.5f * o->dims[k] + 0.5f) * o->voxel_size;
@@ -492,10 +525,44 @@ static void sino_layout(const struct options *o, const struct layout *l, int tof
   info->tof_bin_width = tof ? l->tp.bin_width : 0.0f;
 }
 
-/* What the options ask of the scanner, checked before anything is allocated or started (each of these used to
- * fail after StarPU had started): 0, or 2 after a message. */
-static int validate_run(const struct options *o, const struct layout *l)
+/* Bytes of the run's large buffers, by kind; nevents: the listmode events expected or read. */
+struct need {
+  uint64_t images, sinogram, events;
+};
+
+static struct need memory_need(const struct options *o, const struct layout *l, uint64_t nevents)
 {
+  struct need n;
+  int simulate = !o->input && !o->input_lm;
+  int blur = o->use_fwhm && (o->fwhm[0] > 0 || o->fwhm[1] > 0 || o->fwhm[2] > 0);
+  /* the estimate and its back projection, the blur's two buffers, the sensitivities (one per subset for a
+   * sinogram, one for listmode), and the phantom and its attenuation map when simulating */
+  uint64_t images = 2 + (blur ? 2 : 0) + (o->listmode ? 1 : (uint64_t)o->subsets) + (simulate ? 2 : 0);
+  n.images = mul_sat(mul_sat(images, (uint64_t)l->nvox), sizeof(float));
+  /* per LOR: its endpoints and factor; per LOR and TOF bin: the background, and for a sinogram the counts and the
+   * reconstruction's projection; when simulating, the expected counts */
+  uint64_t lors = (uint64_t)l->si.num_lors, values = mul_sat(lors, (uint64_t)l->nbins);
+  uint64_t per_value = 1 + (o->listmode ? 0 : 2) + (simulate ? 1 : 0);
+  n.sinogram = add_sat(mul_sat(lors, 7 * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
+  n.events = o->listmode ? mul_sat(nevents, EVENT_BYTES) : 0;
+  return n;
+}
+
+/* Listmode events a simulation draws: the expected trues plus the background, counts x (1 + background). */
+static uint64_t expected_events(const struct options *o)
+{
+  double e = ceil(o->counts * (1.0 + o->background));
+  return e >= 1.8e19 ? UINT64_MAX : (uint64_t)e;
+}
+
+/* What the options ask of starproj, the scanner and this machine, checked before anything is allocated or started
+ * (each of these used to fail after StarPU had started, or to corrupt memory): 0, or 2 after a message.
+ * nevents_in: the events of a listmode input (0 otherwise). */
+static int validate_run(const struct options *o, const struct layout *l, int64_t nevents_in)
+{
+  if ((uint64_t)l->nvox > MAX_ELEMENTS)
+    return fail_usage("--image %dx%dx%d is %lld voxels, more than starproj's limit of %llu (2^32-1) per image",
+                      o->dims[0], o->dims[1], o->dims[2], (long long)l->nvox, (unsigned long long)MAX_ELEMENTS);
   if (!o->listmode && o->subsets > l->si.num_views)
     return fail_usage("--subsets %d: the %s scanner's sinogram has %d views, and each subset needs one", o->subsets,
                       o->scanner, l->si.num_views);
@@ -505,6 +572,18 @@ static int validate_run(const struct options *o, const struct layout *l)
       return fail_usage("--fwhm %g with --voxel-size %g: the resolution model would reach %.0f voxels each side "
                         "(3 sigma), at most %d", (double)o->fwhm[k], (double)o->voxel_size, reach, MAX_BLUR_REACH);
   }
+  int simulate = !o->input && !o->input_lm;
+  uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
+  struct need n = memory_need(o, l, nevents);
+  uint64_t total = add_sat(add_sat(n.images, n.sinogram), n.events), limit = physical_memory();
+  if (total > limit)
+    return fail_usage("this run needs about %.3g GiB of memory (images %.3g GiB, sinogram %.3g GiB, listmode "
+                      "events %.3g GiB), more than the %.3g GiB of this machine", gib(total), gib(n.images),
+                      gib(n.sinogram), gib(n.events), gib(limit));
+  if (simulate && o->listmode && nevents > MAX_ELEMENTS)
+    return fail_usage("--counts %g and --background %g make about %.4g listmode events, more than starproj's limit "
+                      "of %llu (2^32-1) in one set", o->counts, o->background, (double)nevents,
+                      (unsigned long long)MAX_ELEMENTS);
   return 0;
 }
 
@@ -520,10 +599,10 @@ struct inputs {
 /* Number of values a raw sinogram file holds. */
 static int64_t values_of(const struct sproj_sino_info *info)
 {
-  int64_t n = 1;
+  uint64_t n = 1;
   for (int k = 0; k < info->num_dims; k++)
-    n *= info->shape[k];
-  return n;
+    n = mul_sat(n, (uint64_t)info->shape[k]);
+  return n > INT64_MAX ? INT64_MAX : (int64_t)n; /* the reader held them all: never saturates */
 }
 
 /* Files are read before StarPU starts, so that a missing input fails at once. */
@@ -1044,7 +1123,7 @@ int main(int argc, char **argv)
   struct run r;
   memset(&r, 0, sizeof r);
   make_layout(&o, &r.l);
-  if ((rc = validate_run(&o, &r.l)) || (rc = make_output_folder(o.output)))
+  if ((rc = validate_run(&o, &r.l, in.lm_info.num_events)) || (rc = make_output_folder(o.output)))
     return rc;
 
   start_starpu(&o, &r.l);

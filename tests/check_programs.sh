@@ -3,7 +3,7 @@
 # check_programs.sh: starproj-recon rejects bad options and unreadable input with a message and a non-zero exit,
 # leaving no output files; a short run writes the NIfTI and PNG files it names, a saved sinogram reads back in, and a
 # listmode run orders its events when asked; the TOF and non-TOF benchmarks reject bad options too. Refusals come
-# before StarPU starts: bad options (exit 2).
+# before StarPU starts: bad options and sizes beyond starproj's limits or the machine's memory (exit 2).
 set -u
 prog=./starproj-recon
 [ -x "$prog" ] || { echo "check_programs: $prog not built"; exit 99; }
@@ -56,6 +56,12 @@ expect_refusal 2 "needs the name of a StarPU scheduler, not 'nonexistent'; StarP
 expect_refusal 2 "needs the name of a StarPU scheduler, not ''" --sched ''
 expect_refusal 2 "subsets 65: the small scanner's sinogram has 64 views" --subsets 65
 expect_refusal 2 "the resolution model would reach 1274 voxels" --fwhm 10 --voxel-size 0.01
+# sizes: images of 2^32 voxels (an int product overflowed to 0 and a 1-byte buffer was filled) refused at once,
+# naming the size and starproj's limit; listmode counts bounded by the memory their events need
+expect_refusal 2 "4096x4096x256 is 4294967296 voxels, more than starproj's limit of 4294967295" --image 4096x4096x256
+expect_refusal 2 "2048x2048x1024 is 4294967296 voxels" --image 2048x2048x1024
+expect_refusal 2 "this run needs about .* GiB of memory (.*listmode events .*), more than the .* GiB of this" \
+  --listmode --counts 1e12
 
 # --help: exit 0, the usage text
 if timeout 60 "$prog" --help | grep -q '^usage: starproj-recon'; then ok; else ko "--help"; fi

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* starproj_recon.c: the starproj-recon program: simulates PET data of a phantom on a scanner preset (or reads raw
  * sinogram / listmode files) and reconstructs it with OSEM or LM-OSEM on whatever devices StarPU drives, writing
- * NIfTI images and PNG previews. */
+ * NIfTI images and PNG previews.
+ * The order of a run: options, inputs read and checked against the scanner, sizes bounded by the memory they need,
+ * and only then the output folder and StarPU, so that every refusal comes at once and leaves nothing behind. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
 #include <errno.h>
@@ -63,6 +65,7 @@ static const char *usage_text =
 
 struct options {
   const char *scanner;
+  int scanner_given; /* --scanner; else the scanner an input header names, else small */
   int dims[3];
   float voxel_size;
   int tof, listmode, noise_free;
@@ -249,6 +252,7 @@ static int set_data_option(struct options *o, int c, const char *arg)
     if (strcmp(arg, "small") && strcmp(arg, "vision600"))
       return fail_usage("unknown scanner '%s' (small or vision600)", arg);
     o->scanner = arg;
+    o->scanner_given = 1;
     return 0;
   case O_IMAGE:
     if (parse_triple(arg, 1, 4096, t) || t[0] != floor(t[0]) || t[1] != floor(t[1]) || t[2] != floor(t[2]))
@@ -596,7 +600,53 @@ struct inputs {
   int16_t *bins;
 };
 
-/* Number of values a raw sinogram file holds. */
+/* A folder (or device) given where a file is wanted reaches the reader as "a file of 4096 bytes"; say what it is.
+ * A missing file is left to the reader, whose message names it. */
+static int check_regular(const char *path)
+{
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return fail_input("'%s' is %s, not a regular file", path, S_ISDIR(st.st_mode) ? "a folder" : "something else");
+  return 0;
+}
+
+/* The header BASE.hdr and the data file it names (data_file = NAME, in the header's folder) are regular files
+ * where they exist; a folder given as BASE itself is named as such. */
+static int check_input_files(const char *option, const char *base)
+{
+  char hdr[4096], data[4096 + 256], line[512], name[256];
+  struct stat st;
+  if (snprintf(hdr, sizeof hdr, "%s.hdr", base) >= (int)sizeof hdr)
+    return fail_input("the file name '%s' is too long", base);
+  if (stat(hdr, &st) != 0 && stat(base, &st) == 0 && S_ISDIR(st.st_mode))
+    return fail_input("'%s' is a folder; %s takes BASE of the files BASE.hdr and BASE.raw", base, option);
+  if (check_regular(hdr))
+    return 1;
+  FILE *f = fopen(hdr, "r");
+  if (!f)
+    return 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    found = sscanf(line, " data_file = %255s", name) == 1;
+  fclose(f);
+  if (!found)
+    return 0;
+  const char *slash = strrchr(hdr, '/');
+  snprintf(data, sizeof data, "%.*s%s", slash ? (int)(slash - hdr + 1) : 0, hdr, name);
+  return check_regular(data);
+}
+
+/* Counts, factors and backgrounds must be finite and >= 0; found here, before StarPU starts, rather than by the
+ * model or the reconstruction, whose message speaks of coordinates. */
+static int check_values(const char *base, const char *what, const float *v, int64_t n)
+{
+  for (int64_t i = 0; i < n; i++)
+    if (!(v[i] >= 0.0f) || isinf(v[i]))
+      return fail_input("%s holds %g at element %lld; %s must be finite and >= 0", base, (double)v[i], (long long)i,
+                        what);
+  return 0;
+}
+
 static int64_t values_of(const struct sproj_sino_info *info)
 {
   uint64_t n = 1;
@@ -605,43 +655,146 @@ static int64_t values_of(const struct sproj_sino_info *info)
   return n > INT64_MAX ? INT64_MAX : (int64_t)n; /* the reader held them all: never saturates */
 }
 
-/* Files are read before StarPU starts, so that a missing input fails at once. */
-static void read_inputs(const struct options *o, struct inputs *in)
+/* A reader's failure: its message, and 1. */
+static int read_failed(int rc)
 {
-  memset(in, 0, sizeof *in);
-  if (o->input)
-    TRY(sproj_raw_read_sino(o->input, &in->counts_info, &in->counts));
-  if (o->input_lm)
-    TRY(sproj_raw_read_listmode(o->input_lm, &in->lm_info, &in->lor, &in->bins));
-  if (o->mult_file)
-    TRY(sproj_raw_read_sino(o->mult_file, &in->mult_info, &in->mult));
-  if (o->add_file)
-    TRY(sproj_raw_read_sino(o->add_file, &in->add_info, &in->add));
+  if (rc == SPROJ_OK)
+    return 0;
+  fprintf(stderr, "starproj-recon: %s (%s)\n", sproj_last_error(), sproj_strerror(rc));
+  return 1;
 }
 
-/* The inputs' TOF bins and sizes against the run's: 0, or 1 after a message. A factor file holds one value per
- * LOR, a background file one per LOR (and TOF bin). */
+/* Reads every input before the output folder exists and StarPU starts, so that a bad file fails at once: 0, or 1
+ * after a message (what was read is then in *in for free_inputs). */
+static int read_inputs(const struct options *o, struct inputs *in)
+{
+  memset(in, 0, sizeof *in);
+  if ((o->input && check_input_files("--input", o->input)) ||
+      (o->input_lm && check_input_files("--input-listmode", o->input_lm)) ||
+      (o->mult_file && check_input_files("--mult", o->mult_file)) ||
+      (o->add_file && check_input_files("--add", o->add_file)))
+    return 1;
+  if ((o->input && read_failed(sproj_raw_read_sino(o->input, &in->counts_info, &in->counts))) ||
+      (o->input_lm && read_failed(sproj_raw_read_listmode(o->input_lm, &in->lm_info, &in->lor, &in->bins))) ||
+      (o->mult_file && read_failed(sproj_raw_read_sino(o->mult_file, &in->mult_info, &in->mult))) ||
+      (o->add_file && read_failed(sproj_raw_read_sino(o->add_file, &in->add_info, &in->add))))
+    return 1;
+  if ((in->counts && check_values(o->input, "counts", in->counts, values_of(&in->counts_info))) ||
+      (in->mult && check_values(o->mult_file, "factors", in->mult, values_of(&in->mult_info))) ||
+      (in->add && check_values(o->add_file, "backgrounds", in->add, values_of(&in->add_info))))
+    return 1;
+  return 0;
+}
+
+static void free_inputs(struct inputs *in)
+{
+  sproj_free(in->counts);
+  sproj_free(in->mult);
+  sproj_free(in->add);
+  sproj_free(in->lor);
+  sproj_free(in->bins);
+  memset(in, 0, sizeof *in);
+}
+
+/* Without --scanner, the scanner preset the first input header names (say so); 0, or 1 for a name that is not
+ * one of starproj-recon's presets. */
+static int pick_scanner(struct options *o, const struct inputs *in)
+{
+  const char *names[4] = {in->counts_info.scanner, in->lm_info.scanner, in->mult_info.scanner,
+                          in->add_info.scanner};
+  const char *files[4] = {o->input, o->input_lm, o->mult_file, o->add_file};
+  for (int i = 0; i < 4 && !o->scanner_given; i++) {
+    if (!files[i] || !names[i][0])
+      continue;
+    if (strcmp(names[i], "small") && strcmp(names[i], "vision600"))
+      return fail_input("%s.hdr is data of the scanner '%s', which starproj-recon does not know (small or "
+                        "vision600)", files[i], names[i]);
+    o->scanner = names[i];
+    SAY("starproj-recon: the %s scanner, as %s.hdr names it (no --scanner given)\n", o->scanner, files[i]);
+    return 0;
+  }
+  return 0;
+}
+
+/* "view 64, plane 64, radial 65" */
+static void describe_axes(const struct sproj_sino_info *info, char *buf, size_t len)
+{
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < info->num_dims && k < len; d++)
+    k += (size_t)snprintf(buf + k, len - k, "%s%s %lld", d ? ", " : "", info->axes[d], (long long)info->shape[d]);
+}
+
+static int same_bin_width(float a, float b)
+{
+  return fabsf(a - b) <= 1e-4f * fabsf(b);
+}
+
+/* A sinogram file must have the layout want (axes in that order, the scanner's sizes, its TOF bins) and, when its
+ * header names a scanner, the run's: the element count alone would let a permuted or foreign sinogram through, to
+ * be reconstructed as nonsense without a word. */
+static int check_sino_header(const char *base, const struct sproj_sino_info *info, const struct sproj_sino_info *want)
+{
+  if (info->scanner[0] && strcmp(info->scanner, want->scanner))
+    return fail_input("%s.hdr is data of the %s scanner, this run's is %s", base, info->scanner, want->scanner);
+  if (info->num_tof_bins != want->num_tof_bins)
+    return fail_input("%s has %d TOF bins, the reconstruction %d (--tof)", base, info->num_tof_bins,
+                      want->num_tof_bins);
+  int same = info->num_dims == want->num_dims;
+  for (int k = 0; same && k < want->num_dims; k++)
+    same = strcmp(info->axes[k], want->axes[k]) == 0 && info->shape[k] == want->shape[k];
+  if (!same) {
+    char got[256], need[256];
+    describe_axes(info, got, sizeof got);
+    describe_axes(want, need, sizeof need);
+    return fail_input("%s.hdr has the axes %s; the %s scanner's sinogram has %s", base, got, want->scanner, need);
+  }
+  if (want->num_tof_bins && info->tof_bin_width > 0 && !same_bin_width(info->tof_bin_width, want->tof_bin_width))
+    return fail_input("%s.hdr has TOF bins of %g mm, this run %g mm", base, (double)info->tof_bin_width,
+                      (double)want->tof_bin_width);
+  return 0;
+}
+
+/* Listmode events must number the LORs of the run's scanner (and come from it, when the header says), with its TOF
+ * bins for a TOF run (a non-TOF run ignores bins), and be few enough for one LOR set and the subsets. */
+static int check_lm_header(const char *base, const struct sproj_lm_info *info, const struct options *o,
+                           const struct layout *l)
+{
+  if (info->scanner[0] && strcmp(info->scanner, o->scanner))
+    return fail_input("%s.hdr is data of the %s scanner, this run's is %s", base, info->scanner, o->scanner);
+  if (info->num_lors != l->si.num_lors)
+    return fail_input("%s numbers %lld LORs, the %s scanner has %lld", base, (long long)info->num_lors, o->scanner,
+                      (long long)l->si.num_lors);
+  if (info->num_tof_bins != (o->tof ? l->nbins : 0) && !(info->num_tof_bins && !o->tof))
+    return fail_input("%s has %d TOF bins, the reconstruction %d (--tof)", base, info->num_tof_bins,
+                      o->tof ? l->nbins : 0);
+  if (o->tof && info->tof_bin_width > 0 && !same_bin_width(info->tof_bin_width, l->tp.bin_width))
+    return fail_input("%s.hdr has TOF bins of %g mm, this run %g mm", base, (double)info->tof_bin_width,
+                      (double)l->tp.bin_width);
+  if (info->num_events == 0)
+    return fail_input("no listmode events to reconstruct");
+  if ((uint64_t)info->num_events > MAX_ELEMENTS)
+    return fail_input("%s holds %lld events, more than starproj's limit of %llu (2^32-1) in one set", base,
+                      (long long)info->num_events, (unsigned long long)MAX_ELEMENTS);
+  if (info->num_events < o->subsets)
+    return fail_input("%d subsets but only %lld events", o->subsets, (long long)info->num_events);
+  return 0;
+}
+
+/* Every input against the run's layout: 0, or 1 after a message. */
 static int check_inputs(const struct options *o, const struct inputs *in, const struct layout *l)
 {
-  const int64_t nlors = l->si.num_lors, nbins = l->nbins;
-  if (o->input && (in->counts_info.num_tof_bins ? in->counts_info.num_tof_bins : 1) != nbins)
-    return fail_input("%s has %d TOF bins, the reconstruction %d (--tof)", o->input, in->counts_info.num_tof_bins,
-                      o->tof ? (int)nbins : 0);
-  if (o->input_lm && in->lm_info.num_lors != nlors)
-    return fail_input("%s numbers %lld LORs, the %s scanner has %lld", o->input_lm, (long long)in->lm_info.num_lors,
-                      o->scanner, (long long)nlors);
-  if (o->input_lm && in->lm_info.num_tof_bins != (o->tof ? nbins : 0) && !(in->lm_info.num_tof_bins && !o->tof))
-    return fail_input("%s has %d TOF bins, the reconstruction %d (--tof)", o->input_lm, in->lm_info.num_tof_bins,
-                      o->tof ? (int)nbins : 0);
-  if (o->input && values_of(&in->counts_info) != nlors * nbins)
-    return fail_input("%s holds %lld values, the %s scanner's sinogram %lld", o->input,
-                      (long long)values_of(&in->counts_info), o->scanner, (long long)(nlors * nbins));
-  if (in->mult && values_of(&in->mult_info) != nlors)
-    return fail_input("%s holds %lld values, one per LOR (%lld) needed", o->mult_file,
-                      (long long)values_of(&in->mult_info), (long long)nlors);
-  if (in->add && values_of(&in->add_info) != nlors * nbins)
-    return fail_input("%s holds %lld values, %lld needed", o->add_file, (long long)values_of(&in->add_info),
-                      (long long)(nlors * nbins));
+  struct sproj_sino_info sino, per_lor;
+  sino_layout(o, l, o->tof, &sino);
+  sino_layout(o, l, 0, &per_lor);
+  if (o->input && check_sino_header(o->input, &in->counts_info, &sino))
+    return 1;
+  if (o->input_lm && check_lm_header(o->input_lm, &in->lm_info, o, l))
+    return 1;
+  if (o->mult_file && check_sino_header(o->mult_file, &in->mult_info, &per_lor))
+    return 1;
+  if (o->add_file && check_sino_header(o->add_file, &in->add_info, &sino))
+    return 1;
   return 0;
 }
 
@@ -828,7 +981,7 @@ static void simulate(const struct options *o, struct run *r, double t0)
       now() - t0);
 }
 
-/* Read data: the factors from files (their sizes are checked), else 1 and 0; the counts or events as read. */
+/* Read data: the factors from files (their layout is checked), else 1 and 0; the counts or events as read. */
 static void use_inputs(struct inputs *in, struct run *r)
 {
   const int64_t nlors = r->l.si.num_lors;
@@ -1117,18 +1270,22 @@ int main(int argc, char **argv)
   if (rc)
     return rc;
   quiet = o.quiet;
-  resolve_defaults(&o);
   struct inputs in;
-  read_inputs(&o, &in);
   struct run r;
   memset(&r, 0, sizeof r);
-  make_layout(&o, &r.l);
-  if ((rc = validate_run(&o, &r.l, in.lm_info.num_events)) || (rc = make_output_folder(o.output)))
+  if (!(rc = read_inputs(&o, &in)) && !(rc = pick_scanner(&o, &in))) {
+    resolve_defaults(&o);
+    make_layout(&o, &r.l);
+    if (!(rc = validate_run(&o, &r.l, in.lm_info.num_events)) && !(rc = check_inputs(&o, &in, &r.l)))
+      rc = make_output_folder(o.output);
+  }
+  if (rc) {
+    sproj_scanner_destroy(r.l.scanner);
+    free_inputs(&in);
     return rc;
+  }
 
   start_starpu(&o, &r.l);
-  if ((rc = check_inputs(&o, &in, &r.l)))
-    return rc;
   double t0 = now();
   setup_lors(&o, &r);
   if (!o.input && !o.input_lm)

@@ -3,7 +3,8 @@
 # check_programs.sh: starproj-recon rejects bad options and unreadable input with a message and a non-zero exit,
 # leaving no output files; a short run writes the NIfTI and PNG files it names, a saved sinogram reads back in, and a
 # listmode run orders its events when asked; the TOF and non-TOF benchmarks reject bad options too. Refusals come
-# before StarPU starts: bad options and sizes beyond starproj's limits or the machine's memory (exit 2).
+# before StarPU starts: bad options and sizes beyond starproj's limits or the machine's memory (exit 2), inputs that
+# are not the run's data (exit 1).
 set -u
 prog=./starproj-recon
 [ -x "$prog" ] || { echo "check_programs: $prog not built"; exit 99; }
@@ -92,10 +93,44 @@ if [ $rc -ne 0 ]; then ko "short run exited $rc: $log"; else
 fi
 # listmode with the events of each chunk ordered: the run says so and writes its image
 out="$dir/lm"
-log=$(timeout 300 "$prog" --listmode --tof --order-events --iterations 1 --subsets 2 --counts 2e5 --output "$out" 2>&1)
-rc=$?
+log=$(timeout 300 "$prog" --listmode --tof --order-events --iterations 1 --subsets 2 --counts 2e5 --save-data \
+      --output "$out" 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ -s "$out/recon.nii" ] && echo "$log" | grep -q "in the order of sproj_lors_order"; then ok
 else ko "listmode run with --order-events: exit $rc: $log"; fi
+
+# inputs that are not this run's data: exit 1 before StarPU starts, a message saying what is wrong, no folder
+saved="$dir/run/counts"
+if [ -s "$saved.hdr" ] && [ -s "$saved.raw" ]; then
+  # a header naming data (sed: the same header with one line changed)
+  variant() { sed "$2; s/^data_file = .*/data_file = $1.raw/" "$3.hdr" > "$dir/$1.hdr"; }
+  # a folder where a file is wanted is named as a folder (the reader saw "a file of 4096 bytes")
+  mkdir "$dir/folder.raw"; variant folder 's/^x/x/' "$saved"
+  expect_refusal 1 "'$dir/folder.raw' is a folder, not a regular file" --input "$dir/folder"
+  expect_refusal 1 "'$dir/run' is a folder; --input takes BASE" --input "$dir/run"
+  # the same number of values with permuted axes, or from another scanner: refused, not reconstructed
+  cp "$saved.raw" "$dir/perm.raw"; variant perm 's/^axes = .*/axes = view radial plane/; s/^shape = .*/shape = 64 65 64/' "$saved"
+  expect_refusal 1 "perm.hdr has the axes view 64, radial 65, plane 64; the small scanner's sinogram has view 64, plane 64, radial 65" \
+    --input "$dir/perm"
+  cp "$saved.raw" "$dir/v600.raw"; variant v600 's/^scanner = .*/scanner = vision600/' "$saved"
+  expect_refusal 1 "v600.hdr is data of the vision600 scanner, this run's is small" --input "$dir/v600" --scanner small
+  expect_refusal 1 "v600.hdr is data of the vision600 scanner, this run's is small" --input "$saved" --mult "$dir/v600"
+  # without --scanner, the scanner the header names is used, and the run says so (here it then finds the shape wrong)
+  expect_refusal 1 "the vision600 scanner's sinogram has view 272, plane 1296, radial 415" --input "$dir/v600"
+  grep -q "^starproj-recon: the vision600 scanner, as $dir/v600.hdr names it" "$dir/stdout" && ok ||
+    ko "the scanner taken from v600.hdr is not said: $(cat "$dir/stdout")"
+  # a NaN count is found when read, not reported by the reconstruction as a coordinate
+  { printf '\x00\x00\xc0\x7f'; tail -c +5 "$saved.raw"; } > "$dir/nan.raw"; variant nan 's/^x/x/' "$saved"
+  expect_refusal 1 "nan holds .*nan at element 0; counts must be finite and >= 0" --input "$dir/nan"
+else ko "no saved sinogram to check the input checks with"; fi
+events="$dir/lm/events"
+if [ -s "$events.hdr" ] && [ -s "$events.raw" ]; then
+  cp "$events.raw" "$dir/lmv.raw"; variant lmv 's/^scanner = .*/scanner = vision600/' "$events"
+  expect_refusal 1 "lmv.hdr is data of the vision600 scanner, this run's is small" --input-listmode "$dir/lmv" \
+    --scanner small --tof
+  cp "$events.raw" "$dir/lmn.raw"; variant lmn 's/^num_lors = .*/num_lors = 300000/' "$events"
+  expect_refusal 1 "lmn numbers 300000 LORs, the small scanner has 266240" --input-listmode "$dir/lmn" --tof
+  expect_refusal 1 "lmn numbers 300000 LORs" --input-listmode "$dir/lmn" --tof --scanner small
+else ko "no saved events to check the listmode input checks with"; fi
 
 # the benchmark programs reject bad options the same way (exit 2 and a message) before doing any work
 for bench in ./bench/bench_tof ./bench/bench_nontof; do

@@ -112,11 +112,47 @@ static int fail_input(const char *fmt, ...)
   return 1;
 }
 
-/* ---- files ------------------------------------------------------------------------------------------------------ */
+/* ---- what the run wrote -------------------------------------------------------------------------------------- */
+/* A failed run takes away the output folder it created, with the files it wrote there (and nothing else: rmdir
+ * leaves a folder someone else has put files in meanwhile). A folder that was there before is left as it is. Done
+ * at exit, so that every way out (TRY, alloc_or_die, a return from main) is covered. */
+static struct {
+  char *dir;      /* the output folder if this run created it, else NULL */
+  char **files;   /* the files written in it */
+  int num_files, room;
+  int finished;   /* the run got to its end: keep everything */
+} written;
+
+static void remove_written(void)
+{
+  if (written.finished || !written.dir)
+    return;
+  for (int i = 0; i < written.num_files; i++)
+    remove(written.files[i]);
+  rmdir(written.dir);
+}
+
 static void out_of_memory(void)
 {
   fprintf(stderr, "starproj-recon: out of memory\n");
   exit(1);
+}
+
+/* Notes a file that was written completely (only then: a writer that failed has removed its own temporary file,
+ * and an older file of that name was not this run's). */
+static void note_written(const char *path)
+{
+  if (written.num_files == written.room) {
+    int room = written.room ? 2 * written.room : 16;
+    char **files = realloc(written.files, (size_t)room * sizeof *files);
+    if (!files)
+      out_of_memory();
+    written.files = files;
+    written.room = room;
+  }
+  if (!(written.files[written.num_files] = strdup(path)))
+    out_of_memory();
+  written.num_files++;
 }
 
 static char *path_in(const char *dir, const char *name)
@@ -132,8 +168,12 @@ static char *path_in(const char *dir, const char *name)
 /* Made only once the options and inputs are known to be good; the folder's parent must exist. */
 static int make_output_folder(const char *dir)
 {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+  if (mkdir(dir, 0777) == 0) {
+    if (!(written.dir = strdup(dir)))
+      out_of_memory();
+  } else if (errno != EEXIST) {
     return fail_input("cannot create the output folder '%s': %s", dir, strerror(errno));
+  }
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
     return fail_input("'%s' is not a folder", dir);
@@ -1004,6 +1044,18 @@ static void use_inputs(struct inputs *in, struct run *r)
   r->ev_bin = in->bins;
 }
 
+/* Notes BASE.hdr and BASE.raw in dir, written by a raw writer. */
+static void note_raw(const char *dir, const char *base)
+{
+  char name[64];
+  for (int k = 0; k < 2; k++) {
+    snprintf(name, sizeof name, "%s.%s", base, k ? "raw" : "hdr");
+    char *p = path_in(dir, name);
+    note_written(p);
+    free(p);
+  }
+}
+
 /* --save-data: the simulated sinogram or events and their factors. */
 static void save_data(const struct options *o, const struct run *r)
 {
@@ -1012,8 +1064,10 @@ static void save_data(const struct options *o, const struct run *r)
   sino_layout(o, &r->l, 0, &per_lor);
   TRY(sproj_raw_write_sino(p = path_in(o->output, "mult"), &per_lor, r->mult));
   free(p);
+  note_raw(o->output, "mult");
   TRY(sproj_raw_write_sino(p = path_in(o->output, "add"), &r->sino_info, r->add));
   free(p);
+  note_raw(o->output, "add");
   if (o->listmode) {
     struct sproj_lm_info li = {r->nevents, r->l.si.num_lors, "", o->tof ? r->l.nbins : 0,
                                o->tof ? r->l.tp.bin_width : 0.0f};
@@ -1023,6 +1077,7 @@ static void save_data(const struct options *o, const struct run *r)
     TRY(sproj_raw_write_sino(p = path_in(o->output, "counts"), &r->sino_info, r->counts));
   }
   free(p);
+  note_raw(o->output, o->listmode ? "events" : "counts");
   SAY("data written: %s/%s.hdr/.raw, %s/mult and %s/add\n", o->output, o->listmode ? "events" : "counts", o->output,
       o->output);
 }
@@ -1056,6 +1111,8 @@ static int on_iteration(const struct sproj_recon_progress *p, void *user)
     if (sproj_nifti_write(path, ctx->x, ctx->dims, ctx->vs, ctx->origin, "starproj-recon iteration") != SPROJ_OK) {
       fprintf(stderr, "starproj-recon: %s\n", sproj_last_error());
       ctx->failed = 1;
+    } else {
+      note_written(path);
     }
     free(path);
     return ctx->failed;
@@ -1197,23 +1254,28 @@ static void write_outputs(const struct options *o, const struct run *r)
   const struct layout *l = &r->l;
   char *p;
   TRY(sproj_nifti_write(p = path_in(o->output, "recon.nii"), r->x, o->dims, l->vs, l->origin, "starproj-recon OSEM"));
+  note_written(p);
   SAY("wrote %s", p);
   free(p);
   TRY(sproj_png_write_image(p = path_in(o->output, "recon.png"), r->x, o->dims, l->vs, NULL));
+  note_written(p);
   SAY(", %s", p);
   free(p);
   if (r->phantom) {
     TRY(sproj_nifti_write(p = path_in(o->output, "phantom.nii"), r->phantom, o->dims, l->vs, l->origin,
                           "starproj-recon phantom"));
+    note_written(p);
     SAY(", %s", p);
     free(p);
     TRY(sproj_png_write_image(p = path_in(o->output, "phantom.png"), r->phantom, o->dims, l->vs, NULL));
+    note_written(p);
     SAY(", %s", p);
     free(p);
   }
   if (r->counts) {
     TRY(sproj_png_write_sino(p = path_in(o->output, "sinogram_view0.png"), r->counts, r->sino_info.num_dims,
                              r->sino_info.shape, 0, 2, 1, 0, NULL));
+    note_written(p);
     SAY(", %s", p);
     free(p);
   }
@@ -1265,6 +1327,7 @@ int main(int argc, char **argv)
 {
   /* whole lines as they happen, also into a pipe (tee, a batch system's log) */
   setvbuf(stdout, NULL, _IOLBF, 0);
+  atexit(remove_written);
   struct options o;
   int rc = parse_options(argc, argv, &o);
   if (rc)
@@ -1296,6 +1359,7 @@ int main(int argc, char **argv)
     save_data(&o, &r);
   reconstruct(&o, &r);
   write_outputs(&o, &r);
+  written.finished = 1; /* the results are complete and named: a failure from here on leaves them */
   if (r.phantom)
     report_error(&r);
   finish(&r, &in);

@@ -4,7 +4,7 @@
 # leaving no output files; a short run writes the NIfTI and PNG files it names, a saved sinogram reads back in, and a
 # listmode run orders its events when asked; the TOF and non-TOF benchmarks reject bad options too. Refusals come
 # before StarPU starts: bad options and sizes beyond starproj's limits or the machine's memory (exit 2), inputs that
-# are not the run's data (exit 1).
+# are not the run's data (exit 1); a run that fails later removes the output folder it made.
 set -u
 prog=./starproj-recon
 [ -x "$prog" ] || { echo "check_programs: $prog not built"; exit 99; }
@@ -131,6 +131,20 @@ if [ -s "$events.hdr" ] && [ -s "$events.raw" ]; then
   expect_refusal 1 "lmn numbers 300000 LORs, the small scanner has 266240" --input-listmode "$dir/lmn" --tof
   expect_refusal 1 "lmn numbers 300000 LORs" --input-listmode "$dir/lmn" --tof --scanner small
 else ko "no saved events to check the listmode input checks with"; fi
+
+# a run that fails after making its output folder (more subsets than the events it drew) takes the folder away;
+# a folder that was there before stays, with what was in it
+out="$dir/late"
+late_run() {
+  timeout 300 "$prog" --listmode --counts 1 --background 0 --subsets 50 --iterations 1 --output "$out" 2>&1 >/dev/null
+}
+msg=$(late_run); rc=$?
+if [ $rc -eq 1 ] && echo "$msg" | grep -qE "50 subsets but only|no listmode events" && [ ! -e "$out" ]; then ok
+else ko "late failure: exit $rc, '$msg', output folder $([ -e "$out" ] && echo left || echo removed)"; fi
+mkdir "$out" && echo mine > "$out/mine"
+msg=$(late_run); rc=$?
+if [ $rc -eq 1 ] && [ "$(cat "$out/mine" 2>/dev/null)" = mine ]; then ok
+else ko "late failure in an existing folder: exit $rc, '$msg', $(ls "$out" 2>&1)"; fi
 
 # the benchmark programs reject bad options the same way (exit 2 and a message) before doing any work
 for bench in ./bench/bench_tof ./bench/bench_nontof; do

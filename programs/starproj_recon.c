@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* starproj_recon.c: the starproj-recon program: simulates PET data of a phantom on a scanner preset (or reads raw
  * sinogram / listmode files) and reconstructs it with OSEM or LM-OSEM on whatever devices StarPU drives, writing
- * NIfTI images and PNG previews. */
+ * NIfTI images and PNG previews.
+ * The order of a run: options, inputs read and checked against the scanner, sizes bounded by the memory they need,
+ * and only then the output folder and StarPU, so that every refusal comes at once and leaves nothing behind. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+#include <starpu_scheduler.h>
 #include "common.h"
 
 static const char *usage_text =
@@ -58,6 +65,7 @@ static const char *usage_text =
 
 struct options {
   const char *scanner;
+  int scanner_given; /* --scanner; else the scanner an input header names, else small */
   int dims[3];
   float voxel_size;
   int tof, listmode, noise_free;
@@ -73,14 +81,106 @@ struct options {
   int save_data, save_iterations, verbose, quiet;
 };
 
-static int fail_usage(const char *fmt, const char *arg)
+static int quiet;
+#define SAY(...)                                                                                                 \
+  do {                                                                                                         \
+    if (!quiet)                                                                                                \
+      printf(__VA_ARGS__);                                                                                     \
+  } while (0)
+
+/* A bad option: the message, a pointer to --help, and the exit status 2. */
+static int fail_usage(const char *fmt, ...)
 {
+  va_list ap;
+  va_start(ap, fmt);
   fprintf(stderr, "starproj-recon: ");
-  fprintf(stderr, fmt, arg);
+  vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n(see starproj-recon --help)\n");
+  va_end(ap);
   return 2;
 }
 
+/* Input that cannot be used (unreadable, or not this run's data): the message and the exit status 1. */
+static int fail_input(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "starproj-recon: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  return 1;
+}
+
+/* ---- what the run wrote -------------------------------------------------------------------------------------- */
+/* A failed run takes away the output folder it created, with the files it wrote there (and nothing else: rmdir
+ * leaves a folder someone else has put files in meanwhile). A folder that was there before is left as it is. Done
+ * at exit, so that every way out (TRY, alloc_or_die, a return from main) is covered. */
+static struct {
+  char *dir;      /* the output folder if this run created it, else NULL */
+  char **files;   /* the files written in it */
+  int num_files, room;
+  int finished;   /* the run got to its end: keep everything */
+} written;
+
+static void remove_written(void)
+{
+  if (written.finished || !written.dir)
+    return;
+  for (int i = 0; i < written.num_files; i++)
+    remove(written.files[i]);
+  rmdir(written.dir);
+}
+
+static void out_of_memory(void)
+{
+  fprintf(stderr, "starproj-recon: out of memory\n");
+  exit(1);
+}
+
+/* Notes a file that was written completely (only then: a writer that failed has removed its own temporary file,
+ * and an older file of that name was not this run's). */
+static void note_written(const char *path)
+{
+  if (written.num_files == written.room) {
+    int room = written.room ? 2 * written.room : 16;
+    char **files = realloc(written.files, (size_t)room * sizeof *files);
+    if (!files)
+      out_of_memory();
+    written.files = files;
+    written.room = room;
+  }
+  if (!(written.files[written.num_files] = strdup(path)))
+    out_of_memory();
+  written.num_files++;
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (!p)
+    out_of_memory();
+  snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+/* Made only once the options and inputs are known to be good; the folder's parent must exist. */
+static int make_output_folder(const char *dir)
+{
+  if (mkdir(dir, 0777) == 0) {
+    if (!(written.dir = strdup(dir)))
+      out_of_memory();
+  } else if (errno != EEXIST) {
+    return fail_input("cannot create the output folder '%s': %s", dir, strerror(errno));
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail_input("'%s' is not a folder", dir);
+  return 0;
+}
+
+/* ---- options -------------------------------------------------------------------------------------------------- */
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
   char *end;
@@ -92,6 +192,7 @@ static int parse_long(const char *s, long lo, long hi, long *out)
   return 0;
 }
 
+/* A finite number in lo..hi (strtod also reads "nan" and "inf": refused here, like an overflow). */
 static int parse_double(const char *s, double lo, double hi, double *out)
 {
   char *end;
@@ -103,7 +204,8 @@ static int parse_double(const char *s, double lo, double hi, double *out)
   return 0;
 }
 
-/* "A", or "AxBxC" of positive numbers */
+/* "A", or "AxBxC", each a number in lo..hi. Split by hand, not with strtok: strtok skips empty fields, and
+ * "64xx64x16" would pass for three numbers. */
 static int parse_triple(const char *s, double lo, double hi, double out[3])
 {
   char buf[128];
@@ -112,40 +214,203 @@ static int parse_triple(const char *s, double lo, double hi, double out[3])
   strcpy(buf, s);
   char *parts[3];
   int n = 0;
-  for (char *tok = strtok(buf, "x"); tok && n < 4; tok = strtok(NULL, "x"), n++)
-    if (n < 3)
-      parts[n] = tok;
-  if (n != 1 && n != 3)
+  for (char *p = buf;;) {
+    if (n == 3)
+      return -1;
+    parts[n++] = p;
+    char *x = strchr(p, 'x');
+    if (!x)
+      break;
+    *x = '\0';
+    p = x + 1;
+  }
+  if (n == 2)
     return -1;
   for (int k = 0; k < n; k++)
-    if (parse_double(parts[k], lo, hi, &out[k]))
+    if (parse_double(parts[k], lo, hi, &out[k])) /* an empty field fails here */
       return -1;
   if (n == 1)
     out[1] = out[2] = out[0];
   return 0;
 }
 
+/* StarPU's predefined scheduling policies: static data in libstarpu, readable before starpu_init (sproj_init checks
+ * names against the same list). The program links libstarproj, which links libstarpu, but its own link line does
+ * not name libstarpu, so the function is found among the libraries already loaded; NULL if it is not there. */
+static struct starpu_sched_policy **sched_policies(void)
+{
+  struct starpu_sched_policy **(*get)(void);
+  *(void **)&get = dlsym(RTLD_DEFAULT, "starpu_sched_get_predefined_policies");
+  return get ? get() : NULL;
+}
+
+/* A scheduler StarPU knows, checked here so that a typo is a usage error before StarPU starts instead of a failed
+ * start. Without the list, sproj_init still refuses an unknown name. */
+static int check_sched(const char *name)
+{
+  struct starpu_sched_policy **policies = sched_policies();
+  if (!policies && *name)
+    return 0;
+  for (struct starpu_sched_policy **p = policies; p && *p; p++)
+    if ((*p)->policy_name && strcmp((*p)->policy_name, name) == 0)
+      return 0;
+  fprintf(stderr, "starproj-recon: --sched needs the name of a StarPU scheduler, not '%s'; StarPU knows:", name);
+  for (struct starpu_sched_policy **p = policies; p && *p; p++)
+    if ((*p)->policy_name)
+      fprintf(stderr, " %s", (*p)->policy_name);
+  fprintf(stderr, "\n(see starproj-recon --help)\n");
+  return 2;
+}
+
+enum { O_SCANNER = 256, O_IMAGE, O_VOXEL, O_TOF, O_LM, O_COUNTS, O_BACKGROUND, O_SEED, O_NOISE_FREE, O_INPUT,
+       O_INPUT_LM, O_MULT, O_ADD, O_ITER, O_SUBSETS, O_FWHM, O_NO_OBJ, O_ORDER, O_DEVICES, O_SCHED, O_NCPU, O_NGPU,
+       O_OUTPUT, O_SAVE_DATA, O_SAVE_ITER, O_VERBOSE, O_QUIET, O_HELP };
+static const struct option longopts[] = {
+  {"scanner", required_argument, 0, O_SCANNER},     {"image", required_argument, 0, O_IMAGE},
+  {"voxel-size", required_argument, 0, O_VOXEL},    {"tof", no_argument, 0, O_TOF},
+  {"listmode", no_argument, 0, O_LM},               {"counts", required_argument, 0, O_COUNTS},
+  {"background", required_argument, 0, O_BACKGROUND}, {"seed", required_argument, 0, O_SEED},
+  {"noise-free", no_argument, 0, O_NOISE_FREE},     {"input", required_argument, 0, O_INPUT},
+  {"input-listmode", required_argument, 0, O_INPUT_LM}, {"mult", required_argument, 0, O_MULT},
+  {"add", required_argument, 0, O_ADD},             {"iterations", required_argument, 0, O_ITER},
+  {"subsets", required_argument, 0, O_SUBSETS},     {"fwhm", required_argument, 0, O_FWHM},
+  {"no-objective", no_argument, 0, O_NO_OBJ},       {"order-events", no_argument, 0, O_ORDER},
+  {"devices", required_argument, 0, O_DEVICES},
+  {"sched", required_argument, 0, O_SCHED},         {"ncpu", required_argument, 0, O_NCPU},
+  {"ngpu", required_argument, 0, O_NGPU},           {"output", required_argument, 0, O_OUTPUT},
+  {"save-data", no_argument, 0, O_SAVE_DATA},       {"save-iterations", no_argument, 0, O_SAVE_ITER},
+  {"verbose", no_argument, 0, O_VERBOSE},           {"quiet", no_argument, 0, O_QUIET},
+  {"help", no_argument, 0, O_HELP},                 {0, 0, 0, 0}};
+
+/* The scanner, image and data options: 0, or 2 after a message. */
+static int set_data_option(struct options *o, int c, const char *arg)
+{
+  long l;
+  double t[3];
+  switch (c) {
+  case O_SCANNER:
+    if (strcmp(arg, "small") && strcmp(arg, "vision600"))
+      return fail_usage("unknown scanner '%s' (small or vision600)", arg);
+    o->scanner = arg;
+    o->scanner_given = 1;
+    return 0;
+  case O_IMAGE:
+    if (parse_triple(arg, 1, 4096, t) || t[0] != floor(t[0]) || t[1] != floor(t[1]) || t[2] != floor(t[2]))
+      return fail_usage("--image needs N0xN1xN2 whole numbers of voxels (1..4096), not '%s'", arg);
+    for (int k = 0; k < 3; k++)
+      o->dims[k] = (int)t[k];
+    return 0;
+  case O_VOXEL:
+    if (parse_double(arg, 0.01, 100, t))
+      return fail_usage("--voxel-size needs a number of mm in 0.01..100, not '%s'", arg);
+    o->voxel_size = (float)t[0];
+    return 0;
+  case O_COUNTS:
+    if (parse_double(arg, 1, 1e12, &o->counts))
+      return fail_usage("--counts needs a number in 1..1e12, not '%s'", arg);
+    return 0;
+  case O_BACKGROUND:
+    if (parse_double(arg, 0, 100, &o->background))
+      return fail_usage("--background needs a fraction in 0..100, not '%s'", arg);
+    return 0;
+  case O_SEED:
+    if (parse_long(arg, 0, INT32_MAX, &l))
+      return fail_usage("--seed needs a whole number in 0..2^31-1, not '%s'", arg);
+    o->seed = (uint64_t)l;
+    return 0;
+  case O_TOF: o->tof = 1; return 0;
+  case O_LM: o->listmode = 1; return 0;
+  case O_NOISE_FREE: o->noise_free = 1; return 0;
+  case O_INPUT: o->input = arg; return 0;
+  case O_INPUT_LM: o->input_lm = arg; return 0;
+  case O_MULT: o->mult_file = arg; return 0;
+  case O_ADD: o->add_file = arg; return 0;
+  }
+  return -1; /* not one of these */
+}
+
+/* The reconstruction, device and output options: 0, or 2 after a message. */
+static int set_run_option(struct options *o, int c, const char *arg)
+{
+  long l;
+  double t[3];
+  switch (c) {
+  case O_ITER:
+    if (parse_long(arg, 1, 10000, &l))
+      return fail_usage("--iterations needs a whole number in 1..10000, not '%s'", arg);
+    o->iterations = (int)l;
+    return 0;
+  case O_SUBSETS:
+    if (parse_long(arg, 1, 100000, &l))
+      return fail_usage("--subsets needs a whole number >= 1, not '%s'", arg);
+    o->subsets = (int)l;
+    return 0;
+  case O_FWHM:
+    if (parse_triple(arg, 0, 100, t))
+      return fail_usage("--fwhm needs MM or MMxMMxMM (0..100 mm), not '%s'", arg);
+    for (int k = 0; k < 3; k++)
+      o->fwhm[k] = (float)t[k];
+    o->use_fwhm = 1;
+    return 0;
+  case O_DEVICES:
+    if (strcmp(arg, "gpu") && strcmp(arg, "cpu") && strcmp(arg, "any"))
+      return fail_usage("--devices needs gpu, cpu or any, not '%s'", arg);
+    o->devices = arg;
+    return 0;
+  case O_SCHED:
+    if (check_sched(arg))
+      return 2;
+    o->sched = arg;
+    return 0;
+  case O_NCPU:
+  case O_NGPU:
+    if (parse_long(arg, 0, c == O_NCPU ? 4096 : 64, &l))
+      return fail_usage("--%s needs a whole number >= 0, not '%s'", c == O_NCPU ? "ncpu" : "ngpu", arg);
+    *(c == O_NCPU ? &o->ncpu : &o->ngpu) = (int)l;
+    return 0;
+  case O_OUTPUT:
+    if (!*arg)
+      return fail_usage("--output needs a folder");
+    o->output = arg;
+    return 0;
+  case O_NO_OBJ: o->objective = 0; return 0;
+  case O_ORDER: o->order_events = 1; return 0;
+  case O_SAVE_DATA: o->save_data = 1; return 0;
+  case O_SAVE_ITER: o->save_iterations = 1; return 0;
+  case O_VERBOSE: o->verbose = 1; return 0;
+  case O_QUIET: o->quiet = 1; return 0;
+  case O_HELP: fputs(usage_text, stdout); exit(0);
+  }
+  return -1;
+}
+
+/* The long name of the option whose code is c, for "--X needs a value". */
+static const char *option_name(int c)
+{
+  for (const struct option *p = longopts; p->name; p++)
+    if (p->val == c)
+      return p->name;
+  return "?";
+}
+
+/* Options that go together or exclude each other. */
+static int check_combinations(struct options *o)
+{
+  if (o->input && o->input_lm)
+    return fail_usage("--input and --input-listmode exclude each other");
+  if ((o->mult_file || o->add_file) && !o->input && !o->input_lm)
+    return fail_usage("--mult and --add go with --input or --input-listmode");
+  if (o->input_lm)
+    o->listmode = 1;
+  if (o->order_events && !o->listmode)
+    return fail_usage("--order-events goes with --listmode or --input-listmode");
+  if (o->listmode && o->noise_free)
+    return fail_usage("--noise-free needs sinogram data (listmode events are counts)");
+  return 0;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
-  enum { O_SCANNER = 256, O_IMAGE, O_VOXEL, O_TOF, O_LM, O_COUNTS, O_BACKGROUND, O_SEED, O_NOISE_FREE, O_INPUT,
-         O_INPUT_LM, O_MULT, O_ADD, O_ITER, O_SUBSETS, O_FWHM, O_NO_OBJ, O_ORDER, O_DEVICES, O_SCHED, O_NCPU, O_NGPU, O_OUTPUT,
-         O_SAVE_DATA, O_SAVE_ITER, O_VERBOSE, O_QUIET, O_HELP };
-  static const struct option longopts[] = {
-    {"scanner", required_argument, 0, O_SCANNER},     {"image", required_argument, 0, O_IMAGE},
-    {"voxel-size", required_argument, 0, O_VOXEL},    {"tof", no_argument, 0, O_TOF},
-    {"listmode", no_argument, 0, O_LM},               {"counts", required_argument, 0, O_COUNTS},
-    {"background", required_argument, 0, O_BACKGROUND}, {"seed", required_argument, 0, O_SEED},
-    {"noise-free", no_argument, 0, O_NOISE_FREE},     {"input", required_argument, 0, O_INPUT},
-    {"input-listmode", required_argument, 0, O_INPUT_LM}, {"mult", required_argument, 0, O_MULT},
-    {"add", required_argument, 0, O_ADD},             {"iterations", required_argument, 0, O_ITER},
-    {"subsets", required_argument, 0, O_SUBSETS},     {"fwhm", required_argument, 0, O_FWHM},
-    {"no-objective", no_argument, 0, O_NO_OBJ},       {"order-events", no_argument, 0, O_ORDER},
-    {"devices", required_argument, 0, O_DEVICES},
-    {"sched", required_argument, 0, O_SCHED},         {"ncpu", required_argument, 0, O_NCPU},
-    {"ngpu", required_argument, 0, O_NGPU},           {"output", required_argument, 0, O_OUTPUT},
-    {"save-data", no_argument, 0, O_SAVE_DATA},       {"save-iterations", no_argument, 0, O_SAVE_ITER},
-    {"verbose", no_argument, 0, O_VERBOSE},           {"quiet", no_argument, 0, O_QUIET},
-    {"help", no_argument, 0, O_HELP},                 {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->scanner = "small";
   o->background = 0.2;
@@ -159,107 +424,26 @@ static int parse_options(int argc, char **argv, struct options *o)
   o->voxel_size = -1;
   opterr = 0;
   int c;
-  long l;
-  double d, t[3];
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    switch (c) {
-    case O_SCANNER:
-      if (strcmp(optarg, "small") && strcmp(optarg, "vision600"))
-        return fail_usage("unknown scanner '%s' (small or vision600)", optarg);
-      o->scanner = optarg;
-      break;
-    case O_IMAGE:
-      if (parse_triple(optarg, 1, 4096, t) || t[0] != floor(t[0]) || t[1] != floor(t[1]) || t[2] != floor(t[2]))
-        return fail_usage("--image needs N0xN1xN2 whole numbers of voxels (1..4096), not '%s'", optarg);
-      for (int k = 0; k < 3; k++)
-        o->dims[k] = (int)t[k];
-      break;
-    case O_VOXEL:
-      if (parse_double(optarg, 0.01, 100, &d))
-        return fail_usage("--voxel-size needs a number of mm in 0.01..100, not '%s'", optarg);
-      o->voxel_size = (float)d;
-      break;
-    case O_TOF: o->tof = 1; break;
-    case O_LM: o->listmode = 1; break;
-    case O_COUNTS:
-      if (parse_double(optarg, 1, 1e12, &o->counts))
-        return fail_usage("--counts needs a number in 1..1e12, not '%s'", optarg);
-      break;
-    case O_BACKGROUND:
-      if (parse_double(optarg, 0, 100, &o->background))
-        return fail_usage("--background needs a fraction in 0..100, not '%s'", optarg);
-      break;
-    case O_SEED:
-      if (parse_long(optarg, 0, INT32_MAX, &l))
-        return fail_usage("--seed needs a whole number in 0..2^31-1, not '%s'", optarg);
-      o->seed = (uint64_t)l;
-      break;
-    case O_NOISE_FREE: o->noise_free = 1; break;
-    case O_INPUT: o->input = optarg; break;
-    case O_INPUT_LM: o->input_lm = optarg; break;
-    case O_MULT: o->mult_file = optarg; break;
-    case O_ADD: o->add_file = optarg; break;
-    case O_ITER:
-      if (parse_long(optarg, 1, 10000, &l))
-        return fail_usage("--iterations needs a whole number in 1..10000, not '%s'", optarg);
-      o->iterations = (int)l;
-      break;
-    case O_SUBSETS:
-      if (parse_long(optarg, 1, 100000, &l))
-        return fail_usage("--subsets needs a whole number >= 1, not '%s'", optarg);
-      o->subsets = (int)l;
-      break;
-    case O_FWHM:
-      if (parse_triple(optarg, 0, 100, t))
-        return fail_usage("--fwhm needs MM or MMxMMxMM (0..100 mm), not '%s'", optarg);
-      for (int k = 0; k < 3; k++)
-        o->fwhm[k] = (float)t[k];
-      o->use_fwhm = 1;
-      break;
-    case O_NO_OBJ: o->objective = 0; break;
-    case O_ORDER: o->order_events = 1; break;
-    case O_DEVICES:
-      if (strcmp(optarg, "gpu") && strcmp(optarg, "cpu") && strcmp(optarg, "any"))
-        return fail_usage("--devices needs gpu, cpu or any, not '%s'", optarg);
-      o->devices = optarg;
-      break;
-    case O_SCHED: o->sched = optarg; break;
-    case O_NCPU:
-      if (parse_long(optarg, 0, 4096, &l))
-        return fail_usage("--ncpu needs a whole number >= 0, not '%s'", optarg);
-      o->ncpu = (int)l;
-      break;
-    case O_NGPU:
-      if (parse_long(optarg, 0, 64, &l))
-        return fail_usage("--ngpu needs a whole number >= 0, not '%s'", optarg);
-      o->ngpu = (int)l;
-      break;
-    case O_OUTPUT:
-      if (!*optarg)
-        return fail_usage("--output needs a folder%s", "");
-      o->output = optarg;
-      break;
-    case O_SAVE_DATA: o->save_data = 1; break;
-    case O_SAVE_ITER: o->save_iterations = 1; break;
-    case O_VERBOSE: o->verbose = 1; break;
-    case O_QUIET: o->quiet = 1; break;
-    case O_HELP: fputs(usage_text, stdout); exit(0);
-    case ':': return fail_usage("option %s needs a value", argv[optind - 1]);
-    default: return fail_usage("unknown option '%s'", argv[optind - 1]);
-    }
+  /* the leading ':' makes getopt_long return ':' for a missing value, told apart from an unknown option */
+  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    if (c == ':')
+      return fail_usage("--%s needs a value", option_name(optopt));
+    if (c == '?')
+      return fail_usage("unknown option '%s'", argv[optind - 1]);
+    int rc = set_data_option(o, c, optarg);
+    if (rc < 0)
+      rc = set_run_option(o, c, optarg);
+    if (rc)
+      return rc < 0 ? fail_usage("unknown option '%s'", argv[optind - 1]) : rc;
   }
   if (optind < argc)
     return fail_usage("unexpected argument '%s'", argv[optind]);
-  if (o->input && o->input_lm)
-    return fail_usage("--input and --input-listmode exclude each other%s", "");
-  if ((o->mult_file || o->add_file) && !o->input && !o->input_lm)
-    return fail_usage("--mult and --add go with --input or --input-listmode%s", "");
-  if (o->input_lm)
-    o->listmode = 1;
-  if (o->order_events && !o->listmode)
-    return fail_usage("--order-events goes with --listmode or --input-listmode%s", "");
-  if (o->listmode && o->noise_free)
-    return fail_usage("--noise-free needs sinogram data (listmode events are counts)%s", "");
+  return check_combinations(o);
+}
+
+/* The defaults that depend on the scanner, once it is known (it may come from an input header). */
+static void resolve_defaults(struct options *o)
+{
   int small = strcmp(o->scanner, "small") == 0;
   if (!o->dims[0]) {
     const int d_small[3] = {64, 64, 16}, d_big[3] = {215, 215, 71};
@@ -271,17 +455,9 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->counts = small ? (o->listmode ? 2e6 : 2e7) : (o->listmode ? 2e8 : 2e9);
   if (!o->subsets)
     o->subsets = small ? 8 : 34;
-  return 0;
 }
 
-/* ---- helpers ---------------------------------------------------------------------------------------------- */
-static int quiet;
-#define SAY(...)                                                                                                 \
-  do {                                                                                                         \
-    if (!quiet)                                                                                                \
-      printf(__VA_ARGS__);                                                                                     \
-  } while (0)
-
+/* ---- helpers -------------------------------------------------------------------------------------------------- */
 /* A failed library call: its message, then exit 1 (registered objects die with the process). */
 #define TRY(call)                                                                                               \
   do {                                                                                                         \
@@ -302,27 +478,6 @@ static void *alloc_or_die(size_t bytes)
   return p;
 }
 
-static char *path_in(const char *dir, const char *name)
-{
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *p = malloc(n);
-  if (!p) {
-    fprintf(stderr, "starproj-recon: out of memory\n");
-    exit(1);
-  }
-  snprintf(p, n, "%s/%s", dir, name);
-  return p;
-}
-
-/* Number of values a raw sinogram file holds. */
-static int64_t values_of(const struct sproj_sino_info *info)
-{
-  int64_t n = 1;
-  for (int k = 0; k < info->num_dims; k++)
-    n *= info->shape[k];
-  return n;
-}
-
 /* A small seeded generator for the detector efficiencies (splitmix64). */
 static uint64_t mix(uint64_t *s)
 {
@@ -330,6 +485,357 @@ static uint64_t mix(uint64_t *s)
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+/* ---- sizes ---------------------------------------------------------------------------------------------------- */
+/* Sizes are products of counts the user chooses, so they are formed in 64 bits and saturate at UINT64_MAX instead
+ * of wrapping: a size too large to represent stays above every limit it is compared with. */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+  return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Bytes of physical memory, or UINT64_MAX when the system does not say. */
+static uint64_t physical_memory(void)
+{
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0)
+    return UINT64_MAX;
+  return mul_sat((uint64_t)pages, (uint64_t)page);
+}
+
+static double gib(uint64_t bytes)
+{
+  return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+}
+
+/* The largest image and LOR set starproj registers: one StarPU vector, at most 2^32-1 elements. */
+#define MAX_ELEMENTS UINT32_MAX
+/* The resolution model's kernel reaches at most this many voxels each side at 3 sigma (SPROJ_GAUSS_MAX_RADIUS of
+ * the codelets, which sproj_recon_create enforces once StarPU runs). */
+#define MAX_BLUR_REACH 64
+/* What one listmode event costs while the run holds it: LOR index and TOF bin (4 + 2), the LOR's index for the
+ * endpoints (8, freed later), its endpoints (24), factor and background (8), and a projected value (4). */
+#define EVENT_BYTES 50
+
+/* ---- the run's layout ----------------------------------------------------------------------------------------- */
+struct layout {
+  sproj_scanner *scanner;
+  struct sproj_sinogram_info si;
+  struct sproj_tof_params tp;
+  int nbins;            /* TOF bins per LOR, 1 without TOF */
+  int64_t nvox;
+  float vs[3], origin[3];
+};
+
+/* Needs no StarPU: a scanner object only describes the geometry. */
+static void make_layout(const struct options *o, struct layout *l)
+{
+  struct sproj_scanner_params sp;
+  TRY(sproj_scanner_preset(o->scanner, &sp));
+  TRY(sproj_scanner_create(&l->scanner, &sp));
+  TRY(sproj_scanner_info(l->scanner, &l->si));
+  l->nvox = (int64_t)o->dims[0] * o->dims[1] * o->dims[2]; /* at most 4096^3: fits */
+  for (int k = 0; k < 3; k++) {
+    l->vs[k] = o->voxel_size;
+    l->origin[k] = (-0.5f * o->dims[k] + 0.5f) * o->voxel_size;
+  }
+  /* TOF: the benchmark scanner's (25.4 mm bins, 385 ps FWHM), and for the small scanner bins covering its 180 mm */
+  int small = strcmp(o->scanner, "small") == 0;
+  struct sproj_tof_params tp = {small ? 15.0f : 25.4f, small ? 15 : 29, 3.0f, small ? 12.0f : 24.5f, 0.0f};
+  l->tp = tp;
+  l->nbins = o->tof ? tp.num_bins : 1;
+}
+
+/* The layout of the run's sinogram as a raw file describes it: view, plane, radial (and tof_bin) with the scanner's
+ * sizes. tof: with the TOF axis. */
+static void sino_layout(const struct options *o, const struct layout *l, int tof, struct sproj_sino_info *info)
+{
+  static const char *const axes[4] = {"view", "plane", "radial", "tof_bin"};
+  const int64_t shape[4] = {l->si.num_views, l->si.num_planes, l->si.num_radial_bins, l->nbins};
+  memset(info, 0, sizeof *info);
+  info->num_dims = tof ? 4 : 3;
+  for (int k = 0; k < info->num_dims; k++) {
+    info->shape[k] = shape[k];
+    snprintf(info->axes[k], SPROJ_RAW_NAME_LEN, "%s", axes[k]);
+  }
+  snprintf(info->scanner, sizeof info->scanner, "%s", o->scanner);
+  info->num_tof_bins = tof ? l->nbins : 0;
+  info->tof_bin_width = tof ? l->tp.bin_width : 0.0f;
+}
+
+/* Bytes of the run's large buffers, by kind; nevents: the listmode events expected or read. */
+struct need {
+  uint64_t images, sinogram, events;
+};
+
+static struct need memory_need(const struct options *o, const struct layout *l, uint64_t nevents)
+{
+  struct need n;
+  int simulate = !o->input && !o->input_lm;
+  int blur = o->use_fwhm && (o->fwhm[0] > 0 || o->fwhm[1] > 0 || o->fwhm[2] > 0);
+  /* the estimate and its back projection, the blur's two buffers, the sensitivities (one per subset for a
+   * sinogram, one for listmode), and the phantom and its attenuation map when simulating */
+  uint64_t images = 2 + (blur ? 2 : 0) + (o->listmode ? 1 : (uint64_t)o->subsets) + (simulate ? 2 : 0);
+  n.images = mul_sat(mul_sat(images, (uint64_t)l->nvox), sizeof(float));
+  /* per LOR: its endpoints and factor; per LOR and TOF bin: the background, and for a sinogram the counts and the
+   * reconstruction's projection; when simulating, the expected counts */
+  uint64_t lors = (uint64_t)l->si.num_lors, values = mul_sat(lors, (uint64_t)l->nbins);
+  uint64_t per_value = 1 + (o->listmode ? 0 : 2) + (simulate ? 1 : 0);
+  n.sinogram = add_sat(mul_sat(lors, 7 * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
+  n.events = o->listmode ? mul_sat(nevents, EVENT_BYTES) : 0;
+  return n;
+}
+
+/* Listmode events a simulation draws: the expected trues plus the background, counts x (1 + background). */
+static uint64_t expected_events(const struct options *o)
+{
+  double e = ceil(o->counts * (1.0 + o->background));
+  return e >= 1.8e19 ? UINT64_MAX : (uint64_t)e;
+}
+
+/* What the options ask of starproj, the scanner and this machine, checked before anything is allocated or started
+ * (each of these used to fail after StarPU had started, or to corrupt memory): 0, or 2 after a message.
+ * nevents_in: the events of a listmode input (0 otherwise). */
+static int validate_run(const struct options *o, const struct layout *l, int64_t nevents_in)
+{
+  if ((uint64_t)l->nvox > MAX_ELEMENTS)
+    return fail_usage("--image %dx%dx%d is %lld voxels, more than starproj's limit of %llu (2^32-1) per image",
+                      o->dims[0], o->dims[1], o->dims[2], (long long)l->nvox, (unsigned long long)MAX_ELEMENTS);
+  if (!o->listmode && o->subsets > l->si.num_views)
+    return fail_usage("--subsets %d: the %s scanner's sinogram has %d views, and each subset needs one", o->subsets,
+                      o->scanner, l->si.num_views);
+  for (int k = 0; k < 3 && o->use_fwhm; k++) {
+    double reach = ceil(3.0 * o->fwhm[k] / (2.0 * sqrt(2.0 * log(2.0))) / o->voxel_size);
+    if (o->fwhm[k] > 0 && reach > MAX_BLUR_REACH)
+      return fail_usage("--fwhm %g with --voxel-size %g: the resolution model would reach %.0f voxels each side "
+                        "(3 sigma), at most %d", (double)o->fwhm[k], (double)o->voxel_size, reach, MAX_BLUR_REACH);
+  }
+  int simulate = !o->input && !o->input_lm;
+  uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
+  struct need n = memory_need(o, l, nevents);
+  uint64_t total = add_sat(add_sat(n.images, n.sinogram), n.events), limit = physical_memory();
+  if (total > limit)
+    return fail_usage("this run needs about %.3g GiB of memory (images %.3g GiB, sinogram %.3g GiB, listmode "
+                      "events %.3g GiB), more than the %.3g GiB of this machine", gib(total), gib(n.images),
+                      gib(n.sinogram), gib(n.events), gib(limit));
+  if (simulate && o->listmode && nevents > MAX_ELEMENTS)
+    return fail_usage("--counts %g and --background %g make about %.4g listmode events, more than starproj's limit "
+                      "of %llu (2^32-1) in one set", o->counts, o->background, (double)nevents,
+                      (unsigned long long)MAX_ELEMENTS);
+  return 0;
+}
+
+/* ---- inputs --------------------------------------------------------------------------------------------------- */
+struct inputs {
+  struct sproj_sino_info counts_info, mult_info, add_info;
+  struct sproj_lm_info lm_info;
+  float *counts, *mult, *add; /* from the readers: free with sproj_free */
+  int32_t *lor;
+  int16_t *bins;
+};
+
+/* A folder (or device) given where a file is wanted reaches the reader as "a file of 4096 bytes"; say what it is.
+ * A missing file is left to the reader, whose message names it. */
+static int check_regular(const char *path)
+{
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return fail_input("'%s' is %s, not a regular file", path, S_ISDIR(st.st_mode) ? "a folder" : "something else");
+  return 0;
+}
+
+/* The header BASE.hdr and the data file it names (data_file = NAME, in the header's folder) are regular files
+ * where they exist; a folder given as BASE itself is named as such. */
+static int check_input_files(const char *option, const char *base)
+{
+  char hdr[4096], data[4096 + 256], line[512], name[256];
+  struct stat st;
+  if (snprintf(hdr, sizeof hdr, "%s.hdr", base) >= (int)sizeof hdr)
+    return fail_input("the file name '%s' is too long", base);
+  if (stat(hdr, &st) != 0 && stat(base, &st) == 0 && S_ISDIR(st.st_mode))
+    return fail_input("'%s' is a folder; %s takes BASE of the files BASE.hdr and BASE.raw", base, option);
+  if (check_regular(hdr))
+    return 1;
+  FILE *f = fopen(hdr, "r");
+  if (!f)
+    return 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    found = sscanf(line, " data_file = %255s", name) == 1;
+  fclose(f);
+  if (!found)
+    return 0;
+  const char *slash = strrchr(hdr, '/');
+  snprintf(data, sizeof data, "%.*s%s", slash ? (int)(slash - hdr + 1) : 0, hdr, name);
+  return check_regular(data);
+}
+
+/* Counts, factors and backgrounds must be finite and >= 0; found here, before StarPU starts, rather than by the
+ * model or the reconstruction, whose message speaks of coordinates. */
+static int check_values(const char *base, const char *what, const float *v, int64_t n)
+{
+  for (int64_t i = 0; i < n; i++)
+    if (!(v[i] >= 0.0f) || isinf(v[i]))
+      return fail_input("%s holds %g at element %lld; %s must be finite and >= 0", base, (double)v[i], (long long)i,
+                        what);
+  return 0;
+}
+
+static int64_t values_of(const struct sproj_sino_info *info)
+{
+  uint64_t n = 1;
+  for (int k = 0; k < info->num_dims; k++)
+    n = mul_sat(n, (uint64_t)info->shape[k]);
+  return n > INT64_MAX ? INT64_MAX : (int64_t)n; /* the reader held them all: never saturates */
+}
+
+/* A reader's failure: its message, and 1. */
+static int read_failed(int rc)
+{
+  if (rc == SPROJ_OK)
+    return 0;
+  fprintf(stderr, "starproj-recon: %s (%s)\n", sproj_last_error(), sproj_strerror(rc));
+  return 1;
+}
+
+/* Reads every input before the output folder exists and StarPU starts, so that a bad file fails at once: 0, or 1
+ * after a message (what was read is then in *in for free_inputs). */
+static int read_inputs(const struct options *o, struct inputs *in)
+{
+  memset(in, 0, sizeof *in);
+  if ((o->input && check_input_files("--input", o->input)) ||
+      (o->input_lm && check_input_files("--input-listmode", o->input_lm)) ||
+      (o->mult_file && check_input_files("--mult", o->mult_file)) ||
+      (o->add_file && check_input_files("--add", o->add_file)))
+    return 1;
+  if ((o->input && read_failed(sproj_raw_read_sino(o->input, &in->counts_info, &in->counts))) ||
+      (o->input_lm && read_failed(sproj_raw_read_listmode(o->input_lm, &in->lm_info, &in->lor, &in->bins))) ||
+      (o->mult_file && read_failed(sproj_raw_read_sino(o->mult_file, &in->mult_info, &in->mult))) ||
+      (o->add_file && read_failed(sproj_raw_read_sino(o->add_file, &in->add_info, &in->add))))
+    return 1;
+  if ((in->counts && check_values(o->input, "counts", in->counts, values_of(&in->counts_info))) ||
+      (in->mult && check_values(o->mult_file, "factors", in->mult, values_of(&in->mult_info))) ||
+      (in->add && check_values(o->add_file, "backgrounds", in->add, values_of(&in->add_info))))
+    return 1;
+  return 0;
+}
+
+static void free_inputs(struct inputs *in)
+{
+  sproj_free(in->counts);
+  sproj_free(in->mult);
+  sproj_free(in->add);
+  sproj_free(in->lor);
+  sproj_free(in->bins);
+  memset(in, 0, sizeof *in);
+}
+
+/* Without --scanner, the scanner preset the first input header names (say so); 0, or 1 for a name that is not
+ * one of starproj-recon's presets. */
+static int pick_scanner(struct options *o, const struct inputs *in)
+{
+  const char *names[4] = {in->counts_info.scanner, in->lm_info.scanner, in->mult_info.scanner,
+                          in->add_info.scanner};
+  const char *files[4] = {o->input, o->input_lm, o->mult_file, o->add_file};
+  for (int i = 0; i < 4 && !o->scanner_given; i++) {
+    if (!files[i] || !names[i][0])
+      continue;
+    if (strcmp(names[i], "small") && strcmp(names[i], "vision600"))
+      return fail_input("%s.hdr is data of the scanner '%s', which starproj-recon does not know (small or "
+                        "vision600)", files[i], names[i]);
+    o->scanner = names[i];
+    SAY("starproj-recon: the %s scanner, as %s.hdr names it (no --scanner given)\n", o->scanner, files[i]);
+    return 0;
+  }
+  return 0;
+}
+
+/* "view 64, plane 64, radial 65" */
+static void describe_axes(const struct sproj_sino_info *info, char *buf, size_t len)
+{
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < info->num_dims && k < len; d++)
+    k += (size_t)snprintf(buf + k, len - k, "%s%s %lld", d ? ", " : "", info->axes[d], (long long)info->shape[d]);
+}
+
+static int same_bin_width(float a, float b)
+{
+  return fabsf(a - b) <= 1e-4f * fabsf(b);
+}
+
+/* A sinogram file must have the layout want (axes in that order, the scanner's sizes, its TOF bins) and, when its
+ * header names a scanner, the run's: the element count alone would let a permuted or foreign sinogram through, to
+ * be reconstructed as nonsense without a word. */
+static int check_sino_header(const char *base, const struct sproj_sino_info *info, const struct sproj_sino_info *want)
+{
+  if (info->scanner[0] && strcmp(info->scanner, want->scanner))
+    return fail_input("%s.hdr is data of the %s scanner, this run's is %s", base, info->scanner, want->scanner);
+  if (info->num_tof_bins != want->num_tof_bins)
+    return fail_input("%s has %d TOF bins, the reconstruction %d (--tof)", base, info->num_tof_bins,
+                      want->num_tof_bins);
+  int same = info->num_dims == want->num_dims;
+  for (int k = 0; same && k < want->num_dims; k++)
+    same = strcmp(info->axes[k], want->axes[k]) == 0 && info->shape[k] == want->shape[k];
+  if (!same) {
+    char got[256], need[256];
+    describe_axes(info, got, sizeof got);
+    describe_axes(want, need, sizeof need);
+    return fail_input("%s.hdr has the axes %s; the %s scanner's sinogram has %s", base, got, want->scanner, need);
+  }
+  if (want->num_tof_bins && info->tof_bin_width > 0 && !same_bin_width(info->tof_bin_width, want->tof_bin_width))
+    return fail_input("%s.hdr has TOF bins of %g mm, this run %g mm", base, (double)info->tof_bin_width,
+                      (double)want->tof_bin_width);
+  return 0;
+}
+
+/* Listmode events must number the LORs of the run's scanner (and come from it, when the header says), with its TOF
+ * bins for a TOF run (a non-TOF run ignores bins), and be few enough for one LOR set and the subsets. */
+static int check_lm_header(const char *base, const struct sproj_lm_info *info, const struct options *o,
+                           const struct layout *l)
+{
+  if (info->scanner[0] && strcmp(info->scanner, o->scanner))
+    return fail_input("%s.hdr is data of the %s scanner, this run's is %s", base, info->scanner, o->scanner);
+  if (info->num_lors != l->si.num_lors)
+    return fail_input("%s numbers %lld LORs, the %s scanner has %lld", base, (long long)info->num_lors, o->scanner,
+                      (long long)l->si.num_lors);
+  if (info->num_tof_bins != (o->tof ? l->nbins : 0) && !(info->num_tof_bins && !o->tof))
+    return fail_input("%s has %d TOF bins, the reconstruction %d (--tof)", base, info->num_tof_bins,
+                      o->tof ? l->nbins : 0);
+  if (o->tof && info->tof_bin_width > 0 && !same_bin_width(info->tof_bin_width, l->tp.bin_width))
+    return fail_input("%s.hdr has TOF bins of %g mm, this run %g mm", base, (double)info->tof_bin_width,
+                      (double)l->tp.bin_width);
+  if (info->num_events == 0)
+    return fail_input("no listmode events to reconstruct");
+  if ((uint64_t)info->num_events > MAX_ELEMENTS)
+    return fail_input("%s holds %lld events, more than starproj's limit of %llu (2^32-1) in one set", base,
+                      (long long)info->num_events, (unsigned long long)MAX_ELEMENTS);
+  if (info->num_events < o->subsets)
+    return fail_input("%d subsets but only %lld events", o->subsets, (long long)info->num_events);
+  return 0;
+}
+
+/* Every input against the run's layout: 0, or 1 after a message. */
+static int check_inputs(const struct options *o, const struct inputs *in, const struct layout *l)
+{
+  struct sproj_sino_info sino, per_lor;
+  sino_layout(o, l, o->tof, &sino);
+  sino_layout(o, l, 0, &per_lor);
+  if (o->input && check_sino_header(o->input, &in->counts_info, &sino))
+    return 1;
+  if (o->input_lm && check_lm_header(o->input_lm, &in->lm_info, o, l))
+    return 1;
+  if (o->mult_file && check_sino_header(o->mult_file, &in->mult_info, &per_lor))
+    return 1;
+  if (o->add_file && check_sino_header(o->add_file, &in->add_info, &sino))
+    return 1;
+  return 0;
 }
 
 /* ---- what ran where ---------------------------------------------------------------------------------------- */
@@ -364,6 +870,219 @@ static void where_line(char *buf, size_t len)
     snprintf(buf + k, len - k, " CPU cores %.0f%%", 100.0 * cpu_lors / total);
 }
 
+/* ---- the run -------------------------------------------------------------------------------------------------- */
+struct run {
+  struct layout l;
+  sproj_lors *lors;                   /* the scanner's sinogram LORs */
+  sproj_chunks *views;                /* one chunk per view */
+  sproj_tof *tof;
+  float *phantom, *mult, *add;        /* pinned; the phantom only when simulating */
+  float *counts;                      /* sinogram counts [lor][bin]: simulated (pinned) or read */
+  int32_t *ev_lor;                    /* listmode events: sampled or read (sproj_free) */
+  int16_t *ev_bin;
+  int64_t nevents;
+  struct sproj_sino_info sino_info;   /* the layout of counts and add */
+  float *x;                           /* the reconstruction */
+  sproj_image *ximg;
+  sproj_model *model, *sens_model;
+  sproj_proj *data;
+  sproj_lors *events;
+  sproj_chunks *ev_chunks;
+  float *ev_xs, *ev_xe, *ev_mult, *ev_add;
+  int nchunks;
+  sproj_recon *recon;
+};
+
+static void start_starpu(const struct options *o, const struct layout *l)
+{
+  if (!o->verbose)
+    setenv("STARPU_SILENT", "1", 0);
+  struct sproj_config cfg;
+  sproj_config_init(&cfg);
+  cfg.ncpu = o->ncpu;
+  cfg.ncuda = o->ngpu;
+  cfg.sched = o->sched;
+  TRY(sproj_init(&cfg));
+  if (o->devices)
+    TRY(sproj_set_devices(strcmp(o->devices, "gpu") == 0 ? SPROJ_DEVICE_CUDA
+                          : strcmp(o->devices, "cpu") == 0 ? SPROJ_DEVICE_CPU
+                                                           : SPROJ_DEVICE_ANY));
+  const struct sproj_sinogram_info *si = &l->si;
+  SAY("starproj-recon: %s scanner (%d detectors x %d rings, %d views x %d radial bins x %d planes = %lld LORs), "
+      "image %dx%dx%d of %.3g mm%s%s\n", o->scanner, si->num_detectors, si->num_rings, si->num_views,
+      si->num_radial_bins, si->num_planes, (long long)si->num_lors, o->dims[0], o->dims[1], o->dims[2],
+      o->voxel_size, o->tof ? ", TOF" : "", o->listmode ? ", listmode" : "");
+  SAY("devices: %d CPU workers, %d GPUs, scheduler %s\n", sproj_num_cpu_workers(), sproj_num_gpus(),
+      sproj_scheduler_name());
+}
+
+/* The sinogram's LORs, its views chunking, the TOF parameters, and room for the factors and backgrounds. */
+static void setup_lors(const struct options *o, struct run *r)
+{
+  const struct layout *l = &r->l;
+  const int64_t nlors = l->si.num_lors;
+  float *xs = alloc_or_die((size_t)nlors * 3 * sizeof(float)), *xe = alloc_or_die((size_t)nlors * 3 * sizeof(float));
+  TRY(sproj_scanner_lors(l->scanner, xs, xe, 0));
+  TRY(sproj_lors_register(&r->lors, xs, xe, nlors));
+  TRY(sproj_scanner_chunks_views(&r->views, l->scanner, r->lors));
+  if (o->tof)
+    TRY(sproj_tof_register(&r->tof, &l->tp, NULL, NULL, NULL));
+  r->mult = alloc_or_die((size_t)nlors * sizeof(float));
+  r->add = alloc_or_die((size_t)nlors * l->nbins * sizeof(float));
+  sino_layout(o, l, o->tof, &r->sino_info);
+}
+
+/* The phantom, and the factor of each LOR: attenuation by a water cylinder (0.0096 / mm), from the line integrals
+ * of its map, times detector efficiencies of +-15%. line: room for the sinogram, used for the integrals. */
+static void simulate_factors(const struct options *o, struct run *r, float *line)
+{
+  const struct layout *l = &r->l;
+  size_t image_bytes = (size_t)l->nvox * sizeof(float);
+  struct sproj_phantom ph, mu_ph;
+  r->phantom = alloc_or_die(image_bytes);
+  float *mu = alloc_or_die(image_bytes);
+  TRY(sproj_phantom_default(&ph, o->dims, l->vs, l->origin));
+  TRY(sproj_phantom_fill(&ph, r->phantom, o->dims, l->vs, l->origin, 2));
+  mu_ph = ph;
+  mu_ph.value = 0.0096f;
+  mu_ph.num_spheres = 0;
+  TRY(sproj_phantom_fill(&mu_ph, mu, o->dims, l->vs, l->origin, 2));
+  sproj_image *img;
+  sproj_proj *proj;
+  TRY(sproj_image_register(&img, mu, o->dims, l->vs, l->origin));
+  TRY(sproj_proj_register(&proj, line, r->lors));
+  TRY(sproj_fwd(img, proj, r->views, SPROJ_ALL_CHUNKS));
+  TRY(sproj_proj_unregister(proj));
+  TRY(sproj_image_unregister(img));
+  uint64_t s = o->seed * 7919 + 17;
+  for (int64_t i = 0; i < l->si.num_lors; i++)
+    r->mult[i] = expf(-line[i]) * (0.85f + 0.3f * (float)((mix(&s) >> 11) * (1.0 / 9007199254740992.0)));
+  sproj_free_pinned(mu, image_bytes);
+}
+
+/* The expected counts m A x + background into line, the phantom scaled so that the trues are the counts asked for;
+ * returns the background per LOR (and TOF bin). */
+static float expected_counts(const struct options *o, struct run *r, float *line)
+{
+  const struct layout *l = &r->l;
+  const int64_t nlors = l->si.num_lors, nbins = l->nbins;
+  sproj_image *img;
+  sproj_proj *proj;
+  TRY(sproj_image_register(&img, r->phantom, o->dims, l->vs, l->origin));
+  if (o->tof) {
+    TRY(sproj_proj_register_tof(&proj, line, r->lors, l->nbins));
+    TRY(sproj_fwd_tof_sino(img, proj, r->views, SPROJ_ALL_CHUNKS, r->tof));
+  } else {
+    TRY(sproj_proj_register(&proj, line, r->lors));
+    TRY(sproj_fwd(img, proj, r->views, SPROJ_ALL_CHUNKS));
+  }
+  TRY(sproj_proj_unregister(proj));
+  TRY(sproj_image_unregister(img));
+  double trues = 0.0;
+  for (int64_t i = 0; i < nlors; i++)
+    for (int64_t b = 0; b < nbins; b++)
+      trues += (double)r->mult[i] * line[i * nbins + b];
+  if (!(trues > 0)) {
+    fprintf(stderr, "starproj-recon: the phantom projects to nothing: is the image inside the scanner?\n");
+    exit(1);
+  }
+  float scale = (float)(o->counts / trues);
+  for (int64_t v = 0; v < l->nvox; v++)
+    r->phantom[v] *= scale;
+  float bg = (float)(o->background * o->counts / ((double)nlors * nbins));
+  for (int64_t i = 0; i < nlors * nbins; i++) {
+    r->add[i] = bg;
+    line[i] = r->mult[i / nbins] * line[i] * scale + bg;
+  }
+  return bg;
+}
+
+/* Simulated data: Poisson counts of the expected sinogram, or listmode events drawn from it. */
+static void simulate(const struct options *o, struct run *r, double t0)
+{
+  const int64_t values = r->l.si.num_lors * r->l.nbins;
+  const size_t bytes = (size_t)values * sizeof(float);
+  float *line = alloc_or_die(bytes);
+  simulate_factors(o, r, line);
+  float bg = expected_counts(o, r, line);
+  if (o->listmode) {
+    TRY(sproj_sample_listmode(line, r->l.si.num_lors, o->tof ? r->l.nbins : 0, o->seed, 0, &r->ev_lor, &r->ev_bin,
+                              &r->nevents));
+  } else {
+    r->counts = alloc_or_die(bytes);
+    if (o->noise_free)
+      memcpy(r->counts, line, bytes);
+    else
+      TRY(sproj_poisson(line, r->counts, values, o->seed, 0));
+  }
+  sproj_free_pinned(line, bytes);
+  SAY("simulated: %.4g expected trues, background %.3g per LOR%s, %s in %.2f s\n", o->counts, (double)bg,
+      o->tof ? " and TOF bin" : "", o->listmode ? "listmode" : (o->noise_free ? "no noise" : "Poisson noise"),
+      now() - t0);
+}
+
+/* Read data: the factors from files (their layout is checked), else 1 and 0; the counts or events as read. */
+static void use_inputs(struct inputs *in, struct run *r)
+{
+  const int64_t nlors = r->l.si.num_lors;
+  const size_t add_bytes = (size_t)nlors * r->l.nbins * sizeof(float);
+  if (in->mult)
+    memcpy(r->mult, in->mult, (size_t)nlors * sizeof(float));
+  else
+    for (int64_t i = 0; i < nlors; i++)
+      r->mult[i] = 1.0f;
+  if (in->add)
+    memcpy(r->add, in->add, add_bytes);
+  else
+    memset(r->add, 0, add_bytes);
+  sproj_free(in->mult);
+  sproj_free(in->add);
+  in->mult = in->add = NULL;
+  r->counts = in->counts;
+  r->nevents = in->lm_info.num_events;
+  r->ev_lor = in->lor;
+  r->ev_bin = in->bins;
+}
+
+/* Notes BASE.hdr and BASE.raw in dir, written by a raw writer. */
+static void note_raw(const char *dir, const char *base)
+{
+  char name[64];
+  for (int k = 0; k < 2; k++) {
+    snprintf(name, sizeof name, "%s.%s", base, k ? "raw" : "hdr");
+    char *p = path_in(dir, name);
+    note_written(p);
+    free(p);
+  }
+}
+
+/* --save-data: the simulated sinogram or events and their factors. */
+static void save_data(const struct options *o, const struct run *r)
+{
+  char *p;
+  struct sproj_sino_info per_lor;
+  sino_layout(o, &r->l, 0, &per_lor);
+  TRY(sproj_raw_write_sino(p = path_in(o->output, "mult"), &per_lor, r->mult));
+  free(p);
+  note_raw(o->output, "mult");
+  TRY(sproj_raw_write_sino(p = path_in(o->output, "add"), &r->sino_info, r->add));
+  free(p);
+  note_raw(o->output, "add");
+  if (o->listmode) {
+    struct sproj_lm_info li = {r->nevents, r->l.si.num_lors, "", o->tof ? r->l.nbins : 0,
+                               o->tof ? r->l.tp.bin_width : 0.0f};
+    snprintf(li.scanner, sizeof li.scanner, "%s", o->scanner);
+    TRY(sproj_raw_write_listmode(p = path_in(o->output, "events"), &li, r->ev_lor, r->ev_bin));
+  } else {
+    TRY(sproj_raw_write_sino(p = path_in(o->output, "counts"), &r->sino_info, r->counts));
+  }
+  free(p);
+  note_raw(o->output, o->listmode ? "events" : "counts");
+  SAY("data written: %s/%s.hdr/.raw, %s/mult and %s/add\n", o->output, o->listmode ? "events" : "counts", o->output,
+      o->output);
+}
+
+/* ---- reconstruction ------------------------------------------------------------------------------------------- */
 struct progress_ctx {
   const struct options *o;
   sproj_image *img;
@@ -392,6 +1111,8 @@ static int on_iteration(const struct sproj_recon_progress *p, void *user)
     if (sproj_nifti_write(path, ctx->x, ctx->dims, ctx->vs, ctx->origin, "starproj-recon iteration") != SPROJ_OK) {
       fprintf(stderr, "starproj-recon: %s\n", sproj_last_error());
       ctx->failed = 1;
+    } else {
+      note_written(path);
     }
     free(path);
     return ctx->failed;
@@ -399,412 +1120,248 @@ static int on_iteration(const struct sproj_recon_progress *p, void *user)
   return 0;
 }
 
-/* ---- main -------------------------------------------------------------------------------------------------- */
+/* Listmode: each event's LOR endpoints, factor and background, from its LOR (and TOF bin). */
+static void event_arrays(const struct options *o, struct run *r)
+{
+  const int64_t n = r->nevents, nlors = r->l.si.num_lors, nbins = r->l.nbins;
+  if (n == 0) {
+    fprintf(stderr, "starproj-recon: no listmode events to reconstruct\n");
+    exit(1);
+  }
+  int64_t *idx = malloc((size_t)n * sizeof *idx);
+  r->ev_xs = alloc_or_die((size_t)n * 3 * sizeof(float));
+  r->ev_xe = alloc_or_die((size_t)n * 3 * sizeof(float));
+  r->ev_mult = alloc_or_die((size_t)n * sizeof(float));
+  r->ev_add = alloc_or_die((size_t)n * sizeof(float));
+  if (!idx)
+    out_of_memory();
+  const int32_t *lor = r->ev_lor;
+  const int16_t *bin = r->ev_bin;
+  for (int64_t e = 0; e < n; e++) {
+    if (lor[e] < 0 || lor[e] >= nlors || (o->tof && (bin[e] < 0 || bin[e] >= nbins))) {
+      fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)e,
+              lor[e], bin ? bin[e] : 0);
+      exit(1);
+    }
+    idx[e] = lor[e];
+    r->ev_mult[e] = r->mult[lor[e]];
+    r->ev_add[e] = r->add[lor[e] * nbins + (o->tof ? bin[e] : 0)];
+  }
+  TRY(sproj_scanner_lors_at(r->l.scanner, n, idx, r->ev_xs, r->ev_xe));
+  free(idx);
+}
+
+/* Event chunks of about equal size, a few per subset, dealt out to the subsets in turn. With --order-events, each
+ * chunk's events in the order of sproj_lors_order (neighbours run through the same image columns: faster GPU
+ * projections); every chunk keeps its events, so the subsets stay what they were. */
+static void event_chunks(const struct options *o, struct run *r)
+{
+  const int64_t n = r->nevents;
+  int nchunks = o->subsets * 4;
+  if (nchunks > n)
+    nchunks = (int)n;
+  if (o->subsets > nchunks) {
+    fprintf(stderr, "starproj-recon: %d subsets but only %lld events\n", o->subsets, (long long)n);
+    exit(1);
+  }
+  int64_t *first = malloc((size_t)nchunks * sizeof *first), *count = malloc((size_t)nchunks * sizeof *count);
+  int64_t *order = malloc(((size_t)n / nchunks + 1) * sizeof *order);
+  if (!first || !count || !order)
+    out_of_memory();
+  double t_order = now();
+  for (int c = 0; c < nchunks; c++) {
+    first[c] = c * (n / nchunks) + (c < n % nchunks ? c : n % nchunks);
+    count[c] = n / nchunks + (c < n % nchunks);
+    int64_t f = first[c], m = count[c];
+    if (!o->order_events)
+      continue;
+    TRY(sproj_lors_order(r->ev_xs + 3 * f, r->ev_xe + 3 * f, m, r->l.vs, order));
+    TRY(sproj_reorder(r->ev_xs + 3 * f, 3 * sizeof(float), m, order));
+    TRY(sproj_reorder(r->ev_xe + 3 * f, 3 * sizeof(float), m, order));
+    TRY(sproj_reorder(r->ev_mult + f, sizeof(float), m, order));
+    TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
+    if (r->ev_bin)
+      TRY(sproj_reorder(r->ev_bin + f, sizeof(int16_t), m, order));
+  }
+  free(order);
+  t_order = now() - t_order;
+  if (o->tof)
+    TRY(sproj_lors_register_events(&r->events, r->ev_xs, r->ev_xe, r->ev_bin, n));
+  else
+    TRY(sproj_lors_register(&r->events, r->ev_xs, r->ev_xe, n));
+  TRY(sproj_chunks_create_ranges(&r->ev_chunks, r->events, nchunks, first, count));
+  free(first);
+  free(count);
+  r->nchunks = nchunks;
+  if (o->order_events)
+    SAY("listmode: %lld events in %d chunks, each in the order of sproj_lors_order (%.2f s)\n", (long long)n,
+        nchunks, t_order);
+  else
+    SAY("listmode: %lld events in %d chunks\n", (long long)n, nchunks);
+}
+
+/* The model of the data, the sensitivities, and the iterations. */
+static void reconstruct(const struct options *o, struct run *r)
+{
+  const struct layout *l = &r->l;
+  r->x = alloc_or_die((size_t)l->nvox * sizeof(float));
+  for (int64_t v = 0; v < l->nvox; v++)
+    r->x[v] = 1.0f;
+  TRY(sproj_image_register(&r->ximg, r->x, o->dims, l->vs, l->origin));
+  const float *fwhm = o->use_fwhm ? o->fwhm : NULL;
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.num_subsets = o->subsets;
+  cfg.objective = o->objective;
+  if (!o->listmode) {
+    TRY(sproj_model_create(&r->model, r->lors, r->mult, r->add, r->tof, fwhm));
+    if (o->tof)
+      TRY(sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins));
+    else
+      TRY(sproj_proj_register(&r->data, r->counts, r->lors));
+    cfg.data = r->data;
+    cfg.chunks = r->views;
+  } else {
+    event_arrays(o, r);
+    event_chunks(o, r);
+    TRY(sproj_model_create(&r->model, r->events, r->ev_mult, r->ev_add, r->tof, fwhm));
+    TRY(sproj_model_create(&r->sens_model, r->lors, r->mult, NULL, NULL, fwhm));
+    cfg.chunks = r->ev_chunks;
+    cfg.sens_model = r->sens_model;
+  }
+  cfg.model = r->model;
+  char where[256];
+  double t1 = now();
+  TRY(sproj_stats_reset());
+  TRY(sproj_recon_create(&r->recon, r->ximg, &cfg));
+  where_line(where, sizeof where);
+  SAY("sensitivities: %.2f s, %s\n", now() - t1, where);
+  struct progress_ctx ctx = {o, r->ximg, r->x, o->dims, {l->vs[0], l->vs[1], l->vs[2]},
+                             {l->origin[0], l->origin[1], l->origin[2]}, 0};
+  TRY(sproj_stats_reset());
+  t1 = now();
+  TRY(sproj_recon_iterate(r->recon, o->iterations, on_iteration, &ctx));
+  if (ctx.failed)
+    exit(1);
+  TRY(sproj_image_sync(r->ximg, SPROJ_SYNC_READ));
+  SAY("reconstruction: %d iterations x %d subsets in %.2f s\n", o->iterations, o->subsets, now() - t1);
+}
+
+/* ---- outputs -------------------------------------------------------------------------------------------------- */
+/* The image as NIfTI and PNG, the phantom likewise, and a view of the sinogram, named on one line. */
+static void write_outputs(const struct options *o, const struct run *r)
+{
+  const struct layout *l = &r->l;
+  char *p;
+  TRY(sproj_nifti_write(p = path_in(o->output, "recon.nii"), r->x, o->dims, l->vs, l->origin, "starproj-recon OSEM"));
+  note_written(p);
+  SAY("wrote %s", p);
+  free(p);
+  TRY(sproj_png_write_image(p = path_in(o->output, "recon.png"), r->x, o->dims, l->vs, NULL));
+  note_written(p);
+  SAY(", %s", p);
+  free(p);
+  if (r->phantom) {
+    TRY(sproj_nifti_write(p = path_in(o->output, "phantom.nii"), r->phantom, o->dims, l->vs, l->origin,
+                          "starproj-recon phantom"));
+    note_written(p);
+    SAY(", %s", p);
+    free(p);
+    TRY(sproj_png_write_image(p = path_in(o->output, "phantom.png"), r->phantom, o->dims, l->vs, NULL));
+    note_written(p);
+    SAY(", %s", p);
+    free(p);
+  }
+  if (r->counts) {
+    TRY(sproj_png_write_sino(p = path_in(o->output, "sinogram_view0.png"), r->counts, r->sino_info.num_dims,
+                             r->sino_info.shape, 0, 2, 1, 0, NULL));
+    note_written(p);
+    SAY(", %s", p);
+    free(p);
+  }
+  SAY("\n");
+}
+
+/* How close: relative L2 error inside the phantom's cylinder (where it is non-zero), and the total activity. */
+static void report_error(const struct run *r)
+{
+  double num = 0, den = 0, sx = 0, sp = 0;
+  const float *x = r->x, *phantom = r->phantom;
+  for (int64_t v = 0; v < r->l.nvox; v++) {
+    sx += x[v];
+    sp += phantom[v];
+    if (phantom[v] > 0) {
+      num += (x[v] - phantom[v]) * (double)(x[v] - phantom[v]);
+      den += (double)phantom[v] * phantom[v];
+    }
+  }
+  SAY("relative L2 error to the phantom (inside it): %.3f; total activity %.4g (phantom %.4g)\n", sqrt(num / den),
+      sx, sp);
+}
+
+static void finish(struct run *r, struct inputs *in)
+{
+  TRY(sproj_recon_destroy(r->recon));
+  TRY(sproj_model_destroy(r->model));
+  TRY(sproj_model_destroy(r->sens_model));
+  if (r->data)
+    TRY(sproj_proj_unregister(r->data));
+  if (r->events) {
+    TRY(sproj_chunks_destroy(r->ev_chunks));
+    TRY(sproj_lors_unregister(r->events));
+  }
+  TRY(sproj_image_unregister(r->ximg));
+  TRY(sproj_tof_unregister(r->tof));
+  TRY(sproj_chunks_destroy(r->views));
+  TRY(sproj_lors_unregister(r->lors));
+  TRY(sproj_scanner_destroy(r->l.scanner));
+  TRY(sproj_shutdown());
+  /* what the file readers and the listmode sampler returned (the pinned buffers go with the process) */
+  sproj_free(in->counts);
+  sproj_free(r->ev_lor);
+  sproj_free(r->ev_bin);
+}
+
+/* ---- main ----------------------------------------------------------------------------------------------------- */
 int main(int argc, char **argv)
 {
+  /* whole lines as they happen, also into a pipe (tee, a batch system's log) */
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  atexit(remove_written);
   struct options o;
   int rc = parse_options(argc, argv, &o);
   if (rc)
     return rc;
   quiet = o.quiet;
-  if (mkdir(o.output, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "starproj-recon: cannot create the output folder '%s': %s\n", o.output, strerror(errno));
-    return 1;
+  struct inputs in;
+  struct run r;
+  memset(&r, 0, sizeof r);
+  if (!(rc = read_inputs(&o, &in)) && !(rc = pick_scanner(&o, &in))) {
+    resolve_defaults(&o);
+    make_layout(&o, &r.l);
+    if (!(rc = validate_run(&o, &r.l, in.lm_info.num_events)) && !(rc = check_inputs(&o, &in, &r.l)))
+      rc = make_output_folder(o.output);
   }
-  struct stat st;
-  if (stat(o.output, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "starproj-recon: '%s' is not a folder\n", o.output);
-    return 1;
+  if (rc) {
+    sproj_scanner_destroy(r.l.scanner);
+    free_inputs(&in);
+    return rc;
   }
 
-  /* files are read before StarPU starts, so that a missing input fails at once */
-  struct sproj_sino_info in_info;
-  float *in_counts = NULL, *in_mult = NULL, *in_add = NULL;
-  struct sproj_lm_info lm_info;
-  int32_t *in_lor = NULL;
-  int16_t *in_bins = NULL;
-  if (o.input)
-    TRY(sproj_raw_read_sino(o.input, &in_info, &in_counts));
-  if (o.input_lm)
-    TRY(sproj_raw_read_listmode(o.input_lm, &lm_info, &in_lor, &in_bins));
-  struct sproj_sino_info mult_info, add_info;
-  if (o.mult_file)
-    TRY(sproj_raw_read_sino(o.mult_file, &mult_info, &in_mult));
-  if (o.add_file)
-    TRY(sproj_raw_read_sino(o.add_file, &add_info, &in_add));
-
-  if (!o.verbose)
-    setenv("STARPU_SILENT", "1", 0);
-  struct sproj_config cfg;
-  sproj_config_init(&cfg);
-  cfg.ncpu = o.ncpu;
-  cfg.ncuda = o.ngpu;
-  cfg.sched = o.sched;
-  TRY(sproj_init(&cfg));
-  if (o.devices)
-    TRY(sproj_set_devices(strcmp(o.devices, "gpu") == 0 ? SPROJ_DEVICE_CUDA
-                          : strcmp(o.devices, "cpu") == 0 ? SPROJ_DEVICE_CPU
-                                                          : SPROJ_DEVICE_ANY));
-
-  /* ---- scanner, LORs, image ---- */
-  struct sproj_scanner_params sp;
-  sproj_scanner *scanner;
-  struct sproj_sinogram_info si;
-  TRY(sproj_scanner_preset(o.scanner, &sp));
-  TRY(sproj_scanner_create(&scanner, &sp));
-  TRY(sproj_scanner_info(scanner, &si));
-  const int64_t nlors = si.num_lors;
-  const int nvox = o.dims[0] * o.dims[1] * o.dims[2];
-  const float vs[3] = {o.voxel_size, o.voxel_size, o.voxel_size};
-  float origin[3];
-  for (int k = 0; k < 3; k++)
-    origin[k] = (-0.5f * o.dims[k] + 0.5f) * vs[k];
-  /* TOF: the benchmark scanner's (25.4 mm bins, 385 ps FWHM), and for the small scanner bins covering its 180 mm */
-  int small = strcmp(o.scanner, "small") == 0;
-  struct sproj_tof_params tp = {small ? 15.0f : 25.4f, small ? 15 : 29, 3.0f, small ? 12.0f : 24.5f, 0.0f};
-  const int nbins = o.tof ? tp.num_bins : 1;
-  char where[256];
-  SAY("starproj-recon: %s scanner (%d detectors x %d rings, %d views x %d radial bins x %d planes = %lld LORs), "
-      "image %dx%dx%d of %.3g mm%s%s\n", o.scanner, si.num_detectors, si.num_rings, si.num_views, si.num_radial_bins,
-      si.num_planes, (long long)nlors, o.dims[0], o.dims[1], o.dims[2], o.voxel_size,
-      o.tof ? ", TOF" : "", o.listmode ? ", listmode" : "");
-  SAY("devices: %d CPU workers, %d GPUs, scheduler %s\n", sproj_num_cpu_workers(), sproj_num_gpus(),
-      sproj_scheduler_name());
-
-  if (o.input && (in_info.num_tof_bins ? in_info.num_tof_bins : 1) != nbins)
-    return fprintf(stderr, "starproj-recon: %s has %d TOF bins, the reconstruction %d (--tof)\n", o.input,
-                   in_info.num_tof_bins, o.tof ? nbins : 0), 1;
-  if (o.input_lm && lm_info.num_lors != nlors)
-    return fprintf(stderr, "starproj-recon: %s numbers %lld LORs, the %s scanner has %lld\n", o.input_lm,
-                   (long long)lm_info.num_lors, o.scanner, (long long)nlors), 1;
-  if (o.input_lm && lm_info.num_tof_bins != (o.tof ? nbins : 0) && !(lm_info.num_tof_bins && !o.tof))
-    return fprintf(stderr, "starproj-recon: %s has %d TOF bins, the reconstruction %d (--tof)\n", o.input_lm,
-                   lm_info.num_tof_bins, o.tof ? nbins : 0), 1;
-
+  start_starpu(&o, &r.l);
   double t0 = now();
-  float *xs = alloc_or_die((size_t)nlors * 3 * sizeof(float)), *xe = alloc_or_die((size_t)nlors * 3 * sizeof(float));
-  TRY(sproj_scanner_lors(scanner, xs, xe, 0));
-  sproj_lors *lors;
-  sproj_chunks *views;
-  TRY(sproj_lors_register(&lors, xs, xe, nlors));
-  TRY(sproj_scanner_chunks_views(&views, scanner, lors));
-  sproj_tof *tof = NULL;
-  if (o.tof)
-    TRY(sproj_tof_register(&tof, &tp, NULL, NULL, NULL));
-
-  /* ---- the data: simulated, or read ---- */
-  float *phantom = NULL, *mult = alloc_or_die((size_t)nlors * sizeof(float));
-  float *add = alloc_or_die((size_t)nlors * nbins * sizeof(float));
-  float *counts = NULL;             /* sinogram counts [lor][bin] */
-  int32_t *ev_lor = NULL;           /* listmode events */
-  int16_t *ev_bin = NULL;
-  int64_t nevents = 0;
-  if (!o.input && !o.input_lm) {
-    /* phantom, and a water cylinder (0.0096 / mm) as its attenuation map */
-    struct sproj_phantom ph, mu_ph;
-    phantom = alloc_or_die((size_t)nvox * sizeof(float));
-    float *mu = alloc_or_die((size_t)nvox * sizeof(float));
-    TRY(sproj_phantom_default(&ph, o.dims, vs, origin));
-    TRY(sproj_phantom_fill(&ph, phantom, o.dims, vs, origin, 2));
-    mu_ph = ph;
-    mu_ph.value = 0.0096f;
-    mu_ph.num_spheres = 0;
-    TRY(sproj_phantom_fill(&mu_ph, mu, o.dims, vs, origin, 2));
-    float *line = alloc_or_die((size_t)nlors * nbins * sizeof(float));
-    sproj_image *img;
-    sproj_proj *proj;
-    /* attenuation factors from the line integrals of mu, times detector efficiencies of +-15% */
-    TRY(sproj_image_register(&img, mu, o.dims, vs, origin));
-    TRY(sproj_proj_register(&proj, line, lors));
-    TRY(sproj_fwd(img, proj, views, SPROJ_ALL_CHUNKS));
-    TRY(sproj_proj_unregister(proj));
-    TRY(sproj_image_unregister(img));
-    uint64_t s = o.seed * 7919 + 17;
-    for (int64_t i = 0; i < nlors; i++)
-      mult[i] = expf(-line[i]) * (0.85f + 0.3f * (float)((mix(&s) >> 11) * (1.0 / 9007199254740992.0)));
-    /* trues m * A x, scaled to the counts asked for */
-    TRY(sproj_image_register(&img, phantom, o.dims, vs, origin));
-    if (o.tof) {
-      TRY(sproj_proj_register_tof(&proj, line, lors, nbins));
-      TRY(sproj_fwd_tof_sino(img, proj, views, SPROJ_ALL_CHUNKS, tof));
-    } else {
-      TRY(sproj_proj_register(&proj, line, lors));
-      TRY(sproj_fwd(img, proj, views, SPROJ_ALL_CHUNKS));
-    }
-    TRY(sproj_proj_unregister(proj));
-    TRY(sproj_image_unregister(img));
-    double trues = 0.0;
-    for (int64_t i = 0; i < nlors; i++)
-      for (int b = 0; b < nbins; b++)
-        trues += (double)mult[i] * line[i * nbins + b];
-    if (!(trues > 0)) {
-      fprintf(stderr, "starproj-recon: the phantom projects to nothing: is the image inside the scanner?\n");
-      return 1;
-    }
-    float scale = (float)(o.counts / trues);
-    for (int v = 0; v < nvox; v++)
-      phantom[v] *= scale;
-    float bg = (float)(o.background * o.counts / ((double)nlors * nbins));
-    for (int64_t i = 0; i < (int64_t)nlors * nbins; i++) {
-      add[i] = bg;
-      line[i] = mult[i / nbins] * line[i] * scale + bg; /* expected counts */
-    }
-    if (o.listmode) {
-      TRY(sproj_sample_listmode(line, nlors, o.tof ? nbins : 0, o.seed, 0, &ev_lor, &ev_bin, &nevents));
-    } else {
-      counts = alloc_or_die((size_t)nlors * nbins * sizeof(float));
-      if (o.noise_free)
-        memcpy(counts, line, (size_t)nlors * nbins * sizeof(float));
-      else
-        TRY(sproj_poisson(line, counts, (int64_t)nlors * nbins, o.seed, 0));
-    }
-    sproj_free_pinned(line, (size_t)nlors * nbins * sizeof(float));
-    sproj_free_pinned(mu, (size_t)nvox * sizeof(float));
-    SAY("simulated: %.4g expected trues, background %.3g per LOR%s, %s in %.2f s\n", o.counts, (double)bg,
-        o.tof ? " and TOF bin" : "", o.listmode ? "listmode" : (o.noise_free ? "no noise" : "Poisson noise"),
-        now() - t0);
-  } else {
-    /* read data: factors from files (checked against the sinogram's size), else 1 and 0 */
-    for (int64_t i = 0; i < nlors; i++)
-      mult[i] = 1.0f;
-    memset(add, 0, (size_t)nlors * nbins * sizeof(float));
-    if (o.input) {
-      if (values_of(&in_info) != nlors * nbins)
-        return fprintf(stderr, "starproj-recon: %s holds %lld values, the %s scanner's sinogram %lld\n", o.input,
-                       (long long)values_of(&in_info), o.scanner, (long long)(nlors * nbins)), 1;
-      counts = in_counts;
-    } else {
-      nevents = lm_info.num_events;
-      ev_lor = in_lor;
-      ev_bin = in_bins;
-    }
-  }
-  /* a factor file holds one value per LOR, a background file one per LOR (and TOF bin) */
-  if (in_mult) {
-    if (values_of(&mult_info) != nlors)
-      return fprintf(stderr, "starproj-recon: %s holds %lld values, one per LOR (%lld) needed\n", o.mult_file,
-                     (long long)values_of(&mult_info), (long long)nlors), 1;
-    memcpy(mult, in_mult, (size_t)nlors * sizeof(float));
-  }
-  if (in_add) {
-    if (values_of(&add_info) != nlors * nbins)
-      return fprintf(stderr, "starproj-recon: %s holds %lld values, %lld needed\n", o.add_file,
-                     (long long)values_of(&add_info), (long long)(nlors * nbins)), 1;
-    memcpy(add, in_add, (size_t)nlors * nbins * sizeof(float));
-  }
-  sproj_free(in_mult);
-  sproj_free(in_add);
-
-  /* what was simulated, kept when asked */
-  struct sproj_sino_info sino_info;
-  memset(&sino_info, 0, sizeof sino_info);
-  sino_info.num_dims = o.tof ? 4 : 3;
-  int64_t shape[4] = {si.num_views, si.num_planes, si.num_radial_bins, nbins};
-  const char *axes[4] = {"view", "plane", "radial", "tof_bin"};
-  for (int k = 0; k < sino_info.num_dims; k++) {
-    sino_info.shape[k] = shape[k];
-    snprintf(sino_info.axes[k], SPROJ_RAW_NAME_LEN, "%s", axes[k]);
-  }
-  snprintf(sino_info.scanner, sizeof sino_info.scanner, "%s", o.scanner);
-  sino_info.num_tof_bins = o.tof ? nbins : 0;
-  sino_info.tof_bin_width = o.tof ? tp.bin_width : 0.0f;
-  if (o.save_data && !o.input && !o.input_lm) {
-    char *p;
-    struct sproj_sino_info mi = sino_info;
-    mi.num_dims = 3;
-    mi.num_tof_bins = 0;
-    mi.tof_bin_width = 0;
-    TRY(sproj_raw_write_sino(p = path_in(o.output, "mult"), &mi, mult));
-    free(p);
-    TRY(sproj_raw_write_sino(p = path_in(o.output, "add"), &sino_info, add));
-    free(p);
-    if (o.listmode) {
-      struct sproj_lm_info li = {nevents, nlors, "", o.tof ? nbins : 0, o.tof ? tp.bin_width : 0.0f};
-      snprintf(li.scanner, sizeof li.scanner, "%s", o.scanner);
-      TRY(sproj_raw_write_listmode(p = path_in(o.output, "events"), &li, ev_lor, ev_bin));
-    } else {
-      TRY(sproj_raw_write_sino(p = path_in(o.output, "counts"), &sino_info, counts));
-    }
-    free(p);
-    SAY("data written: %s/%s.hdr/.raw, %s/mult and %s/add\n", o.output, o.listmode ? "events" : "counts", o.output,
-        o.output);
-  }
-
-  /* ---- reconstruction ---- */
-  float *x = alloc_or_die((size_t)nvox * sizeof(float));
-  for (int v = 0; v < nvox; v++)
-    x[v] = 1.0f;
-  sproj_image *ximg;
-  TRY(sproj_image_register(&ximg, x, o.dims, vs, origin));
-  const float *fwhm = o.use_fwhm ? o.fwhm : NULL;
-  sproj_model *model = NULL, *sens_model = NULL;
-  sproj_proj *data = NULL;
-  sproj_lors *events = NULL;
-  sproj_chunks *ev_chunks = NULL;
-  float *ev_xs = NULL, *ev_xe = NULL, *ev_mult = NULL, *ev_add = NULL;
-  struct sproj_recon_config rc_cfg;
-  sproj_recon_config_init(&rc_cfg);
-  rc_cfg.num_subsets = o.subsets;
-  rc_cfg.objective = o.objective;
-  if (!o.listmode) {
-    TRY(sproj_model_create(&model, lors, mult, add, tof, fwhm));
-    if (o.tof)
-      TRY(sproj_proj_register_tof(&data, counts, lors, nbins));
-    else
-      TRY(sproj_proj_register(&data, counts, lors));
-    rc_cfg.model = model;
-    rc_cfg.data = data;
-    rc_cfg.chunks = views;
-  } else {
-    if (nevents == 0) {
-      fprintf(stderr, "starproj-recon: no listmode events to reconstruct\n");
-      return 1;
-    }
-    int64_t *idx = malloc((size_t)nevents * sizeof *idx);
-    ev_xs = alloc_or_die((size_t)nevents * 3 * sizeof(float));
-    ev_xe = alloc_or_die((size_t)nevents * 3 * sizeof(float));
-    ev_mult = alloc_or_die((size_t)nevents * sizeof(float));
-    ev_add = alloc_or_die((size_t)nevents * sizeof(float));
-    if (!idx) {
-      fprintf(stderr, "starproj-recon: out of memory\n");
-      return 1;
-    }
-    for (int64_t e = 0; e < nevents; e++) {
-      if (ev_lor[e] < 0 || ev_lor[e] >= nlors || (o.tof && (ev_bin[e] < 0 || ev_bin[e] >= nbins))) {
-        fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)e,
-                ev_lor[e], ev_bin ? ev_bin[e] : 0);
-        return 1;
-      }
-      idx[e] = ev_lor[e];
-      ev_mult[e] = mult[ev_lor[e]];
-      ev_add[e] = add[(int64_t)ev_lor[e] * nbins + (o.tof ? ev_bin[e] : 0)];
-    }
-    TRY(sproj_scanner_lors_at(scanner, nevents, idx, ev_xs, ev_xe));
-    free(idx);
-    /* event chunks of about equal size, a few per subset, dealt out to the subsets in turn */
-    int nchunks = o.subsets * 4;
-    if (nchunks > nevents)
-      nchunks = (int)nevents;
-    if (o.subsets > nchunks) {
-      fprintf(stderr, "starproj-recon: %d subsets but only %lld events\n", o.subsets, (long long)nevents);
-      return 1;
-    }
-    /* with --order-events, each chunk's events in the order of sproj_lors_order (neighbours run through the same
-     * image columns: faster GPU projections); every chunk keeps its events, so the subsets stay what they were */
-    int64_t *first = malloc(nchunks * sizeof *first), *count = malloc(nchunks * sizeof *count);
-    int64_t *order = malloc(((size_t)nevents / nchunks + 1) * sizeof *order);
-    if (!first || !count || !order) {
-      fprintf(stderr, "starproj-recon: out of memory\n");
-      return 1;
-    }
-    double t_order = now();
-    const float vs3[3] = {o.voxel_size, o.voxel_size, o.voxel_size};
-    for (int c = 0; c < nchunks; c++) {
-      first[c] = c * (nevents / nchunks) + (c < nevents % nchunks ? c : nevents % nchunks);
-      count[c] = nevents / nchunks + (c < nevents % nchunks);
-      int64_t f = first[c], n = count[c];
-      if (!o.order_events)
-        continue;
-      TRY(sproj_lors_order(ev_xs + 3 * f, ev_xe + 3 * f, n, vs3, order));
-      TRY(sproj_reorder(ev_xs + 3 * f, 3 * sizeof(float), n, order));
-      TRY(sproj_reorder(ev_xe + 3 * f, 3 * sizeof(float), n, order));
-      TRY(sproj_reorder(ev_mult + f, sizeof(float), n, order));
-      TRY(sproj_reorder(ev_add + f, sizeof(float), n, order));
-      if (ev_bin)
-        TRY(sproj_reorder(ev_bin + f, sizeof(int16_t), n, order));
-    }
-    free(order);
-    t_order = now() - t_order;
-    if (o.tof)
-      TRY(sproj_lors_register_events(&events, ev_xs, ev_xe, ev_bin, nevents));
-    else
-      TRY(sproj_lors_register(&events, ev_xs, ev_xe, nevents));
-    TRY(sproj_chunks_create_ranges(&ev_chunks, events, nchunks, first, count));
-    free(first);
-    free(count);
-    TRY(sproj_model_create(&model, events, ev_mult, ev_add, tof, fwhm));
-    TRY(sproj_model_create(&sens_model, lors, mult, NULL, NULL, fwhm));
-    rc_cfg.model = model;
-    rc_cfg.chunks = ev_chunks;
-    rc_cfg.sens_model = sens_model;
-    if (o.order_events)
-      SAY("listmode: %lld events in %d chunks, each in the order of sproj_lors_order (%.2f s)\n", (long long)nevents,
-          nchunks, t_order);
-    else
-      SAY("listmode: %lld events in %d chunks\n", (long long)nevents, nchunks);
-  }
-  double t1 = now();
-  sproj_recon *recon;
-  TRY(sproj_stats_reset());
-  TRY(sproj_recon_create(&recon, ximg, &rc_cfg));
-  where_line(where, sizeof where);
-  SAY("sensitivities: %.2f s, %s\n", now() - t1, where);
-  struct progress_ctx ctx = {&o, ximg, x, o.dims, {vs[0], vs[1], vs[2]}, {origin[0], origin[1], origin[2]}, 0};
-  TRY(sproj_stats_reset());
-  t1 = now();
-  TRY(sproj_recon_iterate(recon, o.iterations, on_iteration, &ctx));
-  if (ctx.failed)
-    return 1;
-  TRY(sproj_image_sync(ximg, SPROJ_SYNC_READ));
-  SAY("reconstruction: %d iterations x %d subsets in %.2f s\n", o.iterations, o.subsets, now() - t1);
-
-  /* ---- outputs ---- */
-  char *p;
-  TRY(sproj_nifti_write(p = path_in(o.output, "recon.nii"), x, o.dims, vs, origin, "starproj-recon OSEM"));
-  SAY("wrote %s", p);
-  free(p);
-  TRY(sproj_png_write_image(p = path_in(o.output, "recon.png"), x, o.dims, vs, NULL));
-  SAY(", %s", p);
-  free(p);
-  if (phantom) {
-    TRY(sproj_nifti_write(p = path_in(o.output, "phantom.nii"), phantom, o.dims, vs, origin, "starproj-recon phantom"));
-    SAY(", %s", p);
-    free(p);
-    TRY(sproj_png_write_image(p = path_in(o.output, "phantom.png"), phantom, o.dims, vs, NULL));
-    SAY(", %s", p);
-    free(p);
-  }
-  if (counts) {
-    TRY(sproj_png_write_sino(p = path_in(o.output, "sinogram_view0.png"), counts, sino_info.num_dims,
-                             sino_info.shape, 0, 2, 1, 0, NULL));
-    SAY(", %s", p);
-    free(p);
-  }
-  SAY("\n");
-  if (phantom) {
-    /* how close: relative L2 error inside the phantom's cylinder (where it is non-zero), and the total activity */
-    double num = 0, den = 0, sx = 0, sp = 0;
-    for (int v = 0; v < nvox; v++) {
-      sx += x[v];
-      sp += phantom[v];
-      if (phantom[v] > 0) {
-        num += (x[v] - phantom[v]) * (double)(x[v] - phantom[v]);
-        den += (double)phantom[v] * phantom[v];
-      }
-    }
-    SAY("relative L2 error to the phantom (inside it): %.3f; total activity %.4g (phantom %.4g)\n", sqrt(num / den),
-        sx, sp);
-  }
-
-  /* ---- cleanup ---- */
-  TRY(sproj_recon_destroy(recon));
-  TRY(sproj_model_destroy(model));
-  TRY(sproj_model_destroy(sens_model));
-  if (data)
-    TRY(sproj_proj_unregister(data));
-  if (events) {
-    TRY(sproj_chunks_destroy(ev_chunks));
-    TRY(sproj_lors_unregister(events));
-  }
-  TRY(sproj_image_unregister(ximg));
-  TRY(sproj_tof_unregister(tof));
-  TRY(sproj_chunks_destroy(views));
-  TRY(sproj_lors_unregister(lors));
-  TRY(sproj_scanner_destroy(scanner));
-  TRY(sproj_shutdown());
-  /* what the file readers and the listmode sampler returned (the pinned buffers go with the process) */
-  sproj_free(in_counts);
-  sproj_free(ev_lor);
-  sproj_free(ev_bin);
+  setup_lors(&o, &r);
+  if (!o.input && !o.input_lm)
+    simulate(&o, &r, t0);
+  else
+    use_inputs(&in, &r);
+  if (o.save_data && !o.input && !o.input_lm)
+    save_data(&o, &r);
+  reconstruct(&o, &r);
+  write_outputs(&o, &r);
+  written.finished = 1; /* the results are complete and named: a failure from here on leaves them */
+  if (r.phantom)
+    report_error(&r);
+  finish(&r, &in);
   return 0;
 }

@@ -147,6 +147,10 @@ SPROJ_API int sproj_shutdown(void);
 /* 1 between a successful sproj_init and sproj_shutdown, else 0. */
 SPROJ_API int sproj_is_initialized(void);
 
+/* SPROJ_OK if StarPU has a scheduling policy of that name (what sproj_config.sched and STARPU_SCHED may name), else
+ * INVALID with a message listing the names it knows. Needs no sproj_init: programs check their options with it
+ * before starting anything. Errors: NULL, INVALID. Thread-safe. */
+SPROJ_API int sproj_scheduler_check(const char *name);
 /* Scheduler of the devices projections go to now (sproj_set_devices), e.g. "lws" (NULL before sproj_init). */
 SPROJ_API const char *sproj_scheduler_name(void);
 /* Number of CPU workers and of GPUs driven by StarPU (0 before sproj_init). */

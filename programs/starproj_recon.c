@@ -5,7 +5,6 @@
  * The order of a run: options, inputs read and checked against the scanner, sizes bounded by the memory they need,
  * and only then the output folder and StarPU, so that every refusal comes at once and leaves nothing behind. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
-#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -234,31 +233,13 @@ static int parse_triple(const char *s, double lo, double hi, double out[3])
   return 0;
 }
 
-/* StarPU's predefined scheduling policies: static data in libstarpu, readable before starpu_init (sproj_init checks
- * names against the same list). The program links libstarproj, which links libstarpu, but its own link line does
- * not name libstarpu, so the function is found among the libraries already loaded; NULL if it is not there. */
-static struct starpu_sched_policy **sched_policies(void)
-{
-  struct starpu_sched_policy **(*get)(void);
-  *(void **)&get = dlsym(RTLD_DEFAULT, "starpu_sched_get_predefined_policies");
-  return get ? get() : NULL;
-}
-
 /* A scheduler StarPU knows, checked here so that a typo is a usage error before StarPU starts instead of a failed
- * start. Without the list, sproj_init still refuses an unknown name. */
+ * start. */
 static int check_sched(const char *name)
 {
-  struct starpu_sched_policy **policies = sched_policies();
-  if (!policies && *name)
+  if (sproj_scheduler_check(name) == SPROJ_OK)
     return 0;
-  for (struct starpu_sched_policy **p = policies; p && *p; p++)
-    if ((*p)->policy_name && strcmp((*p)->policy_name, name) == 0)
-      return 0;
-  fprintf(stderr, "starproj-recon: --sched needs the name of a StarPU scheduler, not '%s'; StarPU knows:", name);
-  for (struct starpu_sched_policy **p = policies; p && *p; p++)
-    if ((*p)->policy_name)
-      fprintf(stderr, " %s", (*p)->policy_name);
-  fprintf(stderr, "\n(see starproj-recon --help)\n");
+  fprintf(stderr, "starproj-recon: --sched: %s\n(see starproj-recon --help)\n", sproj_last_error());
   return 2;
 }
 

@@ -53,8 +53,8 @@ expect_refusal 2 "fwhm needs MM" --fwhm 1xx2x3
 expect_refusal 2 "fwhm needs MM" --fwhm nan
 # schedulers StarPU does not know, more subsets than the sinogram has views, a blur wider than the resolution
 # model reaches: refused before StarPU starts
-expect_refusal 2 "needs the name of a StarPU scheduler, not 'nonexistent'; StarPU knows: .*lws" --sched nonexistent
-expect_refusal 2 "needs the name of a StarPU scheduler, not ''" --sched ''
+expect_refusal 2 "--sched: sproj_scheduler_check: unknown scheduler 'nonexistent'; StarPU knows: .*lws" --sched nonexistent
+expect_refusal 2 "--sched: sproj_scheduler_check: unknown scheduler ''" --sched ''
 expect_refusal 2 "subsets 65: the small scanner's sinogram has 64 views" --subsets 65
 expect_refusal 2 "the resolution model would reach 1274 voxels" --fwhm 10 --voxel-size 0.01
 # sizes: images of 2^32 voxels (an int product overflowed to 0 and a 1-byte buffer was filled) refused at once,

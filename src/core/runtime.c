@@ -109,8 +109,9 @@ static int physical_cores(void)
   return count_hw(HWLOC_OBJ_CORE);
 }
 
-/* SPROJ_OK if StarPU knows a scheduling policy of that name, else INVALID with the names it knows. */
-static int check_sched_name(const char *name, const char *where)
+/* SPROJ_OK if StarPU knows a scheduling policy of that name, else INVALID (recorded as func) with the names it
+ * knows. */
+static int check_sched_name(const char *func, const char *name, const char *where)
 {
   char known[512] = "";
   size_t len = 0;
@@ -120,8 +121,15 @@ static int check_sched_name(const char *name, const char *where)
     if ((*p)->policy_name && len + strlen((*p)->policy_name) + 2 < sizeof known)
       len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", len ? " " : "", (*p)->policy_name);
   }
-  return sproj_fail(SPROJ_ERR_INVALID, "sproj_init", "unknown scheduler '%s' (%s); StarPU knows: %s", name, where,
-                    known);
+  return sproj_fail(SPROJ_ERR_INVALID, func, "unknown scheduler '%s'%s%s%s; StarPU knows: %s", name,
+                    where ? " (" : "", where ? where : "", where ? ")" : "", known);
+}
+
+int sproj_scheduler_check(const char *name)
+{
+  if (!name)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "name must not be NULL");
+  return check_sched_name(__func__, name, NULL);
 }
 
 /* One scheduling context per kind of worker: a task restricted to one kind is then scheduled among those workers
@@ -333,9 +341,9 @@ int sproj_init(const struct sproj_config *cfg)
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "ncpu = %d exceeds the %d hardware threads of this machine", c.ncpu,
                       pus > 0 && pus < STARPU_MAXCPUS ? pus : STARPU_MAXCPUS);
   const char *env_sched = getenv("STARPU_SCHED");
-  if (c.sched && (ret = check_sched_name(c.sched, "config")))
+  if (c.sched && (ret = check_sched_name("sproj_init", c.sched, "config")))
     return ret;
-  if (env_sched && *env_sched && (ret = check_sched_name(env_sched, "STARPU_SCHED")))
+  if (env_sched && *env_sched && (ret = check_sched_name("sproj_init", env_sched, "STARPU_SCHED")))
     return ret;
 
   int owns = 0;

@@ -40,6 +40,15 @@ START_TEST(test_not_initialised)
   ck_assert_ptr_eq(lors, SENTINEL);
   ck_assert_ptr_eq(p, SENTINEL);
   ck_assert_ptr_null(sproj_scheduler_name());
+  ck_assert_int_eq(sproj_is_initialized(), 0);
+  /* scheduler names are checked without StarPU running */
+  ck_assert_int_eq(sproj_scheduler_check("lws"), SPROJ_OK);
+  ck_assert_int_eq(sproj_scheduler_check("dmda"), SPROJ_OK);
+  EXPECT(sproj_scheduler_check("no-such-policy"), SPROJ_ERR_INVALID, "sproj_scheduler_check");
+  ck_assert_msg(strstr(sproj_last_error(), "StarPU knows:") && strstr(sproj_last_error(), "lws"), "%s",
+                sproj_last_error());
+  EXPECT(sproj_scheduler_check(""), SPROJ_ERR_INVALID, "sproj_scheduler_check");
+  EXPECT(sproj_scheduler_check(NULL), SPROJ_ERR_NULL, "sproj_scheduler_check");
 
   struct sproj_config cfg;
   sproj_config_init(&cfg);

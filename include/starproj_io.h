@@ -15,7 +15,11 @@ extern "C" {
 
 /* Files are written atomically: the data goes to a temporary file in the target's folder (named
  * ".<name>.tmp-<pid>-<n>"), which is renamed to the target only once everything is written and flushed. On any
- * failure the temporary file is removed, and a file already at the target stays as it was. */
+ * failure the temporary file is removed, and a file already at the target stays as it was.
+ *
+ * Inputs are opened without blocking and read only if they are regular files: a FIFO, a device, a folder or a
+ * path that cannot be resolved (a symbolic link loop) is refused at once with SPROJ_ERR_IO, and sizes are compared
+ * with what the header describes before any memory is reserved for the data. */
 
 /* Writes an image as NIfTI-1 (a single .nii file, float32, native byte order). The path must end in ".nii".
  * The image is float data[n0][n1][n2] (axis 2 fastest), voxel_size[3] > 0 and origin[3] (centre of voxel (0,0,0))
@@ -47,7 +51,8 @@ SPROJ_API int sproj_nifti_read(const char *path, float **data, int dims[3], floa
  *   shape = <n1> <n2> ...                (slowest first)      axes = <name1> <name2> ...
  *   scanner = <text>                     num_tof_bins = <n>   tof_bin_width = <mm>
  * and, for listmode, fields = lor tof_bin, num_lors = <n>. Lines starting with '#' are comments; unknown keys are
- * ignored. base may be given with or without ".hdr". The data file is written first and the header last, after
+ * ignored. base may be given with or without ".hdr". Readers take the data from the file data_file names, in the
+ * header's folder: a plain name (no '/', not "." or ".."; else FORMAT). The data file is written first and the header last, after
  * removing any old header: a header is never next to data it does not describe. (So a rewrite that fails in its
  * last steps, the renames, may leave an old pair without its header.) */
 #define SPROJ_RAW_MAX_DIMS 8
@@ -69,8 +74,9 @@ struct sproj_sino_info {
  * DIMS, OVERFLOW (more than 2^62 bytes), TOF (num_tof_bins or tof_bin_width negative or not finite), NOMEM, IO. */
 SPROJ_API int sproj_raw_write_sino(const char *base, const struct sproj_sino_info *info, const float *data);
 /* Reads them back: *info and a new array *data (free with sproj_free). Errors: NULL, IO (a file cannot be opened
- * or read), FORMAT (missing or malformed key, content not "sinogram", data type not float32, data file of
- * another size than the shape says), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
+ * or read, or is no regular file: FIFO, device, folder), FORMAT (missing or malformed key, content not "sinogram",
+ * data type not float32, data file of another size than the shape says, header larger than 64 KiB or holding a
+ * NUL byte), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
 SPROJ_API int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data);
 
 /* Listmode: num_events events, each two int32 fields in the file (shape = num_events 2, axes = event field,

@@ -2,11 +2,16 @@
 /* check_io.c: NIfTI, raw sinogram and listmode files, PNG previews, phantom, Poisson noise and listmode sampling. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <check.h>
 #include <nifti1_io.h>
@@ -570,6 +575,101 @@ START_TEST(test_raw_listmode)
 }
 END_TEST
 
+/* ---- inputs that are not regular files, sizes ------------------------------------------------------------- */
+/* a call fails with status, and its message says words */
+#define EXPECT_ERROR(call, status, words)                                                                        \
+  do {                                                                                                           \
+    int rc_ = (call);                                                                                            \
+    ck_assert_msg(rc_ == (status), "%s returned %d (%s), expected %d", #call, rc_, sproj_last_error(), (status)); \
+    ck_assert_msg(strstr(sproj_last_error(), (words)) != NULL, "%s: '%s' does not say '%s'", #call,              \
+                  sproj_last_error(), (words));                                                                  \
+  } while (0)
+
+/* Every reader refuses at once what is not a regular file: the FIFO would block open() for ever, were it opened
+ * the usual way (this test would then run into its timeout). */
+START_TEST(test_inputs_not_files)
+{
+  new_dir();
+  struct sproj_sino_info info = sino_info(), out;
+  struct sproj_lm_info lm = {.num_events = 4, .num_lors = 10}, lm_out;
+  float data[360] = {0}, *read = (float *)0x1;
+  int32_t lor[4] = {1, 2, 3, 4}, *rl = (int32_t *)0x1;
+  int16_t *rb = NULL;
+  ck_assert_int_eq(mkfifo(in_dir("fifo.hdr"), 0600), 0);
+  ck_assert_int_eq(mkfifo(in_dir("fifo.raw"), 0600), 0);
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("fifo"), &out, &read), SPROJ_ERR_IO, "is a FIFO, not a regular file");
+  EXPECT_ERROR(sproj_raw_read_listmode(in_dir("fifo"), &lm_out, &rl, &rb), SPROJ_ERR_IO, "is a FIFO");
+  /* a good header whose data file is a FIFO */
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, data), SPROJ_OK);
+  edit_text(in_dir("s.hdr"), "data_file = s.raw", "data_file = fifo.raw");
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_IO, "fifo.raw' is a FIFO");
+  EXPECT(sproj_raw_write_listmode(in_dir("lm"), &lm, lor, NULL), SPROJ_OK);
+  edit_text(in_dir("lm.hdr"), "data_file = lm.raw", "data_file = fifo.raw");
+  EXPECT_ERROR(sproj_raw_read_listmode(in_dir("lm"), &lm_out, &rl, &rb), SPROJ_ERR_IO, "fifo.raw' is a FIFO");
+  /* folders */
+  ck_assert_int_eq(mkdir(in_dir("folder.hdr"), 0777), 0);
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("folder"), &out, &read), SPROJ_ERR_IO, "is a folder");
+  edit_text(in_dir("s.hdr"), "data_file = fifo.raw", "data_file = folder.hdr");
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_IO, "is a folder");
+  /* a device, through a link */
+  ck_assert_int_eq(symlink("/dev/null", in_dir("null.hdr")), 0);
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("null"), &out, &read), SPROJ_ERR_IO, "is a character device");
+  /* a symbolic link loop, as header and as data file */
+  ck_assert_int_eq(symlink("loop.hdr", in_dir("loop.hdr")), 0);
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("loop"), &out, &read), SPROJ_ERR_IO, strerror(ELOOP));
+  edit_text(in_dir("s.hdr"), "data_file = folder.hdr", "data_file = loop.hdr");
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_IO, strerror(ELOOP));
+  /* data_file may not leave the header's folder */
+  edit_text(in_dir("s.hdr"), "data_file = loop.hdr", "data_file = ..");
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_FORMAT, "not a file name in its folder");
+  ck_assert_ptr_eq(read, (float *)0x1);
+  ck_assert_ptr_eq(rl, (int32_t *)0x1);
+}
+END_TEST
+
+/* the peak resident memory of this process, in MiB */
+static long peak_mib(void)
+{
+  struct rusage ru;
+  ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+  return ru.ru_maxrss / 1024;
+}
+
+/* Sizes are compared before memory is reserved: a huge sparse file, a small file claiming a huge shape, a header
+ * too large to be one. */
+START_TEST(test_raw_sizes)
+{
+  new_dir();
+  long before = peak_mib();
+  struct sproj_sino_info info = {.num_dims = 1, .shape = {16}, .axes = {"bin"}}, out;
+  float data[16] = {0}, *read = (float *)0x1;
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, data), SPROJ_OK);
+  /* 2 GiB of sparse data behind a 64-byte shape */
+  ck_assert_int_eq(truncate(in_dir("s.raw"), (off_t)1 << 31), 0);
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_FORMAT, "has 2147483648 bytes");
+  /* 64 bytes behind a shape of 2^40 floats */
+  ck_assert_int_eq(truncate(in_dir("s.raw"), 64), 0);
+  edit_text(in_dir("s.hdr"), "shape = 16", "shape = 1099511627776");
+  EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_FORMAT, "has 64 bytes");
+  /* listmode: 2^40 events claimed, 8 bytes there */
+  struct sproj_lm_info lm = {.num_events = 1, .num_lors = 10}, lm_out;
+  int32_t lor[1] = {3}, *rl = (int32_t *)0x1;
+  EXPECT(sproj_raw_write_listmode(in_dir("lm"), &lm, lor, NULL), SPROJ_OK);
+  edit_text(in_dir("lm.hdr"), "shape = 1 2", "shape = 1099511627776 2");
+  EXPECT_ERROR(sproj_raw_read_listmode(in_dir("lm"), &lm_out, &rl, NULL), SPROJ_ERR_FORMAT, "has 8 bytes");
+  edit_text(in_dir("lm.hdr"), "shape = 1099511627776 2", "shape = 2 2"); /* and one event short */
+  EXPECT_ERROR(sproj_raw_read_listmode(in_dir("lm"), &lm_out, &rl, NULL), SPROJ_ERR_FORMAT, "has 8 bytes");
+  /* a header of 1 GiB (sparse) is refused by its size alone */
+  ck_assert_int_eq(truncate(in_dir("lm.hdr"), (off_t)1 << 30), 0);
+  EXPECT_ERROR(sproj_raw_read_listmode(in_dir("lm"), &lm_out, &rl, NULL), SPROJ_ERR_FORMAT,
+               "more than a header can have");
+  ck_assert_ptr_eq(read, (float *)0x1);
+  ck_assert_ptr_eq(rl, (int32_t *)0x1);
+  long grown = peak_mib() - before;
+  ck_assert_msg(grown < 64, "the peak resident memory grew by %ld MiB", grown);
+}
+END_TEST
+
 /* ---- PNG --------------------------------------------------------------------------------------------------- */
 static unsigned char *read_png(const char *path, uint32_t *width, uint32_t *height)
 {
@@ -1000,6 +1100,8 @@ int main(void)
   tcase_add_test(tc, test_raw_sino_roundtrip);
   tcase_add_test(tc, test_raw_corrupt);
   tcase_add_test(tc, test_raw_listmode);
+  tcase_add_test(tc, test_inputs_not_files);
+  tcase_add_test(tc, test_raw_sizes);
   tcase_add_test(tc, test_png);
   tcase_add_test(tc, test_status_texts);
   suite_add_tcase(s, tc);

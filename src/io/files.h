@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* files.h: what starproj's file writers and readers share: atomic output through temporary files (not installed). */
+/* files.h: what starproj's file writers and readers share: inputs opened without blocking, atomic output through
+ * temporary files (not installed). */
 #ifndef SPROJ_FILES_H
 #define SPROJ_FILES_H
 
 #include <stdint.h>
 #include <stdio.h>
 
+/* ---- input ---- */
+/* Opens path for reading without ever blocking and only if it is a regular file: a FIFO would block open() until
+ * some writer came, a device or a folder is no data. Refusals and failures are SPROJ_ERR_IO with the path and the
+ * reason. On success *fd (close it) and *size, the file's size when it was opened. */
+int sproj_in_open(const char *func, const char *path, int *fd, uint64_t *size);
+/* Reads exactly bytes bytes at offset; a file that ends first (it shrank since it was opened) is SPROJ_ERR_IO. */
+int sproj_in_read(const char *func, const char *path, int fd, uint64_t offset, void *buf, size_t bytes);
+
+/* ---- output ---- */
 /* An output file being written under a temporary name in its target's folder. */
 struct sproj_outfile {
   FILE *fp;

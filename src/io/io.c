@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* io.c: atomic output files, and sinograms and listmode as raw data with a "key = value" text header. */
+/* io.c: inputs opened without blocking, atomic output files, and sinograms and listmode as raw data with a
+ * "key = value" text header. */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,71 @@ int sproj_host_little_endian(void)
   unsigned char first;
   memcpy(&first, &one, 1);
   return first == 1;
+}
+
+/* ---- input ------------------------------------------------------------------------------------------------ */
+static const char *file_kind(mode_t mode)
+{
+  if (S_ISDIR(mode))
+    return "a folder";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a file";
+}
+
+int sproj_in_open(const char *func, const char *path, int *fd, uint64_t *size)
+{
+  /* stat first, so that a device is refused without being opened (opening some has effects); then open without
+   * blocking (a FIFO's open() would wait for a writer) and look again at what was opened, which is what counts */
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return sproj_fail(SPROJ_ERR_IO, func, "'%s' is %s, not a regular file", path, file_kind(st.st_mode));
+  int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (f < 0)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", path, strerror(errno));
+  if (fstat(f, &st) != 0) {
+    int err = errno;
+    close(f);
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': %s", path, strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(f);
+    return sproj_fail(SPROJ_ERR_IO, func, "'%s' is %s, not a regular file", path, file_kind(st.st_mode));
+  }
+  /* O_NONBLOCK was for open() only; reads of a regular file should wait for the disk as usual */
+  int flags = fcntl(f, F_GETFL);
+  if (flags >= 0)
+    fcntl(f, F_SETFL, flags & ~O_NONBLOCK);
+  *fd = f;
+  *size = (uint64_t)st.st_size;
+  return SPROJ_OK;
+}
+
+int sproj_in_read(const char *func, const char *path, int fd, uint64_t offset, void *buf, size_t bytes)
+{
+  char *p = buf;
+  size_t done = 0;
+  while (done < bytes) {
+    size_t piece = bytes - done < ((size_t)1 << 26) ? bytes - done : ((size_t)1 << 26);
+    ssize_t got = pread(fd, p + done, piece, (off_t)(offset + done));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': %s", path, strerror(errno));
+    if (got == 0)
+      return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': it ended after %" PRIu64 " bytes (shorter than it "
+                        "was when opened)", path, offset + done);
+    done += (size_t)got;
+  }
+  return SPROJ_OK;
 }
 
 /* ---- atomic output ------------------------------------------------------------------------------------- */
@@ -372,30 +438,29 @@ static int header_float(const char *func, const struct header *h, const char *ke
   return SPROJ_OK;
 }
 
-/* Reads and splits a header, and checks the keys both kinds need. */
-static int header_read(const char *func, const char *base, const char *content, const char *type,
-                       struct header *h, int *swap)
+/* Reads and splits the header h->hdr_path: its size is checked before anything is allocated for it. */
+static int header_load(const char *func, struct header *h)
 {
-  memset(h, 0, sizeof *h);
-  int ret = raw_paths(func, base, &h->hdr_path, &h->raw_path);
+  int fd;
+  uint64_t size;
+  int ret = sproj_in_open(func, h->hdr_path, &fd, &size);
   if (ret)
     return ret;
-  FILE *fp = fopen(h->hdr_path, "rb");
-  if (!fp)
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", h->hdr_path, strerror(errno));
-  h->text = malloc(MAX_HEADER_BYTES + 1);
+  if (size > MAX_HEADER_BYTES) {
+    close(fd);
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, more than a header can have (%d)",
+                      h->hdr_path, size, MAX_HEADER_BYTES);
+  }
+  size_t len = (size_t)size;
+  h->text = malloc(len + 1);
   if (!h->text) {
-    fclose(fp);
+    close(fd);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
-  size_t len = fread(h->text, 1, MAX_HEADER_BYTES + 1, fp);
-  int read_error = ferror(fp);
-  fclose(fp);
-  if (read_error)
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s'", h->hdr_path);
-  if (len > MAX_HEADER_BYTES)
-    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' is larger than a header can be (%d bytes)", h->hdr_path,
-                      MAX_HEADER_BYTES);
+  ret = sproj_in_read(func, h->hdr_path, fd, 0, h->text, len);
+  close(fd);
+  if (ret)
+    return ret;
   h->text[len] = '\0';
   if (strlen(h->text) != len)
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' is not text (it holds a NUL byte)", h->hdr_path);
@@ -425,6 +490,23 @@ static int header_read(const char *func, const char *base, const char *content, 
     h->key[h->nkeys] = key;
     h->value[h->nkeys++] = value;
   }
+  return SPROJ_OK;
+}
+
+/* data_file names a file in the header's folder: a plain name, neither "." nor ".." nor with a '/'. */
+static int valid_data_name(const char *v)
+{
+  return *v && !strchr(v, '/') && strcmp(v, ".") != 0 && strcmp(v, "..") != 0;
+}
+
+/* Reads and splits a header, and checks the keys both kinds need. */
+static int header_read(const char *func, const char *base, const char *content, const char *type,
+                       struct header *h, int *swap)
+{
+  memset(h, 0, sizeof *h);
+  int ret = raw_paths(func, base, &h->hdr_path, &h->raw_path);
+  if (ret || (ret = header_load(func, h)))
+    return ret;
 
   const char *v;
   if ((ret = header_need(func, h, "format", &v)))
@@ -451,7 +533,7 @@ static int header_read(const char *func, const char *base, const char *content, 
   /* the data file is named relative to the header's folder, and only within it */
   if ((ret = header_need(func, h, "data_file", &v)))
     return ret;
-  if (!*v || strchr(v, '/'))
+  if (!valid_data_name(v))
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': data_file '%s' is not a file name in its folder", h->hdr_path,
                       v);
   const char *slash = strrchr(h->hdr_path, '/');
@@ -529,35 +611,30 @@ static void swap4(void *data, int64_t n)
   }
 }
 
-/* Reads the data file of exactly bytes bytes into a new buffer. */
+/* Reads the data file of exactly bytes bytes into a new buffer: the size is compared before anything is
+ * allocated. */
 static int read_data(const char *func, const struct header *h, size_t bytes, void **out)
 {
-  FILE *fp = fopen(h->raw_path, "rb");
-  if (!fp)
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", h->raw_path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(fp), &st) != 0) {
-    int err = errno;
-    fclose(fp);
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': %s", h->raw_path, strerror(err));
-  }
-  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)bytes) {
-    fclose(fp);
-    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %jd bytes, its header '%s' describes %zu",
-                      h->raw_path, (intmax_t)st.st_size, h->hdr_path, bytes);
+  int fd;
+  uint64_t size;
+  int ret = sproj_in_open(func, h->raw_path, &fd, &size);
+  if (ret)
+    return ret;
+  if (size != (uint64_t)bytes) {
+    close(fd);
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, its header '%s' describes %zu",
+                      h->raw_path, size, h->hdr_path, bytes);
   }
   void *buf = malloc(bytes ? bytes : 1);
   if (!buf) {
-    fclose(fp);
+    close(fd);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for %zu bytes", bytes);
   }
-  size_t got = bytes ? fread(buf, 1, bytes, fp) : 0;
-  int err = ferror(fp) ? errno : 0;
-  fclose(fp);
-  if (got != bytes) {
+  ret = sproj_in_read(func, h->raw_path, fd, 0, buf, bytes);
+  close(fd);
+  if (ret) {
     free(buf);
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s'%s%s", h->raw_path, err ? ": " : "",
-                      err ? strerror(err) : " (shorter than it was a moment ago)");
+    return ret;
   }
   *out = buf;
   return SPROJ_OK;

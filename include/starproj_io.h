@@ -33,14 +33,25 @@ extern "C" {
 SPROJ_API int sproj_nifti_write(const char *path, const float *data, const int dims[3], const float voxel_size[3],
                                 const float origin[3], const char *description);
 
-/* Reads a NIfTI-1 image (.nii, .nii.gz, .hdr/.img; any of NIfTI's real data types, converted to float with the
- * file's scl_slope / scl_inter) into a new array *data (free with sproj_free) with dims (n0, n1, n2) =
- * (dim[3], dim[2], dim[1]), voxel_size = (pixdim[3], pixdim[2], pixdim[1]) and origin = world coordinates of the
- * centre of voxel (0,0,0) from the sform (else the qform, else 0). For files written by sproj_nifti_write this is
- * the exact inverse. Files with another orientation are read with the same index mapping; their origin is still
- * the world position of voxel (0,0,0), but the directions of the axes are not applied. origin may be NULL.
- * Errors: NULL, IO (cannot open or read, truncated data), FORMAT (not NIfTI, more than 3 dimensions with a size
- * > 1, complex or RGB data, pixdim not > 0), OVERFLOW, NOMEM. */
+/* Reads a NIfTI-1 image (.nii, .nii.gz, .hdr/.img with or without .gz; any of NIfTI's real data types,
+ * converted to float with the file's scl_slope / scl_inter when scl_slope != 0) into a new array *data (free with
+ * sproj_free) with dims (n0, n1, n2) = (dim[3], dim[2], dim[1]), voxel_size = (pixdim[3], pixdim[2], pixdim[1])
+ * and origin = world coordinates of the centre of voxel (0,0,0) from the sform (else the qform, else 0). For files
+ * written by sproj_nifti_write this is the exact inverse. Files with another orientation are read with the same
+ * index mapping; their origin is still the world position of voxel (0,0,0), but the directions of the axes are
+ * not applied. origin may be NULL. An axis beyond dim[0] has 1 voxel (of pixdim's size if that is > 0, else 1).
+ * starproj reads the header and the data itself from the file it opened and checked (nifticlib never opens it),
+ * validates every field it uses and repairs none; all sizes are compared with the file's before the array is
+ * reserved. A .nii.gz file's uncompressed size is not known before it is read: its header may claim at most 1032
+ * times the compressed size (deflate's largest ratio), the rest is found when the stream ends early.
+ * Errors: NULL; IO (cannot open or read, not a regular file, data cut short: the file, or for .gz 1032 times its
+ * size, is smaller than vox_offset + the data's size, or the stream ends early); FORMAT (not NIfTI-1: sizeof_hdr
+ * not 348, magic neither "n+1" nor "ni1" (ANALYZE 7.5 files are not read); dim[0] not 1 .. 7 or a size < 1; more
+ * than 3 dimensions with a size > 1; complex or RGB data; pixdim of an axis not finite and > 0; with qform_code
+ * > 0, a quaternion, offset or qfac not finite; with sform_code > 0, an srow number not finite; scl_slope != 0 with
+ * slope or intercept not finite; vox_offset not a whole number >= 352 (>= 0 in a .hdr/.img pair) or beyond the
+ * end of the file; extensions of sizes not multiples of 16 or running past vox_offset); OVERFLOW (the image's
+ * size), NOMEM. A failed read changes none of the outputs. */
 SPROJ_API int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_size[3], float origin[3]);
 
 /* Raw data with a text header: "<base>.hdr" holds "key = value" lines, "<base>.raw" the numbers, C order (the

@@ -592,13 +592,16 @@ START_TEST(test_inputs_not_files)
   new_dir();
   struct sproj_sino_info info = sino_info(), out;
   struct sproj_lm_info lm = {.num_events = 4, .num_lors = 10}, lm_out;
-  float data[360] = {0}, *read = (float *)0x1;
+  float data[360] = {0}, *read = (float *)0x1, vs[3];
   int32_t lor[4] = {1, 2, 3, 4}, *rl = (int32_t *)0x1;
   int16_t *rb = NULL;
+  int dims[3];
   ck_assert_int_eq(mkfifo(in_dir("fifo.hdr"), 0600), 0);
   ck_assert_int_eq(mkfifo(in_dir("fifo.raw"), 0600), 0);
+  ck_assert_int_eq(mkfifo(in_dir("fifo.nii"), 0600), 0);
   EXPECT_ERROR(sproj_raw_read_sino(in_dir("fifo"), &out, &read), SPROJ_ERR_IO, "is a FIFO, not a regular file");
   EXPECT_ERROR(sproj_raw_read_listmode(in_dir("fifo"), &lm_out, &rl, &rb), SPROJ_ERR_IO, "is a FIFO");
+  EXPECT_ERROR(sproj_nifti_read(in_dir("fifo.nii"), &read, dims, vs, NULL), SPROJ_ERR_IO, "is a FIFO");
   /* a good header whose data file is a FIFO */
   EXPECT(sproj_raw_write_sino(in_dir("s"), &info, data), SPROJ_OK);
   edit_text(in_dir("s.hdr"), "data_file = s.raw", "data_file = fifo.raw");
@@ -608,17 +611,22 @@ START_TEST(test_inputs_not_files)
   EXPECT_ERROR(sproj_raw_read_listmode(in_dir("lm"), &lm_out, &rl, &rb), SPROJ_ERR_IO, "fifo.raw' is a FIFO");
   /* folders */
   ck_assert_int_eq(mkdir(in_dir("folder.hdr"), 0777), 0);
+  ck_assert_int_eq(mkdir(in_dir("folder.nii"), 0777), 0);
   EXPECT_ERROR(sproj_raw_read_sino(in_dir("folder"), &out, &read), SPROJ_ERR_IO, "is a folder");
+  EXPECT_ERROR(sproj_nifti_read(in_dir("folder.nii"), &read, dims, vs, NULL), SPROJ_ERR_IO, "is a folder");
   edit_text(in_dir("s.hdr"), "data_file = fifo.raw", "data_file = folder.hdr");
   EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_IO, "is a folder");
-  /* a device, through a link */
+  /* a device, directly and through a link */
+  EXPECT_ERROR(sproj_nifti_read("/dev/null", &read, dims, vs, NULL), SPROJ_ERR_IO, "is a character device");
   ck_assert_int_eq(symlink("/dev/null", in_dir("null.hdr")), 0);
   EXPECT_ERROR(sproj_raw_read_sino(in_dir("null"), &out, &read), SPROJ_ERR_IO, "is a character device");
-  /* a symbolic link loop, as header and as data file */
+  /* a symbolic link loop, as header, as data file and as image */
   ck_assert_int_eq(symlink("loop.hdr", in_dir("loop.hdr")), 0);
+  ck_assert_int_eq(symlink("loop.nii", in_dir("loop.nii")), 0);
   EXPECT_ERROR(sproj_raw_read_sino(in_dir("loop"), &out, &read), SPROJ_ERR_IO, strerror(ELOOP));
   edit_text(in_dir("s.hdr"), "data_file = folder.hdr", "data_file = loop.hdr");
   EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_IO, strerror(ELOOP));
+  EXPECT_ERROR(sproj_nifti_read(in_dir("loop.nii"), &read, dims, vs, NULL), SPROJ_ERR_IO, strerror(ELOOP));
   /* data_file may not leave the header's folder */
   edit_text(in_dir("s.hdr"), "data_file = loop.hdr", "data_file = ..");
   EXPECT_ERROR(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_ERR_FORMAT, "not a file name in its folder");
@@ -667,6 +675,174 @@ START_TEST(test_raw_sizes)
   ck_assert_ptr_eq(rl, (int32_t *)0x1);
   long grown = peak_mib() - before;
   ck_assert_msg(grown < 64, "the peak resident memory grew by %ld MiB", grown);
+}
+END_TEST
+
+/* ---- NIfTI headers that say what cannot be ------------------------------------------------------------------ */
+/* writes a float at byte offset of a file */
+static void poke(const char *path, size_t offset, const void *value, size_t bytes)
+{
+  int fd = open(path, O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(pwrite(fd, value, bytes, (off_t)offset), (ssize_t)bytes);
+  close(fd);
+}
+
+static void poke_float(const char *path, size_t offset, float v)
+{
+  poke(path, offset, &v, sizeof v);
+}
+
+/* Each field a reader needs is checked, and a file that breaks one is FORMAT with the field named, never
+ * repaired (nifticlib would make a NaN or 0 voxel size 1 mm and a NaN offset 0). */
+START_TEST(test_nifti_bad_fields)
+{
+  new_dir();
+  float img[7 * 5 * 9] = {0};
+  EXPECT(sproj_nifti_write(in_dir("good.nii"), img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  const size_t pixdim = offsetof(struct nifti_1_header, pixdim), srow_y = offsetof(struct nifti_1_header, srow_y);
+  struct {
+    size_t offset;
+    float value;
+    const char *words;
+  } cases[] = {
+    {pixdim + 4, NAN, "pixdim[1] = nan"},
+    {pixdim + 8, 0.0f, "pixdim[2] = 0"},
+    {pixdim + 12, INFINITY, "pixdim[3] = inf"},
+    {pixdim + 4, -2.0f, "pixdim[1] = -2"},
+    {offsetof(struct nifti_1_header, qoffset_x), NAN, "qform"},
+    {offsetof(struct nifti_1_header, quatern_c), INFINITY, "qform"},
+    {srow_y + 12, NAN, "sform"},
+    {offsetof(struct nifti_1_header, vox_offset), 3.0e9f, "beyond the end"},
+    {offsetof(struct nifti_1_header, vox_offset), 1.0e30f, "vox_offset"},
+    {offsetof(struct nifti_1_header, vox_offset), 348.0f, "vox_offset = 348"},
+    {offsetof(struct nifti_1_header, vox_offset), 360.5f, "vox_offset = 360.5"},
+    {offsetof(struct nifti_1_header, vox_offset), NAN, "vox_offset = nan"},
+    {offsetof(struct nifti_1_header, scl_slope), NAN, "scl_slope"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    copy_file(in_dir("good.nii"), in_dir("bad.nii"));
+    poke_float(in_dir("bad.nii"), cases[c].offset, cases[c].value);
+    float *data = (float *)0x1, vs[3] = {-1, -1, -1}, origin[3];
+    int dims[3] = {-1, -1, -1};
+    int rc = sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin);
+    ck_assert_msg(rc == SPROJ_ERR_FORMAT && strstr(sproj_last_error(), cases[c].words), "case %zu: %d (%s)", c, rc,
+                  sproj_last_error());
+    ck_assert_ptr_eq(data, (float *)0x1);
+    ck_assert_int_eq(dims[0], -1);
+  }
+  /* with the sform off, the qform's offset counts: NaN there is FORMAT too; a qform off is not looked at */
+  copy_file(in_dir("good.nii"), in_dir("bad.nii"));
+  short code = 0;
+  poke(in_dir("bad.nii"), offsetof(struct nifti_1_header, sform_code), &code, sizeof code);
+  poke_float(in_dir("bad.nii"), offsetof(struct nifti_1_header, qoffset_y), NAN);
+  float *data = NULL, vs[3], origin[3];
+  int dims[3];
+  EXPECT_ERROR(sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin), SPROJ_ERR_FORMAT, "qform");
+  poke(in_dir("bad.nii"), offsetof(struct nifti_1_header, qform_code), &code, sizeof code);
+  EXPECT(sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin), SPROJ_OK);
+  ck_assert_float_eq(origin[0], 0.0f); /* no transform at all: the origin is 0 */
+  sproj_free(data);
+  /* an extension whose size is no multiple of 16, or runs into the data */
+  copy_file(in_dir("good.nii"), in_dir("bad.nii"));
+  unsigned char extender[4] = {1, 0, 0, 0};
+  poke(in_dir("bad.nii"), 348, extender, 4); /* no room for one (16 bytes) before the data: none, as nifticlib says */
+  EXPECT(sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin), SPROJ_OK);
+  sproj_free(data);
+  poke_float(in_dir("bad.nii"), offsetof(struct nifti_1_header, vox_offset), 400.0f);
+  int32_t ext[2] = {24, 0};
+  poke(in_dir("bad.nii"), 352, ext, sizeof ext);
+  EXPECT_ERROR(sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin), SPROJ_ERR_FORMAT, "has size 24");
+  ext[0] = 64;
+  poke(in_dir("bad.nii"), 352, ext, sizeof ext);
+  EXPECT_ERROR(sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin), SPROJ_ERR_FORMAT, "has size 64");
+  ext[0] = 48; /* 352 + 48 = 400: fits; the data is then 48 bytes short of the file's end */
+  poke(in_dir("bad.nii"), 352, ext, sizeof ext);
+  EXPECT_ERROR(sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin), SPROJ_ERR_IO, "truncated");
+  /* no NIfTI magic (ANALYZE 7.5) */
+  copy_file(in_dir("good.nii"), in_dir("bad.nii"));
+  poke(in_dir("bad.nii"), offsetof(struct nifti_1_header, magic), "\0\0\0\0", 4);
+  EXPECT_ERROR(sproj_nifti_read(in_dir("bad.nii"), &data, dims, vs, origin), SPROJ_ERR_FORMAT, "magic");
+}
+END_TEST
+
+/* A 6 KB file claiming an image of 32 GiB is refused by its size, before any of that is reserved; so is a .gz
+ * file, whose data cannot be more than 1032 times its size. */
+START_TEST(test_nifti_huge_claim)
+{
+  new_dir();
+  long before = peak_mib();
+  float img[7 * 5 * 9] = {0};
+  EXPECT(sproj_nifti_write(in_dir("good.nii"), img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  ck_assert_int_eq(truncate(in_dir("good.nii"), 6144), 0);
+  short dim[8] = {3, 32767, 32767, 8, 1, 1, 1, 1};
+  poke(in_dir("good.nii"), offsetof(struct nifti_1_header, dim), dim, sizeof dim);
+  float *data = (float *)0x1, vs[3], origin[3];
+  int dims[3];
+  EXPECT_ERROR(sproj_nifti_read(in_dir("good.nii"), &data, dims, vs, origin), SPROJ_ERR_IO, "is truncated");
+  /* the same bytes gzipped */
+  char *bytes = malloc(6144);
+  FILE *fp = fopen(in_dir("good.nii"), "rb");
+  ck_assert_int_eq(fread(bytes, 1, 6144, fp), 6144);
+  fclose(fp);
+  znzFile z = znzopen(in_dir("huge.nii.gz"), "wb", 1);
+  ck_assert(!znz_isnull(z));
+  ck_assert_int_eq(znzwrite(bytes, 1, 6144, z), 6144);
+  znzclose(z);
+  EXPECT_ERROR(sproj_nifti_read(in_dir("huge.nii.gz"), &data, dims, vs, origin), SPROJ_ERR_IO, "uncompressed");
+  free(bytes);
+  ck_assert_ptr_eq(data, (float *)0x1);
+  long grown = peak_mib() - before;
+  ck_assert_msg(grown < 64, "the peak resident memory grew by %ld MiB", grown);
+}
+END_TEST
+
+/* gzip and .hdr/.img pairs read back as the .nii they were made from */
+START_TEST(test_nifti_gz_and_pair)
+{
+  new_dir();
+  int n = ndims[0] * ndims[1] * ndims[2];
+  float *img = malloc(n * sizeof *img), *back = NULL, vs[3], origin[3];
+  for (int i = 0; i < n; i++)
+    img[i] = (float)(uniform() * 10.0);
+  EXPECT(sproj_nifti_write(in_dir("a.nii"), img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  long size = file_size(in_dir("a.nii"));
+  char *bytes = malloc((size_t)size);
+  FILE *fp = fopen(in_dir("a.nii"), "rb");
+  ck_assert_int_eq(fread(bytes, 1, (size_t)size, fp), (size_t)size);
+  fclose(fp);
+  znzFile z = znzopen(in_dir("a.nii.gz"), "wb", 1);
+  ck_assert_int_eq(znzwrite(bytes, 1, (size_t)size, z), (size_t)size);
+  znzclose(z);
+  int dims[3];
+  EXPECT(sproj_nifti_read(in_dir("a.nii.gz"), &back, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(memcmp(back, img, n * sizeof *img), 0);
+  ck_assert_float_eq(origin[2], norigin[2]);
+  sproj_free(back);
+  /* cut short: the stream ends in the data */
+  z = znzopen(in_dir("cut.nii.gz"), "wb", 1);
+  ck_assert_int_eq(znzwrite(bytes, 1, (size_t)size - 8, z), (size_t)size - 8);
+  znzclose(z);
+  EXPECT_ERROR(sproj_nifti_read(in_dir("cut.nii.gz"), &back, dims, vs, origin), SPROJ_ERR_IO, "truncated");
+  /* a pair: the 348-byte header with magic ni1 and vox_offset 0, the voxels in the .img */
+  struct nifti_1_header h;
+  memcpy(&h, bytes, sizeof h);
+  memcpy(h.magic, "ni1", 4);
+  h.vox_offset = 0.0f;
+  fp = fopen(in_dir("p.hdr"), "wb");
+  fwrite(&h, sizeof h, 1, fp);
+  fclose(fp);
+  fp = fopen(in_dir("p.img"), "wb");
+  fwrite(bytes + 352, 1, (size_t)size - 352, fp);
+  fclose(fp);
+  EXPECT(sproj_nifti_read(in_dir("p.hdr"), &back, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(memcmp(back, img, n * sizeof *img), 0);
+  sproj_free(back);
+  ck_assert_int_eq(unlink(in_dir("p.img")), 0);
+  ck_assert_int_eq(mkfifo(in_dir("p.img"), 0600), 0);
+  EXPECT_ERROR(sproj_nifti_read(in_dir("p.hdr"), &back, dims, vs, origin), SPROJ_ERR_IO, "is a FIFO");
+  free(bytes);
+  free(img);
 }
 END_TEST
 
@@ -1102,6 +1278,9 @@ int main(void)
   tcase_add_test(tc, test_raw_listmode);
   tcase_add_test(tc, test_inputs_not_files);
   tcase_add_test(tc, test_raw_sizes);
+  tcase_add_test(tc, test_nifti_bad_fields);
+  tcase_add_test(tc, test_nifti_huge_claim);
+  tcase_add_test(tc, test_nifti_gz_and_pair);
   tcase_add_test(tc, test_png);
   tcase_add_test(tc, test_status_texts);
   suite_add_tcase(s, tc);

@@ -87,6 +87,23 @@ static char *read_text(const char *path)
   return s;
 }
 
+/* the value of a key in a raw header ("" if none), in a static buffer */
+static const char *header_value(const char *hdr, const char *key)
+{
+  static char value[256];
+  char *text = read_text(hdr), want[64];
+  snprintf(want, sizeof want, "\n%s = ", key);
+  char *at = strstr(text, want);
+  value[0] = '\0';
+  if (at) {
+    at += strlen(want);
+    size_t n = strcspn(at, "\n");
+    snprintf(value, sizeof value, "%.*s", (int)n, at);
+  }
+  free(text);
+  return value;
+}
+
 /* replaces the first occurrence of old in a text file by new */
 static void edit_text(const char *path, const char *old, const char *new)
 {
@@ -329,12 +346,15 @@ START_TEST(test_failed_writes_leave_nothing)
   ck_assert_int_eq(count_entries(in_dir("taken.nii")), 0);
   EXPECT(sproj_png_write_image(in_dir("taken.nii"), img, ndims, nvs, NULL), SPROJ_ERR_IO);
   ck_assert_int_eq(count_entries(dir), 1);
-  /* raw: data file blocked by a folder; no header may appear, no temporary stays */
+  /* raw: "<base>.raw" taken by a folder does not block a write: its data goes to a new name, which the header
+   * names (a data file is never written in place) */
   ck_assert_int_eq(mkdir(in_dir("sino.raw"), 0777), 0);
   struct sproj_sino_info info = {.num_dims = 1, .shape = {315}, .axes = {"bin"}};
-  EXPECT(sproj_raw_write_sino(in_dir("sino"), &info, img), SPROJ_ERR_IO);
-  ck_assert_int_eq(count_entries(dir), 2);
-  ck_assert(!exists(in_dir("sino.hdr")));
+  EXPECT(sproj_raw_write_sino(in_dir("sino"), &info, img), SPROJ_OK);
+  ck_assert_int_eq(count_entries(dir), 4);
+  ck_assert_int_ne(strcmp(header_value(in_dir("sino.hdr"), "data_file"), "sino.raw"), 0);
+  ck_assert_int_eq(unlink(in_dir(header_value(in_dir("sino.hdr"), "data_file"))), 0);
+  ck_assert_int_eq(unlink(in_dir("sino.hdr")), 0);
   /* a good pair, then a rewrite that cannot replace its header (the header's name is a non-empty folder now):
    * both temporary files go, the old data stays */
   EXPECT(sproj_raw_write_sino(in_dir("pair"), &info, img), SPROJ_OK);
@@ -575,7 +595,31 @@ START_TEST(test_raw_listmode)
 }
 END_TEST
 
-/* ---- inputs that are not regular files, sizes ------------------------------------------------------------- */
+/* ---- inputs that are not regular files, sizes, atomic pairs, temporaries ------------------------------------ */
+/* entries of the test folder whose names start with prefix */
+static int count_prefixed(const char *prefix)
+{
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  closedir(d);
+  return n;
+}
+
+/* the id of a process that has just ended (a child, reaped) */
+static pid_t dead_pid(void)
+{
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0)
+    _exit(0);
+  ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+  return pid;
+}
+
 /* a call fails with status, and its message says words */
 #define EXPECT_ERROR(call, status, words)                                                                        \
   do {                                                                                                           \
@@ -675,6 +719,175 @@ START_TEST(test_raw_sizes)
   ck_assert_ptr_eq(rl, (int32_t *)0x1);
   long grown = peak_mib() - before;
   ck_assert_msg(grown < 64, "the peak resident memory grew by %ld MiB", grown);
+}
+END_TEST
+
+/* A rewrite replaces the pair in one rename: the header names a new data file, the old one is gone. */
+START_TEST(test_pair_atomic)
+{
+  new_dir();
+  struct sproj_sino_info info = {.num_dims = 1, .shape = {16}, .axes = {"bin"}}, out;
+  float a[16], b[16], *read = NULL;
+  for (int i = 0; i < 16; i++) {
+    a[i] = (float)i;
+    b[i] = (float)(100 - i);
+  }
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, a), SPROJ_OK);
+  ck_assert_str_eq(header_value(in_dir("s.hdr"), "data_file"), "s.raw");
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, b), SPROJ_OK);
+  char second[256], want[64];
+  snprintf(second, sizeof second, "%s", header_value(in_dir("s.hdr"), "data_file"));
+  snprintf(want, sizeof want, "s.raw.%ld-", (long)getpid());
+  ck_assert_msg(strncmp(second, want, strlen(want)) == 0, "data_file = %s", second);
+  ck_assert(!exists(in_dir("s.raw")));
+  ck_assert(exists(in_dir(second)));
+  ck_assert_int_eq(count_entries(dir), 2);
+  EXPECT(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_OK);
+  ck_assert_int_eq(memcmp(read, b, sizeof b), 0);
+  sproj_free(read);
+  /* the third write finds s.raw free again; the second's data goes */
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, a), SPROJ_OK);
+  ck_assert_str_eq(header_value(in_dir("s.hdr"), "data_file"), "s.raw");
+  ck_assert(!exists(in_dir(second)));
+  ck_assert_int_eq(count_entries(dir), 2);
+  EXPECT(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_OK);
+  ck_assert_int_eq(memcmp(read, a, sizeof a), 0);
+  sproj_free(read);
+  /* a failed rewrite (the header cannot be replaced: its name is a non-empty folder now) keeps what was there */
+  ck_assert_int_eq(unlink(in_dir("s.hdr")), 0);
+  ck_assert_int_eq(mkdir(in_dir("s.hdr"), 0777), 0);
+  ck_assert_int_eq(mkdir(in_dir("s.hdr/x"), 0777), 0);
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, b), SPROJ_ERR_IO);
+  ck_assert_int_eq(count_entries(dir), 2);
+  ck_assert(exists(in_dir("s.raw")));
+  /* a data file the old header names but this writer would not have named is not removed */
+  rmdir(in_dir("s.hdr/x"));
+  rmdir(in_dir("s.hdr"));
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, a), SPROJ_OK);
+  char third[256], line[300];
+  snprintf(third, sizeof third, "%s", header_value(in_dir("s.hdr"), "data_file"));
+  ck_assert_int_eq(rename(in_dir(third), in_dir("shared.dat")), 0);
+  snprintf(line, sizeof line, "data_file = %s", third);
+  edit_text(in_dir("s.hdr"), line, "data_file = shared.dat");
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, b), SPROJ_OK);
+  ck_assert(exists(in_dir("shared.dat")));
+  ck_assert_str_eq(header_value(in_dir("s.hdr"), "data_file"), "s.raw");
+}
+END_TEST
+
+/* What writes killed before they could clean up left is removed by the next write of the same target, if its
+ * process no longer exists; a live process's files stay. */
+START_TEST(test_stale_temporaries)
+{
+  new_dir();
+  long dead = (long)dead_pid(), alive = (long)getppid();
+  char name[128];
+  struct sproj_sino_info info = {.num_dims = 1, .shape = {16}, .axes = {"bin"}};
+  float a[16] = {0};
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, a), SPROJ_OK);
+  snprintf(name, sizeof name, ".s.hdr.tmp-%ld-3", dead);
+  write_text(in_dir(name), "half a header");
+  snprintf(name, sizeof name, "s.raw.%ld-4", dead); /* data of a write killed before its header's rename */
+  write_text(in_dir(name), "data nothing names");
+  snprintf(name, sizeof name, ".x.nii.tmp-%ld-0", dead);
+  write_text(in_dir(name), "half an image");
+  snprintf(name, sizeof name, ".x.nii.tmp-%ld-1", alive);
+  write_text(in_dir(name), "an image under way");
+  snprintf(name, sizeof name, ".other.nii.tmp-%ld-2", dead); /* another target's: not this write's business */
+  write_text(in_dir(name), "half another image");
+  ck_assert_int_eq(count_entries(dir), 7);
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, a), SPROJ_OK);
+  ck_assert_int_eq(count_prefixed(".s.hdr.tmp-"), 0);
+  ck_assert_int_eq(count_prefixed("s.raw"), 1);
+  ck_assert_int_eq(count_entries(dir), 5);
+  float img[7 * 5 * 9] = {0};
+  EXPECT(sproj_nifti_write(in_dir("x.nii"), img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  ck_assert_int_eq(count_prefixed(".x.nii.tmp-"), 1); /* the live process's */
+  ck_assert_int_eq(count_prefixed(".other.nii.tmp-"), 1);
+  ck_assert_int_eq(count_entries(dir), 5);
+}
+END_TEST
+
+/* A child writes a large sinogram again and again; it is stopped while a write is under way (its header's
+ * temporary exists), then interrupted: by SIGUSR1, whose handler calls sproj_io_remove_temporaries and exits, or
+ * by SIGKILL. Afterwards the folder holds a pair that reads back (or nothing, if the first write was cut), no
+ * temporary after SIGUSR1, and after SIGKILL at most one temporary and one data file nobody names, which the
+ * next write removes. (The handler can leave a data file too, if it comes in the instant between the data
+ * leaving the registry and the header's rename; the child is stopped at random, so that is not excluded here,
+ * only unlikely: the instant is some microseconds of a write that takes milliseconds.) */
+enum { BIG = 1 << 22 };
+static void on_usr1(int sig)
+{
+  (void)sig;
+  sproj_io_remove_temporaries();
+  _exit(0);
+}
+
+static void interrupted_writer(int sig)
+{
+  new_dir();
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    alarm(60); /* should this test fail before it ends the child, the child ends anyway */
+    signal(SIGUSR1, on_usr1);
+    struct sproj_sino_info info = {.num_dims = 2, .shape = {BIG / 1024, 1024}, .axes = {"view", "bin"}};
+    float *v = calloc(BIG, sizeof *v);
+    for (int round = 0;; round++) {
+      v[0] = (float)round;
+      if (sproj_raw_write_sino(in_dir("big"), &info, v) != SPROJ_OK)
+        _exit(3);
+    }
+  }
+  int caught = 0;
+  for (int tries = 0; !caught && tries < 20000; tries++) {
+    if (count_prefixed(".big.hdr.tmp-") == 0) {
+      usleep(500);
+      continue;
+    }
+    kill(child, SIGSTOP);
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, WUNTRACED), child);
+    caught = count_prefixed(".big.hdr.tmp-") == 1;
+    if (caught)
+      kill(child, sig);
+    kill(child, SIGCONT);
+  }
+  ck_assert_msg(caught, "the writer was never caught in a write");
+  int status;
+  ck_assert_int_eq(waitpid(child, &status, 0), child);
+  if (sig == SIGUSR1)
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer ended with status %#x", status);
+  else
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  int pairs = exists(in_dir("big.hdr"));
+  if (pairs) {
+    struct sproj_sino_info out;
+    float *read = NULL;
+    EXPECT(sproj_raw_read_sino(in_dir("big"), &out, &read), SPROJ_OK);
+    ck_assert_int_eq(out.shape[1], 1024);
+    sproj_free(read);
+  }
+  int temporaries = count_prefixed(".big."), others = count_entries(dir) - 2 * pairs - temporaries;
+  if (sig == SIGUSR1)
+    ck_assert_int_eq(temporaries, 0);
+  ck_assert_msg(temporaries <= 1 && others <= 1, "%d temporaries and %d other files left", temporaries, others);
+  /* the next write cleans up: the writer's pid is dead now */
+  struct sproj_sino_info small = {.num_dims = 1, .shape = {4}, .axes = {"bin"}};
+  float four[4] = {1, 2, 3, 4};
+  EXPECT(sproj_raw_write_sino(in_dir("big"), &small, four), SPROJ_OK);
+  ck_assert_int_eq(count_entries(dir), 2);
+}
+
+START_TEST(test_remove_temporaries_on_signal)
+{
+  interrupted_writer(SIGUSR1);
+}
+END_TEST
+
+START_TEST(test_killed_writer)
+{
+  interrupted_writer(SIGKILL);
 }
 END_TEST
 
@@ -1278,6 +1491,10 @@ int main(void)
   tcase_add_test(tc, test_raw_listmode);
   tcase_add_test(tc, test_inputs_not_files);
   tcase_add_test(tc, test_raw_sizes);
+  tcase_add_test(tc, test_pair_atomic);
+  tcase_add_test(tc, test_stale_temporaries);
+  tcase_add_test(tc, test_remove_temporaries_on_signal);
+  tcase_add_test(tc, test_killed_writer);
   tcase_add_test(tc, test_nifti_bad_fields);
   tcase_add_test(tc, test_nifti_huge_claim);
   tcase_add_test(tc, test_nifti_gz_and_pair);

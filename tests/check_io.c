@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <stddef.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -891,6 +893,72 @@ START_TEST(test_killed_writer)
 }
 END_TEST
 
+/* sproj_io_remove_temporaries called again and again from one thread while three others rewrite their pairs (a
+ * handler on another thread, without the exit): each write succeeds or fails with IO, and whatever happens, every
+ * header left names data that reads back, and no temporary or data file that no header names stays. */
+enum { WRITERS = 3, ROUNDS = 40 };
+static atomic_int writers_left;
+
+static void *rewrite_pair(void *arg)
+{
+  long id = (long)arg;
+  char base[300];
+  snprintf(base, sizeof base, "%s/w%ld", dir, id);
+  struct sproj_sino_info info = {.num_dims = 1, .shape = {1 << 14}, .axes = {"bin"}};
+  float *v = calloc(1 << 14, sizeof *v);
+  long failures = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    v[0] = (float)round;
+    int rc = sproj_raw_write_sino(base, &info, v);
+    if (rc != SPROJ_OK && rc != SPROJ_ERR_IO)
+      failures += 1000; /* another status would be a bug */
+    failures += rc == SPROJ_ERR_IO;
+  }
+  free(v);
+  atomic_fetch_sub(&writers_left, 1);
+  return (void *)failures;
+}
+
+START_TEST(test_remove_temporaries_concurrent)
+{
+  new_dir();
+  atomic_store(&writers_left, WRITERS);
+  pthread_t t[WRITERS];
+  for (long i = 0; i < WRITERS; i++)
+    ck_assert_int_eq(pthread_create(&t[i], NULL, rewrite_pair, (void *)i), 0);
+  long removals = 0;
+  while (atomic_load(&writers_left) > 0) {
+    sproj_io_remove_temporaries();
+    removals++;
+    usleep(3000); /* some writes complete between two calls, some do not */
+  }
+  long failed = 0;
+  for (int i = 0; i < WRITERS; i++) {
+    void *r;
+    ck_assert_int_eq(pthread_join(t[i], &r), 0);
+    ck_assert_msg((long)r < 1000, "a write failed with a status other than IO");
+    failed += (long)r;
+  }
+  int pairs = 0;
+  for (int i = 0; i < WRITERS; i++) {
+    char base[32], hdr[40];
+    snprintf(base, sizeof base, "w%d", i);
+    snprintf(hdr, sizeof hdr, "w%d.hdr", i);
+    if (!exists(in_dir(hdr)))
+      continue;
+    struct sproj_sino_info out;
+    float *read = NULL;
+    EXPECT(sproj_raw_read_sino(in_dir(base), &out, &read), SPROJ_OK);
+    sproj_free(read);
+    pairs++;
+  }
+  ck_assert_int_eq(count_entries(dir), 2 * pairs);
+  ck_assert_msg(pairs > 0 || failed == WRITERS * ROUNDS, "%d pairs", pairs);
+  printf("test_remove_temporaries_concurrent: %ld of %d writes failed (IO) over %ld removals\n", failed,
+         WRITERS * ROUNDS, removals);
+}
+END_TEST
+
 /* ---- NIfTI headers that say what cannot be ------------------------------------------------------------------ */
 /* writes a float at byte offset of a file */
 static void poke(const char *path, size_t offset, const void *value, size_t bytes)
@@ -1517,6 +1585,7 @@ int main(void)
   tcase_add_test(tc, test_stale_temporaries);
   tcase_add_test(tc, test_remove_temporaries_on_signal);
   tcase_add_test(tc, test_killed_writer);
+  tcase_add_test(tc, test_remove_temporaries_concurrent);
   tcase_add_test(tc, test_nifti_bad_fields);
   tcase_add_test(tc, test_nifti_huge_claim);
   tcase_add_test(tc, test_nifti_gz_and_pair);

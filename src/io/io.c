@@ -579,6 +579,10 @@ static int raw_write(const char *func, const char *hdr_path, const char *raw_pat
     free(old_data);
     return ret;
   }
+  /* which file is ours: sproj_io_remove_temporaries may remove it, and another could take its name */
+  struct stat created;
+  if (fstat(fileno(data.fp), &created) != 0)
+    ret = sproj_fail(SPROJ_ERR_IO, func, "cannot write '%s': %s", data.final_path, strerror(errno));
   const char *data_name = strrchr(data.final_path, '/') ? strrchr(data.final_path, '/') + 1 : data.final_path;
   text_add(header, "data_file = %s\n", data_name);
   if (header->failed)
@@ -604,9 +608,18 @@ static int raw_write(const char *func, const char *hdr_path, const char *raw_pat
   if (!ret)
     ret = sproj_out_close(func, &head);
   /* the data leaves the registry before the header names it: a handler must not remove the data of a pair in
-   * place (one running just between the two leaves a data file nothing names, which the next write removes) */
-  if (!ret)
+   * place (one running just between the two leaves a data file nothing names, which the next write removes).
+   * Once out, no handler removes it any more; one that did before (on another thread, the program going on)
+   * must fail this write, not let the header name a file that is gone */
+  if (!ret) {
     sproj_out_unregister(&data);
+    struct stat now;
+    if (stat(data.final_path, &now) != 0 || now.st_dev != created.st_dev || now.st_ino != created.st_ino) {
+      ret = sproj_fail(SPROJ_ERR_IO, func, "'%s' was removed while it was written (sproj_io_remove_temporaries?)",
+                       data.final_path);
+      sproj_out_keep(&data); /* gone: whatever has that name now is not ours to remove */
+    }
+  }
   if (!ret)
     ret = sproj_out_rename(func, &head); /* the one step that replaces the pair */
   if (!ret) {

@@ -1119,6 +1119,20 @@ START_TEST(test_nifti_gz_and_pair)
   EXPECT(sproj_nifti_read(in_dir("p.hdr"), &back, dims, vs, origin), SPROJ_OK);
   ck_assert_int_eq(memcmp(back, img, n * sizeof *img), 0);
   sproj_free(back);
+  /* the same pair gzipped: q.hdr.gz finds q.img.gz */
+  z = znzopen(in_dir("q.hdr.gz"), "wb", 1);
+  ck_assert_int_eq(znzwrite(&h, 1, sizeof h, z), sizeof h);
+  znzclose(z);
+  z = znzopen(in_dir("q.img.gz"), "wb", 1);
+  ck_assert_int_eq(znzwrite(bytes + 352, 1, (size_t)size - 352, z), (size_t)size - 352);
+  znzclose(z);
+  EXPECT(sproj_nifti_read(in_dir("q.hdr.gz"), &back, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(memcmp(back, img, n * sizeof *img), 0);
+  sproj_free(back);
+  /* a pair without its image file */
+  EXPECT_ERROR(sproj_nifti_read(in_dir("r.hdr"), &back, dims, vs, origin), SPROJ_ERR_IO, "r.hdr");
+  copy_file(in_dir("p.hdr"), in_dir("r.hdr"));
+  EXPECT_ERROR(sproj_nifti_read(in_dir("r.hdr"), &back, dims, vs, origin), SPROJ_ERR_IO, "r.img");
   ck_assert_int_eq(unlink(in_dir("p.img")), 0);
   ck_assert_int_eq(mkfifo(in_dir("p.img"), 0600), 0);
   EXPECT_ERROR(sproj_nifti_read(in_dir("p.hdr"), &back, dims, vs, origin), SPROJ_ERR_IO, "is a FIFO");

@@ -15,7 +15,26 @@ extern "C" {
 
 /* Files are written atomically: the data goes to a temporary file in the target's folder (named
  * ".<name>.tmp-<pid>-<n>"), which is renamed to the target only once everything is written and flushed. On any
- * failure the temporary file is removed, and a file already at the target stays as it was. */
+ * failure the temporary file is removed, and a file already at the target stays as it was. Each write first
+ * removes the temporaries of the same target that processes which no longer exist left in that folder (pid not
+ * alive: kill(pid, 0) fails with ESRCH; a process of another PID namespace sharing the folder would count as dead).
+ *
+ * Inputs are opened without blocking and read only if they are regular files: a FIFO, a device, a folder or a
+ * path that cannot be resolved (a symbolic link loop) is refused at once with SPROJ_ERR_IO, and sizes are compared
+ * with what the header describes before any memory is reserved for the data. */
+
+/* Removes the temporary files of the writes that this process has under way (at most 64 at a time are tracked;
+ * for raw data also the new data file, which no header names yet), for a program's SIGINT / SIGTERM handler to
+ * call before it exits: async-signal-safe (no allocation, no lock; errno is preserved), callable from any thread,
+ * also while a write is in progress on another thread or on the interrupted one. Paths are as the writes were
+ * given them: relative ones count from the working directory of the time. A write whose temporary or new data
+ * was removed fails (SPROJ_ERR_IO) if the program goes on, and the files in place stay as they were. A call in the
+ * instant between a raw write's data leaving the registry and its header's rename leaves that data file (no
+ * header names it; the next write of the base removes it).
+ * On SIGKILL (or a crash) nothing can run: the target stays as it was before the write or is the new file, and
+ * at most one ".<name>.tmp-<pid>-<n>" (and for raw data possibly a data file that no header names) is left; the
+ * next write of that target in that folder removes them, since that pid is then dead. */
+SPROJ_API void sproj_io_remove_temporaries(void);
 
 /* Writes an image as NIfTI-1 (a single .nii file, float32, native byte order). The path must end in ".nii".
  * The image is float data[n0][n1][n2] (axis 2 fastest), voxel_size[3] > 0 and origin[3] (centre of voxel (0,0,0))
@@ -29,27 +48,46 @@ extern "C" {
 SPROJ_API int sproj_nifti_write(const char *path, const float *data, const int dims[3], const float voxel_size[3],
                                 const float origin[3], const char *description);
 
-/* Reads a NIfTI-1 image (.nii, .nii.gz, .hdr/.img; any of NIfTI's real data types, converted to float with the
- * file's scl_slope / scl_inter) into a new array *data (free with sproj_free) with dims (n0, n1, n2) =
- * (dim[3], dim[2], dim[1]), voxel_size = (pixdim[3], pixdim[2], pixdim[1]) and origin = world coordinates of the
- * centre of voxel (0,0,0) from the sform (else the qform, else 0). For files written by sproj_nifti_write this is
- * the exact inverse. Files with another orientation are read with the same index mapping; their origin is still
- * the world position of voxel (0,0,0), but the directions of the axes are not applied. origin may be NULL.
- * Errors: NULL, IO (cannot open or read, truncated data), FORMAT (not NIfTI, more than 3 dimensions with a size
- * > 1, complex or RGB data, pixdim not > 0), OVERFLOW, NOMEM. */
+/* Reads a NIfTI-1 image (.nii, .nii.gz, .hdr/.img with or without .gz; any of NIfTI's real data types,
+ * converted to float with the file's scl_slope / scl_inter when scl_slope != 0) into a new array *data (free with
+ * sproj_free) with dims (n0, n1, n2) = (dim[3], dim[2], dim[1]), voxel_size = (pixdim[3], pixdim[2], pixdim[1])
+ * and origin = world coordinates of the centre of voxel (0,0,0) from the sform (else the qform, else 0). For files
+ * written by sproj_nifti_write this is the exact inverse. Files with another orientation are read with the same
+ * index mapping; their origin is still the world position of voxel (0,0,0), but the directions of the axes are
+ * not applied. origin may be NULL. An axis beyond dim[0] has 1 voxel (of pixdim's size if that is > 0, else 1).
+ * starproj reads the header and the data itself from the file it opened and checked (nifticlib never opens it),
+ * validates every field it uses and repairs none; all sizes are compared with the file's before the array is
+ * reserved. A .nii.gz file's uncompressed size is not known before it is read: its header may claim at most 1032
+ * times the compressed size (deflate's largest ratio), the rest is found when the stream ends early.
+ * Errors: NULL; IO (cannot open or read, not a regular file, data cut short: the file, or for .gz 1032 times its
+ * size, is smaller than vox_offset + the data's size, or the stream ends early); FORMAT (not NIfTI-1: sizeof_hdr
+ * not 348, magic neither "n+1" nor "ni1" (ANALYZE 7.5 files are not read); dim[0] not 1 .. 7 or a size < 1; more
+ * than 3 dimensions with a size > 1; complex or RGB data; pixdim of an axis not finite and > 0; with qform_code
+ * > 0, a quaternion, offset or qfac not finite; with sform_code > 0, an srow number not finite; scl_slope != 0 with
+ * slope or intercept not finite; vox_offset not a whole number >= 352 (>= 0 in a .hdr/.img pair) or beyond the
+ * end of the file; extensions of sizes not multiples of 16 or running past vox_offset); OVERFLOW (the image's
+ * size), NOMEM. A failed read changes none of the outputs. */
 SPROJ_API int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_size[3], float origin[3]);
 
-/* Raw data with a text header: "<base>.hdr" holds "key = value" lines, "<base>.raw" the numbers, C order (the
- * last axis fastest), native byte order (recorded in the header; the readers swap if needed). Keys:
+/* Raw data with a text header: "<base>.hdr" holds "key = value" lines, the data file it names the numbers, C
+ * order (the last axis fastest), native byte order (recorded in the header; the readers swap if needed). Keys:
  *   format = starproj-raw 1              content = sinogram | listmode
- *   data_file = <base name>.raw          data_type = float32 | int32
+ *   data_file = <name>                   data_type = float32 | int32
  *   byte_order = little-endian | big-endian
  *   shape = <n1> <n2> ...                (slowest first)      axes = <name1> <name2> ...
  *   scanner = <text>                     num_tof_bins = <n>   tof_bin_width = <mm>
  * and, for listmode, fields = lor tof_bin, num_lors = <n>. Lines starting with '#' are comments; unknown keys are
- * ignored. base may be given with or without ".hdr". The data file is written first and the header last, after
- * removing any old header: a header is never next to data it does not describe. (So a rewrite that fails in its
- * last steps, the renames, may leave an old pair without its header.) */
+ * ignored. base may be given with or without ".hdr". Readers take the data from the file data_file names, in the
+ * header's folder: a plain name (no '/', not "." or ".."; else FORMAT).
+ * A pair is replaced atomically: a write puts its data in a new file, "<base>.raw" if that name is free, else
+ * "<base>.raw.<pid>-<n>", writes the header naming it as ".<base>.hdr.tmp-<pid>-<n>", syncs both, and renames that
+ * over "<base>.hdr": at every instant the folder holds the old pair or the new one. Then it removes what no header
+ * names any more: the data file the old header named (if it is named as this writer names them: "<base>.raw" or
+ * "<base>.raw.<pid>-<n>"; a name of the user's own stays), the temporaries and "<base>.raw.<pid>-<n>" files of
+ * dead processes (left by a write killed before its rename), and a "<base>.raw" the new header does not name,
+ * unless another write of the base is under way (a live process's ".<base>.hdr.tmp-" file is there). A failed
+ * write removes its new files and leaves the old pair as it was. Writes of one base by several processes at once
+ * are not supported (the last rename wins; a cleanup may then remove the other's data). */
 #define SPROJ_RAW_MAX_DIMS 8
 #define SPROJ_RAW_NAME_LEN 32
 
@@ -65,12 +103,14 @@ struct sproj_sino_info {
   float tof_bin_width;                                  /* mm, 0 for non-TOF data */
 };
 
-/* Writes <base>.hdr and <base>.raw. Errors: NULL, INVALID (names with other characters, empty base),
- * DIMS, OVERFLOW (more than 2^62 bytes), TOF (num_tof_bins or tof_bin_width negative or not finite), NOMEM, IO. */
+/* Writes <base>.hdr and its data file (see above). Errors: NULL, INVALID (names with other characters, empty
+ * base), DIMS, OVERFLOW (more than 2^62 bytes), TOF (num_tof_bins or tof_bin_width negative or not finite), NOMEM,
+ * IO. */
 SPROJ_API int sproj_raw_write_sino(const char *base, const struct sproj_sino_info *info, const float *data);
 /* Reads them back: *info and a new array *data (free with sproj_free). Errors: NULL, IO (a file cannot be opened
- * or read), FORMAT (missing or malformed key, content not "sinogram", data type not float32, data file of
- * another size than the shape says), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
+ * or read, or is no regular file: FIFO, device, folder), FORMAT (missing or malformed key, content not "sinogram",
+ * data type not float32, data file of another size than the shape says, header larger than 64 KiB or holding a
+ * NUL byte), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
 SPROJ_API int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data);
 
 /* Listmode: num_events events, each two int32 fields in the file (shape = num_events 2, axes = event field,
@@ -83,7 +123,7 @@ struct sproj_lm_info {
   int num_tof_bins;     /* 0 for non-TOF data (every tof_bin then 0) */
   float tof_bin_width;  /* mm, 0 for non-TOF data */
 };
-/* Writes <base>.hdr and <base>.raw. tof_bin may be NULL (all 0). Errors: NULL, INVALID (names), DIMS (negative
+/* Writes <base>.hdr and its data file. tof_bin may be NULL (all 0). Errors: NULL, INVALID (names), DIMS (negative
  * count), RANGE (num_lors, an LOR outside 0 .. num_lors-1, a bin outside 0 .. max(num_tof_bins,1)-1), OVERFLOW
  * (more than 2^59 events), TOF, NOMEM, IO. */
 SPROJ_API int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info, const int32_t *lor,

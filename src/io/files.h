@@ -1,28 +1,58 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* files.h: what starproj's file writers and readers share: atomic output through temporary files (not installed). */
+/* files.h: what starproj's file writers and readers share: inputs opened without blocking, atomic output through
+ * temporary files, and the registry of temporaries that sproj_io_remove_temporaries empties (not installed). */
 #ifndef SPROJ_FILES_H
 #define SPROJ_FILES_H
 
 #include <stdint.h>
 #include <stdio.h>
 
+/* ---- input ---- */
+/* Opens path for reading without ever blocking and only if it is a regular file: a FIFO would block open() until
+ * some writer came, a device or a folder is no data. Refusals and failures are SPROJ_ERR_IO with the path and the
+ * reason. On success *fd (close it) and *size, the file's size when it was opened. */
+int sproj_in_open(const char *func, const char *path, int *fd, uint64_t *size);
+/* Reads exactly bytes bytes at offset; a file that ends first (it shrank since it was opened) is SPROJ_ERR_IO. */
+int sproj_in_read(const char *func, const char *path, int fd, uint64_t offset, void *buf, size_t bytes);
+
+/* ---- output ---- */
 /* An output file being written under a temporary name in its target's folder. */
 struct sproj_outfile {
   FILE *fp;
   char *tmp_path;    /* NULL once renamed or removed */
   char *final_path;
+  int slot;          /* its entry in the registry of temporaries, -1 if none */
 };
 
-/* Creates the temporary file for path (mode 0666 less the umask, like fopen). */
+/* Creates the temporary file ".<name>.tmp-<pid>-<n>" for path (mode 0666 less the umask, like fopen), registered
+ * for sproj_io_remove_temporaries, after removing the temporaries for the same target that dead processes left. */
 int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out);
+/* sproj_out_create's answer when path exists already (no error recorded; SPROJ_ERR_* are negative). */
+#define SPROJ_OUT_EXISTS 1
+/* Creates path itself (it must not exist yet), registered like a temporary until sproj_out_unregister: a new file that
+ * nothing refers to until the caller's last step. An existing path is SPROJ_OUT_EXISTS, so that the caller
+ * may try another name. */
+int sproj_out_create(const char *func, const char *path, struct sproj_outfile *out);
 /* Writes bytes, recording the failure with its errno text. */
 int sproj_out_write(const char *func, struct sproj_outfile *out, const void *buf, size_t bytes);
 /* Flushes, syncs and closes the temporary file; it stays under its temporary name. */
 int sproj_out_close(const char *func, struct sproj_outfile *out);
-/* Renames a closed temporary file to its target. */
+/* Renames a closed temporary file to its target (leaving the registry first). */
 int sproj_out_rename(const char *func, struct sproj_outfile *out);
+/* Takes the file out of the registry: what a signal handler removes no longer includes it. */
+void sproj_out_unregister(struct sproj_outfile *out);
+/* A closed file of sproj_out_create is kept from now on: sproj_out_discard spares it. */
+void sproj_out_keep(struct sproj_outfile *out);
 /* Closes (if open) and removes the temporary file, frees the names; safe to call after success too. */
 void sproj_out_discard(struct sproj_outfile *out);
+
+/* Removes, in the folder of path, what earlier writes of path by processes that no longer exist left behind:
+ * ".<name>.tmp-<pid>-<n>" for pid not alive (kill(pid, 0) fails with ESRCH). Best effort, errors ignored. */
+void sproj_remove_stale_temporaries(const char *path);
+/* 1 if name is prefix followed by "<pid>-<n>" (decimal numbers, nothing after), with *pid set. */
+int sproj_pid_suffix(const char *name, const char *prefix, long *pid);
+/* 1 if no process pid exists (kill(pid, 0) fails with ESRCH); a process of another user counts as alive. */
+int sproj_pid_dead(long pid);
 
 /* 1 on a little-endian host. */
 int sproj_host_little_endian(void);

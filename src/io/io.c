@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* io.c: atomic output files, and sinograms and listmode as raw data with a "key = value" text header. */
+/* io.c: inputs opened without blocking, atomic output files and the registry of their temporaries, and sinograms
+ * and listmode as raw data with a "key = value" text header. */
 #include "config.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -23,7 +28,7 @@ int sproj_host_little_endian(void)
   return first == 1;
 }
 
-/* ---- atomic output ------------------------------------------------------------------------------------- */
+/* ---- text ------------------------------------------------------------------------------------------------ */
 static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *str_printf(const char *fmt, ...)
 {
@@ -42,11 +47,237 @@ static char *str_printf(const char *fmt, ...)
   return s;
 }
 
+/* ---- input ------------------------------------------------------------------------------------------------ */
+static const char *file_kind(mode_t mode)
+{
+  if (S_ISDIR(mode))
+    return "a folder";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a file";
+}
+
+int sproj_in_open(const char *func, const char *path, int *fd, uint64_t *size)
+{
+  /* stat first, so that a device is refused without being opened (opening some has effects); then open without
+   * blocking (a FIFO's open() would wait for a writer) and look again at what was opened, which is what counts */
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return sproj_fail(SPROJ_ERR_IO, func, "'%s' is %s, not a regular file", path, file_kind(st.st_mode));
+  int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (f < 0)
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", path, strerror(errno));
+  if (fstat(f, &st) != 0) {
+    int err = errno;
+    close(f);
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': %s", path, strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(f);
+    return sproj_fail(SPROJ_ERR_IO, func, "'%s' is %s, not a regular file", path, file_kind(st.st_mode));
+  }
+  /* O_NONBLOCK was for open() only; reads of a regular file should wait for the disk as usual */
+  int flags = fcntl(f, F_GETFL);
+  if (flags >= 0)
+    fcntl(f, F_SETFL, flags & ~O_NONBLOCK);
+  *fd = f;
+  *size = (uint64_t)st.st_size;
+  return SPROJ_OK;
+}
+
+int sproj_in_read(const char *func, const char *path, int fd, uint64_t offset, void *buf, size_t bytes)
+{
+  char *p = buf;
+  size_t done = 0;
+  while (done < bytes) {
+    size_t piece = bytes - done < ((size_t)1 << 26) ? bytes - done : ((size_t)1 << 26);
+    ssize_t got = pread(fd, p + done, piece, (off_t)(offset + done));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': %s", path, strerror(errno));
+    if (got == 0)
+      return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': it ended after %" PRIu64 " bytes (shorter than it "
+                        "was when opened)", path, offset + done);
+    done += (size_t)got;
+  }
+  return SPROJ_OK;
+}
+
+/* ---- the registry of temporaries ------------------------------------------------------------------------- */
+/* Files being written, for sproj_io_remove_temporaries, which a signal handler may call at any moment, on any
+ * thread, also while this thread is in the middle of changing an entry. So: a fixed array (no allocation), and
+ * each entry owned through a lock-free atomic state. A writer claims a free entry (FREE -> FILLING), copies the
+ * path and publishes it (READY); the handler takes a READY entry (-> REMOVING), unlinks it and puts it back; a
+ * writer frees only a READY entry, waiting while a handler on another thread holds it. Neither side ever sees a
+ * path being copied. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the registry of temporaries needs lock-free atomic ints");
+#define MAX_TEMPORARIES 64
+#define TEMP_PATH_MAX 4096
+enum { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_REMOVING };
+static struct {
+  atomic_int state;
+  char path[TEMP_PATH_MAX];
+} temporaries[MAX_TEMPORARIES];
+
+/* The entry now holding path, or -1 when the path is too long or every entry is taken (that file is then not
+ * removed by a signal handler; the writes themselves go on). */
+static int registry_add(const char *path)
+{
+  size_t len = strlen(path);
+  if (len >= TEMP_PATH_MAX)
+    return -1;
+  for (int i = 0; i < MAX_TEMPORARIES; i++) {
+    int expected = SLOT_FREE;
+    if (atomic_compare_exchange_strong(&temporaries[i].state, &expected, SLOT_FILLING)) {
+      memcpy(temporaries[i].path, path, len + 1);
+      atomic_store(&temporaries[i].state, SLOT_READY);
+      return i;
+    }
+  }
+  return -1;
+}
+
+static void registry_drop(int slot)
+{
+  if (slot < 0)
+    return;
+  for (;;) {
+    int expected = SLOT_READY;
+    if (atomic_compare_exchange_weak(&temporaries[slot].state, &expected, SLOT_FREE))
+      return;
+    if (expected == SLOT_REMOVING)
+      sched_yield(); /* a handler on another thread is unlinking it: one system call */
+    else if (expected != SLOT_READY)
+      return; /* not ours (cannot happen) */
+  }
+}
+
+void sproj_io_remove_temporaries(void)
+{
+  int saved = errno; /* a handler must leave errno as it found it */
+  for (int i = 0; i < MAX_TEMPORARIES; i++) {
+    int expected = SLOT_READY;
+    if (atomic_compare_exchange_strong(&temporaries[i].state, &expected, SLOT_REMOVING)) {
+      unlink(temporaries[i].path);
+      atomic_store(&temporaries[i].state, SLOT_READY);
+    }
+  }
+  errno = saved;
+}
+
+/* ---- leftovers of dead processes ----------------------------------------------------------------------------- */
+int sproj_pid_suffix(const char *name, const char *prefix, long *pid)
+{
+  size_t len = strlen(prefix);
+  if (strncmp(name, prefix, len) != 0)
+    return 0;
+  const char *s = name + len;
+  long p = 0;
+  int digits = 0;
+  for (; *s >= '0' && *s <= '9'; s++, digits++) {
+    if (digits == 10)
+      return 0;
+    p = 10 * p + (*s - '0');
+  }
+  if (digits == 0 || *s++ != '-')
+    return 0;
+  for (digits = 0; *s >= '0' && *s <= '9'; s++)
+    if (++digits > 10)
+      return 0;
+  if (digits == 0 || *s)
+    return 0;
+  *pid = p;
+  return 1;
+}
+
+int sproj_pid_dead(long pid)
+{
+  if (pid <= 0) /* kill(0, ...) or kill(-1, ...) would ask about groups: never call a name like that dead */
+    return 0;
+  if (pid > INT_MAX)
+    return 1; /* no process can have it */
+  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* The folder of path ("." when it has none) and its last component. */
+static char *folder_of(const char *path, const char **name)
+{
+  const char *slash = strrchr(path, '/');
+  *name = slash ? slash + 1 : path;
+  if (!slash)
+    return strdup(".");
+  return slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+}
+
+/* Removes the regular file name in the folder d, if it still is one. */
+static void remove_entry(DIR *d, const char *name)
+{
+  struct stat st;
+  if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+    unlinkat(dirfd(d), name, 0);
+}
+
+void sproj_remove_stale_temporaries(const char *path)
+{
+  const char *name;
+  char *folder = folder_of(path, &name);
+  char *prefix = str_printf(".%s.tmp-", name);
+  DIR *d = folder && prefix ? opendir(folder) : NULL;
+  struct dirent *e;
+  long pid;
+  while (d && (e = readdir(d)))
+    if (sproj_pid_suffix(e->d_name, prefix, &pid) && pid != (long)getpid() && sproj_pid_dead(pid))
+      remove_entry(d, e->d_name);
+  if (d)
+    closedir(d);
+  free(prefix);
+  free(folder);
+}
+
+/* ---- atomic output ------------------------------------------------------------------------------------------- */
 static atomic_uint tmp_counter;
+
+/* Creates path exclusively. A name of this process's own (with its pid) is registered before it exists, so that
+ * no moment has the file without its entry; any other name only once the file is ours: a handler must never
+ * remove the file that was there when the creation failed. */
+static int out_create(const char *func, struct sproj_outfile *out, const char *path, int own_name)
+{
+  if (own_name)
+    out->slot = registry_add(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    int err = errno;
+    sproj_out_unregister(out);
+    if (err == EEXIST)
+      return SPROJ_OUT_EXISTS;
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot create a file next to '%s': %s", out->final_path, strerror(err));
+  }
+  if (!own_name)
+    out->slot = registry_add(path);
+  out->fp = fdopen(fd, "wb");
+  if (!out->fp) {
+    int err = errno;
+    close(fd);
+    sproj_out_unregister(out);
+    unlink(path);
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", path, strerror(err));
+  }
+  return SPROJ_OK;
+}
 
 int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out)
 {
   memset(out, 0, sizeof *out);
+  out->slot = -1;
   const char *slash = strrchr(path, '/');
   const char *name = slash ? slash + 1 : path;
   int dirlen = slash ? (int)(slash - path) + 1 : 0;
@@ -55,35 +286,48 @@ int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out
   out->final_path = strdup(path);
   if (!out->final_path)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  /* what writes of the same target killed before they could clean up left here */
+  sproj_remove_stale_temporaries(path);
   /* a hidden name in the same folder, so that the rename stays on one file system and is atomic */
   for (int attempt = 0; attempt < 100; attempt++) {
     unsigned n = atomic_fetch_add(&tmp_counter, 1u);
-    out->tmp_path = str_printf("%.*s.%s.tmp-%ld-%u", dirlen, path, name, (long)getpid(), n);
-    if (!out->tmp_path) {
+    char *tmp = str_printf("%.*s.%s.tmp-%ld-%u", dirlen, path, name, (long)getpid(), n);
+    if (!tmp) {
       sproj_out_discard(out);
       return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
     }
-    int fd = open(out->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      out->fp = fdopen(fd, "wb");
-      if (!out->fp) {
-        int err = errno;
-        close(fd);
-        sproj_out_discard(out);
-        return sproj_fail(SPROJ_ERR_IO, func, "cannot open a temporary file for '%s': %s", path, strerror(err));
-      }
+    int ret = out_create(func, out, tmp, 1);
+    if (ret == SPROJ_OK) {
+      out->tmp_path = tmp;
       return SPROJ_OK;
     }
-    int err = errno;
-    free(out->tmp_path);
-    out->tmp_path = NULL;
-    if (err != EEXIST) {
+    free(tmp);
+    if (ret != SPROJ_OUT_EXISTS) {
       sproj_out_discard(out);
-      return sproj_fail(SPROJ_ERR_IO, func, "cannot create a file next to '%s': %s", path, strerror(err));
+      return ret;
     }
   }
   sproj_out_discard(out);
   return sproj_fail(SPROJ_ERR_IO, func, "cannot find a free temporary name next to '%s'", path);
+}
+
+int sproj_out_create(const char *func, const char *path, struct sproj_outfile *out)
+{
+  memset(out, 0, sizeof *out);
+  out->slot = -1;
+  out->final_path = strdup(path);
+  out->tmp_path = strdup(path);
+  if (!out->final_path || !out->tmp_path) {
+    sproj_out_discard(out);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  int ret = out_create(func, out, path, 0);
+  if (ret != SPROJ_OK) {
+    free(out->tmp_path); /* not ours to remove */
+    out->tmp_path = NULL;
+    sproj_out_discard(out);
+  }
+  return ret;
 }
 
 int sproj_out_write(const char *func, struct sproj_outfile *out, const void *buf, size_t bytes)
@@ -119,8 +363,17 @@ int sproj_out_close(const char *func, struct sproj_outfile *out)
   return SPROJ_OK;
 }
 
+void sproj_out_unregister(struct sproj_outfile *out)
+{
+  registry_drop(out->slot);
+  out->slot = -1;
+}
+
 int sproj_out_rename(const char *func, struct sproj_outfile *out)
 {
+  /* out of the registry first: a handler running just after the rename must not find the name of a file that
+   * is no longer ours to remove (at worst, one running just before leaves the temporary behind) */
+  sproj_out_unregister(out);
   if (rename(out->tmp_path, out->final_path) != 0)
     return sproj_fail(SPROJ_ERR_IO, func, "cannot rename the written file to '%s': %s", out->final_path,
                       strerror(errno));
@@ -129,11 +382,21 @@ int sproj_out_rename(const char *func, struct sproj_outfile *out)
   return SPROJ_OK;
 }
 
+void sproj_out_keep(struct sproj_outfile *out)
+{
+  sproj_out_unregister(out);
+  free(out->tmp_path);
+  out->tmp_path = NULL;
+}
+
 void sproj_out_discard(struct sproj_outfile *out)
 {
   if (out->fp)
     fclose(out->fp);
   out->fp = NULL;
+  /* out of the registry before the unlink: once the name is free, a file another writer makes under it is not
+   * ours for a handler to remove (a handler in between leaves this one, which the next write removes) */
+  sproj_out_unregister(out);
   if (out->tmp_path) {
     unlink(out->tmp_path);
     free(out->tmp_path);
@@ -180,12 +443,6 @@ static int raw_paths(const char *func, const char *base, char **hdr, char **raw)
   return SPROJ_OK;
 }
 
-static const char *base_name(const char *path)
-{
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
-
 /* A growing text buffer for a header. */
 struct text {
   char *s;
@@ -222,14 +479,13 @@ static void text_add(struct text *t, const char *fmt, ...)
   t->len += (size_t)n;
 }
 
-/* Header lines common to both kinds. */
-static void header_start(struct text *t, const char *content, const char *raw_path, const char *type, int ndims,
-                         const int64_t *shape)
+/* Header lines common to both kinds; raw_write adds data_file once it has chosen the data file's name. */
+static void header_start(struct text *t, const char *content, const char *type, int ndims, const int64_t *shape)
 {
   text_add(t, "# starproj raw data header: key = value; the data file holds the numbers in C order (last axis\n"
               "# fastest), without padding, in the byte order given here\n");
-  text_add(t, "format = %s\ncontent = %s\ndata_file = %s\ndata_type = %s\nbyte_order = %s\nshape =", RAW_FORMAT,
-           content, base_name(raw_path), type, sproj_host_little_endian() ? "little-endian" : "big-endian");
+  text_add(t, "format = %s\ncontent = %s\ndata_type = %s\nbyte_order = %s\nshape =", RAW_FORMAT, content, type,
+           sproj_host_little_endian() ? "little-endian" : "big-endian");
   for (int k = 0; k < ndims; k++)
     text_add(t, " %" PRId64, shape[k]);
   text_add(t, "\n");
@@ -242,23 +498,98 @@ static void header_tof(struct text *t, const char *scanner, int num_tof_bins, fl
   text_add(t, "num_tof_bins = %d\ntof_bin_width = %.9g\n", num_tof_bins, (double)tof_bin_width);
 }
 
-/* Writes the data (through fill, piece by piece) and then the header, as the header comment in starproj.h says. */
+/* Writing a pair. The header names its data file (data_file), and a rewrite never touches the data of the pair it
+ * replaces: the data goes to a new file, <base>.raw when that name is free, else <base>.raw.<pid>-<n>; the header
+ * to ".<base>.hdr.tmp-<pid>-<n>"; both are synced; then one rename puts the new header in place of the old one.
+ * Before that rename the folder holds the old pair (plus a file nothing names), after it the new pair (plus the
+ * old data, which nothing names any more and which is removed then). */
 typedef int (*fill_fn)(const void *ctx, int64_t first, int64_t count, void *buf);
 
-static int raw_write(const char *func, const char *hdr_path, const char *raw_path, const struct text *header,
+static char *old_data_file(const char *hdr_path);
+
+/* After a write of base (hdr_name and raw_name: "<base>.hdr" and "<base>.raw" without their folder) whose data is
+ * new_data: removes what no header names any more: old_data (the replaced pair's), unless it is not a name this
+ * writer gives; the data and temporaries of writes killed before they could clean up, i.e. those with the pid of a
+ * process that no longer exists; and a <base>.raw the header does not name, once no other write of the base is
+ * under way (its header's temporary would be there: it is made before the data file). Best effort. */
+static void raw_cleanup(const char *hdr_path, const char *new_data, const char *old_data)
+{
+  const char *hdr_name, *new_name = strrchr(new_data, '/') ? strrchr(new_data, '/') + 1 : new_data;
+  char *folder = folder_of(hdr_path, &hdr_name);
+  size_t base_len = strlen(hdr_name) - 4;
+  char *raw_name = str_printf("%.*s.raw", (int)base_len, hdr_name);
+  char *raw_numbered = str_printf("%.*s.raw.", (int)base_len, hdr_name);
+  char *hdr_tmp = str_printf(".%s.tmp-", hdr_name);
+  char *raw_tmp = str_printf(".%.*s.raw.tmp-", (int)base_len, hdr_name); /* earlier versions wrote data so */
+  DIR *d = folder && raw_name && raw_numbered && hdr_tmp && raw_tmp ? opendir(folder) : NULL;
+  if (d) {
+    int busy = 0;
+    long pid;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (sproj_pid_suffix(e->d_name, hdr_tmp, &pid) || sproj_pid_suffix(e->d_name, raw_tmp, &pid)) {
+        if (sproj_pid_dead(pid))
+          remove_entry(d, e->d_name);
+        else
+          busy = 1;
+      } else if (sproj_pid_suffix(e->d_name, raw_numbered, &pid) && strcmp(e->d_name, new_name) != 0 &&
+                 sproj_pid_dead(pid)) {
+        remove_entry(d, e->d_name);
+      }
+    }
+    const char *old_name = old_data ? old_data : "";
+    long ignored;
+    if (strcmp(old_name, new_name) != 0 &&
+        (strcmp(old_name, raw_name) == 0 || sproj_pid_suffix(old_name, raw_numbered, &ignored)))
+      remove_entry(d, old_name);
+    if (!busy && strcmp(raw_name, new_name) != 0)
+      remove_entry(d, raw_name);
+    closedir(d);
+  }
+  free(raw_name);
+  free(raw_numbered);
+  free(hdr_tmp);
+  free(raw_tmp);
+  free(folder);
+}
+
+/* Writes num_items items of item_bytes (from ctx, or through fill piece by piece) and header (to which the line
+ * data_file is added) as the pair hdr_path / raw_path, as described above. */
+static int raw_write(const char *func, const char *hdr_path, const char *raw_path, struct text *header,
                      fill_fn fill, const void *ctx, int64_t num_items, size_t item_bytes)
 {
+  char *old_data = old_data_file(hdr_path);
   struct sproj_outfile data, head;
-  int ret = sproj_out_open(func, raw_path, &data);
-  if (ret)
-    return ret;
-  if ((ret = sproj_out_open(func, hdr_path, &head))) {
-    sproj_out_discard(&data);
+  /* the header's temporary first: while it exists, other writes of the base know that this one is under way */
+  int ret = sproj_out_open(func, hdr_path, &head);
+  if (ret) {
+    free(old_data);
     return ret;
   }
+  ret = sproj_out_create(func, raw_path, &data);
+  for (int attempt = 0; ret == SPROJ_OUT_EXISTS && attempt < 100; attempt++) {
+    char *name = str_printf("%s.%ld-%u", raw_path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1u));
+    ret = name ? sproj_out_create(func, name, &data) : sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    free(name);
+  }
+  if (ret == SPROJ_OUT_EXISTS)
+    ret = sproj_fail(SPROJ_ERR_IO, func, "cannot find a free name for the data next to '%s'", raw_path);
+  if (ret) {
+    sproj_out_discard(&head);
+    free(old_data);
+    return ret;
+  }
+  /* which file is ours: sproj_io_remove_temporaries may remove it, and another could take its name */
+  struct stat created;
+  if (fstat(fileno(data.fp), &created) != 0)
+    ret = sproj_fail(SPROJ_ERR_IO, func, "cannot write '%s': %s", data.final_path, strerror(errno));
+  const char *data_name = strrchr(data.final_path, '/') ? strrchr(data.final_path, '/') + 1 : data.final_path;
+  text_add(header, "data_file = %s\n", data_name);
+  if (header->failed)
+    ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   const int64_t per_piece = 1 << 16;
-  void *buf = malloc((size_t)per_piece * item_bytes);
-  if (!buf)
+  void *buf = ret ? NULL : malloc((size_t)per_piece * item_bytes);
+  if (!ret && !buf)
     ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   for (int64_t first = 0; !ret && first < num_items; first += per_piece) {
     int64_t count = num_items - first < per_piece ? num_items - first : per_piece;
@@ -276,15 +607,28 @@ static int raw_write(const char *func, const char *hdr_path, const char *raw_pat
     ret = sproj_out_close(func, &data);
   if (!ret)
     ret = sproj_out_close(func, &head);
-  /* no moment where an old header sits next to new data */
-  if (!ret && unlink(hdr_path) != 0 && errno != ENOENT)
-    ret = sproj_fail(SPROJ_ERR_IO, func, "cannot replace '%s': %s", hdr_path, strerror(errno));
+  /* the data leaves the registry before the header names it: a handler must not remove the data of a pair in
+   * place (one running just between the two leaves a data file nothing names, which the next write removes).
+   * Once out, no handler removes it any more; one that did before (on another thread, the program going on)
+   * must fail this write, not let the header name a file that is gone */
+  if (!ret) {
+    sproj_out_unregister(&data);
+    struct stat now;
+    if (stat(data.final_path, &now) != 0 || now.st_dev != created.st_dev || now.st_ino != created.st_ino) {
+      ret = sproj_fail(SPROJ_ERR_IO, func, "'%s' was removed while it was written (sproj_io_remove_temporaries?)",
+                       data.final_path);
+      sproj_out_keep(&data); /* gone: whatever has that name now is not ours to remove */
+    }
+  }
   if (!ret)
-    ret = sproj_out_rename(func, &data);
-  if (!ret && (ret = sproj_out_rename(func, &head)))
-    unlink(raw_path); /* data without its header would look like a loose file of another writer */
-  sproj_out_discard(&data);
+    ret = sproj_out_rename(func, &head); /* the one step that replaces the pair */
+  if (!ret) {
+    sproj_out_keep(&data);
+    raw_cleanup(hdr_path, data.final_path, old_data);
+  }
+  sproj_out_discard(&data); /* on failure: removes the new data, the old pair stays as it was */
   sproj_out_discard(&head);
+  free(old_data);
   return ret;
 }
 
@@ -372,30 +716,29 @@ static int header_float(const char *func, const struct header *h, const char *ke
   return SPROJ_OK;
 }
 
-/* Reads and splits a header, and checks the keys both kinds need. */
-static int header_read(const char *func, const char *base, const char *content, const char *type,
-                       struct header *h, int *swap)
+/* Reads and splits the header h->hdr_path: its size is checked before anything is allocated for it. */
+static int header_load(const char *func, struct header *h)
 {
-  memset(h, 0, sizeof *h);
-  int ret = raw_paths(func, base, &h->hdr_path, &h->raw_path);
+  int fd;
+  uint64_t size;
+  int ret = sproj_in_open(func, h->hdr_path, &fd, &size);
   if (ret)
     return ret;
-  FILE *fp = fopen(h->hdr_path, "rb");
-  if (!fp)
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", h->hdr_path, strerror(errno));
-  h->text = malloc(MAX_HEADER_BYTES + 1);
+  if (size > MAX_HEADER_BYTES) {
+    close(fd);
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, more than a header can have (%d)",
+                      h->hdr_path, size, MAX_HEADER_BYTES);
+  }
+  size_t len = (size_t)size;
+  h->text = malloc(len + 1);
   if (!h->text) {
-    fclose(fp);
+    close(fd);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
-  size_t len = fread(h->text, 1, MAX_HEADER_BYTES + 1, fp);
-  int read_error = ferror(fp);
-  fclose(fp);
-  if (read_error)
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s'", h->hdr_path);
-  if (len > MAX_HEADER_BYTES)
-    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' is larger than a header can be (%d bytes)", h->hdr_path,
-                      MAX_HEADER_BYTES);
+  ret = sproj_in_read(func, h->hdr_path, fd, 0, h->text, len);
+  close(fd);
+  if (ret)
+    return ret;
   h->text[len] = '\0';
   if (strlen(h->text) != len)
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' is not text (it holds a NUL byte)", h->hdr_path);
@@ -425,6 +768,39 @@ static int header_read(const char *func, const char *base, const char *content, 
     h->key[h->nkeys] = key;
     h->value[h->nkeys++] = value;
   }
+  return SPROJ_OK;
+}
+
+/* data_file names a file in the header's folder: a plain name, neither "." nor ".." nor with a '/'. */
+static int valid_data_name(const char *v)
+{
+  return *v && !strchr(v, '/') && strcmp(v, ".") != 0 && strcmp(v, "..") != 0;
+}
+
+/* The data file the header at hdr_path names (a new string), or NULL if there is no such header or it names
+ * none: what a rewrite removes once its own header has replaced that one. */
+static char *old_data_file(const char *hdr_path)
+{
+  struct header h;
+  memset(&h, 0, sizeof h);
+  h.hdr_path = strdup(hdr_path);
+  char *name = NULL;
+  const char *v;
+  if (h.hdr_path && access(hdr_path, F_OK) == 0 && header_load(__func__, &h) == SPROJ_OK &&
+      (v = header_get(&h, "data_file")) && valid_data_name(v))
+    name = strdup(v);
+  header_free(&h);
+  return name;
+}
+
+/* Reads and splits a header, and checks the keys both kinds need. */
+static int header_read(const char *func, const char *base, const char *content, const char *type,
+                       struct header *h, int *swap)
+{
+  memset(h, 0, sizeof *h);
+  int ret = raw_paths(func, base, &h->hdr_path, &h->raw_path);
+  if (ret || (ret = header_load(func, h)))
+    return ret;
 
   const char *v;
   if ((ret = header_need(func, h, "format", &v)))
@@ -451,7 +827,7 @@ static int header_read(const char *func, const char *base, const char *content, 
   /* the data file is named relative to the header's folder, and only within it */
   if ((ret = header_need(func, h, "data_file", &v)))
     return ret;
-  if (!*v || strchr(v, '/'))
+  if (!valid_data_name(v))
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': data_file '%s' is not a file name in its folder", h->hdr_path,
                       v);
   const char *slash = strrchr(h->hdr_path, '/');
@@ -529,35 +905,30 @@ static void swap4(void *data, int64_t n)
   }
 }
 
-/* Reads the data file of exactly bytes bytes into a new buffer. */
+/* Reads the data file of exactly bytes bytes into a new buffer: the size is compared before anything is
+ * allocated. */
 static int read_data(const char *func, const struct header *h, size_t bytes, void **out)
 {
-  FILE *fp = fopen(h->raw_path, "rb");
-  if (!fp)
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot open '%s': %s", h->raw_path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(fp), &st) != 0) {
-    int err = errno;
-    fclose(fp);
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s': %s", h->raw_path, strerror(err));
-  }
-  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)bytes) {
-    fclose(fp);
-    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %jd bytes, its header '%s' describes %zu",
-                      h->raw_path, (intmax_t)st.st_size, h->hdr_path, bytes);
+  int fd;
+  uint64_t size;
+  int ret = sproj_in_open(func, h->raw_path, &fd, &size);
+  if (ret)
+    return ret;
+  if (size != (uint64_t)bytes) {
+    close(fd);
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, its header '%s' describes %zu",
+                      h->raw_path, size, h->hdr_path, bytes);
   }
   void *buf = malloc(bytes ? bytes : 1);
   if (!buf) {
-    fclose(fp);
+    close(fd);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for %zu bytes", bytes);
   }
-  size_t got = bytes ? fread(buf, 1, bytes, fp) : 0;
-  int err = ferror(fp) ? errno : 0;
-  fclose(fp);
-  if (got != bytes) {
+  ret = sproj_in_read(func, h->raw_path, fd, 0, buf, bytes);
+  close(fd);
+  if (ret) {
     free(buf);
-    return sproj_fail(SPROJ_ERR_IO, func, "cannot read '%s'%s%s", h->raw_path, err ? ": " : "",
-                      err ? strerror(err) : " (shorter than it was a moment ago)");
+    return ret;
   }
   *out = buf;
   return SPROJ_OK;
@@ -601,7 +972,7 @@ int sproj_raw_write_sino(const char *base, const struct sproj_sino_info *info, c
   if ((ret = raw_paths(__func__, base, &hdr, &raw)))
     return ret;
   struct text t = {0};
-  header_start(&t, "sinogram", raw, "float32", info->num_dims, info->shape);
+  header_start(&t, "sinogram", "float32", info->num_dims, info->shape);
   text_add(&t, "axes =");
   for (int k = 0; k < info->num_dims; k++)
     text_add(&t, " %s", info->axes[k]);
@@ -743,7 +1114,7 @@ int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info,
     return ret;
   int64_t shape[2] = {info->num_events, 2};
   struct text t = {0};
-  header_start(&t, "listmode", raw, "int32", 2, shape);
+  header_start(&t, "listmode", "int32", 2, shape);
   text_add(&t, "axes = event field\nfields = lor tof_bin\nnum_lors = %" PRId64 "\n", info->num_lors);
   header_tof(&t, info->scanner, info->num_tof_bins, info->tof_bin_width);
   struct lm_src src = {lor, tof_bin};

@@ -499,6 +499,15 @@ SPROJ_API int sproj_chunks_size(const sproj_chunks *chunks, int chunk, int64_t *
 SPROJ_API int sproj_chunks_num_ranges(const sproj_chunks *chunks, int chunk, int *num_ranges);
 SPROJ_API int sproj_chunks_ranges(const sproj_chunks *chunks, int chunk, int64_t *first, int64_t *count);
 
+/* ---- progress of long host-side calls -------------------------------------------------------------------- */
+/* Calls that take seconds on large data without StarPU (sproj_poisson, sproj_sample_listmode, sproj_scanner_lors on
+ * big scanners) report how far they are: fn(what, fraction, user), what naming the step ("Poisson counts",
+ * "shuffling the events", ...), fraction in 0 .. 1, from the thread that made the call, at most every 0.2 s per
+ * step and always when a step ends. fn must return quickly and must not call starproj. NULL: no reports (the
+ * default). Process-wide; set it from one thread, before the calls it should hear from. */
+typedef void (*sproj_progress_fn)(const char *what, double fraction, void *user);
+SPROJ_API void sproj_set_progress(sproj_progress_fn fn, void *user);
+
 /* ---- memory the library allocated for the caller ------------------------------------------------------ */
 /* Frees an array that a starproj call allocated for the caller: sproj_nifti_read, sproj_raw_read_sino,
  * sproj_raw_read_listmode (starproj_io.h), sproj_sample_listmode (starproj_recon.h) (NULL: no-op). */

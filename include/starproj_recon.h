@@ -318,11 +318,13 @@ SPROJ_API int sproj_poisson(const float *expected, float *counts, int64_t n, uin
 
 /* Listmode events from expected counts: expected[lor*T + t] for num_lors LORs and T = max(num_tof_bins, 1) TOF
  * bins. Draws c ~ Poisson(expected[e]) for every element e, exactly as sproj_poisson(expected, ..., seed) would
- * (the same numbers for the same seed), emits c events of element e (LOR e / T, TOF bin e % T), and shuffles
- * them into a random order (Fisher-Yates, a stream of its own derived from seed). *lor and *tof_bin are new
- * arrays of *num_events elements (free with sproj_free; NULL when no event was drawn); tof_bin may be NULL if
- * the bins are not wanted. Errors: NULL, DIMS, OVERFLOW (num_lors > 2^31-1 or too many events), TOF (bins),
- * NONFINITE, RANGE (negative mean), INVALID (num_threads), NOMEM. */
+ * (the same numbers for the same seed), emits c events of element e (LOR e / T, TOF bin e % T), and shuffles them
+ * into a uniformly random order: each event goes to a bucket drawn from a stream of its chunk of events, then each
+ * bucket is shuffled with a stream of its own, so the order depends on the seed only, never on num_threads (and
+ * every step runs on num_threads threads). *lor and *tof_bin are new arrays of *num_events elements (free with
+ * sproj_free; NULL when no event was drawn); tof_bin may be NULL if the bins are not wanted. Takes 6 bytes per event
+ * of scratch memory while shuffling. Errors: NULL, DIMS, OVERFLOW (num_lors > 2^31-1 or too many events), TOF
+ * (bins), NONFINITE, RANGE (negative mean), INVALID (num_threads), NOMEM. */
 SPROJ_API int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed, int num_threads,
                                     int32_t **lor, int16_t **tof_bin, int64_t *num_events);
 

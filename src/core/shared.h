@@ -22,6 +22,11 @@
 SPROJ_SHARED int sproj_fail(int code, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define SPROJ_FAIL(code, ...) sproj_fail((code), __func__, __VA_ARGS__)
 
+/* ---- progress (progress.c) ---- */
+/* Step `what` (a string that lives as long as the library) of a long host-side call is `fraction` done: calls the
+ * hook set with sproj_set_progress, at most every 0.2 s per thread and step and always at fraction 1. */
+SPROJ_SHARED void sproj_progress_report(const char *what, double fraction);
+
 /* ---- image geometry (image.c): the one rule for every call that takes dims, voxel_size and origin ---- */
 /* dims and voxel_size must not be NULL (NULL); dims[k] > 0 (DIMS) with at most max_voxels voxels in all (OVERFLOW);
  * voxel_size[k] finite and > 0 (VOXEL_SIZE); origin (NULL: 0) finite (NONFINITE); the far face of the box,

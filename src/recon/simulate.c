@@ -233,7 +233,7 @@ struct pool {
   block_fn fn;
   void *ctx;
   int64_t nblocks;
-  atomic_llong next;
+  atomic_llong next, done;
 };
 
 static void *pool_worker(void *arg)
@@ -244,6 +244,7 @@ static void *pool_worker(void *arg)
     if (b >= p->nblocks)
       return NULL;
     p->fn(p->ctx, b);
+    atomic_fetch_add(&p->done, 1);
   }
 }
 
@@ -254,8 +255,9 @@ static int check_threads(const char *func, int num_threads)
   return SPROJ_OK;
 }
 
-/* Runs fn on every block, on up to num_threads threads (0: one per online core); the calling thread works too. */
-static void run_blocks(int num_threads, int64_t nblocks, block_fn fn, void *ctx)
+/* Runs fn on every block, on up to num_threads threads (0: one per online core); the calling thread works too, and
+ * reports the share of blocks done as step `what` of the call (sproj_progress) while it waits for the others. */
+static void run_blocks(const char *what, int num_threads, int64_t nblocks, block_fn fn, void *ctx)
 {
   if (num_threads == 0) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -263,13 +265,21 @@ static void run_blocks(int num_threads, int64_t nblocks, block_fn fn, void *ctx)
   }
   if (num_threads > nblocks)
     num_threads = nblocks > 0 ? (int)nblocks : 1;
-  struct pool p = {fn, ctx, nblocks, 0};
+  struct pool p = {fn, ctx, nblocks, 0, 0};
   pthread_t *threads = num_threads > 1 ? malloc((size_t)(num_threads - 1) * sizeof *threads) : NULL;
   int started = 0;
   for (; threads && started < num_threads - 1; started++)
     if (pthread_create(&threads[started], NULL, pool_worker, &p) != 0)
       break; /* fewer threads only cost time: the blocks, and so the numbers, stay the same */
-  pool_worker(&p);
+  /* the calling thread takes blocks too, and between two of them says how far the call is */
+  for (;;) {
+    int64_t b = atomic_fetch_add(&p.next, 1);
+    if (b >= nblocks)
+      break;
+    fn(ctx, b);
+    int64_t done = atomic_fetch_add(&p.done, 1) + 1;
+    sproj_progress_report(what, (double)done / (double)nblocks);
+  }
   for (int t = 0; t < started; t++)
     pthread_join(threads[t], NULL);
   free(threads);
@@ -312,7 +322,7 @@ static int check_means(const char *func, struct means *m, int64_t nblocks, int n
   m->first_bad = malloc((size_t)nblocks * sizeof *m->first_bad);
   if (!m->first_bad)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  run_blocks(num_threads, nblocks, check_block, m);
+  run_blocks("checking the expected counts", num_threads, nblocks, check_block, m);
   int ret = SPROJ_OK;
   for (int64_t b = 0; !ret && b < nblocks; b++) {
     int64_t i = m->first_bad[b];
@@ -349,7 +359,7 @@ int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed
   struct means m = {.expected = expected, .n = n, .seed = seed, .counts = counts};
   if ((ret = check_means(__func__, &m, nblocks, num_threads)))
     return ret;
-  run_blocks(num_threads, nblocks, poisson_block, &m);
+  run_blocks("Poisson counts", num_threads, nblocks, poisson_block, &m);
   return SPROJ_OK;
 }
 
@@ -399,6 +409,120 @@ static uint64_t rng_below(struct rng *r, uint64_t bound)
   return (uint64_t)(prod >> 64);
 }
 
+/* ---- a random order of the events, the same for any number of threads ----------------------------------------
+ * Each event goes to one of nb buckets, drawn uniformly from a stream of its source chunk (SHUFFLE_CHUNK events);
+ * the buckets are laid out one after the other, each source chunk's events in their order within a bucket, and each
+ * bucket is then shuffled (Fisher-Yates) with a stream of its own. Given the buckets' sizes every assignment of the
+ * events to them is equally likely, and every order within a bucket: the result is a uniformly random permutation,
+ * and every random number depends on the seed and a chunk or bucket index only. Buckets of about SHUFFLE_CHUNK events
+ * (1.5 MB) keep the shuffle's random accesses in a core's cache; one thread's shuffle of 2e8 events in one array
+ * missed the cache at nearly every swap. */
+#define SHUFFLE_CHUNK ((int64_t)1 << 18)
+
+struct shuffle {
+  const struct means *m;
+  int32_t *lor_out;
+  int16_t *bin_out;
+  int64_t total, nchunks, nb;
+  uint64_t seed;
+  int64_t *cursor; /* [chunk][bucket]: counts, then where the chunk's next event of the bucket goes */
+  int64_t *bucket_start;
+};
+
+static void chunk_stream(struct rng *r, const struct shuffle *sh, int64_t chunk)
+{
+  rng_stream(r, sh->seed, (uint64_t)chunk, 2);
+}
+
+static void shuffle_count(void *ctx, int64_t chunk)
+{
+  struct shuffle *sh = ctx;
+  struct rng r;
+  chunk_stream(&r, sh, chunk);
+  int64_t *count = sh->cursor + chunk * sh->nb, end = (chunk + 1) * SHUFFLE_CHUNK;
+  if (end > sh->total)
+    end = sh->total;
+  for (int64_t e = chunk * SHUFFLE_CHUNK; e < end; e++)
+    count[rng_below(&r, (uint64_t)sh->nb)]++;
+}
+
+static void shuffle_scatter(void *ctx, int64_t chunk)
+{
+  struct shuffle *sh = ctx;
+  struct rng r;
+  chunk_stream(&r, sh, chunk); /* the same draws as shuffle_count */
+  int64_t *at = sh->cursor + chunk * sh->nb, end = (chunk + 1) * SHUFFLE_CHUNK;
+  if (end > sh->total)
+    end = sh->total;
+  for (int64_t e = chunk * SHUFFLE_CHUNK; e < end; e++) {
+    int64_t k = at[rng_below(&r, (uint64_t)sh->nb)]++;
+    sh->lor_out[k] = sh->m->lor[e];
+    if (sh->bin_out)
+      sh->bin_out[k] = sh->m->tof_bin[e];
+  }
+}
+
+static void shuffle_bucket(void *ctx, int64_t bucket)
+{
+  struct shuffle *sh = ctx;
+  struct rng r;
+  rng_stream(&r, sh->seed, (uint64_t)bucket, 3);
+  int64_t first = sh->bucket_start[bucket], n = sh->bucket_start[bucket + 1] - first;
+  int32_t *lor = sh->lor_out + first;
+  int16_t *bin = sh->bin_out ? sh->bin_out + first : NULL;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)rng_below(&r, (uint64_t)i + 1);
+    int32_t tl = lor[i];
+    lor[i] = lor[j];
+    lor[j] = tl;
+    if (bin) {
+      int16_t tb = bin[i];
+      bin[i] = bin[j];
+      bin[j] = tb;
+    }
+  }
+}
+
+/* Puts m's total events into a random order that depends on seed only; m->lor and m->tof_bin become new arrays. */
+static int shuffle_events(struct means *m, int64_t total, uint64_t seed, int num_threads)
+{
+  struct shuffle sh = {.m = m, .total = total, .seed = seed};
+  sh.nchunks = (total + SHUFFLE_CHUNK - 1) / SHUFFLE_CHUNK;
+  sh.nb = sh.nchunks < 2048 ? sh.nchunks : 2048; /* the count matrix stays below 134 MB for 2^31 events */
+  sh.cursor = calloc((size_t)(sh.nchunks * sh.nb), sizeof *sh.cursor);
+  sh.bucket_start = malloc((size_t)(sh.nb + 1) * sizeof *sh.bucket_start);
+  sh.lor_out = malloc((size_t)total * sizeof *sh.lor_out);
+  sh.bin_out = m->tof_bin ? malloc((size_t)total * sizeof *sh.bin_out) : NULL;
+  if (!sh.cursor || !sh.bucket_start || !sh.lor_out || (m->tof_bin && !sh.bin_out)) {
+    free(sh.cursor);
+    free(sh.bucket_start);
+    free(sh.lor_out);
+    free(sh.bin_out);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for shuffling %" PRId64 " events", total);
+  }
+  run_blocks("drawing the events' buckets", num_threads, sh.nchunks, shuffle_count, &sh);
+  /* buckets one after the other; within a bucket, the source chunks in order */
+  int64_t at = 0;
+  for (int64_t b = 0; b < sh.nb; b++) {
+    sh.bucket_start[b] = at;
+    for (int64_t c = 0; c < sh.nchunks; c++) {
+      int64_t n = sh.cursor[c * sh.nb + b];
+      sh.cursor[c * sh.nb + b] = at;
+      at += n;
+    }
+  }
+  sh.bucket_start[sh.nb] = at;
+  run_blocks("putting the events into buckets", num_threads, sh.nchunks, shuffle_scatter, &sh);
+  run_blocks("shuffling the events", num_threads, sh.nb, shuffle_bucket, &sh);
+  free(sh.cursor);
+  free(sh.bucket_start);
+  free(m->lor);
+  free(m->tof_bin);
+  m->lor = sh.lor_out;
+  m->tof_bin = sh.bin_out;
+  return SPROJ_OK;
+}
+
 int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed, int num_threads,
                           int32_t **lor, int16_t **tof_bin, int64_t *num_events)
 {
@@ -427,7 +551,7 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
     free(m.block_first_event);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
   }
-  run_blocks(num_threads, nblocks, count_block, &m);
+  run_blocks("counting the events", num_threads, nblocks, count_block, &m);
   int64_t total = 0;
   const int64_t max_events = (int64_t)(SIZE_MAX / (sizeof(int32_t) + sizeof(int16_t)) / 2);
   for (int64_t b = 0; b < nblocks && total >= 0; b++) {
@@ -448,20 +572,13 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
       free(m.block_first_event);
       return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %" PRId64 " events", total);
     }
-    run_blocks(num_threads, nblocks, emit_block, &m);
-    /* Fisher-Yates, one stream of its own: the order depends on the seed only */
-    struct rng r;
-    rng_stream(&r, seed, 0, 1);
-    for (int64_t i = total - 1; i > 0; i--) {
-      int64_t j = (int64_t)rng_below(&r, (uint64_t)i + 1);
-      int32_t tl = m.lor[i];
-      m.lor[i] = m.lor[j];
-      m.lor[j] = tl;
-      if (m.tof_bin) {
-        int16_t tb = m.tof_bin[i];
-        m.tof_bin[i] = m.tof_bin[j];
-        m.tof_bin[j] = tb;
-      }
+    run_blocks("drawing the events", num_threads, nblocks, emit_block, &m);
+    int ret = shuffle_events(&m, total, seed, num_threads);
+    if (ret) {
+      free(m.lor);
+      free(m.tof_bin);
+      free(m.block_first_event);
+      return ret;
     }
   }
   free(m.block_first_event);

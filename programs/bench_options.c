@@ -12,7 +12,7 @@
 #include "bench.h"
 
 static const char *usage_text =
-  "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y] [--workers set,...] [--scale tiny|small|full]\n"
+  "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y|all] [--workers set,...] [--scale tiny|small|full]\n"
   "                      [--repeats N] [--warmups N] [--calibration-runs N] [--threads N] [--timeout S]\n"
   "                      [--output DIR] [--trace] [--keep-homes] [--verbose] [--help]\n"
   "  Compares StarPU scheduling policies on starproj's projection workloads: every workload x policy x worker set\n"
@@ -21,8 +21,9 @@ static const char *usage_text =
   "  configuration and repeat), workers.csv, transfers.csv, and PNG charts when gnuplot is installed.\n"
   "  --list              the workloads, the policies of this StarPU build and the worker sets of this machine\n"
   "  --workloads a,b     workloads to run (default: all that apply)\n"
-  "  --scheds x,y        policies (default: all of this StarPU build but graph_test, which needs explicit\n"
-  "                      starpu_do_schedule() calls, and 'default' = starproj's own choice)\n"
+  "  --scheds x,y|all    policies (default: one of each family: default (starproj's own choice), eager, random,\n"
+  "                      lws, dmda; 'all': default and every policy of this StarPU build but graph_test, which\n"
+  "                      needs explicit starpu_do_schedule() calls)\n"
   "  --workers s,...     worker sets: cpu, gpu (all GPUs, no CPU workers), all (CPUs + GPUs, the scheduler\n"
   "                      weighs both), gpuN (the first N GPUs), any of these with :wK (K CUDA workers per GPU),\n"
   "                      e.g. gpu2:w1 (default: cpu, and with GPUs gpu, all, gpu1..gpuN-1, gpu:w1, gpu:w2, gpu:w8)\n"
@@ -218,9 +219,25 @@ static int known_policy(const char *name)
   return 0;
 }
 
+/* The policies run without --scheds: starproj's own choice and one of each family StarPU has, so that the defaults
+ * at tiny scale end within two minutes on two loaded cores (every policy of StarPU 1.4 took over four minutes, eight
+ * of them 2m20s, six 1m45s: each configuration is a process or two of about a second): a central queue (eager),
+ * random placement (random), work stealing (lws, which steals from neighbours first and is starproj's choice on CPU
+ * workers, so that 'default' and lws measure how far two names of one policy scatter) and performance models (dmda,
+ * calibrated first). Left to --scheds: ws (lws without the locality), prio and dmdas (eager and dmda ordered by task
+ * priorities, which starproj's tasks do not set), and the modular policies, built from the same pieces. */
+static const char *const default_policies[] = {"default", "eager", "random", "lws", "dmda"};
+
 static int check_policies(const char *arg, struct plan *pl)
 {
   if (!arg) {
+    /* a StarPU build without one of them runs the others */
+    for (size_t i = 0; i < sizeof default_policies / sizeof *default_policies; i++)
+      if (known_policy(default_policies[i]))
+        pl->pol[pl->np++] = (char *)default_policies[i];
+    return 0;
+  }
+  if (!strcmp(arg, "all")) {
     pl->pol[pl->np++] = "default";
     /* graph_test schedules only when the application calls starpu_do_schedule(): starproj's own waits (in
      * sproj_recon_create, image syncs) then wait forever. It runs when asked for by name. */
@@ -233,7 +250,9 @@ static int check_policies(const char *arg, struct plan *pl)
   if (split_list("--scheds", arg, &pl->copies[0], pl->pol, MAX_POLICIES, &pl->np))
     return 2;
   for (int i = 0; i < pl->np; i++)
-    if (!known_policy(pl->pol[i]))
+    if (!strcmp(pl->pol[i], "all"))
+      return usage_error("--scheds: 'all' stands alone, not in a list ('%s')", arg);
+    else if (!known_policy(pl->pol[i]))
       return usage_error("--scheds: unknown policy '%s' (--list shows this StarPU's policies)", pl->pol[i]);
   return 0;
 }

@@ -3,6 +3,7 @@
  * naming the option and its value, and exit status 2. */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,9 @@ static const char *usage_text =
   "                      [--output DIR] [--trace] [--keep-homes] [--verbose] [--help]\n"
   "  Compares StarPU scheduling policies on starproj's projection workloads: every workload x policy x worker set\n"
   "  runs in a process of its own with a fresh STARPU_HOME (model-based policies calibrate there first), and one\n"
-  "  line per configuration is printed as it ends. Results: DIR/results.csv and results.jsonl (one record per\n"
-  "  configuration and repeat), workers.csv, transfers.csv, and PNG charts when gnuplot is installed.\n"
+  "  line per configuration is printed as it ends, then a table of them. Results: DIR/results.csv and\n"
+  "  results.jsonl (one record per configuration and repeat), summary.csv (min / median / max per configuration),\n"
+  "  workers.csv, transfers.csv, and PNG charts when gnuplot is installed.\n"
   "  --list              the workloads, the policies of this StarPU build and the worker sets of this machine\n"
   "  --workloads a,b     workloads to run (default: all that apply)\n"
   "  --scheds x,y|all    policies (default: one of each family: default (starproj's own choice), eager, random,\n"
@@ -38,6 +40,8 @@ static const char *usage_text =
   "  --trace             FxT traces per configuration (needs StarPU built with FxT) and starpu_fxt_tool's output\n"
   "  --keep-homes        keep each configuration's STARPU_HOME (its calibrated models) under DIR/homes\n"
   "  --verbose           StarPU's own messages\n"
+  "  Each configuration's makespan is shown as min / median / max over its repeats; two names of one policy (e.g.\n"
+  "  'default' and the policy starproj picks) whose [min, max] ranges do not overlap are flagged: that gap is noise.\n"
   "  Exit status: 0 when every configuration ran and agreed with the others, 1 when one failed or disagreed,\n"
   "  2 for bad options, 130 when interrupted (the records and charts of what ran are kept).\n";
 
@@ -124,7 +128,21 @@ static int split_list(const char *option, const char *value, char **copy, char *
   return 0;
 }
 
-enum { O_CHILD = 256, O_PROBE, O_PHASE };
+/* --test-spread's value: four finite numbers, two [min, max] ranges; 0 when it reads so */
+static int parse_ranges(const char *arg, double v[4])
+{
+  const char *p = arg;
+  for (int i = 0; i < 4; i++) {
+    char *end;
+    v[i] = strtod(p, &end);
+    if (end == p || !isfinite(v[i]) || *end != (i < 3 ? ',' : '\0'))
+      return -1;
+    p = end + 1;
+  }
+  return v[0] > v[1] || v[2] > v[3] ? -1 : 0;
+}
+
+enum { O_CHILD = 256, O_PROBE, O_PHASE, O_TEST_SPREAD };
 static const struct option longopts[] = {
   {"list", no_argument, 0, 'l'},          {"workloads", required_argument, 0, 'W'},
   {"scheds", required_argument, 0, 's'},  {"workers", required_argument, 0, 'k'},
@@ -135,6 +153,7 @@ static const struct option longopts[] = {
   {"keep-homes", no_argument, 0, 'K'},    {"verbose", no_argument, 0, 'v'},
   {"help", no_argument, 0, 'h'},          {"child", required_argument, 0, O_CHILD},
   {"probe", no_argument, 0, O_PROBE},     {"phase", required_argument, 0, O_PHASE},
+  {"test-spread", required_argument, 0, O_TEST_SPREAD},
   {0, 0, 0, 0}};
 
 /* the name of the long option whose code is val: getopt_long only gives the code of one that lacks its value (and
@@ -173,6 +192,7 @@ static int take_option(int c, struct options *o)
   case O_CHILD: o->child = optarg; break;
   case O_PROBE: o->probe = 1; break;
   case O_PHASE: o->phase = optarg; break;
+  case O_TEST_SPREAD: o->test_spread = optarg; break;
   }
   return 0;
 }
@@ -201,6 +221,9 @@ int parse_options(int argc, char **argv, struct options *o)
   /* 0 host threads only from the driver to a configuration's process: the scale's number */
   if (o->threads_arg)
     o->threads = (int)option_number(PROG, "--threads", o->threads_arg, o->child ? 0 : 1, 256);
+  if (o->test_spread && parse_ranges(o->test_spread, o->test_ranges))
+    return usage_error("--test-spread needs AMIN,AMAX,BMIN,BMAX (finite numbers, each min <= its max), not '%s'",
+                       o->test_spread);
   if (strcmp(o->phase, "measure") && strcmp(o->phase, "calibrate"))
     return usage_error("--phase needs calibrate or measure, not '%s'", o->phase);
   if (!o->timeout)

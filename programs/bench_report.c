@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <starpu.h>
+#include "common.h"
 #include "bench.h"
 
 static const char *csv_columns[] = {
@@ -151,9 +152,9 @@ void base_record(struct record *r, const char *workload, const char *policy, con
 int open_outputs(const char *outdir, const char *scale, int gpus)
 {
   char path[PATH_MAX];
-  FILE **files[4] = {&report.csv, &report.json, &report.workers, &report.transfers};
-  const char *names[4] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv"};
-  for (int i = 0; i < 4; i++) {
+  FILE **files[5] = {&report.csv, &report.json, &report.workers, &report.transfers, &report.summary};
+  const char *names[5] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv", "summary.csv"};
+  for (int i = 0; i < 5; i++) {
     if (snprintf(path, sizeof path, "%s/%s", outdir, names[i]) >= (int)sizeof path)
       errno = ENAMETOOLONG;
     else if ((*files[i] = fopen(path, "w")))
@@ -169,6 +170,9 @@ int open_outputs(const char *outdir, const char *scale, int gpus)
           "sleeping_s,waiting_s,total_s,tasks\n");
   fprintf(report.transfers, "scale,workload,policy,worker_set,phase,repeat,src_node,src_kind,dst_node,dst_kind,"
           "bytes,transfers\n");
+  fprintf(report.summary, "scale,workload,worker_set,policy,policy_resolved,repeats,makespan_min_s,makespan_median_s,"
+          "makespan_max_s,utilisation_min,utilisation_median,utilisation_max,bytes_moved_min,bytes_moved_median,"
+          "bytes_moved_max,apart_from\n");
   gethostname(report.host, sizeof report.host - 1);
   clean_field(report.host);
   int maj, min, rel;
@@ -181,7 +185,138 @@ int open_outputs(const char *outdir, const char *scale, int gpus)
 
 void close_outputs(void)
 {
-  fclose(report.csv), fclose(report.json), fclose(report.workers), fclose(report.transfers);
+  fclose(report.csv), fclose(report.json), fclose(report.workers), fclose(report.transfers), fclose(report.summary);
+}
+
+/* ---- spread over the repeats, and two names of one policy ---- */
+
+struct spread spread_of(const double *v, int n)
+{
+  double tmp[MAX_REPEATS];
+  if (n <= 0)
+    return (struct spread){NAN, NAN, NAN};
+  memcpy(tmp, v, (size_t)n * sizeof *v);
+  double med = median(tmp, n); /* sorts tmp */
+  return (struct spread){tmp[0], med, tmp[n - 1]};
+}
+
+/* Two runs of one policy whose [min, max] ranges do not overlap: the gap between them is larger than either's
+ * scatter, so a gap of that size between two different policies may be no policy effect either. */
+int ranges_apart(const struct spread *a, const struct spread *b)
+{
+  return a->max < b->min || b->max < a->min;
+}
+
+/* the line that says two names of one policy came out apart */
+static void print_apart(const char *workload, const char *set, const char *pa, const char *pb, const char *resolved,
+                        const struct spread *a, const struct spread *b)
+{
+  printf("same policy apart: %s on %s: '%s' and '%s' both ran %s, yet their makespans [%.4g, %.4g] s and "
+         "[%.4g, %.4g] s do not overlap: a gap this size is noise between runs (load, order), not a policy effect\n",
+         workload, set, pa, pb, resolved, a->min, a->max, b->min, b->max);
+}
+
+/* --test-spread: the comparison and its line on two made-up ranges */
+int test_spread(const double ranges[4])
+{
+  struct spread a = {ranges[0], 0.5 * (ranges[0] + ranges[1]), ranges[1]};
+  struct spread b = {ranges[2], 0.5 * (ranges[2] + ranges[3]), ranges[3]};
+  if (ranges_apart(&a, &b))
+    print_apart("test", "test", "a", "b", "test", &a, &b);
+  else
+    printf("same policy within spread: [%.4g, %.4g] and [%.4g, %.4g] overlap\n", a.min, a.max, b.min, b.max);
+  return 0;
+}
+
+/* the other names of configuration p's policy on workload w and set s whose makespan range is apart from p's,
+ * ';'-separated into buf; the number of them */
+static int apart_names(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES], int w, int s, int p,
+                       char *buf, size_t n)
+{
+  const struct summary *x = &sum[w][s][p];
+  int count = 0;
+  buf[0] = 0;
+  for (int q = 0; q < pl->np; q++) {
+    const struct summary *y = &sum[w][s][q];
+    if (q == p || !y->n || !x->n || !x->resolved[0] || strcmp(x->resolved, y->resolved))
+      continue;
+    if (ranges_apart(&x->makespan, &y->makespan)) {
+      size_t len = strlen(buf);
+      snprintf(buf + len, n - len, "%s%s", count ? ";" : "", pl->pol[q]);
+      count++;
+    }
+  }
+  return count;
+}
+
+/* The stdout table and summary.csv: per configuration that ran, min / median / max over its repeats (rows of
+ * summary.csv in the order the configurations ran) */
+static void summary_rows(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  printf("\nmakespan over the timed repeats (spread: (max - min) / median; '!': apart from another name of its "
+         "policy)\n%-16s %-10s %-26s %-14s %3s %10s %10s %10s %7s %5s %9s\n", "workload", "set", "policy", "resolved",
+         "n", "min_s", "median_s", "max_s", "spread", "util", "MB_moved");
+  for (int w = 0; w < pl->nw; w++)
+    for (int s = 0; s < pl->ns; s++)
+      for (int p = 0; p < pl->np; p++) {
+        const struct summary *x = &sum[w][s][p];
+        if (!x->n)
+          continue;
+        char apart[512];
+        int flagged = apart_names(pl, sum, w, s, p, apart, sizeof apart);
+        const char *wname = workloads[pl->wl[w]].name;
+        printf("%-16s %-10s %-26s %-14s %3d %10.4g %10.4g %10.4g %6.1f%% %5.2f %9.3f%s\n", wname, pl->sets[s].name,
+               pl->pol[p], x->resolved, x->n, x->makespan.min, x->makespan.med, x->makespan.max,
+               x->makespan.med > 0 ? 100 * (x->makespan.max - x->makespan.min) / x->makespan.med : 0.0, x->util.med,
+               x->moved.med / 1e6, flagged ? " !" : "");
+        fprintf(report.summary, "%s,%s,%s,%s,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s\n", report.scale,
+                wname, pl->sets[s].name, pl->pol[p], x->resolved, x->n, x->makespan.min, x->makespan.med,
+                x->makespan.max, x->util.min, x->util.med, x->util.max, x->moved.min, x->moved.med, x->moved.max,
+                apart);
+      }
+  fflush(report.summary);
+}
+
+/* Every pair of names that ran one policy on the same workload and set: a line for each pair whose ranges do not
+ * overlap, then how many pairs were compared, so that a reader knows whether the run could tell noise at all. */
+static void same_policy_pairs(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  int compared = 0, apart = 0;
+  char names[256] = "";
+  for (int w = 0; w < pl->nw; w++)
+    for (int s = 0; s < pl->ns; s++)
+      for (int p = 0; p < pl->np; p++)
+        for (int q = p + 1; q < pl->np; q++) {
+          const struct summary *x = &sum[w][s][p], *y = &sum[w][s][q];
+          if (!x->n || !y->n || !x->resolved[0] || strcmp(x->resolved, y->resolved))
+            continue;
+          compared++;
+          /* the pairs' names once each, kept as ", a = b," so that one pair's text is never part of another's */
+          char pair[160];
+          snprintf(pair, sizeof pair, ", %s = %s,", pl->pol[p], pl->pol[q]);
+          size_t len = strlen(names);
+          if (!strstr(names, pair) && len + strlen(pair) < sizeof names)
+            snprintf(names + (len ? len - 1 : 0), sizeof names - (len ? len - 1 : 0), "%s", pair);
+          if (ranges_apart(&x->makespan, &y->makespan)) {
+            apart++;
+            print_apart(workloads[pl->wl[w]].name, pl->sets[s].name, pl->pol[p], pl->pol[q], x->resolved,
+                        &x->makespan, &y->makespan);
+          }
+        }
+  if (!compared) {
+    printf("same policy under two names: none in this run, so its noise is unmeasured\n");
+    return;
+  }
+  names[strlen(names) - 1] = 0; /* the last pair's closing ',' */
+  printf("same policy under two names (%s): %d workload pairs compared, %d apart beyond their spread%s\n", names + 2,
+         compared, apart, apart ? ": policy gaps of that size are noise" : "");
+}
+
+/* after the matrix: the table, summary.csv, and the same-policy comparison */
+void write_summary(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  summary_rows(pl, sum);
+  same_policy_pairs(pl, sum);
 }
 
 /* ---- charts ---- */
@@ -203,7 +338,7 @@ static int chart_data(const char *path, const struct plan *pl, int s, int m,
     fprintf(d, "%s", workloads[pl->wl[w]].name);
     for (int p = 0; p < pl->np; p++) {
       struct summary *x = &sum[w][s][p];
-      double v = m == 0 ? x->makespan : m == 1 ? x->util : x->moved / 1e6;
+      double v = !x->n ? NAN : m == 0 ? x->makespan.med : m == 1 ? x->util.med : x->moved.med / 1e6;
       if (isnan(v))
         fprintf(d, " ?");
       else

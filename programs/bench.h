@@ -14,6 +14,9 @@
 #define MAX_POLICIES 64
 #define MAX_SETS 24
 #define MAX_REPEATS 1000
+/* policies drawn on one chart: more bars per workload than this are too thin to tell apart and run out of the
+ * distinct colours of gnuplot's default line types; more policies are split over several charts */
+#define MAX_PER_CHART 8
 
 /* ---- the matrix's axes (bench_workloads.c) ---- */
 

@@ -20,7 +20,7 @@ static const char *usage_text =
   "  runs in a process of its own with a fresh STARPU_HOME (model-based policies calibrate there first), and one\n"
   "  line per configuration is printed as it ends, then a table of them. Results: DIR/results.csv and\n"
   "  results.jsonl (one record per configuration and repeat), summary.csv (min / median / max per configuration),\n"
-  "  workers.csv, transfers.csv, and PNG charts when gnuplot is installed.\n"
+  "  workers.csv, transfers.csv, and PNG charts when gnuplot is installed (at most 8 policies each).\n"
   "  --list              the workloads, the policies of this StarPU build and the worker sets of this machine\n"
   "  --workloads a,b     workloads to run (default: all that apply)\n"
   "  --scheds x,y|all    policies (default: one of each family: default (starproj's own choice), eager, random,\n"

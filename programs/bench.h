@@ -14,6 +14,9 @@
 #define MAX_POLICIES 64
 #define MAX_SETS 24
 #define MAX_REPEATS 1000
+/* policies drawn on one chart: more bars per workload than this are too thin to tell apart and run out of the
+ * distinct colours of gnuplot's default line types; more policies are split over several charts */
+#define MAX_PER_CHART 8
 
 /* ---- the matrix's axes (bench_workloads.c) ---- */
 
@@ -63,8 +66,9 @@ struct worker_set {
 
 /* the options as given (lists unsplit) */
 struct options {
-  const char *child, *scale, *outdir, *phase, *wl_arg, *sched_arg, *set_arg, *threads_arg;
+  const char *child, *scale, *outdir, *phase, *wl_arg, *sched_arg, *set_arg, *threads_arg, *test_spread;
   int list, probe, repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes;
+  double test_ranges[4]; /* --test-spread: two made-up [min, max] ranges for the same-policy comparison */
 };
 
 /* what the lists ask for */
@@ -98,14 +102,21 @@ struct pending {
 
 /* the output files and the columns every record shares */
 extern struct report {
-  FILE *csv, *json, *workers, *transfers;
+  FILE *csv, *json, *workers, *transfers, *summary;
   char host[256], cpu[256], gpu[256], version[32];
   const char *scale;
   int gpus;
 } report;
 
+/* one metric of a configuration over its timed repeats: the median alone hides how far runs scatter */
+struct spread {
+  double min, med, max; /* NaN when it did not run */
+};
+
 struct summary {
-  double makespan, util, moved; /* medians over repeats; NaN when it did not run */
+  struct spread makespan, util, moved;
+  int n;             /* timed repeats it has */
+  char resolved[64]; /* the policy it ran under (policy_resolved): two names of one policy share it */
 };
 
 int open_outputs(const char *outdir, const char *scale, int gpus);
@@ -117,6 +128,10 @@ void base_record(struct record *r, const char *workload, const char *policy, con
 void write_record(const struct record *r, const struct pending *p);
 void add_line(char ***lines, int *n, const char *line);
 void clear_pending(struct pending *p);
+struct spread spread_of(const double *v, int n);
+int ranges_apart(const struct spread *a, const struct spread *b);
+int test_spread(const double ranges[4]);
+void write_summary(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES]);
 void charts(const char *outdir, const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES]);
 
 /* ---- files, programs, signals (bench_system.c) ---- */

@@ -3,6 +3,7 @@
  * naming the option and its value, and exit status 2. */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +13,19 @@
 #include "bench.h"
 
 static const char *usage_text =
-  "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y] [--workers set,...] [--scale tiny|small|full]\n"
+  "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y|all] [--workers set,...] [--scale tiny|small|full]\n"
   "                      [--repeats N] [--warmups N] [--calibration-runs N] [--threads N] [--timeout S]\n"
   "                      [--output DIR] [--trace] [--keep-homes] [--verbose] [--help]\n"
   "  Compares StarPU scheduling policies on starproj's projection workloads: every workload x policy x worker set\n"
   "  runs in a process of its own with a fresh STARPU_HOME (model-based policies calibrate there first), and one\n"
-  "  line per configuration is printed as it ends. Results: DIR/results.csv and results.jsonl (one record per\n"
-  "  configuration and repeat), workers.csv, transfers.csv, and PNG charts when gnuplot is installed.\n"
+  "  line per configuration is printed as it ends, then a table of them. Results: DIR/results.csv and\n"
+  "  results.jsonl (one record per configuration and repeat), summary.csv (min / median / max per configuration),\n"
+  "  workers.csv, transfers.csv, and PNG charts when gnuplot is installed (at most 8 policies each).\n"
   "  --list              the workloads, the policies of this StarPU build and the worker sets of this machine\n"
   "  --workloads a,b     workloads to run (default: all that apply)\n"
-  "  --scheds x,y        policies (default: all of this StarPU build but graph_test, which needs explicit\n"
-  "                      starpu_do_schedule() calls, and 'default' = starproj's own choice)\n"
+  "  --scheds x,y|all    policies (default: one of each family: default (starproj's own choice), eager, random,\n"
+  "                      lws, dmda; 'all': default and every policy of this StarPU build but graph_test, which\n"
+  "                      needs explicit starpu_do_schedule() calls)\n"
   "  --workers s,...     worker sets: cpu, gpu (all GPUs, no CPU workers), all (CPUs + GPUs, the scheduler\n"
   "                      weighs both), gpuN (the first N GPUs), any of these with :wK (K CUDA workers per GPU),\n"
   "                      e.g. gpu2:w1 (default: cpu, and with GPUs gpu, all, gpu1..gpuN-1, gpu:w1, gpu:w2, gpu:w8)\n"
@@ -37,6 +40,8 @@ static const char *usage_text =
   "  --trace             FxT traces per configuration (needs StarPU built with FxT) and starpu_fxt_tool's output\n"
   "  --keep-homes        keep each configuration's STARPU_HOME (its calibrated models) under DIR/homes\n"
   "  --verbose           StarPU's own messages\n"
+  "  Each configuration's makespan is shown as min / median / max over its repeats; two names of one policy (e.g.\n"
+  "  'default' and the policy starproj picks) whose [min, max] ranges do not overlap are flagged: that gap is noise.\n"
   "  Exit status: 0 when every configuration ran and agreed with the others, 1 when one failed or disagreed,\n"
   "  2 for bad options, 130 when interrupted (the records and charts of what ran are kept).\n";
 
@@ -123,7 +128,21 @@ static int split_list(const char *option, const char *value, char **copy, char *
   return 0;
 }
 
-enum { O_CHILD = 256, O_PROBE, O_PHASE };
+/* --test-spread's value: four finite numbers, two [min, max] ranges; 0 when it reads so */
+static int parse_ranges(const char *arg, double v[4])
+{
+  const char *p = arg;
+  for (int i = 0; i < 4; i++) {
+    char *end;
+    v[i] = strtod(p, &end);
+    if (end == p || !isfinite(v[i]) || *end != (i < 3 ? ',' : '\0'))
+      return -1;
+    p = end + 1;
+  }
+  return v[0] > v[1] || v[2] > v[3] ? -1 : 0;
+}
+
+enum { O_CHILD = 256, O_PROBE, O_PHASE, O_TEST_SPREAD };
 static const struct option longopts[] = {
   {"list", no_argument, 0, 'l'},          {"workloads", required_argument, 0, 'W'},
   {"scheds", required_argument, 0, 's'},  {"workers", required_argument, 0, 'k'},
@@ -134,6 +153,7 @@ static const struct option longopts[] = {
   {"keep-homes", no_argument, 0, 'K'},    {"verbose", no_argument, 0, 'v'},
   {"help", no_argument, 0, 'h'},          {"child", required_argument, 0, O_CHILD},
   {"probe", no_argument, 0, O_PROBE},     {"phase", required_argument, 0, O_PHASE},
+  {"test-spread", required_argument, 0, O_TEST_SPREAD},
   {0, 0, 0, 0}};
 
 /* the name of the long option whose code is val: getopt_long only gives the code of one that lacks its value (and
@@ -172,6 +192,7 @@ static int take_option(int c, struct options *o)
   case O_CHILD: o->child = optarg; break;
   case O_PROBE: o->probe = 1; break;
   case O_PHASE: o->phase = optarg; break;
+  case O_TEST_SPREAD: o->test_spread = optarg; break;
   }
   return 0;
 }
@@ -200,6 +221,9 @@ int parse_options(int argc, char **argv, struct options *o)
   /* 0 host threads only from the driver to a configuration's process: the scale's number */
   if (o->threads_arg)
     o->threads = (int)option_number(PROG, "--threads", o->threads_arg, o->child ? 0 : 1, 256);
+  if (o->test_spread && parse_ranges(o->test_spread, o->test_ranges))
+    return usage_error("--test-spread needs AMIN,AMAX,BMIN,BMAX (finite numbers, each min <= its max), not '%s'",
+                       o->test_spread);
   if (strcmp(o->phase, "measure") && strcmp(o->phase, "calibrate"))
     return usage_error("--phase needs calibrate or measure, not '%s'", o->phase);
   if (!o->timeout)
@@ -218,9 +242,25 @@ static int known_policy(const char *name)
   return 0;
 }
 
+/* The policies run without --scheds: starproj's own choice and one of each family StarPU has, so that the defaults
+ * at tiny scale end within two minutes on two loaded cores (every policy of StarPU 1.4 took over four minutes, eight
+ * of them 2m20s, six 1m45s: each configuration is a process or two of about a second): a central queue (eager),
+ * random placement (random), work stealing (lws, which steals from neighbours first and is starproj's choice on CPU
+ * workers, so that 'default' and lws measure how far two names of one policy scatter) and performance models (dmda,
+ * calibrated first). Left to --scheds: ws (lws without the locality), prio and dmdas (eager and dmda ordered by task
+ * priorities, which starproj's tasks do not set), and the modular policies, built from the same pieces. */
+static const char *const default_policies[] = {"default", "eager", "random", "lws", "dmda"};
+
 static int check_policies(const char *arg, struct plan *pl)
 {
   if (!arg) {
+    /* a StarPU build without one of them runs the others */
+    for (size_t i = 0; i < sizeof default_policies / sizeof *default_policies; i++)
+      if (known_policy(default_policies[i]))
+        pl->pol[pl->np++] = (char *)default_policies[i];
+    return 0;
+  }
+  if (!strcmp(arg, "all")) {
     pl->pol[pl->np++] = "default";
     /* graph_test schedules only when the application calls starpu_do_schedule(): starproj's own waits (in
      * sproj_recon_create, image syncs) then wait forever. It runs when asked for by name. */
@@ -233,7 +273,9 @@ static int check_policies(const char *arg, struct plan *pl)
   if (split_list("--scheds", arg, &pl->copies[0], pl->pol, MAX_POLICIES, &pl->np))
     return 2;
   for (int i = 0; i < pl->np; i++)
-    if (!known_policy(pl->pol[i]))
+    if (!strcmp(pl->pol[i], "all"))
+      return usage_error("--scheds: 'all' stands alone, not in a list ('%s')", arg);
+    else if (!known_policy(pl->pol[i]))
       return usage_error("--scheds: unknown policy '%s' (--list shows this StarPU's policies)", pl->pol[i]);
   return 0;
 }

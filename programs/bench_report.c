@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <starpu.h>
+#include "common.h"
 #include "bench.h"
 
 static const char *csv_columns[] = {
@@ -151,9 +152,9 @@ void base_record(struct record *r, const char *workload, const char *policy, con
 int open_outputs(const char *outdir, const char *scale, int gpus)
 {
   char path[PATH_MAX];
-  FILE **files[4] = {&report.csv, &report.json, &report.workers, &report.transfers};
-  const char *names[4] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv"};
-  for (int i = 0; i < 4; i++) {
+  FILE **files[5] = {&report.csv, &report.json, &report.workers, &report.transfers, &report.summary};
+  const char *names[5] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv", "summary.csv"};
+  for (int i = 0; i < 5; i++) {
     if (snprintf(path, sizeof path, "%s/%s", outdir, names[i]) >= (int)sizeof path)
       errno = ENAMETOOLONG;
     else if ((*files[i] = fopen(path, "w")))
@@ -169,6 +170,9 @@ int open_outputs(const char *outdir, const char *scale, int gpus)
           "sleeping_s,waiting_s,total_s,tasks\n");
   fprintf(report.transfers, "scale,workload,policy,worker_set,phase,repeat,src_node,src_kind,dst_node,dst_kind,"
           "bytes,transfers\n");
+  fprintf(report.summary, "scale,workload,worker_set,policy,policy_resolved,repeats,makespan_min_s,makespan_median_s,"
+          "makespan_max_s,utilisation_min,utilisation_median,utilisation_max,bytes_moved_min,bytes_moved_median,"
+          "bytes_moved_max,apart_from\n");
   gethostname(report.host, sizeof report.host - 1);
   clean_field(report.host);
   int maj, min, rel;
@@ -181,33 +185,191 @@ int open_outputs(const char *outdir, const char *scale, int gpus)
 
 void close_outputs(void)
 {
-  fclose(report.csv), fclose(report.json), fclose(report.workers), fclose(report.transfers);
+  fclose(report.csv), fclose(report.json), fclose(report.workers), fclose(report.transfers), fclose(report.summary);
+}
+
+/* ---- spread over the repeats, and two names of one policy ---- */
+
+struct spread spread_of(const double *v, int n)
+{
+  double tmp[MAX_REPEATS];
+  if (n <= 0)
+    return (struct spread){NAN, NAN, NAN};
+  memcpy(tmp, v, (size_t)n * sizeof *v);
+  double med = median(tmp, n); /* sorts tmp */
+  return (struct spread){tmp[0], med, tmp[n - 1]};
+}
+
+/* Two runs of one policy whose [min, max] ranges do not overlap: the gap between them is larger than either's
+ * scatter, so a gap of that size between two different policies may be no policy effect either. */
+int ranges_apart(const struct spread *a, const struct spread *b)
+{
+  return a->max < b->min || b->max < a->min;
+}
+
+/* the line that says two names of one policy came out apart */
+static void print_apart(const char *workload, const char *set, const char *pa, const char *pb, const char *resolved,
+                        const struct spread *a, const struct spread *b)
+{
+  printf("same policy apart: %s on %s: '%s' and '%s' both ran %s, yet their makespans [%.4g, %.4g] s and "
+         "[%.4g, %.4g] s do not overlap: a gap this size is noise between runs (load, order), not a policy effect\n",
+         workload, set, pa, pb, resolved, a->min, a->max, b->min, b->max);
+}
+
+/* --test-spread: the comparison and its line on two made-up ranges */
+int test_spread(const double ranges[4])
+{
+  struct spread a = {ranges[0], 0.5 * (ranges[0] + ranges[1]), ranges[1]};
+  struct spread b = {ranges[2], 0.5 * (ranges[2] + ranges[3]), ranges[3]};
+  if (ranges_apart(&a, &b))
+    print_apart("test", "test", "a", "b", "test", &a, &b);
+  else
+    printf("same policy within spread: [%.4g, %.4g] and [%.4g, %.4g] overlap\n", a.min, a.max, b.min, b.max);
+  return 0;
+}
+
+/* the other names of configuration p's policy on workload w and set s whose makespan range is apart from p's,
+ * ';'-separated into buf; the number of them */
+static int apart_names(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES], int w, int s, int p,
+                       char *buf, size_t n)
+{
+  const struct summary *x = &sum[w][s][p];
+  int count = 0;
+  buf[0] = 0;
+  for (int q = 0; q < pl->np; q++) {
+    const struct summary *y = &sum[w][s][q];
+    if (q == p || !y->n || !x->n || !x->resolved[0] || strcmp(x->resolved, y->resolved))
+      continue;
+    if (ranges_apart(&x->makespan, &y->makespan)) {
+      size_t len = strlen(buf);
+      snprintf(buf + len, n - len, "%s%s", count ? ";" : "", pl->pol[q]);
+      count++;
+    }
+  }
+  return count;
+}
+
+/* The stdout table and summary.csv: per configuration that ran, min / median / max over its repeats (rows of
+ * summary.csv in the order the configurations ran) */
+static void summary_rows(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  printf("\nmakespan over the timed repeats (spread: (max - min) / median; '!': apart from another name of its "
+         "policy)\n%-16s %-10s %-26s %-14s %3s %10s %10s %10s %7s %5s %9s\n", "workload", "set", "policy", "resolved",
+         "n", "min_s", "median_s", "max_s", "spread", "util", "MB_moved");
+  for (int w = 0; w < pl->nw; w++)
+    for (int s = 0; s < pl->ns; s++)
+      for (int p = 0; p < pl->np; p++) {
+        const struct summary *x = &sum[w][s][p];
+        if (!x->n)
+          continue;
+        char apart[512];
+        int flagged = apart_names(pl, sum, w, s, p, apart, sizeof apart);
+        const char *wname = workloads[pl->wl[w]].name;
+        printf("%-16s %-10s %-26s %-14s %3d %10.4g %10.4g %10.4g %6.1f%% %5.2f %9.3f%s\n", wname, pl->sets[s].name,
+               pl->pol[p], x->resolved, x->n, x->makespan.min, x->makespan.med, x->makespan.max,
+               x->makespan.med > 0 ? 100 * (x->makespan.max - x->makespan.min) / x->makespan.med : 0.0, x->util.med,
+               x->moved.med / 1e6, flagged ? " !" : "");
+        fprintf(report.summary, "%s,%s,%s,%s,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s\n", report.scale,
+                wname, pl->sets[s].name, pl->pol[p], x->resolved, x->n, x->makespan.min, x->makespan.med,
+                x->makespan.max, x->util.min, x->util.med, x->util.max, x->moved.min, x->moved.med, x->moved.max,
+                apart);
+      }
+  fflush(report.summary);
+}
+
+/* Every pair of names that ran one policy on the same workload and set: a line for each pair whose ranges do not
+ * overlap, then how many pairs were compared, so that a reader knows whether the run could tell noise at all. */
+static void same_policy_pairs(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  int compared = 0, apart = 0;
+  char names[256] = "";
+  for (int w = 0; w < pl->nw; w++)
+    for (int s = 0; s < pl->ns; s++)
+      for (int p = 0; p < pl->np; p++)
+        for (int q = p + 1; q < pl->np; q++) {
+          const struct summary *x = &sum[w][s][p], *y = &sum[w][s][q];
+          if (!x->n || !y->n || !x->resolved[0] || strcmp(x->resolved, y->resolved))
+            continue;
+          compared++;
+          /* the pairs' names once each, kept as ", a = b," so that one pair's text is never part of another's */
+          char pair[160];
+          snprintf(pair, sizeof pair, ", %s = %s,", pl->pol[p], pl->pol[q]);
+          size_t len = strlen(names);
+          if (!strstr(names, pair) && len + strlen(pair) < sizeof names)
+            snprintf(names + (len ? len - 1 : 0), sizeof names - (len ? len - 1 : 0), "%s", pair);
+          if (ranges_apart(&x->makespan, &y->makespan)) {
+            apart++;
+            print_apart(workloads[pl->wl[w]].name, pl->sets[s].name, pl->pol[p], pl->pol[q], x->resolved,
+                        &x->makespan, &y->makespan);
+          }
+        }
+  if (!compared) {
+    printf("same policy under two names: none in this run, so its noise is unmeasured\n");
+    return;
+  }
+  names[strlen(names) - 1] = 0; /* the last pair's closing ',' */
+  printf("same policy under two names (%s): %d workload pairs compared, %d apart beyond their spread%s\n", names + 2,
+         compared, apart, apart ? ": policy gaps of that size are noise" : "");
+}
+
+/* after the matrix: the table, summary.csv, and the same-policy comparison */
+void write_summary(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+{
+  summary_rows(pl, sum);
+  same_policy_pairs(pl, sum);
 }
 
 /* ---- charts ---- */
 
-/* The data file of one worker set and metric (path: DIR/<metric>_<set>.dat, ':' as '_'): a row per workload, a
- * column per policy, '?' where it did not run. The number of values written, or -1 when it cannot be written. */
+/* a metric of a configuration in the unit charted (bytes as MB) */
+static struct spread metric_of(const struct summary *x, int m)
+{
+  struct spread v = m == 0 ? x->makespan : m == 1 ? x->util : x->moved;
+  if (m == 2)
+    v.min /= 1e6, v.med /= 1e6, v.max /= 1e6;
+  return v;
+}
+
+/* what one set and metric's values span, for axes shared by its charts */
+struct extent {
+  double lo_med, hi_med; /* smallest and largest median */
+  double lo_pos, hi;     /* smallest positive value (a log axis's floor), largest value (error bars included) */
+  int nonpositive;       /* a median <= 0: no log axis */
+  int ran[MAX_POLICIES]; /* values per policy: a chart of policies that never ran is not drawn */
+};
+
+/* The data file of one worker set and metric (path: DIR/<metric>_<set>.dat, ':' as '_'): a row per workload, three
+ * columns per policy (median, min, max; '?' where it did not run), their extent into e. The number of
+ * configurations written, or -1 when it cannot be written. */
 static int chart_data(const char *path, const struct plan *pl, int s, int m,
-                      struct summary (*sum)[MAX_SETS][MAX_POLICIES])
+                      struct summary (*sum)[MAX_SETS][MAX_POLICIES], struct extent *e)
 {
   FILE *d = fopen(path, "w");
   if (!d)
     return -1;
+  *e = (struct extent){INFINITY, -INFINITY, INFINITY, 0, 0, {0}};
   fprintf(d, "workload");
   for (int p = 0; p < pl->np; p++)
-    fprintf(d, " %s", pl->pol[p]);
+    fprintf(d, " %s %s_min %s_max", pl->pol[p], pl->pol[p], pl->pol[p]);
   fputc('\n', d);
   int values = 0;
   for (int w = 0; w < pl->nw; w++) {
     fprintf(d, "%s", workloads[pl->wl[w]].name);
     for (int p = 0; p < pl->np; p++) {
-      struct summary *x = &sum[w][s][p];
-      double v = m == 0 ? x->makespan : m == 1 ? x->util : x->moved / 1e6;
-      if (isnan(v))
-        fprintf(d, " ?");
-      else
-        fprintf(d, " %.6g", v), values++;
+      const struct summary *x = &sum[w][s][p];
+      struct spread v = metric_of(x, m);
+      if (!x->n || isnan(v.med)) {
+        fprintf(d, " ? ? ?");
+        continue;
+      }
+      fprintf(d, " %.6g %.6g %.6g", v.med, v.min, v.max);
+      values++, e->ran[p]++;
+      e->lo_med = fmin(e->lo_med, v.med), e->hi_med = fmax(e->hi_med, v.med), e->hi = fmax(e->hi, v.max);
+      e->nonpositive |= v.med <= 0;
+      if (v.min > 0)
+        e->lo_pos = fmin(e->lo_pos, v.min);
+      if (v.med > 0)
+        e->lo_pos = fmin(e->lo_pos, v.med);
     }
     fputc('\n', d);
   }
@@ -230,21 +392,62 @@ static void run_gnuplot(const char *outdir)
     printf("charts: gnuplot failed on %s/charts.gp (%s; run it there to see why)\n", outdir, why);
 }
 
-/* One data file and one clustered-bar chart per worker set and metric: a group of bars per workload, a bar per
- * policy. The script holds only names checked against fixed lists (sets, policies, scale) and relative file names. */
+/* The axis of one set and metric, shared by its charts so that bars on two of them compare: logarithmic when the
+ * medians span more than a factor 30 (the fast workloads' bars would be flat lines otherwise), linear from 0 else. */
+static void chart_axis(FILE *gp, const struct extent *e, const char *ylabel)
+{
+  if (!e->nonpositive && e->hi_med > 30 * e->lo_med) {
+    fprintf(gp, "set logscale y\nset yrange [%.6g:%.6g]\nset ylabel '%s, log scale'\n", e->lo_pos / 1.5, e->hi * 1.5,
+            ylabel);
+    return;
+  }
+  fprintf(gp, "unset logscale y\n");
+  if (e->hi > 0)
+    fprintf(gp, "set yrange [0:%.6g]\n", e->hi * 1.08);
+  else /* nothing above 0 (no bytes moved on CPU workers): gnuplot cannot scale an empty range */
+    fprintf(gp, "set yrange [0:1]\n");
+  fprintf(gp, "set ylabel '%s'\n", ylabel);
+}
+
+/* One chart of policies [first, last) of a set and metric: a group of bars per workload, a bar per policy (its
+ * median) with an error bar from its min to its max. name: the PNG's name without '.png'. */
+static void chart_plot(FILE *gp, const char *name, const char *file, const struct plan *pl, int s, const char *metric,
+                       int first, int last)
+{
+  fprintf(gp, "set output '%s.png'\nset title '%s, worker set %s, scale %s", name, metric, pl->sets[s].name,
+          report.scale);
+  if (first > 0 || last < pl->np)
+    fprintf(gp, ", policies %d-%d of %d", first + 1, last, pl->np);
+  fprintf(gp, " (bar: median; error bar: min..max over the repeats)'\nplot ");
+  /* data columns of policy p: 2 + 3p (median), then its min and max; xtic(1) once, on the first */
+  for (int p = first; p < last; p++)
+    fprintf(gp, "%s'%s' using %d:%d:%d%s title columnheader(%d)", p > first ? ", \\\n  " : "", p > first ? "" : file,
+            2 + 3 * p, 3 + 3 * p, 4 + 3 * p, p > first ? "" : ":xtic(1)", 2 + 3 * p);
+  fputc('\n', gp);
+}
+
+/* One data file per worker set and metric, and its charts: at most MAX_PER_CHART policies each, the policies split
+ * evenly over as few charts as that allows (named <metric>_<set>_pKofN.png when there are several). The script
+ * holds only names checked against fixed lists (sets, policies, scale) and relative file names. */
 void charts(const char *outdir, const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES])
 {
   const char *metric[3] = {"makespan", "utilisation", "bytes"};
-  const char *ylabel[3] = {"makespan (s, median)", "mean worker busy time / makespan", "MB moved between nodes"};
+  const char *ylabel[3] = {"makespan (s)", "mean worker busy time / makespan", "MB moved between nodes"};
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/charts.gp", outdir);
   FILE *gp = fopen(path, "w");
   if (!gp)
     return;
-  int plots = 0;
-  fprintf(gp, "# gnuplot script written by " PROG "\nset terminal pngcairo size 1400,700 noenhanced\n"
-          "set style data histograms\nset style histogram clustered gap 1\nset yrange [0:*]\nset style fill solid 0.8 border -1\n"
-          "set datafile missing '?'\nset key outside right top\nset xtics rotate by -30\nset grid ytics\n");
+  int plots = 0, nchart = (pl->np + MAX_PER_CHART - 1) / MAX_PER_CHART;
+  int per = nchart ? (pl->np + nchart - 1) / nchart : 0;
+  /* bars of one colour each (gnuplot's 8 line types, hence MAX_PER_CHART; the 8th, black, made brown so that its
+   * error bar shows), outlined in grey rather than black: a black outline on narrow bars is what turned the old
+   * 38-policy charts black; the legend outside the plot */
+  fprintf(gp, "# gnuplot script written by " PROG "\nset terminal pngcairo size 1600,800 noenhanced\n"
+          "set linetype 8 lc rgb '#a0522d'\n"
+          "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
+          "set style fill solid 0.85 border rgb 'gray40'\nset datafile missing '?'\nset key outside right top\n"
+          "set xtics rotate by -30\nset grid ytics\nset bmargin 6\n");
   for (int s = 0; s < pl->ns; s++)
     for (int m = 0; m < 3; m++) {
       if (snprintf(path, sizeof path, "%s/%s_%s.dat", outdir, metric[m], pl->sets[s].name) >= (int)sizeof path)
@@ -253,12 +456,25 @@ void charts(const char *outdir, const struct plan *pl, struct summary (*sum)[MAX
       for (char *c = file; *c; c++)
         if (*c == ':')
           *c = '_';
-      if (chart_data(path, pl, s, m, sum) <= 0) /* nothing ran on this set: gnuplot would stop at an empty plot */
+      struct extent e;
+      if (chart_data(path, pl, s, m, sum, &e) <= 0) /* nothing ran on this set: gnuplot would stop at an empty plot */
         continue;
-      plots++;
-      fprintf(gp, "set output '%.*s.png'\nset title '%s, worker set %s, scale %s'\nset ylabel '%s'\n",
-              (int)(strlen(file) - 4), file, metric[m], pl->sets[s].name, report.scale, ylabel[m]);
-      fprintf(gp, "plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)\n", pl->np + 1, file);
+      chart_axis(gp, &e, ylabel[m]);
+      for (int k = 0; k < nchart; k++) {
+        int first = k * per, last = first + per < pl->np ? first + per : pl->np, any = 0;
+        for (int p = first; p < last; p++)
+          any |= e.ran[p] > 0;
+        if (!any) /* gnuplot stops at a plot without a single point */
+          continue;
+        char name[PATH_MAX];
+        int base = (int)(strlen(file) - 4); /* without '.dat' */
+        if (nchart == 1)
+          snprintf(name, sizeof name, "%.*s", base, file);
+        else
+          snprintf(name, sizeof name, "%.*s_p%dof%d", base, file, k + 1, nchart);
+        chart_plot(gp, name, file, pl, s, metric[m], first, last);
+        plots++;
+      }
     }
   fclose(gp);
   if (!plots)

@@ -47,6 +47,7 @@ struct outcome {
   int is_ref;       /* its checksums became the reference */
   double makespan[MAX_REPEATS], util[MAX_REPEATS], moved[MAX_REPEATS];
   int n;
+  char resolved[64]; /* policy_resolved of its records */
   char why[256];
 };
 
@@ -166,6 +167,7 @@ static void take_record(char *line, const struct pending *p, const struct config
     res->moved[res->n] = atof(get_val(&r, "bytes_moved"));
     res->n++;
   }
+  snprintf(res->resolved, sizeof res->resolved, "%s", get_val(&r, "policy_resolved"));
   write_record(&r, p);
   free_record(&r);
 }
@@ -296,7 +298,7 @@ static char *make_trace_dir(const char *outdir, const struct config *cf, char *b
 }
 
 /* The calibration (model-based policies) and the measurement of one configuration, with its line of progress
- * finished; x gets the medians. */
+ * finished; x gets the min / median / max of its repeats and the policy it ran under. */
 static void measure_config(const struct run_opts *o, const struct config *cf, const char *tdir, struct summary *x,
                            struct tally *t)
 {
@@ -316,11 +318,15 @@ static void measure_config(const struct run_opts *o, const struct config *cf, co
     t->failed += !interrupted;
   }
   else {
-    x->makespan = median_of(res.makespan, res.n);
-    x->util = median_of(res.util, res.n);
-    x->moved = median_of(res.moved, res.n);
-    printf("makespan %.4f s (median of %d), utilisation %.2f, %.1f MB moved, check %s (%.1f s)\n", x->makespan,
-           res.n, x->util, x->moved / 1e6, res.mismatch ? "MISMATCH" : res.is_ref ? "ref" : "ok", now() - t0);
+    x->makespan = spread_of(res.makespan, res.n);
+    x->util = spread_of(res.util, res.n);
+    x->moved = spread_of(res.moved, res.n);
+    x->n = res.n;
+    snprintf(x->resolved, sizeof x->resolved, "%s", res.resolved);
+    /* 4 significant digits: tiny-scale makespans are milliseconds, where fixed decimals would hide the spread */
+    printf("makespan %.4g / %.4g / %.4g s (min / median / max of %d), utilisation %.2f, %.1f MB moved, check %s "
+           "(%.1f s)\n", x->makespan.min, x->makespan.med, x->makespan.max, res.n, x->util.med, x->moved.med / 1e6,
+           res.mismatch ? "MISMATCH" : res.is_ref ? "ref" : "ok", now() - t0);
     t->mismatched += res.mismatch;
   }
   fflush(stdout);
@@ -334,7 +340,9 @@ static void run_config(const struct run_opts *o, const struct config *cf, const 
                        struct tally *t)
 {
   const char *wname = workloads[cf->workload].name;
-  x->makespan = x->util = x->moved = NAN;
+  x->makespan = x->util = x->moved = (struct spread){NAN, NAN, NAN};
+  x->n = 0;
+  x->resolved[0] = 0;
   t->done++;
   int el = (int)(now() - t->t_start);
   printf("[%3d/%d %2d:%02d] %-16s %-12s %-26s ", t->done, t->total, el / 60, el % 60, wname, cf->ws->name, cf->policy);
@@ -369,6 +377,7 @@ static int run_matrix(const struct run_opts *o, const struct plan *pl, const cha
         struct config cf = {pl->wl[w], pl->pol[p], &pl->sets[s], NULL};
         run_config(o, &cf, base, &sum[w][s][p], &t);
       }
+  write_summary(pl, sum);
   close_outputs();
   char path[PATH_MAX];
   if (snprintf(path, sizeof path, "%s/logs", o->outdir) < (int)sizeof path)
@@ -542,6 +551,9 @@ int main(int argc, char **argv)
   int rc = parse_options(argc, argv, &opt);
   if (rc)
     return rc;
+  /* the same-policy comparison on made-up ranges, for the tests: a real run's spread is not deterministic */
+  if (opt.test_spread)
+    return test_spread(opt.test_ranges);
   if (opt.probe)
     return probe_main();
   if (opt.child) {

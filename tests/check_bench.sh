@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # check_bench.sh: starproj-bench at its tiny scale with three policies on CPU workers writes the documented CSV and
 # JSON columns with consistent values (busy time within the makespan, no negative byte counts, the same checksums
-# under every policy), and rejects bad options with a message and exit status 2 before StarPU starts. Hardening: an
-# --output holding shell syntax runs nothing (no shell anywhere), an output place that cannot be written exits 2, and
-# no failure nor SIGTERM/SIGINT leaves its $TMPDIR/starproj-bench-* folder. Every run is under timeout: a hang fails.
+# under every policy) and min / median / max per configuration, and rejects bad options with a message and exit
+# status 2 before StarPU starts. Its defaults at tiny scale end (five policies) and compare 'default' with lws, two
+# names of one policy; the comparison itself is checked on made-up ranges; more than 8 policies split the charts.
+# Hardening: an --output holding shell syntax runs nothing (no shell anywhere), an output place that cannot be
+# written exits 2, and no failure nor SIGTERM/SIGINT leaves its $TMPDIR/starproj-bench-* folder. Every run is under
+# timeout: a hang fails.
 set -u
 prog=./starproj-bench
 [ -x "$prog" ] || { echo "check_bench: $prog not built"; exit 99; }
@@ -64,6 +67,25 @@ expect_message "--threads needs a whole number in 1..256, not '0'" --threads 0
 expect_message "--scale needs tiny, small or full, not 'huge'" --scale huge
 expect_message "unknown option '--no-such-option'" --no-such-option
 expect_message "unexpected argument 'stray'" stray
+expect_message "--scheds: 'all' stands alone" --scheds eager,all
+expect_message "--test-spread needs AMIN,AMAX,BMIN,BMAX" --test-spread 2,1,3,4
+expect_message "--test-spread needs AMIN,AMAX,BMIN,BMAX" --test-spread 1,2,3
+
+# the same-policy comparison on made-up [min, max] ranges (a real run's spread is not deterministic): apart when they
+# do not overlap, quiet when they do, touching ends counting as overlap; before StarPU starts
+spread_case() {
+  local want=$1 msg rc
+  shift
+  msg=$(TMPDIR="$dir/no-such-tmp" timeout 10 "$prog" --test-spread "$@" 2>&1); rc=$?
+  if [ $rc -ne 0 ]; then ko "--test-spread $*: exit $rc: $msg"
+  elif ! printf '%s' "$msg" | grep -q "^$want"; then ko "--test-spread $*: '$msg', expected '$want'"
+  else ok; fi
+}
+spread_case "same policy apart: .*\\[1, 2\\] s and \\[3, 4\\] s do not overlap" 1,2,3,4
+spread_case "same policy apart: .*\\[3, 4\\] s and \\[1, 2\\] s do not overlap" 3,4,1,2
+spread_case "same policy within spread" 1,3,2,4
+spread_case "same policy within spread" 1,2,2,3
+spread_case "same policy within spread" 0.5,0.5,0.1,0.9
 
 if timeout 60 "$prog" --help | grep -q '^usage: starproj-bench'; then ok; else ko "--help"; fi
 if timeout 60 "$prog" --list | grep -q '^  fwd-whole'; then ok; else ko "--list shows no workloads"; fi
@@ -146,8 +168,76 @@ fi
 # charts, or the message that says why not
 if command -v gnuplot >/dev/null; then
   [ -s "$out/makespan_cpu.png" ] && [ -s "$out/utilisation_cpu.png" ] && [ -s "$out/bytes_cpu.png" ] && ok || ko "charts missing"
+  # three policies fit one chart per metric
+  n=$(ls "$out" | grep -c '\.png$')
+  [ "$n" -eq 3 ] && ok || ko "3 policies: $n charts, expected 3"
 else
   echo "$log" | grep -q 'charts skipped: gnuplot' && ok || ko "no message about the skipped charts"
+fi
+
+# min / median / max per configuration: summary.csv (a row per configuration that ran, min <= median <= max), the
+# stdout table's columns, the .dat files' three columns per policy, error bars in the script
+[ "$(head -n 1 "$out/summary.csv")" = "scale,workload,worker_set,policy,policy_resolved,repeats,makespan_min_s,\
+makespan_median_s,makespan_max_s,utilisation_min,utilisation_median,utilisation_max,bytes_moved_min,\
+bytes_moved_median,bytes_moved_max,apart_from" ] && ok || ko "summary.csv header: $(head -n 1 "$out/summary.csv")"
+rows=$(($(wc -l < "$out/summary.csv") - 1))
+[ "$rows" -eq 39 ] && ok || ko "summary.csv: $rows rows, expected 13 workloads x 3 policies = 39"
+awk -F, 'NR > 1 && !($7 <= $8 && $8 <= $9 && $10 <= $11 && $11 <= $12 && $13 <= $14 && $14 <= $15 && $6 == 2) {
+  print; bad++ } END { exit bad > 0 }' "$out/summary.csv" && ok || ko "summary.csv: min > median or median > max"
+table='^workload +set +policy +resolved +n +min_s +median_s +max_s'
+echo "$log" | grep -Eq "$table" && ok || ko "no min/median/max table"
+echo "$log" | grep -q '^fwd-whole  *cpu  *eager  *eager  *2 ' && ok || ko "the table has no row of fwd-whole / eager"
+[ "$(head -n 1 "$out/makespan_cpu.dat")" = "workload eager eager_min eager_max lws lws_min lws_max dmda dmda_min \
+dmda_max" ] && ok || ko "makespan_cpu.dat header: $(head -n 1 "$out/makespan_cpu.dat")"
+grep -q '^set style histogram errorbars' "$out/charts.gp" && ok || ko "charts.gp draws no error bars"
+# each name its own policy: nothing to compare, said so
+echo "$log" | grep -q '^same policy under two names: none in this run' && ok || ko "no line about same-policy pairs"
+
+# the defaults at tiny scale (the five default policies): a bound against hangs, not a speed test (they take about
+# 75 s on two loaded cores); the same-policy comparison of 'default' and the policy starproj picks (lws on CPU
+# workers). With GPUs the default worker sets are many more: there the CPU set alone, the policies still defaults.
+out="$dir/defaults"
+sets=()
+timeout 60 "$prog" --list | grep -q '^worker sets on this machine (0 GPUs)' || sets=(--workers cpu)
+log=$(timeout 300 "$prog" --scale tiny ${sets[@]+"${sets[@]}"} --output "$out" 2>&1); rc=$?
+if [ $rc -eq 124 ]; then ko "the defaults at tiny scale did not end within 300 s"
+elif [ $rc -ne 0 ]; then ko "the defaults at tiny scale exited $rc: $(echo "$log" | tail -n 5)"
+else ok; fi
+echo "$log" | grep -q '^starproj-bench: 70 configurations (14 workloads x 1 worker sets x 5 policies)' \
+  && ok || ko "the defaults are not 5 policies: $(echo "$log" | head -n 1)"
+echo "$log" | grep -Eq "$table" && ok || ko "defaults: no min/median/max table"
+echo "$log" | grep -Eq '^same policy under two names \(default = [a-z]+\): 13 workload pairs compared, [0-9]+ apart' \
+  && ok || ko "defaults: no comparison of default with its policy: $(echo "$log" | grep '^same policy')"
+# as many 'apart' lines as the count says, and each pair apart flags both its rows of summary.csv (apart_from)
+napart=$(echo "$log" | sed -n 's/^same policy under two names.* compared, \([0-9]*\) apart.*/\1/p')
+[ "$(echo "$log" | grep -c '^same policy apart: ')" -eq "${napart:--1}" ] && ok \
+  || ko "defaults: apart lines and count differ"
+[ "$(awk -F, 'NR > 1 && $16 != ""' "$out/summary.csv" | wc -l)" -eq $((2 * ${napart:-0})) ] && ok \
+  || ko "defaults: summary.csv's apart_from differs from the lines"
+# a log axis exactly when the makespan medians span more than a factor 30
+if command -v gnuplot >/dev/null; then
+  want=$(awk 'NR > 1 { for (i = 2; i <= NF; i += 3) if ($i != "?") {
+      if (lo == "" || $i < lo) lo = $i
+      if ($i > hi) hi = $i } }
+    END { print (lo > 0 && hi > 30 * lo) ? "log" : "linear" }' "$out/makespan_cpu.dat")
+  got=$(awk '/^set logscale y/ { a = "log" } /^unset logscale y/ { a = "linear" }
+    /^set output .makespan_cpu/ { print a; exit }' "$out/charts.gp")
+  [ "$want" = "$got" ] && ok || ko "makespan_cpu: a $got axis, expected $want"
+fi
+
+# more policies than fit one chart (8): split over two, of 5 and 4, so that the number of charts grows with the
+# policies
+if command -v gnuplot >/dev/null; then
+  out="$dir/split"
+  log=$(timeout 300 "$prog" --scale tiny --workers cpu --workloads fwd-whole --repeats 1 --warmups 0 --output "$out" \
+        --scheds default,eager,prio,random,ws,lws,modular-eager,modular-prio,modular-random 2>&1); rc=$?
+  [ $rc -eq 0 ] && ok || ko "9 policies: exit $rc: $(echo "$log" | tail -n 3)"
+  charts=$(ls "$out" | grep '\.png$' | tr '\n' ' ')
+  [ "$charts" = "bytes_cpu_p1of2.png bytes_cpu_p2of2.png makespan_cpu_p1of2.png makespan_cpu_p2of2.png \
+utilisation_cpu_p1of2.png utilisation_cpu_p2of2.png " ] && ok || ko "9 policies: charts $charts, expected 2 per metric"
+  grep -q "set title 'makespan, worker set cpu, scale tiny, policies 6-9 of 9" "$out/charts.gp" && ok \
+    || ko "9 policies: the second chart is not policies 6-9"
+  [ "$(grep -c ' title columnheader' "$out/charts.gp")" -eq 27 ] && ok || ko "9 policies: not 9 bars per metric"
 fi
 
 # --output with shell syntax and --keep-homes (copied without a shell): no file INJECTED anywhere, the run works there

@@ -1444,6 +1444,56 @@ START_TEST(test_poisson_reproducible)
 END_TEST
 
 /* ---- listmode sampling ------------------------------------------------------------------------------------- */
+/* Enough events (1.5 M) for several chunks and buckets of the parallel shuffle (2^18 events each): the same list on 1,
+ * 2 and 4 threads; the same histogram as sproj_poisson; and events of the first tenth of the LORs spread evenly over
+ * the whole list: their mean place is 0.5 (sd 0.0007: bound 0.01) and each sixth of the list holds a sixth of them
+ * (sd 0.001 each: bound 0.01). Before the shuffle they all stood in the first tenth. */
+START_TEST(test_listmode_shuffle_buckets)
+{
+  const int64_t num_lors = 300000;
+  float *expected = malloc(num_lors * sizeof *expected), *counts = malloc(num_lors * sizeof *counts);
+  for (int64_t i = 0; i < num_lors; i++)
+    expected[i] = 5.0f;
+  int32_t *lor[3];
+  int64_t num[3];
+  const int threads[3] = {1, 2, 4};
+  for (int t = 0; t < 3; t++)
+    EXPECT(sproj_sample_listmode(expected, num_lors, 0, 31, threads[t], &lor[t], NULL, &num[t]), SPROJ_OK);
+  ck_assert_msg(num[0] > 4 * ((int64_t)1 << 18), "%ld events: too few for several buckets", (long)num[0]);
+  for (int t = 1; t < 3; t++) {
+    ck_assert_int_eq(num[t], num[0]);
+    ck_assert_msg(memcmp(lor[t], lor[0], (size_t)num[0] * sizeof *lor[0]) == 0, "%d threads: another order",
+                  threads[t]);
+  }
+  EXPECT(sproj_poisson(expected, counts, num_lors, 31, 1), SPROJ_OK);
+  int64_t *hist = calloc(num_lors, sizeof *hist), first = 0, sixth[6] = {0};
+  double place = 0.0;
+  for (int64_t e = 0; e < num[0]; e++) {
+    hist[lor[0][e]]++;
+    if (lor[0][e] < num_lors / 10) {
+      first++;
+      place += (double)e / (double)num[0];
+      sixth[e * 6 / num[0]]++;
+    }
+  }
+  int64_t bad = -1;
+  for (int64_t i = 0; i < num_lors && bad < 0; i++)
+    if (hist[i] != (int64_t)counts[i])
+      bad = i;
+  ck_assert_msg(bad < 0, "LOR %ld: %ld events, %g drawn", (long)bad, bad < 0 ? 0L : (long)hist[bad],
+                bad < 0 ? 0.0 : counts[bad]);
+  ck_assert_msg(fabs(place / (double)first - 0.5) < 0.01, "mean place %g", place / (double)first);
+  for (int k = 0; k < 6; k++)
+    ck_assert_msg(fabs((double)sixth[k] / (double)first - 1.0 / 6.0) < 0.01, "sixth %d holds %g of them", k,
+                  (double)sixth[k] / (double)first);
+  for (int t = 0; t < 3; t++)
+    sproj_free(lor[t]);
+  free(hist);
+  free(expected);
+  free(counts);
+}
+END_TEST
+
 START_TEST(test_listmode_sampling)
 {
   const int64_t num_lors = 20000;
@@ -1613,6 +1663,7 @@ int main(void)
   tcase_add_test(sim, test_poisson_moments);
   tcase_add_test(sim, test_poisson_reproducible);
   tcase_add_test(sim, test_listmode_sampling);
+  tcase_add_test(sim, test_listmode_shuffle_buckets);
   suite_add_tcase(s, sim);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

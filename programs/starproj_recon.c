@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <starpu_scheduler.h>
 #include "common.h"
+#include "progress.h"
 
 static const char *usage_text =
   "usage: starproj-recon [options]\n"
@@ -814,7 +815,9 @@ static int check_inputs(const struct options *o, const struct inputs *in, const 
     return 1;
   if (o->mult_file && check_sino_header(o->mult_file, &in->mult_info, &per_lor))
     return 1;
-  if (o->add_file && check_sino_header(o->add_file, &in->add_info, &sino))
+  /* a background per LOR, or for TOF data per LOR and bin */
+  if (o->add_file && check_sino_header(o->add_file, &in->add_info,
+                                       o->tof && in->add_info.num_dims == sino.num_dims ? &sino : &per_lor))
     return 1;
   return 0;
 }
@@ -857,7 +860,9 @@ struct run {
   sproj_lors *lors;                   /* the scanner's sinogram LORs */
   sproj_chunks *views;                /* one chunk per view */
   sproj_tof *tof;
-  float *phantom, *mult, *add;        /* pinned; the phantom only when simulating */
+  float *phantom, *mult, *add;        /* the phantom only when simulating; add NULL: no background */
+  int add_per_bin;                    /* add holds a value per LOR and TOF bin (a file of that shape); else one
+                                       * per LOR, spread evenly over a TOF LOR's bins */
   float *counts;                      /* sinogram counts [lor][bin]: simulated (pinned) or read */
   int32_t *ev_lor;                    /* listmode events: sampled or read (sproj_free) */
   int16_t *ev_bin;
@@ -908,18 +913,35 @@ static void setup_lors(const struct options *o, struct run *r)
   TRY(sproj_scanner_chunks_views(&r->views, l->scanner, r->lors));
   if (o->tof)
     TRY(sproj_tof_register(&r->tof, &l->tp, NULL, NULL, NULL));
-  r->mult = alloc_or_die((size_t)nlors * sizeof(float));
-  r->add = alloc_or_die((size_t)nlors * l->nbins * sizeof(float));
   sino_layout(o, l, o->tof, &r->sino_info);
 }
 
+/* Efficiencies of +-15% and attenuation factors exp(-line integral), LOR by LOR: each LOR's random number depends on
+ * the seed and its index only, so any number of threads gives the same factors. */
+struct factors_job {
+  float *mult;
+  const float *line;
+  uint64_t seed;
+};
+
+static void factors_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  struct factors_job *j = ctx;
+  for (int64_t i = first; i < end; i++) {
+    uint64_t s = j->seed ^ ((uint64_t)i * 0xd1342543de82ef95ull);
+    j->mult[i] = expf(-j->line[i]) * (0.85f + 0.3f * (float)((mix(&s) >> 11) * (1.0 / 9007199254740992.0)));
+  }
+}
+
 /* The phantom, and the factor of each LOR: attenuation by a water cylinder (0.0096 / mm), from the line integrals
- * of its map, times detector efficiencies of +-15%. line: room for the sinogram, used for the integrals. */
+ * of its map, times detector efficiencies. line: room for the sinogram, used for the integrals. */
 static void simulate_factors(const struct options *o, struct run *r, float *line)
 {
   const struct layout *l = &r->l;
   size_t image_bytes = (size_t)l->nvox * sizeof(float);
   struct sproj_phantom ph, mu_ph;
+  progress_step("phantom and attenuation map", -1.0);
   r->phantom = alloc_or_die(image_bytes);
   float *mu = alloc_or_die(image_bytes);
   TRY(sproj_phantom_default(&ph, o->dims, l->vs, l->origin));
@@ -930,25 +952,56 @@ static void simulate_factors(const struct options *o, struct run *r, float *line
   TRY(sproj_phantom_fill(&mu_ph, mu, o->dims, l->vs, l->origin, 2));
   sproj_image *img;
   sproj_proj *proj;
+  progress_step("attenuation line integrals", -1.0);
   TRY(sproj_image_register(&img, mu, o->dims, l->vs, l->origin));
   TRY(sproj_proj_register(&proj, line, r->lors));
   TRY(sproj_fwd(img, proj, r->views, SPROJ_ALL_CHUNKS));
   TRY(sproj_proj_unregister(proj));
   TRY(sproj_image_unregister(img));
-  uint64_t s = o->seed * 7919 + 17;
-  for (int64_t i = 0; i < l->si.num_lors; i++)
-    r->mult[i] = expf(-line[i]) * (0.85f + 0.3f * (float)((mix(&s) >> 11) * (1.0 / 9007199254740992.0)));
+  r->mult = alloc_or_die((size_t)l->si.num_lors * sizeof(float));
+  struct factors_job j = {r->mult, line, o->seed * 7919 + 17};
+  parallel_blocks("attenuation and efficiency factors", l->si.num_lors, 1 << 16, factors_block, &j);
   sproj_free_pinned(mu, image_bytes);
 }
 
-/* The expected counts m A x + background into line, the phantom scaled so that the trues are the counts asked for;
- * returns the background per LOR (and TOF bin). */
+/* The trues m A x of each block of values, summed in double: the blocks' sums are added in block order, so the total
+ * (and the scale of the phantom) is the same on any number of threads. */
+#define VALUE_BLOCK ((int64_t)1 << 20)
+struct expected_job {
+  float *line;
+  const float *mult;
+  int64_t nbins;
+  double *block_sum;
+  float scale, bg;
+};
+
+static void trues_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  struct expected_job *j = ctx;
+  double sum = 0.0;
+  for (int64_t k = first; k < end; k++)
+    sum += (double)j->mult[k / j->nbins] * j->line[k];
+  j->block_sum[block] = sum;
+}
+
+static void expected_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  struct expected_job *j = ctx;
+  for (int64_t k = first; k < end; k++)
+    j->line[k] = j->mult[k / j->nbins] * j->line[k] * j->scale + j->bg;
+}
+
+/* The expected counts m A x + background into line, the phantom scaled so that the trues are the counts asked for.
+ * The background is flat: the same value per LOR in r->add, spread evenly over a TOF LOR's bins (the values of line
+ * take the very float the model computes, add / bins). Returns the background per value. */
 static float expected_counts(const struct options *o, struct run *r, float *line)
 {
   const struct layout *l = &r->l;
-  const int64_t nlors = l->si.num_lors, nbins = l->nbins;
+  const int64_t nlors = l->si.num_lors, nbins = l->nbins, values = nlors * nbins;
   sproj_image *img;
   sproj_proj *proj;
+  progress_step("projecting the phantom", -1.0);
   TRY(sproj_image_register(&img, r->phantom, o->dims, l->vs, l->origin));
   if (o->tof) {
     TRY(sproj_proj_register_tof(&proj, line, r->lors, l->nbins));
@@ -959,27 +1012,34 @@ static float expected_counts(const struct options *o, struct run *r, float *line
   }
   TRY(sproj_proj_unregister(proj));
   TRY(sproj_image_unregister(img));
+  int64_t nblocks = (values + VALUE_BLOCK - 1) / VALUE_BLOCK;
+  struct expected_job j = {line, r->mult, nbins, calloc((size_t)nblocks, sizeof(double)), 0.0f, 0.0f};
+  if (!j.block_sum)
+    out_of_memory();
+  parallel_blocks("the trues", values, VALUE_BLOCK, trues_block, &j);
   double trues = 0.0;
-  for (int64_t i = 0; i < nlors; i++)
-    for (int64_t b = 0; b < nbins; b++)
-      trues += (double)r->mult[i] * line[i * nbins + b];
+  for (int64_t b = 0; b < nblocks; b++)
+    trues += j.block_sum[b];
+  free(j.block_sum);
   if (!(trues > 0)) {
     fprintf(stderr, "starproj-recon: the phantom projects to nothing: is the image inside the scanner?\n");
     exit(1);
   }
-  float scale = (float)(o->counts / trues);
+  j.scale = (float)(o->counts / trues);
   for (int64_t v = 0; v < l->nvox; v++)
-    r->phantom[v] *= scale;
-  float bg = (float)(o->background * o->counts / ((double)nlors * nbins));
-  for (int64_t i = 0; i < nlors * nbins; i++) {
-    r->add[i] = bg;
-    line[i] = r->mult[i / nbins] * line[i] * scale + bg;
-  }
-  return bg;
+    r->phantom[v] *= j.scale;
+  float bg_lor = (float)(o->background * o->counts / (double)nlors);
+  r->add = alloc_or_die((size_t)nlors * sizeof(float));
+  for (int64_t i = 0; i < nlors; i++)
+    r->add[i] = bg_lor;
+  j.bg = bg_lor / (float)nbins;
+  parallel_blocks("the expected counts", values, VALUE_BLOCK, expected_block, &j);
+  return j.bg;
 }
 
-/* Simulated data: Poisson counts of the expected sinogram, or listmode events drawn from it. */
-static void simulate(const struct options *o, struct run *r, double t0)
+/* Simulated data: Poisson counts of the expected sinogram (in place: the sinogram is the largest array), or listmode
+ * events drawn from it. */
+static void simulate(const struct options *o, struct run *r)
 {
   const int64_t values = r->l.si.num_lors * r->l.nbins;
   const size_t bytes = (size_t)values * sizeof(float);
@@ -989,36 +1049,35 @@ static void simulate(const struct options *o, struct run *r, double t0)
   if (o->listmode) {
     TRY(sproj_sample_listmode(line, r->l.si.num_lors, o->tof ? r->l.nbins : 0, o->seed, 0, &r->ev_lor, &r->ev_bin,
                               &r->nevents));
+    sproj_free_pinned(line, bytes);
   } else {
-    r->counts = alloc_or_die(bytes);
-    if (o->noise_free)
-      memcpy(r->counts, line, bytes);
-    else
-      TRY(sproj_poisson(line, r->counts, values, o->seed, 0));
+    if (!o->noise_free)
+      TRY(sproj_poisson(line, line, values, o->seed, 0));
+    r->counts = line;
   }
-  sproj_free_pinned(line, bytes);
-  SAY("simulated: %.4g expected trues, background %.3g per LOR%s, %s in %.2f s\n", o->counts, (double)bg,
-      o->tof ? " and TOF bin" : "", o->listmode ? "listmode" : (o->noise_free ? "no noise" : "Poisson noise"),
-      now() - t0);
+  SAY("simulated: %.4g expected trues, background %.3g per LOR%s, %s\n", o->counts, (double)bg,
+      o->tof ? " and TOF bin" : "", o->listmode ? "listmode" : (o->noise_free ? "no noise" : "Poisson noise"));
 }
 
-/* Read data: the factors from files (their layout is checked), else 1 and 0; the counts or events as read. */
-static void use_inputs(struct inputs *in, struct run *r)
+/* Read data: the factors from files as read (no copy), else 1 and no background; the counts or events as read. */
+static void use_inputs(const struct options *o, struct inputs *in, struct run *r)
 {
   const int64_t nlors = r->l.si.num_lors;
-  const size_t add_bytes = (size_t)nlors * r->l.nbins * sizeof(float);
-  if (in->mult)
-    memcpy(r->mult, in->mult, (size_t)nlors * sizeof(float));
-  else
+  if (in->mult) {
+    r->mult = in->mult;
+  } else {
+    r->mult = alloc_or_die((size_t)nlors * sizeof(float));
     for (int64_t i = 0; i < nlors; i++)
       r->mult[i] = 1.0f;
-  if (in->add)
-    memcpy(r->add, in->add, add_bytes);
-  else
-    memset(r->add, 0, add_bytes);
-  sproj_free(in->mult);
-  sproj_free(in->add);
-  in->mult = in->add = NULL;
+  }
+  r->add = in->add;
+  r->add_per_bin = in->add && o->tof && values_of(&in->add_info) == nlors * r->l.nbins;
+  if (!o->mult_file || !o->add_file)
+    SAY("starproj-recon: no %s%s%s given: assuming %s%s%s\n", o->mult_file ? "" : "--mult",
+        !o->mult_file && !o->add_file ? " and no " : "", o->add_file ? "" : "--add",
+        o->mult_file ? "" : "m = 1 (no attenuation or normalisation)", !o->mult_file && !o->add_file ? " and " : "",
+        o->add_file ? "" : "a = 0 (no randoms or scatter)");
+  /* the arrays stay in *in, which frees them at the end */
   r->counts = in->counts;
   r->nevents = in->lm_info.num_events;
   r->ev_lor = in->lor;
@@ -1046,7 +1105,8 @@ static void save_data(const struct options *o, const struct run *r)
   TRY(sproj_raw_write_sino(p = path_in(o->output, "mult"), &per_lor, r->mult));
   free(p);
   note_raw(o->output, "mult");
-  TRY(sproj_raw_write_sino(p = path_in(o->output, "add"), &r->sino_info, r->add));
+  /* the background as the model takes it: one value per LOR (spread over a TOF LOR's bins) */
+  TRY(sproj_raw_write_sino(p = path_in(o->output, "add"), &per_lor, r->add));
   free(p);
   note_raw(o->output, "add");
   if (o->listmode) {
@@ -1076,6 +1136,7 @@ struct progress_ctx {
 static int on_iteration(const struct sproj_recon_progress *p, void *user)
 {
   struct progress_ctx *ctx = user;
+  progress_step(NULL, (double)p->iteration / ctx->o->iterations);
   char where[256];
   where_line(where, sizeof where);
   if (p->has_objective)
@@ -1102,34 +1163,58 @@ static int on_iteration(const struct sproj_recon_progress *p, void *user)
 }
 
 /* Listmode: each event's LOR endpoints, factor and background, from its LOR (and TOF bin). */
+struct events_job {
+  const struct run *r;
+  int tof;
+  int64_t *idx;
+  int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
+};
+
+static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  struct events_job *j = ctx;
+  const struct run *r = j->r;
+  const int64_t nlors = r->l.si.num_lors, nbins = r->l.nbins;
+  const int32_t *lor = r->ev_lor;
+  const int16_t *bin = r->ev_bin;
+  for (int64_t e = first; e < end; e++) {
+    if (lor[e] < 0 || lor[e] >= nlors || (j->tof && (bin[e] < 0 || bin[e] >= nbins))) {
+      __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
+      return;
+    }
+    j->idx[e] = lor[e];
+    r->ev_mult[e] = r->mult[lor[e]];
+    float a = 0.0f;
+    if (r->add)
+      a = r->add_per_bin ? r->add[lor[e] * nbins + bin[e]] : j->tof ? r->add[lor[e]] / (float)nbins : r->add[lor[e]];
+    r->ev_add[e] = a;
+  }
+}
+
 static void event_arrays(const struct options *o, struct run *r)
 {
-  const int64_t n = r->nevents, nlors = r->l.si.num_lors, nbins = r->l.nbins;
+  const int64_t n = r->nevents;
   if (n == 0) {
     fprintf(stderr, "starproj-recon: no listmode events to reconstruct\n");
     exit(1);
   }
-  int64_t *idx = malloc((size_t)n * sizeof *idx);
+  struct events_job j = {r, o->tof, malloc((size_t)n * sizeof(int64_t)), -1};
   r->ev_xs = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_xe = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_mult = alloc_or_die((size_t)n * sizeof(float));
   r->ev_add = alloc_or_die((size_t)n * sizeof(float));
-  if (!idx)
+  if (!j.idx)
     out_of_memory();
-  const int32_t *lor = r->ev_lor;
-  const int16_t *bin = r->ev_bin;
-  for (int64_t e = 0; e < n; e++) {
-    if (lor[e] < 0 || lor[e] >= nlors || (o->tof && (bin[e] < 0 || bin[e] >= nbins))) {
-      fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)e,
-              lor[e], bin ? bin[e] : 0);
-      exit(1);
-    }
-    idx[e] = lor[e];
-    r->ev_mult[e] = r->mult[lor[e]];
-    r->ev_add[e] = r->add[lor[e] * nbins + (o->tof ? bin[e] : 0)];
+  parallel_blocks("the events' factors", n, 1 << 20, events_block, &j);
+  if (j.bad >= 0) {
+    fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)j.bad,
+            r->ev_lor[j.bad], r->ev_bin ? r->ev_bin[j.bad] : 0);
+    exit(1);
   }
-  TRY(sproj_scanner_lors_at(r->l.scanner, n, idx, r->ev_xs, r->ev_xe));
-  free(idx);
+  progress_step("the events' endpoints", -1.0);
+  TRY(sproj_scanner_lors_at(r->l.scanner, n, j.idx, r->ev_xs, r->ev_xe));
+  free(j.idx);
 }
 
 /* Event chunks of about equal size, a few per subset, dealt out to the subsets in turn. With --order-events, each
@@ -1181,6 +1266,22 @@ static void event_chunks(const struct options *o, struct run *r)
     SAY("listmode: %lld events in %d chunks\n", (long long)n, nchunks);
 }
 
+/* With one GPU, the LORs and the data go there before the reconstruction starts (timed as a phase of their own); with
+ * several, the reconstruction spreads each chunk to one GPU itself. */
+static void upload(const struct options *o, struct run *r, const struct sproj_recon_config *cfg)
+{
+  if (sproj_num_gpus() != 1 || (o->devices && strcmp(o->devices, "cpu") == 0))
+    return;
+  progress_phase("upload");
+  if (o->listmode) {
+    TRY(sproj_lors_upload(r->events, r->ev_chunks, SPROJ_ALL_CHUNKS, 0));
+  } else {
+    TRY(sproj_lors_upload(r->lors, cfg->chunks, SPROJ_ALL_CHUNKS, 0));
+    TRY(sproj_proj_upload(r->data, cfg->chunks, SPROJ_ALL_CHUNKS, 0));
+  }
+  progress_end();
+}
+
 /* The model of the data, the sensitivities, and the iterations. */
 static void reconstruct(const struct options *o, struct run *r)
 {
@@ -1195,7 +1296,11 @@ static void reconstruct(const struct options *o, struct run *r)
   cfg.num_subsets = o->subsets;
   cfg.objective = o->objective;
   if (!o->listmode) {
-    TRY(sproj_model_create(&r->model, r->lors, r->mult, r->add, r->tof, fwhm));
+    progress_phase("model");
+    if (o->tof && !r->add_per_bin) /* one background value per LOR, spread over its bins */
+      TRY(sproj_model_create_tof_uniform_add(&r->model, r->lors, r->mult, r->add, r->tof, fwhm));
+    else
+      TRY(sproj_model_create(&r->model, r->lors, r->mult, r->add, r->tof, fwhm));
     if (o->tof)
       TRY(sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins));
     else
@@ -1203,6 +1308,7 @@ static void reconstruct(const struct options *o, struct run *r)
     cfg.data = r->data;
     cfg.chunks = r->views;
   } else {
+    progress_phase("events");
     event_arrays(o, r);
     event_chunks(o, r);
     TRY(sproj_model_create(&r->model, r->events, r->ev_mult, r->ev_add, r->tof, fwhm));
@@ -1211,21 +1317,23 @@ static void reconstruct(const struct options *o, struct run *r)
     cfg.sens_model = r->sens_model;
   }
   cfg.model = r->model;
+  upload(o, r, &cfg);
   char where[256];
-  double t1 = now();
+  progress_phase("sensitivities");
   TRY(sproj_stats_reset());
   TRY(sproj_recon_create(&r->recon, r->ximg, &cfg));
   where_line(where, sizeof where);
-  SAY("sensitivities: %.2f s, %s\n", now() - t1, where);
+  SAY("sensitivities: %.2f s, %s\n", progress_end(), where);
   struct progress_ctx ctx = {o, r->ximg, r->x, o->dims, {l->vs[0], l->vs[1], l->vs[2]},
                              {l->origin[0], l->origin[1], l->origin[2]}, 0};
   TRY(sproj_stats_reset());
-  t1 = now();
+  progress_phase("iterations");
+  progress_step(NULL, 0.0);
   TRY(sproj_recon_iterate(r->recon, o->iterations, on_iteration, &ctx));
   if (ctx.failed)
     exit(1);
   TRY(sproj_image_sync(r->ximg, SPROJ_SYNC_READ));
-  SAY("reconstruction: %d iterations x %d subsets in %.2f s\n", o->iterations, o->subsets, now() - t1);
+  SAY("reconstruction: %d iterations x %d subsets in %.2f s\n", o->iterations, o->subsets, progress_end());
 }
 
 /* ---- outputs -------------------------------------------------------------------------------------------------- */
@@ -1297,10 +1405,12 @@ static void finish(struct run *r, struct inputs *in)
   TRY(sproj_lors_unregister(r->lors));
   TRY(sproj_scanner_destroy(r->l.scanner));
   TRY(sproj_shutdown());
-  /* what the file readers and the listmode sampler returned (the pinned buffers go with the process) */
-  sproj_free(in->counts);
-  sproj_free(r->ev_lor);
-  sproj_free(r->ev_bin);
+  /* what the listmode sampler and the file readers returned (the pinned buffers go with the process) */
+  if (r->ev_lor != in->lor)
+    sproj_free(r->ev_lor);
+  if (r->ev_bin != in->bins)
+    sproj_free(r->ev_bin);
+  free_inputs(in);
 }
 
 /* ---- main ----------------------------------------------------------------------------------------------------- */
@@ -1329,20 +1439,32 @@ int main(int argc, char **argv)
     return rc;
   }
 
+  progress_start("starproj-recon", o.quiet);
+  progress_phase("starting StarPU");
   start_starpu(&o, &r.l);
-  double t0 = now();
+  progress_phase("geometry");
   setup_lors(&o, &r);
-  if (!o.input && !o.input_lm)
-    simulate(&o, &r, t0);
-  else
-    use_inputs(&in, &r);
-  if (o.save_data && !o.input && !o.input_lm)
+  if (!o.input && !o.input_lm) {
+    progress_phase("simulation");
+    simulate(&o, &r);
+  } else {
+    use_inputs(&o, &in, &r);
+  }
+  if (o.save_data && !o.input && !o.input_lm) {
+    progress_phase("saving the data");
     save_data(&o, &r);
-  reconstruct(&o, &r);
+  }
+  reconstruct(&o, &r); /* its phases: upload, sensitivities, iterations */
+  progress_phase("writing");
   write_outputs(&o, &r);
   written.finished = 1; /* the results are complete and named: a failure from here on leaves them */
+  progress_end();
   if (r.phantom)
     report_error(&r);
+  progress_phase("shutdown");
   finish(&r, &in);
+  progress_end();
+  progress_summary();
+  progress_stop();
   return 0;
 }

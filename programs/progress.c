@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* progress.c: phases, progress lines and block-parallel loops of the programs (progress.h). */
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -165,7 +166,12 @@ void progress_summary(void)
     printf(" %s %.2f s%s", pr.names[i], pr.seconds[i], i + 1 < pr.nphases ? "," : "");
     total += pr.seconds[i];
   }
-  printf("; %.2f s in all\n", total);
+  /* the most memory the process held at once (Linux counts ru_maxrss in KiB) */
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0)
+    printf("; %.2f s in all; peak host memory %.2f GB\n", total, (double)ru.ru_maxrss * 1024.0 / 1e9);
+  else
+    printf("; %.2f s in all\n", total);
 }
 
 void progress_stop(void)

@@ -145,23 +145,30 @@ SPROJ_API int sproj_raw_write_listmode(const char *base, const struct sproj_lm_i
  * int32, fields lor tof_bin), plus FORMAT for an event whose LOR or bin is out of its range. */
 SPROJ_API int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin);
 
-/* PNG previews (8-bit greyscale). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and hi = the 99.5th
- * percentile of the finite values shown (the largest finite value if that is not > 0; min .. max if that is not
- * > 0 either). NaN and values below lo are black, values above hi white. */
+/* PNG previews (8-bit greyscale, no text: the plain previews a program falls back to when it has no plotting tool;
+ * starproj-recon draws labelled ones with gnuplot). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and
+ * hi = the 99.5th percentile of the finite values shown (the largest finite value if that is not > 0; min .. max
+ * if that is not > 0 either). NaN and values below lo are black, values above hi white. Pass one window to
+ * several calls (e.g. a reconstruction and its phantom) to show them on the same scale. */
 
-/* Three central slices of an image side by side, each scaled with nearest-neighbour sampling to square pixels
- * (voxel aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels; index 0 of
- * an axis at the top or left:
- * transaxial (axis 2 fixed at n2/2; rows: axis 1, columns: axis 0), coronal (axis 1 fixed at n1/2; rows: axis 2,
- * columns: axis 0) and sagittal (axis 0 fixed at n0/2; rows: axis 2, columns: axis 1), separated by 4 black
- * columns. Errors: NULL, DIMS, VOXEL_SIZE, OVERFLOW, INVALID (window lo >= hi or not finite), NOMEM, IO. */
+/* Three slices of an image side by side, each scaled with nearest-neighbour sampling to square pixels (voxel
+ * aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels; index 0 of an axis
+ * at the top or left: transaxial (axis 2 fixed; rows: axis 1, columns: axis 0), coronal (axis 1 fixed; rows:
+ * axis 2, columns: axis 0) and sagittal (axis 0 fixed; rows: axis 2, columns: axis 1), separated by 4 black
+ * columns. sproj_png_write_image shows the central slices (index n/2 of each fixed axis);
+ * sproj_png_write_image_slices the ones given: slices[a] = the index at which the panel fixing axis a holds it
+ * (0 .. dims[a]-1), NULL: the central ones. Errors: NULL, DIMS, VOXEL_SIZE, OVERFLOW, INVALID (window lo >= hi or
+ * not finite), RANGE (a slice index), NOMEM, IO. */
 SPROJ_API int sproj_png_write_image(const char *path, const float *data, const int dims[3], const float voxel_size[3],
                                     const float window[2]);
-/* One view of a sinogram: plane_axis down the rows, radial_axis across the columns, at index view of view_axis;
- * a fourth axis (TOF bins) is summed over. num_dims is 3 or 4, shape slowest first, the three axis arguments
- * distinct and < num_dims. Each bin becomes an s x s block, s the largest integer (1 .. 8) keeping both sides
- * <= 2048 pixels (sampled down when one side has more than 2048 bins). Errors: NULL, DIMS, INVALID, RANGE (view),
- * OVERFLOW, NOMEM, IO. */
+SPROJ_API int sproj_png_write_image_slices(const char *path, const float *data, const int dims[3],
+                                           const float voxel_size[3], const int slices[3], const float window[2]);
+/* One 2-D section of a sinogram: plane_axis down the rows, radial_axis across the columns, at index view of
+ * view_axis; a fourth axis (TOF bins) is summed over. Any axis may be the one held fixed: view_axis = the plane
+ * axis with plane_axis = the view axis shows the sinogram (radial bin x view) of plane `view`. num_dims is 3 or
+ * 4, shape slowest first, the three axis arguments distinct and < num_dims. Each bin becomes an s x s block, s the
+ * largest integer (1 .. 8) keeping both sides <= 2048 pixels (sampled down when one side has more than 2048
+ * bins). Errors: NULL, DIMS, INVALID, RANGE (view), OVERFLOW, NOMEM, IO. */
 SPROJ_API int sproj_png_write_sino(const char *path, const float *sino, int num_dims, const int64_t *shape, int view_axis,
                                    int radial_axis, int plane_axis, int64_t view, const float window[2]);
 

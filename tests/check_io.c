@@ -1366,6 +1366,22 @@ START_TEST(test_png)
   ck_assert_int_eq(px[100 * w + 0], 0);     /* voxel 0 (< 5) */
   ck_assert_int_eq(px[100 * w + 255], 255); /* voxel 19 (> 10) */
   free(px);
+  /* chosen slices: the sagittal panel (columns 520 ..) holds axis 0 at 5, all of it the ramp's value 5; the
+   * central call holds it at 10 */
+  const int slices[3] = {5, 2, 7};
+  float ramp[2] = {0.0f, 19.0f};
+  EXPECT(sproj_png_write_image_slices(in_dir("sl.png"), img, dims, vs, slices, ramp), SPROJ_OK);
+  px = read_png(in_dir("sl.png"), &w, &h);
+  ck_assert_int_eq(w, 712);
+  ck_assert_int_eq(px[100 * w + 520 + 50], (int)lround(255.0 * 5 / 19.0));
+  free(px);
+  EXPECT(sproj_png_write_image_slices(in_dir("sl.png"), img, dims, vs, NULL, ramp), SPROJ_OK);
+  px = read_png(in_dir("sl.png"), &w, &h);
+  ck_assert_int_eq(px[100 * w + 520 + 50], (int)lround(255.0 * 10 / 19.0));
+  free(px);
+  const int outside[3] = {5, 30, 7};
+  EXPECT(sproj_png_write_image_slices(in_dir("bad.png"), img, dims, vs, outside, ramp), SPROJ_ERR_RANGE);
+  ck_assert(!exists(in_dir("bad.png")));
   free(img);
 
   /* a sinogram view: 6 views x 20 radial x 12 planes x 3 TOF bins, axes (view, radial, plane, tof):

@@ -1497,8 +1497,8 @@ static void script_sinogram(FILE *fp, const char *dir, const struct options *o, 
   char plane[32] = "";
   if (pv->plane >= 0)
     snprintf(plane, sizeof plane, " %d", pv->plane);
-  fprintf(fp, "set title \"starproj-recon: sinogram of plane%s (segment 0, axial position %d of %d), %d views x "
-              "%d radial bins\" font ',12'\n", plane, pv->axial, pv->seg_planes, pv->num_views, pv->num_radial);
+  fprintf(fp, "set title \"starproj-recon: sinogram of plane%s (segment 0, axial position %d of 0 .. %d), %d views "
+              "x %d radial bins\" font ',12'\n", plane, pv->axial, pv->seg_planes - 1, pv->num_views, pv->num_radial);
   fprintf(fp, "set xlabel 'radial bin'\nset ylabel 'view'\n");
   fprintf(fp, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\n", pv->num_radial - 0.5, pv->num_views - 0.5);
   fprintf(fp, "plot '%s/sino.f32' binary array=(%d,%d) format='%%float32' with image\n", dir, pv->num_radial,
@@ -1547,8 +1547,9 @@ static int draw_with_gnuplot(const struct options *o, const struct run *r, const
   FILE *fp = fail ? NULL : fopen(script, "w");
   if (fp) {
     char title[256];
-    snprintf(title, sizeof title, "starproj-recon: %s reconstruction, %d iterations x %d subsets, %s scanner",
-             o->listmode || o->input_lm ? "LM-OSEM" : "OSEM", o->iterations, o->subsets, o->scanner);
+    snprintf(title, sizeof title, "starproj-recon: %s reconstruction, %d iteration%s x %d subset%s, %s scanner",
+             o->listmode || o->input_lm ? "LM-OSEM" : "OSEM", o->iterations, o->iterations == 1 ? "" : "s",
+             o->subsets, o->subsets == 1 ? "" : "s", o->scanner);
     script_image(fp, dir, names[0], title, "recon.png", o, r, pv);
     if (r->phantom) {
       snprintf(title, sizeof title, "starproj-recon: the simulated phantom (on the grey scale of recon.png)");

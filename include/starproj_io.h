@@ -38,23 +38,35 @@ SPROJ_API void sproj_io_remove_temporaries(void);
 
 /* Writes an image as NIfTI-1 (a single .nii file, float32, native byte order). The path must end in ".nii".
  * The image is float data[n0][n1][n2] (axis 2 fastest), voxel_size[3] > 0 and origin[3] (centre of voxel (0,0,0))
- * in mm, as for sproj_image_register. NIfTI's fastest index i is starproj's axis 2, j axis 1 and k axis 0, so a
- * NIfTI reader (nibabel) shows the shape (n2, n1, n0) and voxel sizes (vs2, vs1, vs0). The qform and sform
- * (both code 1, scanner coordinates) map voxel (i, j, k) to the world point (x, y, z) with
- *   x = origin[0] + k*vs0,  y = origin[1] + j*vs1,  z = origin[2] + i*vs2,
- * i.e. the file's world coordinates are starproj's (the LORs' frame): the linear part of the affine is a
- * permutation, with determinant < 0 (qfac = -1). Units: mm (xyzt_units). description: optional text (first 79
- * characters kept, NULL: none). Errors: NULL, INVALID (path), DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW, NOMEM, IO. */
+ * in mm, as for sproj_image_register. NIfTI's indices (i, j, k) are starproj's axes (0, 1, 2): dim = (n0, n1, n2),
+ * pixdim = (vs0, vs1, vs2), and since NIfTI's i runs fastest the voxels are stored transposed from starproj's C
+ * order, so that a NIfTI reader's array is the image as starproj (and parallelproj) index it: nibabel's
+ * get_fdata()[i, j, k] == data[i][j][k], shape (n0, n1, n2), data[..., k] the transaxial plane k. The qform and
+ * sform (both code 1, scanner coordinates) are the same diagonal affine: voxel (i, j, k) is at the world point
+ *   x = origin[0] + i*vs0,  y = origin[1] + j*vs1,  z = origin[2] + k*vs2
+ * (starproj's coordinates, the LORs' frame; identity quaternion, qfac +1). Units: mm (xyzt_units). Files of
+ * starproj before this layout had i = axis 2 and k = axis 0 with a permuted affine; sproj_nifti_read still reads
+ * them to the same image. description: optional text (first 79 characters kept, NULL: none). Errors: NULL,
+ * INVALID (path), DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW (also a size > 32767, NIfTI-1's limit), NOMEM, IO. */
 SPROJ_API int sproj_nifti_write(const char *path, const float *data, const int dims[3], const float voxel_size[3],
                                 const float origin[3], const char *description);
 
 /* Reads a NIfTI-1 image (.nii, .nii.gz, .hdr/.img with or without .gz; any of NIfTI's real data types,
  * converted to float with the file's scl_slope / scl_inter when scl_slope != 0) into a new array *data (free with
- * sproj_free) with dims (n0, n1, n2) = (dim[3], dim[2], dim[1]), voxel_size = (pixdim[3], pixdim[2], pixdim[1])
- * and origin = world coordinates of the centre of voxel (0,0,0) from the sform (else the qform, else 0). For files
- * written by sproj_nifti_write this is the exact inverse. Files with another orientation are read with the same
- * index mapping; their origin is still the world position of voxel (0,0,0), but the directions of the axes are
- * not applied. origin may be NULL. An axis beyond dim[0] has 1 voxel (of pixdim's size if that is > 0, else 1).
+ * sproj_free) in starproj's layout (C order, axis 2 fastest). Which file axis becomes which starproj axis is read
+ * from the affine, the sform if sform_code > 0, else the qform if qform_code > 0:
+ * - its linear part is a permutation matrix times a diagonal (within float round-off; every file of
+ *   sproj_nifti_write, of earlier starproj versions, and the usual axis-aligned files of other writers): file
+ *   axis c becomes the starproj axis of the world coordinate it runs along (i along x: axis 0, ...), reversed
+ *   where it runs against that coordinate (a negative entry, e.g. nibabel's default x flip); voxel sizes are
+ *   the absolute entries (the sform's; pixdim for the qform) and origin is the world position of the voxel that
+ *   becomes (0,0,0). The image is then right in starproj's coordinates, whatever order the file is stored in.
+ * - any other affine (oblique, sheared), or none (both codes 0): the axes are taken in index order, (i, j, k) ->
+ *   (0, 1, 2), voxel sizes = pixdim[1..3], origin = the affine's translation (the world position of file voxel
+ *   (0,0,0)), 0 without an affine; the directions of the axes are not applied (starproj's images are
+ *   axis-aligned), so such a file is placed correctly only in its voxel (0,0,0).
+ * For files written by sproj_nifti_write this is the exact inverse. origin may be NULL. An axis beyond dim[0] has
+ * 1 voxel (of pixdim's size if that is > 0, else 1).
  * starproj reads the header and the data itself from the file it opened and checked (nifticlib never opens it),
  * validates every field it uses and repairs none; all sizes are compared with the file's before the array is
  * reserved. A .nii.gz file's uncompressed size is not known before it is read: its header may claim at most 1032
@@ -133,23 +145,30 @@ SPROJ_API int sproj_raw_write_listmode(const char *base, const struct sproj_lm_i
  * int32, fields lor tof_bin), plus FORMAT for an event whose LOR or bin is out of its range. */
 SPROJ_API int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin);
 
-/* PNG previews (8-bit greyscale). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and hi = the 99.5th
- * percentile of the finite values shown (the largest finite value if that is not > 0; min .. max if that is not
- * > 0 either). NaN and values below lo are black, values above hi white. */
+/* PNG previews (8-bit greyscale, no text: the plain previews a program falls back to when it has no plotting tool;
+ * starproj-recon draws labelled ones with gnuplot). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and
+ * hi = the 99.5th percentile of the finite values shown (the largest finite value if that is not > 0; min .. max
+ * if that is not > 0 either). NaN and values below lo are black, values above hi white. Pass one window to
+ * several calls (e.g. a reconstruction and its phantom) to show them on the same scale. */
 
-/* Three central slices of an image side by side, each scaled with nearest-neighbour sampling to square pixels
- * (voxel aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels; index 0 of
- * an axis at the top or left:
- * transaxial (axis 2 fixed at n2/2; rows: axis 1, columns: axis 0), coronal (axis 1 fixed at n1/2; rows: axis 2,
- * columns: axis 0) and sagittal (axis 0 fixed at n0/2; rows: axis 2, columns: axis 1), separated by 4 black
- * columns. Errors: NULL, DIMS, VOXEL_SIZE, OVERFLOW, INVALID (window lo >= hi or not finite), NOMEM, IO. */
+/* Three slices of an image side by side, each scaled with nearest-neighbour sampling to square pixels (voxel
+ * aspect ratio respected) of a common pitch, the largest extent shown over about 256 pixels; index 0 of an axis
+ * at the top or left: transaxial (axis 2 fixed; rows: axis 1, columns: axis 0), coronal (axis 1 fixed; rows:
+ * axis 2, columns: axis 0) and sagittal (axis 0 fixed; rows: axis 2, columns: axis 1), separated by 4 black
+ * columns. sproj_png_write_image shows the central slices (index n/2 of each fixed axis);
+ * sproj_png_write_image_slices the ones given: slices[a] = the index at which the panel fixing axis a holds it
+ * (0 .. dims[a]-1), NULL: the central ones. Errors: NULL, DIMS, VOXEL_SIZE, OVERFLOW, INVALID (window lo >= hi or
+ * not finite), RANGE (a slice index), NOMEM, IO. */
 SPROJ_API int sproj_png_write_image(const char *path, const float *data, const int dims[3], const float voxel_size[3],
                                     const float window[2]);
-/* One view of a sinogram: plane_axis down the rows, radial_axis across the columns, at index view of view_axis;
- * a fourth axis (TOF bins) is summed over. num_dims is 3 or 4, shape slowest first, the three axis arguments
- * distinct and < num_dims. Each bin becomes an s x s block, s the largest integer (1 .. 8) keeping both sides
- * <= 2048 pixels (sampled down when one side has more than 2048 bins). Errors: NULL, DIMS, INVALID, RANGE (view),
- * OVERFLOW, NOMEM, IO. */
+SPROJ_API int sproj_png_write_image_slices(const char *path, const float *data, const int dims[3],
+                                           const float voxel_size[3], const int slices[3], const float window[2]);
+/* One 2-D section of a sinogram: plane_axis down the rows, radial_axis across the columns, at index view of
+ * view_axis; a fourth axis (TOF bins) is summed over. Any axis may be the one held fixed: view_axis = the plane
+ * axis with plane_axis = the view axis shows the sinogram (radial bin x view) of plane `view`. num_dims is 3 or
+ * 4, shape slowest first, the three axis arguments distinct and < num_dims. Each bin becomes an s x s block, s the
+ * largest integer (1 .. 8) keeping both sides <= 2048 pixels (sampled down when one side has more than 2048
+ * bins). Errors: NULL, DIMS, INVALID, RANGE (view), OVERFLOW, NOMEM, IO. */
 SPROJ_API int sproj_png_write_sino(const char *path, const float *sino, int num_dims, const int64_t *shape, int view_axis,
                                    int radial_axis, int plane_axis, int64_t view, const float window[2]);
 

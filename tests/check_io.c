@@ -202,29 +202,30 @@ START_TEST(test_nifti_header)
   EXPECT(sproj_nifti_write(path, img, ndims, nvs, norigin, "hello"), SPROJ_OK);
   nifti_image *nim = nifti_image_read(path, 0);
   ck_assert_ptr_nonnull(nim);
-  /* NIfTI's i is starproj's axis 2, j axis 1, k axis 0 */
+  /* NIfTI's i, j, k are starproj's axes 0, 1, 2 */
   ck_assert_int_eq(nim->ndim, 3);
-  ck_assert_int_eq(nim->nx, ndims[2]);
+  ck_assert_int_eq(nim->nx, ndims[0]);
   ck_assert_int_eq(nim->ny, ndims[1]);
-  ck_assert_int_eq(nim->nz, ndims[0]);
-  ck_assert_msg(nim->dx == nvs[2] && nim->dy == nvs[1] && nim->dz == nvs[0], "pixdim %g %g %g", nim->dx, nim->dy,
+  ck_assert_int_eq(nim->nz, ndims[2]);
+  ck_assert_msg(nim->dx == nvs[0] && nim->dy == nvs[1] && nim->dz == nvs[2], "pixdim %g %g %g", nim->dx, nim->dy,
                 nim->dz);
   ck_assert_int_eq(nim->datatype, NIFTI_TYPE_FLOAT32);
   ck_assert_int_eq(nim->nifti_type, NIFTI_FTYPE_NIFTI1_1);
   ck_assert_int_eq(nim->xyz_units, NIFTI_UNITS_MM);
   ck_assert_int_eq(nim->qform_code, NIFTI_XFORM_SCANNER_ANAT);
   ck_assert_int_eq(nim->sform_code, NIFTI_XFORM_SCANNER_ANAT);
-  ck_assert_msg(nim->qfac == -1.0f, "qfac %g: the axis permutation has determinant < 0", nim->qfac);
+  ck_assert_msg(nim->qfac == 1.0f, "qfac %g: a diagonal affine has determinant > 0", nim->qfac);
+  ck_assert_msg(nim->quatern_b == 0.0f && nim->quatern_c == 0.0f && nim->quatern_d == 0.0f, "quaternion %g %g %g",
+                nim->quatern_b, nim->quatern_c, nim->quatern_d);
   ck_assert_str_eq(nim->descrip, "hello");
   ck_assert_int_eq((int)nim->iname_offset, 352);
-  /* world position of every voxel centre: origin + index * voxel size, starproj's axes. The sform holds the
-   * exact floats (tolerance: float rounding of origin + index*vs, 1e-5 mm); the qform goes through a float
-   * quaternion of a 90-degree rotation, whose entries are off by ~1e-7, i.e. < 1e-4 mm over this image */
+  /* world position of every voxel centre: origin + index * voxel size, starproj's axes. Both transforms hold
+   * exact floats (the qform's quaternion is the identity); tolerance: float rounding of origin + index*vs */
   double worst_s = 0.0, worst_q = 0.0;
   for (int i0 = 0; i0 < ndims[0]; i0++)
     for (int i1 = 0; i1 < ndims[1]; i1++)
       for (int i2 = 0; i2 < ndims[2]; i2++) {
-        double ijk[3] = {i2, i1, i0}, want[3];
+        double ijk[3] = {i0, i1, i2}, want[3];
         int idx[3] = {i0, i1, i2};
         for (int a = 0; a < 3; a++)
           want[a] = norigin[a] + idx[a] * (double)nvs[a];
@@ -239,7 +240,7 @@ START_TEST(test_nifti_header)
         }
       }
   ck_assert_msg(worst_s < 1e-5, "sform misplaces a voxel by %g mm", worst_s);
-  ck_assert_msg(worst_q < 1e-4, "qform misplaces a voxel by %g mm", worst_q);
+  ck_assert_msg(worst_q < 1e-5, "qform misplaces a voxel by %g mm", worst_q);
   nifti_image_free(nim);
   free(img);
 }
@@ -274,15 +275,19 @@ START_TEST(test_nifti_foreign)
   float *back = NULL, vs[3], origin[3];
   int dims[3];
   EXPECT(sproj_nifti_read(in_dir("foreign.nii"), &back, dims, vs, origin), SPROJ_OK);
-  ck_assert_int_eq(dims[0], 2);
+  /* a diagonal qform: i, j, k are axes 0, 1, 2 */
+  ck_assert_int_eq(dims[0], 4);
   ck_assert_int_eq(dims[1], 3);
-  ck_assert_int_eq(dims[2], 4);
-  ck_assert_float_eq(vs[0], 1.25f);
-  ck_assert_float_eq(vs[2], 0.5f);
+  ck_assert_int_eq(dims[2], 2);
+  ck_assert_float_eq(vs[0], 0.5f);
+  ck_assert_float_eq(vs[2], 1.25f);
   ck_assert_float_eq(origin[0], 10.0f);
   ck_assert_float_eq(origin[2], 30.0f);
-  for (int i = 0; i < 24; i++) /* exact: small integers */
-    ck_assert_msg(back[i] == 2.0f * (i - 5) + 1.0f, "voxel %d: %g", i, back[i]);
+  for (int i = 0; i < 4; i++) /* exact: small integers; file voxel (i, j, k) at i + 4 (j + 3 k) */
+    for (int j = 0; j < 3; j++)
+      for (int k = 0; k < 2; k++)
+        ck_assert_msg(back[(i * 3 + j) * 2 + k] == 2.0f * (i + 4 * (j + 3 * k) - 5) + 1.0f, "voxel %d %d %d: %g", i,
+                      j, k, back[(i * 3 + j) * 2 + k]);
   sproj_free(back);
 
   /* two volumes: not an image starproj reads */
@@ -974,6 +979,177 @@ static void poke_float(const char *path, size_t offset, float v)
   poke(path, offset, &v, sizeof v);
 }
 
+/* The file as nibabel reads it, from its bytes alone: shape = dim[1..3], zooms = pixdim[1..3], affine = the sform
+ * rows (sform_code > 0), get_fdata()[i, j, k] = the float at vox_offset + 4 (i + n0 (j + n1 k)). A starproj
+ * user's image[i][j][k] must be that value, under a diagonal affine: the array is the one parallelproj holds. */
+START_TEST(test_nifti_as_nibabel)
+{
+  new_dir();
+  const int n0 = ndims[0], n1 = ndims[1], n2 = ndims[2], n = n0 * n1 * n2;
+  float *img = malloc(n * sizeof *img);
+  for (int v = 0; v < n; v++)
+    img[v] = (float)v; /* each voxel its own value: any transposition shows */
+  EXPECT(sproj_nifti_write(in_dir("nib.nii"), img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  long size = file_size(in_dir("nib.nii"));
+  unsigned char *bytes = malloc((size_t)size);
+  FILE *fp = fopen(in_dir("nib.nii"), "rb");
+  ck_assert_int_eq(fread(bytes, 1, (size_t)size, fp), (size_t)size);
+  fclose(fp);
+  struct nifti_1_header h;
+  memcpy(&h, bytes, sizeof h);
+  ck_assert_int_eq(h.sizeof_hdr, 348);
+  ck_assert_int_eq(memcmp(h.magic, "n+1", 4), 0);
+  ck_assert_int_eq(h.dim[0], 3);
+  ck_assert_int_eq(h.datatype, NIFTI_TYPE_FLOAT32);
+  for (int a = 0; a < 3; a++) {
+    ck_assert_int_eq(h.dim[a + 1], ndims[a]);
+    ck_assert_float_eq(h.pixdim[a + 1], nvs[a]);
+  }
+  /* sform: diag(vs) with the origin as offset, exactly */
+  const float *rows[3] = {h.srow_x, h.srow_y, h.srow_z};
+  ck_assert_int_gt(h.sform_code, 0);
+  for (int r = 0; r < 3; r++) {
+    for (int c = 0; c < 3; c++)
+      ck_assert_msg(rows[r][c] == (r == c ? nvs[r] : 0.0f), "srow %d [%d] = %g", r, c, rows[r][c]);
+    ck_assert_float_eq(rows[r][3], norigin[r]);
+  }
+  /* qform: no rotation, qfac +1, the same offset */
+  ck_assert_int_gt(h.qform_code, 0);
+  ck_assert_msg(h.quatern_b == 0.0f && h.quatern_c == 0.0f && h.quatern_d == 0.0f, "quaternion %g %g %g",
+                h.quatern_b, h.quatern_c, h.quatern_d);
+  ck_assert_float_eq(h.pixdim[0], 1.0f);
+  ck_assert_float_eq(h.qoffset_x, norigin[0]);
+  ck_assert_float_eq(h.qoffset_y, norigin[1]);
+  ck_assert_float_eq(h.qoffset_z, norigin[2]);
+  ck_assert_int_eq((long)h.vox_offset + 4L * n, size);
+  for (int i = 0; i < n0; i++)
+    for (int j = 0; j < n1; j++)
+      for (int k = 0; k < n2; k++) {
+        float v;
+        memcpy(&v, bytes + (size_t)h.vox_offset + 4 * ((size_t)i + (size_t)n0 * (j + (size_t)n1 * k)), 4);
+        ck_assert_msg(v == img[(i * n1 + j) * n2 + k], "file (%d, %d, %d) = %g, image %g", i, j, k, v,
+                      img[(i * n1 + j) * n2 + k]);
+      }
+  float *back = NULL, vs[3], origin[3];
+  int dims[3];
+  EXPECT(sproj_nifti_read(in_dir("nib.nii"), &back, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(memcmp(back, img, n * sizeof *img), 0);
+  sproj_free(back);
+  free(bytes);
+  free(img);
+}
+END_TEST
+
+/* Writes a file as starproj wrote them before (i = axis 2, k = axis 0, the affine a permutation, qfac -1, the
+ * data in C order), with nifticlib's header as that writer made it. */
+static void write_old_layout(const char *path, const float *img)
+{
+  int ndim[8] = {3, ndims[2], ndims[1], ndims[0], 1, 1, 1, 1};
+  nifti_image *nim = nifti_make_new_nim(ndim, NIFTI_TYPE_FLOAT32, 0);
+  ck_assert_ptr_nonnull(nim);
+  nim->nifti_type = NIFTI_FTYPE_NIFTI1_1;
+  nim->dx = nim->pixdim[1] = nvs[2];
+  nim->dy = nim->pixdim[2] = nvs[1];
+  nim->dz = nim->pixdim[3] = nvs[0];
+  nim->xyz_units = NIFTI_UNITS_MM;
+  mat44 m;
+  memset(&m, 0, sizeof m);
+  m.m[0][2] = nvs[0];
+  m.m[1][1] = nvs[1];
+  m.m[2][0] = nvs[2];
+  for (int a = 0; a < 3; a++)
+    m.m[a][3] = norigin[a];
+  m.m[3][3] = 1.0f;
+  nim->sform_code = nim->qform_code = NIFTI_XFORM_SCANNER_ANAT;
+  nim->sto_xyz = nim->qto_xyz = m;
+  float dx, dy, dz;
+  nifti_mat44_to_quatern(m, &nim->quatern_b, &nim->quatern_c, &nim->quatern_d, &nim->qoffset_x, &nim->qoffset_y,
+                         &nim->qoffset_z, &dx, &dy, &dz, &nim->qfac);
+  nim->iname_offset = 352;
+  struct nifti_1_header h = nifti_convert_nim2nhdr(nim);
+  nifti_image_free(nim);
+  FILE *fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  const char extender[4] = {0};
+  fwrite(&h, sizeof h, 1, fp);
+  fwrite(extender, 1, 4, fp);
+  fwrite(img, sizeof *img, (size_t)ndims[0] * ndims[1] * ndims[2], fp);
+  ck_assert_int_eq(fclose(fp), 0);
+}
+
+/* Files of earlier starproj versions (a permuted affine) read back to the image they were written from, through
+ * the sform and, with the sform off, through the qform's quaternion. */
+START_TEST(test_nifti_old_layout)
+{
+  new_dir();
+  const int n = ndims[0] * ndims[1] * ndims[2];
+  float *img = malloc(n * sizeof *img), *back = NULL, vs[3], origin[3];
+  for (int v = 0; v < n; v++)
+    img[v] = (float)(v * 3 % 101);
+  write_old_layout(in_dir("old.nii"), img);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      short code = 0;
+      FILE *fp = fopen(in_dir("old.nii"), "r+b");
+      fseek(fp, (long)offsetof(struct nifti_1_header, sform_code), SEEK_SET);
+      fwrite(&code, sizeof code, 1, fp);
+      fclose(fp);
+    }
+    int dims[3];
+    EXPECT(sproj_nifti_read(in_dir("old.nii"), &back, dims, vs, origin), SPROJ_OK);
+    for (int a = 0; a < 3; a++) {
+      ck_assert_int_eq(dims[a], ndims[a]);
+      ck_assert_msg(vs[a] == nvs[a], "pass %d: voxel size %d: %g, wrote %g", pass, a, vs[a], nvs[a]);
+      ck_assert_msg(fabsf(origin[a] - norigin[a]) < 1e-5f, "pass %d: origin %d: %g, wrote %g", pass, a, origin[a],
+                    norigin[a]);
+    }
+    ck_assert_msg(memcmp(back, img, n * sizeof *img) == 0, "pass %d: the image differs", pass);
+    sproj_free(back);
+  }
+  free(img);
+}
+END_TEST
+
+/* An axis the affine runs against is reversed, the origin then the world position of the file's last voxel along
+ * it; an oblique affine leaves the index order and takes the translation as the origin. */
+START_TEST(test_nifti_orientations)
+{
+  new_dir();
+  const int n0 = ndims[0], n1 = ndims[1], n2 = ndims[2], n = n0 * n1 * n2;
+  float *img = malloc(n * sizeof *img), *back = NULL, vs[3], origin[3];
+  for (int v = 0; v < n; v++)
+    img[v] = (float)v;
+  EXPECT(sproj_nifti_write(in_dir("o.nii"), img, ndims, nvs, norigin, NULL), SPROJ_OK);
+  /* x runs against i: srow_x = (-vs0, 0, 0, x of the last voxel), the same world points */
+  float flipped[4] = {-nvs[0], 0.0f, 0.0f, norigin[0] + (n0 - 1) * nvs[0]};
+  poke(in_dir("o.nii"), offsetof(struct nifti_1_header, srow_x), flipped, sizeof flipped);
+  int dims[3];
+  EXPECT(sproj_nifti_read(in_dir("o.nii"), &back, dims, vs, origin), SPROJ_OK);
+  ck_assert_float_eq(vs[0], nvs[0]);
+  ck_assert_float_eq(origin[0], norigin[0]); /* exact here: 1.5 mm steps from -4.5 */
+  for (int i = 0; i < n0; i++)
+    for (int r = 0; r < n1 * n2; r++)
+      ck_assert_float_eq(back[i * n1 * n2 + r], img[(n0 - 1 - i) * n1 * n2 + r]);
+  sproj_free(back);
+  /* rotated by 30 degrees about z: not applied; the index order, pixdim and the translation */
+  float c = cosf(0.5235988f), s = sinf(0.5235988f);
+  float rx[4] = {c * nvs[0], -s * nvs[1], 0.0f, 7.0f}, ry[4] = {s * nvs[0], c * nvs[1], 0.0f, 8.0f};
+  poke(in_dir("o.nii"), offsetof(struct nifti_1_header, srow_x), rx, sizeof rx);
+  poke(in_dir("o.nii"), offsetof(struct nifti_1_header, srow_y), ry, sizeof ry);
+  EXPECT(sproj_nifti_read(in_dir("o.nii"), &back, dims, vs, origin), SPROJ_OK);
+  for (int a = 0; a < 3; a++) {
+    ck_assert_int_eq(dims[a], ndims[a]);
+    ck_assert_float_eq(vs[a], nvs[a]);
+  }
+  ck_assert_float_eq(origin[0], 7.0f);
+  ck_assert_float_eq(origin[1], 8.0f);
+  ck_assert_float_eq(origin[2], norigin[2]);
+  ck_assert_int_eq(memcmp(back, img, n * sizeof *img), 0);
+  sproj_free(back);
+  free(img);
+}
+END_TEST
+
 /* Each field a reader needs is checked, and a file that breaks one is FORMAT with the field named, never
  * repaired (nifticlib would make a NaN or 0 voxel size 1 mm and a NaN offset 0). */
 START_TEST(test_nifti_bad_fields)
@@ -1190,6 +1366,22 @@ START_TEST(test_png)
   ck_assert_int_eq(px[100 * w + 0], 0);     /* voxel 0 (< 5) */
   ck_assert_int_eq(px[100 * w + 255], 255); /* voxel 19 (> 10) */
   free(px);
+  /* chosen slices: the sagittal panel (columns 520 ..) holds axis 0 at 5, all of it the ramp's value 5; the
+   * central call holds it at 10 */
+  const int slices[3] = {5, 2, 7};
+  float ramp[2] = {0.0f, 19.0f};
+  EXPECT(sproj_png_write_image_slices(in_dir("sl.png"), img, dims, vs, slices, ramp), SPROJ_OK);
+  px = read_png(in_dir("sl.png"), &w, &h);
+  ck_assert_int_eq(w, 712);
+  ck_assert_int_eq(px[100 * w + 520 + 50], (int)lround(255.0 * 5 / 19.0));
+  free(px);
+  EXPECT(sproj_png_write_image_slices(in_dir("sl.png"), img, dims, vs, NULL, ramp), SPROJ_OK);
+  px = read_png(in_dir("sl.png"), &w, &h);
+  ck_assert_int_eq(px[100 * w + 520 + 50], (int)lround(255.0 * 10 / 19.0));
+  free(px);
+  const int outside[3] = {5, 30, 7};
+  EXPECT(sproj_png_write_image_slices(in_dir("bad.png"), img, dims, vs, outside, ramp), SPROJ_ERR_RANGE);
+  ck_assert(!exists(in_dir("bad.png")));
   free(img);
 
   /* a sinogram view: 6 views x 20 radial x 12 planes x 3 TOF bins, axes (view, radial, plane, tof):
@@ -1653,6 +1845,9 @@ int main(void)
   tcase_add_test(tc, test_nifti_bad_fields);
   tcase_add_test(tc, test_nifti_huge_claim);
   tcase_add_test(tc, test_nifti_gz_and_pair);
+  tcase_add_test(tc, test_nifti_as_nibabel);
+  tcase_add_test(tc, test_nifti_old_layout);
+  tcase_add_test(tc, test_nifti_orientations);
   tcase_add_test(tc, test_png);
   tcase_add_test(tc, test_status_texts);
   suite_add_tcase(s, tc);

@@ -156,5 +156,33 @@ for bench in ./bench/bench_tof ./bench/bench_nontof; do
   done
 done
 
+# previews: with gnuplot, labelled PNGs (RGB, 1500 pixels wide) and no "previews:" note; without it (not on PATH,
+# or failing), the plain greyscale PNGs of libstarproj-io and a line saying why; either way no temporary folder
+# is left in the output folder. The NIfTI image's dims are starproj's axes in order (64 64 16).
+png_width() { od -An -tu1 -j16 -N4 "$1" | awk '{print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4}'; }
+png_colour() { od -An -tu1 -j25 -N1 "$1" | tr -d ' '; }
+if [ -s "$dir/run/recon.nii" ]; then
+  dims=$(od -An -td2 -j40 -N8 "$dir/run/recon.nii" | xargs)
+  [ "$dims" = "3 64 64 16" ] && ok || ko "recon.nii has dim '$dims', expected '3 64 64 16' (axes 0, 1, 2 as i, j, k)"
+fi
+if command -v gnuplot >/dev/null && [ -s "$dir/run/recon.png" ]; then
+  w=$(png_width "$dir/run/recon.png") c=$(png_colour "$dir/run/recon.png")
+  [ "$w" -eq 1500 ] && [ "$c" -ne 0 ] && ok || ko "recon.png is not gnuplot's (width $w, colour type $c)"
+  [ "$(png_colour "$dir/run/sinogram_view0.png")" -ne 0 ] && ok || ko "sinogram_view0.png is not gnuplot's"
+fi
+mkdir -p "$dir/nobin" "$dir/failbin"
+printf '#!/bin/sh\necho "no terminal today" >&2\nexit 3\n' > "$dir/failbin/gnuplot"; chmod +x "$dir/failbin/gnuplot"
+for bin in nobin failbin; do
+  out="$dir/previews-$bin"
+  log=$(timeout 300 env PATH="$dir/$bin" "$prog" --iterations 1 --subsets 4 --counts 1e6 --output "$out" 2>&1); rc=$?
+  case $bin in nobin) why="gnuplot is not installed" ;; *) why="gnuplot failed (exit status 3: no terminal today)" ;; esac
+  if [ $rc -ne 0 ]; then ko "run without a working gnuplot ($bin) exited $rc: $log"; continue; fi
+  echo "$log" | grep -qF "previews: $why; written with libpng instead" && ok || ko "$bin: the fallback is not said: $log"
+  for f in recon.png phantom.png sinogram_view0.png; do
+    [ -s "$out/$f" ] && [ "$(png_colour "$out/$f")" -eq 0 ] && ok || ko "$bin: $f missing or not greyscale"
+  done
+  ls -A "$out" | grep -q '^\.starproj-recon-preview' && ko "$bin: the temporary folder is left in $out" || ok
+done
+
 echo "check_programs: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -39,33 +39,34 @@ int sproj_nifti_write(const char *path, const float *data, const int dims[3], co
       return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "dims[%d] = %d exceeds NIfTI-1's 32767", k, dims[k]);
 
   /* nifticlib builds the header (quaternion, srows, magic); starproj writes the bytes itself, because
-   * nifti_image_write reports no failure and would write in place */
-  int ndim[8] = {3, dims[2], dims[1], dims[0], 1, 1, 1, 1};
+   * nifti_image_write reports no failure and would write in place. NIfTI's (i, j, k) are starproj's axes
+   * (0, 1, 2), so that a NIfTI reader's array [i, j, k] is the image [x, y, z] as starproj (and parallelproj)
+   * hold it, with a diagonal affine */
+  int ndim[8] = {3, dims[0], dims[1], dims[2], 1, 1, 1, 1};
   nifti_image *nim = nifti_make_new_nim(ndim, NIFTI_TYPE_FLOAT32, 0);
   if (!nim)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "nifticlib could not make a header");
   nim->nifti_type = NIFTI_FTYPE_NIFTI1_1;
-  nim->dx = nim->pixdim[1] = voxel_size[2];
+  nim->dx = nim->pixdim[1] = voxel_size[0];
   nim->dy = nim->pixdim[2] = voxel_size[1];
-  nim->dz = nim->pixdim[3] = voxel_size[0];
+  nim->dz = nim->pixdim[3] = voxel_size[2];
   nim->xyz_units = NIFTI_UNITS_MM;
   nim->time_units = NIFTI_UNITS_UNKNOWN;
   nim->scl_slope = 1.0f;
   nim->scl_inter = 0.0f;
-  /* (i, j, k) = (axis 2, axis 1, axis 0) indices; world (x, y, z) = starproj's coordinates (axis 0, 1, 2) */
+  /* world (x, y, z) = origin + (i*vs0, j*vs1, k*vs2): starproj's coordinates (the LORs' frame) */
   mat44 m;
   memset(&m, 0, sizeof m);
-  m.m[0][2] = voxel_size[0];
-  m.m[1][1] = voxel_size[1];
-  m.m[2][0] = voxel_size[2];
-  m.m[0][3] = origin[0];
-  m.m[1][3] = origin[1];
-  m.m[2][3] = origin[2];
+  for (int a = 0; a < 3; a++) {
+    m.m[a][a] = voxel_size[a];
+    m.m[a][3] = origin[a];
+  }
   m.m[3][3] = 1.0f;
   nim->sform_code = NIFTI_XFORM_SCANNER_ANAT;
   nim->sto_xyz = m;
   nim->qform_code = NIFTI_XFORM_SCANNER_ANAT;
   nim->qto_xyz = m;
+  /* a diagonal with positive entries: the identity quaternion (b = c = d = 0), qfac +1, exact in floats */
   float dx, dy, dz;
   nifti_mat44_to_quatern(m, &nim->quatern_b, &nim->quatern_c, &nim->quatern_d, &nim->qoffset_x, &nim->qoffset_y,
                          &nim->qoffset_z, &dx, &dy, &dz, &nim->qfac);
@@ -78,14 +79,27 @@ int sproj_nifti_write(const char *path, const float *data, const int dims[3], co
   nifti_image_free(nim);
   const char extender[4] = {0, 0, 0, 0};
 
+  /* the file's order has i fastest: starproj's [i][j][k] (k fastest) is transposed one k-plane at a time, a
+   * buffer of n0 x n1 floats rather than a second copy of the image */
+  const size_t n0 = (size_t)dims[0], n1 = (size_t)dims[1], n2 = (size_t)dims[2];
+  float *plane = malloc(n0 * n1 * sizeof *plane);
+  if (!plane)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for a plane of %zu x %zu voxels", n0, n1);
   struct sproj_outfile out;
-  if ((ret = sproj_out_open(__func__, path, &out)))
+  if ((ret = sproj_out_open(__func__, path, &out))) {
+    free(plane);
     return ret;
+  }
   ret = sproj_out_write(__func__, &out, &hdr, sizeof hdr);
   if (!ret)
     ret = sproj_out_write(__func__, &out, extender, sizeof extender);
-  if (!ret)
-    ret = sproj_out_write(__func__, &out, data, nvox * sizeof(float));
+  for (size_t k = 0; !ret && k < n2; k++) {
+    for (size_t j = 0; j < n1; j++)
+      for (size_t i = 0; i < n0; i++)
+        plane[j * n0 + i] = data[(i * n1 + j) * n2 + k];
+    ret = sproj_out_write(__func__, &out, plane, n0 * n1 * sizeof *plane);
+  }
+  free(plane);
   if (!ret)
     ret = sproj_out_close(__func__, &out);
   if (!ret)
@@ -253,6 +267,8 @@ struct image_header {
   int nbyper, swapsize;
   double slope, inter;
   uint64_t offset;
+  int fn[3];               /* the file's sizes along i, j, k */
+  int64_t base[3], step[3]; /* where file voxel (i, j, k) goes: sum over file axes of base + index * step */
 };
 
 static int all_finite(const float *v, int n)
@@ -260,6 +276,37 @@ static int all_finite(const float *v, int n)
   for (int i = 0; i < n; i++)
     if (!isfinite(v[i]))
       return 0;
+  return 1;
+}
+
+/* The starproj axis of each file axis, from the linear part of the affine (rows: world x, y, z; columns: i, j, k)
+ * when it is a permutation matrix times a diagonal, within float round-off (a qform's quaternion of a 90-degree
+ * rotation gives entries of ~1e-8 where 0 is meant): axis[c] = the row of column c's one entry, flip[c] = that
+ * entry < 0. Returns 0 for any other linear part (an oblique or sheared orientation). */
+static int permutation_of(const double lin[3][3], int axis[3], int flip[3])
+{
+  double largest = 0.0;
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++)
+      largest = fmax(largest, fabs(lin[r][c]));
+  if (!(largest > 0.0))
+    return 0;
+  int used[3] = {0, 0, 0};
+  for (int c = 0; c < 3; c++) {
+    int row = -1;
+    for (int r = 0; r < 3; r++) {
+      if (fabs(lin[r][c]) <= 1e-6 * largest)
+        continue;
+      if (row >= 0)
+        return 0; /* two non-zero entries in a column */
+      row = r;
+    }
+    if (row < 0 || used[row])
+      return 0;
+    used[row] = 1;
+    axis[c] = row;
+    flip[c] = lin[row][c] < 0.0;
+  }
   return 1;
 }
 
@@ -279,27 +326,71 @@ static int check_header(const char *func, const char *path, const struct nifti_1
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': data type %s is not a real number type", path,
                       nifti_datatype_string(h->datatype));
   nifti_datatype_sizes(h->datatype, &out->nbyper, &out->swapsize);
-  /* NIfTI's i is starproj's axis 2, j axis 1, k axis 0; an axis the file does not have is 1 voxel of 1 mm unless
-   * the file gives it a voxel size */
-  for (int k = 0; k < 3; k++) {
-    int d = 3 - k;
+  /* the file's axes i, j, k; one the file does not have is 1 voxel of 1 mm unless the file gives it a voxel size */
+  float fvs[3];
+  for (int c = 0; c < 3; c++) {
+    int d = c + 1;
     float pd = h->pixdim[d];
-    out->n[k] = d <= nd ? h->dim[d] : 1;
+    out->fn[c] = d <= nd ? h->dim[d] : 1;
     if (d <= nd && !(isfinite(pd) && pd > 0.0f))
       return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': pixdim[%d] = %g is not a voxel size (finite, > 0)", path, d,
                         (double)pd);
-    out->vs[k] = isfinite(pd) && pd > 0.0f ? pd : 1.0f;
+    fvs[c] = isfinite(pd) && pd > 0.0f ? pd : 1.0f;
   }
-  /* the world position of voxel (0,0,0): the sform's translation, else the qform's (nifticlib would turn what is
-   * not finite into 0 and go on: a made-up position) */
+  /* the affine: the sform, else the qform (nifticlib would turn what is not finite into 0 and go on: a made-up
+   * position), else none */
   float q[7] = {h->quatern_b, h->quatern_c, h->quatern_d, h->qoffset_x, h->qoffset_y, h->qoffset_z, h->pixdim[0]};
   if (h->qform_code > 0 && !all_finite(q, 7))
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': the qform (quaternion, offset or qfac) is not finite", path);
   if (h->sform_code > 0 && !(all_finite(h->srow_x, 4) && all_finite(h->srow_y, 4) && all_finite(h->srow_z, 4)))
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': the sform is not finite", path);
-  for (int k = 0; k < 3; k++)
-    out->origin[k] = h->sform_code > 0 ? (k == 0 ? h->srow_x : k == 1 ? h->srow_y : h->srow_z)[3]
-                     : h->qform_code > 0 ? q[3 + k] : 0.0f;
+  double lin[3][3] = {{0}}, shift[3] = {0.0, 0.0, 0.0};
+  int have_affine = 1;
+  if (h->sform_code > 0) {
+    const float *rows[3] = {h->srow_x, h->srow_y, h->srow_z};
+    for (int r = 0; r < 3; r++) {
+      for (int c = 0; c < 3; c++)
+        lin[r][c] = rows[r][c];
+      shift[r] = rows[r][3];
+    }
+  } else if (h->qform_code > 0) {
+    /* qfac 0 counts as 1, as NIfTI says; the voxel sizes are the checked ones */
+    mat44 m = nifti_quatern_to_mat44(q[0], q[1], q[2], q[3], q[4], q[5], fvs[0], fvs[1], fvs[2],
+                                     q[6] < 0.0f ? -1.0f : 1.0f);
+    for (int r = 0; r < 3; r++) {
+      for (int c = 0; c < 3; c++)
+        lin[r][c] = m.m[r][c];
+      shift[r] = q[3 + r];
+    }
+  } else {
+    have_affine = 0;
+  }
+  /* file axis c becomes starproj axis axis[c], reversed where the affine runs against it; without an affine, or
+   * with one that is no permutation, i, j, k are axes 0, 1, 2 as they stand */
+  int axis[3] = {0, 1, 2}, flip[3] = {0, 0, 0};
+  int permuted = have_affine && permutation_of(lin, axis, flip);
+  if (!permuted)
+    flip[0] = flip[1] = flip[2] = 0;
+  for (int c = 0; c < 3; c++) {
+    out->n[axis[c]] = out->fn[c];
+    /* an sform's entry is the voxel size along its world axis; a qform's is pixdim times a rotation's entry that
+     * float round-off may leave a hair under 1, so pixdim itself is taken */
+    out->vs[axis[c]] = permuted && h->sform_code > 0 ? (float)fabs(lin[axis[c]][c]) : fvs[c];
+  }
+  /* the origin: the world position of the file voxel that becomes (0,0,0), i.e. index dim-1 along a reversed axis;
+   * for an orientation starproj does not apply, the affine's translation (the position of file voxel (0,0,0)) */
+  for (int r = 0; r < 3; r++) {
+    double w = shift[r];
+    for (int c = 0; permuted && c < 3; c++)
+      w += lin[r][c] * (flip[c] ? out->fn[c] - 1 : 0);
+    out->origin[r] = (float)w;
+  }
+  const int64_t stride[3] = {(int64_t)out->n[1] * out->n[2], out->n[2], 1};
+  for (int c = 0; c < 3; c++) {
+    int64_t st = stride[axis[c]];
+    out->base[c] = flip[c] ? (int64_t)(out->fn[c] - 1) * st : 0;
+    out->step[c] = flip[c] ? -st : st;
+  }
   uint64_t nvox;
   int ret = sproj_check_geometry(func, out->n, out->vs, out->origin, SPROJ_HOST_MAX_VOXELS, &nvox);
   if (ret)
@@ -362,17 +453,25 @@ static int check_extensions(const char *func, struct source *s, int single, uint
   return SPROJ_OK;
 }
 
-/* Reads the voxels into out, converting piece by piece (the file's type is never held in full beside the floats). */
+/* Reads the voxels into out, converting piece by piece and putting each voxel where the header's axis mapping
+ * says (the file's type is never held in full beside the floats, nor the floats twice). */
 static int read_voxels(const char *func, struct source *s, const struct nifti_1_header *h,
                        const struct image_header *ih, int swap, float *out)
 {
   size_t total = ih->nvox * (size_t)ih->nbyper;
+  size_t per_piece = ih->nvox < ((size_t)1 << 20) ? ih->nvox : ((size_t)1 << 20);
+  /* float32 unscaled is taken as it is: through x * 1 + 0, -0 would become +0 */
   int direct = h->datatype == NIFTI_TYPE_FLOAT32 && ih->slope == 1.0 && ih->inter == 0.0;
-  size_t per_piece = direct ? ih->nvox : ih->nvox < ((size_t)1 << 20) ? ih->nvox : ((size_t)1 << 20);
-  void *buf = direct ? (void *)out : malloc(per_piece * (size_t)ih->nbyper);
-  if (!buf)
+  float *vals = malloc(per_piece * sizeof *vals);
+  void *buf = direct ? (void *)vals : malloc(per_piece * (size_t)ih->nbyper);
+  if (!buf || !vals) {
+    if (!direct)
+      free(buf);
+    free(vals);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
   int ret = SPROJ_OK;
+  int64_t i = 0, j = 0, k = 0; /* the file index of the next voxel, i fastest */
   for (size_t first = 0; !ret && first < ih->nvox; first += per_piece) {
     size_t count = ih->nvox - first < per_piece ? ih->nvox - first : per_piece, got;
     size_t bytes = count * (size_t)ih->nbyper;
@@ -385,10 +484,21 @@ static int read_voxels(const char *func, struct source *s, const struct nifti_1_
     if (swap && ih->swapsize > 1)
       nifti_swap_Nbytes(bytes / (size_t)ih->swapsize, ih->swapsize, buf);
     if (!direct)
-      to_float(h->datatype, buf, out + first, count, ih->slope, ih->inter);
+      to_float(h->datatype, buf, vals, count, ih->slope, ih->inter);
+    for (size_t v = 0; v < count; v++) {
+      out[ih->base[0] + i * ih->step[0] + ih->base[1] + j * ih->step[1] + ih->base[2] + k * ih->step[2]] = vals[v];
+      if (++i == ih->fn[0]) {
+        i = 0;
+        if (++j == ih->fn[1]) {
+          j = 0;
+          k++;
+        }
+      }
+    }
   }
   if (!direct)
     free(buf);
+  free(vals);
   return ret;
 }
 

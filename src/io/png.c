@@ -143,18 +143,21 @@ struct panel {
   uint32_t width, height, x0;
 };
 
-int sproj_png_write_image(const char *path, const float *data, const int dims[3], const float voxel_size[3],
-                          const float window[2])
+static int write_image_slices(const char *func, const char *path, const float *data, const int dims[3],
+                              const float voxel_size[3], const int slices[3], const float window[2])
 {
   if (!path || !data || !dims || !voxel_size)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "path, data, dims and voxel_size must not be NULL");
+    return sproj_fail(SPROJ_ERR_NULL, func, "path, data, dims and voxel_size must not be NULL");
   /* the image must be addressable: the voxel indices below would overflow otherwise */
-  int ret = sproj_check_geometry(__func__, dims, voxel_size, NULL, SPROJ_HOST_MAX_VOXELS, NULL);
+  int ret = sproj_check_geometry(func, dims, voxel_size, NULL, SPROJ_HOST_MAX_VOXELS, NULL);
   if (ret)
     return ret;
-  ret = check_window(__func__, window);
+  ret = check_window(func, window);
   if (ret)
     return ret;
+  for (int a = 0; slices && a < 3; a++)
+    if (slices[a] < 0 || slices[a] >= dims[a])
+      return sproj_fail(SPROJ_ERR_RANGE, func, "slices[%d] = %d is not in 0 .. %d", a, slices[a], dims[a] - 1);
   double extent[3], largest = 0.0;
   for (int k = 0; k < 3; k++) {
     extent[k] = (double)dims[k] * voxel_size[k]; /* finite: sproj_check_geometry checked it */
@@ -173,7 +176,9 @@ int sproj_png_write_image(const char *path, const float *data, const int dims[3]
     height = q->height > height ? q->height : height;
   }
   const int64_t stride[3] = {(int64_t)dims[1] * dims[2], dims[2], 1};
-  const int64_t centre[3] = {dims[0] / 2, dims[1] / 2, dims[2] / 2};
+  /* the index each panel holds its fixed axis at */
+  const int64_t centre[3] = {slices ? slices[0] : dims[0] / 2, slices ? slices[1] : dims[1] / 2,
+                             slices ? slices[2] : dims[2] / 2};
   size_t npix = (size_t)width * height;
   unsigned char *pixels = calloc(npix, 1);
   float *values = malloc(npix * sizeof *values);
@@ -182,7 +187,7 @@ int sproj_png_write_image(const char *path, const float *data, const int dims[3]
     free(pixels);
     free(values);
     free(shown);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   size_t nshown = 0;
   float *samples = malloc(npix * sizeof *samples);
@@ -205,7 +210,7 @@ int sproj_png_write_image(const char *path, const float *data, const int dims[3]
     free(pixels);
     free(values);
     free(shown);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   float win[2];
   if (window) {
@@ -219,9 +224,21 @@ int sproj_png_write_image(const char *path, const float *data, const int dims[3]
     pixels[i] = shown[i] ? grey(values[i], win) : 0;
   free(values);
   free(shown);
-  ret = write_grey_png(__func__, path, pixels, width, height);
+  ret = write_grey_png(func, path, pixels, width, height);
   free(pixels);
   return ret;
+}
+
+int sproj_png_write_image(const char *path, const float *data, const int dims[3], const float voxel_size[3],
+                          const float window[2])
+{
+  return write_image_slices(__func__, path, data, dims, voxel_size, NULL, window);
+}
+
+int sproj_png_write_image_slices(const char *path, const float *data, const int dims[3], const float voxel_size[3],
+                                 const int slices[3], const float window[2])
+{
+  return write_image_slices(__func__, path, data, dims, voxel_size, slices, window);
 }
 
 /* ---- sinogram views -------------------------------------------------------------------------------------- */

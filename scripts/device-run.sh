@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs on a GPU machine from the repository root with .device/ carried (see scripts/device-bundle.sh): the test
 # programs, the demo and the non-TOF benchmark. Logs go to $OUT (or /tmp/out).
-# usage: scripts/device-run.sh [tests] [recon] [bench-recon] [demo] [bench] [bench-tof] [bench-any] [sweep]
+# usage: scripts/device-run.sh [tests] [recon] [main-job] [bench-recon] [demo] [bench] [bench-tof] [bench-any] [sweep]
 #   (default: tests demo bench bench-tof)
 #   bench-any: bench_nontof and bench_tof with projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
 #   sweep:     the segment-viewgram jobs under several StarPU settings
@@ -37,6 +37,19 @@ for step in $steps; do
       for args in "" "--tof" "--listmode --tof"; do
         timeout 200 ./starproj-recon $args --output /tmp/recon-out >"$out/recon.log" 2>&1
         echo "starproj-recon $args: exit $?"; grep -E '^(iteration [0-9]+/|reconstruction:|relative|sensitivities)' "$out/recon.log"
+      done ;;
+    main-job)
+      # the main job at full scale: the benchmark scanner, 2 iterations x 34 subsets, TOF sinogram, TOF listmode and
+      # non-TOF, each with its phases' times and peak host memory (its closing line)
+      n=0
+      for args in "--tof" "--tof --listmode" ""; do
+        n=$((n + 1))
+        timeout 200 ./starproj-recon --scanner vision600 $args --iterations 2 --subsets 34 --output /tmp/main-job \
+          >"$out/main-job-$n.log" 2>&1
+        echo "starproj-recon --scanner vision600 $args: exit $?"
+        grep -E '^(simulated|sensitivities|iteration|reconstruction|relative|listmode|starproj-recon: times)' \
+          "$out/main-job-$n.log"
+        rm -rf /tmp/main-job
       done ;;
     bench-recon)
       for args in "" "--tof"; do

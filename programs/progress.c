@@ -131,12 +131,23 @@ void progress_phase(const char *name)
   pthread_mutex_unlock(&pr.lock);
 }
 
+/* A step of a second or more gets a line of its own when it ends (lock held). */
+static void step_done(double t)
+{
+  if (pr.what && pr.phase && !pr.quiet && t - pr.step_t0 >= 1.0) {
+    clear_bar();
+    printf("  %s: %s %.2f s\n", pr.phase, pr.what, t - pr.step_t0);
+  }
+}
+
 void progress_step(const char *what, double fraction)
 {
   pthread_mutex_lock(&pr.lock);
   if (what != pr.what) {
+    double t = now_s();
+    step_done(t);
     pr.what = what;
-    pr.step_t0 = now_s();
+    pr.step_t0 = t;
   }
   pr.fraction = fraction;
   pthread_mutex_unlock(&pr.lock);
@@ -145,7 +156,8 @@ void progress_step(const char *what, double fraction)
 double progress_end(void)
 {
   pthread_mutex_lock(&pr.lock);
-  double s = pr.phase ? now_s() - pr.t0 : 0.0;
+  double t = now_s(), s = pr.phase ? t - pr.t0 : 0.0;
+  step_done(t);
   clear_bar();
   if (pr.phase && pr.nphases < MAX_PHASES) {
     pr.names[pr.nphases] = pr.phase;

@@ -450,13 +450,34 @@ static void resolve_defaults(struct options *o)
     }                                                                                                          \
   } while (0)
 
+/* Arrays the devices read or write: pinned (copies run asynchronously) up to PIN_MOST bytes, plain memory beyond. On
+ * an H200 host pinning the benchmark's 17 GB TOF sinogram took about 10 s, far more than the single copy each way
+ * that pinning speeds up (a few seconds from plain memory at the bus's pageable rate). release() frees either. */
+#define PIN_MOST ((size_t)256 << 20)
 static void *alloc_or_die(size_t bytes)
 {
   void *p = NULL;
-  if (sproj_malloc_pinned(&p, bytes ? bytes : 1) != SPROJ_OK) {
+  if (bytes > PIN_MOST ? posix_memalign(&p, 64, bytes) != 0 : sproj_malloc_pinned(&p, bytes ? bytes : 1) != SPROJ_OK) {
     fprintf(stderr, "starproj-recon: out of memory (%zu bytes)\n", bytes);
     exit(1);
   }
+  return p;
+}
+
+static void release(void *p, size_t bytes)
+{
+  if (bytes > PIN_MOST)
+    free(p);
+  else
+    sproj_free_pinned(p, bytes ? bytes : 1);
+}
+
+/* Scratch that never goes to a device: plain malloc (alloc_or_die's may be pinned, and freed with the process). */
+static void *host_alloc(size_t bytes)
+{
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p)
+    out_of_memory();
   return p;
 }
 
@@ -863,7 +884,7 @@ struct run {
   float *phantom, *mult, *add;        /* the phantom only when simulating; add NULL: no background */
   int add_per_bin;                    /* add holds a value per LOR and TOF bin (a file of that shape); else one
                                        * per LOR, spread evenly over a TOF LOR's bins */
-  float *counts;                      /* sinogram counts [lor][bin]: simulated (pinned) or read */
+  float *counts;                      /* sinogram counts [lor][bin]: simulated (alloc_or_die) or read */
   int32_t *ev_lor;                    /* listmode events: sampled or read (sproj_free) */
   int16_t *ev_bin;
   int64_t nevents;
@@ -961,7 +982,7 @@ static void simulate_factors(const struct options *o, struct run *r, float *line
   r->mult = alloc_or_die((size_t)l->si.num_lors * sizeof(float));
   struct factors_job j = {r->mult, line, o->seed * 7919 + 17};
   parallel_blocks("attenuation and efficiency factors", l->si.num_lors, 1 << 16, factors_block, &j);
-  sproj_free_pinned(mu, image_bytes);
+  release(mu, image_bytes);
 }
 
 /* The trues m A x of each block of values, summed in double: the blocks' sums are added in block order, so the total
@@ -1049,7 +1070,7 @@ static void simulate(const struct options *o, struct run *r)
   if (o->listmode) {
     TRY(sproj_sample_listmode(line, r->l.si.num_lors, o->tof ? r->l.nbins : 0, o->seed, 0, &r->ev_lor, &r->ev_bin,
                               &r->nevents));
-    sproj_free_pinned(line, bytes);
+    release(line, bytes);
   } else {
     if (!o->noise_free)
       TRY(sproj_poisson(line, line, values, o->seed, 0));
@@ -1419,7 +1440,7 @@ static void preview_window(const struct options *o, const struct run *r, struct 
 {
   const int *d = o->dims;
   size_t per = (size_t)d[0] * d[1] + (size_t)d[0] * d[2] + (size_t)d[1] * d[2], n = 0;
-  float *v = alloc_or_die(per * sizeof *v);
+  float *v = host_alloc(per * sizeof *v);
   for (int a = 0; a < 3; a++)
     n += panel_values(r->x, d, a, pv->slice[a], v + n);
   percentile_window(v, n, pv->window);
@@ -1445,7 +1466,7 @@ static void preview_sinogram(const struct run *r, struct preview *pv)
   pv->num_radial = l->si.num_radial_bins;
   pv->seg_planes = planes;
   pv->axial = planes / 2;
-  pv->sino = alloc_or_die((size_t)pv->num_views * pv->num_radial * sizeof *pv->sino);
+  pv->sino = host_alloc((size_t)pv->num_views * pv->num_radial * sizeof *pv->sino);
   for (int v = 0; v < pv->num_views; v++)
     for (int b = 0; b < pv->num_radial; b++) {
       int64_t lor;
@@ -1461,7 +1482,7 @@ static void preview_sinogram(const struct run *r, struct preview *pv)
   TRY(sproj_scanner_lor_index(l->scanner, 0, 0, pv->axial, 0, &lor0));
   pv->plane = lor0 < l->si.lors_per_view ? (int)(lor0 / l->si.num_radial_bins) : -1;
   size_t n = (size_t)pv->num_views * pv->num_radial;
-  float *v = alloc_or_die(n * sizeof *v);
+  float *v = host_alloc(n * sizeof *v);
   memcpy(v, pv->sino, n * sizeof *v);
   percentile_window(v, n, pv->sino_window);
   free(v);
@@ -1630,7 +1651,7 @@ static int draw_with_gnuplot(const struct options *o, const struct run *r, const
   size_t most = (size_t)d[0] * d[1];
   most = (size_t)d[0] * d[2] > most ? (size_t)d[0] * d[2] : most;
   most = (size_t)d[1] * d[2] > most ? (size_t)d[1] * d[2] : most;
-  float *v = alloc_or_die(most * sizeof *v);
+  float *v = host_alloc(most * sizeof *v);
   char *dir = path_in(o->output, ".starproj-recon-preview-XXXXXX");
   if (!mkdtemp(dir)) {
     snprintf(why, len, "cannot make a temporary folder in %s: %s", o->output, strerror(errno));

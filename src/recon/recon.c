@@ -3,9 +3,11 @@
  * as StarPU task graphs on resident data. */
 #include "config.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "../core/internal.h"
 #include "em_nll.h"
 #include "gauss3d.h"
@@ -23,10 +25,10 @@ struct sproj_model {
   int users;                    /* reconstructions using the model (atomic) */
 };
 
-/* Index of the first value that is NaN / infinite (*bad_kind 0) or negative (*bad_kind 1), or -1. */
-static int64_t first_bad_value(const float *v, int64_t n, int *bad_kind)
+/* Index of the first value of v[first .. end) that is NaN / infinite (*bad_kind 0) or negative (*bad_kind 1), or -1. */
+static int64_t first_bad_in(const float *v, int64_t first, int64_t end, int *bad_kind)
 {
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = first; i < end; i++) {
     if (!isfinite(v[i])) {
       *bad_kind = 0;
       return i;
@@ -36,6 +38,53 @@ static int64_t first_bad_value(const float *v, int64_t n, int *bad_kind)
       return i;
     }
   }
+  return -1;
+}
+
+struct bad_scan {
+  const float *v;
+  int64_t first, end, bad;
+  int kind;
+};
+
+static void *bad_scan_part(void *arg)
+{
+  struct bad_scan *p = arg;
+  p->bad = first_bad_in(p->v, p->first, p->end, &p->kind);
+  return NULL;
+}
+
+/* The same over all of v, on up to one thread per core for large arrays (a TOF sinogram's 4.2 G values took one
+ * thread 4-5 s): the first bad value of the lowest part that has one, so the answer never depends on the threads. */
+static int64_t first_bad_value(const float *v, int64_t n, int *bad_kind)
+{
+  enum { MAX_PARTS = 64 };
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t parts = n / ((int64_t)1 << 24) + 1;
+  if (parts > cores)
+    parts = cores > 1 ? cores : 1;
+  if (parts > MAX_PARTS)
+    parts = MAX_PARTS;
+  if (parts <= 1)
+    return first_bad_in(v, 0, n, bad_kind);
+  struct bad_scan part[MAX_PARTS];
+  pthread_t th[MAX_PARTS];
+  int started[MAX_PARTS] = {0};
+  for (int64_t k = 0; k < parts; k++) {
+    part[k] = (struct bad_scan){v, n * k / parts, n * (k + 1) / parts, -1, 0};
+    started[k] = k > 0 && pthread_create(&th[k], NULL, bad_scan_part, &part[k]) == 0;
+    if (k > 0 && !started[k])
+      bad_scan_part(&part[k]); /* no thread: this one scans it */
+  }
+  bad_scan_part(&part[0]);
+  for (int64_t k = 1; k < parts; k++)
+    if (started[k])
+      pthread_join(th[k], NULL);
+  for (int64_t k = 0; k < parts; k++)
+    if (part[k].bad >= 0) {
+      *bad_kind = part[k].kind;
+      return part[k].bad;
+    }
   return -1;
 }
 

@@ -5,19 +5,24 @@
  * The order of a run: options, inputs read and checked against the scanner, sizes bounded by the memory they need,
  * and only then the output folder and StarPU, so that every refusal comes at once and leaves nothing behind. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <spawn.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <starpu_scheduler.h>
 #include "common.h"
+#include <sys/mman.h>
 #include "progress.h"
 
 static const char *usage_text =
@@ -454,12 +459,25 @@ static void resolve_defaults(struct options *o)
  * an H200 host pinning the benchmark's 17 GB TOF sinogram took about 10 s, far more than the single copy each way
  * that pinning speeds up (a few seconds from plain memory at the bus's pageable rate). release() frees either. */
 #define PIN_MOST ((size_t)256 << 20)
+static void touch_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  memset((char *)ctx + first, 0, (size_t)(end - first));
+}
+
 static void *alloc_or_die(size_t bytes)
 {
   void *p = NULL;
-  if (bytes > PIN_MOST ? posix_memalign(&p, 64, bytes) != 0 : sproj_malloc_pinned(&p, bytes ? bytes : 1) != SPROJ_OK) {
+  if (bytes > PIN_MOST ? posix_memalign(&p, (size_t)2 << 20, bytes) != 0
+                       : sproj_malloc_pinned(&p, bytes ? bytes : 1) != SPROJ_OK) {
     fprintf(stderr, "starproj-recon: out of memory (%zu bytes)\n", bytes);
     exit(1);
+  }
+  if (bytes > PIN_MOST) {
+    /* Huge pages, faulted in on every core now: the GPU's copy into fresh memory (the 17 GB TOF sinogram) otherwise
+     * waits on millions of page faults taken one at a time, 11 s on an H200 host. */
+    madvise(p, bytes, MADV_HUGEPAGE);
+    parallel_blocks("allocating", (int64_t)bytes, (int64_t)64 << 20, touch_block, p);
   }
   return p;
 }
@@ -1189,7 +1207,20 @@ struct events_job {
   int tof;
   int64_t *idx;
   int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
+  int failed;  /* a status of sproj_scanner_lors_at */
 };
+
+/* The scanner is immutable: its calls run on any number of threads at once. */
+static void endpoints_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  struct events_job *j = ctx;
+  const struct run *r = j->r;
+  int ret = sproj_scanner_lors_at(r->l.scanner, end - first, j->idx + first, r->ev_xs + 3 * first,
+                                  r->ev_xe + 3 * first);
+  if (ret)
+    __atomic_store_n(&j->failed, ret, __ATOMIC_RELAXED);
+}
 
 static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
@@ -1220,7 +1251,7 @@ static void event_arrays(const struct options *o, struct run *r)
     fprintf(stderr, "starproj-recon: no listmode events to reconstruct\n");
     exit(1);
   }
-  struct events_job j = {r, o->tof, malloc((size_t)n * sizeof(int64_t)), -1};
+  struct events_job j = {r, o->tof, malloc((size_t)n * sizeof(int64_t)), -1, 0};
   r->ev_xs = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_xe = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_mult = alloc_or_die((size_t)n * sizeof(float));
@@ -1233,8 +1264,9 @@ static void event_arrays(const struct options *o, struct run *r)
             r->ev_lor[j.bad], r->ev_bin ? r->ev_bin[j.bad] : 0);
     exit(1);
   }
-  progress_step("the events' endpoints", -1.0);
-  TRY(sproj_scanner_lors_at(r->l.scanner, n, j.idx, r->ev_xs, r->ev_xe));
+  parallel_blocks("the events' endpoints", n, 1 << 20, endpoints_block, &j);
+  if (j.failed)
+    TRY(j.failed);
   free(j.idx);
 }
 
@@ -1362,12 +1394,7 @@ static void reconstruct(const struct options *o, struct run *r)
 /* The previews are drawn by gnuplot, a separate program, so that they carry a title, axes in mm and a colour bar
  * without starproj holding a font: the data goes to it as binary files in a temporary folder, the commands as a
  * script file, and it runs through posix_spawnp with an argument vector (no shell reads a path). Without gnuplot
- * (or when it fails) the plain previews of libstarproj-io are written instead, on the same scale and slices.
- * These headers are included here, by the only code that uses them. */
-#include <dirent.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
+ * (or when it fails) the plain previews of libstarproj-io are written instead, on the same scale and slices. */
 
 /* What the previews show: the slice each panel holds its fixed axis at, one window for every image panel (the
  * reconstruction and the phantom on the same scale), and the sinogram of one plane. */

@@ -176,6 +176,9 @@ struct sproj_tof {
 int sproj_vec_init(struct sproj_vec *v, sproj_lors *lors, starpu_data_handle_t handle, int owns, int readonly,
                    int own);
 void sproj_vec_fini(struct sproj_vec *v, int own);
+/* Frees a vector the library made for itself (owns_handle) whose values nobody reads any more, without bringing them
+ * back to main memory. */
+void sproj_vec_discard(struct sproj_vec *v);
 /* Children of the vector for chunking ch, planned (and for read-only vectors activated) on first use. The _locked
  * form expects v->lock held. */
 int sproj_vec_children(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_handle_t **children);

@@ -702,8 +702,13 @@ static void recon_free(sproj_recon *r)
   temp_image_free(r->bp);
   if (r->scratch)
     starpu_data_unregister_no_coherency(r->scratch);
-  if (r->p)
-    sproj_proj_unregister(r->p);
+  if (r->p) {
+    /* the forward values stay where they were computed: nothing reads them on the host */
+    sproj_flush_held();
+    sproj_vec_discard(&r->p->vec);
+    free(r->p);
+    sproj_count_object(-1);
+  }
   free(r->p_host);
   lists_free(&r->subsets);
   if (r->model)

@@ -16,6 +16,7 @@
 #   SRC: source folder or .tar.gz; --prefix: STIR's (default /usr/local/stir); --starproj-prefix: where starproj is
 #   or goes (default .local of this checkout)
 set -euo pipefail
+caller=$(pwd)
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
@@ -39,19 +40,26 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$stir_src" ] && [ -n "$pp_src" ] || { echo "test-stir: --with-stir and --with-parallelproj are required" >&2; exit 2; }
 log() { printf 'test-stir: %s\n' "$*"; }
+abspath() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$caller" "$1" ;; esac; }
+stir_src=$(abspath "$stir_src")
+pp_src=$(abspath "$pp_src")
+work=$(abspath "$work")
+sp_prefix=$(abspath "$sp_prefix")
 
 # --- dependencies ----------------------------------------------------------------------------------------
 bash scripts/install-stir.sh --with-stir "$stir_src" --with-parallelproj "$pp_src" --prefix "$prefix"
 export PKG_CONFIG_PATH="$sp_prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 if ! pkg-config --exists starproj; then
   log "building starproj (without CUDA) into $sp_prefix"
-  ./autogen.sh >/dev/null
-  mkdir -p build && (cd build && ../configure -q --without-cuda --prefix="$sp_prefix" && make -s -j"$(nproc)" && make -s install)
+  mkdir -p build-stir/starproj
+  (./autogen.sh && cd build-stir/starproj && ../../configure -q --without-cuda --prefix="$sp_prefix" &&
+    make -s -j"$(nproc)" && make -s install) >build-stir/starproj.log 2>&1 || { tail -n 30 build-stir/starproj.log; exit 1; }
 fi
 
 # --- the pair and its programs ---------------------------------------------------------------------------
 log "building stir/ (the Starproj pair, programs, test helpers)"
 mkdir -p build-stir
+rm -f build-stir/CMakeCache.txt # the prefixes of this run, not those a cache remembers
 blog=build-stir/build.log
 cmake -S stir -B build-stir -DCMAKE_PREFIX_PATH="$prefix;$sp_prefix" -DCMAKE_BUILD_TYPE=Release >"$blog" 2>&1 \
   || { tail -n 30 "$blog"; exit 1; }

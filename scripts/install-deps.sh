@@ -6,13 +6,16 @@
 # everything present is quick.
 #
 # usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--with-fxt] [--without-mpi]
-#                                [--jobs N]
+#                                [--jobs N] [--with-stir SRC [--with-parallelproj SRC] [--stir-prefix DIR]]
 #   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
 #   --with-cuda=DIR / --without-cuda   build StarPU with the CUDA toolkit in DIR / without CUDA
 #                  (default: with CUDA when nvcc is on PATH or in /usr/local/cuda)
 #   --with-fxt     build StarPU with FxT execution traces (Debian's libfxt-dev; starproj-bench --trace), rebuilding
 #                  a StarPU installed without them
 #   --without-mpi  no OpenMPI and no StarPU-MPI (starproj then builds without its distributed layer)
+#   --with-stir SRC  also STIR (for stir/, the "Starproj" projector pair), from a source folder or tarball, into
+#                  --stir-prefix (default /usr/local/stir), with --with-parallelproj SRC its "Parallelproj" pair on a
+#                  CPU build of libparallelproj; skipped when installed (scripts/install-stir.sh does it)
 set -euo pipefail
 
 prefix=/usr/local
@@ -20,6 +23,7 @@ cuda_dir=auto
 fxt=no
 mpi=yes
 jobs=$(nproc 2>/dev/null || echo 2)
+stir_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift 2 ;;
@@ -29,7 +33,8 @@ while [ $# -gt 0 ]; do
     --with-fxt) fxt=yes; shift ;;
     --without-mpi) mpi=no; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+    --with-stir|--with-parallelproj|--stir-prefix) stir_args+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '3,19p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -81,6 +86,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   quiet env DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   log "Debian packages present"
+fi
+
+# --- STIR (--with-stir) ---------------------------------------------------------------------------------
+if [ ${#stir_args[@]} -gt 0 ]; then
+  printf '%s\n' "${stir_args[@]}" | grep -qx -- --with-stir || { log "--with-parallelproj/--stir-prefix need --with-stir"; exit 2; }
+  bash "$(dirname "$0")/install-stir.sh" "${stir_args[@]/#--stir-prefix/--prefix}" --jobs "$jobs"
 fi
 
 # --- StarPU 1.4 -----------------------------------------------------------------------------------------

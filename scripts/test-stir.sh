@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Tests of the "Starproj" projector pair for STIR (stir/): builds STIR with its "Parallelproj" pair (install-stir.sh,
+# skipped when installed), starproj without CUDA (when pkg-config does not find it), the pair and its programs, then
+# compares "Starproj" with "Parallelproj" on STIR's own test-pack scanner template (recon_test_pack's
+# template_for_ROOT_scanner.hs, trimmed to 151 tangential positions) and a phantom made by STIR's generate_image:
+#   1. forward projection: every viewgram within 1e-5 of the largest value
+#   2. back projection: within 1e-5 (relative L2 and max-norm)
+#   3. OSMAPOSL, 4 subsets, 2 iterations: images within 1e-4 (relative L2)
+#   4. each subset gradient (what an OSMAPOSL sub-iteration computes) projects exactly its subset's LORs
+#   5. TOF (the template's 5 TOF positions): forward and back projection as 1 and 2
+# CPU workers only. Files go to build-stir/tests-run (or --work DIR).
+#
+# usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
+#                             [--work DIR] [--no-tof]
+#   SRC: source folder or .tar.gz; --prefix: STIR's (default /usr/local/stir); --starproj-prefix: where starproj is
+#   or goes (default .local of this checkout)
+set -euo pipefail
+caller=$(pwd)
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+stir_src=
+pp_src=
+prefix=/usr/local/stir
+sp_prefix=$repo/.local
+work=$repo/build-stir/tests-run
+tof=yes
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --with-stir) stir_src=$2; shift 2 ;;
+    --with-parallelproj) pp_src=$2; shift 2 ;;
+    --prefix) prefix=$2; shift 2 ;;
+    --starproj-prefix) sp_prefix=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --no-tof) tof=no; shift ;;
+    -h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+    *) echo "test-stir: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[ -n "$stir_src" ] && [ -n "$pp_src" ] || { echo "test-stir: --with-stir and --with-parallelproj are required" >&2; exit 2; }
+log() { printf 'test-stir: %s\n' "$*"; }
+abspath() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$caller" "$1" ;; esac; }
+stir_src=$(abspath "$stir_src")
+pp_src=$(abspath "$pp_src")
+work=$(abspath "$work")
+sp_prefix=$(abspath "$sp_prefix")
+
+# --- dependencies ----------------------------------------------------------------------------------------
+bash scripts/install-stir.sh --with-stir "$stir_src" --with-parallelproj "$pp_src" --prefix "$prefix"
+export PKG_CONFIG_PATH="$sp_prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+if ! pkg-config --exists starproj; then
+  log "building starproj (without CUDA) into $sp_prefix"
+  mkdir -p build-stir/starproj
+  (./autogen.sh && cd build-stir/starproj && ../../configure -q --without-cuda --prefix="$sp_prefix" &&
+    make -s -j"$(nproc)" && make -s install) >build-stir/starproj.log 2>&1 || { tail -n 30 build-stir/starproj.log; exit 1; }
+fi
+
+# --- the pair and its programs ---------------------------------------------------------------------------
+log "building stir/ (the Starproj pair, programs, test helpers)"
+mkdir -p build-stir
+rm -f build-stir/CMakeCache.txt # the prefixes of this run, not those a cache remembers
+blog=build-stir/build.log
+cmake -S stir -B build-stir -DCMAKE_PREFIX_PATH="$prefix;$sp_prefix" -DCMAKE_BUILD_TYPE=Release >"$blog" 2>&1 \
+  || { tail -n 30 "$blog"; exit 1; }
+cmake --build build-stir -j "$(nproc)" >>"$blog" 2>&1 || { grep -E 'error|Error' "$blog" | head -n 30; exit 1; }
+bin=$repo/build-stir
+export PATH="$prefix/bin:$PATH"
+export LD_LIBRARY_PATH="$prefix/lib:$sp_prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+
+# --- test data -------------------------------------------------------------------------------------------
+rm -rf "$work" && mkdir -p "$work"
+cp stir/tests/*.par "$work/"
+cd "$work"
+template=recon_test_pack/template_for_ROOT_scanner.hs
+if [ -d "$stir_src" ]; then
+  cp "$stir_src/$template" root_template.hs
+else
+  tar -xzf "$stir_src" --strip-components=1 "STIR/$template"
+  cp "$template" root_template.hs
+fi
+# 151 of the 501 tangential positions keep the test small (608832 LORs); the header of the non-TOF template drops
+# the timing-position axis
+sed -e 's/^!matrix size \[1\] := 501/!matrix size [1] := 151/' -e 's/^name of data file := .*/name of data file := template_tof.s/' \
+  root_template.hs >template_tof.hs
+sed -e 's/^number of dimensions := 5/number of dimensions := 4/' -e '/timing positions/d' -e '/^!matrix size \[5\]/d' \
+  -e 's/^name of data file := .*/name of data file := template.s/' template_tof.hs >template.hs
+: >template.s
+: >template_tof.s
+
+failures=0
+check() { # name command...
+  local name=$1; shift
+  if "$@" >"$name.log" 2>&1; then
+    log "PASS $name: $(tail -n 1 "$name.log")"
+  else
+    log "FAIL $name (log: $work/$name.log)"; tail -n 15 "$name.log"; failures=$((failures + 1))
+  fi
+}
+run() { # name command... (a step the checks need)
+  local name=$1; shift
+  local t0; t0=$(date +%s)
+  "$@" >"$name.log" 2>&1 || { log "FAILED to run $name (log: $work/$name.log)"; tail -n 20 "$name.log"; exit 1; }
+  log "ran $name ($(( $(date +%s) - t0 )) s)"
+}
+
+run phantom generate_image phantom.par
+# 1. forward projection
+run fwd_Parallelproj forward_project fwd_Parallelproj phantom.hv template.hs forward_Parallelproj.par
+run fwd_Starproj "$bin/starproj_forward_project" fwd_Starproj phantom.hv template.hs forward_Starproj.par
+check forward "$bin/starproj_stir_compare" proj fwd_Parallelproj.hs fwd_Starproj.hs 1e-5
+# 2. back projection of the projected phantom
+run back_Parallelproj back_project back_Parallelproj fwd_Parallelproj.hs phantom.hv back_Parallelproj.par
+run back_Starproj "$bin/starproj_back_project" back_Starproj fwd_Parallelproj.hs phantom.hv back_Starproj.par
+check back "$bin/starproj_stir_compare" image-max back_Parallelproj.hv back_Starproj.hv 1e-5
+# 3. OSMAPOSL on the projected phantom (noise-free)
+cp fwd_Parallelproj.hs prompts.hs && sed -i 's/^name of data file := .*/name of data file := fwd_Parallelproj.s/' prompts.hs
+run OSMAPOSL_Parallelproj OSMAPOSL OSMAPOSL_Parallelproj.par
+run OSMAPOSL_Starproj "$bin/starproj_OSMAPOSL" OSMAPOSL_Starproj.par
+check OSMAPOSL "$bin/starproj_stir_compare" image recon_Parallelproj_8.hv recon_Starproj_8.hv 1e-4
+# 4. LORs of the subsets
+check subset_lors "$bin/starproj_stir_subset_lors" OSMAPOSL_Starproj.par
+# 5. TOF
+if [ "$tof" = yes ]; then
+  run fwd_tof_Parallelproj forward_project fwd_tof_Parallelproj phantom.hv template_tof.hs forward_Parallelproj.par
+  run fwd_tof_Starproj "$bin/starproj_forward_project" fwd_tof_Starproj phantom.hv template_tof.hs forward_Starproj.par
+  check forward_tof "$bin/starproj_stir_compare" proj fwd_tof_Parallelproj.hs fwd_tof_Starproj.hs 1e-5
+  run back_tof_Parallelproj back_project back_tof_Parallelproj fwd_tof_Parallelproj.hs phantom.hv back_Parallelproj.par
+  run back_tof_Starproj "$bin/starproj_back_project" back_tof_Starproj fwd_tof_Parallelproj.hs phantom.hv back_Starproj.par
+  check back_tof "$bin/starproj_stir_compare" image-max back_tof_Parallelproj.hv back_tof_Starproj.hv 1e-5
+fi
+
+if [ "$failures" -gt 0 ]; then
+  log "$failures check(s) failed"
+  exit 1
+fi
+log "all checks passed"

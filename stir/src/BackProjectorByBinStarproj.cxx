@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// The "Starproj" back projector: related-viewgrams calls back project their viewgrams' LORs into a resident image
+// that accumulates on the devices until get_output.
+
+#include "stir_starproj/BackProjectorByBinStarproj.h"
+
+#include "stir/DataProcessor.h"
+#include "stir/DiscretisedDensity.h"
+#include "stir/ProjDataInfo.h"
+#include "stir/RelatedViewgrams.h"
+#include "stir/error.h"
+#include "stir/is_null_ptr.h"
+#include "stir/recon_array_functions.h"
+#include "stir/recon_buildblock/TrivialDataSymmetriesForBins.h"
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+START_NAMESPACE_STIR
+
+const char* const BackProjectorByBinStarproj::registered_name = "Starproj";
+
+struct BackProjectorByBinStarproj::Resident
+{
+  std::shared_ptr<StarprojGeometry> geometry;
+  std::vector<float> image;
+  std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
+  sproj_image* img = nullptr;
+  sproj_proj* proj = nullptr;
+  // TOF: the timing positions of each viewgram that arrived since its last back projection
+  std::vector<std::vector<char>> arrived;
+  std::vector<int> num_arrived;
+  std::unique_ptr<std::mutex[]> chunk_locks;
+
+  explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
+      : geometry(g),
+        image(g->num_voxels(), 0.F),
+        values(g->num_lors() * g->num_tof_bins(), 0.F)
+  {
+    starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
+    const int status = g->is_tof() ? sproj_proj_register_tof(&proj, values.data(), g->lors(), g->num_tof_bins())
+                                   : sproj_proj_register(&proj, values.data(), g->lors());
+    if (status != SPROJ_OK)
+      {
+        sproj_image_unregister(img);
+        starproj_check(status, "sproj_proj_register");
+      }
+    if (g->is_tof())
+      {
+        arrived.assign(g->num_chunks(), std::vector<char>(g->num_tof_bins(), 0));
+        num_arrived.assign(g->num_chunks(), 0);
+        chunk_locks.reset(new std::mutex[g->num_chunks()]);
+      }
+  }
+  ~Resident()
+  {
+    sproj_proj_unregister(proj);
+    sproj_image_unregister(img);
+  }
+  // TOF: back projects what arrived for chunk c (the caller holds its lock)
+  void submit_tof_chunk(int c)
+  {
+    starproj_check(sproj_back_tof_sino(img, proj, geometry->chunks(), c, geometry->tof()), "sproj_back_tof_sino");
+    std::fill(arrived[c].begin(), arrived[c].end(), 0);
+    num_arrived[c] = 0;
+  }
+};
+
+BackProjectorByBinStarproj::BackProjectorByBinStarproj()
+{
+  set_defaults();
+}
+
+BackProjectorByBinStarproj::BackProjectorByBinStarproj(const BackProjectorByBinStarproj& other)
+    : RegisteredParsingObject<BackProjectorByBinStarproj, BackProjectorByBin>(other),
+      _settings(other._settings),
+      _symmetries_sptr(other._symmetries_sptr),
+      _geometry(other._geometry)
+{
+  if (_geometry)
+    make_resident();
+}
+
+BackProjectorByBinStarproj::~BackProjectorByBinStarproj()
+{
+  _resident.reset();
+}
+
+BackProjectorByBinStarproj*
+BackProjectorByBinStarproj::clone() const
+{
+  return new BackProjectorByBinStarproj(*this);
+}
+
+void
+BackProjectorByBinStarproj::set_defaults()
+{
+  BackProjectorByBin::set_defaults();
+  _settings = StarprojSettings();
+}
+
+void
+BackProjectorByBinStarproj::initialise_keymap()
+{
+  BackProjectorByBin::initialise_keymap(); // "post data processor"
+  parser.add_start_key("Back Projector Using Starproj Parameters");
+  parser.add_stop_key("End Back Projector Using Starproj Parameters");
+  _settings.add_keys(parser);
+}
+
+bool
+BackProjectorByBinStarproj::post_processing()
+{
+  return !_settings.check();
+}
+
+void
+BackProjectorByBinStarproj::make_resident()
+{
+  _resident.reset();
+  _resident.reset(new Resident(_geometry));
+}
+
+void
+BackProjectorByBinStarproj::set_up(const shared_ptr<const ProjDataInfo>& proj_data_info_sptr,
+                                   const shared_ptr<const DiscretisedDensity<3, float>>& density_info_sptr)
+{
+  if (!_settings.check())
+    error("Starproj: invalid settings");
+  BackProjectorByBin::set_up(proj_data_info_sptr, density_info_sptr);
+  _symmetries_sptr.reset(new TrivialDataSymmetriesForBins(proj_data_info_sptr));
+  if (!_geometry || !_geometry->matches(*proj_data_info_sptr, *density_info_sptr))
+    {
+      _resident.reset();
+      _geometry.reset();
+      _geometry = std::make_shared<StarprojGeometry>(proj_data_info_sptr, *density_info_sptr, _settings);
+    }
+  if (!_resident || _resident->geometry != _geometry)
+    make_resident();
+  _geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
+}
+
+const DataSymmetriesForViewSegmentNumbers*
+BackProjectorByBinStarproj::get_symmetries_used() const
+{
+  if (!this->_already_set_up)
+    error("BackProjectorByBinStarproj: set_up has not been called");
+  return _symmetries_sptr.get();
+}
+
+void
+BackProjectorByBinStarproj::start_accumulating_in_new_target()
+{
+  BackProjectorByBin::start_accumulating_in_new_target();
+  Resident& r = *_resident;
+  starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_WRITE), "sproj_image_sync");
+  std::fill(r.image.begin(), r.image.end(), 0.F);
+  starproj_check(sproj_image_upload(r.img, SPROJ_ALL_GPUS), "sproj_image_upload");
+  for (std::size_t c = 0; c < r.arrived.size(); ++c)
+    {
+      std::fill(r.arrived[c].begin(), r.arrived[c].end(), 0);
+      r.num_arrived[c] = 0;
+    }
+}
+
+void
+BackProjectorByBinStarproj::actual_back_project(const RelatedViewgrams<float>& viewgrams,
+                                                const int min_axial_pos_num,
+                                                const int max_axial_pos_num,
+                                                const int min_tangential_pos_num,
+                                                const int max_tangential_pos_num)
+{
+  if (!_resident)
+    error("BackProjectorByBinStarproj: back projection before set_up");
+  Resident& r = *_resident;
+  const StarprojGeometry& g = *_geometry;
+  sproj_chunks* chunks = g.chunks();
+  const int num_tang = g.num_tangential_poss();
+  const int num_bins = g.num_tof_bins();
+
+  for (const auto& viewgram : viewgrams)
+    {
+      const int c = g.chunk_of(viewgram.get_segment_num(), viewgram.get_view_num());
+      const int min_axial = g.min_axial_pos_num(viewgram.get_segment_num());
+      const int num_axial = viewgram.get_num_axial_poss();
+      const int64_t first = g.first_lor(c);
+      const int64_t count = int64_t(num_axial) * num_tang;
+      // copies the requested window of the viewgram into bin `bin` of the chunk's values (the rest stays 0)
+      auto fill_values = [&](int bin) {
+        for (int a = min_axial_pos_num; a <= max_axial_pos_num; ++a)
+          {
+            const int64_t row = first + int64_t(a - min_axial) * num_tang - g.min_tangential_pos_num();
+            for (int t = min_tangential_pos_num; t <= max_tangential_pos_num; ++t)
+              r.values[(row + t) * num_bins + bin] = viewgram[a][t];
+          }
+      };
+      if (!g.is_tof())
+        {
+          // the host copy of this chunk becomes ours until the back projection is submitted
+          starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_WRITE), "sproj_proj_sync");
+          std::fill(r.values.begin() + first, r.values.begin() + first + count, 0.F);
+          fill_values(0);
+          starproj_check(sproj_back(r.img, r.proj, chunks, c), "sproj_back");
+        }
+      else
+        {
+          const int bin = viewgram.get_timing_pos_num() - g.min_tof_pos_num();
+          std::lock_guard<std::mutex> lock(r.chunk_locks[c]);
+          if (r.arrived[c][bin]) // the same timing position again: back project what is there first
+            r.submit_tof_chunk(c);
+          if (r.num_arrived[c] == 0)
+            {
+              starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_WRITE), "sproj_proj_sync");
+              std::fill(r.values.begin() + first * num_bins, r.values.begin() + (first + count) * num_bins, 0.F);
+            }
+          fill_values(bin);
+          r.arrived[c][bin] = 1;
+          if (++r.num_arrived[c] == num_bins)
+            r.submit_tof_chunk(c);
+        }
+    }
+}
+
+void
+BackProjectorByBinStarproj::get_output(DiscretisedDensity<3, float>& density) const
+{
+  if (!_resident)
+    error("BackProjectorByBinStarproj: get_output before set_up");
+  {
+    std::string explanation;
+    if (!_density_sptr->has_same_characteristics(density, explanation))
+      error("BackProjectorByBinStarproj::get_output: the image differs from the one of set_up: " + explanation);
+  }
+  Resident& r = *_resident;
+  // TOF viewgrams of which only some timing positions came
+  for (std::size_t c = 0; c < r.num_arrived.size(); ++c)
+    if (r.num_arrived[c] > 0)
+      r.submit_tof_chunk(static_cast<int>(c));
+  // waits for the back projections and the reduction of the workers' contributions
+  starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_READ), "sproj_image_sync");
+  starproj_array_to_image(r.image.data(), density);
+  if (_settings.restrict_to_cylindrical_FOV)
+    truncate_rim(density, _geometry->rim_truncation());
+  if (!is_null_ptr(_post_data_processor_sptr))
+    if (_post_data_processor_sptr->apply(density) != Succeeded::yes)
+      error("BackProjectorByBinStarproj::get_output: the post data processor failed");
+}
+
+END_NAMESPACE_STIR

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+// The "Starproj" forward projector: each related-viewgrams call projects its viewgrams' LORs on the resident image.
+
+#include "stir_starproj/ForwardProjectorByBinStarproj.h"
+
+#include "stir/DiscretisedDensity.h"
+#include "stir/ProjDataInfo.h"
+#include "stir/RelatedViewgrams.h"
+#include "stir/error.h"
+#include "stir/recon_array_functions.h"
+#include "stir/recon_buildblock/TrivialDataSymmetriesForBins.h"
+
+#include <mutex>
+#include <vector>
+
+START_NAMESPACE_STIR
+
+const char* const ForwardProjectorByBinStarproj::registered_name = "Starproj";
+
+// What lives in starproj between set_up and the next set_up: the image buffer and the projection vector.
+struct ForwardProjectorByBinStarproj::Resident
+{
+  std::shared_ptr<StarprojGeometry> geometry;
+  std::vector<float> image;
+  std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
+  sproj_image* img = nullptr;
+  sproj_proj* proj = nullptr;
+  // TOF: a viewgram's bins are projected by the first call for it after set_input
+  unsigned generation = 0;
+  std::vector<unsigned> projected_generation;
+  std::unique_ptr<std::mutex[]> chunk_locks;
+
+  explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
+      : geometry(g),
+        image(g->num_voxels(), 0.F),
+        values(g->num_lors() * g->num_tof_bins(), 0.F)
+  {
+    starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
+    const int status = g->is_tof() ? sproj_proj_register_tof(&proj, values.data(), g->lors(), g->num_tof_bins())
+                                   : sproj_proj_register(&proj, values.data(), g->lors());
+    if (status != SPROJ_OK)
+      {
+        sproj_image_unregister(img);
+        starproj_check(status, "sproj_proj_register");
+      }
+    if (g->is_tof())
+      {
+        projected_generation.assign(g->num_chunks(), 0);
+        chunk_locks.reset(new std::mutex[g->num_chunks()]);
+      }
+  }
+  ~Resident()
+  {
+    sproj_proj_unregister(proj);
+    sproj_image_unregister(img);
+  }
+};
+
+ForwardProjectorByBinStarproj::ForwardProjectorByBinStarproj()
+{
+  set_defaults();
+}
+
+ForwardProjectorByBinStarproj::~ForwardProjectorByBinStarproj()
+{
+  _resident.reset(); // before the geometry whose LORs it uses
+}
+
+void
+ForwardProjectorByBinStarproj::set_defaults()
+{
+  ForwardProjectorByBin::set_defaults();
+  _settings = StarprojSettings();
+}
+
+void
+ForwardProjectorByBinStarproj::initialise_keymap()
+{
+  ForwardProjectorByBin::initialise_keymap(); // "pre data processor"
+  parser.add_start_key("Forward Projector Using Starproj Parameters");
+  parser.add_stop_key("End Forward Projector Using Starproj Parameters");
+  _settings.add_keys(parser);
+}
+
+bool
+ForwardProjectorByBinStarproj::post_processing()
+{
+  return !_settings.check();
+}
+
+void
+ForwardProjectorByBinStarproj::set_up(const shared_ptr<const ProjDataInfo>& proj_data_info_sptr,
+                                      const shared_ptr<const DiscretisedDensity<3, float>>& density_info_sptr)
+{
+  if (!_settings.check())
+    error("Starproj: invalid settings");
+  ForwardProjectorByBin::set_up(proj_data_info_sptr, density_info_sptr);
+  _symmetries_sptr.reset(new TrivialDataSymmetriesForBins(proj_data_info_sptr));
+  if (!_geometry || !_geometry->matches(*proj_data_info_sptr, *density_info_sptr))
+    {
+      _resident.reset();
+      _geometry.reset();
+      _geometry = std::make_shared<StarprojGeometry>(proj_data_info_sptr, *density_info_sptr, _settings);
+    }
+  if (!_resident || _resident->geometry != _geometry)
+    {
+      _resident.reset();
+      _resident.reset(new Resident(_geometry));
+    }
+  _geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
+}
+
+const DataSymmetriesForViewSegmentNumbers*
+ForwardProjectorByBinStarproj::get_symmetries_used() const
+{
+  if (!this->_already_set_up)
+    error("ForwardProjectorByBinStarproj: set_up has not been called");
+  return _symmetries_sptr.get();
+}
+
+void
+ForwardProjectorByBinStarproj::set_input(const DiscretisedDensity<3, float>& density)
+{
+  if (!_resident)
+    error("ForwardProjectorByBinStarproj: set_input called before set_up");
+  ForwardProjectorByBin::set_input(density); // copy, and the pre data processor
+  if (_settings.restrict_to_cylindrical_FOV)
+    truncate_rim(*_density_sptr, _geometry->rim_truncation());
+  Resident& r = *_resident;
+  // waits for projections still reading the previous image, then replaces it, once for all viewgrams
+  starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_WRITE), "sproj_image_sync");
+  starproj_image_to_array(*_density_sptr, r.image.data());
+  starproj_check(sproj_image_upload(r.img, SPROJ_ALL_GPUS), "sproj_image_upload");
+  ++r.generation;
+}
+
+void
+ForwardProjectorByBinStarproj::actual_forward_project(RelatedViewgrams<float>& viewgrams,
+                                                      const int min_axial_pos_num,
+                                                      const int max_axial_pos_num,
+                                                      const int min_tangential_pos_num,
+                                                      const int max_tangential_pos_num)
+{
+  if (!_resident)
+    error("ForwardProjectorByBinStarproj: forward projection before set_up");
+  Resident& r = *_resident;
+  const StarprojGeometry& g = *_geometry;
+  sproj_chunks* chunks = g.chunks();
+  const int num_tang = g.num_tangential_poss();
+  const int num_bins = g.num_tof_bins();
+
+  std::vector<int> chunk_list;
+  for (const auto& viewgram : viewgrams)
+    chunk_list.push_back(g.chunk_of(viewgram.get_segment_num(), viewgram.get_view_num()));
+
+  if (!g.is_tof())
+    {
+      // all the group's viewgrams in one request, then wait for each
+      starproj_check(sproj_fwd_chunks(r.img, r.proj, chunks, chunk_list.data(), static_cast<int>(chunk_list.size())),
+                     "sproj_fwd_chunks");
+      for (int c : chunk_list)
+        starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_READ), "sproj_proj_sync");
+    }
+  else
+    {
+      for (int c : chunk_list)
+        {
+          std::lock_guard<std::mutex> lock(r.chunk_locks[c]);
+          if (r.projected_generation[c] == r.generation)
+            continue;
+          starproj_check(sproj_fwd_tof_sino(r.img, r.proj, chunks, c, g.tof()), "sproj_fwd_tof_sino");
+          starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_READ), "sproj_proj_sync");
+          r.projected_generation[c] = r.generation;
+        }
+    }
+
+  std::size_t i = 0;
+  for (auto& viewgram : viewgrams)
+    {
+      const int c = chunk_list[i++];
+      const int min_axial = g.min_axial_pos_num(viewgram.get_segment_num());
+      const int bin = g.is_tof() ? viewgram.get_timing_pos_num() - g.min_tof_pos_num() : 0;
+      for (int a = min_axial_pos_num; a <= max_axial_pos_num; ++a)
+        {
+          const int64_t row = g.first_lor(c) + int64_t(a - min_axial) * num_tang - g.min_tangential_pos_num();
+          for (int t = min_tangential_pos_num; t <= max_tangential_pos_num; ++t)
+            viewgram[a][t] = r.values[(row + t) * num_bins + bin];
+        }
+    }
+}
+
+END_NAMESPACE_STIR

@@ -183,6 +183,13 @@ SPROJ_API int sproj_model_create(sproj_model **model, sproj_lors *lors, const fl
  * (one value per LOR anyway) it is sproj_model_create. Errors: as sproj_model_create. */
 SPROJ_API int sproj_model_create_tof_uniform_add(sproj_model **model, sproj_lors *lors, const float *mult,
                                                  const float *add, const sproj_tof *tof, const float fwhm_mm[3]);
+/* dst = G src, G the resolution model's Gaussian (separable, FWHM fwhm_mm along the three axes in the units of the
+ * images, 0: none along that axis; zero outside the image, cut at 3 sigma, normalised to sum 1), computed by a task
+ * on the devices, as the models apply it: to simulate data blurred as a model with that FWHM assumes. Returns at once
+ * (sync dst to read it); dst is overwritten. Errors: NULL, NOT_INIT, INVALID (dst == src), MISMATCH (sizes or voxel
+ * sizes differ), NONFINITE, RANGE (a negative FWHM, or one whose kernel spans more than 64 voxels each side), NOMEM,
+ * STARPU. */
+SPROJ_API int sproj_image_blur(sproj_image *dst, sproj_image *src, const float fwhm_mm[3]);
 /* Frees the model (NULL: no-op). SPROJ_ERR_BUSY while a reconstruction uses it. */
 SPROJ_API int sproj_model_destroy(sproj_model *model);
 

@@ -35,7 +35,8 @@ static const char *usage_text =
   "scanner and image:\n"
   "  --scanner NAME        scanner preset: small (default) or vision600\n"
   "  --image N0xN1xN2      image size in voxels (default: 64x64x16 for small, 215x215x71 for vision600)\n"
-  "  --voxel-size MM       voxel size, all axes (default: 2 for small, 2.78 for vision600)\n"
+  "  --voxel-size MM       voxel size in mm: one value for all axes, or MMxMMxMM (default: 2 for small, 2.78 for\n"
+  "                        vision600)\n"
   "data:\n"
   "  --tof                 time of flight (sinogram or listmode)\n"
   "  --listmode            listmode events and LM-OSEM instead of a sinogram\n"
@@ -72,7 +73,7 @@ struct options {
   const char *scanner;
   int scanner_given; /* --scanner; else the scanner an input header names, else small */
   int dims[3];
-  float voxel_size;
+  float voxel_size[3];  /* mm per axis; [0] < 0: the preset's */
   int tof, listmode, noise_free;
   double counts, background;
   uint64_t seed;
@@ -288,9 +289,10 @@ static int set_data_option(struct options *o, int c, const char *arg)
       o->dims[k] = (int)t[k];
     return 0;
   case O_VOXEL:
-    if (parse_double(arg, 0.01, 100, t))
-      return fail_usage("--voxel-size needs a number of mm in 0.01..100, not '%s'", arg);
-    o->voxel_size = (float)t[0];
+    if (parse_triple(arg, 0.01, 100, t))
+      return fail_usage("--voxel-size needs MM or MMxMMxMM, mm in 0.01..100 per axis, not '%s'", arg);
+    for (int k = 0; k < 3; k++)
+      o->voxel_size[k] = (float)t[k];
     return 0;
   case O_COUNTS:
     if (parse_double(arg, 1, 1e12, &o->counts))
@@ -408,7 +410,7 @@ static int parse_options(int argc, char **argv, struct options *o)
   o->ngpu = -1;
   o->output = "starproj-recon-out";
   o->counts = -1;
-  o->voxel_size = -1;
+  o->voxel_size[0] = -1;
   opterr = 0;
   int c;
   /* the leading ':' makes getopt_long return ':' for a missing value, told apart from an unknown option */
@@ -436,8 +438,9 @@ static void resolve_defaults(struct options *o)
     const int d_small[3] = {64, 64, 16}, d_big[3] = {215, 215, 71};
     memcpy(o->dims, small ? d_small : d_big, sizeof o->dims);
   }
-  if (o->voxel_size < 0)
-    o->voxel_size = small ? 2.0f : 2.78f;
+  if (o->voxel_size[0] < 0)
+    for (int k = 0; k < 3; k++)
+      o->voxel_size[k] = small ? 2.0f : 2.78f;
   if (o->counts < 0) /* listmode: one event per count, so fewer by default */
     o->counts = small ? (o->listmode ? 2e6 : 2e7) : (o->listmode ? 2e8 : 2e9);
   if (!o->subsets)
@@ -563,8 +566,8 @@ static void make_layout(const struct options *o, struct layout *l)
   TRY(sproj_scanner_info(l->scanner, &l->si));
   l->nvox = (int64_t)o->dims[0] * o->dims[1] * o->dims[2]; /* at most 4096^3: fits */
   for (int k = 0; k < 3; k++) {
-    l->vs[k] = o->voxel_size;
-    l->origin[k] = (-0.5f * o->dims[k] + 0.5f) * o->voxel_size;
+    l->vs[k] = o->voxel_size[k];
+    l->origin[k] = (-0.5f * o->dims[k] + 0.5f) * o->voxel_size[k];
   }
   /* TOF: the benchmark scanner's (25.4 mm bins, 385 ps FWHM), and for the small scanner bins covering its 180 mm */
   int small = strcmp(o->scanner, "small") == 0;
@@ -632,10 +635,11 @@ static int validate_run(const struct options *o, const struct layout *l, int64_t
     return fail_usage("--subsets %d: the %s scanner's sinogram has %d views, and each subset needs one", o->subsets,
                       o->scanner, l->si.num_views);
   for (int k = 0; k < 3 && o->use_fwhm; k++) {
-    double reach = ceil(3.0 * o->fwhm[k] / (2.0 * sqrt(2.0 * log(2.0))) / o->voxel_size);
+    double reach = ceil(3.0 * o->fwhm[k] / (2.0 * sqrt(2.0 * log(2.0))) / o->voxel_size[k]);
     if (o->fwhm[k] > 0 && reach > MAX_BLUR_REACH)
-      return fail_usage("--fwhm %g with --voxel-size %g: the resolution model would reach %.0f voxels each side "
-                        "(3 sigma), at most %d", (double)o->fwhm[k], (double)o->voxel_size, reach, MAX_BLUR_REACH);
+      return fail_usage("--fwhm %g with --voxel-size %g (axis %d): the resolution model would reach %.0f voxels each "
+                        "side (3 sigma), at most %d", (double)o->fwhm[k], (double)o->voxel_size[k], k, reach,
+                        MAX_BLUR_REACH);
   }
   int simulate = !o->input && !o->input_lm;
   uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
@@ -934,9 +938,9 @@ static void start_starpu(const struct options *o, const struct layout *l)
                                                            : SPROJ_DEVICE_ANY));
   const struct sproj_sinogram_info *si = &l->si;
   SAY("starproj-recon: %s scanner (%d detectors x %d rings, %d views x %d radial bins x %d planes = %lld LORs), "
-      "image %dx%dx%d of %.3g mm%s%s\n", o->scanner, si->num_detectors, si->num_rings, si->num_views,
+      "image %dx%dx%d of %.3gx%.3gx%.3g mm%s%s\n", o->scanner, si->num_detectors, si->num_rings, si->num_views,
       si->num_radial_bins, si->num_planes, (long long)si->num_lors, o->dims[0], o->dims[1], o->dims[2],
-      o->voxel_size, o->tof ? ", TOF" : "", o->listmode ? ", listmode" : "");
+      o->voxel_size[0], o->voxel_size[1], o->voxel_size[2], o->tof ? ", TOF" : "", o->listmode ? ", listmode" : "");
   SAY("devices: %d CPU workers, %d GPUs, scheduler %s\n", sproj_num_cpu_workers(), sproj_num_gpus(),
       sproj_scheduler_name());
 }
@@ -1042,6 +1046,15 @@ static float expected_counts(const struct options *o, struct run *r, float *line
   sproj_proj *proj;
   progress_step("projecting the phantom", -1.0);
   TRY(sproj_image_register(&img, r->phantom, o->dims, l->vs, l->origin));
+  float *blurred = NULL;
+  if (o->use_fwhm) {
+    /* the data blurred as the resolution model assumes: the same G in the simulation and the reconstruction */
+    sproj_image *src = img;
+    blurred = host_alloc((size_t)l->nvox * sizeof *blurred);
+    TRY(sproj_image_register(&img, blurred, o->dims, l->vs, l->origin));
+    TRY(sproj_image_blur(img, src, o->fwhm));
+    TRY(sproj_image_unregister(src));
+  }
   if (o->tof) {
     TRY(sproj_proj_register_tof(&proj, line, r->lors, l->nbins));
     TRY(sproj_fwd_tof_sino(img, proj, r->views, SPROJ_ALL_CHUNKS, r->tof));
@@ -1051,6 +1064,7 @@ static float expected_counts(const struct options *o, struct run *r, float *line
   }
   TRY(sproj_proj_unregister(proj));
   TRY(sproj_image_unregister(img));
+  free(blurred);
   int64_t nblocks = (values + VALUE_BLOCK - 1) / VALUE_BLOCK;
   struct expected_job j = {line, r->mult, nbins, calloc((size_t)nblocks, sizeof(double)), 0.0f, 0.0f};
   if (!j.block_sum)
@@ -1096,6 +1110,9 @@ static void simulate(const struct options *o, struct run *r)
   }
   SAY("simulated: %.4g expected trues, background %.3g per LOR%s, %s\n", o->counts, (double)bg,
       o->tof ? " and TOF bin" : "", o->listmode ? "listmode" : (o->noise_free ? "no noise" : "Poisson noise"));
+  if (o->use_fwhm)
+    SAY("simulated: the phantom blurred by the resolution model (FWHM %g x %g x %g mm), as the reconstruction "
+        "models it\n", (double)o->fwhm[0], (double)o->fwhm[1], (double)o->fwhm[2]);
 }
 
 /* Read data: the factors from files as read (no copy), else 1 and no background; the counts or events as read. */

@@ -184,5 +184,26 @@ for bin in nobin failbin; do
   ls -A "$out" | grep -q '^\.starproj-recon-preview' && ko "$bin: the temporary folder is left in $out" || ok
 done
 
+# the main job's phases: timed on a closing line with the peak memory, progress lines into a pipe (line-buffered:
+# the first lines are there before the run ends), --quiet prints nothing; three voxel sizes; --fwhm blurs the
+# simulation as the model assumes and says so
+log=$(timeout 300 "$prog" --iterations 1 --subsets 4 --counts 1e6 --voxel-size 2x2.5x3 --image 64x48x12 --fwhm 4 \
+  --output "$dir/phases" 2>&1); rc=$?
+[ $rc -eq 0 ] && ok || ko "a run with --voxel-size 2x2.5x3 --fwhm 4 exited $rc: $log"
+echo "$log" | grep -q 'image 64x48x12 of 2x2.5x3 mm' && ok || ko "the three voxel sizes are not named: $log"
+echo "$log" | grep -q 'simulated: the phantom blurred by the resolution model (FWHM 4 x 4 x 4 mm)' && ok ||
+  ko "--fwhm's blur of the simulation is not said: $log"
+echo "$log" | grep -qE '^starproj-recon: times: .*simulation [0-9.]+ s.*iterations [0-9.]+ s.*; peak host memory' && ok ||
+  ko "no closing line with the phases' times: $log"
+quiet=$(timeout 300 "$prog" --quiet --iterations 1 --subsets 4 --counts 1e6 --output "$dir/quiet" 2>&1)
+[ -z "$quiet" ] && ok || ko "--quiet printed: $quiet"
+expect_refusal 2 "voxel-size needs MM or MMxMMxMM" --voxel-size 2x2
+# --input without --mult / --add says what it assumes
+if [ -s "$dir/run/counts.hdr" ]; then
+  log=$(timeout 300 "$prog" --input "$dir/run/counts" --iterations 1 --subsets 4 --output "$dir/assume" 2>&1)
+  echo "$log" | grep -q 'assuming m = 1 (no attenuation or normalisation) and a = 0 (no randoms or scatter)' && ok ||
+    ko "--input without --mult/--add does not say what it assumes: $log"
+fi
+
 echo "check_programs: $pass passed, $fail failed"
 [ $fail -eq 0 ]

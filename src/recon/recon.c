@@ -190,6 +190,46 @@ int sproj_model_destroy(sproj_model *model)
   return SPROJ_OK;
 }
 
+int sproj_image_blur(sproj_image *dst, sproj_image *src, const float fwhm_mm[3])
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!dst || !src || !fwhm_mm)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "dst, src and fwhm_mm must not be NULL");
+  if (dst == src)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "dst and src must be two images");
+  for (int k = 0; k < 3; k++) {
+    if (dst->geom.n[k] != src->geom.n[k] || dst->geom.voxel_size[k] != src->geom.voxel_size[k])
+      return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "dst and src differ in size or voxel size along axis %d", k);
+    if (!isfinite(fwhm_mm[k]))
+      return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "fwhm_mm[%d] is not finite", k);
+    if (fwhm_mm[k] < 0.0f)
+      return SPROJ_FAIL(SPROJ_ERR_RANGE, "fwhm_mm[%d] = %g must be >= 0", k, fwhm_mm[k]);
+  }
+  struct sproj_gauss_arg *arg = malloc(sizeof *arg);
+  if (!arg)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  int bad_axis = sproj_gauss_arg_init(arg, src->geom.n, src->geom.voxel_size, fwhm_mm);
+  if (bad_axis >= 0) {
+    free(arg);
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "a FWHM of %g along axis %d spans more than %d voxels each side at 3 sigma",
+                      fwhm_mm[bad_axis], bad_axis, SPROJ_GAUSS_MAX_RADIUS);
+  }
+  if ((ret = sproj_flush_held())) {
+    free(arg);
+    return ret;
+  }
+  uint32_t nvox = (uint32_t)src->geom.n[0] * (uint32_t)src->geom.n[1] * (uint32_t)src->geom.n[2];
+  starpu_data_handle_t scratch;
+  starpu_vector_data_register(&scratch, -1, 0, nvox, sizeof(float));
+  ret = starpu_task_insert(&sproj_gauss3d_cl, STARPU_R, src->handle, STARPU_W, dst->handle, STARPU_SCRATCH, scratch,
+                           STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE, (unsigned long long)sproj_rt.where,
+                           STARPU_SCHED_CTX, sproj_rt.ctx, 0);
+  starpu_data_unregister_submit(scratch);
+  return ret ? SPROJ_FAIL(SPROJ_ERR_STARPU, "StarPU refused the blur task (%d)", ret) : SPROJ_OK;
+}
+
 /* Forward (back = 0) or back projection of a list of chunks with the model's projector. */
 static int model_project(const sproj_model *md, int back, sproj_image *img, sproj_proj *p, const sproj_chunks *ch,
                          const int *list, int num)

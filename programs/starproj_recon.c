@@ -607,11 +607,12 @@ static struct need memory_need(const struct options *o, const struct layout *l, 
    * sinogram, one for listmode), and the phantom and its attenuation map when simulating */
   uint64_t images = 2 + (blur ? 2 : 0) + (o->listmode ? 1 : (uint64_t)o->subsets) + (simulate ? 2 : 0);
   n.images = mul_sat(mul_sat(images, (uint64_t)l->nvox), sizeof(float));
-  /* per LOR: its endpoints and factor; per LOR and TOF bin: the background, and for a sinogram the counts and the
-   * reconstruction's projection; when simulating, the expected counts */
+  /* per LOR: its endpoints, factor, background and the sensitivities' copy of the factor; per LOR and TOF bin: the
+   * sinogram (the expected counts, then in place the counts), or when reading a TOF background per bin that too
+   * (the reconstruction's own projection stays on the devices) */
   uint64_t lors = (uint64_t)l->si.num_lors, values = mul_sat(lors, (uint64_t)l->nbins);
-  uint64_t per_value = 1 + (o->listmode ? 0 : 2) + (simulate ? 1 : 0);
-  n.sinogram = add_sat(mul_sat(lors, 7 * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
+  uint64_t per_value = (simulate || !o->listmode ? 1 : 0) + (o->add_file && o->tof ? 1 : 0);
+  n.sinogram = add_sat(mul_sat(lors, 9 * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
   n.events = o->listmode ? mul_sat(nevents, EVENT_BYTES) : 0;
   return n;
 }
@@ -951,12 +952,67 @@ static void setup_lors(const struct options *o, struct run *r)
   const struct layout *l = &r->l;
   const int64_t nlors = l->si.num_lors;
   float *xs = alloc_or_die((size_t)nlors * 3 * sizeof(float)), *xe = alloc_or_die((size_t)nlors * 3 * sizeof(float));
+  progress_step("the scanner's LORs", -1.0);
   TRY(sproj_scanner_lors(l->scanner, xs, xe, 0));
   TRY(sproj_lors_register(&r->lors, xs, xe, nlors));
   TRY(sproj_scanner_chunks_views(&r->views, l->scanner, r->lors));
   if (o->tof)
     TRY(sproj_tof_register(&r->tof, &l->tp, NULL, NULL, NULL));
   sino_layout(o, l, o->tof, &r->sino_info);
+}
+
+/* What the run will take, said before its long phases: host memory as estimated from its arrays, and the time of an
+ * iteration from one view projected forward here (twice: the second, once that view's LORs are on the devices),
+ * times the views, times 3 for the back projection; a warning when either is far beyond this machine. */
+static void estimate(const struct options *o, struct run *r, int64_t nevents_in)
+{
+  const struct layout *l = &r->l;
+  int simulate = !o->input && !o->input_lm;
+  uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
+  struct need n = memory_need(o, l, nevents);
+  uint64_t total = add_sat(add_sat(n.images, n.sinogram), n.events), limit = physical_memory();
+  const int64_t per_view = l->si.lors_per_view;
+  int view = 0;
+  float *xs = host_alloc((size_t)per_view * 3 * sizeof(float)), *xe = host_alloc((size_t)per_view * 3 * sizeof(float));
+  float *img = host_alloc((size_t)l->nvox * sizeof(float)), *val = host_alloc((size_t)per_view * l->nbins * sizeof(float));
+  memset(img, 0, (size_t)l->nvox * sizeof(float));
+  sproj_lors *lors;
+  sproj_image *x;
+  sproj_proj *p;
+  TRY(sproj_scanner_view_lors(l->scanner, &view, 1, xs, xe, 0));
+  TRY(sproj_lors_register(&lors, xs, xe, per_view));
+  TRY(sproj_image_register(&x, img, o->dims, l->vs, l->origin));
+  TRY(o->tof ? sproj_proj_register_tof(&p, val, lors, l->nbins) : sproj_proj_register(&p, val, lors));
+  double best = 1e30;
+  for (int k = 0; k < 2; k++) {
+    double t = now();
+    TRY(o->tof ? sproj_fwd_tof_sino(x, p, NULL, SPROJ_ALL_CHUNKS, r->tof) : sproj_fwd(x, p, NULL, SPROJ_ALL_CHUNKS));
+    TRY(sproj_proj_sync(p, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+    best = fmin(best, now() - t);
+  }
+  TRY(sproj_proj_unregister(p));
+  TRY(sproj_image_unregister(x));
+  TRY(sproj_lors_unregister(lors));
+  free(xs);
+  free(xe);
+  free(img);
+  free(val);
+  /* listmode: an event costs what a sinogram LOR does, but for TOF only its window of bins (2 x num_sigmas sigmas
+   * wide) of the LOR's bins: a rough guess */
+  double units = o->listmode ? (double)nevents / (double)per_view : (double)l->si.num_views;
+  if (o->listmode && o->tof) {
+    double window = 2.0 * l->tp.num_sigmas * l->tp.sigma / l->tp.bin_width + 1.0;
+    units *= fmin(1.0, window / l->nbins);
+  }
+  double iteration = 3.0 * best * units;
+  SAY("estimate: host memory about %.1f GB (this machine has %.1f GB); an iteration about %.3g s (a view of %lld LORs "
+      "projected in %.3g ms here)\n", total / 1e9, limit / 1e9, iteration, (long long)per_view, 1e3 * best);
+  if ((double)total > 0.8 * (double)limit)
+    SAY("warning: this run needs most of the machine's memory: it may be slowed by swapping or stopped\n");
+  if (iteration * o->iterations > 600.0)
+    SAY("warning: the %s preset is far too large for the devices found (%d CPU workers, %d GPUs): about %.0f minutes "
+        "for the iterations alone%s\n", o->scanner, sproj_num_cpu_workers(), sproj_num_gpus(),
+        iteration * o->iterations / 60.0, sproj_num_gpus() ? "" : "; one GPU makes it seconds");
 }
 
 /* Efficiencies of +-15% and attenuation factors exp(-line integral), LOR by LOR: each LOR's random number depends on
@@ -1884,6 +1940,8 @@ int main(int argc, char **argv)
   start_starpu(&o, &r.l);
   progress_phase("geometry");
   setup_lors(&o, &r);
+  progress_phase("estimate");
+  estimate(&o, &r, in.lm_info.num_events);
   if (!o.input && !o.input_lm) {
     progress_phase("simulation");
     simulate(&o, &r);

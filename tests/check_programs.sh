@@ -195,6 +195,8 @@ echo "$log" | grep -q 'simulated: the phantom blurred by the resolution model (F
   ko "--fwhm's blur of the simulation is not said: $log"
 echo "$log" | grep -qE '^starproj-recon: times: .*simulation [0-9.]+ s.*iterations [0-9.]+ s.*; peak host memory' && ok ||
   ko "no closing line with the phases' times: $log"
+echo "$log" | grep -qE '^estimate: host memory about [0-9.]+ GB .*an iteration about' && ok ||
+  ko "no estimate before the long phases: $log"
 quiet=$(timeout 300 "$prog" --quiet --iterations 1 --subsets 4 --counts 1e6 --output "$dir/quiet" 2>&1)
 [ -z "$quiet" ] && ok || ko "--quiet printed: $quiet"
 expect_refusal 2 "voxel-size needs MM or MMxMMxMM" --voxel-size 2x2

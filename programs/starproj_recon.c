@@ -962,8 +962,9 @@ static void setup_lors(const struct options *o, struct run *r)
 }
 
 /* What the run will take, said before its long phases: host memory as estimated from its arrays, and the time of an
- * iteration from one view projected forward here (twice: the second, once that view's LORs are on the devices),
- * times the views, times 3 for the back projection; a warning when either is far beyond this machine. */
+ * iteration from a few views projected forward here (twice: the second, once their LORs are on the devices; on a GPU
+ * one view is too little work to time), times the views, times 3 for the back projection; a warning when either is
+ * far beyond this machine. */
 static void estimate(const struct options *o, struct run *r, int64_t nevents_in)
 {
   const struct layout *l = &r->l;
@@ -971,15 +972,17 @@ static void estimate(const struct options *o, struct run *r, int64_t nevents_in)
   uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
   struct need n = memory_need(o, l, nevents);
   uint64_t total = add_sat(add_sat(n.images, n.sinogram), n.events), limit = physical_memory();
-  const int64_t per_view = l->si.lors_per_view;
-  int view = 0;
+  int views[8], nv = l->si.num_views < 8 ? l->si.num_views : 8;
+  for (int k = 0; k < nv; k++)
+    views[k] = k * (l->si.num_views / nv);
+  const int64_t per_view = l->si.lors_per_view * nv;
   float *xs = host_alloc((size_t)per_view * 3 * sizeof(float)), *xe = host_alloc((size_t)per_view * 3 * sizeof(float));
   float *img = host_alloc((size_t)l->nvox * sizeof(float)), *val = host_alloc((size_t)per_view * l->nbins * sizeof(float));
   memset(img, 0, (size_t)l->nvox * sizeof(float));
   sproj_lors *lors;
   sproj_image *x;
   sproj_proj *p;
-  TRY(sproj_scanner_view_lors(l->scanner, &view, 1, xs, xe, 0));
+  TRY(sproj_scanner_view_lors(l->scanner, views, nv, xs, xe, 0));
   TRY(sproj_lors_register(&lors, xs, xe, per_view));
   TRY(sproj_image_register(&x, img, o->dims, l->vs, l->origin));
   TRY(o->tof ? sproj_proj_register_tof(&p, val, lors, l->nbins) : sproj_proj_register(&p, val, lors));
@@ -999,14 +1002,14 @@ static void estimate(const struct options *o, struct run *r, int64_t nevents_in)
   free(val);
   /* listmode: an event costs what a sinogram LOR does, but for TOF only its window of bins (2 x num_sigmas sigmas
    * wide) of the LOR's bins: a rough guess */
-  double units = o->listmode ? (double)nevents / (double)per_view : (double)l->si.num_views;
+  double units = o->listmode ? (double)nevents / (double)per_view : (double)l->si.num_views / nv;
   if (o->listmode && o->tof) {
     double window = 2.0 * l->tp.num_sigmas * l->tp.sigma / l->tp.bin_width + 1.0;
     units *= fmin(1.0, window / l->nbins);
   }
   double iteration = 3.0 * best * units;
-  SAY("estimate: host memory about %.1f GB (this machine has %.1f GB); an iteration about %.3g s (a view of %lld LORs "
-      "projected in %.3g ms here)\n", total / 1e9, limit / 1e9, iteration, (long long)per_view, 1e3 * best);
+  SAY("estimate: host memory about %.1f GB (this machine has %.1f GB); an iteration about %.3g s (%d views, %lld LORs, "
+      "projected in %.3g ms here)\n", total / 1e9, limit / 1e9, iteration, nv, (long long)per_view, 1e3 * best);
   if ((double)total > 0.8 * (double)limit)
     SAY("warning: this run needs most of the machine's memory: it may be slowed by swapping or stopped\n");
   if (iteration * o->iterations > 600.0)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -134,8 +135,19 @@ static void remove_written(void)
   if (written.finished || !written.dir)
     return;
   for (int i = 0; i < written.num_files; i++)
-    remove(written.files[i]);
+    unlink(written.files[i]);
   rmdir(written.dir);
+}
+
+/* SIGINT, SIGTERM, SIGHUP: the files being written go (the library's temporaries), and with them what this run
+ * wrote into a folder it made, as at any failed end; then the process ends by the signal, as a shell expects.
+ * Everything here is async-signal-safe (unlink, rmdir, and sproj_io_remove_temporaries is made for it). */
+static void on_signal(int sig)
+{
+  sproj_io_remove_temporaries();
+  remove_written();
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 static void out_of_memory(void)
@@ -1938,6 +1950,9 @@ int main(int argc, char **argv)
     return rc;
   }
 
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGHUP, on_signal);
   progress_start("starproj-recon", o.quiet);
   progress_phase("starting StarPU");
   start_starpu(&o, &r.l);

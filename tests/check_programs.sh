@@ -207,5 +207,14 @@ if [ -s "$dir/run/counts.hdr" ]; then
     ko "--input without --mult/--add does not say what it assumes: $log"
 fi
 
+# SIGTERM in the middle of a run: it ends by the signal and takes away the output folder it made, with what it wrote
+out="$dir/killed"
+timeout 300 "$prog" --iterations 200 --subsets 8 --output "$out" >"$dir/killed.log" 2>&1 &
+pid=$!
+for i in $(seq 1 200); do grep -q '^iteration 1/' "$dir/killed.log" && break; sleep 0.1; done
+kill -TERM $pid; wait $pid; rc=$?
+[ $rc -eq 143 ] && ok || ko "SIGTERM: exit status $rc, expected 143 (the signal)"
+[ -e "$out" ] && ko "SIGTERM left the output folder: $(ls -A "$out" | tr '\n' ' ')" || ok
+
 echo "check_programs: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -730,6 +730,65 @@ START_TEST(test_raw_sizes)
 END_TEST
 
 /* A rewrite replaces the pair in one rename: the header names a new data file, the old one is gone. */
+/* A full output place (the file size limit of the writing process, as a full disk answers: EFBIG / ENOSPC on write):
+ * every writer fails with IO, the pair or image already there stays as it was and reads back, and no temporary is
+ * left. Hostile names: a name longer than the system allows is IO, not a crash; a name that is no UTF-8 (bytes
+ * 0xff 0xfe) is a name like any other. */
+START_TEST(test_full_disk_and_names)
+{
+  new_dir();
+  struct sproj_sino_info info = {.num_dims = 1, .shape = {4096}, .axes = {"bin"}}, out;
+  float *v = malloc(4096 * sizeof *v), *read = NULL;
+  for (int i = 0; i < 4096; i++)
+    v[i] = (float)i;
+  const int dims[3] = {16, 16, 16};
+  const float vs[3] = {1, 1, 1}, origin[3] = {0, 0, 0};
+  float *img = calloc(4096, sizeof *img);
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, v), SPROJ_OK);
+  EXPECT(sproj_nifti_write(in_dir("x.nii"), img, dims, vs, origin, NULL), SPROJ_OK);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    /* the child's files may not grow past 2 KiB: its writes then fail as on a full disk */
+    struct rlimit lim = {2048, 2048};
+    signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+      _exit(3);
+    for (int i = 0; i < 4096; i++)
+      v[i] = -1.0f;
+    int a = sproj_raw_write_sino(in_dir("s"), &info, v), b = sproj_nifti_write(in_dir("x.nii"), v, dims, vs, origin,
+                                                                               NULL);
+    _exit(a == SPROJ_ERR_IO && b == SPROJ_ERR_IO ? 0 : 1);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a write to a full place did not fail with IO (%d)",
+                status);
+  EXPECT(sproj_raw_read_sino(in_dir("s"), &out, &read), SPROJ_OK);
+  ck_assert_float_eq(read[4095], 4095.0f);
+  sproj_free(read);
+  int n[3];
+  float vs_back[3];
+  EXPECT(sproj_nifti_read(in_dir("x.nii"), &read, n, vs_back, NULL), SPROJ_OK);
+  ck_assert_float_eq(read[0], 0.0f);
+  sproj_free(read);
+  ck_assert_int_eq(count_entries(dir), 3); /* s.hdr, s.raw, x.nii: no temporary left */
+  /* names */
+  char longname[400];
+  memset(longname, 'a', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  EXPECT(sproj_raw_write_sino(in_dir(longname), &info, v), SPROJ_ERR_IO);
+  EXPECT(sproj_raw_read_sino(in_dir(longname), &out, &read), SPROJ_ERR_IO);
+  const char odd[] = {'o', (char)0xff, (char)0xfe, 'k', '\0'};
+  EXPECT(sproj_raw_write_sino(in_dir(odd), &info, v), SPROJ_OK);
+  EXPECT(sproj_raw_read_sino(in_dir(odd), &out, &read), SPROJ_OK);
+  ck_assert_float_eq(read[7], 7.0f);
+  sproj_free(read);
+  free(v);
+  free(img);
+}
+END_TEST
+
 START_TEST(test_pair_atomic)
 {
   new_dir();
@@ -1838,6 +1897,7 @@ int main(void)
   tcase_add_test(tc, test_inputs_not_files);
   tcase_add_test(tc, test_raw_sizes);
   tcase_add_test(tc, test_pair_atomic);
+  tcase_add_test(tc, test_full_disk_and_names);
   tcase_add_test(tc, test_stale_temporaries);
   tcase_add_test(tc, test_remove_temporaries_on_signal);
   tcase_add_test(tc, test_killed_writer);

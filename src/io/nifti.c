@@ -369,8 +369,11 @@ static int check_header(const char *func, const char *path, const struct nifti_1
    * with one that is no permutation, i, j, k are axes 0, 1, 2 as they stand */
   int axis[3] = {0, 1, 2}, flip[3] = {0, 0, 0};
   int permuted = have_affine && permutation_of(lin, axis, flip);
-  if (!permuted)
-    flip[0] = flip[1] = flip[2] = 0;
+  for (int c = 0; !permuted && c < 3; c++) {
+    /* permutation_of may have filled some columns before it found the one that is no permutation */
+    axis[c] = c;
+    flip[c] = 0;
+  }
   for (int c = 0; c < 3; c++) {
     out->n[axis[c]] = out->fn[c];
     /* an sform's entry is the voxel size along its world axis; a qform's is pixdim times a rotation's entry that

@@ -236,6 +236,54 @@ static inline struct sproj_ratio_piece sproj_ratio_piece_get(void *buffers[], co
     pc.a = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
   return pc;
 }
+/* cl_arg of a simulation task (sim_counts.h) over pieces of a data vector. Its buffers are, for each piece: the
+ * values p (forward values; replaced by the data in a draw task, read in a sum task), then when present the per-LOR
+ * factor m, the background a (as a ratio task's) and, in a draw task with has_sums, the per-LOR sums of the data over
+ * its bins (W). A sum task has one more buffer: SPROJ_NLL_PARTIALS doubles W, the partial sums of m p. */
+struct sproj_sim_arg {
+  int npieces;
+  int num_bins;
+  int has_m, has_a, a_per_lor, has_sums;
+  int noise;      /* draw: Poisson counts (else the expected counts) */
+  float scale;    /* draw: the expected counts are scale * m * p + a */
+  uint64_t seed;
+  int64_t first_value[SPROJ_MAX_PIECES]; /* per piece: index of its first value in the whole vector */
+};
+static inline int sproj_sim_buffers_per_piece(const struct sproj_sim_arg *arg)
+{
+  return 1 + arg->has_m + arg->has_a + arg->has_sums;
+}
+/* Work of a simulation task, for its performance model: the values of every piece. */
+static inline size_t sproj_sim_task_values(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  const struct sproj_sim_arg *arg = (const struct sproj_sim_arg *)task->cl_arg;
+  size_t values = 0;
+  for (int q = 0; q < arg->npieces; q++)
+    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, sproj_sim_buffers_per_piece(arg) * q));
+  return values * (size_t)arg->num_bins;
+}
+/* The buffers of piece q of a simulation task, wherever the task runs. */
+struct sproj_sim_piece {
+  float *p, *sums;
+  const float *m, *a;
+  uint32_t n;
+};
+static inline struct sproj_sim_piece sproj_sim_piece_get(void *buffers[], const struct sproj_sim_arg *arg, int q)
+{
+  void **b = buffers + sproj_sim_buffers_per_piece(arg) * q;
+  struct sproj_sim_piece pc = {0};
+  int k = 1;
+  pc.p = (float *)STARPU_VECTOR_GET_PTR(b[0]);
+  pc.n = STARPU_VECTOR_GET_NX(b[0]);
+  if (arg->has_m)
+    pc.m = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
+  if (arg->has_a)
+    pc.a = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
+  if (arg->has_sums)
+    pc.sums = (float *)STARPU_VECTOR_GET_PTR(b[k++]);
+  return pc;
+}
 /* cl_arg of an EM update task (buffers: image RW, back-projected ratio R, sensitivity R). */
 struct sproj_update_arg {
   float sens_factor;
@@ -251,11 +299,16 @@ extern struct starpu_codelet sproj_em_ratio_cl;
 extern struct starpu_codelet sproj_em_nll_cl;
 extern struct starpu_codelet sproj_em_update_cl;
 extern struct starpu_codelet sproj_gauss3d_cl;
+/* Simulated data (sim_counts.h): the sum of m p over pieces, and the counts drawn in place. */
+extern struct starpu_codelet sproj_sim_sum_cl;
+extern struct starpu_codelet sproj_sim_draw_cl;
 #ifdef SPROJ_USE_CUDA
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
 void sproj_em_nll_cuda(void *buffers[], void *cl_arg);
 void sproj_em_update_cuda(void *buffers[], void *cl_arg);
 void sproj_gauss3d_cuda(void *buffers[], void *cl_arg);
+void sproj_sim_sum_cuda(void *buffers[], void *cl_arg);
+void sproj_sim_draw_cuda(void *buffers[], void *cl_arg);
 #endif
 
 #ifdef __cplusplus

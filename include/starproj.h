@@ -355,6 +355,11 @@ SPROJ_API int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, i
 SPROJ_API int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int mode);
 /* Waits, writes the values back to the host buffer and frees the object (NULL: no-op). */
 SPROJ_API int sproj_proj_unregister(sproj_proj *proj);
+/* Unregisters proj without bringing its values home: they are dropped wherever they are (a GPU), and values the
+ * devices wrote never reach the host array, whose contents are then unspecified. For data kept on the devices only,
+ * such as data drawn there by sproj_model_draw. NULL: nothing. Errors: INVALID (proj from sproj_proj_register_handle:
+ * the handle is the caller's). */
+SPROJ_API int sproj_proj_discard(sproj_proj *proj);
 /* Number of LORs of its set and values per LOR (1, or the TOF bins of a TOF sinogram); either output may be NULL.
  * Errors: NULL (proj). Thread-safe. */
 SPROJ_API int sproj_proj_count(const sproj_proj *proj, int64_t *num_lors, int *values_per_lor);

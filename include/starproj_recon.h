@@ -193,6 +193,27 @@ SPROJ_API int sproj_image_blur(sproj_image *dst, sproj_image *src, const float f
 /* Frees the model (NULL: no-op). SPROJ_ERR_BUSY while a reconstruction uses it. */
 SPROJ_API int sproj_model_destroy(sproj_model *model);
 
+/* Simulated sinogram data through a model (not a listmode model), computed where the data live: with GPUs the data
+ * never need to exist on the host. out and chunks belong to the model's LOR set, out holds the model's values per LOR.
+ *
+ * sproj_model_expected: out = A G img, the projection of img (blurred by the model's resolution G when it has one) by
+ * the model's projector (TOF sinogram with its TOF parameters), over every chunk; the image must be finite and >= 0
+ * (checked on the host first). With trues non-NULL it waits and returns sum(m A G img), the trues img yields, in
+ * double (partial sums added in a fixed order: the same value on every run of the same workers).
+ * sproj_model_draw: data = Poisson(scale * m * data + a) per value (float operations in that order; a as the model
+ * spreads it over TOF bins), or with noise 0 those expected counts; the draws are those of sproj_poisson (exact
+ * samplers, one counter-based stream per value from seed and the value's index), so they depend on the seed and the
+ * expected counts only: the same on CPU cores and GPUs, whatever the chunking or the number of workers. With lor_sums
+ * (a projection vector of one value per LOR of the model's LORs) each LOR's data summed over its bins go there too.
+ * Asynchronous: sync data (or lor_sums) to read them on the host; sproj_proj_discard drops data without bringing it
+ * home. Data drawn from sproj_model_expected's projection need no check on the host in sproj_recon_create.
+ * Errors: NULL, INVALID (listmode model; lor_sums is data), MISMATCH (LOR sets, values per LOR), NONFINITE and RANGE
+ * (image values; scale not finite or < 0; a FWHM too wide for the image), NOMEM, STARPU. */
+SPROJ_API int sproj_model_expected(const sproj_model *model, sproj_image *img, sproj_proj *out, const sproj_chunks *chunks,
+                                   double *trues);
+SPROJ_API int sproj_model_draw(const sproj_model *model, sproj_proj *data, const sproj_chunks *chunks, float scale,
+                               uint64_t seed, int noise, sproj_proj *lor_sums);
+
 /* An ML-EM / OS-EM reconstruction: x <- x / s_k * G^T A^T (m y / ybar) over the LORs of subset k, one update per
  * subset, S subsets per iteration (MLEM: S = 1). Sinogram data y (non-TOF or TOF) or listmode (y = 1 per event, with
  * per-event m and a). Every step of a subset (blur, forward projection, ratio, back projection into a zeroed image,
@@ -312,12 +333,15 @@ SPROJ_API int sproj_phantom_default(struct sproj_phantom *phantom, const int dim
 SPROJ_API int sproj_phantom_fill(const struct sproj_phantom *phantom, float *image, const int dims[3],
                                  const float voxel_size[3], const float origin[3], int supersample);
 
-/* Random numbers: xoshiro256** streams seeded through splitmix64. The n elements are cut into fixed blocks of
- * SPROJ_RNG_BLOCK elements, each with its own stream derived from (seed, block index): results depend only on
- * the seed and the data, never on num_threads (0: one thread per online core; otherwise 1 .. 1024). */
+/* Random numbers: each Poisson count draws from a counter-based stream of its own (splitmix64 from a hash of the seed
+ * and the value's index), so that the counts depend only on the seed and the expected values, never on num_threads
+ * (0: one thread per online core; otherwise 1 .. 1024) nor on the device (sproj_model_draw makes the same draws on
+ * GPUs). The work is cut into fixed blocks of SPROJ_RNG_BLOCK elements; the listmode shuffle draws from xoshiro256**
+ * streams seeded through splitmix64 per block. */
 #define SPROJ_RNG_BLOCK 65536
 
-/* counts[i] ~ Poisson(expected[i]), exact samplers (inversion for means below 10, Hoermann's PTRS above),
+/* counts[i] ~ Poisson(expected[i]), exact samplers (inversion for means below 10, Hoermann's PTRS above, with the
+ * library's own exp and log, so that every device rounds alike),
  * returned as whole numbers in floats (exact up to 2^24). counts may equal expected (in place). expected[i]
  * must be finite and >= 0 (0 gives 0); they are all checked before any count is written. Errors: NULL, DIMS
  * (n < 0), NONFINITE, RANGE (a negative mean), INVALID (num_threads), NOMEM. */

@@ -10,6 +10,7 @@
 #include "codelets.h"
 #include "em_ratio.h"
 #include "gauss3d.h"
+#include "sim_counts.h"
 #include "recon_codelets.h"
 
 #define SENTINEL ((void *)0x1234)
@@ -690,6 +691,131 @@ START_TEST(test_bad_inputs)
 }
 END_TEST
 
+/* The samplers' own exp(-x) and log(x) against libm's over their ranges: within 4 ulps (measured 1-2). */
+START_TEST(test_sim_exp_log)
+{
+  double worst_exp = 0.0, worst_log = 0.0;
+  for (int i = 0; i <= 200000; i++) {
+    double x = 745.0 * i / 200000.0, r = exp(-x);
+    if (r > 0x1.0p-1000) {
+      double err = fabs(sim_exp_neg(x) - r) / r;
+      worst_exp = err > worst_exp ? err : worst_exp;
+    }
+  }
+  for (int i = -200000; i <= 200000; i++) {
+    double x = pow(10.0, i / 10000.0), l = log(x);
+    double err = fabs(sim_log(x) - l) / (fabs(l) > 1.0 ? fabs(l) : 1.0);
+    worst_log = err > worst_log ? err : worst_log;
+  }
+  printf("sampler exp(-x), x in [0, 745]: worst relative error %.2e; log(x), x in [1e-20, 1e20]: %.2e\n", worst_exp,
+         worst_log);
+  ck_assert_msg(worst_exp <= 4 * 0x1.0p-52, "exp(-x): relative error %.3g", worst_exp);
+  ck_assert_msg(worst_log <= 4 * 0x1.0p-52, "log(x): error %.3g", worst_log);
+  ck_assert(sim_exp_neg(800.0) == 0.0 && sim_exp_neg(0.0) == 1.0 && sim_log(1.0) == 0.0);
+}
+END_TEST
+
+/* Simulated data through a model (_i = 0: non-TOF, 1: TOF with the background per LOR): the trues are sum(m A x) of
+ * the library's own projection (1e-12 relative: the same values summed in another order); noise-free draws are
+ * scale * m * p + a to the bit (the same float operations); Poisson draws are exactly sproj_poisson's of those
+ * expected counts (the same per-value streams: whatever the workers and their order), their total within 5 sigma of
+ * the expected total; the per-LOR sums are the data's; bad arguments change nothing. */
+START_TEST(test_model_simulate)
+{
+  const int tof = _i, nb = tof ? sc.tof.num_bins : 1;
+  const int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * nb;
+  const float scale = 0.7f;
+  const uint64_t seed = 99;
+  float *img_v = tu_alloc(nvox), *p = tu_alloc(nval), *d = tu_alloc(nval), *e = tu_alloc(nval), *c = tu_alloc(nval);
+  float *sums = tu_alloc(sc.nlors);
+  memcpy(img_v, sc.truth, (size_t)nvox * sizeof(float));
+  sproj_image *img;
+  sproj_lors *lors;
+  sproj_chunks *views;
+  sproj_tof *t = NULL;
+  sproj_model *md, *lm_md;
+  sproj_proj *pp, *dp, *sp;
+  ck_assert_int_eq(sproj_image_register(&img, img_v, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
+  if (tof)
+    ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_model_create_tof_uniform_add(&md, lors, sc.mult, sc.add, t, NULL)
+                       : sproj_model_create(&md, lors, sc.mult, sc.add, NULL, NULL), SPROJ_OK);
+  /* the reference projection */
+  ck_assert_int_eq(tof ? sproj_proj_register_tof(&pp, p, lors, nb) : sproj_proj_register(&pp, p, lors), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_fwd_tof_sino(img, pp, views, SPROJ_ALL_CHUNKS, t)
+                       : sproj_fwd(img, pp, views, SPROJ_ALL_CHUNKS), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(pp), SPROJ_OK);
+  double ref = 0.0;
+  for (int64_t k = 0; k < nval; k++)
+    ref += (double)sc.mult[k / nb] * p[k];
+  ck_assert_int_eq(tof ? sproj_proj_register_tof(&dp, d, lors, nb) : sproj_proj_register(&dp, d, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&sp, sums, lors), SPROJ_OK);
+  double trues = -1.0;
+  /* noise-free */
+  ck_assert_int_eq(sproj_model_expected(md, img, dp, views, &trues), SPROJ_OK);
+  ck_assert_msg(fabs(trues - ref) <= 1e-12 * ref, "trues %.17g, reference %.17g", trues, ref);
+  ck_assert_int_eq(sproj_model_draw(md, dp, views, scale, seed, 0, sp), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(dp, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(sp, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  double etotal = 0.0;
+  for (int64_t k = 0; k < nval; k++) {
+    float a = tof ? sc.add[k / nb] / (float)nb : sc.add[k];
+    e[k] = sc.mult[k / nb] * p[k] * scale + a;
+    ck_assert_msg(d[k] == e[k], "value %lld: expected counts %.9g, reference %.9g", (long long)k, d[k], e[k]);
+    etotal += e[k];
+  }
+  for (int64_t i = 0; i < sc.nlors; i++) {
+    double s = 0.0;
+    for (int b = 0; b < nb; b++)
+      s += d[i * nb + b];
+    ck_assert_msg(sums[i] == (float)s, "LOR %lld: sum %.9g, reference %.9g", (long long)i, sums[i], s);
+  }
+  /* Poisson */
+  ck_assert_int_eq(sproj_model_expected(md, img, dp, views, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_draw(md, dp, views, scale, seed, 1, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(dp, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_poisson(e, c, nval, seed, 3), SPROJ_OK);
+  double ctotal = 0.0;
+  int64_t nonzero = 0;
+  for (int64_t k = 0; k < nval; k++) {
+    ck_assert_msg(d[k] == c[k], "value %lld: count %g, sproj_poisson %g (mean %g)", (long long)k, d[k], c[k], e[k]);
+    ctotal += d[k];
+    nonzero += d[k] > 0.0f;
+  }
+  printf("simulated %s data: %lld values, expected total %.1f, drawn %.0f (%lld non-zero), trues %.6g\n",
+         tof ? "TOF" : "non-TOF", (long long)nval, etotal, ctotal, (long long)nonzero, trues);
+  ck_assert_msg(fabs(ctotal - etotal) <= 5.0 * sqrt(etotal), "drawn %.0f, expected %.1f", ctotal, etotal);
+  /* bad arguments */
+  ck_assert_int_eq(sproj_model_draw(md, dp, views, NAN, seed, 1, NULL), SPROJ_ERR_NONFINITE);
+  ck_assert_int_eq(sproj_model_draw(md, dp, views, -1.0f, seed, 1, NULL), SPROJ_ERR_RANGE);
+  ck_assert_int_eq(sproj_model_draw(md, dp, views, scale, seed, 1, dp), tof ? SPROJ_ERR_MISMATCH : SPROJ_ERR_INVALID);
+  ck_assert_int_eq(sproj_model_draw(NULL, dp, views, scale, seed, 1, NULL), SPROJ_ERR_NULL);
+  ck_assert_int_eq(sproj_model_expected(md, img, dp, NULL, NULL), SPROJ_ERR_NULL);
+  ck_assert_int_eq(sproj_model_expected(md, img, tof ? sp : dp, views, NULL), tof ? SPROJ_ERR_MISMATCH : SPROJ_OK);
+  ck_assert_int_eq(sproj_model_create(&lm_md, lors, NULL, NULL, NULL, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_expected(lm_md, img, tof ? dp : sp, views, NULL), tof ? SPROJ_ERR_MISMATCH : SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(lm_md), SPROJ_OK);
+  img_v[nvox / 2] = -1.0f;
+  ck_assert_int_eq(sproj_image_sync(img, SPROJ_SYNC_WRITE), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_expected(md, img, dp, views, &trues), SPROJ_ERR_RANGE);
+  ck_assert_int_eq(sproj_proj_discard(dp), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(sp), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(md), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  free(img_v);
+  free(p);
+  free(d);
+  free(e);
+  free(c);
+  free(sums);
+}
+END_TEST
+
 int main(void)
 {
   if (tu_init(-1, 0) != SPROJ_OK) {
@@ -717,6 +843,8 @@ int main(void)
   tcase_add_test(tc, test_tof_mlem);
   tcase_add_test(tc, test_image_blur);
   tcase_add_loop_test(tc, test_lm_equals_sino, 0, 2);
+  tcase_add_test(tc, test_sim_exp_log);
+  tcase_add_loop_test(tc, test_model_simulate, 0, 2);
   tcase_add_test(tc, test_asynchronous);
   tcase_add_test(tc, test_bad_inputs);
   suite_add_tcase(s, tc);

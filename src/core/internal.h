@@ -164,6 +164,10 @@ struct sproj_chunks {
 struct sproj_proj {
   struct sproj_vec vec;     /* its lock serialises submissions and plan changes on this vector */
   int num_bins;             /* values per LOR: 1, or the TOF bins of a TOF sinogram */
+  /* set by sproj_model_expected (the projection of a checked image), kept by sproj_model_draw: the values are finite
+   * and >= 0 wherever they are, and a reconstruction need not gather them on the host to check them; cleared by
+   * sproj_proj_sync, after which the caller may have written them */
+  int model_made;
 };
 
 struct sproj_tof {

@@ -147,6 +147,7 @@ int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int
   if (mode != SPROJ_SYNC_READ && mode != SPROJ_SYNC_WRITE)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "mode %d must be SPROJ_SYNC_READ or SPROJ_SYNC_WRITE", mode);
   enum starpu_data_access_mode m = mode == SPROJ_SYNC_WRITE ? STARPU_RW : STARPU_R;
+  proj->model_made = 0;
   if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
   if (chunks && chunks->lors != proj->vec.lors)
@@ -191,6 +192,21 @@ int sproj_proj_unregister(sproj_proj *proj)
   if (!proj)
     return SPROJ_OK;
   sproj_vec_fini(&proj->vec, 0);
+  free(proj);
+  sproj_count_object(-1);
+  return SPROJ_OK;
+}
+
+int sproj_proj_discard(sproj_proj *proj)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!proj)
+    return SPROJ_OK;
+  if (!proj->vec.owns_handle)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "proj was made from the caller's StarPU handle: use sproj_proj_unregister");
+  sproj_vec_discard(&proj->vec);
   free(proj);
   sproj_count_object(-1);
   return SPROJ_OK;

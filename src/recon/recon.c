@@ -11,6 +11,7 @@
 #include "../core/internal.h"
 #include "em_nll.h"
 #include "gauss3d.h"
+#include "sim_counts.h"
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 struct sproj_model {
@@ -563,6 +564,179 @@ static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sum
   return ret;
 }
 
+/* ---- simulated data ----------------------------------------------------------------------------------- */
+static int check_handle_values(const char *func, const char *what, const char *elem, starpu_data_handle_t h, int64_t n,
+                               int per_elem);
+
+/* Simulation tasks over every piece of chunking ch, grouped by the rule of projection tasks and run where each group's
+ * first LORs are (as the projections that wrote the values): with partials, sum tasks reading the data (each adding
+ * its partial sums there), else draw tasks writing it (and the per-LOR sums into sums when given). */
+static int submit_sim(const char *func, const sproj_model *md, sproj_proj *data, const sproj_chunks *ch,
+                      const struct sproj_sim_arg *proto, sproj_proj *sums, struct nll_sums *partials)
+{
+  starpu_data_handle_t *dc, *mc = NULL, *ac = NULL, *sc = NULL;
+  if ((md->mult && sproj_vec_children(md->mult, ch, &mc)) || (md->add && sproj_vec_children(md->add, ch, &ac)))
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  struct sproj_sim_arg arg = *proto;
+  arg.npieces = 0;
+  arg.has_m = mc != NULL;
+  arg.has_a = ac != NULL;
+  arg.has_sums = sums != NULL && !partials;
+  int bpp = sproj_sim_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0;
+  struct starpu_data_descr *descr = malloc((size_t)(bpp * SPROJ_MAX_PIECES + 1) * sizeof *descr);
+  if (!descr)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  int64_t lors = 0, target = sproj_task_target(ch->lors->num_lors);
+  pthread_mutex_lock(&data->vec.lock);
+  if (arg.has_sums)
+    pthread_mutex_lock(&sums->vec.lock);
+  if (sproj_vec_children_locked(&data->vec, ch, &dc) || (arg.has_sums && sproj_vec_children_locked(&sums->vec, ch, &sc)))
+    ret = SPROJ_ERR_NOMEM;
+  for (unsigned q = 0; q <= ch->npieces && !ret; q++) {
+    /* a task is submitted when full, and after the last piece */
+    if (arg.npieces > 0 && (q == ch->npieces || sproj_task_full(arg.npieces, lors, ch->piece_len[q], target))) {
+      struct sproj_sim_arg *a = malloc(sizeof *a);
+      if (!a) {
+        ret = SPROJ_ERR_NOMEM;
+        break;
+      }
+      *a = arg;
+      int nbuf = bpp * arg.npieces;
+      if (partials) {
+        if ((ret = nll_sums_add(partials, &descr[nbuf].handle))) {
+          free(a);
+          break;
+        }
+        descr[nbuf++].mode = STARPU_W;
+      }
+      unsigned nwords = 0;
+      const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
+      ret = insert_status(starpu_task_insert(partials ? &sproj_sim_sum_cl : &sproj_sim_draw_cl, STARPU_CL_ARGS, a,
+                                             sizeof *a, STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
+                                             (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                                             STARPU_TASK_WORKERIDS, nwords, workers, 0));
+      arg.npieces = 0;
+    }
+    if (q == ch->npieces || ret)
+      break;
+    if (arg.npieces == 0) {
+      first = (int)q;
+      lors = 0;
+    }
+    struct starpu_data_descr *d = descr + bpp * arg.npieces;
+    int k = 0;
+    d[k++] = (struct starpu_data_descr){.handle = dc[q], .mode = partials ? STARPU_R : STARPU_RW};
+    if (mc)
+      d[k++] = (struct starpu_data_descr){.handle = mc[q], .mode = STARPU_R};
+    if (ac)
+      d[k++] = (struct starpu_data_descr){.handle = ac[q], .mode = STARPU_R};
+    if (arg.has_sums)
+      d[k++] = (struct starpu_data_descr){.handle = sc[q], .mode = STARPU_W};
+    arg.first_value[arg.npieces++] = ch->piece_first[q] * (int64_t)md->num_values;
+    lors += ch->piece_len[q];
+  }
+  if (arg.has_sums)
+    pthread_mutex_unlock(&sums->vec.lock);
+  pthread_mutex_unlock(&data->vec.lock);
+  free(descr);
+  if (ret == SPROJ_ERR_NOMEM || ret == SPROJ_ERR_STARPU)
+    return sproj_fail(ret, func, "could not submit the simulation tasks");
+  return ret;
+}
+
+static int check_sim_data(const char *func, const sproj_model *md, const sproj_proj *data, const sproj_chunks *ch)
+{
+  if (md->lm)
+    return sproj_fail(SPROJ_ERR_INVALID, func, "the model is a listmode model: data are simulated as sinograms");
+  if (data->vec.lors != md->lors || ch->lors != md->lors)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the data and the chunking must belong to the model's LOR set");
+  if (data->num_bins != md->num_values)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the data hold %d values per LOR, the model %d", data->num_bins,
+                      md->num_values);
+  return SPROJ_OK;
+}
+
+int sproj_model_expected(const sproj_model *model, sproj_image *img, sproj_proj *out, const sproj_chunks *chunks,
+                         double *trues)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!model || !img || !out || !chunks)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "model, img, out and chunks must not be NULL");
+  if ((ret = check_sim_data(__func__, model, out, chunks)))
+    return ret;
+  struct sproj_gauss_arg gauss;
+  int bad_axis = sproj_gauss_arg_init(&gauss, img->geom.n, img->geom.voxel_size, model->fwhm);
+  if (bad_axis >= 0)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "a FWHM of %g along axis %d spans more than %d voxels each side at 3 sigma",
+                      model->fwhm[bad_axis], bad_axis, SPROJ_GAUSS_MAX_RADIUS);
+  const struct sproj_geom *g = &img->geom;
+  if ((ret = check_handle_values(__func__, "the image", "voxel", img->handle, (int64_t)g->n[0] * g->n[1] * g->n[2], 1)))
+    return ret;
+  int blur = gauss.radius[0] > 0 || gauss.radius[1] > 0 || gauss.radius[2] > 0;
+  sproj_image *src = img, *blurred = NULL;
+  if (blur) {
+    if ((ret = temp_image(__func__, &blurred, img)))
+      return ret;
+    if ((ret = sproj_image_blur(blurred, img, model->fwhm))) {
+      temp_image_free(blurred);
+      return ret;
+    }
+    src = blurred;
+  }
+  int *list = malloc((size_t)chunks->num_chunks * sizeof *list);
+  if (!list) {
+    temp_image_free(blurred);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
+  for (int c = 0; c < chunks->num_chunks; c++)
+    list[c] = c;
+  ret = model_project(model, 0, src, out, chunks, list, chunks->num_chunks);
+  free(list);
+  temp_image_free(blurred); /* after the projections, which it waits for */
+  if (ret)
+    return ret;
+  out->model_made = 1;
+  if (!trues)
+    return SPROJ_OK;
+  struct nll_sums partials = {0};
+  struct sproj_sim_arg proto = {.num_bins = model->num_values, .a_per_lor = model->add_per_lor};
+  ret = submit_sim(__func__, model, out, chunks, &proto, NULL, &partials);
+  double sum = nll_sums_finish(&partials); /* waits for the tasks submitted */
+  if (ret)
+    return ret;
+  *trues = sum;
+  return SPROJ_OK;
+}
+
+int sproj_model_draw(const sproj_model *model, sproj_proj *data, const sproj_chunks *chunks, float scale,
+                     uint64_t seed, int noise, sproj_proj *lor_sums)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!model || !data || !chunks)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "model, data and chunks must not be NULL");
+  if ((ret = check_sim_data(__func__, model, data, chunks)))
+    return ret;
+  if (!isfinite(scale))
+    return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "scale is not finite");
+  if (scale < 0.0f)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "scale = %g must be >= 0", scale);
+  if (lor_sums && (lor_sums->vec.lors != model->lors || lor_sums->num_bins != 1))
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "lor_sums must hold one value per LOR of the model's LOR set");
+  if (lor_sums == data)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "lor_sums must not be the data");
+  struct sproj_sim_arg proto = {.num_bins = model->num_values, .a_per_lor = model->add_per_lor, .noise = noise != 0,
+                                .scale = scale, .seed = seed};
+  if ((ret = submit_sim(__func__, model, data, chunks, &proto, lor_sums, NULL)))
+    return ret;
+  if (lor_sums)
+    lor_sums->model_made = data->model_made;
+  return SPROJ_OK;
+}
+
 /* The blurred image to project: x itself without a resolution model. */
 static int submit_blurred_x(sproj_recon *r, sproj_image **src)
 {
@@ -816,7 +990,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
   /* the values, on the host, once */
   const struct sproj_geom *g = &x->geom;
   int64_t nvox = (int64_t)g->n[0] * g->n[1] * g->n[2];
-  if ((ret = check_handle_values(func, "the initial image", "voxel", x->handle, nvox, 1)) == SPROJ_OK && cfg->data) {
+  if ((ret = check_handle_values(func, "the initial image", "voxel", x->handle, nvox, 1)) == SPROJ_OK && cfg->data &&
+      !cfg->data->model_made) {
     pthread_mutex_lock(&cfg->data->vec.lock);
     ret = check_handle_values(func, "the data", "LOR", cfg->data->vec.handle,
                               cfg->data->vec.lors->num_lors * cfg->data->num_bins, cfg->data->num_bins);

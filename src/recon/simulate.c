@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../core/shared.h"
+#include "sim_counts.h"
 
 /* The image a host-side call fills: the one geometry rule, bounded by what a host array can hold. */
 static int check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],
@@ -164,66 +165,15 @@ static uint64_t rng_next(struct rng *r)
   return result;
 }
 
-/* uniform in [0, 1) with 53 random bits */
-static double rng_uniform(struct rng *r)
-{
-  return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-/* The stream of one block for one purpose (0: Poisson counts, 1: shuffling). The seed and the block index go
- * through splitmix64 separately, so that neighbouring seeds and blocks start far apart. */
+/* The stream of one block for one purpose (2: a chunk of the shuffle's events, 3: a bucket; the Poisson counts draw
+ * from sim_counts.h's streams, one per value). The seed and the block index go through splitmix64 separately, so that
+ * neighbouring seeds and blocks start far apart. */
 static void rng_stream(struct rng *r, uint64_t seed, uint64_t block, uint64_t purpose)
 {
   uint64_t a = seed, b = block ^ (purpose << 56);
   uint64_t x = splitmix64(&a) ^ rotl(splitmix64(&b), 17);
   for (int i = 0; i < 4; i++)
     r->s[i] = splitmix64(&x);
-}
-
-/* log(k!) for whole k >= 0: sums below 16, Stirling's series (error < 1e-12) above */
-static double log_factorial(double k)
-{
-  if (k < 16.0) {
-    double s = 0.0;
-    for (int i = 2; i <= (int)k; i++)
-      s += log((double)i);
-    return s;
-  }
-  double x = k + 1.0, x2 = x * x;
-  return (x - 0.5) * log(x) - x + 0.91893853320467274178 +
-         (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / (1260.0 * x2)) / x2) / x;
-}
-
-/* One Poisson sample of mean mu >= 0. */
-static double poisson(struct rng *r, double mu)
-{
-  if (mu <= 0.0)
-    return 0.0;
-  if (mu < 10.0) {
-    /* inversion by sequential search: about mu + 1 steps */
-    double u = rng_uniform(r), p = exp(-mu), cdf = p, k = 0.0;
-    while (u > cdf && k < 1000.0) {
-      k += 1.0;
-      p *= mu / k;
-      cdf += p;
-    }
-    return k;
-  }
-  /* Hoermann (1993), "The transformed rejection method for generating Poisson random variables" (PTRS) */
-  double smu = sqrt(mu), b = 0.931 + 2.53 * smu, a = -0.059 + 0.02483 * b;
-  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2.0);
-  double log_mu = log(mu);
-  for (;;) {
-    double u = rng_uniform(r) - 0.5, v = rng_uniform(r);
-    double us = 0.5 - fabs(u);
-    double k = floor((2.0 * a / us + b) * u + mu + 0.43);
-    if (us >= 0.07 && v <= vr)
-      return k;
-    if (k < 0.0 || (us < 0.013 && v > us))
-      continue;
-    if (log(v * inv_alpha / (a / (us * us) + b)) <= -mu + k * log_mu - log_factorial(k))
-      return k;
-  }
 }
 
 /* ---- work over fixed blocks, on threads -------------------------------------------------------------------- */
@@ -340,10 +290,10 @@ static int check_means(const char *func, struct means *m, int64_t nblocks, int n
 static void poisson_block(void *ctx, int64_t block)
 {
   struct means *m = ctx;
-  struct rng r;
-  rng_stream(&r, m->seed, (uint64_t)block, 0);
-  for (int64_t i = block * SPROJ_RNG_BLOCK; i < block_end(m, block); i++)
-    m->counts[i] = (float)poisson(&r, m->expected[i]);
+  for (int64_t i = block * SPROJ_RNG_BLOCK; i < block_end(m, block); i++) {
+    uint64_t state = sim_stream(m->seed, (uint64_t)i);
+    m->counts[i] = (float)sim_poisson(&state, m->expected[i]);
+  }
 }
 
 int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed, int num_threads)
@@ -367,11 +317,11 @@ int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed
 static void count_block(void *ctx, int64_t block)
 {
   struct means *m = ctx;
-  struct rng r;
-  rng_stream(&r, m->seed, (uint64_t)block, 0);
   double total = 0.0;
-  for (int64_t i = block * SPROJ_RNG_BLOCK; i < block_end(m, block); i++)
-    total += poisson(&r, m->expected[i]);
+  for (int64_t i = block * SPROJ_RNG_BLOCK; i < block_end(m, block); i++) {
+    uint64_t state = sim_stream(m->seed, (uint64_t)i);
+    total += sim_poisson(&state, m->expected[i]);
+  }
   m->block_events[block] = total < 0x1.0p62 ? (int64_t)total : INT64_MAX;
 }
 
@@ -379,11 +329,10 @@ static void count_block(void *ctx, int64_t block)
 static void emit_block(void *ctx, int64_t block)
 {
   struct means *m = ctx;
-  struct rng r;
-  rng_stream(&r, m->seed, (uint64_t)block, 0);
   int64_t at = m->block_first_event[block];
   for (int64_t i = block * SPROJ_RNG_BLOCK; i < block_end(m, block); i++) {
-    int64_t c = (int64_t)poisson(&r, m->expected[i]);
+    uint64_t state = sim_stream(m->seed, (uint64_t)i);
+    int64_t c = (int64_t)sim_poisson(&state, m->expected[i]);
     int32_t lor = (int32_t)(i / m->nbins);
     int16_t bin = (int16_t)(i % m->nbins);
     for (int64_t e = 0; e < c; e++, at++) {

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sim_counts.h: simulated data, one value at a time (host + CUDA): the expected counts s*m*p + a of a forward value p,
+ * and a Poisson sample of them that depends only on the seed and the value's index.
+ *
+ * The same counts on any device: every value draws from its own counter-based stream (splitmix64 started at a hash of
+ * the seed and the value's index), and the samplers use only operations that IEEE 754 rounds exactly (+ - * / sqrt,
+ * floor, frexp, ldexp) with no contraction into FMA (the library is built with -ffp-contract=off and nvcc's
+ * -fmad=false): exp and log are computed here rather than taken from libm or CUDA's maths library, whose last bits
+ * differ. A CPU worker and a GPU therefore write bit-identical counts for the same expected values. */
+#ifndef SPROJ_SIM_COUNTS_H
+#define SPROJ_SIM_COUNTS_H
+#include <math.h>
+#include <stdint.h>
+#include "joseph3d_ray.h"
+
+#define SIM_GAMMA UINT64_C(0x9e3779b97f4a7c15)
+
+SPROJ_HD uint64_t sim_mix(uint64_t z)
+{
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* The stream of value k: its state starts at a hash of (seed, k), so that neighbouring values' streams do not
+ * overlap, and advances by the splitmix64 increment. */
+SPROJ_HD uint64_t sim_stream(uint64_t seed, uint64_t k)
+{
+  return sim_mix(sim_mix(seed + SIM_GAMMA) ^ (k * UINT64_C(0xd1342543de82ef95) + UINT64_C(0x2545f4914f6cdd1d)));
+}
+
+/* uniform in [0, 1) with 53 random bits */
+SPROJ_HD double sim_uniform(uint64_t *state)
+{
+  *state += SIM_GAMMA;
+  return (double)(sim_mix(*state) >> 11) * 0x1.0p-53;
+}
+
+#define SIM_LN2_HI 6.93147180369123816490e-01 /* ln 2, its high 32 bits: n * SIM_LN2_HI is exact for |n| < 2^20 */
+#define SIM_LN2_LO 1.90821492927058770002e-10
+
+/* exp(-x) for 0 <= x <= 745 (0 beyond), relative error below 1e-15: x = n ln2 + r with |r| <= ln2 / 2, and exp(-r)
+ * by its Taylor series to r^16 / 16! (< 3e-19 there). */
+SPROJ_HD double sim_exp_neg(double x)
+{
+  if (x > 745.0)
+    return 0.0;
+  double n = floor(x * 1.44269504088896338700 + 0.5);
+  double r = (x - n * SIM_LN2_HI) - n * SIM_LN2_LO;
+  double t = 1.0;
+  for (int j = 16; j >= 1; j--)
+    t = 1.0 - r * t / (double)j;
+  return ldexp(t, -(int)n);
+}
+
+/* log(x) for x > 0 finite: x = 2^e f with sqrt(1/2) <= f < sqrt(2), log f = 2 atanh(s), s = (f - 1) / (f + 1), by
+ * its series to s^25 (|s| <= 0.172: the next term is below 1e-20). */
+SPROJ_HD double sim_log(double x)
+{
+  int e;
+  double f = frexp(x, &e);
+  if (f < 0.70710678118654752440) {
+    f *= 2.0;
+    e -= 1;
+  }
+  double s = (f - 1.0) / (f + 1.0), s2 = s * s, t = 0.0;
+  for (int j = 25; j >= 3; j -= 2)
+    t = (t + 1.0 / (double)j) * s2;
+  double lf = 2.0 * s * (1.0 + t);
+  return (double)e * SIM_LN2_HI + ((double)e * SIM_LN2_LO + lf);
+}
+
+/* log(k!) for whole k >= 0: sums below 16, Stirling's series (error < 1e-12) above */
+SPROJ_HD double sim_log_factorial(double k)
+{
+  if (k < 16.0) {
+    double s = 0.0;
+    for (int i = 2; i <= (int)k; i++)
+      s += sim_log((double)i);
+    return s;
+  }
+  double x = k + 1.0, x2 = x * x;
+  return (x - 0.5) * sim_log(x) - x + 0.91893853320467274178 +
+         (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / (1260.0 * x2)) / x2) / x;
+}
+
+/* One Poisson sample of mean mu from the stream at *state: 0 for mu <= 0, NaN for NaN, exact samplers otherwise
+ * (inversion for means below 10, Hoermann's PTRS, "The transformed rejection method for generating Poisson random
+ * variables" (1993), above). */
+SPROJ_HD double sim_poisson(uint64_t *state, double mu)
+{
+  if (mu != mu)
+    return mu;
+  if (mu <= 0.0)
+    return 0.0;
+  if (mu < 10.0) {
+    double u = sim_uniform(state);
+    /* exp(-mu) > 1 - mu: below 1 - mu (with a margin of a few rounding errors) the count is 0 without exp, which
+     * is almost every value of a sparse TOF sinogram */
+    if (u < (1.0 - mu) - 0x1.0p-50)
+      return 0.0;
+    /* inversion by sequential search: about mu + 1 steps */
+    double p = sim_exp_neg(mu), cdf = p, k = 0.0;
+    while (u > cdf && k < 1000.0) {
+      k += 1.0;
+      p *= mu / k;
+      cdf += p;
+    }
+    return k;
+  }
+  double smu = sqrt(mu), b = 0.931 + 2.53 * smu, a = -0.059 + 0.02483 * b;
+  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2.0);
+  double log_mu = sim_log(mu);
+  for (;;) {
+    double u = sim_uniform(state) - 0.5, v = sim_uniform(state);
+    double us = 0.5 - fabs(u);
+    double k = floor((2.0 * a / us + b) * u + mu + 0.43);
+    if (us >= 0.07 && v <= vr)
+      return k;
+    if (k < 0.0 || (us < 0.013 && v > us))
+      continue;
+    if (sim_log(v * inv_alpha / (a / (us * us) + b)) <= -mu + k * log_mu - sim_log_factorial(k))
+      return k;
+  }
+}
+
+/* The expected counts of a forward value p: scale * m * p + a, in float, in this order. */
+SPROJ_HD float sim_expected(float p, float m, float a, float scale)
+{
+  return m * p * scale + a;
+}
+
+/* Value k of the data (global index g in the whole vector): its expected counts, replaced by a Poisson sample with
+ * noise. */
+SPROJ_HD float sim_value(float p, float m, float a, float scale, int noise, uint64_t seed, uint64_t g)
+{
+  float e = sim_expected(p, m, a, scale);
+  if (!noise)
+    return e;
+  uint64_t state = sim_stream(seed, g);
+  return (float)sim_poisson(&state, (double)e);
+}
+#endif

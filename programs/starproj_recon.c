@@ -514,6 +514,18 @@ static void *host_alloc(size_t bytes)
   return p;
 }
 
+/* An array that tasks fill where they run: not faulted in here. With GPUs the simulated sinogram is made and used on
+ * them and its host pages are never touched (no memory, no time); on CPU workers the tasks fault them in. */
+static void *lazy_alloc(size_t bytes)
+{
+  void *p = NULL;
+  if (posix_memalign(&p, (size_t)2 << 20, bytes ? bytes : 1) != 0)
+    out_of_memory();
+  if (bytes > PIN_MOST)
+    madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
+
 /* A small seeded generator for the detector efficiencies (splitmix64). */
 static uint64_t mix(uint64_t *s)
 {
@@ -610,7 +622,8 @@ struct need {
   uint64_t images, sinogram, events;
 };
 
-static struct need memory_need(const struct options *o, const struct layout *l, uint64_t nevents)
+/* gpus: the GPUs found (0 before StarPU starts: the most the run can take); a sinogram simulated on GPUs stays there */
+static struct need memory_need(const struct options *o, const struct layout *l, uint64_t nevents, int gpus)
 {
   struct need n;
   int simulate = !o->input && !o->input_lm;
@@ -624,7 +637,12 @@ static struct need memory_need(const struct options *o, const struct layout *l, 
    * (the reconstruction's own projection stays on the devices) */
   uint64_t lors = (uint64_t)l->si.num_lors, values = mul_sat(lors, (uint64_t)l->nbins);
   uint64_t per_value = (simulate || !o->listmode ? 1 : 0) + (o->add_file && o->tof ? 1 : 0);
-  n.sinogram = add_sat(mul_sat(lors, 9 * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
+  uint64_t per_lor = 9;
+  if (simulate && !o->listmode && gpus > 0) {
+    per_value = 0;
+    per_lor += o->tof ? 1 : 0; /* the counts' sums over TOF bins, for the preview */
+  }
+  n.sinogram = add_sat(mul_sat(lors, per_lor * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
   n.events = o->listmode ? mul_sat(nevents, EVENT_BYTES) : 0;
   return n;
 }
@@ -656,7 +674,7 @@ static int validate_run(const struct options *o, const struct layout *l, int64_t
   }
   int simulate = !o->input && !o->input_lm;
   uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
-  struct need n = memory_need(o, l, nevents);
+  struct need n = memory_need(o, l, nevents, 0);
   uint64_t total = add_sat(add_sat(n.images, n.sinogram), n.events), limit = physical_memory();
   if (total > limit)
     return fail_usage("this run needs about %.3g GiB of memory (images %.3g GiB, sinogram %.3g GiB, listmode "
@@ -919,7 +937,11 @@ struct run {
   float *phantom, *mult, *add;        /* the phantom only when simulating; add NULL: no background */
   int add_per_bin;                    /* add holds a value per LOR and TOF bin (a file of that shape); else one
                                        * per LOR, spread evenly over a TOF LOR's bins */
-  float *counts;                      /* sinogram counts [lor][bin]: simulated (alloc_or_die) or read */
+  float *counts;                      /* sinogram counts [lor][bin]: read, or the host array of simulated counts
+                                       * (made where the data lives: on a GPU they never come home) */
+  int counts_on_devices;              /* simulated: the counts are valid on the devices, not in counts */
+  float *lor_sums;                    /* simulated TOF sinogram: each LOR's counts over its bins (lor_sums_proj) */
+  sproj_proj *lor_sums_proj;
   int32_t *ev_lor;                    /* listmode events: sampled or read (sproj_free) */
   int16_t *ev_bin;
   int64_t nevents;
@@ -982,7 +1004,7 @@ static void estimate(const struct options *o, struct run *r, int64_t nevents_in)
   const struct layout *l = &r->l;
   int simulate = !o->input && !o->input_lm;
   uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
-  struct need n = memory_need(o, l, nevents);
+  struct need n = memory_need(o, l, nevents, sproj_num_gpus());
   uint64_t total = add_sat(add_sat(n.images, n.sinogram), n.events), limit = physical_memory();
   int views[8], nv = l->si.num_views < 8 ? l->si.num_views : 8;
   for (int k = 0; k < nv; k++)
@@ -1050,10 +1072,11 @@ static void factors_block(void *ctx, int64_t first, int64_t end, int64_t block)
 
 /* The phantom, and the factor of each LOR: attenuation by a water cylinder (0.0096 / mm), from the line integrals
  * of its map, times detector efficiencies. line: room for the sinogram, used for the integrals. */
-static void simulate_factors(const struct options *o, struct run *r, float *line)
+static void simulate_factors(const struct options *o, struct run *r)
 {
   const struct layout *l = &r->l;
-  size_t image_bytes = (size_t)l->nvox * sizeof(float);
+  size_t image_bytes = (size_t)l->nvox * sizeof(float), line_bytes = (size_t)l->si.num_lors * sizeof(float);
+  float *line = alloc_or_die(line_bytes);
   struct sproj_phantom ph, mu_ph;
   progress_step("phantom and attenuation map", -1.0);
   r->phantom = alloc_or_die(image_bytes);
@@ -1076,110 +1099,74 @@ static void simulate_factors(const struct options *o, struct run *r, float *line
   struct factors_job j = {r->mult, line, o->seed * 7919 + 17};
   parallel_blocks("attenuation and efficiency factors", l->si.num_lors, 1 << 16, factors_block, &j);
   release(mu, image_bytes);
+  release(line, line_bytes);
 }
 
-/* The trues m A x of each block of values, summed in double: the blocks' sums are added in block order, so the total
- * (and the scale of the phantom) is the same on any number of threads. */
-#define VALUE_BLOCK ((int64_t)1 << 20)
-struct expected_job {
-  float *line;
-  const float *mult;
-  int64_t nbins;
-  double *block_sum;
-  float scale, bg;
-};
-
-static void trues_block(void *ctx, int64_t first, int64_t end, int64_t block)
+/* The model of the data: the factors, the background (one value per LOR, spread over a TOF LOR's bins) and the
+ * resolution model. */
+static void make_model(const struct options *o, struct run *r, sproj_model **model)
 {
-  struct expected_job *j = ctx;
-  double sum = 0.0;
-  for (int64_t k = first; k < end; k++)
-    sum += (double)j->mult[k / j->nbins] * j->line[k];
-  j->block_sum[block] = sum;
+  const float *fwhm = o->use_fwhm ? o->fwhm : NULL;
+  if (o->tof && !r->add_per_bin)
+    TRY(sproj_model_create_tof_uniform_add(model, r->lors, r->mult, r->add, r->tof, fwhm));
+  else
+    TRY(sproj_model_create(model, r->lors, r->mult, r->add, r->tof, fwhm));
 }
 
-static void expected_block(void *ctx, int64_t first, int64_t end, int64_t block)
-{
-  (void)block;
-  struct expected_job *j = ctx;
-  for (int64_t k = first; k < end; k++)
-    j->line[k] = j->mult[k / j->nbins] * j->line[k] * j->scale + j->bg;
-}
-
-/* The expected counts m A x + background into line, the phantom scaled so that the trues are the counts asked for.
- * The background is flat: the same value per LOR in r->add, spread evenly over a TOF LOR's bins (the values of line
- * take the very float the model computes, add / bins). Returns the background per value. */
-static float expected_counts(const struct options *o, struct run *r, float *line)
+/* Simulated data, made where the data lives (the GPUs, or the CPU workers): the phantom projected through the model
+ * of the data (its resolution too: the same G in the simulation and the reconstruction), scaled so that the trues
+ * are the counts asked for, plus a flat background; then Poisson counts drawn in place, or listmode events drawn on
+ * the host from the expected counts brought home. */
+static void simulate(const struct options *o, struct run *r)
 {
   const struct layout *l = &r->l;
-  const int64_t nlors = l->si.num_lors, nbins = l->nbins, values = nlors * nbins;
-  sproj_image *img;
-  sproj_proj *proj;
-  progress_step("projecting the phantom", -1.0);
-  TRY(sproj_image_register(&img, r->phantom, o->dims, l->vs, l->origin));
-  float *blurred = NULL;
-  if (o->use_fwhm) {
-    /* the data blurred as the resolution model assumes: the same G in the simulation and the reconstruction */
-    sproj_image *src = img;
-    blurred = host_alloc((size_t)l->nvox * sizeof *blurred);
-    TRY(sproj_image_register(&img, blurred, o->dims, l->vs, l->origin));
-    TRY(sproj_image_blur(img, src, o->fwhm));
-    TRY(sproj_image_unregister(src));
-  }
-  if (o->tof) {
-    TRY(sproj_proj_register_tof(&proj, line, r->lors, l->nbins));
-    TRY(sproj_fwd_tof_sino(img, proj, r->views, SPROJ_ALL_CHUNKS, r->tof));
-  } else {
-    TRY(sproj_proj_register(&proj, line, r->lors));
-    TRY(sproj_fwd(img, proj, r->views, SPROJ_ALL_CHUNKS));
-  }
-  TRY(sproj_proj_unregister(proj));
-  TRY(sproj_image_unregister(img));
-  free(blurred);
-  int64_t nblocks = (values + VALUE_BLOCK - 1) / VALUE_BLOCK;
-  struct expected_job j = {line, r->mult, nbins, calloc((size_t)nblocks, sizeof(double)), 0.0f, 0.0f};
-  if (!j.block_sum)
-    out_of_memory();
-  parallel_blocks("the trues", values, VALUE_BLOCK, trues_block, &j);
-  double trues = 0.0;
-  for (int64_t b = 0; b < nblocks; b++)
-    trues += j.block_sum[b];
-  free(j.block_sum);
-  if (!(trues > 0)) {
-    fprintf(stderr, "starproj-recon: the phantom projects to nothing: is the image inside the scanner?\n");
-    exit(1);
-  }
-  j.scale = (float)(o->counts / trues);
-  for (int64_t v = 0; v < l->nvox; v++)
-    r->phantom[v] *= j.scale;
+  const int64_t nlors = l->si.num_lors, values = nlors * l->nbins;
+  const size_t bytes = (size_t)values * sizeof(float);
+  simulate_factors(o, r);
   float bg_lor = (float)(o->background * o->counts / (double)nlors);
   r->add = alloc_or_die((size_t)nlors * sizeof(float));
   for (int64_t i = 0; i < nlors; i++)
     r->add[i] = bg_lor;
-  j.bg = bg_lor / (float)nbins;
-  parallel_blocks("the expected counts", values, VALUE_BLOCK, expected_block, &j);
-  return j.bg;
-}
-
-/* Simulated data: Poisson counts of the expected sinogram (in place: the sinogram is the largest array), or listmode
- * events drawn from it. */
-static void simulate(const struct options *o, struct run *r)
-{
-  const int64_t values = r->l.si.num_lors * r->l.nbins;
-  const size_t bytes = (size_t)values * sizeof(float);
-  float *line = alloc_or_die(bytes);
-  simulate_factors(o, r, line);
-  float bg = expected_counts(o, r, line);
-  if (o->listmode) {
-    TRY(sproj_sample_listmode(line, r->l.si.num_lors, o->tof ? r->l.nbins : 0, o->seed, 0, &r->ev_lor, &r->ev_bin,
-                              &r->nevents));
-    release(line, bytes);
-  } else {
-    if (!o->noise_free)
-      TRY(sproj_poisson(line, line, values, o->seed, 0));
-    r->counts = line;
+  sproj_model *model;
+  make_model(o, r, &model);
+  r->counts = lazy_alloc(bytes);
+  TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
+             : sproj_proj_register(&r->data, r->counts, r->lors));
+  sproj_image *img;
+  TRY(sproj_image_register(&img, r->phantom, o->dims, l->vs, l->origin));
+  progress_step("projecting the phantom", -1.0);
+  double trues = 0.0;
+  TRY(sproj_model_expected(model, img, r->data, r->views, &trues));
+  TRY(sproj_image_unregister(img));
+  if (!(trues > 0)) {
+    fprintf(stderr, "starproj-recon: the phantom projects to nothing: is the image inside the scanner?\n");
+    exit(1);
   }
-  SAY("simulated: %.4g expected trues, background %.3g per LOR%s, %s\n", o->counts, (double)bg,
+  float scale = (float)(o->counts / trues);
+  for (int64_t v = 0; v < l->nvox; v++)
+    r->phantom[v] *= scale;
+  if (o->tof && !o->listmode) {
+    r->lor_sums = lazy_alloc((size_t)nlors * sizeof(float));
+    TRY(sproj_proj_register(&r->lor_sums_proj, r->lor_sums, r->lors));
+  }
+  progress_step(o->listmode || o->noise_free ? "the expected counts" : "the expected and Poisson counts", -1.0);
+  TRY(sproj_model_draw(model, r->data, r->views, scale, o->seed, !o->listmode && !o->noise_free, r->lor_sums_proj));
+  if (o->listmode) {
+    /* the expected counts home, the events drawn from them there */
+    TRY(sproj_proj_sync(r->data, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+    TRY(sproj_model_destroy(model));
+    TRY(sproj_sample_listmode(r->counts, nlors, o->tof ? l->nbins : 0, o->seed, 0, &r->ev_lor, &r->ev_bin,
+                              &r->nevents));
+    TRY(sproj_proj_unregister(r->data));
+    r->data = NULL;
+    free(r->counts);
+    r->counts = NULL;
+  } else {
+    TRY(sproj_wait_all());
+    r->model = model;
+    r->counts_on_devices = 1;
+  }
+  SAY("simulated: %.4g expected trues, background %.3g per LOR%s, %s\n", o->counts, (double)(bg_lor / l->nbins),
       o->tof ? " and TOF bin" : "", o->listmode ? "listmode" : (o->noise_free ? "no noise" : "Poisson noise"));
   if (o->use_fwhm)
     SAY("simulated: the phantom blurred by the resolution model (FWHM %g x %g x %g mm), as the reconstruction "
@@ -1242,6 +1229,8 @@ static void save_data(const struct options *o, const struct run *r)
     snprintf(li.scanner, sizeof li.scanner, "%s", o->scanner);
     TRY(sproj_raw_write_listmode(p = path_in(o->output, "events"), &li, r->ev_lor, r->ev_bin));
   } else {
+    if (r->counts_on_devices)
+      TRY(sproj_proj_sync(r->data, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
     TRY(sproj_raw_write_sino(p = path_in(o->output, "counts"), &r->sino_info, r->counts));
   }
   free(p);
@@ -1437,15 +1426,13 @@ static void reconstruct(const struct options *o, struct run *r)
   cfg.num_subsets = o->subsets;
   cfg.objective = o->objective;
   if (!o->listmode) {
-    progress_phase("model");
-    if (o->tof && !r->add_per_bin) /* one background value per LOR, spread over its bins */
-      TRY(sproj_model_create_tof_uniform_add(&r->model, r->lors, r->mult, r->add, r->tof, fwhm));
-    else
-      TRY(sproj_model_create(&r->model, r->lors, r->mult, r->add, r->tof, fwhm));
-    if (o->tof)
-      TRY(sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins));
-    else
-      TRY(sproj_proj_register(&r->data, r->counts, r->lors));
+    if (!r->model) { /* a simulation made it already */
+      progress_phase("model");
+      make_model(o, r, &r->model);
+    }
+    if (!r->data)
+      TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
+                 : sproj_proj_register(&r->data, r->counts, r->lors));
     cfg.data = r->data;
     cfg.chunks = r->views;
   } else {
@@ -1577,6 +1564,16 @@ static void preview_sinogram(const struct run *r, struct preview *pv)
   pv->sino = NULL;
   if (!r->counts || sproj_scanner_segment_planes(l->scanner, 0, &planes) != SPROJ_OK)
     return;
+  /* counts made on the devices: a TOF sinogram's sums over bins come home (one value per LOR), a non-TOF one itself */
+  const float *counts = r->counts;
+  int nbins = l->nbins;
+  if (r->counts_on_devices && r->lor_sums) {
+    TRY(sproj_proj_sync(r->lor_sums_proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+    counts = r->lor_sums;
+    nbins = 1;
+  } else if (r->counts_on_devices) {
+    TRY(sproj_proj_sync(r->data, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+  }
   pv->num_views = l->si.num_views;
   pv->num_radial = l->si.num_radial_bins;
   pv->seg_planes = planes;
@@ -1587,8 +1584,8 @@ static void preview_sinogram(const struct run *r, struct preview *pv)
       int64_t lor;
       TRY(sproj_scanner_lor_index(l->scanner, v, 0, pv->axial, b, &lor));
       double s = 0.0;
-      for (int t = 0; t < l->nbins; t++)
-        s += r->counts[lor * l->nbins + t];
+      for (int t = 0; t < nbins; t++)
+        s += counts[lor * nbins + t];
       pv->sino[(size_t)v * pv->num_radial + b] = (float)s;
     }
   /* the plane's index in the raw file's plane axis, where view 0's LORs come first ([plane][radial]); -1 (not
@@ -1904,8 +1901,10 @@ static void finish(struct run *r, struct inputs *in)
   TRY(sproj_recon_destroy(r->recon));
   TRY(sproj_model_destroy(r->model));
   TRY(sproj_model_destroy(r->sens_model));
+  /* simulated counts stay where they were made: bringing a TOF sinogram home would cost seconds for nothing */
   if (r->data)
-    TRY(sproj_proj_unregister(r->data));
+    TRY(r->counts_on_devices ? sproj_proj_discard(r->data) : sproj_proj_unregister(r->data));
+  TRY(sproj_proj_unregister(r->lor_sums_proj));
   if (r->events) {
     TRY(sproj_chunks_destroy(r->ev_chunks));
     TRY(sproj_lors_unregister(r->events));

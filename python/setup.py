@@ -1,7 +1,9 @@
-# setup.py: builds the C extension starproj._core against the installed libstarproj found through pkg-config.
+# setup.py: builds the C extension starproj._core against the installed libstarproj found through pkg-config, or,
+# where there is none, against the directories named by STARPROJ_INCLUDE_DIRS and STARPROJ_LIB_DIRS.
 import os
 import shlex
 import subprocess
+import sys
 
 from setuptools import Extension, setup
 
@@ -21,11 +23,27 @@ def pkg_config(*args):
     return shlex.split(out)
 
 
-cflags = pkg_config("--cflags")
-libs = pkg_config("--libs")
-include_dirs = [f[2:] for f in cflags if f.startswith("-I")]
-library_dirs = [f[2:] for f in libs if f.startswith("-L")]
-libraries = [f[2:] for f in libs if f.startswith("-l")]
+def env_dirs(var):
+    return [d for d in os.environ.get(var, "").split(os.pathsep) if d]
+
+
+if os.environ.get("STARPROJ_INCLUDE_DIRS") or os.environ.get("STARPROJ_LIB_DIRS"):
+    # no pkg-config (a machine with the library copied but not installed): the directories of starproj's and StarPU's
+    # headers (and the CUDA headers starpu.h includes, if StarPU has CUDA) and of libstarproj, libstarproj-io and
+    # libstarpu-1.4, each a list separated by os.pathsep
+    cflags = []
+    include_dirs = env_dirs("STARPROJ_INCLUDE_DIRS")
+    library_dirs = env_dirs("STARPROJ_LIB_DIRS")
+    libraries = os.environ.get("STARPROJ_LIBRARIES", "starproj starproj-io starpu-1.4").split()
+else:
+    cflags = pkg_config("--cflags")
+    libs = pkg_config("--libs")
+    include_dirs = [f[2:] for f in cflags if f.startswith("-I")]
+    library_dirs = [f[2:] for f in libs if f.startswith("-L")]
+    libraries = [f[2:] for f in libs if f.startswith("-l")]
+# dlopen: the CUDA runtime StarPU loaded, for the stream handshake of DLPack (in libc itself since glibc 2.34)
+if sys.platform.startswith("linux"):
+    libraries.append("dl")
 # an rpath to every library directory, so that `import starproj` works without LD_LIBRARY_PATH
 rpath = [d for d in library_dirs if os.path.isdir(d)]
 

@@ -12,6 +12,11 @@
 #              mpirun)
 #   harness:   starproj-bench at full scale on the GPUs, the main policies ($HARNESS_SECONDS, default 300)
 #   memlimit:  the one-request jobs under STARPU_LIMIT_CUDA_MEM = each of $MEMLIMIT_MBS (default 100 150 200 300)
+#   python:    the Python binding, built here with this machine's python3 ($PYTHON) against .device (headers in
+#              .device/include): its versions, pytest python/tests (the CuPy test runs where CuPy sees a GPU),
+#              bench_calls.py on CPU workers and on the GPU, bench_recon.py with NumPy and with CuPy arrays
+#              (default: vision600 scanner, max ring difference 4, 34 subsets x 3 iterations; $RECON_ARGS replaces
+#              that); logs in $OUT/python, a summary table last. Without a GPU: CPU workers, CuPy parts skipped
 #   ab:        bench_tof and the one-request non-TOF jobs, first with the library in .device/base (an older build
 #              copied there by hand: cp -L .device/build/.libs/libstarproj.so.0 .device/base/), then with this one
 set -uo pipefail
@@ -70,6 +75,67 @@ for step in $steps; do
       echo "bench --devices any: exit $?"; grep -E '^(fwd|back) ' "$out/bench_any.log"; tail -n 2 "$out/bench_any.err"
       timeout 300 ./bench/bench_tof --devices any >"$out/bench_tof_any.log" 2>"$out/bench_tof_any.err"
       echo "bench_tof --devices any: exit $?"; grep -E '^TOF ' "$out/bench_tof_any.log"; tail -n 2 "$out/bench_tof_any.err" ;;
+    python)
+      py=${PYTHON:-python3}
+      pyout=$out/python
+      mkdir -p "$pyout"
+      {
+        "$py" -c 'import sys; print("python", sys.version.split()[0], sys.executable)'
+        "$py" -c 'import numpy; print("numpy", numpy.__version__)'
+        "$py" -c 'import cupy; print("cupy", cupy.__version__, "CUDA runtime", cupy.cuda.runtime.runtimeGetVersion(),
+          "devices", cupy.cuda.runtime.getDeviceCount())'
+        "$py" -c 'import pytest, setuptools; print("pytest", pytest.__version__, "setuptools", setuptools.__version__)'
+        echo "cc: $(cc --version | head -n 1)"
+      } 2>&1 | tee "$pyout/versions.log"
+      # a Python built elsewhere may name a compiler this machine lacks: then cc builds the extension
+      pycc=$("$py" -c 'import sysconfig; print((sysconfig.get_config_var("CC") or "cc").split()[0])')
+      command -v "$pycc" >/dev/null 2>&1 || export CC=cc LDSHARED="cc -shared"
+      devs=cpu recon_dev=cpu
+      if nvidia-smi -L >/dev/null 2>&1; then devs="cpu gpu" recon_dev=gpu; fi
+      # no pkg-config and no installed starproj here: the extension takes the directories from STARPROJ_*_DIRS
+      # (python/setup.py); the linker wants unversioned names, which only the build tree has for libstarproj
+      links=/tmp/starproj-links site=/tmp/starproj-pysite
+      rm -rf "$links" "$site" "$root/python/build"
+      mkdir -p "$links"
+      ln -s "$root/.device/build/.libs/libstarproj.so.0" "$links/libstarproj.so"
+      ln -s "$root/.device/build/.libs/libstarproj-io.so.0" "$links/libstarproj-io.so"
+      ln -s "$root/.device/lib/libstarpu-1.4.so.9" "$links/libstarpu-1.4.so"
+      if [ ! -f "$root/.device/include/starpu/1.4/starpu.h" ]; then
+        echo "python: .device/include has no StarPU headers; run scripts/device-bundle.sh again"; continue
+      fi
+      (cd "$root" && env STARPROJ_INCLUDE_DIRS="$root/include:$root/.device/include/starpu/1.4:$root/.device/include/cuda" \
+        STARPROJ_LIB_DIRS="$links" timeout 180 "$py" -m pip install --no-build-isolation --no-deps --no-index \
+        --disable-pip-version-check --target "$site" ./python) >"$pyout/build.log" 2>&1
+      echo "python: extension build: exit $?"; grep -iE 'error|warning' "$pyout/build.log" | head -n 10
+      export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+      # run from /tmp so that `import starproj` is the built package, not the python/ source folder
+      (cd /tmp && timeout 150 "$py" -m pytest -v -rs -p no:cacheprovider "$root/python/tests") >"$pyout/pytest.log" 2>&1
+      echo "pytest python/tests: exit $?"; tail -n 1 "$pyout/pytest.log"
+      grep -E 'test_cupy|SKIPPED|FAILED|Error' "$pyout/pytest.log" | head -n 12
+      # the libraries libstarproj needs are found at run time (LD_LIBRARY_PATH), not necessarily by the linker
+      cc -O2 -o /tmp/fwd_calls "$root/python/bench/fwd_calls.c" -I"$root/include" -L"$links" -lstarproj \
+        -Wl,--allow-shlib-undefined
+      for dev in $devs; do
+        (cd /tmp && timeout 100 "$py" "$root/python/bench/bench_calls.py" --devices "$dev" --rounds 3 --reps 5 \
+          --c-exe /tmp/fwd_calls) >"$pyout/bench_calls_$dev.log" 2>&1
+        echo "bench_calls.py --devices $dev: exit $?"; tail -n 4 "$pyout/bench_calls_$dev.log"
+      done
+      # shellcheck disable=SC2086
+      (cd /tmp && timeout 200 "$py" "$root/python/bench/bench_recon.py" --devices "$recon_dev" \
+        ${RECON_ARGS:---scanner vision600 --max-ring-difference 4 --subsets 34 --iterations 3}) \
+        >"$pyout/bench_recon.log" 2>&1
+      echo "bench_recon.py: exit $?"; grep -vE '^\s*$|^\[starpu' "$pyout/bench_recon.log" | tail -n 9
+      echo "== python summary"
+      echo "| what | result |"
+      echo "|---|---|"
+      echo "| versions | $(grep -hE '^(python|numpy|cupy) ' "$pyout/versions.log" | cut -d' ' -f1,2 | paste -sd' ') |"
+      echo "| pytest | $(tail -n 1 "$pyout/pytest.log") |"
+      echo "| CuPy test | $(grep -oE 'test_cupy_arrays_registered_on_their_gpu [A-Z]+' "$pyout/pytest.log" | head -n 1) |"
+      for dev in $devs; do
+        echo "| per-LOR time, binding / C, $dev | $(grep -E '^binding / C' "$pyout/bench_calls_$dev.log") |"
+      done
+      grep -E '^\| (numpy|cupy) ' "$pyout/bench_recon.log" | awk -F'|' '{print "| recon " $2 "(total s) |" $8 "|"}'
+      echo "| recon cupy vs numpy | $(grep -E '^relative difference' "$pyout/bench_recon.log") |" ;;
     ab)
       for lib in base build/.libs; do
         echo "== library .device/$lib"

@@ -3,8 +3,10 @@
 then the values synced to the host) through the binding and through the C program fwd_calls.c, in alternating
 rounds so that the load of a shared machine hits both alike, and prints the time per LOR of each.
 
-usage: python bench_calls.py [--rounds 5] [--reps 5] [--ncpu N] [--c-exe PATH]
+usage: python bench_calls.py [--rounds 5] [--reps 5] [--ncpu N] [--devices cpu|gpu] [--ngpu N] [--c-exe PATH]
        (without --c-exe, PKG_CONFIG_PATH must find starproj to build fwd_calls.c)
+With --devices gpu the CUDA workers project (the arrays are NumPy arrays in host memory in both loops, so the
+values cross to the GPU and back alike); the last line is the ratio of the binding's time per LOR to C's.
 """
 import argparse
 import os
@@ -32,15 +34,15 @@ def build_c(out):
                    check=True)
 
 
-def run_c(exe, reps, ncpu):
-    res = subprocess.run([exe, str(reps), str(ncpu)], check=True, capture_output=True, text=True)
+def run_c(exe, reps, ncpu, ngpu):
+    res = subprocess.run([exe, str(reps), str(ncpu), str(ngpu)], check=True, capture_output=True, text=True)
     rows = [line.split() for line in res.stdout.splitlines()]
     checksum = float(res.stderr.split("checksum")[1].split()[0])
     return [(float(r[2]), float(r[3])) for r in rows], int(rows[0][0]) * int(rows[0][1]), checksum
 
 
-def run_py(reps, ncpu):
-    sp.init(devices="cpu", ncpu=ncpu, ngpu=0)
+def run_py(reps, ncpu, ngpu):
+    sp.init(devices="gpu" if ngpu else "cpu", ncpu=ncpu, ngpu=ngpu)
     try:
         sc = sp.Scanner("small")
         xs, xe = sc.lors()
@@ -74,6 +76,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--ncpu", type=int, default=-1)
+    ap.add_argument("--devices", choices=("cpu", "gpu"), default="cpu", help="who projects (default: CPU workers)")
+    ap.add_argument("--ngpu", type=int, default=-1, help="CUDA workers with --devices gpu (default -1: every GPU)")
     ap.add_argument("--c-exe", help="fwd_calls built beforehand (default: built here through pkg-config)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,10 +85,11 @@ def main():
         if not exe:
             exe = os.path.join(tmp, "fwd_calls")
             build_c(exe)
+        ngpu = a.ngpu if a.devices == "gpu" else 0
         c_all, p_all = [], []
         for k in range(a.rounds):
-            c, nl, c_sum = run_c(exe, a.reps, a.ncpu)
-            p, nl2, p_sum = run_py(a.reps, a.ncpu)
+            c, nl, c_sum = run_c(exe, a.reps, a.ncpu, ngpu)
+            p, nl2, p_sum = run_py(a.reps, a.ncpu, ngpu)
             # both loops must have computed the same projection, or the times compare different work
             assert nl == nl2 and abs(c_sum - p_sum) <= 1e-6 * abs(c_sum), (c_sum, p_sum)
             c_all += c
@@ -93,7 +98,8 @@ def main():
                 k, 1e9 * statistics.median(t for t, _ in c) / nl, 1e9 * statistics.median(t for t, _ in p) / nl))
     med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
     nchunks = nl // CHUNK_LORS
-    print("LORs per pass %d in %d separate calls of %d LORs; %d passes each" % (nl, nchunks, CHUNK_LORS, len(c_all)))
+    print("devices %s; LORs per pass %d in %d separate calls of %d LORs; %d passes each" % (
+        a.devices, nl, nchunks, CHUNK_LORS, len(c_all)))
     print("C:      %.3f ns/LOR (median), submission %.2f us/call" % (1e9 * med(c_all, 0) / nl,
                                                                     1e6 * med(c_all, 1) / nchunks))
     print("Python: %.3f ns/LOR (median), submission %.2f us/call" % (1e9 * med(p_all, 0) / nl,

@@ -1,4 +1,5 @@
-/* fwd_calls.c: the C side of the binding's overhead benchmark: separate sproj_fwd calls, one per 7.6k-LOR chunk. */
+/* fwd_calls.c: the C side of the binding's overhead benchmark: separate sproj_fwd calls, one per 7.6k-LOR chunk.
+ * usage: fwd_calls [reps [ncpu [ngpu]]]   (ngpu 0, the default: CPU workers; otherwise the GPUs project) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,11 +33,13 @@ int main(int argc, char **argv)
 {
   int reps = argc > 1 ? atoi(argv[1]) : 5;
   int ncpu = argc > 2 ? atoi(argv[2]) : -1;
+  int ngpu = argc > 3 ? atoi(argv[3]) : 0; /* 0: CPU workers only; else CUDA workers (-1: every GPU) do the work */
   struct sproj_config cfg;
   sproj_config_init(&cfg);
   cfg.ncpu = ncpu;
-  cfg.ncuda = 0;
+  cfg.ncuda = ngpu;
   CHECK(sproj_init(&cfg));
+  CHECK(sproj_set_devices(ngpu ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU));
 
   struct sproj_scanner_params sp;
   sproj_scanner *sc;

@@ -2,6 +2,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +89,9 @@ typedef struct {
   PyObject *owner;          /* the array object, for .array attributes */
   Py_buffer view;
   int has_view;
-  PyObject *capsule;        /* consumed DLPack capsule (renamed "used_dltensor"); its tensor is ours to delete */
-  sp_dl_managed *managed;
+  PyObject *capsule;        /* consumed DLPack capsule (renamed "used_dltensor[_versioned]"); its tensor is ours */
+  void *managed;            /* the capsule's sp_dl_managed_v (versioned) or sp_dl_managed, deleted on release */
+  int versioned;
   void *ptr;
   Py_ssize_t count;         /* elements */
   int ndim;
@@ -145,8 +148,113 @@ static int sp_cuda_node(int devid, unsigned *node)
   return -1;
 }
 
-static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int ndim, const Py_ssize_t *want,
-                         int allow_gpu)
+/* CUDA runtime calls for the stream handshake of DLPack. The extension links no CUDA library of its own: it uses the
+ * libcudart that StarPU loaded (opened by its soname, so it is that very copy), which exists whenever StarPU drives a
+ * CUDA worker, the only case in which a GPU array is accepted. */
+#if defined(STARPU_USE_CUDA) && defined(CUDART_VERSION)
+typedef int (*sp_cuda_getdev_fn)(int *);
+typedef int (*sp_cuda_setdev_fn)(int);
+typedef int (*sp_cuda_sync_fn)(void);
+typedef int (*sp_cuda_stream_sync_fn)(void *);
+
+/* Waits until the work the producer ordered before the legacy default stream of device devid is done (stream_given:
+ * __dlpack__ was called with stream=1), or, for a producer that took no stream, until the whole device is idle.
+ * StarPU runs its codelets on non-blocking streams, which the legacy stream does not order, hence the wait on the
+ * host: registration is rare, the wait short. Called without the GIL. Returns a CUDA error code, or -1 when the CUDA
+ * runtime cannot be found. */
+static int sp_cuda_wait(int devid, int stream_given)
+{
+  static void *lib;
+  static sp_cuda_getdev_fn get_device;
+  static sp_cuda_setdev_fn set_device;
+  static sp_cuda_sync_fn device_sync;
+  static sp_cuda_stream_sync_fn stream_sync;
+  if (!lib) {
+    char name[64];
+    const char *const patterns[] = {"libcudart.so.%d", "libcudart.so.%d.0"};
+    for (int i = 0; i < 2 && !lib; i++) {
+      snprintf(name, sizeof(name), patterns[i], CUDART_VERSION / 1000);
+      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!lib)
+      lib = dlopen("libcudart.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      return -1;
+    get_device = (sp_cuda_getdev_fn)dlsym(lib, "cudaGetDevice");
+    set_device = (sp_cuda_setdev_fn)dlsym(lib, "cudaSetDevice");
+    device_sync = (sp_cuda_sync_fn)dlsym(lib, "cudaDeviceSynchronize");
+    stream_sync = (sp_cuda_stream_sync_fn)dlsym(lib, "cudaStreamSynchronize");
+  }
+  if (!get_device || !set_device || !device_sync || !stream_sync)
+    return -1;
+  int previous = -1, err = get_device(&previous);
+  if (!err && previous != devid)
+    err = set_device(devid);
+  if (!err)
+    err = stream_given ? stream_sync((void *)(uintptr_t)1 /* cudaStreamLegacy */) : device_sync();
+  /* the calling thread's current device is the caller's (CuPy, PyTorch keep theirs there) */
+  if (previous >= 0 && previous != devid)
+    set_device(previous);
+  return err;
+}
+#else
+static int sp_cuda_wait(int devid, int stream_given)
+{
+  (void)devid;
+  (void)stream_given;
+  return -1;
+}
+#endif
+
+/* Calls obj.__dlpack__ as DLPack 1.0 asks: max_version=(1, 0) (a versioned capsule, which can say "read-only"),
+ * copy=False (the memory itself or an error, never a copy) and, for a CUDA array, stream=1: the producer orders its
+ * pending work on the array before the legacy default stream (sp_cuda_wait then waits for that). A producer that
+ * does not take these keywords (a TypeError) is asked again with stream= only (CUDA), then with no argument;
+ * *stream_given says whether the stream was passed. Other errors (BufferError...) are the caller's. */
+static PyObject *sp_dlpack_export(PyObject *obj, int on_gpu, int *stream_given)
+{
+  PyObject *meth = PyObject_GetAttrString(obj, "__dlpack__");
+  if (!meth)
+    return NULL;
+  PyObject *noargs = PyTuple_New(0);
+  PyObject *cap = NULL;
+  for (int level = 2; level >= 0 && noargs; level--) {
+    if (level == 1 && !on_gpu)
+      continue;
+    PyObject *kw = level ? PyDict_New() : NULL;
+    if (level && !kw)
+      break;
+    int bad = 0;
+    if (level == 2) {
+      PyObject *ver = Py_BuildValue("(ii)", 1, 0);
+      bad = !ver || PyDict_SetItemString(kw, "max_version", ver) < 0 ||
+            PyDict_SetItemString(kw, "copy", Py_False) < 0;
+      Py_XDECREF(ver);
+    }
+    if (!bad && level && on_gpu) {
+      PyObject *one = PyLong_FromLong(1);
+      bad = !one || PyDict_SetItemString(kw, "stream", one) < 0;
+      Py_XDECREF(one);
+    }
+    if (bad) {
+      Py_XDECREF(kw);
+      break;
+    }
+    cap = PyObject_Call(meth, noargs, kw);
+    Py_XDECREF(kw);
+    if (cap || !PyErr_ExceptionMatches(PyExc_TypeError) || level == 0) {
+      *stream_given = cap && level > 0 && on_gpu;
+      break;
+    }
+    PyErr_Clear(); /* keywords this producer does not know: ask it the older way */
+  }
+  Py_XDECREF(noargs);
+  Py_DECREF(meth);
+  return cap;
+}
+
+static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int writable, int ndim,
+                         const Py_ssize_t *want, int allow_gpu)
 {
   PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
   if (!dev)
@@ -182,20 +290,57 @@ static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int
       return -1;
     }
   }
-  PyObject *cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+  int stream_given = 0;
+  PyObject *cap = sp_dlpack_export(obj, on_gpu, &stream_given);
   if (!cap)
     return -1;
-  sp_dl_managed *mt = PyCapsule_IsValid(cap, "dltensor") ? PyCapsule_GetPointer(cap, "dltensor") : NULL;
+  void *mt = NULL;
+  sp_dl_tensor *t = NULL;
+  uint64_t flags = 0;
+  int versioned = PyCapsule_IsValid(cap, "dltensor_versioned");
+  if (versioned) {
+    sp_dl_managed_v *mv = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (mv && mv->version.major != 1) {
+      /* a layout this code does not know; the capsule (not renamed) still deletes its tensor */
+      PyErr_Format(PyExc_BufferError, "%s: DLPack version %u.%u is not supported (1.x only)", name,
+                   (unsigned)mv->version.major, (unsigned)mv->version.minor);
+      Py_DECREF(cap);
+      return -1;
+    }
+    if (mv) {
+      mt = mv;
+      t = &mv->dl_tensor;
+      flags = mv->flags;
+    }
+  } else if (PyCapsule_IsValid(cap, "dltensor")) {
+    sp_dl_managed *ml = PyCapsule_GetPointer(cap, "dltensor");
+    if (ml) {
+      mt = ml;
+      t = &ml->dl_tensor;
+    }
+  }
   if (!mt) {
     Py_DECREF(cap);
-    PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return an unused 'dltensor' capsule", name);
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return an unused 'dltensor_versioned' or 'dltensor' capsule",
+                 name);
     return -1;
   }
-  sp_dl_tensor *t = &mt->dl_tensor;
   static const uint8_t codes[] = {SP_DL_FLOAT, SP_DL_INT, SP_DL_INT, SP_DL_INT};
   if (t->dtype.code != codes[dt] || t->dtype.bits != 8 * sp_dtype_size[dt] || t->dtype.lanes != 1) {
     PyErr_Format(PyExc_TypeError, "%s: expected dtype %s, got DLPack type code %d with %d bits", name, sp_dtype_name[dt],
                  (int)t->dtype.code, (int)t->dtype.bits);
+    Py_DECREF(cap);
+    return -1;
+  }
+  if ((t->device.device_type == SP_DL_CUDA) != on_gpu || (on_gpu && t->device.device_id != devid)) {
+    PyErr_Format(PyExc_ValueError, "%s: the DLPack tensor is on device (%d, %d), __dlpack_device__ said (%ld, %ld)", name,
+                 (int)t->device.device_type, (int)t->device.device_id, dtype_dev, devid);
+    Py_DECREF(cap);
+    return -1;
+  }
+  if (writable && (flags & SP_DL_FLAG_READ_ONLY)) {
+    PyErr_Format(PyExc_ValueError, "%s: array is read-only, but starproj writes into it", name);
     Py_DECREF(cap);
     return -1;
   }
@@ -230,13 +375,27 @@ static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int
     Py_DECREF(cap);
     return -1;
   }
+  if (on_gpu) {
+    /* the producer's kernels writing the array may still run; StarPU's streams would not wait for them */
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = sp_cuda_wait((int)devid, stream_given);
+    Py_END_ALLOW_THREADS
+    if (err) {
+      sp_raise_msg(SPROJ_ERR_NO_DEVICE, "%s: waiting for the producer's work on CUDA device %ld failed (%s %d)", name,
+                   devid, err < 0 ? "no CUDA runtime found," : "CUDA error", err);
+      Py_DECREF(cap);
+      return -1;
+    }
+  }
   /* from here the tensor is ours: the capsule's destructor must not free it any more */
-  if (PyCapsule_SetName(cap, "used_dltensor") < 0) {
+  if (PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0) {
     Py_DECREF(cap);
     return -1;
   }
   a->capsule = cap;
   a->managed = mt;
+  a->versioned = versioned;
   a->ptr = ptr;
   a->count = count;
   a->ndim = t->ndim;
@@ -256,7 +415,7 @@ static int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int wr
   a->gpu_devid = -1;
   if (!PyObject_CheckBuffer(obj)) {
     if (PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__")) {
-      if (sp_arr_dlpack(a, obj, name, dt, ndim, want, allow_gpu) < 0)
+      if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
         return -1;
       Py_INCREF(obj);
       a->owner = obj;
@@ -329,10 +488,17 @@ static void sp_arr_release(sp_arr *a)
     a->has_view = 0;
   }
   if (a->managed) {
-    sp_dl_managed *m = a->managed;
+    void *m = a->managed;
     a->managed = NULL;
-    if (m->deleter)
-      m->deleter(m);
+    if (a->versioned) {
+      sp_dl_managed_v *mv = m;
+      if (mv->deleter)
+        mv->deleter(mv);
+    } else {
+      sp_dl_managed *ml = m;
+      if (ml->deleter)
+        ml->deleter(ml);
+    }
   }
   Py_CLEAR(a->capsule);
   Py_CLEAR(a->owner);

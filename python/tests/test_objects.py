@@ -309,6 +309,46 @@ def test_dlpack_host_arrays_are_used_in_place(rt):
         o.close()
 
 
+class DLPackV1(DLPackOnly):
+    """Takes the DLPack 1.0 keywords (as NumPy 2 and CuPy do) and hands them on: the versioned capsule path."""
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self.exported += 1
+        self.asked = dict(stream=stream, max_version=max_version, copy=copy)
+        return self.a.__dlpack__(stream=stream, max_version=max_version, copy=copy)
+
+
+def test_dlpack_versioned_capsules(rt):
+    """A producer that knows DLPack 1.0 is asked for it (max_version=(1, 0), copy=False, no stream for host memory),
+    its versioned capsule is used in place, and its read-only flag is honoured."""
+    img, xs, xe = small()
+    try:
+        np.zeros(1, np.float32).__dlpack__(max_version=(1, 0), copy=False)
+    except TypeError:
+        pytest.skip("this NumPy (%s) has no DLPack 1.0 export" % np.__version__)
+    vals = np.zeros(len(xs), np.float32)
+    wrapped = DLPackV1(vals)
+    I, L = sp.Image(DLPackV1(img)), sp.Lors(DLPackV1(xs), DLPackV1(xe))
+    P = sp.Proj(L, wrapped)
+    assert wrapped.asked == dict(stream=None, max_version=(1, 0), copy=False)
+    assert P.data_ptr == vals.ctypes.data and I.data_ptr == img.ctypes.data
+    sp.fwd(I, P)
+    P.sync()
+    ref = np.zeros_like(vals)
+    with sp.Image(img) as I2, sp.Proj(L, ref) as R:
+        sp.fwd(I2, R)
+    assert vals.any() and np.array_equal(vals, ref)
+    for o in (P, L, I):
+        o.close()
+    # read-only memory: fine where starproj only reads, refused where it writes
+    ro_xs, ro_xe, ro_vals = xs.copy(), xe.copy(), np.zeros(len(xs), np.float32)
+    for a in (ro_xs, ro_xe, ro_vals):
+        a.flags.writeable = False
+    with sp.Lors(DLPackV1(ro_xs), DLPackV1(ro_xe)) as L2:
+        with pytest.raises(ValueError, match="read-only"):
+            sp.Proj(L2, DLPackV1(ro_vals))
+
+
 def test_dlpack_cuda_array_refused_without_gpu_worker(rt):
     """On a machine (or runtime) without CUDA workers a GPU array is refused before its tensor is taken."""
     if sp.num_gpus() > 0:

@@ -932,6 +932,7 @@ static void where_line(char *buf, size_t len)
 struct run {
   struct layout l;
   sproj_lors *lors;                   /* the scanner's sinogram LORs */
+  const float *xs, *xe;               /* their endpoints (registered in lors: read only) */
   sproj_chunks *views;                /* one chunk per view */
   sproj_tof *tof;
   float *phantom, *mult, *add;        /* the phantom only when simulating; add NULL: no background */
@@ -989,6 +990,8 @@ static void setup_lors(const struct options *o, struct run *r)
   progress_step("the scanner's LORs", -1.0);
   TRY(sproj_scanner_lors(l->scanner, xs, xe, 0));
   TRY(sproj_lors_register(&r->lors, xs, xe, nlors));
+  r->xs = xs;
+  r->xe = xe;
   TRY(sproj_scanner_chunks_views(&r->views, l->scanner, r->lors));
   if (o->tof)
     TRY(sproj_tof_register(&r->tof, &l->tp, NULL, NULL, NULL));
@@ -1282,23 +1285,10 @@ static int on_iteration(const struct sproj_recon_progress *p, void *user)
 struct events_job {
   const struct run *r;
   int tof;
-  int64_t *idx;
   int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
-  int failed;  /* a status of sproj_scanner_lors_at */
 };
 
-/* The scanner is immutable: its calls run on any number of threads at once. */
-static void endpoints_block(void *ctx, int64_t first, int64_t end, int64_t block)
-{
-  (void)block;
-  struct events_job *j = ctx;
-  const struct run *r = j->r;
-  int ret = sproj_scanner_lors_at(r->l.scanner, end - first, j->idx + first, r->ev_xs + 3 * first,
-                                  r->ev_xe + 3 * first);
-  if (ret)
-    __atomic_store_n(&j->failed, ret, __ATOMIC_RELAXED);
-}
-
+/* Each event's endpoints (copied from its LOR's in the sinogram's LOR set), factor and background. */
 static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
   (void)block;
@@ -1312,11 +1302,13 @@ static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
       __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
       return;
     }
-    j->idx[e] = lor[e];
-    r->ev_mult[e] = r->mult[lor[e]];
+    const int64_t i = lor[e];
+    memcpy(r->ev_xs + 3 * e, r->xs + 3 * i, 3 * sizeof(float));
+    memcpy(r->ev_xe + 3 * e, r->xe + 3 * i, 3 * sizeof(float));
+    r->ev_mult[e] = r->mult[i];
     float a = 0.0f;
     if (r->add)
-      a = r->add_per_bin ? r->add[lor[e] * nbins + bin[e]] : j->tof ? r->add[lor[e]] / (float)nbins : r->add[lor[e]];
+      a = r->add_per_bin ? r->add[i * nbins + bin[e]] : j->tof ? r->add[i] / (float)nbins : r->add[i];
     r->ev_add[e] = a;
   }
 }
@@ -1328,23 +1320,17 @@ static void event_arrays(const struct options *o, struct run *r)
     fprintf(stderr, "starproj-recon: no listmode events to reconstruct\n");
     exit(1);
   }
-  struct events_job j = {r, o->tof, malloc((size_t)n * sizeof(int64_t)), -1, 0};
+  struct events_job j = {r, o->tof, -1};
   r->ev_xs = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_xe = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_mult = alloc_or_die((size_t)n * sizeof(float));
   r->ev_add = alloc_or_die((size_t)n * sizeof(float));
-  if (!j.idx)
-    out_of_memory();
-  parallel_blocks("the events' factors", n, 1 << 20, events_block, &j);
+  parallel_blocks("the events' endpoints and factors", n, 1 << 20, events_block, &j);
   if (j.bad >= 0) {
     fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)j.bad,
             r->ev_lor[j.bad], r->ev_bin ? r->ev_bin[j.bad] : 0);
     exit(1);
   }
-  parallel_blocks("the events' endpoints", n, 1 << 20, endpoints_block, &j);
-  if (j.failed)
-    TRY(j.failed);
-  free(j.idx);
 }
 
 /* Event chunks of about equal size, a few per subset, dealt out to the subsets in turn. With --order-events, each

@@ -51,6 +51,79 @@ START_TEST(test_nll_cpu_vs_cuda)
 }
 END_TEST
 
+/* Simulated data on the GPUs (_i = 0: non-TOF, 1: TOF): the Poisson counts drawn there are exactly sproj_poisson's of
+ * the expected counts drawn there without noise (the same per-value streams, the same exp and log: a CUDA thread and
+ * a CPU core round alike); the expected counts and trues agree with the CPU workers' to 1e-5 per value and 1e-9. */
+static void simulate_on(unsigned devices, int tof, sproj_model *md, sproj_image *img, sproj_lors *lors,
+                        sproj_chunks *views, float *e, float *c, double *trues)
+{
+  const int nb = tof ? sc.tof.num_bins : 1;
+  sproj_proj *dp;
+  ck_assert_int_eq(sproj_set_devices(devices), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_proj_register_tof(&dp, e, lors, nb) : sproj_proj_register(&dp, e, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_expected(md, img, dp, views, trues), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_draw(md, dp, views, 0.8f, 77, 0, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(dp), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_proj_register_tof(&dp, c, lors, nb) : sproj_proj_register(&dp, c, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_expected(md, img, dp, views, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_draw(md, dp, views, 0.8f, 77, 1, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(dp), SPROJ_OK);
+}
+
+START_TEST(test_simulate_cpu_vs_cuda)
+{
+  const int tof = _i, nb = tof ? sc.tof.num_bins : 1;
+  const int64_t nval = sc.nlors * nb, nvox = tu_nvox(&sc.g);
+  float *img_v = tu_alloc(nvox), *e_gpu = tu_alloc(nval), *c_gpu = tu_alloc(nval), *ref = tu_alloc(nval);
+  float *e_cpu = tu_alloc(nval), *c_cpu = tu_alloc(nval);
+  memcpy(img_v, sc.truth, (size_t)nvox * sizeof(float));
+  sproj_image *img;
+  sproj_lors *lors;
+  sproj_chunks *views;
+  sproj_tof *t = NULL;
+  sproj_model *md;
+  ck_assert_int_eq(sproj_image_register(&img, img_v, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
+  if (tof)
+    ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
+  ck_assert_int_eq(tof ? sproj_model_create_tof_uniform_add(&md, lors, sc.mult, sc.add, t, NULL)
+                       : sproj_model_create(&md, lors, sc.mult, sc.add, NULL, NULL), SPROJ_OK);
+  double trues_gpu, trues_cpu;
+  simulate_on(SPROJ_DEVICE_CUDA, tof, md, img, lors, views, e_gpu, c_gpu, &trues_gpu);
+  simulate_on(SPROJ_DEVICE_CPU, tof, md, img, lors, views, e_cpu, c_cpu, &trues_cpu);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  ck_assert_int_eq(sproj_poisson(e_gpu, ref, nval, 77, 0), SPROJ_OK);
+  int64_t same = 0, nonzero = 0;
+  double maxrel = 0.0, emax = tu_max_abs(e_cpu, nval);
+  for (int64_t k = 0; k < nval; k++) {
+    ck_assert_msg(c_gpu[k] == ref[k], "value %lld: GPU count %g, sproj_poisson %g (mean %.9g)", (long long)k, c_gpu[k],
+                  ref[k], e_gpu[k]);
+    same += c_gpu[k] == c_cpu[k];
+    nonzero += c_gpu[k] > 0.0f;
+    maxrel = fmax(maxrel, fabs((double)e_gpu[k] - e_cpu[k]) / emax);
+  }
+  printf("simulated %s data on CUDA: %lld values (%lld non-zero) equal to sproj_poisson's of its expected counts; "
+         "expected counts vs CPU: max difference %.2e of the largest, trues %.2e; counts equal to the CPU's: %.6f\n",
+         tof ? "TOF" : "non-TOF", (long long)nval, (long long)nonzero, maxrel, fabs(trues_gpu - trues_cpu) / trues_cpu,
+         (double)same / nval);
+  ck_assert_msg(maxrel <= 1e-5, "expected counts differ by %.3g of the largest", maxrel);
+  ck_assert_msg(fabs(trues_gpu - trues_cpu) <= 1e-6 * trues_cpu, "trues %.17g on CUDA, %.17g on CPU", trues_gpu,
+                trues_cpu);
+  ck_assert_int_eq(sproj_model_destroy(md), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  free(img_v);
+  free(e_gpu);
+  free(c_gpu);
+  free(e_cpu);
+  free(c_cpu);
+  free(ref);
+}
+END_TEST
+
 /* 5 iterations on CPU workers only and on the GPUs only agree to 1e-4 relative L2: non-TOF OSEM (4 subsets) with a
  * resolution model (_i = 0), TOF-sinogram MLEM (1), TOF LM-OSEM with per-subset sensitivities (2), TOF-sinogram MLEM
  * with the background per LOR (3, sproj_model_create_tof_uniform_add). The projections
@@ -168,6 +241,7 @@ int main(void)
   tcase_add_test(tc, test_nll_cpu_vs_cuda);
   tcase_add_loop_test(tc, test_recon_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_recon_residency);
+  tcase_add_loop_test(tc, test_simulate_cpu_vs_cuda, 0, 2);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);
   scene_free(&sc);

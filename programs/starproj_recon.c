@@ -1132,7 +1132,10 @@ static void simulate(const struct options *o, struct run *r)
     r->add[i] = bg_lor;
   sproj_model *model;
   make_model(o, r, &model);
-  r->counts = lazy_alloc(bytes);
+  /* Listmode brings the expected counts home, and the preview a non-TOF sinogram: into memory faulted in beforehand
+   * on every core (a GPU's copy into fresh pages waits on their faults one at a time). A TOF sinogram stays where it
+   * is made. */
+  r->counts = o->listmode || !o->tof ? alloc_or_die(bytes) : lazy_alloc(bytes);
   TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
              : sproj_proj_register(&r->data, r->counts, r->lors));
   sproj_image *img;
@@ -1149,7 +1152,7 @@ static void simulate(const struct options *o, struct run *r)
   for (int64_t v = 0; v < l->nvox; v++)
     r->phantom[v] *= scale;
   if (o->tof && !o->listmode) {
-    r->lor_sums = lazy_alloc((size_t)nlors * sizeof(float));
+    r->lor_sums = alloc_or_die((size_t)nlors * sizeof(float));
     TRY(sproj_proj_register(&r->lor_sums_proj, r->lor_sums, r->lors));
   }
   progress_step(o->listmode || o->noise_free ? "the expected counts" : "the expected and Poisson counts", -1.0);
@@ -1162,7 +1165,7 @@ static void simulate(const struct options *o, struct run *r)
                               &r->nevents));
     TRY(sproj_proj_unregister(r->data));
     r->data = NULL;
-    free(r->counts);
+    release(r->counts, bytes);
     r->counts = NULL;
   } else {
     TRY(sproj_wait_all());

@@ -209,6 +209,13 @@ SPROJ_API int sproj_wait_all(void);
  * one's own on starproj's handles; every starproj call that waits on, moves or frees data does it itself. Returns
  * the first error of a held-back submission since the last sync. Errors: NOT_INIT, NOMEM, STARPU. */
 SPROJ_API int sproj_flush(void);
+/* Host work of the caller's own beside an idle runtime: StarPU's CPU workers poll for tasks while they have none,
+ * which takes the cores from the caller's threads (a host loop on every core ran at half speed beside them).
+ * sproj_pause waits for every task submitted, then makes the workers sleep until the matching sproj_resume; pauses
+ * nest. While paused, every call that registers, submits or waits fails with BUSY (so that none waits forever);
+ * host-side calls (simulation, I/O, geometry) work. Errors: NOT_INIT; INVALID (sproj_resume without a pause). */
+SPROJ_API int sproj_pause(void);
+SPROJ_API int sproj_resume(void);
 
 /* Batches. Between sproj_batch_begin() and sproj_batch_end(), this thread's sproj_fwd / sproj_back calls (and the
  * _chunks variants) on one image, projection vector and chunking are collected and submitted together, merged

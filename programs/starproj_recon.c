@@ -492,7 +492,10 @@ static void *alloc_or_die(size_t bytes)
     /* Huge pages, faulted in on every core now: the GPU's copy into fresh memory (the 17 GB TOF sinogram) otherwise
      * waits on millions of page faults taken one at a time, 11 s on an H200 host. */
     madvise(p, bytes, MADV_HUGEPAGE);
+    int paused = sproj_is_initialized() && sproj_pause() == SPROJ_OK; /* StarPU's idle workers would take half */
     parallel_blocks("allocating", (int64_t)bytes, (int64_t)64 << 20, touch_block, p);
+    if (paused)
+      TRY(sproj_resume());
   }
   return p;
 }
@@ -988,7 +991,9 @@ static void setup_lors(const struct options *o, struct run *r)
   const int64_t nlors = l->si.num_lors;
   float *xs = alloc_or_die((size_t)nlors * 3 * sizeof(float)), *xe = alloc_or_die((size_t)nlors * 3 * sizeof(float));
   progress_step("the scanner's LORs", -1.0);
+  TRY(sproj_pause()); /* host work on every core: StarPU's idle workers would take half of it */
   TRY(sproj_scanner_lors(l->scanner, xs, xe, 0));
+  TRY(sproj_resume());
   TRY(sproj_lors_register(&r->lors, xs, xe, nlors));
   r->xs = xs;
   r->xe = xe;
@@ -1084,12 +1089,14 @@ static void simulate_factors(const struct options *o, struct run *r)
   progress_step("phantom and attenuation map", -1.0);
   r->phantom = alloc_or_die(image_bytes);
   float *mu = alloc_or_die(image_bytes);
+  TRY(sproj_pause());
   TRY(sproj_phantom_default(&ph, o->dims, l->vs, l->origin));
   TRY(sproj_phantom_fill(&ph, r->phantom, o->dims, l->vs, l->origin, 2));
   mu_ph = ph;
   mu_ph.value = 0.0096f;
   mu_ph.num_spheres = 0;
   TRY(sproj_phantom_fill(&mu_ph, mu, o->dims, l->vs, l->origin, 2));
+  TRY(sproj_resume());
   sproj_image *img;
   sproj_proj *proj;
   progress_step("attenuation line integrals", -1.0);
@@ -1100,7 +1107,9 @@ static void simulate_factors(const struct options *o, struct run *r)
   TRY(sproj_image_unregister(img));
   r->mult = alloc_or_die((size_t)l->si.num_lors * sizeof(float));
   struct factors_job j = {r->mult, line, o->seed * 7919 + 17};
+  TRY(sproj_pause());
   parallel_blocks("attenuation and efficiency factors", l->si.num_lors, 1 << 16, factors_block, &j);
+  TRY(sproj_resume());
   release(mu, image_bytes);
   release(line, line_bytes);
 }
@@ -1161,8 +1170,10 @@ static void simulate(const struct options *o, struct run *r)
     /* the expected counts home, the events drawn from them there */
     TRY(sproj_proj_sync(r->data, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
     TRY(sproj_model_destroy(model));
+    TRY(sproj_pause());
     TRY(sproj_sample_listmode(r->counts, nlors, o->tof ? l->nbins : 0, o->seed, 0, &r->ev_lor, &r->ev_bin,
                               &r->nevents));
+    TRY(sproj_resume());
     TRY(sproj_proj_unregister(r->data));
     r->data = NULL;
     release(r->counts, bytes);
@@ -1328,7 +1339,9 @@ static void event_arrays(const struct options *o, struct run *r)
   r->ev_xe = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_mult = alloc_or_die((size_t)n * sizeof(float));
   r->ev_add = alloc_or_die((size_t)n * sizeof(float));
+  TRY(sproj_pause());
   parallel_blocks("the events' endpoints and factors", n, 1 << 20, events_block, &j);
+  TRY(sproj_resume());
   if (j.bad >= 0) {
     fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)j.bad,
             r->ev_lor[j.bad], r->ev_bin ? r->ev_bin[j.bad] : 0);

@@ -36,6 +36,8 @@ START_TEST(test_not_initialised)
   EXPECT(sproj_set_devices(SPROJ_DEVICE_CPU), SPROJ_ERR_NOT_INIT, "sproj_set_devices");
   EXPECT(sproj_shutdown(), SPROJ_ERR_NOT_INIT, "sproj_shutdown");
   EXPECT(sproj_batch_begin(), SPROJ_ERR_NOT_INIT, "sproj_batch_begin");
+  EXPECT(sproj_pause(), SPROJ_ERR_NOT_INIT, "sproj_pause");
+  EXPECT(sproj_resume(), SPROJ_ERR_NOT_INIT, "sproj_resume");
   ck_assert_ptr_eq(img, SENTINEL);
   ck_assert_ptr_eq(lors, SENTINEL);
   ck_assert_ptr_eq(p, SENTINEL);
@@ -115,6 +117,31 @@ START_TEST(test_runtime_calls)
   ck_assert_int_eq(sproj_free_pinned(p, 1000), SPROJ_OK);
   ck_assert_int_eq(sproj_free_pinned(NULL, 0), SPROJ_OK);
   ck_assert_ptr_nonnull(sproj_scheduler_name());
+}
+END_TEST
+
+/* Pauses nest; while paused, calls that register, submit or wait fail with BUSY and change nothing (none waits for
+ * sleeping workers); a resume without a pause is INVALID; after the last resume the runtime works again. */
+START_TEST(test_pause)
+{
+  float img_v[8] = {0};
+  const int dims[3] = {2, 2, 2};
+  const float vs[3] = {1, 1, 1}, origin[3] = {0, 0, 0};
+  sproj_image *img = SENTINEL;
+  ck_assert_int_eq(sproj_resume(), SPROJ_ERR_INVALID);
+  ck_assert_int_eq(sproj_pause(), SPROJ_OK);
+  ck_assert_int_eq(sproj_pause(), SPROJ_OK);
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_ERR_BUSY);
+  ck_assert_int_eq(sproj_image_register(&img, img_v, dims, vs, origin), SPROJ_ERR_BUSY);
+  ck_assert_ptr_eq(img, SENTINEL);
+  ck_assert_int_eq(sproj_resume(), SPROJ_OK);
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_ERR_BUSY);
+  ck_assert_int_eq(sproj_resume(), SPROJ_OK);
+  ck_assert_int_eq(sproj_resume(), SPROJ_ERR_INVALID);
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&img, img_v, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_sync(img, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
 }
 END_TEST
 
@@ -373,6 +400,7 @@ int main(void)
   Suite *s = suite_create("api argument checks");
   TCase *tc = tcase_create("bad input");
   tcase_add_test(tc, test_runtime_calls);
+  tcase_add_test(tc, test_pause);
   tcase_add_test(tc, test_image_register);
   tcase_add_test(tc, test_lors_register);
   tcase_add_test(tc, test_chunks);

@@ -24,6 +24,7 @@ struct sproj_runtime {
   unsigned ctx;             /* scheduling context projection tasks go to (0: every worker) */
   unsigned ctx_cpu, ctx_gpu;/* contexts of the CPU workers and of the CUDA workers (0 if none was made) */
   int live_objects;         /* registered images, LOR sets and projection vectors (atomic) */
+  int paused;               /* depth of sproj_pause (atomic): while > 0 the workers sleep and calls fail with BUSY */
   int reproducible;         /* images registered from now on start in reproducible mode */
   int merge_calls;          /* calls made while the workers are busy may be merged (submit.c) */
   int image_layouts;        /* large GPU tasks may work on principal-axis copies of the image (submit.c) */

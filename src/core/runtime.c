@@ -50,6 +50,8 @@ int sproj_check_init(const char *func)
 {
   if (!sproj_rt.initialized)
     return sproj_fail(SPROJ_ERR_NOT_INIT, func, "starproj is not initialised (call sproj_init first)");
+  if (__atomic_load_n(&sproj_rt.paused, __ATOMIC_ACQUIRE) > 0)
+    return sproj_fail(SPROJ_ERR_BUSY, func, "the workers are paused (call sproj_resume first)");
   return SPROJ_OK;
 }
 
@@ -637,6 +639,32 @@ int sproj_wait_all(void)
   if (ret)
     return ret;
   wait_everything();
+  return SPROJ_OK;
+}
+
+int sproj_pause(void)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret && !(ret == SPROJ_ERR_BUSY && sproj_rt.initialized))
+    return ret;
+  if (!ret)
+    wait_everything(); /* nothing may be left to run once the workers sleep */
+  if (__atomic_fetch_add(&sproj_rt.paused, 1, __ATOMIC_ACQ_REL) == 0)
+    starpu_pause();
+  return SPROJ_OK;
+}
+
+int sproj_resume(void)
+{
+  if (!sproj_rt.initialized)
+    return SPROJ_FAIL(SPROJ_ERR_NOT_INIT, "starproj is not initialised (call sproj_init first)");
+  int depth = __atomic_load_n(&sproj_rt.paused, __ATOMIC_ACQUIRE);
+  do {
+    if (depth == 0)
+      return SPROJ_FAIL(SPROJ_ERR_INVALID, "the workers are not paused");
+  } while (!__atomic_compare_exchange_n(&sproj_rt.paused, &depth, depth - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+  if (depth == 1)
+    starpu_resume();
   return SPROJ_OK;
 }
 

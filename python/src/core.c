@@ -413,8 +413,20 @@ static int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int wr
 {
   memset(a, 0, sizeof(*a));
   a->gpu_devid = -1;
-  if (!PyObject_CheckBuffer(obj)) {
-    if (PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__")) {
+  int has_dlpack = PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__");
+  /* CuPy's arrays have a buffer slot that refuses every request: an array on a GPU always goes through DLPack */
+  int on_gpu = 0;
+  if (has_dlpack) {
+    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    if (dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2) {
+      long type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+      on_gpu = type != 1 /* kDLCPU */ && type != -1;
+    }
+    Py_XDECREF(dev);
+    PyErr_Clear();
+  }
+  if (!PyObject_CheckBuffer(obj) || on_gpu) {
+    if (has_dlpack) {
       if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
         return -1;
       Py_INCREF(obj);
@@ -428,6 +440,13 @@ static int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int wr
   Py_buffer v;
   if (PyObject_GetBuffer(obj, &v, PyBUF_RECORDS_RO) < 0) {
     PyErr_Clear();
+    if (has_dlpack) { /* a buffer slot that refuses: DLPack then */
+      if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
+        return -1;
+      Py_INCREF(obj);
+      a->owner = obj;
+      return 0;
+    }
     PyErr_Format(PyExc_TypeError, "%s: %.100s does not export a strided buffer", name, Py_TYPE(obj)->tp_name);
     return -1;
   }

@@ -468,6 +468,66 @@ static void lors_per_gpu(int64_t *lors)
   }
 }
 
+/* Arrays that live on a GPU (StarPU handles whose home is its memory, as the Python binding registers CuPy arrays):
+ * the LOR checks, a forward projection and the values read back on the host agree with host-registered arrays to
+ * 1e-5. */
+static starpu_data_handle_t on_gpu(unsigned node, const float *host, uint32_t n, size_t elem, uintptr_t *ptr)
+{
+  starpu_data_handle_t src, dst;
+  uintptr_t p = *ptr = starpu_malloc_on_node(node, n * elem);
+  ck_assert(p != 0);
+  starpu_vector_data_register(&dst, (int)node, p, n, elem);
+  starpu_vector_data_register(&src, STARPU_MAIN_RAM, (uintptr_t)host, n, elem);
+  ck_assert_int_eq(starpu_data_cpy(dst, src, 0, NULL, NULL), 0);
+  starpu_data_unregister(src);
+  return dst;
+}
+
+START_TEST(test_gpu_homed_arrays)
+{
+  int wid;
+  ck_assert_int_eq(starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &wid, 1), 1);
+  unsigned node = starpu_worker_get_memory_node(wid);
+  const int64_t n = 20000;
+  float *vals = tu_alloc(n), *ref = tu_alloc(n);
+  ck_assert_int_eq(tu_fwd_whole(&g, img, xs, xe, n, ref), SPROJ_OK);
+  uintptr_t ptr[4];
+  starpu_data_handle_t hx = on_gpu(node, img, (uint32_t)tu_nvox(&g), sizeof(float), &ptr[0]);
+  starpu_data_handle_t hs = on_gpu(node, xs, (uint32_t)n, 3 * sizeof(float), &ptr[1]);
+  starpu_data_handle_t he = on_gpu(node, xe, (uint32_t)n, 3 * sizeof(float), &ptr[2]);
+  uintptr_t pv = starpu_malloc_on_node(node, n * sizeof(float));
+  starpu_data_handle_t hv;
+  starpu_vector_data_register(&hv, (int)node, pv, (uint32_t)n, sizeof(float));
+  sproj_image *im;
+  sproj_lors *lors;
+  sproj_proj *proj;
+  ck_assert_int_eq(sproj_image_register_handle(&im, hx, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register_handles(&lors, hs, he), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register_handle(&proj, hv, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd(im, proj, NULL, SPROJ_ALL_CHUNKS), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  starpu_data_handle_t back;
+  starpu_vector_data_register(&back, STARPU_MAIN_RAM, (uintptr_t)vals, (uint32_t)n, sizeof(float));
+  ck_assert_int_eq(starpu_data_cpy(back, hv, 0, NULL, NULL), 0);
+  starpu_data_unregister(back);
+  double maxv, maxdiff;
+  compare_forward(ref, vals, n, &maxv, &maxdiff);
+  printf("arrays homed on the GPU: forward of %lld LORs against host arrays, max difference %.3g (max %.3g)\n",
+         (long long)n, maxdiff, maxv);
+  starpu_data_handle_t hh[4] = {hx, hs, he, hv};
+  ptr[3] = pv;
+  for (int k = 0; k < 4; k++) {
+    size_t bytes = starpu_vector_get_nx(hh[k]) * starpu_vector_get_elemsize(hh[k]);
+    starpu_data_unregister(hh[k]);
+    starpu_free_on_node(node, ptr[k], bytes);
+  }
+  free(vals);
+  free(ref);
+}
+END_TEST
+
 /* With several GPUs, tasks follow their LORs (sproj_lors_upload): chunk c of 16 is uploaded to GPU c % G, and 5
  * rounds of forward and back projections of each chunk then run every chunk on its own GPU, so that each GPU
  * projects exactly the LORs uploaded to it, and no LOR is copied again. The chunks (12500 LORs) follow each other,
@@ -554,6 +614,7 @@ int main(void)
   tcase_add_loop_test(tc, test_tof_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_layouts_same_bits);
   tcase_add_test(tc, test_layouts_sinogram);
+  tcase_add_test(tc, test_gpu_homed_arrays);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);
   sproj_shutdown();

@@ -131,17 +131,17 @@ int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, s
     return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "xstart has %lld LORs, xend %u", (long long)n, starpu_vector_get_nx(xend));
   if (n == 0)
     return SPROJ_FAIL(SPROJ_ERR_EMPTY, "the vectors hold no LOR");
-  /* the coordinates are checked where they are current */
-  if (starpu_data_acquire(xstart, STARPU_R) != 0)
+  /* the coordinates are checked on the host (a copy there when the vectors live on a GPU) */
+  if (starpu_data_acquire_on_node(xstart, STARPU_MAIN_RAM, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-  if (starpu_data_acquire(xend, STARPU_R) != 0) {
-    starpu_data_release(xstart);
+  if (starpu_data_acquire_on_node(xend, STARPU_MAIN_RAM, STARPU_R) != 0) {
+    starpu_data_release_on_node(xstart, STARPU_MAIN_RAM);
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
   }
   ret = check_coordinates(__func__, (const float *)starpu_vector_get_local_ptr(xstart),
                           (const float *)starpu_vector_get_local_ptr(xend), n);
-  starpu_data_release(xstart);
-  starpu_data_release(xend);
+  starpu_data_release_on_node(xstart, STARPU_MAIN_RAM);
+  starpu_data_release_on_node(xend, STARPU_MAIN_RAM);
   if (ret)
     return ret;
   return lors_new(__func__, lors, xstart, xend, n, 0);

@@ -230,7 +230,7 @@ int sproj_proj_acquire(const char *func, sproj_proj *proj, const float **values)
     return ret;
   /* the lock keeps submitters from changing the vector's partition while it is held whole */
   pthread_mutex_lock(&proj->vec.lock);
-  if (starpu_data_acquire(proj->vec.handle, STARPU_R) != 0) {
+  if (starpu_data_acquire_on_node(proj->vec.handle, STARPU_MAIN_RAM, STARPU_R) != 0) {
     pthread_mutex_unlock(&proj->vec.lock);
     return sproj_fail(SPROJ_ERR_STARPU, func, "StarPU could not make the values available on the host");
   }
@@ -240,6 +240,6 @@ int sproj_proj_acquire(const char *func, sproj_proj *proj, const float **values)
 
 void sproj_proj_release_acquired(sproj_proj *proj)
 {
-  starpu_data_release(proj->vec.handle);
+  starpu_data_release_on_node(proj->vec.handle, STARPU_MAIN_RAM);
   pthread_mutex_unlock(&proj->vec.lock);
 }

@@ -266,7 +266,7 @@ int sproj_mpi_bytes_reset(sproj_mpi_comm *comm)
 static int reduce_allreduce(sproj_mpi_comm *c, starpu_data_handle_t h)
 {
   uint32_t n = starpu_vector_get_nx(h);
-  int ok = starpu_data_acquire(h, STARPU_RW) == 0;
+  int ok = starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, STARPU_RW) == 0;
   /* a rank that cannot reach its image still takes part, with zeros, so that the others finish */
   float *v = ok ? (float *)starpu_vector_get_local_ptr(h) : calloc(n, sizeof *v);
   if (!v)
@@ -277,7 +277,7 @@ static int reduce_allreduce(sproj_mpi_comm *c, starpu_data_handle_t h)
     done += (uint32_t)part;
   }
   if (ok)
-    starpu_data_release(h);
+    starpu_data_release_on_node(h, STARPU_MAIN_RAM);
   else
     free(v);
   c->bytes_sent += 2 * (int64_t)(c->size - 1) * (int64_t)n * (int64_t)sizeof(float) / c->size;

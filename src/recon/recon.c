@@ -856,10 +856,10 @@ static int spread_chunks(const char *func, sproj_recon *r)
 static int check_handle_values(const char *func, const char *what, const char *elem, starpu_data_handle_t h, int64_t n,
                                int per_elem)
 {
-  if (starpu_data_acquire(h, STARPU_R) != 0)
+  if (starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, STARPU_R) != 0)
     return sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
   int ret = check_values(func, what, elem, (const float *)starpu_vector_get_local_ptr(h), n, per_elem);
-  starpu_data_release(h);
+  starpu_data_release_on_node(h, STARPU_MAIN_RAM);
   return ret;
 }
 
@@ -1087,22 +1087,22 @@ static int sens_dot_x(const char *func, sproj_recon *r, double *dot)
 {
   const struct sproj_geom *g = &r->x->geom;
   size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
-  if (starpu_data_acquire(r->x->handle, STARPU_R) != 0)
+  if (starpu_data_acquire_on_node(r->x->handle, STARPU_MAIN_RAM, STARPU_R) != 0)
     return sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
   const float *x = (const float *)starpu_vector_get_local_ptr(r->x->handle);
   double sum = 0.0;
   int ret = SPROJ_OK;
   for (int k = 0; k < r->num_sens && !ret; k++) {
-    if (starpu_data_acquire(r->sens[k]->handle, STARPU_R) != 0) {
+    if (starpu_data_acquire_on_node(r->sens[k]->handle, STARPU_MAIN_RAM, STARPU_R) != 0) {
       ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
       break;
     }
     const float *s = (const float *)starpu_vector_get_local_ptr(r->sens[k]->handle);
     for (size_t v = 0; v < nvox; v++)
       sum += (double)s[v] * x[v];
-    starpu_data_release(r->sens[k]->handle);
+    starpu_data_release_on_node(r->sens[k]->handle, STARPU_MAIN_RAM);
   }
-  starpu_data_release(r->x->handle);
+  starpu_data_release_on_node(r->x->handle, STARPU_MAIN_RAM);
   *dot = sum;
   return ret;
 }
@@ -1181,12 +1181,12 @@ int sproj_recon_sensitivity(sproj_recon *recon, int subset, float *out)
   if (subset < 0 || subset >= recon->subsets.num)
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "subset %d outside 0..%d", subset, recon->subsets.num - 1);
   starpu_data_handle_t h = recon->sens[recon->num_sens == 1 ? 0 : subset]->handle;
-  if (starpu_data_acquire(h, STARPU_R) != 0)
+  if (starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
   const float *s = (const float *)starpu_vector_get_local_ptr(h);
   uint32_t n = starpu_vector_get_nx(h);
   for (uint32_t v = 0; v < n; v++)
     out[v] = s[v] * recon->sens_factor;
-  starpu_data_release(h);
+  starpu_data_release_on_node(h, STARPU_MAIN_RAM);
   return SPROJ_OK;
 }

@@ -11,7 +11,6 @@
 #include "../core/internal.h"
 #include "em_nll.h"
 #include "gauss3d.h"
-#include "sim_counts.h"
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 struct sproj_model {

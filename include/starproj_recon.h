@@ -358,6 +358,12 @@ SPROJ_API int sproj_poisson(const float *expected, float *counts, int64_t n, uin
  * (bins), NONFINITE, RANGE (negative mean), INVALID (num_threads), NOMEM. */
 SPROJ_API int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed, int num_threads,
                                     int32_t **lor, int16_t **tof_bin, int64_t *num_events);
+/* The same events without the shuffle: in the order of their elements (LOR, then TOF bin), each element's events
+ * together, as sproj_sample_listmode draws them before shuffling; no scratch memory. For a caller that deals events
+ * to subsets itself (starproj-recon interleaves them: event e to chunk e mod C) and wants neighbouring events to share
+ * LORs. */
+SPROJ_API int sproj_sample_listmode_sorted(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed,
+                                           int num_threads, int32_t **lor, int16_t **tof_bin, int64_t *num_events);
 
 
 #ifdef __cplusplus

@@ -948,6 +948,7 @@ struct run {
   sproj_proj *lor_sums_proj;
   int32_t *ev_lor;                    /* listmode events: sampled or read (sproj_free) */
   int16_t *ev_bin;
+  int16_t *ev_bin_chunked;            /* their TOF bins in the order of the event chunks (events_block) */
   int64_t nevents;
   struct sproj_sino_info sino_info;   /* the layout of counts and add */
   float *x;                           /* the reconstruction */
@@ -1171,8 +1172,8 @@ static void simulate(const struct options *o, struct run *r)
     TRY(sproj_proj_sync(r->data, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
     TRY(sproj_model_destroy(model));
     TRY(sproj_pause());
-    TRY(sproj_sample_listmode(r->counts, nlors, o->tof ? l->nbins : 0, o->seed, 0, &r->ev_lor, &r->ev_bin,
-                              &r->nevents));
+    TRY(sproj_sample_listmode_sorted(r->counts, nlors, o->tof ? l->nbins : 0, o->seed, 0, &r->ev_lor,
+                                     o->tof ? &r->ev_bin : NULL, &r->nevents));
     TRY(sproj_resume());
     TRY(sproj_proj_unregister(r->data));
     r->data = NULL;
@@ -1302,7 +1303,24 @@ struct events_job {
   int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
 };
 
-/* Each event's endpoints (copied from its LOR's in the sinogram's LOR set), factor and background. */
+/* The event at place d of the chunked arrays: chunk c of the C = r->nchunks (the first n % C hold one event more)
+ * holds events c, c + C, c + 2C, ... of the events as drawn or read. */
+static int64_t event_at(const struct run *r, int64_t d)
+{
+  const int64_t n = r->nevents, C = r->nchunks, q = n / C, rem = n % C;
+  int64_t c, i;
+  if (d < (q + 1) * rem) {
+    c = d / (q + 1);
+    i = d % (q + 1);
+  } else {
+    c = rem + (d - (q + 1) * rem) / q;
+    i = (d - (q + 1) * rem) % q;
+  }
+  return i * C + c;
+}
+
+/* Each event's endpoints (copied from its LOR's in the sinogram's LOR set), factor, background and TOF bin, in the
+ * chunked order. */
 static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
   (void)block;
@@ -1311,19 +1329,22 @@ static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
   const int64_t nlors = r->l.si.num_lors, nbins = r->l.nbins;
   const int32_t *lor = r->ev_lor;
   const int16_t *bin = r->ev_bin;
-  for (int64_t e = first; e < end; e++) {
+  for (int64_t d = first; d < end; d++) {
+    const int64_t e = event_at(r, d);
     if (lor[e] < 0 || lor[e] >= nlors || (j->tof && (bin[e] < 0 || bin[e] >= nbins))) {
       __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
       return;
     }
     const int64_t i = lor[e];
-    memcpy(r->ev_xs + 3 * e, r->xs + 3 * i, 3 * sizeof(float));
-    memcpy(r->ev_xe + 3 * e, r->xe + 3 * i, 3 * sizeof(float));
-    r->ev_mult[e] = r->mult[i];
+    memcpy(r->ev_xs + 3 * d, r->xs + 3 * i, 3 * sizeof(float));
+    memcpy(r->ev_xe + 3 * d, r->xe + 3 * i, 3 * sizeof(float));
+    r->ev_mult[d] = r->mult[i];
+    if (r->ev_bin_chunked)
+      r->ev_bin_chunked[d] = bin[e];
     float a = 0.0f;
     if (r->add)
       a = r->add_per_bin ? r->add[i * nbins + bin[e]] : j->tof ? r->add[i] / (float)nbins : r->add[i];
-    r->ev_add[e] = a;
+    r->ev_add[d] = a;
   }
 }
 
@@ -1334,7 +1355,17 @@ static void event_arrays(const struct options *o, struct run *r)
     fprintf(stderr, "starproj-recon: no listmode events to reconstruct\n");
     exit(1);
   }
+  /* chunks of about equal size, a few per subset: each takes every C-th event, so that every subset holds a share of
+   * every part of the data (events drawn in LOR order stay in LOR order within a chunk: neighbours share image
+   * columns) */
+  r->nchunks = o->subsets * 4 < n ? o->subsets * 4 : (int)n;
+  if (o->subsets > r->nchunks) {
+    fprintf(stderr, "starproj-recon: %d subsets but only %lld events\n", o->subsets, (long long)n);
+    exit(1);
+  }
   struct events_job j = {r, o->tof, -1};
+  if (r->ev_bin)
+    r->ev_bin_chunked = alloc_or_die((size_t)n * sizeof(int16_t));
   r->ev_xs = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_xe = alloc_or_die((size_t)n * 3 * sizeof(float));
   r->ev_mult = alloc_or_die((size_t)n * sizeof(float));
@@ -1355,13 +1386,7 @@ static void event_arrays(const struct options *o, struct run *r)
 static void event_chunks(const struct options *o, struct run *r)
 {
   const int64_t n = r->nevents;
-  int nchunks = o->subsets * 4;
-  if (nchunks > n)
-    nchunks = (int)n;
-  if (o->subsets > nchunks) {
-    fprintf(stderr, "starproj-recon: %d subsets but only %lld events\n", o->subsets, (long long)n);
-    exit(1);
-  }
+  const int nchunks = r->nchunks;
   int64_t *first = malloc((size_t)nchunks * sizeof *first), *count = malloc((size_t)nchunks * sizeof *count);
   int64_t *order = malloc(((size_t)n / nchunks + 1) * sizeof *order);
   if (!first || !count || !order)
@@ -1378,19 +1403,18 @@ static void event_chunks(const struct options *o, struct run *r)
     TRY(sproj_reorder(r->ev_xe + 3 * f, 3 * sizeof(float), m, order));
     TRY(sproj_reorder(r->ev_mult + f, sizeof(float), m, order));
     TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
-    if (r->ev_bin)
-      TRY(sproj_reorder(r->ev_bin + f, sizeof(int16_t), m, order));
+    if (r->ev_bin_chunked)
+      TRY(sproj_reorder(r->ev_bin_chunked + f, sizeof(int16_t), m, order));
   }
   free(order);
   t_order = now() - t_order;
   if (o->tof)
-    TRY(sproj_lors_register_events(&r->events, r->ev_xs, r->ev_xe, r->ev_bin, n));
+    TRY(sproj_lors_register_events(&r->events, r->ev_xs, r->ev_xe, r->ev_bin_chunked, n));
   else
     TRY(sproj_lors_register(&r->events, r->ev_xs, r->ev_xe, n));
   TRY(sproj_chunks_create_ranges(&r->ev_chunks, r->events, nchunks, first, count));
   free(first);
   free(count);
-  r->nchunks = nchunks;
   if (o->order_events)
     SAY("listmode: %lld events in %d chunks, each in the order of sproj_lors_order (%.2f s)\n", (long long)n,
         nchunks, t_order);

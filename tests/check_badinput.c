@@ -1702,6 +1702,8 @@ START_TEST(test_simulation)
   int16_t *bi = SENTINEL;
   int64_t ne = SENT64;
   BAD(sproj_sample_listmode(NULL, 16, 0, 1, 1, &lo, &bi, &ne), SPROJ_ERR_NULL, SL);
+  BAD(sproj_sample_listmode_sorted(NULL, 16, 0, 1, 1, &lo, &bi, &ne), SPROJ_ERR_NULL, "sproj_sample_listmode_sorted");
+  BAD(sproj_sample_listmode_sorted(mean, 16, -2, 1, 1, &lo, &bi, &ne), SPROJ_ERR_TOF, "sproj_sample_listmode_sorted");
   BAD(sproj_sample_listmode(mean, 16, 0, 1, 1, NULL, &bi, &ne), SPROJ_ERR_NULL, SL);
   BAD(sproj_sample_listmode(mean, 16, 0, 1, 1, &lo, &bi, NULL), SPROJ_ERR_NULL, SL);
   BAD(sproj_sample_listmode(mean, -1, 0, 1, 1, &lo, &bi, &ne), SPROJ_ERR_DIMS, SL);

@@ -1831,6 +1831,17 @@ START_TEST(test_listmode_sampling)
   EXPECT(sproj_sample_listmode(expected, num_lors, T, 99, 2, &lor2, NULL, &num2), SPROJ_OK);
   ck_assert_int_eq(memcmp(lor, lor2, num * sizeof *lor), 0);
   sproj_free(lor2);
+  /* unshuffled: the same events, element by element in order (each element's count of (LOR, bin) in a run) */
+  EXPECT(sproj_sample_listmode_sorted(expected, num_lors, T, 99, 3, &lor2, &bin2, &num2), SPROJ_OK);
+  ck_assert_int_eq(num2, num);
+  int64_t e2 = 0;
+  for (int64_t i = 0; bad < 0 && i < n; i++)
+    for (int64_t c = 0; c < (int64_t)counts[i]; c++, e2++)
+      if (e2 >= num2 || lor2[e2] != i / T || bin2[e2] != i % T)
+        bad = i;
+  ck_assert_msg(bad < 0 && e2 == num2, "sorted events differ from the draws at element %ld", (long)bad);
+  sproj_free(lor2);
+  sproj_free(bin2);
 
   /* written and read back as a listmode file */
   new_dir();

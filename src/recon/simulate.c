@@ -472,25 +472,25 @@ static int shuffle_events(struct means *m, int64_t total, uint64_t seed, int num
   return SPROJ_OK;
 }
 
-int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed, int num_threads,
-                          int32_t **lor, int16_t **tof_bin, int64_t *num_events)
+static int sample_listmode(const char *func, const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed,
+                           int num_threads, int32_t **lor, int16_t **tof_bin, int64_t *num_events, int shuffle)
 {
   if (!expected || !lor || !num_events)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "expected, lor and num_events must not be NULL");
+    return sproj_fail(SPROJ_ERR_NULL, func, "expected, lor and num_events must not be NULL");
   if (num_lors <= 0)
-    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_lors = %" PRId64 " must be > 0", num_lors);
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num_lors = %" PRId64 " must be > 0", num_lors);
   if (num_lors > INT32_MAX)
-    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "num_lors = %" PRId64 " exceeds 2^31-1", num_lors);
+    return sproj_fail(SPROJ_ERR_OVERFLOW, func, "num_lors = %" PRId64 " exceeds 2^31-1", num_lors);
   if (num_tof_bins < 0 || num_tof_bins > SPROJ_MAX_TOF_BINS)
-    return SPROJ_FAIL(SPROJ_ERR_TOF, "num_tof_bins = %d is not in 0 .. %d", num_tof_bins, SPROJ_MAX_TOF_BINS);
-  int ret = check_threads(__func__, num_threads);
+    return sproj_fail(SPROJ_ERR_TOF, func, "num_tof_bins = %d is not in 0 .. %d", num_tof_bins, SPROJ_MAX_TOF_BINS);
+  int ret = check_threads(func, num_threads);
   if (ret)
     return ret;
   int nbins = num_tof_bins > 1 ? num_tof_bins : 1;
   int64_t n = num_lors * nbins;
   int64_t nblocks = (n + SPROJ_RNG_BLOCK - 1) / SPROJ_RNG_BLOCK;
   struct means m = {.expected = expected, .n = n, .seed = seed, .nbins = nbins};
-  if ((ret = check_means(__func__, &m, nblocks, num_threads)))
+  if ((ret = check_means(func, &m, nblocks, num_threads)))
     return ret;
 
   m.block_events = malloc((size_t)nblocks * sizeof *m.block_events);
@@ -498,7 +498,7 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
   if (!m.block_events || !m.block_first_event) {
     free(m.block_events);
     free(m.block_first_event);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   run_blocks("counting the events", num_threads, nblocks, count_block, &m);
   int64_t total = 0;
@@ -510,7 +510,7 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
   free(m.block_events);
   if (total < 0) {
     free(m.block_first_event);
-    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "the expected counts give more events than memory can hold");
+    return sproj_fail(SPROJ_ERR_OVERFLOW, func, "the expected counts give more events than memory can hold");
   }
   if (total > 0) {
     m.lor = malloc((size_t)total * sizeof *m.lor);
@@ -519,10 +519,10 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
       free(m.lor);
       free(m.tof_bin);
       free(m.block_first_event);
-      return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %" PRId64 " events", total);
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for %" PRId64 " events", total);
     }
     run_blocks("drawing the events", num_threads, nblocks, emit_block, &m);
-    int ret = shuffle_events(&m, total, seed, num_threads);
+    int ret = shuffle ? shuffle_events(&m, total, seed, num_threads) : SPROJ_OK;
     if (ret) {
       free(m.lor);
       free(m.tof_bin);
@@ -536,4 +536,16 @@ int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_b
     *tof_bin = m.tof_bin;
   *num_events = total;
   return SPROJ_OK;
+}
+
+int sproj_sample_listmode(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed, int num_threads,
+                          int32_t **lor, int16_t **tof_bin, int64_t *num_events)
+{
+  return sample_listmode(__func__, expected, num_lors, num_tof_bins, seed, num_threads, lor, tof_bin, num_events, 1);
+}
+
+int sproj_sample_listmode_sorted(const float *expected, int64_t num_lors, int num_tof_bins, uint64_t seed,
+                                 int num_threads, int32_t **lor, int16_t **tof_bin, int64_t *num_events)
+{
+  return sample_listmode(__func__, expected, num_lors, num_tof_bins, seed, num_threads, lor, tof_bin, num_events, 0);
 }

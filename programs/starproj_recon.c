@@ -1303,20 +1303,18 @@ struct events_job {
   int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
 };
 
-/* The event at place d of the chunked arrays: chunk c of the C = r->nchunks (the first n % C hold one event more)
- * holds events c, c + C, c + 2C, ... of the events as drawn or read. */
-static int64_t event_at(const struct run *r, int64_t d)
+/* Place d of the chunked arrays: chunk c of the C = r->nchunks (the first n % C hold one event more), its i-th event;
+ * chunk c holds events c, c + C, c + 2C, ... of the events as drawn or read. */
+static void chunk_place(const struct run *r, int64_t d, int64_t *c, int64_t *i)
 {
   const int64_t n = r->nevents, C = r->nchunks, q = n / C, rem = n % C;
-  int64_t c, i;
   if (d < (q + 1) * rem) {
-    c = d / (q + 1);
-    i = d % (q + 1);
+    *c = d / (q + 1);
+    *i = d % (q + 1);
   } else {
-    c = rem + (d - (q + 1) * rem) / q;
-    i = (d - (q + 1) * rem) % q;
+    *c = rem + (d - (q + 1) * rem) / q;
+    *i = (d - (q + 1) * rem) % q;
   }
-  return i * C + c;
 }
 
 /* Each event's endpoints (copied from its LOR's in the sinogram's LOR set), factor, background and TOF bin, in the
@@ -1326,24 +1324,31 @@ static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
   (void)block;
   struct events_job *j = ctx;
   const struct run *r = j->r;
-  const int64_t nlors = r->l.si.num_lors, nbins = r->l.nbins;
+  const int64_t nlors = r->l.si.num_lors, nbins = r->l.nbins, C = r->nchunks, q = r->nevents / C;
+  const int64_t rem = r->nevents % C;
   const int32_t *lor = r->ev_lor;
   const int16_t *bin = r->ev_bin;
+  int64_t c, i;
+  chunk_place(r, first, &c, &i);
   for (int64_t d = first; d < end; d++) {
-    const int64_t e = event_at(r, d);
+    if (i == q + (c < rem)) { /* the next chunk */
+      c++;
+      i = 0;
+    }
+    const int64_t e = i++ * C + c;
     if (lor[e] < 0 || lor[e] >= nlors || (j->tof && (bin[e] < 0 || bin[e] >= nbins))) {
       __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
       return;
     }
-    const int64_t i = lor[e];
-    memcpy(r->ev_xs + 3 * d, r->xs + 3 * i, 3 * sizeof(float));
-    memcpy(r->ev_xe + 3 * d, r->xe + 3 * i, 3 * sizeof(float));
-    r->ev_mult[d] = r->mult[i];
+    const int64_t l = lor[e];
+    memcpy(r->ev_xs + 3 * d, r->xs + 3 * l, 3 * sizeof(float));
+    memcpy(r->ev_xe + 3 * d, r->xe + 3 * l, 3 * sizeof(float));
+    r->ev_mult[d] = r->mult[l];
     if (r->ev_bin_chunked)
       r->ev_bin_chunked[d] = bin[e];
     float a = 0.0f;
     if (r->add)
-      a = r->add_per_bin ? r->add[i * nbins + bin[e]] : j->tof ? r->add[i] / (float)nbins : r->add[i];
+      a = r->add_per_bin ? r->add[l * nbins + bin[e]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
     r->ev_add[d] = a;
   }
 }

@@ -2,7 +2,8 @@
 // OSMAPOSL with the "Starproj" projectors (and the "Timed" pair) available: STIR's reconstruction, parameters from a
 // .par file. Prints the wall time of each sub-iteration (OSMAPOSL's update of the estimate with one subset's
 // gradient; then, apart, the end-of-sub-iteration work: min/max, filters, saving) and, when the projector pair is
-// "Timed", the wall time spent in the projectors during each.
+// "Timed", the wall time spent in the projectors during each (all calls; and apart, those of the forward projector
+// and those of the back projector, which may overlap as STIR's threads call both side by side).
 // usage: starproj_OSMAPOSL reconstruction.par
 
 #include "stir/DiscretisedDensity.h"
@@ -36,11 +37,16 @@ public:
 
   void update_estimate(Image& estimate) override
   {
-    const double projectors_before = stir::timed_projector_totals().any_busy_s;
+    const stir::TimedProjectorTotals before = stir::timed_projector_totals();
     const Clock::time_point t = Clock::now();
     stir::OSMAPOSLReconstruction<Image>::update_estimate(estimate);
     _update_s = since(t);
-    _projectors_s = stir::timed_projector_totals().any_busy_s - projectors_before;
+    const stir::TimedProjectorTotals after = stir::timed_projector_totals();
+    typedef stir::TimedProjectorTotals T;
+    auto busy = [&](int kind) { return after.busy_s[kind] - before.busy_s[kind]; };
+    _projectors_s = after.any_busy_s - before.any_busy_s;
+    _forward_s = busy(T::set_input) + busy(T::forward);
+    _back_s = busy(T::start) + busy(T::back) + busy(T::output);
   }
 
 protected:
@@ -48,14 +54,17 @@ protected:
   {
     const Clock::time_point t = Clock::now();
     stir::OSMAPOSLReconstruction<Image>::end_of_iteration_processing(estimate);
-    std::printf("starproj_OSMAPOSL: sub-iteration %d: update %.6f s, in projectors %.6f s, end of sub-iteration %.6f s\n",
-                this->get_subiteration_num(), _update_s, _projectors_s, since(t));
+    std::printf("starproj_OSMAPOSL: sub-iteration %d: update %.6f s, in projectors %.6f s, end of sub-iteration %.6f s "
+                "(forward projector %.6f s, back projector %.6f s)\n",
+                this->get_subiteration_num(), _update_s, _projectors_s, since(t), _forward_s, _back_s);
     std::fflush(stdout);
   }
 
 private:
   double _update_s = 0;
   double _projectors_s = 0;
+  double _forward_s = 0; // set_input and forward projections
+  double _back_s = 0;    // start_accumulating_in_new_target, back projections, get_output
 };
 } // namespace
 

@@ -7,7 +7,8 @@
 #
 # Runs from the repository root with a bundle made by stir/bench/make-bundle.sh in .device-stir/ (programs, the
 # libraries they need beyond .device/, STIR's scanner templates) and starproj's GPU build in .device/ (scripts/
-# device-bundle.sh). Logs and the table go to $OUT (default /tmp/out); work files to $WORK (default
+# device-bundle.sh). In $OUT (default /tmp/out), three files: table.md, summary.txt (each run's per-sub-iteration
+# lines and Timed totals) and logs.tar.gz (all logs and .par files); work files in $WORK (default
 # /tmp/osmaposl-timing).
 #
 # The data are made on the spot: a phantom (STIR's generate_image) forward-projected by Starproj onto STIR's
@@ -21,6 +22,8 @@
 #             segment 0 cut to 101 bins, for CPU tests)
 #   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above)
 #   DEVICES   Starproj's devices key, default gpu      CASE_TIMEOUT  seconds per OSMAPOSL run, default 300
+#   BUDGET    seconds for the whole script, default 560 (a run gets at most what is left, less 20 s for the table;
+#             runs that would get under 30 s are skipped)
 #   BUNDLE    default .device-stir
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,8 +36,15 @@ subsets=${SUBSETS:-1 7 21}
 pairs=${PAIRS:-Starproj Parallelproj}
 devices=${DEVICES:-gpu}
 case_timeout=${CASE_TIMEOUT:-300}
+budget=${BUDGET:-560}
+started=$(date +%s)
+time_left() { # seconds a run may take now
+  local left=$((budget - ($(date +%s) - started) - 20))
+  [ "$left" -lt "$case_timeout" ] && echo "$left" || echo "$case_timeout"
+}
 bin=$bundle/bin
 mkdir -p "$out"
+rm -f "$out/summary.txt"
 rm -rf "$work" && mkdir -p "$work" || exit 1
 export LD_LIBRARY_PATH="$bundle/lib:$root/.device/lib:$root/.device/build/.libs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export STARPU_SILENT=1
@@ -108,9 +118,9 @@ End Forward Projector Using Starproj Parameters :=
 End :=
 PAR
 t0=$(date +%s.%N)
-"$bin/generate_image" phantom.par >"$out/phantom.log" 2>&1 || { log "generate_image failed"; tail -n 20 "$out/phantom.log"; exit 1; }
-timeout "$case_timeout" "$bin/starproj_forward_project" prompts phantom.hv template.hs forward.par >"$out/forward.log" 2>&1 \
-  || { log "forward projection failed"; tail -n 20 "$out/forward.log"; exit 1; }
+"$bin/generate_image" phantom.par >phantom.log 2>&1 || { log "generate_image failed"; tail -n 20 phantom.log; exit 1; }
+timeout "$(time_left)" "$bin/starproj_forward_project" prompts phantom.hv template.hs forward.par >forward.log 2>&1 \
+  || { log "forward projection failed"; tail -n 20 forward.log; exit 1; }
 log "data: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s for the phantom and its projection ($(du -h prompts.s | cut -f1))"
 
 # --- the reconstructions -------------------------------------------------------------------------------------
@@ -152,17 +162,24 @@ for n in $subsets; do
   [ "$n" -eq 1 ] && subiters=3
   for pair in $pairs; do
     osmaposl_par "$pair" "$n" "$subiters" >"OSMAPOSL_${pair}_${n}.par"
+    limit=$(time_left)
+    if [ "$limit" -lt 30 ]; then
+      log "$pair, $n subsets: skipped (the budget of $budget s is spent)"
+      continue
+    fi
     t0=$(date +%s.%N)
-    timeout "$case_timeout" "$bin/starproj_OSMAPOSL" "OSMAPOSL_${pair}_${n}.par" >"OSMAPOSL_${pair}_${n}.log" 2>&1
+    timeout "$limit" "$bin/starproj_OSMAPOSL" "OSMAPOSL_${pair}_${n}.par" >"OSMAPOSL_${pair}_${n}.log" 2>&1
     rc=$?
-    cp "OSMAPOSL_${pair}_${n}.log" "$out/"
     log "$pair, $n subsets, $subiters sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
-    grep -E '^starproj_OSMAPOSL: sub-iteration|^Timed projectors:|Timed projectors: in' "OSMAPOSL_${pair}_${n}.log" | sed 's/^INFO: //' \
-      >"$out/summary_${pair}_${n}.txt"
-    [ "$rc" -eq 0 ] || grep -E 'ERROR|error' "OSMAPOSL_${pair}_${n}.log" | head -n 5
+    { echo "== $pair, $n subsets (exit $rc)"
+      grep -E '^starproj_OSMAPOSL: sub-iteration|Timed projectors:|^Total Wall' "OSMAPOSL_${pair}_${n}.log" | sed 's/^INFO: //'
+    } >>"$out/summary.txt"
+    [ "$rc" -eq 0 ] || grep -E 'ERROR|error|what\(\)' "OSMAPOSL_${pair}_${n}.log" | head -n 5
   done
 done
 
 # --- the table -------------------------------------------------------------------------------------------------
+tar -czf "$out/logs.tar.gz" -- *.log *.par template.hs 2>/dev/null
+log "$(( $(date +%s) - started )) s in all"
 echo
 python3 "$root/stir/bench/osmaposl_timing_table.py" "$work" "$pairs" "$subsets" | tee "$out/table.md"

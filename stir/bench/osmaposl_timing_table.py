@@ -71,7 +71,7 @@ def main():
         for n in subsets:
             subs, total = parse(os.path.join(work, "OSMAPOSL_%s_%d.log" % (pair, n)))
             if not subs:
-                rows.append("| %s | %d | - | (no sub-iteration finished: see OSMAPOSL_%s_%d.log) | | | | | |"
+                rows.append("| %s | %d | - | (no sub-iteration: failed or skipped, see OSMAPOSL_%s_%d.log) | | | | | |"
                             % (pair, n, pair, n))
                 continue
             done = sorted(subs)

@@ -78,8 +78,10 @@ while read -r name path; do
   cp -L "$path" .device-stir/lib/
 done <<<"$needed"
 strip --strip-unneeded .device-stir/lib/*.so* 2>/dev/null || true
-# STIR's templates (its files, carried as they are): the mMR at span 11 and recon_test_pack's 5-segment mMR
-templates=(examples/Siemens-mMR/template_span11.hs recon_test_pack/Siemens_mMR_seg2.hs)
+# STIR's templates (its files, carried as they are): the mMR at span 11 and at span 1 (the largest template STIR has),
+# recon_test_pack's 5-segment mMR
+templates=(examples/Siemens-mMR/template_span11.hs examples/Siemens-mMR/template_span1.hs
+           recon_test_pack/Siemens_mMR_seg2.hs)
 if [ -d "$stir_src" ]; then
   for t in "${templates[@]}"; do cp "$stir_src/$t" .device-stir/data/; done
 else

@@ -18,8 +18,9 @@
 #
 # Environment (all optional):
 #   DATA      span11 (default: examples/Siemens-mMR/template_span11.hs, 837 sinograms x 252 views x 344 bins,
-#             72.6 M LORs), seg2 (recon_test_pack/Siemens_mMR_seg2.hs, 5 segments, 27.3 M LORs), or tiny (seg2's
-#             segment 0 cut to 101 bins, for CPU tests)
+#             72.6 M LORs), span1 (examples/Siemens-mMR/template_span1.hs, the largest template STIR has: 4084
+#             sinograms, 354 M LORs), seg2 (recon_test_pack/Siemens_mMR_seg2.hs, 5 segments, 27.3 M LORs), or tiny
+#             (seg2's segment 0 cut to 101 bins, for CPU tests)
 #   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above)
 #   DEVICES   Starproj's devices key, default gpu      CASE_TIMEOUT  seconds per OSMAPOSL run, default 300
 #   BUDGET    seconds for the whole script, default 560 (a run gets at most what is left, less 20 s for the table;
@@ -61,6 +62,7 @@ cd "$work"
 # --- the template, the phantom, the data ---------------------------------------------------------------------
 case $data in
   span11) src=$bundle/data/template_span11.hs; xy=344 ;;
+  span1) src=$bundle/data/template_span1.hs; xy=344 ;;
   seg2) src=$bundle/data/Siemens_mMR_seg2.hs; xy=344 ;;
   tiny) src=$bundle/data/Siemens_mMR_seg2.hs; xy=101 ;;
   *) log "unknown DATA '$data'"; exit 2 ;;

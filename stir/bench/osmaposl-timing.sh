@@ -129,7 +129,8 @@ log "data: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a 
 osmaposl_par() { # pair N sub-iterations
   local pair=$1 n=$2 subiters=$3 keys recompute=1
   case $pair in
-    Starproj) keys="devices := $devices" ;;
+    Starproj) keys="devices := $devices
+      verbosity := 1" ;; # one line: workers, GPUs, scheduler
     Parallelproj) keys="verbosity := 0" ;;
     *) keys= ;;
   esac
@@ -174,7 +175,8 @@ for n in $subsets; do
     rc=$?
     log "$pair, $n subsets, $subiters sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
     { echo "== $pair, $n subsets (exit $rc)"
-      grep -E '^starproj_OSMAPOSL: sub-iteration|Timed projectors:|^Total Wall' "OSMAPOSL_${pair}_${n}.log" | sed 's/^INFO: //'
+      grep -E '^starproj_OSMAPOSL: sub-iteration|Timed projectors:|^Total Wall|Starproj: ' "OSMAPOSL_${pair}_${n}.log" \
+        | sed 's/^INFO: //'
     } >>"$out/summary.txt"
     [ "$rc" -eq 0 ] || grep -E 'ERROR|error|what\(\)' "OSMAPOSL_${pair}_${n}.log" | head -n 5
   done

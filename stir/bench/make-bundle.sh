@@ -54,7 +54,7 @@ PC
 export PKG_CONFIG_PATH="$build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 rm -f "$build/CMakeCache.txt"
 log "building starproj_OSMAPOSL and starproj_forward_project against $stir_prefix"
-cmake -S stir -B "$build" -DCMAKE_PREFIX_PATH="$stir_prefix" -DCMAKE_BUILD_TYPE=Release -DSTARPROJ_STIR_TESTS=OFF \
+cmake -S stir -B "$build" -DCMAKE_PREFIX_PATH="$stir_prefix;$pp_prefix" -DCMAKE_BUILD_TYPE=Release -DSTARPROJ_STIR_TESTS=OFF \
   >"$build/cmake.log" 2>&1 || { tail -n 30 "$build/cmake.log"; exit 1; }
 cmake --build "$build" -j "$jobs" --target starproj_OSMAPOSL starproj_forward_project >"$build/build.log" 2>&1 \
   || { grep -E 'error|Error' "$build/build.log" | head -n 30; exit 1; }

@@ -9,6 +9,9 @@
 #   3. OSMAPOSL, 4 subsets, 2 iterations: images within 1e-4 (relative L2)
 #   4. each subset gradient (what an OSMAPOSL sub-iteration computes) projects exactly its subset's LORs
 #   5. TOF (the template's 5 TOF positions): forward and back projection as 1 and 2
+#   6. the "Timed" pair delegates: OSMAPOSL with Timed(Parallelproj) on one thread gives Parallelproj's image bit for
+#      bit; with Timed(Starproj), Starproj's within 1e-5 (StarPU's reductions add in no fixed order: two runs of
+#      Starproj alone differ by about 1e-6)
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -130,6 +133,18 @@ if [ "$tof" = yes ]; then
   run back_tof_Starproj "$bin/starproj_back_project" back_tof_Starproj fwd_tof_Parallelproj.hs phantom.hv back_Starproj.par
   check back_tof "$bin/starproj_stir_compare" image-max back_tof_Parallelproj.hv back_tof_Starproj.hv 1e-5
 fi
+
+# 6. the Timed pair
+sed 's/^output filename prefix := .*/output filename prefix := recon_Parallelproj_1thread/' OSMAPOSL_Parallelproj.par \
+  >OSMAPOSL_Parallelproj_1thread.par
+run OSMAPOSL_Parallelproj_1thread env OMP_NUM_THREADS=1 "$bin/starproj_OSMAPOSL" OSMAPOSL_Parallelproj_1thread.par
+run OSMAPOSL_Timed_Parallelproj env OMP_NUM_THREADS=1 "$bin/starproj_OSMAPOSL" OSMAPOSL_Timed_Parallelproj.par
+check timed_parallelproj "$bin/starproj_stir_compare" image recon_Parallelproj_1thread_8.hv recon_Timed_Parallelproj_8.hv 0
+run OSMAPOSL_Timed_Starproj "$bin/starproj_OSMAPOSL" OSMAPOSL_Timed_Starproj.par
+check timed_starproj "$bin/starproj_stir_compare" image recon_Starproj_8.hv recon_Timed_Starproj_8.hv 1e-5
+# each sub-iteration printed its time and the Timed pair its totals
+check timed_report grep -E '^Timed projectors: +forward +[1-9]' OSMAPOSL_Timed_Starproj.log
+check subiteration_report grep -c 'starproj_OSMAPOSL: sub-iteration 8: update' OSMAPOSL_Timed_Starproj.log
 
 if [ "$failures" -gt 0 ]; then
   log "$failures check(s) failed"

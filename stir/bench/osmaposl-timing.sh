@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Times STIR's OSMAPOSL with two projector pairs, STIR's "Parallelproj" and our "Starproj", each wrapped in the
+# "Timed" pair (stir/src/ProjectorByBinPairTimed.cxx), on a Siemens mMR-size sinogram, for 1, 7 and 21 subsets:
+# wall time per sub-iteration, the part spent in the projector pair, the rest, one whole iteration; then a markdown
+# table (the last thing printed) and the relative L2 difference between the two pairs' final images.
+#
+# Runs from the repository root with a bundle made by stir/bench/make-bundle.sh in .device-stir/ (programs, the
+# libraries they need beyond .device/, STIR's scanner templates) and starproj's GPU build in .device/ (scripts/
+# device-bundle.sh). In $OUT (default /tmp/out), three files: table.md, summary.txt (each run's per-sub-iteration
+# lines and Timed totals) and logs.tar.gz (all logs and .par files); work files in $WORK (default
+# /tmp/osmaposl-timing).
+#
+# The data are made on the spot: a phantom (STIR's generate_image) forward-projected by Starproj onto STIR's
+# template, noise-free. Each number of subsets N runs N sub-iterations (one iteration; 3 for 1 subset), Starproj
+# first: its run writes the subset sensitivities, which the Parallelproj run then reads (the set-up is not what is
+# measured, and a Parallelproj set-up would back-project the whole data once per subset).
+#
+# Environment (all optional):
+#   DATA      span11 (default: examples/Siemens-mMR/template_span11.hs, 837 sinograms x 252 views x 344 bins,
+#             72.6 M LORs), span1 (examples/Siemens-mMR/template_span1.hs, the largest template STIR has: 4084
+#             sinograms, 354 M LORs), seg2 (recon_test_pack/Siemens_mMR_seg2.hs, 5 segments, 27.3 M LORs), or tiny
+#             (seg2's segment 0 cut to 101 bins, for CPU tests)
+#   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above)
+#   DEVICES   Starproj's devices key, default gpu      CASE_TIMEOUT  seconds per OSMAPOSL run, default 300
+#   BUDGET    seconds for the whole script, default 560 (a run gets at most what is left, less 20 s for the table;
+#             runs that would get under 30 s are skipped)
+#   BUNDLE    default .device-stir
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bundle=${BUNDLE:-$root/.device-stir}
+case $bundle in /*) ;; *) bundle=$root/$bundle ;; esac
+out=${OUT:-/tmp/out}
+work=${WORK:-/tmp/osmaposl-timing}
+data=${DATA:-span11}
+subsets=${SUBSETS:-1 7 21}
+pairs=${PAIRS:-Starproj Parallelproj}
+devices=${DEVICES:-gpu}
+case_timeout=${CASE_TIMEOUT:-300}
+budget=${BUDGET:-560}
+started=$(date +%s)
+time_left() { # seconds a run may take now
+  local left=$((budget - ($(date +%s) - started) - 20))
+  [ "$left" -lt "$case_timeout" ] && echo "$left" || echo "$case_timeout"
+}
+bin=$bundle/bin
+mkdir -p "$out"
+rm -f "$out/summary.txt"
+rm -rf "$work" && mkdir -p "$work" || exit 1
+export LD_LIBRARY_PATH="$bundle/lib:$root/.device/lib:$root/.device/build/.libs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export STARPU_SILENT=1
+export STARPU_HOME=${STARPU_HOME:-/tmp/starpu-home}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+log() { printf 'osmaposl-timing: %s\n' "$*"; }
+for p in starproj_OSMAPOSL starproj_forward_project generate_image; do
+  [ -x "$bin/$p" ] || { log "no $bin/$p (make the bundle: stir/bench/make-bundle.sh)"; exit 1; }
+done
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+log "$(nproc) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS, data $data, subsets $subsets, pairs $pairs"
+cd "$work"
+
+# --- the template, the phantom, the data ---------------------------------------------------------------------
+case $data in
+  span11) src=$bundle/data/template_span11.hs; xy=344 ;;
+  span1) src=$bundle/data/template_span1.hs; xy=344 ;;
+  seg2) src=$bundle/data/Siemens_mMR_seg2.hs; xy=344 ;;
+  tiny) src=$bundle/data/Siemens_mMR_seg2.hs; xy=101 ;;
+  *) log "unknown DATA '$data'"; exit 2 ;;
+esac
+[ -f "$src" ] || { log "no template $src"; exit 1; }
+sed -e 's/^name of data file := .*/name of data file := template.s/' "$src" >template.hs
+if [ "$data" = tiny ]; then
+  sed -i -e 's/^!matrix size \[4\] := .*/!matrix size [4] := 1/' -e 's/^!matrix size \[2\] := .*/!matrix size [2] := { 64}/' \
+    -e 's/^minimum ring difference per segment := .*/minimum ring difference per segment := { 0}/' \
+    -e 's/^maximum ring difference per segment := .*/maximum ring difference per segment := { 0}/' \
+    -e 's/^!matrix size \[1\] := .*/!matrix size [1] := 101/' template.hs
+fi
+: >template.s
+# mMR voxels: the bin size across, half the ring spacing along the axis; 127 planes (64 rings). An off-centre
+# elliptic cylinder with a hotter ball inside.
+rx=$(awk -v n="$xy" 'BEGIN { printf "%.1f", n * 2.08626 * 0.22 }')
+ry=$(awk -v n="$xy" 'BEGIN { printf "%.1f", n * 2.08626 * 0.15 }')
+cat >phantom.par <<PAR
+generate_image Parameters :=
+output filename := phantom
+X output image size (in pixels) := $xy
+Y output image size (in pixels) := $xy
+Z output image size (in pixels) := 127
+X voxel size (in mm) := 2.08626
+Y voxel size (in mm) := 2.08626
+Z voxel size (in mm) := 2.03125
+  Z number of samples to take per voxel := 1
+  Y number of samples to take per voxel := 1
+  X number of samples to take per voxel := 1
+shape type := ellipsoidal cylinder
+Ellipsoidal Cylinder Parameters :=
+   radius-x (in mm) := $rx
+   radius-y (in mm) := $ry
+   length-z (in mm) := 180
+   origin (in mm) := {10, 12, -6}
+   END :=
+value := 1
+next shape :=
+shape type := ellipsoid
+Ellipsoid Parameters :=
+   radius-x (in mm) := 20
+   radius-y (in mm) := 20
+   radius-z (in mm) := 20
+   origin (in mm) := {30, -10, 20}
+   END :=
+value := 3
+END :=
+PAR
+cat >forward.par <<PAR
+Forward Projector parameters :=
+type := Starproj
+Forward Projector Using Starproj Parameters :=
+devices := $devices
+End Forward Projector Using Starproj Parameters :=
+End :=
+PAR
+t0=$(date +%s.%N)
+"$bin/generate_image" phantom.par >phantom.log 2>&1 || { log "generate_image failed"; tail -n 20 phantom.log; exit 1; }
+timeout "$(time_left)" "$bin/starproj_forward_project" prompts phantom.hv template.hs forward.par >forward.log 2>&1 \
+  || { log "forward projection failed"; tail -n 20 forward.log; exit 1; }
+log "data: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s for the phantom and its projection ($(du -h prompts.s | cut -f1))"
+
+# --- the reconstructions -------------------------------------------------------------------------------------
+osmaposl_par() { # pair N sub-iterations
+  local pair=$1 n=$2 subiters=$3 keys recompute=1
+  case $pair in
+    Starproj) keys="devices := $devices
+      verbosity := 1" ;; # one line: workers, GPUs, scheduler
+    Parallelproj) keys="verbosity := 0" ;;
+    *) keys= ;;
+  esac
+  [ -f "sens_${n}_0.hv" ] && recompute=0
+  cat <<PAR
+OSMAPOSLParameters :=
+objective function type := PoissonLogLikelihoodWithLinearModelForMeanAndProjData
+PoissonLogLikelihoodWithLinearModelForMeanAndProjData Parameters :=
+input file := prompts.hs
+zero end planes of segment 0 := 0
+projector pair type := Timed
+  Timed Projector Pair Parameters :=
+    projector pair type := $pair
+      Projector Pair Using $pair Parameters :=
+      $keys
+      End Projector Pair Using $pair Parameters :=
+  End Timed Projector Pair Parameters :=
+xy output image size (in pixels) := $xy
+recompute sensitivity := $recompute
+subset sensitivity filenames := sens_${n}_{}.hv
+end PoissonLogLikelihoodWithLinearModelForMeanAndProjData Parameters :=
+output filename prefix := recon_${pair}_${n}
+number of subsets := $n
+start at subset := 0
+number of subiterations := $subiters
+save estimates at subiteration intervals := $subiters
+END :=
+PAR
+}
+for n in $subsets; do
+  subiters=$n
+  [ "$n" -eq 1 ] && subiters=3
+  for pair in $pairs; do
+    osmaposl_par "$pair" "$n" "$subiters" >"OSMAPOSL_${pair}_${n}.par"
+    limit=$(time_left)
+    if [ "$limit" -lt 30 ]; then
+      log "$pair, $n subsets: skipped (the budget of $budget s is spent)"
+      continue
+    fi
+    t0=$(date +%s.%N)
+    timeout "$limit" "$bin/starproj_OSMAPOSL" "OSMAPOSL_${pair}_${n}.par" >"OSMAPOSL_${pair}_${n}.log" 2>&1
+    rc=$?
+    log "$pair, $n subsets, $subiters sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+    { echo "== $pair, $n subsets (exit $rc)"
+      grep -E '^starproj_OSMAPOSL: sub-iteration|Timed projectors:|^Total Wall|Starproj: ' "OSMAPOSL_${pair}_${n}.log" \
+        | sed 's/^INFO: //'
+    } >>"$out/summary.txt"
+    [ "$rc" -eq 0 ] || grep -E 'ERROR|error|what\(\)' "OSMAPOSL_${pair}_${n}.log" | head -n 5
+  done
+done
+
+# --- the table -------------------------------------------------------------------------------------------------
+tar -czf "$out/logs.tar.gz" -- *.log *.par template.hs 2>/dev/null
+log "$(( $(date +%s) - started )) s in all"
+echo
+python3 "$root/stir/bench/osmaposl_timing_table.py" "$work" "$pairs" "$subsets" | tee "$out/table.md"

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Reads the logs of stir/bench/osmaposl-timing.sh (one per pair and number of subsets) and prints a markdown table:
+# time per sub-iteration, the part of it spent in the projector pair (the "Timed" pair's busy time), the rest, one
+# iteration, the set-up, and the projector time per sub-iteration relative to 1 subset. Means over the
+# sub-iterations after the first (which also warms up), when there are others. With --compare it also
+# prints the relative L2 difference between the final images of the two pairs.
+# usage: osmaposl_timing_table.py WORKDIR PAIRS SUBSETS   (PAIRS, SUBSETS: space-separated lists)
+import math
+import os
+import re
+import sys
+from array import array
+
+SUB = re.compile(r"^starproj_OSMAPOSL: sub-iteration (\d+): update ([0-9.eE+-]+) s, in projectors ([0-9.eE+-]+) s, "
+                 r"end of sub-iteration ([0-9.eE+-]+) s(?: \(forward projector ([0-9.eE+-]+) s, back projector ([0-9.eE+-]+) s\))?")
+TOTAL = re.compile(r"^Total Wall clock time: ([0-9.eE+-]+) seconds")
+
+
+def parse(path):
+    subs, total = {}, None
+    if not os.path.exists(path):
+        return subs, total
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = SUB.match(line)
+            if m:
+                subs[int(m.group(1))] = tuple(float(m.group(i) or "nan") for i in (2, 3, 4, 5, 6))
+            m = TOTAL.match(line)
+            if m:
+                total = float(m.group(1))
+    return subs, total
+
+
+def read_image(hv):
+    """the float32 data of an Interfile image STIR wrote (little-endian, one file)"""
+    data = None
+    with open(hv, errors="replace") as f:
+        for line in f:
+            if line.lower().replace(" ", "").startswith("nameofdatafile:="):
+                data = line.split(":=", 1)[1].strip()
+    if data is None:
+        return None
+    path = os.path.join(os.path.dirname(hv), data)
+    try:
+        import numpy
+        return numpy.fromfile(path, dtype="<f4").astype("f8")
+    except ImportError:
+        a = array("f")
+        with open(path, "rb") as f:
+            a.frombytes(f.read())
+        if sys.byteorder != "little":
+            a.byteswap()
+        return a
+
+
+def rel_l2(a, b):
+    try:
+        import numpy
+        return float(numpy.linalg.norm(a - b) / numpy.linalg.norm(a))
+    except ImportError:
+        num = sum((x - y) * (x - y) for x, y in zip(a, b))
+        den = sum(x * x for x in a)
+        return math.sqrt(num / den) if den > 0 else float("nan")
+
+
+def main():
+    work, pairs, subsets = sys.argv[1], sys.argv[2].split(), [int(s) for s in sys.argv[3].split()]
+    rows, proj_per_sub = [], {}
+    for pair in pairs:
+        for n in subsets:
+            subs, total = parse(os.path.join(work, "OSMAPOSL_%s_%d.log" % (pair, n)))
+            if not subs:
+                rows.append("| %s | %d | - | (no sub-iteration: failed or skipped, see OSMAPOSL_%s_%d.log) | | | | | |"
+                            % (pair, n, pair, n))
+                continue
+            done = sorted(subs)
+            # the first sub-iteration also warms up (first use of the GPU kernels, allocations): left out of the
+            # means when there are others
+            timed = [k for k in done if k > 1] or done
+            update = sum(subs[k][0] for k in timed) / len(timed)
+            proj = sum(subs[k][1] for k in timed) / len(timed)
+            fwd = sum(subs[k][3] for k in timed) / len(timed)
+            back = sum(subs[k][4] for k in timed) / len(timed)
+            proj_per_sub[(pair, n)] = proj
+            first_iteration = [k for k in done if k <= n]
+            iteration = (sum(subs[k][0] + subs[k][2] for k in first_iteration)
+                         if len(first_iteration) == n else float("nan"))
+            setup = total - sum(v[0] + v[2] for v in subs.values()) if total is not None else float("nan")
+            rows.append((pair, n, len(done), update, proj, fwd, back, update - proj, iteration, setup))
+    print("| pair | subsets | sub-iterations | s per sub-iteration | projector s per sub-iteration "
+          "| of which forward / back | rest s | iteration s | set-up s | projector time vs 1 subset (1/subsets) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        if isinstance(r, str):
+            print(r)
+            continue
+        pair, n, done, update, proj, fwd, back, rest, iteration, setup = r
+        base = proj_per_sub.get((pair, 1))
+        ratio = "%.3f (%.3f)" % (proj / base, 1.0 / n) if base else "- (%.3f)" % (1.0 / n)
+        print("| %s | %d | %d | %.3f | %.3f | %.3f / %.3f | %.3f | %.2f | %.1f | %s |"
+              % (pair, n, done, update, proj, fwd, back, rest, iteration, setup, ratio))
+    if len(pairs) == 2:
+        print()
+        for n in subsets:
+            images = []
+            for pair in pairs:
+                subs, _ = parse(os.path.join(work, "OSMAPOSL_%s_%d.log" % (pair, n)))
+                last = max(subs) if subs else 0
+                images.append(os.path.join(work, "recon_%s_%d_%d.hv" % (pair, n, last)))
+            if all(os.path.exists(p) for p in images):
+                a, b = read_image(images[0]), read_image(images[1])
+                if a is not None and b is not None and len(a) == len(b):
+                    print("final images, %d subsets: relative L2 difference %s vs %s: %.3g"
+                          % (n, pairs[1], pairs[0], rel_l2(a, b)))
+                    continue
+            print("final images, %d subsets: not compared (missing or different sizes)" % n)
+
+
+if __name__ == "__main__":
+    main()

@@ -88,3 +88,12 @@ void *sproj_cpu_scratch(size_t bytes)
   }
   return s->data;
 }
+
+#if defined(STARPU_SIMGRID) && !defined(SPROJ_USE_CUDA)
+void sproj_simulated_cuda(void *buffers[], void *cl_arg)
+{
+  (void)buffers, (void)cl_arg;
+  /* StarPU runs no codelet function of a CUDA worker in simulation: reaching this is a bug */
+  abort();
+}
+#endif

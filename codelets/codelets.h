@@ -12,6 +12,11 @@
 extern "C" {
 #endif
 
+/* Codelets with CUDA implementations: real ones, or in simulation (STARPU_SIMGRID) simulated ones. */
+#if defined(SPROJ_USE_CUDA) || defined(STARPU_SIMGRID)
+#define SPROJ_GPU_CODELETS 1
+#endif
+
 /* Most LOR pieces one projection task may carry (bounded by the CUDA kernel parameter table). */
 #define SPROJ_MAX_PIECES 64
 
@@ -133,7 +138,7 @@ extern struct starpu_codelet sproj_joseph3d_tof_lm_back_cl;
 /* Reduction methods of image handles: zero a per-worker buffer; add one buffer into another. */
 extern struct starpu_codelet sproj_image_zero_cl;
 extern struct starpu_codelet sproj_image_add_cl;
-#ifdef SPROJ_USE_CUDA
+#ifdef SPROJ_GPU_CODELETS
 extern struct starpu_codelet sproj_image_add_gpu_cl; /* sproj_image_add_cl on CUDA workers only */
 #endif
 /* Reproducible mode: reduction methods of fixed-point accumulators, and image += accumulator, accumulator = 0. */
@@ -176,6 +181,12 @@ void sproj_fixed_zero_cuda(void *buffers[], void *cl_arg);
 void sproj_fixed_add_cuda(void *buffers[], void *cl_arg);
 void sproj_fixed_flush_cuda(void *buffers[], void *cl_arg);
 #define SPROJ_CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#elif defined(STARPU_SIMGRID)
+/* Simulation (StarPU over SimGrid): CUDA workers are simulated and never call a codelet function; their tasks take the
+ * time the codelet's performance model gives, calibrated with the real kernels under the same symbol. A codelet
+ * needs a CUDA function for StarPU to hand its tasks to those workers: this one, which only says so. */
+void sproj_simulated_cuda(void *buffers[], void *cl_arg);
+#define SPROJ_CUDA_IMPL(fn) .cuda_funcs = {sproj_simulated_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define SPROJ_CUDA_IMPL(fn)
 #endif

@@ -47,10 +47,7 @@ static struct starpu_perfmodel image_add_model = {
 struct starpu_codelet sproj_image_zero_cl = {
   .cpu_funcs = {image_zero_cpu},
   .cpu_funcs_name = {"image_zero_cpu"},
-#ifdef SPROJ_USE_CUDA
-  .cuda_funcs = {sproj_image_zero_cuda},
-  .cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
+  SPROJ_CUDA_IMPL(sproj_image_zero_cuda)
   .nbuffers = 1,
   .modes = {STARPU_W},
   .model = &image_zero_model,
@@ -60,24 +57,20 @@ struct starpu_codelet sproj_image_zero_cl = {
 struct starpu_codelet sproj_image_add_cl = {
   .cpu_funcs = {image_add_cpu},
   .cpu_funcs_name = {"image_add_cpu"},
-#ifdef SPROJ_USE_CUDA
-  .cuda_funcs = {sproj_image_add_cuda},
-  .cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
+  SPROJ_CUDA_IMPL(sproj_image_add_cuda)
   .nbuffers = 2,
   .modes = {STARPU_RW | STARPU_COMMUTE, STARPU_R},
   .model = &image_add_model,
   .name = "image_add",
 };
 
-#ifdef SPROJ_USE_CUDA
+#ifdef SPROJ_GPU_CODELETS
 /* The same add on CUDA workers only: the reduction of back projections that ran on GPUs alone (sproj_rt.where), whose
  * per-worker buffers all live on GPUs. StarPU submits the reduction's tasks outside starproj's scheduling contexts,
  * where CPU workers could take them and move the buffers through main memory. */
 struct starpu_codelet sproj_image_add_gpu_cl = {
   .where = STARPU_CUDA,
-  .cuda_funcs = {sproj_image_add_cuda},
-  .cuda_flags = {STARPU_CUDA_ASYNC},
+  SPROJ_CUDA_IMPL(sproj_image_add_cuda)
   .nbuffers = 2,
   .modes = {STARPU_RW | STARPU_COMMUTE, STARPU_R},
   .model = &image_add_model,

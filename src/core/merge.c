@@ -248,6 +248,10 @@ static void merge_start_locked(void)
   atomic_store(&merge.waiting, 0);
   sproj_any_reset();
   sproj_register_held(sproj_flush_pending, merge_stop);
+#ifdef STARPU_SIMGRID
+  /* simulated (SimGrid): a thread StarPU did not start cannot submit tasks into the simulation */
+  return;
+#endif
   if (sem_init(&merge.wake, 0, 0) != 0)
     return;
   if (pthread_create(&merge.flusher, NULL, flusher_main, NULL) != 0) {

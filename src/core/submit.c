@@ -249,7 +249,7 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
     free(g);
     return ret;
   }
-#ifdef SPROJ_USE_CUDA
+#ifdef SPROJ_GPU_CODELETS
   /* the reduction of a float image's buffers runs where its back projections ran: on GPUs alone, when they did */
   if (rq->back && !acc && g->descr[0].mode == STARPU_REDUX)
     starpu_data_set_reduction_methods(img->handle, sproj_rt.where == STARPU_CUDA ? &sproj_image_add_gpu_cl

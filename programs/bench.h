@@ -8,9 +8,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <starpu_config.h>
 #include "starproj.h"
 
 #define PROG "starproj-bench"
+/* built against a StarPU over SimGrid: every run is a simulation (--simulate), no kernel runs */
+#ifdef STARPU_SIMGRID
+#define SIMULATED 1
+#else
+#define SIMULATED 0
+#endif
 #define MAX_POLICIES 64
 #define MAX_SETS 24
 #define MAX_REPEATS 1000
@@ -66,7 +73,7 @@ struct worker_set {
 
 /* the options as given (lists unsplit) */
 struct options {
-  const char *child, *scale, *outdir, *phase, *wl_arg, *sched_arg, *set_arg, *threads_arg, *test_spread;
+  const char *child, *scale, *outdir, *phase, *wl_arg, *sched_arg, *set_arg, *threads_arg, *test_spread, *simulate;
   int list, probe, repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes;
   double test_ranges[4]; /* --test-spread: two made-up [min, max] ranges for the same-policy comparison */
 };

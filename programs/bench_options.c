@@ -15,7 +15,7 @@
 static const char *usage_text =
   "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y|all] [--workers set,...] [--scale tiny|small|full]\n"
   "                      [--repeats N] [--warmups N] [--calibration-runs N] [--threads N] [--timeout S]\n"
-  "                      [--output DIR] [--trace] [--keep-homes] [--verbose] [--help]\n"
+  "                      [--output DIR] [--trace] [--keep-homes] [--verbose] [--simulate PLATFORM] [--help]\n"
   "  Compares StarPU scheduling policies on starproj's projection workloads: every workload x policy x worker set\n"
   "  runs in a process of its own with a fresh STARPU_HOME (model-based policies calibrate there first), and one\n"
   "  line per configuration is printed as it ends, then a table of them. Results: DIR/results.csv and\n"
@@ -40,6 +40,10 @@ static const char *usage_text =
   "  --trace             FxT traces per configuration (needs StarPU built with FxT) and starpu_fxt_tool's output\n"
   "  --keep-homes        keep each configuration's STARPU_HOME (its calibrated models) under DIR/homes\n"
   "  --verbose           StarPU's own messages\n"
+  "  --simulate PLATFORM run on a simulated machine (starproj built against StarPU over SimGrid, configure\n"
+  "                      --with-simgrid): PLATFORM is a folder of performance models and bus files recorded on a real\n"
+  "                      machine (perfmodels/, scripts/calibrate-models.sh), or its bus/<host>.platform.v4.xml; no\n"
+  "                      kernel runs, makespans are simulated times and results are not compared (doc/simulation.md)\n"
   "  Each configuration's makespan is shown as min / median / max over its repeats; two names of one policy (e.g.\n"
   "  'default' and the policy starproj picks) whose [min, max] ranges do not overlap are flagged: that gap is noise.\n"
   "  Exit status: 0 when every configuration ran and agreed with the others, 1 when one failed or disagreed,\n"
@@ -153,7 +157,7 @@ static const struct option longopts[] = {
   {"keep-homes", no_argument, 0, 'K'},    {"verbose", no_argument, 0, 'v'},
   {"help", no_argument, 0, 'h'},          {"child", required_argument, 0, O_CHILD},
   {"probe", no_argument, 0, O_PROBE},     {"phase", required_argument, 0, O_PHASE},
-  {"test-spread", required_argument, 0, O_TEST_SPREAD},
+  {"test-spread", required_argument, 0, O_TEST_SPREAD}, {"simulate", required_argument, 0, 'M'},
   {0, 0, 0, 0}};
 
 /* the name of the long option whose code is val: getopt_long only gives the code of one that lacks its value (and
@@ -188,6 +192,7 @@ static int take_option(int c, struct options *o)
   case 'x': o->trace = 1; break;
   case 'K': o->keep_homes = 1; break;
   case 'v': o->verbose = 1; break;
+  case 'M': o->simulate = optarg; break;
   case 'h': fputs(usage_text, stdout); exit(0);
   case O_CHILD: o->child = optarg; break;
   case O_PROBE: o->probe = 1; break;

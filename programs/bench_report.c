@@ -174,6 +174,8 @@ int open_outputs(const char *outdir, const char *scale, int gpus)
           "makespan_max_s,utilisation_min,utilisation_median,utilisation_max,bytes_moved_min,bytes_moved_median,"
           "bytes_moved_max,apart_from\n");
   gethostname(report.host, sizeof report.host - 1);
+  if (SIMULATED && getenv("STARPU_HOSTNAME")) /* the machine simulated (--simulate) */
+    snprintf(report.host, sizeof report.host, "%s", getenv("STARPU_HOSTNAME"));
   clean_field(report.host);
   int maj, min, rel;
   starpu_get_version(&maj, &min, &rel);

@@ -14,17 +14,28 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <starpu.h>
 #include "common.h"
 #include "bench.h"
 
+#ifdef STARPU_SIMGRID
+/* starpu.h renames main to starpu_main in a simulation build, so that libstarpu's main starts SimGrid on the platform
+ * of $STARPU_HOSTNAME before the program runs. The driver starts no StarPU and must first read --simulate to know
+ * that platform: it keeps its own main, and each configuration's process attaches itself to SimGrid in starpu_init. */
+#undef main
+#endif
+
 /* what every configuration's process is given */
 struct run_opts {
   const char *self, *scale, *outdir, *probe_home;
   int repeats, warmups, calib_runs, threads, timeout, trace, verbose, keep_homes;
   long long memlimit_mb;
+  const char *simulate; /* --simulate: the platform folder (STARPU_PERF_MODEL_DIR), NULL on a real machine */
+  int sim_cores;        /* cores of the simulated machine (its bus/<host>.config), 0 when unknown */
+  int gpus;             /* GPUs of the machine, real or simulated */
 };
 
 /* one configuration: a workload, a policy, a worker set, and the STARPU_HOME its phases share */
@@ -78,6 +89,20 @@ static void set_child_env(const struct run_opts *o, const struct worker_set *ws,
     setenv("STARPU_NWORKER_PER_CUDA", buf, 1);
   }
   setenv("STARPU_CALIBRATE", calibrate ? "1" : "0", 1);
+  if (o->simulate) {
+    /* starproj sizes its defaults from this machine's cores and GPUs (hwloc, CUDA): give those of the one simulated,
+     * as starproj would choose them there (a CPU worker per core less the CUDA workers and the submitting thread) */
+    int gpus = ws->gpus < 0 ? o->gpus : ws->gpus;
+    if (ws->gpus < 0) {
+      snprintf(buf, sizeof buf, "%d", gpus);
+      setenv("STARPU_NCUDA", buf, 1);
+    }
+    if (ws->cpus && o->sim_cores > 0) {
+      int ncpu = o->sim_cores - (gpus > 0 ? gpus * (ws->per_gpu ? ws->per_gpu : 4) + 1 : 0);
+      snprintf(buf, sizeof buf, "%d", ncpu > 0 ? ncpu : 1);
+      setenv("STARPU_NCPU", buf, 1);
+    }
+  }
   if (!strcmp(workloads[workload].name, "memlimit")) {
     snprintf(buf, sizeof buf, "%lld", o->memlimit_mb);
     setenv("STARPU_LIMIT_CUDA_MEM", buf, 1);
@@ -132,6 +157,8 @@ static pid_t start_phase(const struct run_opts *o, const struct config *cf, cons
  * with it within their own tolerance. */
 static const char *check_record(const struct record *r, int workload, struct outcome *res)
 {
+  if (SIMULATED)
+    return "simulated"; /* no kernel ran: nothing to compare */
   double a = atof(get_val(r, "checksum_a")), b = atof(get_val(r, "checksum_b"));
   double tol = atof(get_val(r, "checksum_tol"));
   if (!reference[workload].have) {
@@ -272,13 +299,15 @@ struct tally {
 };
 
 /* the record of a configuration that cannot run on its worker set */
-static void record_skipped(const char *wname, const char *policy, const char *set)
+static void record_skipped(const char *wname, const char *policy, const char *set, const char *why)
 {
   struct record r;
   struct pending none = {0};
-  printf("skipped (needs GPUs)\n");
+  char status[64];
+  printf("skipped (%s)\n", why);
+  snprintf(status, sizeof status, "skipped: %s", why);
   base_record(&r, wname, policy, set, "measure");
-  set_val(&r, "status", "skipped: needs GPUs");
+  set_val(&r, "status", status);
   write_record(&r, &none);
   free_record(&r);
 }
@@ -305,7 +334,9 @@ static void measure_config(const struct run_opts *o, const struct config *cf, co
   struct outcome res;
   double t0 = now();
   /* starproj's default is dmda when projections may go to CPU cores and GPUs */
-  if (model_based(cf->policy) || (!strcmp(cf->policy, "default") && cf->ws->cpus && cf->ws->gpus)) {
+  /* a simulation reads the models it was given and writes none */
+  if (!o->simulate &&
+      (model_based(cf->policy) || (!strcmp(cf->policy, "default") && cf->ws->cpus && cf->ws->gpus))) {
     run_phase(o, cf, "calibrate", NULL, &res);
     if (!res.ok)
       printf("calibration %s; ", res.why);
@@ -326,7 +357,7 @@ static void measure_config(const struct run_opts *o, const struct config *cf, co
     /* 4 significant digits: tiny-scale makespans are milliseconds, where fixed decimals would hide the spread */
     printf("makespan %.4g / %.4g / %.4g s (min / median / max of %d), utilisation %.2f, %.1f MB moved, check %s "
            "(%.1f s)\n", x->makespan.min, x->makespan.med, x->makespan.max, res.n, x->util.med, x->moved.med / 1e6,
-           res.mismatch ? "MISMATCH" : res.is_ref ? "ref" : "ok", now() - t0);
+           SIMULATED ? "simulated" : res.mismatch ? "MISMATCH" : res.is_ref ? "ref" : "ok", now() - t0);
     t->mismatched += res.mismatch;
   }
   fflush(stdout);
@@ -348,7 +379,7 @@ static void run_config(const struct run_opts *o, const struct config *cf, const 
   printf("[%3d/%d %2d:%02d] %-16s %-12s %-26s ", t->done, t->total, el / 60, el % 60, wname, cf->ws->name, cf->policy);
   fflush(stdout);
   if (workloads[cf->workload].needs_gpu && !cf->ws->gpus) {
-    record_skipped(wname, cf->policy, cf->ws->name);
+    record_skipped(wname, cf->policy, cf->ws->name, "needs GPUs");
     return;
   }
   char home[PATH_MAX + 16], trace_dir[PATH_MAX];
@@ -369,8 +400,8 @@ static int run_matrix(const struct run_opts *o, const struct plan *pl, const cha
   struct tally t = {0, pl->nw * pl->ns * pl->np, 0, 0, now()};
   struct summary (*sum)[MAX_SETS][MAX_POLICIES] = calloc((size_t)pl->nw, sizeof *sum);
   printf(PROG ": %d configurations (%d workloads x %d worker sets x %d policies), scale %s, %d repeats after %d "
-         "warm-ups; host %s, %d GPUs (%s), StarPU %s; results in %s\n", t.total, pl->nw, pl->ns, pl->np, o->scale,
-         o->repeats, o->warmups, report.host, gpus, report.gpu, report.version, o->outdir);
+         "warm-ups; host %s%s, %d GPUs (%s), StarPU %s; results in %s\n", t.total, pl->nw, pl->ns, pl->np, o->scale,
+         o->repeats, o->warmups, report.host, o->simulate ? " (simulated)" : "", gpus, report.gpu, report.version, o->outdir);
   for (int w = 0; w < pl->nw && !interrupted; w++)
     for (int s = 0; s < pl->ns && !interrupted; s++)
       for (int p = 0; p < pl->np && !interrupted; p++) {
@@ -409,6 +440,12 @@ static int probe(const char *self, const char *home, int verbose, int *gpus)
     setenv("STARPU_HOME", home, 1);
     if (!verbose)
       setenv("STARPU_SILENT", "1", 1);
+    if (SIMULATED && !verbose) {
+      /* SimGrid's own notes on the platform file */
+      int null = open("/dev/null", O_WRONLY);
+      if (null >= 0)
+        dup2(null, STDERR_FILENO), close(null);
+    }
     execl(self, self, "--probe", (char *)NULL);
     _exit(127);
   }
@@ -500,11 +537,104 @@ static long long memlimit_mb(const char *scale)
   return (need / 2 > 16 * img ? need / 2 : 16 * img) / (1 << 20) + 1;
 }
 
+/* ---- the simulated machine (--simulate) ---- */
+
+/* the name of a machine's platform file in bus/, "<host>.platform.v4.xml" (the one SimGrid 3.13 and later read) */
+static const char platform_suffix[] = ".platform.v4.xml";
+
+static int is_platform_file(const char *name)
+{
+  size_t n = strlen(name), k = sizeof platform_suffix - 1;
+  return n > k && !strcmp(name + n - k, platform_suffix);
+}
+
+/* The cores of the simulated machine, from the first line of its bus/<host>.config ("16 # Number of CPUs"); 0 when
+ * that is unreadable. */
+static int simulated_cores(const char *dir, const char *host)
+{
+  char path[PATH_MAX + 256], line[256];
+  int cores = 0;
+  snprintf(path, sizeof path, "%s/bus/%s.config", dir, host);
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strstr(line, "Number of CPUs")) {
+      cores = atoi(line);
+      break;
+    }
+  if (f)
+    fclose(f);
+  return cores > 0 && cores <= STARPU_MAXCPUS ? cores : 0;
+}
+
+/* --simulate PLATFORM: a folder of StarPU's sampling files (codelets/ and bus/, as scripts/calibrate-models.sh records
+ * them), holding one machine's bus/<host>.platform.v4.xml, or the path of that file when it holds several. Sets what
+ * StarPU reads in every process started from here: STARPU_PERF_MODEL_DIR, STARPU_HOSTNAME, and the CUDA models
+ * shared by all GPUs (calibrated on one, used for all the simulated ones). 0, or a message and exit status 2. */
+static int simulation_setup(const char *platform, int *cores)
+{
+  char path[PATH_MAX], dir[PATH_MAX], host[256] = "";
+  struct stat st;
+  if (!realpath(platform, path) || stat(path, &st)) {
+    fprintf(stderr, PROG ": --simulate: %s: %s\n", platform, strerror(errno));
+    return 2;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    snprintf(dir, sizeof dir, "%s", path);
+    char bus[PATH_MAX + 8];
+    snprintf(bus, sizeof bus, "%s/bus", dir);
+    DIR *d = opendir(bus);
+    int found = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+      if (is_platform_file(e->d_name)) {
+        if (found++ == 0)
+          snprintf(host, sizeof host, "%.*s", (int)(strlen(e->d_name) - (sizeof platform_suffix - 1)), e->d_name);
+      }
+    if (d)
+      closedir(d);
+    if (found == 0) {
+      fprintf(stderr, PROG ": --simulate: %s holds no bus/<host>%s: not a platform folder (scripts/calibrate-models.sh "
+              "records one on a real machine, scripts/simulated-platform.sh derives others)\n", platform,
+              platform_suffix);
+      return 2;
+    }
+    if (found > 1) {
+      fprintf(stderr, PROG ": --simulate: %s holds %d machines' platforms: name one, e.g. --simulate %s/bus/%s%s\n",
+              platform, found, platform, host, platform_suffix);
+      return 2;
+    }
+  } else {
+    /* DIR/bus/<host>.platform.v4.xml */
+    char *slash = strrchr(path, '/');
+    if (!S_ISREG(st.st_mode) || !slash || !is_platform_file(slash + 1) || slash - path < 4 ||
+        strncmp(slash - 4, "/bus", 4)) {
+      fprintf(stderr, PROG ": --simulate: %s is neither a platform folder nor its bus/<host>%s\n", platform,
+              platform_suffix);
+      return 2;
+    }
+    snprintf(host, sizeof host, "%.*s", (int)(strlen(slash + 1) - (sizeof platform_suffix - 1)), slash + 1);
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - 4 - path), path);
+  }
+  char codelets[PATH_MAX + 16];
+  snprintf(codelets, sizeof codelets, "%s/codelets", dir);
+  if (stat(codelets, &st) || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, PROG ": --simulate: %s has no codelets/ folder (the calibrated performance models)\n", platform);
+    return 2;
+  }
+  setenv("STARPU_PERF_MODEL_DIR", dir, 1);
+  setenv("STARPU_HOSTNAME", host, 1);
+  setenv("STARPU_PERF_MODEL_HOMOGENEOUS_CUDA", "1", 0);
+  *cores = simulated_cores(dir, host);
+  return 0;
+}
+
 /* The driver once its options are checked: the output place, the temporary folder, the probe of the machine, then
  * the list or the matrix. */
 static int drive(const struct options *opt, struct plan *pl)
 {
-  int rc = opt->list ? 0 : check_output(opt->outdir);
+  int sim_cores = 0;
+  int rc = opt->simulate ? simulation_setup(opt->simulate, &sim_cores) : 0;
+  if (!rc && !opt->list)
+    rc = check_output(opt->outdir);
   if (rc)
     return rc;
   atexit(remove_leftovers);
@@ -517,7 +647,8 @@ static int drive(const struct options *opt, struct plan *pl)
   }
   self[len] = 0;
   struct run_opts o = {self, opt->scale, opt->outdir, probe_home, opt->repeats, opt->warmups, opt->calib_runs,
-                       opt->threads, opt->timeout, opt->trace, opt->verbose, opt->keep_homes, memlimit_mb(opt->scale)};
+                       opt->threads, opt->timeout, opt->trace, opt->verbose, opt->keep_homes, memlimit_mb(opt->scale),
+                       opt->simulate, sim_cores, 0};
   /* the machine: a probe process in a STARPU_HOME of its own */
   const char *base = make_temp_base();
   if (!base)
@@ -530,11 +661,15 @@ static int drive(const struct options *opt, struct plan *pl)
   if (interrupted || probe(self, probe_home, opt->verbose, &gpus) || interrupted) {
     if (interrupted)
       fprintf(stderr, PROG ": interrupted\n");
+    else if (opt->simulate)
+      fprintf(stderr, PROG ": starproj could not start on the simulated machine %s (run with --verbose to see "
+              "StarPU's messages)\n", getenv("STARPU_HOSTNAME"));
     else
       fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's "
               "messages)\n");
     return interrupted ? 130 : 1;
   }
+  o.gpus = gpus;
   if (opt->list) {
     list_all(gpus);
     return 0;
@@ -560,6 +695,16 @@ int main(int argc, char **argv)
     alarm((unsigned)opt.timeout); /* a policy that never finishes is stopped; the driver reports the timeout */
     return child_main(opt.child, opt.scale, opt.set_arg ? opt.set_arg : "cpu", opt.phase, opt.repeats, opt.warmups,
                       opt.threads);
+  }
+  if (SIMULATED && !opt.simulate) {
+    fprintf(stderr, PROG ": this starproj-bench is built against StarPU over SimGrid: it runs on a simulated machine, "
+            "given with --simulate PLATFORM (doc/simulation.md)\n");
+    return 2;
+  }
+  if (!SIMULATED && opt.simulate) {
+    fprintf(stderr, PROG ": --simulate needs starproj built against StarPU over SimGrid (scripts/install-deps.sh "
+            "--with-simgrid, then configure --with-simgrid; doc/simulation.md)\n");
+    return 2;
   }
   rc = check_lists(&opt, &plan);
   if (!rc)

@@ -28,6 +28,7 @@ struct sproj_runtime {
   int reproducible;         /* images registered from now on start in reproducible mode */
   int merge_calls;          /* calls made while the workers are busy may be merged (submit.c) */
   int image_layouts;        /* large GPU tasks may work on principal-axis copies of the image (submit.c) */
+  int split_gpus;           /* $SPROJ_SPLIT_GPUS: requests cut into tasks as for this many GPUs (0: the GPUs there are) */
   uint64_t layout_max_voxels; /* largest image for which they may (runtime.c) */
   uint32_t *gpu_set_workers;  /* for 2..SPROJ_MAX_STICKY_GPUS GPUs: the CUDA workers of each set of GPUs (bit g of
                                  the set's index: GPU g), words_per_set words each, as StarPU worker bitmaps */

@@ -430,6 +430,10 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_rt.reproducible = c.reproducible != 0;
   sproj_rt.merge_calls = c.merge_calls != 0;
   sproj_rt.image_layouts = c.image_layouts != 0;
+  /* Tasks cut as for this many GPUs: scripts/calibrate-models.sh records on one GPU the task sizes a simulation of
+   * several will use (doc/simulation.md); not meant for anything else. */
+  const char *split = getenv("SPROJ_SPLIT_GPUS");
+  sproj_rt.split_gpus = split && atoi(split) > 0 && atoi(split) <= 64 ? atoi(split) : 0;
   sproj_rt.layout_max_voxels = layout_max_voxels();
   if (!sched_chosen)
     make_gpu_sets();
@@ -576,7 +580,7 @@ int sproj_set_merge_calls(int on)
 static int64_t split_target(void)
 {
   if (sproj_rt.ngpus > 0 && (sproj_rt.where & STARPU_CUDA))
-    return sproj_rt.ngpus;
+    return sproj_rt.split_gpus > 0 ? sproj_rt.split_gpus : sproj_rt.ngpus;
   return sproj_rt.ncpu > 0 ? 2 * (int64_t)sproj_rt.ncpu : 1;
 }
 

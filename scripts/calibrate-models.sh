@@ -4,42 +4,50 @@
 # (doc/simulation.md): StarPU's performance models of every codelet the harness's workloads run, at the sizes they
 # run, and its bus calibration (bandwidths, latencies, the SimGrid platform file); and the measured makespans of
 # those workloads, to set the simulated ones against. Each workload runs in starproj-bench's per-configuration
-# process (--child), first --calibration-runs times with STARPU_CALIBRATE=1, then --repeats timed runs with the
-# models fixed, all in one fresh STARPU_HOME under the machine name --host.
-# Output in OUT (default $OUT, else /tmp/out): perfmodels/<host>/{codelets,bus}/ (copy it into the repository's
-# perfmodels/), measured.tsv (one line per timed run), logs/.
-# usage: scripts/calibrate-models.sh [--host NAME] [--build DIR] [--scale tiny|small|full] [--workers SET]
+# process (--child), first --calibration-runs times with STARPU_CALIBRATE=1 for each of --splits (its requests cut
+# into tasks as on that many GPUs, SPROJ_SPLIT_GPUS: the task sizes a simulation of that many GPUs runs, measured
+# on the GPU there is), then --repeats timed runs with the models fixed, all in one fresh STARPU_HOME under the
+# machine name --host. Each scale gets its own STARPU_HOME and folder, <host>-<scale>: StarPU fits one curve through
+# all the sizes a codelet ran at, and prefers it to the mean measured at a size, so sizes a thousand times apart
+# (tiny and full) would bend it.
+# Output in OUT (default $OUT, else /tmp/out): perfmodels/<host>-<scale>/ with codelets/, bus/, measured.tsv (one
+# line per timed run) and MACHINE (copy them into the repository's perfmodels/); logs/.
+# usage: scripts/calibrate-models.sh [--host NAME] [--build DIR] [--scales a,b] [--workers SET] [--splits a,b]
 #                                    [--workloads a,b] [--scheds x,y] [--calibration-runs N] [--repeats N] [--out DIR]
 #   --host NAME    the name the models are recorded under (STARPU_HOSTNAME; default: this machine's hostname)
 #   --build DIR    the build holding starproj-bench (default .device/build when present, else build)
-#   --scale S      the harness's scale (default full); --workers SET its worker set (default gpu; cpu on a machine
-#                  without GPUs)
+#   --scales a,b   the harness's scales (default full,tiny: tiny for CI's simulated run); --workers SET its worker
+#                  set (default gpu; cpu on a machine without GPUs)
+#   --splits a,b   GPU counts whose task sizes are calibrated (default 1,2,4,8 with GPUs; none on CPU workers)
 #   --workloads    default fwd-whole,back-whole,tof-sino,tof-lm,osem (the whole-set jobs, TOF, OSEM)
 #   --scheds       policies measured (default dmda: starproj's choice with GPUs); the models are shared
-#   --calibration-runs N  runs with STARPU_CALIBRATE=1 per workload and policy (default 6); --repeats N timed ones (default 5)
+#   --calibration-runs N  runs with STARPU_CALIBRATE=1 per workload, split and policy (default 10: StarPU trusts a
+#                  task size's model after 10 measurements); --repeats N timed ones (default 5)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 host=$(hostname)
 build=
-scale=full
+scales=full,tiny
+splits=
 workers=
 wls=fwd-whole,back-whole,tof-sino,tof-lm,osem
 scheds=dmda
-calib=6
+calib=10
 repeats=5
 out=${OUT:-/tmp/out}
 while [ $# -gt 0 ]; do
   case "$1" in
     --host) host=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    --scale) scale=$2; shift 2 ;;
+    --scales) scales=$2; shift 2 ;;
+    --splits) splits=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --workloads) wls=$2; shift 2 ;;
     --scheds) scheds=$2; shift 2 ;;
     --calibration-runs) calib=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '3,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,25p' "$0"; exit 0 ;;
     *) echo "calibrate-models: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -56,12 +64,12 @@ fi
 [ -d "$root/.device/lib" ] && export LD_LIBRARY_PATH="$root/.device/lib:$build/.libs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 mkdir -p "$out/logs" || exit 1
-home=$(mktemp -d "${TMPDIR:-/tmp}/starproj-calibrate.XXXXXX")
-trap 'rm -rf "$home"' EXIT
-export STARPU_HOME=$home STARPU_HOSTNAME=$host STARPU_SILENT=1
+homes=$(mktemp -d "${TMPDIR:-/tmp}/starproj-calibrate.XXXXXX")
+trap 'rm -rf "$homes"' EXIT
+export STARPU_SILENT=1
 # one model for all GPUs of a kind: the simulated machines have more GPUs than the one calibrated on
 export STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1
-unset STARPU_NCPU STARPU_NCUDA STARPU_NWORKER_PER_CUDA STARPU_LIMIT_CUDA_MEM STARPU_PERF_MODEL_DIR
+unset STARPU_NCPU STARPU_NCUDA STARPU_NWORKER_PER_CUDA STARPU_LIMIT_CUDA_MEM STARPU_PERF_MODEL_DIR SPROJ_SPLIT_GPUS
 
 gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -72,51 +80,69 @@ case "$workers" in
   all) ;;
   *) echo "calibrate-models: --workers takes cpu, gpu or all" >&2; exit 2 ;;
 esac
+[ -n "$splits" ] || { [ "$workers" = cpu ] && splits=0 || splits=1,2,4,8; }
 
-echo "calibrate-models: host name $host, scale $scale, workers $workers, $gpus GPUs; $(date -u '+%F %T') UTC"
+echo "calibrate-models: host name $host, scales $scales, workers $workers, splits $splits, $gpus GPUs; $(date -u '+%F %T') UTC"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -8
-measured=$out/measured.tsv
-printf 'host\tworkload\tscale\tworkers\tsched\trepeat\tmakespan_s\n' >"$measured"
-t_all=$(date +%s)
-for sched in ${scheds//,/ }; do
-  export STARPU_SCHED=$sched
-  for wl in ${wls//,/ }; do
-    t0=$(date +%s)
-    log=$out/logs/$wl-$sched
-    STARPU_CALIBRATE=1 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$workers" --phase calibrate \
-      --repeats "$calib" --warmups 0 --timeout 600 >"$log-calibrate.rec" 2>"$log-calibrate.log"
-    rc=$?
-    STARPU_CALIBRATE=0 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$workers" --phase measure \
-      --repeats "$repeats" --warmups 1 --timeout 600 >"$log-measure.rec" 2>"$log-measure.log"
-    rc2=$?
-    # REC lines: key=value fields; the makespan of each timed run
-    awk -F'\t' -v h="$host" -v w="$wl" -v s="$scale" -v k="$workers" -v p="$sched" '
-      $1 == "REC" { r = ""; m = ""
-        for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "repeat") r = kv[2]; if (kv[1] == "makespan_s") m = kv[2] }
-        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h, w, s, k, p, r, m }' "$log-measure.rec" >>"$measured"
-    med=$(awk -F'\t' -v w="$wl" -v p="$sched" '$2 == w && $5 == p { print $7 }' "$measured" | sort -g |
-          awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
-    echo "$wl ($sched): calibration exit $rc, measure exit $rc2, median makespan ${med:-none} s ($(( $(date +%s) - t0 )) s)"
-    [ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] || tail -n 3 "$log-calibrate.log" "$log-measure.log"
-  done
-done
+# copies what StarPU recorded for one scale ($1) under the name $2, with the measured makespans ($3)
+save() {
+  local dest=$out/perfmodels/$2 sampling=$STARPU_HOME/.starpu/sampling
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  if [ ! -d "$sampling/bus" ] || [ ! -d "$sampling/codelets" ]; then
+    echo "calibrate-models: StarPU left no models in $sampling" >&2
+    return 1
+  fi
+  cp -r "$sampling/codelets" "$sampling/bus" "$dest/"
+  cp "$3" "$dest/measured.tsv"
+  {
+    echo "host name: $2"
+    echo "recorded: $(date -u '+%F') by scripts/calibrate-models.sh --scales $1 --workers $workers --splits $splits --workloads $wls --scheds $scheds --calibration-runs $calib --repeats $repeats"
+    grep -hom1 'starpu_version=[^[:space:]]*' "$out"/logs/*-"$1"-*-measure.rec 2>/dev/null | head -n 1 | sed 's/=/: /'
+    grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
+    echo "cores: $(nproc)"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+    command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2 | head -n 1 | sed 's/^/cuda: /'
+  } >"$dest/MACHINE"
+  echo "calibrate-models: $dest: $(ls "$dest"/codelets/*/ | wc -l) models, bus files of $(ls "$dest"/bus/*.config)"
+}
 
-dest=$out/perfmodels/$host
-rm -rf "$dest"
-mkdir -p "$dest"
-sampling=$home/.starpu/sampling
-if [ ! -d "$sampling/bus" ] || [ ! -d "$sampling/codelets" ]; then
-  echo "calibrate-models: StarPU left no models in $sampling" >&2; exit 1
-fi
-cp -r "$sampling/codelets" "$sampling/bus" "$dest/"
-{
-  echo "host name: $host"
-  echo "recorded: $(date -u '+%F') by scripts/calibrate-models.sh --scale $scale --workers $workers --workloads $wls --scheds $scheds --calibration-runs $calib --repeats $repeats"
-  grep -hom1 'starpu_version=[^[:space:]]*' "$out"/logs/*-measure.rec 2>/dev/null | head -n 1 | sed 's/=/: /' 
-  grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
-  echo "cores: $(nproc)"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-  command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2 | head -n 1 | sed 's/^/cuda: /'
-} >"$dest/MACHINE"
-echo "calibrate-models: models and bus files in $dest, measured makespans in $measured ($(( $(date +%s) - t_all )) s)"
-ls "$dest/codelets/"* "$dest/bus" | head -40
+t_all=$(date +%s)
+for scale in ${scales//,/ }; do
+  name=$host-$scale
+  export STARPU_HOME=$homes/$scale STARPU_HOSTNAME=$name
+  mkdir -p "$STARPU_HOME"
+  measured=$out/measured-$scale.tsv
+  printf 'host\tworkload\tscale\tworkers\tsched\trepeat\tmakespan_s\n' >"$measured"
+  for sched in ${scheds//,/ }; do
+    export STARPU_SCHED=$sched
+    for wl in ${wls//,/ }; do
+      t0=$(date +%s)
+      log=$out/logs/$wl-$scale-$sched
+      rc=0
+      for split in ${splits//,/ }; do
+        # 0: the machine's own cut
+        if [ "$split" = 0 ]; then unset SPROJ_SPLIT_GPUS; else export SPROJ_SPLIT_GPUS=$split; fi
+        STARPU_CALIBRATE=1 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$workers" --phase calibrate \
+          --repeats "$calib" --warmups 0 --timeout 600 >"$log-calibrate-$split.rec" 2>"$log-calibrate-$split.log" ||
+          { rc=$?; tail -n 3 "$log-calibrate-$split.log"; }
+      done
+      unset SPROJ_SPLIT_GPUS
+      STARPU_CALIBRATE=0 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$workers" --phase measure \
+        --repeats "$repeats" --warmups 1 --timeout 600 >"$log-measure.rec" 2>"$log-measure.log"
+      rc2=$?
+      [ "$rc2" -eq 0 ] || tail -n 3 "$log-measure.log"
+      # REC lines: key=value fields; the makespan of each timed run
+      awk -F'\t' -v h="$name" -v w="$wl" -v s="$scale" -v k="$workers" -v p="$sched" '
+        $1 == "REC" { r = ""; m = ""
+          for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "repeat") r = kv[2]; if (kv[1] == "makespan_s") m = kv[2] }
+          printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h, w, s, k, p, r, m }' "$log-measure.rec" >>"$measured"
+      med=$(awk -F'\t' -v w="$wl" -v s="$scale" -v p="$sched" '$2 == w && $3 == s && $5 == p { print $7 }' "$measured" |
+            sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
+      echo "$wl $scale ($sched): calibration exit $rc, measure exit $rc2, median makespan ${med:-none} s ($(( $(date +%s) - t0 )) s)"
+    done
+  done
+  save "$scale" "$name" "$measured"
+done
+echo "calibrate-models: $(( $(date +%s) - t_all )) s in all; folders in $out/perfmodels"
+

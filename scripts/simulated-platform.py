@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Derives the platform of a simulated node with N GPUs from one recorded on a real machine (doc/simulation.md).
+
+The source is a platform folder as scripts/calibrate-models.sh records it (codelets/ and bus/ of one host, e.g.
+perfmodels/h200-1gpu); the result is a folder of the same form under a new host name, which
+`starproj-bench --simulate` takes. What is kept and what is assumed:
+  - the codelets' models are copied under the new name: every simulated GPU runs a task as fast as the GPU measured
+    (starproj-bench sets STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1, so the model of device 0 serves all of them);
+  - each GPU gets its own host link with the bandwidth and latency measured between the host and the source's GPU 0,
+    in each direction; the host side (the "Interconnect" link every host transfer crosses) carries N times that, so
+    that the GPUs' PCIe links, not the host's memory, bound concurrent copies (--host-gbs caps it);
+  - GPU to GPU copies cross a link out of the sending GPU and one into the receiving GPU (an NVSwitch: each GPU's
+    NVLink bandwidth shared by all its peers): --nvlink-gbs per direction, default 450 GB/s (an H200's 900 GB/s NVLink
+    bandwidth is the sum of both directions); with --pair DIR, a folder recorded on two GPUs, its measured GPU 0 to
+    GPU 1 bandwidth and latency instead;
+  - the host's cores are the source's (--cores N otherwise).
+
+usage: scripts/simulated-platform.py --from DIR --gpus N [--host NAME] [--out DIR] [--pair DIR] [--nvlink-gbs B]
+                                     [--nvlink-latency-us L] [--host-gbs B] [--cores N]
+  --out DIR  where the new folder goes (default: next to --from, named after --host; default host
+             <source host>-<N>gpu-derived)
+"""
+import argparse
+import math
+import os
+import re
+import shutil
+import sys
+
+MAXNODES = 16  # StarPU's --enable-maxnodes, as scripts/install-deps.sh builds it
+
+
+def fail(msg):
+    print("simulated-platform: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def one_host(folder):
+    """The host whose bus/<host>.platform.v4.xml the folder holds (exactly one)."""
+    bus = os.path.join(folder, "bus")
+    if not os.path.isdir(bus) or not os.path.isdir(os.path.join(folder, "codelets")):
+        fail(f"{folder} is not a platform folder (no bus/ or codelets/)")
+    hosts = sorted(f[: -len(".platform.v4.xml")] for f in os.listdir(bus) if f.endswith(".platform.v4.xml"))
+    if len(hosts) != 1:
+        fail(f"{folder}/bus holds {len(hosts)} platforms ({', '.join(hosts) or 'none'}): one is needed")
+    return hosts[0]
+
+
+def read_config(folder, host):
+    counts = {}
+    with open(os.path.join(folder, "bus", host + ".config")) as f:
+        for line in f:
+            m = re.match(r"\s*(\d+)\s*#\s*Number of (\S+)", line)
+            if m:
+                counts[m.group(2)] = int(m.group(1))
+    return counts
+
+
+def read_matrix(path):
+    """Rows of numbers (nan where no route), comments dropped."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            rows.append([float(v) for v in line.split()])
+    return rows
+
+
+def gpu_props(folder, host):
+    with open(os.path.join(folder, "bus", host + ".platform.v4.xml")) as f:
+        xml = f.read()
+    m = re.search(r'<host id="CUDA0"[^>]*>(.*?)</host>', xml, re.S)
+    cpus = len(re.findall(r'<host id="CPU\d+"', xml))
+    if not m:
+        fail(f"{folder}/bus/{host}.platform.v4.xml has no GPU (CUDA0): calibrate on a machine with a GPU")
+    props = dict(re.findall(r'<prop id="([^"]+)" value="([^"]*)"', m.group(1)))
+    cpus = len(re.findall(r'<host id="CPU\d+"', xml))
+    return props, cpus
+
+
+def write_matrix(path, title, n, value):
+    with open(path, "w") as f:
+        f.write("# " + "\t".join(f"to {title(j)}" for j in range(n)) + "\n")
+        for i in range(MAXNODES):
+            cells = []
+            for j in range(MAXNODES):
+                v = value(i, j) if i < n and j < n else math.nan
+                cells.append("nan" if math.isnan(v) else f"{v:e}")
+            f.write("\t".join(cells) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--from", dest="src", required=True)
+    ap.add_argument("--gpus", type=int, required=True)
+    ap.add_argument("--host")
+    ap.add_argument("--out")
+    ap.add_argument("--pair")
+    ap.add_argument("--nvlink-gbs", type=float, default=450.0)
+    ap.add_argument("--nvlink-latency-us", type=float)
+    ap.add_argument("--host-gbs", type=float)
+    ap.add_argument("--cores", type=int)
+    ap.add_argument("-h", "--help", action="store_true")
+    if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
+        print(__doc__)
+        return 0
+    try:
+        a = ap.parse_args()
+    except SystemExit:
+        fail("bad arguments (see --help)")
+    if not 1 <= a.gpus <= 8:
+        fail("--gpus takes 1 to 8 (StarPU is built for at most 8 CUDA devices)")
+    src = os.path.abspath(a.src)
+    shost = one_host(src)
+    cfg = read_config(src, shost)
+    numas = cfg.get("NUMA", 1)
+    props, cpus = gpu_props(src, shost)
+    cores = a.cores or cpus
+    if not 1 <= cores <= 128:
+        fail("--cores takes 1 to 128")
+    bw = read_matrix(os.path.join(src, "bus", shost + ".bandwidth"))
+    lat = read_matrix(os.path.join(src, "bus", shost + ".latency"))
+    g0 = numas  # raw node index of the source's GPU 0: NUMA nodes come first
+    h2d_bw, d2h_bw = bw[0][g0], bw[g0][0]  # MB/s
+    h2d_lat, d2h_lat = lat[0][g0], lat[g0][0]  # us
+    if any(math.isnan(v) or v <= 0 for v in (h2d_bw, d2h_bw)):
+        fail(f"{src}/bus/{shost}.bandwidth has no host to GPU 0 bandwidth")
+    d2d_bw, d2d_lat = a.nvlink_gbs * 1000.0, a.nvlink_latency_us
+    if a.pair:
+        phost = one_host(os.path.abspath(a.pair))
+        pnuma = read_config(a.pair, phost).get("NUMA", 1)
+        pbw = read_matrix(os.path.join(a.pair, "bus", phost + ".bandwidth"))
+        plat = read_matrix(os.path.join(a.pair, "bus", phost + ".latency"))
+        d2d_bw = min(pbw[pnuma][pnuma + 1], pbw[pnuma + 1][pnuma])
+        if a.nvlink_latency_us is None:
+            d2d_lat = max(plat[pnuma][pnuma + 1], plat[pnuma + 1][pnuma])
+    if d2d_lat is None:
+        d2d_lat = min(h2d_lat, d2h_lat)  # an NVLink copy is issued like a PCIe one
+    host = a.host or f"{shost}-{a.gpus}gpu-derived"
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", host):
+        fail("--host takes letters, digits, '.', '_' and '-'")
+    out = os.path.abspath(a.out or os.path.join(os.path.dirname(src), host))
+    if out == src:
+        fail("--out is the source folder")
+    host_bw = (a.host_gbs * 1000.0) if a.host_gbs else a.gpus * max(h2d_bw, d2h_bw)
+
+    os.makedirs(os.path.join(out, "bus"), exist_ok=True)
+    cdst = os.path.join(out, "codelets")
+    if os.path.isdir(cdst):
+        shutil.rmtree(cdst)
+    copied = 0
+    for dirpath, _, files in os.walk(os.path.join(src, "codelets")):
+        rel = os.path.relpath(dirpath, os.path.join(src, "codelets"))
+        for f in files:
+            if f.endswith("." + shost):
+                os.makedirs(os.path.join(cdst, rel), exist_ok=True)
+                shutil.copyfile(os.path.join(dirpath, f), os.path.join(cdst, rel, f[: -len(shost)] + host))
+                copied += 1
+    bus = os.path.join(out, "bus", host)
+    with open(bus + ".config", "w") as f:
+        f.write("# Current configuration\n")
+        f.write(f"{cores} # Number of CPUs\n{numas} # Number of NUMA nodes\n{a.gpus} # Number of CUDA nodes\n")
+        for kind in ("OpenCL", "FPGA", "Disk", "MPI_MS", "TCPIP_MS", "HIP"):
+            f.write(f"0 # Number of {kind} nodes\n")
+    with open(bus + ".affinity", "w") as f:
+        f.write("# GPU\t" + "\t".join(f"NUMA{k}" for k in range(numas)) + "\n")
+        for g in range(a.gpus):
+            f.write(f"{g}\t" + "\t".join(str(k) for k in range(numas)) + "\t\n")
+    n = numas + a.gpus
+
+    def name(j):
+        return f"NUMA {j}" if j < numas else f"CUDA {j - numas}"
+
+    def bandwidth(i, j):
+        if i == j:
+            return 0.0
+        if i < numas and j < numas:
+            return bw[i][j] if i < len(bw) and j < len(bw[i]) else math.nan
+        if i < numas:
+            return h2d_bw
+        if j < numas:
+            return d2h_bw
+        return d2d_bw
+
+    def latency(i, j):
+        if i == j:
+            return 0.0
+        if i < numas and j < numas:
+            return lat[i][j] if i < len(lat) and j < len(lat[i]) else math.nan
+        if i < numas:
+            return h2d_lat
+        if j < numas:
+            return d2h_lat
+        return d2d_lat
+
+    write_matrix(bus + ".bandwidth", name, n, bandwidth)
+    write_matrix(bus + ".latency", name, n, latency)
+    # SimGrid's units: bytes per second and seconds; StarPU's files: MB/s and microseconds
+    lines = ["<?xml version='1.0'?>",
+             "<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>",
+             '<platform version="4.1">',
+             f"<!-- derived by scripts/simulated-platform.py from {shost}: {a.gpus} GPUs, each with {shost}'s host link;"
+             f" GPU to GPU {d2d_bw / 1000:.1f} GB/s per direction through a switch -->",
+             ' <config id="General">',
+             '   <prop id="network/TCP-gamma" value="-1"></prop>',
+             '   <prop id="network/latency-factor" value="1"></prop>',
+             '   <prop id="network/bandwidth-factor" value="1"></prop>',
+             '   <prop id="network/crosstraffic" value="0"></prop>',
+             '   <prop id="network/weight-S" value="0.0"></prop>',
+             " </config>",
+             ' <zone id="AS0" routing="Full">',
+             '   <host id="MAIN" speed="1f"/>']
+    lines += [f'   <host id="CPU{c}" speed="2000000000f"/>' for c in range(cores)]
+    for g in range(a.gpus):
+        lines.append(f'   <host id="CUDA{g}" speed="2000000000f">')
+        for k in ("model", "memsize"):
+            if k in props:
+                lines.append(f'     <prop id="{k}" value="{props[k]}"/>')
+        lines.append('     <prop id="memcpy_peer" value="1"/>')
+        lines.append("   </host>")
+    lines.append('   <host id="RAM" speed="1f"/>')
+    lines.append(f'   <link id="Interconnect" bandwidth="{host_bw * 1e6:f}Bps" latency="0.000000s"/>')
+    for g in range(a.gpus):
+        lines.append(f'   <link id="RAM-CUDA{g}" bandwidth="{h2d_bw * 1e6:f}Bps" latency="{h2d_lat / 1e6:f}s"/>')
+        lines.append(f'   <link id="CUDA{g}-RAM" bandwidth="{d2h_bw * 1e6:f}Bps" latency="{d2h_lat / 1e6:f}s"/>')
+        if a.gpus > 1:
+            lines.append(f'   <link id="CUDA{g}-out" bandwidth="{d2d_bw * 1e6:f}Bps" latency="{d2d_lat / 1e6:f}s"/>')
+            lines.append(f'   <link id="CUDA{g}-in" bandwidth="{d2d_bw * 1e6:f}Bps" latency="0.000000s"/>')
+    for g in range(a.gpus):
+        for src_, dst_, link in (("RAM", f"CUDA{g}", f"RAM-CUDA{g}"), (f"CUDA{g}", "RAM", f"CUDA{g}-RAM")):
+            lines += [f'   <route src="{src_}" dst="{dst_}" symmetrical="NO">',
+                      f'     <link_ctn id="{link}"/>', '     <link_ctn id="Interconnect"/>', "   </route>"]
+    for i in range(a.gpus):
+        for j in range(a.gpus):
+            if i != j:
+                lines += [f'   <route src="CUDA{i}" dst="CUDA{j}" symmetrical="NO">',
+                          f'     <link_ctn id="CUDA{i}-out"/>', f'     <link_ctn id="CUDA{j}-in"/>', "   </route>"]
+    lines += [" </zone>", "</platform>", ""]
+    with open(bus + ".platform.v4.xml", "w") as f:
+        f.write("\n".join(lines))
+    with open(os.path.join(out, "MACHINE"), "w") as f:
+        f.write(f"host name: {host}\n")
+        f.write(f"derived from: {shost} (scripts/simulated-platform.py --gpus {a.gpus}"
+                f"{' --pair ' + os.path.basename(os.path.abspath(a.pair)) if a.pair else ''})\n")
+        f.write(f"gpus: {a.gpus} x {props.get('model', 'GPU')}, host links {h2d_bw / 1000:.1f} / {d2h_bw / 1000:.1f} GB/s "
+                f"(to / from the GPU, measured on {shost}), GPU to GPU {d2d_bw / 1000:.1f} GB/s, {d2d_lat:.1f} us "
+                f"({'measured on ' + os.path.basename(os.path.abspath(a.pair)) if a.pair else 'assumed'})\n")
+        f.write(f"cores: {cores}\n")
+    print(f"simulated-platform: {out} ({host}: {a.gpus} GPUs, {cores} cores, {copied} models)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

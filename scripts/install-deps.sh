@@ -2,17 +2,22 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what starproj needs on Debian 12: build tools, hwloc, Check, nifticlib, libpng, clang (fuzzing), cmake
 # (consumer check), doxygen (`make doc`) and OpenMPI (the distributed layer) from Debian, and StarPU 1.4 built from
-# Debian's source package (with CUDA when nvcc is found, with StarPU-MPI unless --without-mpi). Re-running it with
-# everything present is quick.
+# Debian's source package (with CUDA when nvcc is found, with StarPU-MPI unless --without-mpi); with --with-simgrid
+# a second StarPU from the same source, built over SimGrid, for simulated machines. Re-running it with everything
+# present is quick.
 #
 # usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--with-fxt] [--without-mpi]
-#                                [--jobs N] [--with-stir SRC [--with-parallelproj SRC] [--stir-prefix DIR]]
+#                                [--with-simgrid[=DIR]] [--jobs N]
+#                                [--with-stir SRC [--with-parallelproj SRC] [--stir-prefix DIR]]
 #   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
 #   --with-cuda=DIR / --without-cuda   build StarPU with the CUDA toolkit in DIR / without CUDA
 #                  (default: with CUDA when nvcc is on PATH or in /usr/local/cuda)
 #   --with-fxt     build StarPU with FxT execution traces (Debian's libfxt-dev; starproj-bench --trace), rebuilding
 #                  a StarPU installed without them
 #   --without-mpi  no OpenMPI and no StarPU-MPI (starproj then builds without its distributed layer)
+#   --with-simgrid[=DIR]  also StarPU over SimGrid (Debian's libsimgrid-dev) in its own prefix DIR (default
+#                  /usr/local/starpu-simgrid), never in --prefix: no kernel runs there, CUDA workers are simulated
+#                  from performance models (configure --with-simgrid, doc/simulation.md); skipped when built
 #   --with-stir SRC  also STIR (for stir/, the "Starproj" projector pair), from a source folder or tarball, into
 #                  --stir-prefix (default /usr/local/stir), with --with-parallelproj SRC its "Parallelproj" pair on a
 #                  CPU build of libparallelproj; skipped when installed (scripts/install-stir.sh does it)
@@ -24,6 +29,7 @@ fxt=no
 mpi=yes
 jobs=$(nproc 2>/dev/null || echo 2)
 stir_args=()
+simgrid_prefix=
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift 2 ;;
@@ -34,12 +40,18 @@ while [ $# -gt 0 ]; do
     --without-mpi) mpi=no; shift ;;
     --jobs) jobs=$2; shift 2 ;;
     --with-stir|--with-parallelproj|--stir-prefix) stir_args+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+    --with-simgrid) simgrid_prefix=/usr/local/starpu-simgrid; shift ;;
+    --with-simgrid=*) simgrid_prefix=${1#--with-simgrid=}; shift ;;
+    -h|--help) sed -n '3,24p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$prefix" 2>/dev/null || true
 [ -d "$prefix" ] && prefix=$(cd "$prefix" && pwd)
+if [ -n "$simgrid_prefix" ]; then
+  case "$simgrid_prefix" in /*) ;; *) echo "install-deps: --with-simgrid needs an absolute folder" >&2; exit 2 ;; esac
+  [ "${simgrid_prefix%/}" != "$prefix" ] || { echo "install-deps: --with-simgrid needs a prefix of its own, not $prefix" >&2; exit 2; }
+fi
 
 log() { printf 'install-deps: %s\n' "$*"; }
 # apt's and StarPU's full output goes here; the terminal gets a line per step
@@ -76,6 +88,7 @@ packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev h
   clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox python3-venv python3-dev)
 [ "$fxt" = yes ] && packages+=(libfxt-dev)
 [ "$mpi" = yes ] && packages+=(libopenmpi-dev openmpi-bin)
+[ -n "$simgrid_prefix" ] && packages+=(libsimgrid-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -95,15 +108,23 @@ if [ ${#stir_args[@]} -gt 0 ]; then
 fi
 
 # --- StarPU 1.4 -----------------------------------------------------------------------------------------
+# whether the StarPU in $1 (normal or simgrid, $2) is built as this script would build it
 starpu_ok() {
-  local pc="$prefix/lib/pkgconfig"
+  local dir=$1 kind=$2 pc="$1/lib/pkgconfig"
   PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --exists 'starpu-1.4 >= 1.4.0' || return 1
-  local cfg="$prefix/include/starpu/1.4/starpu_config.h"
+  local cfg="$dir/include/starpu/1.4/starpu_config.h"
   [ -f "$cfg" ] || return 1
-  if [ "$cuda_dir" != no ]; then grep -q '^#define STARPU_USE_CUDA 1' "$cfg" || return 1; fi
-  if [ "$fxt" = yes ]; then grep -q '^#define STARPU_USE_FXT 1' "$cfg" || return 1; fi
-  if [ "$mpi" = yes ]; then
-    PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --exists starpumpi-1.4 || return 1
+  if [ "$kind" = simgrid ]; then
+    grep -q '^#define STARPU_SIMGRID 1' "$cfg" || return 1
+    # the simulated machines have up to 8 GPUs, like the real builds' tables
+    grep -q '^#define STARPU_MAXCUDADEVS 8' "$cfg" || return 1
+  else
+    grep -q '^#define STARPU_SIMGRID 1' "$cfg" && return 1
+    if [ "$cuda_dir" != no ]; then grep -q '^#define STARPU_USE_CUDA 1' "$cfg" || return 1; fi
+    if [ "$fxt" = yes ]; then grep -q '^#define STARPU_USE_FXT 1' "$cfg" || return 1; fi
+    if [ "$mpi" = yes ]; then
+      PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --exists starpumpi-1.4 || return 1
+    fi
   fi
   # StarPU sizes its worker tables at build time from the build machine's cores: ours must fit big hosts.
   local maxcpus
@@ -112,12 +133,21 @@ starpu_ok() {
   return 0
 }
 
-if starpu_ok; then
+need_normal=yes
+if starpu_ok "$prefix" normal; then
   log "StarPU 1.4 present in $prefix (CUDA: $cuda_dir, MPI: $mpi)"
-  exit 0
+  need_normal=no
 fi
+need_simgrid=no
+if [ -n "$simgrid_prefix" ]; then
+  if starpu_ok "$simgrid_prefix" simgrid; then
+    log "StarPU 1.4 over SimGrid present in $simgrid_prefix"
+  else
+    need_simgrid=yes
+  fi
+fi
+[ "$need_normal" = yes ] || [ "$need_simgrid" = yes ] || exit 0
 
-log "building StarPU 1.4 from Debian's source package into $prefix (CUDA: $cuda_dir, MPI: $mpi)"
 # Debian 12 carries StarPU 1.3 only; a later suite's source package carries 1.4 (only the newest is served).
 src_list=/etc/apt/sources.list.d/starproj-starpu-src.sources
 if ! apt-cache showsrc starpu 2>/dev/null | grep -q '^Version: 1\.4'; then
@@ -137,41 +167,64 @@ log "fetching the source of StarPU $version"
 quiet apt-get source -q "starpu=$version"
 srcdir=$(find . -maxdepth 1 -type d -name 'starpu-1.4*' | head -n 1)
 [ -n "$srcdir" ] || { log "apt-get source gave no StarPU 1.4 source"; exit 1; }
-cd "$srcdir"
+srcdir=$work/${srcdir#./}
 log "source: $srcdir"
+# the SimGrid build gets an untouched copy: the normal build leaves its objects in $srcdir
+[ "$need_simgrid" = yes ] && cp -r "$srcdir" "$work/simgrid-src"
 
-cuda_args=(--disable-cuda)
-if [ "$cuda_dir" != no ]; then
-  # CUDA 13 removed cudaDeviceProp::computeMode; read it through cudaDeviceGetAttribute instead.
-  for f in src/drivers/cuda/driver_cuda.c src/drivers/cuda/driver_cuda1.c; do
-    [ -f "$f" ] || continue
-    if grep -q 'props\[devid\]\.computeMode' "$f"; then
-      perl -0pi -e 's/if \(props\[devid\]\.computeMode == cudaComputeModeExclusive\)/int compute_mode = 0;\n\tcudaDeviceGetAttribute(&compute_mode, cudaDevAttrComputeMode, devid);\n\tif (compute_mode == cudaComputeModeExclusive)/g' "$f"
-      grep -q 'props\[devid\]\.computeMode' "$f" && { log "could not patch $f"; exit 1; }
-    fi
-  done
-  cuda_args=(--enable-cuda --with-cuda-dir="$cuda_dir")
-  export PATH="$cuda_dir/bin:$PATH"
+# builds the source in $srcdir (configured with the arguments given) and installs it into $1
+build_install() {
+  local dir=$1; shift
+  quiet ./configure -q --prefix="$dir" \
+    --disable-opencl --disable-hip --disable-build-doc --disable-build-examples --disable-build-tests \
+    --disable-fortran --disable-socl --disable-starpufft --disable-glpk --disable-starpupy --disable-openmp \
+    --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16 "$@"
+  quiet make -s -j"$jobs"
+  log "installing StarPU into $dir"
+  mkdir -p "$dir" 2>/dev/null || true
+  if [ -w "$dir" ] && { [ ! -e "$dir/lib" ] || [ -w "$dir/lib" ]; }; then
+    quiet make -s install
+  else
+    quiet "${SUDO[@]}" make -s install
+  fi
+}
+
+if [ "$need_normal" = yes ]; then
+  log "building StarPU 1.4 from Debian's source package into $prefix (CUDA: $cuda_dir, MPI: $mpi)"
+  cd "$srcdir"
+  cuda_args=(--disable-cuda)
+  if [ "$cuda_dir" != no ]; then
+    # CUDA 13 removed cudaDeviceProp::computeMode; read it through cudaDeviceGetAttribute instead.
+    for f in src/drivers/cuda/driver_cuda.c src/drivers/cuda/driver_cuda1.c; do
+      [ -f "$f" ] || continue
+      if grep -q 'props\[devid\]\.computeMode' "$f"; then
+        perl -0pi -e 's/if \(props\[devid\]\.computeMode == cudaComputeModeExclusive\)/int compute_mode = 0;\n\tcudaDeviceGetAttribute(&compute_mode, cudaDevAttrComputeMode, devid);\n\tif (compute_mode == cudaComputeModeExclusive)/g' "$f"
+        grep -q 'props\[devid\]\.computeMode' "$f" && { log "could not patch $f"; exit 1; }
+      fi
+    done
+    cuda_args=(--enable-cuda --with-cuda-dir="$cuda_dir")
+    export PATH="$cuda_dir/bin:$PATH"
+  fi
+  mpi_args=(--disable-mpi)
+  [ "$mpi" = yes ] && mpi_args=(--enable-mpi --disable-mpi-check --disable-mpi-master-slave)
+  fxt_args=(--disable-fxt)
+  [ "$fxt" = yes ] && fxt_args=(--with-fxt)
+  log "configuring and building StarPU (FxT traces: $fxt, MPI: $mpi; about 2.5 minutes on 2 cores)"
+  build_install "$prefix" "${cuda_args[@]}" "${mpi_args[@]}" "${fxt_args[@]}"
+  case "$prefix" in /usr|/usr/local) "${SUDO[@]}" ldconfig ;; esac
+  starpu_ok "$prefix" normal || { log "StarPU installed but not found by pkg-config in $prefix"; exit 1; }
+  log "StarPU $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) installed in $prefix"
 fi
 
-mpi_args=(--disable-mpi)
-[ "$mpi" = yes ] && mpi_args=(--enable-mpi --disable-mpi-check --disable-mpi-master-slave)
-fxt_args=(--disable-fxt)
-[ "$fxt" = yes ] && fxt_args=(--with-fxt)
-log "configuring StarPU (FxT traces: $fxt, MPI: $mpi)"
-quiet ./configure -q --prefix="$prefix" "${cuda_args[@]}" \
-  --disable-opencl --disable-hip --disable-build-doc --disable-build-examples --disable-build-tests \
-  --disable-fortran --disable-socl --disable-starpufft "${mpi_args[@]}" "${fxt_args[@]}" --disable-glpk \
-  --disable-starpupy --disable-openmp \
-  --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16
-log "building StarPU (about 2.5 minutes on 2 cores)"
-quiet make -s -j"$jobs"
-log "installing StarPU into $prefix"
-if [ -w "$prefix" ] && { [ ! -e "$prefix/lib" ] || [ -w "$prefix/lib" ]; }; then
-  quiet make -s install
-else
-  quiet "${SUDO[@]}" make -s install
+if [ "$need_simgrid" = yes ]; then
+  # A fresh copy of the source: the normal build above leaves its objects behind. With SimGrid, StarPU builds no
+  # CUDA code (its configure refuses --enable-cuda there): CUDA workers are simulated from the performance models,
+  # as many as the platform file lists, up to --enable-maxcudadev. No StarPU-MPI: over SimGrid's SMPI it must be a
+  # static library linked into programs built with smpicc (doc/simulation.md).
+  cd "$work/simgrid-src"
+  log "building StarPU 1.4 over SimGrid ($(pkg-config --modversion simgrid 2>/dev/null || echo '?')) into $simgrid_prefix (about 4 minutes on 2 cores)"
+  t0=$(date +%s)
+  build_install "$simgrid_prefix" --enable-simgrid --disable-cuda --disable-mpi --disable-fxt --disable-static
+  starpu_ok "$simgrid_prefix" simgrid || { log "StarPU over SimGrid installed but not found in $simgrid_prefix"; exit 1; }
+  log "StarPU $(PKG_CONFIG_PATH="$simgrid_prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) over SimGrid installed in $simgrid_prefix ($(( $(date +%s) - t0 )) s); starproj: configure --with-simgrid=$simgrid_prefix"
 fi
-case "$prefix" in /usr|/usr/local) "${SUDO[@]}" ldconfig ;; esac
-starpu_ok || { log "StarPU installed but not found by pkg-config in $prefix"; exit 1; }
-log "StarPU $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) installed in $prefix"

@@ -182,11 +182,14 @@ void sproj_fixed_add_cuda(void *buffers[], void *cl_arg);
 void sproj_fixed_flush_cuda(void *buffers[], void *cl_arg);
 #define SPROJ_CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #elif defined(STARPU_SIMGRID)
-/* Simulation (StarPU over SimGrid): CUDA workers are simulated and never call a codelet function; their tasks take the
- * time the codelet's performance model gives, calibrated with the real kernels under the same symbol. A codelet
- * needs a CUDA function for StarPU to hand its tasks to those workers: this one, which only says so. */
+/* Simulation (StarPU over SimGrid): CUDA workers are simulated and do not call a task's codelet function; their tasks
+ * take the time the codelet's performance model gives, calibrated with the real kernels under the same symbol. A
+ * codelet needs a CUDA function for StarPU to hand its tasks to those workers: this one, which does nothing. */
 void sproj_simulated_cuda(void *buffers[], void *cl_arg);
-#define SPROJ_CUDA_IMPL(fn) .cuda_funcs = {sproj_simulated_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+/* Not STARPU_CUDA_ASYNC: with StarPU 1.4.10 over SimGrid 3.32 the reduction of an image whose per-worker buffers are
+ * on simulated GPUs then never ended (SimGrid reported a deadlock at the image's sync); each simulated GPU worker
+ * runs its tasks one after the other. */
+#define SPROJ_CUDA_IMPL(fn) .cuda_funcs = {sproj_simulated_cuda},
 #else
 #define SPROJ_CUDA_IMPL(fn)
 #endif

@@ -382,6 +382,12 @@ static void run_config(const struct run_opts *o, const struct config *cf, const 
     record_skipped(wname, cf->policy, cf->ws->name, "needs GPUs");
     return;
   }
+  /* StarPU 1.4.10 over SimGrid 3.32: the evictions of 'cold' failed an assertion in StarPU's allocator, and the
+   * submitting threads of 'threads' never ended */
+  if (o->simulate && (!strcmp(wname, "cold") || !strcmp(wname, "threads"))) {
+    record_skipped(wname, cf->policy, cf->ws->name, "not simulated");
+    return;
+  }
   char home[PATH_MAX + 16], trace_dir[PATH_MAX];
   snprintf(home, sizeof home, "%s/home-%d", base, t->done);
   mkdir(home, 0700);

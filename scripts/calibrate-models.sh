@@ -17,7 +17,9 @@
 #   --host NAME    the name the models are recorded under (STARPU_HOSTNAME; default: this machine's hostname)
 #   --build DIR    the build holding starproj-bench (default .device/build when present, else build)
 #   --scales a,b   the harness's scales (default full,tiny: tiny for CI's simulated run); --workers SET its worker
-#                  set (default gpu; cpu on a machine without GPUs)
+#                  set (default gpu:w1, one CUDA worker per GPU as StarPU simulates them; cpu on a machine without
+#                  GPUs); with gpu:w1 the makespans with starproj's default 4 workers per GPU (set gpu) are measured
+#                  too, to set the simulation against what users run
 #   --splits a,b   GPU counts whose task sizes are calibrated (default 1,2,4,8 with GPUs; none on CPU workers)
 #   --workloads    default fwd-whole,back-whole,tof-sino,tof-lm,osem (the whole-set jobs, TOF, OSEM)
 #   --scheds       policies measured (default dmda: starproj's choice with GPUs); the models are shared
@@ -47,7 +49,7 @@ while [ $# -gt 0 ]; do
     --calibration-runs) calib=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '3,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,27p' "$0"; exit 0 ;;
     *) echo "calibrate-models: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -73,13 +75,21 @@ unset STARPU_NCPU STARPU_NCUDA STARPU_NWORKER_PER_CUDA STARPU_LIMIT_CUDA_MEM STA
 
 gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-[ -n "$workers" ] || { [ "$gpus" -gt 0 ] && workers=gpu || workers=cpu; }
-case "$workers" in
-  cpu) export STARPU_NCUDA=0 ;;
-  gpu*) export STARPU_NCPU=0 ;;
-  all) ;;
-  *) echo "calibrate-models: --workers takes cpu, gpu or all" >&2; exit 2 ;;
-esac
+[ -n "$workers" ] || { [ "$gpus" -gt 0 ] && workers=gpu:w1 || workers=cpu; }
+also=
+[ "$workers" = gpu:w1 ] && also=gpu
+# the environment of a worker set (as starproj-bench's driver sets it)
+set_env() {
+  unset STARPU_NCPU STARPU_NCUDA STARPU_NWORKER_PER_CUDA
+  case "$1" in
+    cpu) export STARPU_NCUDA=0 ;;
+    gpu|gpu:w[0-9]*) export STARPU_NCPU=0 ;;
+    all|all:w[0-9]*) ;;
+    *) echo "calibrate-models: --workers takes cpu, gpu, all, gpu:wK or all:wK" >&2; exit 2 ;;
+  esac
+  case "$1" in *:w*) export STARPU_NWORKER_PER_CUDA=${1#*:w} ;; esac
+}
+set_env "$workers"
 [ -n "$splits" ] || { [ "$workers" = cpu ] && splits=0 || splits=1,2,4,8; }
 
 echo "calibrate-models: host name $host, scales $scales, workers $workers, splits $splits, $gpus GPUs; $(date -u '+%F %T') UTC"
@@ -98,7 +108,7 @@ save() {
   {
     echo "host name: $2"
     echo "recorded: $(date -u '+%F') by scripts/calibrate-models.sh --scales $1 --workers $workers --splits $splits --workloads $wls --scheds $scheds --calibration-runs $calib --repeats $repeats"
-    grep -hom1 'starpu_version=[^[:space:]]*' "$out"/logs/*-"$1"-*-measure.rec 2>/dev/null | head -n 1 | sed 's/=/: /'
+    grep -hom1 'starpu_version=[^[:space:]]*' "$out"/logs/*-"$1"-*-measure-*.rec 2>/dev/null | head -n 1 | sed 's/=/: /'
     grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
     echo "cores: $(nproc)"
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
@@ -128,16 +138,21 @@ for scale in ${scales//,/ }; do
           { rc=$?; tail -n 3 "$log-calibrate-$split.log"; }
       done
       unset SPROJ_SPLIT_GPUS
-      STARPU_CALIBRATE=0 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$workers" --phase measure \
-        --repeats "$repeats" --warmups 1 --timeout 600 >"$log-measure.rec" 2>"$log-measure.log"
-      rc2=$?
-      [ "$rc2" -eq 0 ] || tail -n 3 "$log-measure.log"
-      # REC lines: key=value fields; the makespan of each timed run
-      awk -F'\t' -v h="$name" -v w="$wl" -v s="$scale" -v k="$workers" -v p="$sched" '
-        $1 == "REC" { r = ""; m = ""
-          for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "repeat") r = kv[2]; if (kv[1] == "makespan_s") m = kv[2] }
-          printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h, w, s, k, p, r, m }' "$log-measure.rec" >>"$measured"
-      med=$(awk -F'\t' -v w="$wl" -v s="$scale" -v p="$sched" '$2 == w && $3 == s && $5 == p { print $7 }' "$measured" |
+      rc2=0
+      for set in $workers $also; do
+        set_env "$set"
+        tag=${set//:/}
+        STARPU_CALIBRATE=0 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$set" --phase measure \
+          --repeats "$repeats" --warmups 1 --timeout 600 >"$log-measure-$tag.rec" 2>"$log-measure-$tag.log" ||
+          { rc2=$?; tail -n 3 "$log-measure-$tag.log"; }
+        # REC lines: key=value fields; the makespan of each timed run
+        awk -F'\t' -v h="$name" -v w="$wl" -v s="$scale" -v k="$set" -v p="$sched" '
+          $1 == "REC" { r = ""; m = ""
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "repeat") r = kv[2]; if (kv[1] == "makespan_s") m = kv[2] }
+            printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h, w, s, k, p, r, m }' "$log-measure-$tag.rec" >>"$measured"
+      done
+      set_env "$workers"
+      med=$(awk -F'\t' -v w="$wl" -v k="$workers" -v p="$sched" '$2 == w && $4 == k && $5 == p { print $7 }' "$measured" |
             sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
       echo "$wl $scale ($sched): calibration exit $rc, measure exit $rc2, median makespan ${med:-none} s ($(( $(date +%s) - t0 )) s)"
     done

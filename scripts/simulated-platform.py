@@ -15,9 +15,13 @@ perfmodels/h200-1gpu); the result is a folder of the same form under a new host 
     bandwidth is the sum of both directions); with --pair DIR, a folder recorded on two GPUs, its measured GPU 0 to
     GPU 1 bandwidth and latency instead;
   - the host's cores are the source's (--cores N otherwise).
+--test-gpus-from-cpu S is for tests only (CI's simulated run before a GPU machine was recorded): the source needs no
+GPU, and its GPUs are made up, each running a task S times faster than one of the source's CPU workers (the CPU
+models' times / S; the projection models as a straight line through the CPU's measured sizes, used at every size),
+with host links of 50 GB/s. Nothing of such a machine is measured.
 
 usage: scripts/simulated-platform.py --from DIR --gpus N [--host NAME] [--out DIR] [--pair DIR] [--nvlink-gbs B]
-                                     [--nvlink-latency-us L] [--host-gbs B] [--cores N]
+                                     [--nvlink-latency-us L] [--host-gbs B] [--cores N] [--test-gpus-from-cpu S]
   --out DIR  where the new folder goes (default: next to --from, named after --host; default host
              <source host>-<N>gpu-derived)
 """
@@ -68,9 +72,50 @@ def read_matrix(path):
     return rows
 
 
-def gpu_props(folder, host):
+def test_gpu_model(model, speedup):
+    """A model file (format 45) with one CPU combination, plus a made-up CUDA one: the CPU's times / speedup; for the
+    regression-based models a line a x + c fitted through the CPU's (size, mean) pairs, valid at every size."""
+    m = re.search(r"# number of combinations\n(\d+)\n", model)
+    start = model.find("####################\n# COMB_0\n")
+    if not m or m.group(1) != "1" or start < 0:
+        fail("--test-gpus-from-cpu: a model file with other than one combination")
+    comb = model[start:].replace("# COMB_0", "# COMB_1").replace("(Comb0)", "(Comb1)").replace("cpu0_impl", "cuda0_impl")
+    comb = re.sub(r"(# device type \([^\n]*\)\n)0\n", r"\g<1>1\n", comb)
+    lines = comb.split("\n")
+    hist = [ln.split() for ln in lines if len(ln.split()) == 8 and re.fullmatch(r"[0-9a-f]{8}", ln.split()[0])]
+    regression = any(ln.startswith("# a\t") for ln in lines) and len(hist) > 0
+    pts = [(float(h[1]), float(h[3]), float(h[7])) for h in hist]
+    sw = sum(w for _, _, w in pts) or 1.0
+    mx = sum(x * w for x, _, w in pts) / sw
+    my = sum(y * w for _, y, w in pts) / sw
+    vx = sum(w * (x - mx) ** 2 for x, _, w in pts)
+    slope = sum(w * (x - mx) * (y - my) for x, y, w in pts) / vx if vx > 0 else (my / mx if mx > 0 else 0.0)
+    icpt = my - slope * mx
+    if slope <= 0 or icpt < 0:
+        slope, icpt = (sum(w * x * y for x, y, w in pts) / sum(w * x * x for x, _, w in pts), 0.0) if mx > 0 else (0.0, my)
+    out = []
+    for i, line in enumerate(lines):
+        f = line.split()
+        prev = lines[i - 1] if i else ""
+        if len(f) == 8 and re.fullmatch(r"[0-9a-f]{8}", f[0]):  # hash size flops mean dev sum sum2 n
+            mean, dev, sm, sm2 = (float(v) for v in f[3:7])
+            line = "\t".join(f[:3] + [f"{mean / speedup:e}", f"{dev / speedup:e}", f"{sm / speedup:e}",
+                                       f"{sm2 / speedup ** 2:e}", f[7]])
+        elif regression and prev.startswith("# sumlnx") and len(f) == 9:  # its statistics: valid from 1 to 10^12
+            line = "\t".join(f[:6] + ["100", "1", "1000000000000"])
+        elif regression and prev.startswith("# a\t") and len(f) == 3:  # a x^b + c
+            line = f"{slope / speedup:e}\t{1.0:e}\t{icpt / speedup:e}"
+        out.append(line)
+    head = model[:start].replace(m.group(0), "# number of combinations\n2\n")
+    return head + model[start:] + "\n".join(out)
+
+
+def gpu_props(folder, host, test=None):
     with open(os.path.join(folder, "bus", host + ".platform.v4.xml")) as f:
         xml = f.read()
+    if test:
+        return {"model": f"made-up test GPU (CPU models / {test:g})", "memsize": "150000000000"}, \
+            len(re.findall(r'<host id="CPU\d+"', xml))
     m = re.search(r'<host id="CUDA0"[^>]*>(.*?)</host>', xml, re.S)
     cpus = len(re.findall(r'<host id="CPU\d+"', xml))
     if not m:
@@ -102,6 +147,7 @@ def main():
     ap.add_argument("--nvlink-latency-us", type=float)
     ap.add_argument("--host-gbs", type=float)
     ap.add_argument("--cores", type=int)
+    ap.add_argument("--test-gpus-from-cpu", type=float)
     ap.add_argument("-h", "--help", action="store_true")
     if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
         print(__doc__)
@@ -116,15 +162,22 @@ def main():
     shost = one_host(src)
     cfg = read_config(src, shost)
     numas = cfg.get("NUMA", 1)
-    props, cpus = gpu_props(src, shost)
+    test = a.test_gpus_from_cpu
+    if test is not None and not 1.0 <= test <= 1e4:
+        fail("--test-gpus-from-cpu takes a speed-up from 1 to 10000")
+    props, cpus = gpu_props(src, shost, test)
     cores = a.cores or cpus
     if not 1 <= cores <= 128:
         fail("--cores takes 1 to 128")
     bw = read_matrix(os.path.join(src, "bus", shost + ".bandwidth"))
     lat = read_matrix(os.path.join(src, "bus", shost + ".latency"))
     g0 = numas  # raw node index of the source's GPU 0: NUMA nodes come first
-    h2d_bw, d2h_bw = bw[0][g0], bw[g0][0]  # MB/s
-    h2d_lat, d2h_lat = lat[0][g0], lat[g0][0]  # us
+    if test:
+        h2d_bw = d2h_bw = 50000.0  # MB/s
+        h2d_lat = d2h_lat = 10.0  # us
+    else:
+        h2d_bw, d2h_bw = bw[0][g0], bw[g0][0]  # MB/s
+        h2d_lat, d2h_lat = lat[0][g0], lat[g0][0]  # us
     if any(math.isnan(v) or v <= 0 for v in (h2d_bw, d2h_bw)):
         fail(f"{src}/bus/{shost}.bandwidth has no host to GPU 0 bandwidth")
     d2d_bw, d2d_lat = a.nvlink_gbs * 1000.0, a.nvlink_latency_us
@@ -156,7 +209,12 @@ def main():
         for f in files:
             if f.endswith("." + shost):
                 os.makedirs(os.path.join(cdst, rel), exist_ok=True)
-                shutil.copyfile(os.path.join(dirpath, f), os.path.join(cdst, rel, f[: -len(shost)] + host))
+                dst = os.path.join(cdst, rel, f[: -len(shost)] + host)
+                if test:
+                    with open(os.path.join(dirpath, f)) as fi, open(dst, "w") as fo:
+                        fo.write(test_gpu_model(fi.read(), test))
+                else:
+                    shutil.copyfile(os.path.join(dirpath, f), dst)
                 copied += 1
     bus = os.path.join(out, "bus", host)
     with open(bus + ".config", "w") as f:

@@ -36,6 +36,9 @@ expect_usage --scheds no-such-policy
 expect_usage --workers cpu:w2
 expect_usage --workers quantum
 expect_usage stray-argument
+# --simulate: refused by a normal build, and by a simulation build when the platform is missing
+expect_usage --simulate "$dir/no-such-platform"
+expect_usage --simulate
 # --trace needs a StarPU built with FxT: without it, a message and exit 2
 if timeout 60 "$prog" --list 2>/dev/null | grep -q 'trace: unavailable'; then expect_usage --trace; fi
 

@@ -112,7 +112,7 @@ save() {
     grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
     echo "cores: $(nproc)"
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-    command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2 | head -n 1 | sed 's/^/cuda: /'
+    [ "$gpus" -gt 0 ] && command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2 | head -n 1 | sed 's/^/cuda: /'
   } >"$dest/MACHINE"
   echo "calibrate-models: $dest: $(ls "$dest"/codelets/*/ | wc -l) models, bus files of $(ls "$dest"/bus/*.config)"
 }

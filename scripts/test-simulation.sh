@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # CI's simulated run (doc/simulation.md): installs StarPU over SimGrid when missing (scripts/install-deps.sh
 # --with-simgrid; skipped when its prefix holds a matching build), builds starproj against it in build-sim, then runs
-# a handful of tiny configurations on simulated machines recorded in perfmodels/: CPU workers on every platform
-# folder that has them, and, for every folder recorded on a GPU, its node and the 2, 4 and 8-GPU nodes
+# a handful of tiny configurations on simulated machines recorded in perfmodels/ at scale tiny: CPU workers on every
+# such folder recorded without a GPU, and, for every folder recorded on a GPU, its node and the 2, 4 and 8-GPU nodes
 # scripts/simulated-platform.py derives from it; then 1 to 8 made-up GPUs (the CPU models sped up) so that the
 # GPU path runs before a GPU machine is recorded. Also checks that a bad --simulate is refused. About a minute on
 # 2 cores once StarPU is built (StarPU over SimGrid: about 7 minutes on 2 loaded cores, once per machine).
@@ -57,6 +57,12 @@ for dir in perfmodels/*/; do
   [ -f "$dir/MACHINE" ] || continue
   ls "$dir"/bus/*.platform.v4.xml >/dev/null 2>&1 || continue
   name=$(basename "$dir")
+  # the models cover the task sizes of the scale they were recorded at: CI simulates the tiny ones only
+  scale=$(awk -F'\t' 'NR == 2 { print $3 }' "$dir/measured.tsv" 2>/dev/null)
+  if [ "$scale" != tiny ]; then
+    echo "== $name: recorded at scale ${scale:-unknown}, not simulated here (tiny only) =="
+    continue
+  fi
   gpus=$(sed -n 's/^\([0-9]*\) # Number of CUDA nodes/\1/p' "$dir"/bus/*.config | head -n 1)
   if [ "${gpus:-0}" -eq 0 ]; then
     simulate "$dir" cpu "$name"

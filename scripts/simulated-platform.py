@@ -14,7 +14,8 @@ perfmodels/h200-1gpu); the result is a folder of the same form under a new host 
     NVLink bandwidth shared by all its peers): --nvlink-gbs per direction, default 450 GB/s (an H200's 900 GB/s NVLink
     bandwidth is the sum of both directions); with --pair DIR, a folder recorded on two GPUs, its measured GPU 0 to
     GPU 1 bandwidth and latency instead;
-  - the host's cores are the source's (--cores N otherwise).
+  - the host's cores are the source's (--cores N otherwise), with one memory node: StarPU over SimGrid counts the
+    NUMA nodes of the machine it runs on, not of the one simulated, and reads the matrices' rows by that count.
 --test-gpus-from-cpu S is for tests only (CI's simulated run before a GPU machine was recorded): the source needs no
 GPU, and its GPUs are made up, each running a task S times faster than one of the source's CPU workers (the CPU
 models' times / S; the projection models as a straight line through the CPU's measured sizes, used at every size),
@@ -219,39 +220,26 @@ def main():
     bus = os.path.join(out, "bus", host)
     with open(bus + ".config", "w") as f:
         f.write("# Current configuration\n")
-        f.write(f"{cores} # Number of CPUs\n{numas} # Number of NUMA nodes\n{a.gpus} # Number of CUDA nodes\n")
+        f.write(f"{cores} # Number of CPUs\n1 # Number of NUMA nodes\n{a.gpus} # Number of CUDA nodes\n")
         for kind in ("OpenCL", "FPGA", "Disk", "MPI_MS", "TCPIP_MS", "HIP"):
             f.write(f"0 # Number of {kind} nodes\n")
     with open(bus + ".affinity", "w") as f:
-        f.write("# GPU\t" + "\t".join(f"NUMA{k}" for k in range(numas)) + "\n")
+        f.write("# GPU\tNUMA0\n")
         for g in range(a.gpus):
-            f.write(f"{g}\t" + "\t".join(str(k) for k in range(numas)) + "\t\n")
-    n = numas + a.gpus
+            f.write(f"{g}\t0\t\n")
+    n = 1 + a.gpus
 
     def name(j):
-        return f"NUMA {j}" if j < numas else f"CUDA {j - numas}"
+        return "NUMA 0" if j == 0 else f"CUDA {j - 1}"
+
+    def link(i, j, h2d, d2h, d2d):
+        return 0.0 if i == j else h2d if i == 0 else d2h if j == 0 else d2d
 
     def bandwidth(i, j):
-        if i == j:
-            return 0.0
-        if i < numas and j < numas:
-            return bw[i][j] if i < len(bw) and j < len(bw[i]) else math.nan
-        if i < numas:
-            return h2d_bw
-        if j < numas:
-            return d2h_bw
-        return d2d_bw
+        return link(i, j, h2d_bw, d2h_bw, d2d_bw)
 
     def latency(i, j):
-        if i == j:
-            return 0.0
-        if i < numas and j < numas:
-            return lat[i][j] if i < len(lat) and j < len(lat[i]) else math.nan
-        if i < numas:
-            return h2d_lat
-        if j < numas:
-            return d2h_lat
-        return d2d_lat
+        return link(i, j, h2d_lat, d2h_lat, d2d_lat)
 
     write_matrix(bus + ".bandwidth", name, n, bandwidth)
     write_matrix(bus + ".latency", name, n, latency)

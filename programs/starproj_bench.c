@@ -99,7 +99,7 @@ static void set_child_env(const struct run_opts *o, const struct worker_set *ws,
     }
     if (ws->cpus && o->sim_cores > 0) {
       int ncpu = o->sim_cores - (gpus > 0 ? gpus * (ws->per_gpu ? ws->per_gpu : 4) + 1 : 0);
-      snprintf(buf, sizeof buf, "%d", ncpu > 0 ? ncpu : 1);
+      snprintf(buf, sizeof buf, "%d", ncpu > 0 ? ncpu : 0);
       setenv("STARPU_NCPU", buf, 1);
     }
   }

@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     --with-stir|--with-parallelproj|--stir-prefix) stir_args+=("$1" "$2"); shift 2 ;;
     --with-simgrid) simgrid_prefix=/usr/local/starpu-simgrid; shift ;;
     --with-simgrid=*) simgrid_prefix=${1#--with-simgrid=}; shift ;;
-    -h|--help) sed -n '3,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,23p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

@@ -18,8 +18,8 @@
 #   --build DIR    the build holding starproj-bench (default .device/build when present, else build)
 #   --scales a,b   the harness's scales (default full,tiny: tiny for CI's simulated run); --workers SET its worker
 #                  set (default gpu:w1, one CUDA worker per GPU as StarPU simulates them; cpu on a machine without
-#                  GPUs); with gpu:w1 the makespans with starproj's default 4 workers per GPU (set gpu) are measured
-#                  too, to set the simulation against what users run
+#                  GPUs); with gpu:w1, starproj's default of 4 workers per GPU (set gpu) is calibrated (the sums of
+#                  per-worker images) and measured too, to set the simulation against what users run
 #   --splits a,b   GPU counts whose task sizes are calibrated (default 1,2,4,8 with GPUs; none on CPU workers)
 #   --workloads    default fwd-whole,back-whole,tof-sino,tof-lm,osem (the whole-set jobs, TOF, OSEM)
 #   --scheds       policies measured (default dmda: starproj's choice with GPUs); the models are shared
@@ -138,6 +138,15 @@ for scale in ${scales//,/ }; do
           { rc=$?; tail -n 3 "$log-calibrate-$split.log"; }
       done
       unset SPROJ_SPLIT_GPUS
+      # with several CUDA workers per GPU, back projections sum per-worker images (image_zero, image_add): one
+      # worker alone never runs them, and simulations of several GPUs do
+      if [ -n "$also" ]; then
+        set_env "$also"
+        STARPU_CALIBRATE=1 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$also" --phase calibrate \
+          --repeats "$calib" --warmups 0 --timeout 600 >"$log-calibrate-$also.rec" 2>"$log-calibrate-$also.log" ||
+          { rc=$?; tail -n 3 "$log-calibrate-$also.log"; }
+        set_env "$workers"
+      fi
       rc2=0
       for set in $workers $also; do
         set_env "$set"

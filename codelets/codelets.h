@@ -298,6 +298,12 @@ static inline struct sproj_sim_piece sproj_sim_piece_get(void *buffers[], const 
     pc.sums = (float *)STARPU_VECTOR_GET_PTR(b[k++]);
   return pc;
 }
+/* cl_arg of an event emission task (sim_emit_lor): buffers per piece: the drawn counts (R), the per-LOR place of
+ * each LOR's first event in the piece's events (int32, R), the piece's events' TOF bins (int16, W). */
+struct sproj_emit_arg {
+  int npieces;
+  int num_bins;
+};
 /* cl_arg of an EM update task (buffers: image RW, back-projected ratio R, sensitivity R). */
 struct sproj_update_arg {
   float sens_factor;
@@ -316,6 +322,7 @@ extern struct starpu_codelet sproj_gauss3d_cl;
 /* Simulated data (sim_counts.h): the sum of m p over pieces, and the counts drawn in place. */
 extern struct starpu_codelet sproj_sim_sum_cl;
 extern struct starpu_codelet sproj_sim_draw_cl;
+extern struct starpu_codelet sproj_sim_emit_cl;
 #ifdef SPROJ_USE_CUDA
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
 void sproj_em_nll_cuda(void *buffers[], void *cl_arg);
@@ -323,6 +330,7 @@ void sproj_em_update_cuda(void *buffers[], void *cl_arg);
 void sproj_gauss3d_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_sum_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_draw_cuda(void *buffers[], void *cl_arg);
+void sproj_sim_emit_cuda(void *buffers[], void *cl_arg);
 #endif
 
 #ifdef __cplusplus

@@ -43,6 +43,44 @@ static void sim_draw_cpu(void *buffers[], void *cl_arg)
   }
 }
 
+static void sim_emit_cpu(void *buffers[], void *cl_arg)
+{
+  const struct sproj_emit_arg *arg = cl_arg;
+  for (int q = 0; q < arg->npieces; q++) {
+    const float *counts = (const float *)STARPU_VECTOR_GET_PTR(buffers[3 * q]);
+    const int32_t *off = (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 1]);
+    int16_t *out = (int16_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 2]);
+    uint32_t n = STARPU_VECTOR_GET_NX(buffers[3 * q]);
+    for (uint32_t i = 0; i < n; i++)
+      sim_emit_lor(counts, off, out, arg->num_bins, i);
+  }
+}
+
+static size_t sim_emit_task_values(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  const struct sproj_emit_arg *arg = (const struct sproj_emit_arg *)task->cl_arg;
+  size_t values = 0;
+  for (int q = 0; q < arg->npieces; q++)
+    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 3 * q));
+  return values * (size_t)arg->num_bins;
+}
+
+static struct starpu_perfmodel sim_emit_model = {
+  .type = STARPU_NL_REGRESSION_BASED,
+  .symbol = "starproj_sim_emit",
+  .size_base = sim_emit_task_values,
+};
+
+struct starpu_codelet sproj_sim_emit_cl = {
+  .cpu_funcs = {sim_emit_cpu},
+  .cpu_funcs_name = {"sim_emit_cpu"},
+  SPROJ_CUDA_IMPL(sproj_sim_emit_cuda)
+  .nbuffers = STARPU_VARIABLE_NBUFFERS,
+  .model = &sim_emit_model,
+  .name = "sim_emit",
+};
+
 static struct starpu_perfmodel sim_sum_model = {
   .type = STARPU_NL_REGRESSION_BASED,
   .symbol = "starproj_sim_sum",

@@ -118,3 +118,51 @@ extern "C" void sproj_sim_draw_cuda(void *buffers[], void *cl_arg)
     t, arg->num_bins, arg->a_per_lor, arg->scale, arg->noise, (unsigned long long)arg->seed);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
+
+/* Event emission: one thread per LOR of every piece (the pieces' counts, places and outputs in a table). */
+struct emit_table {
+  int npieces;
+  unsigned block_start[SPROJ_MAX_PIECES + 1];
+  unsigned n[SPROJ_MAX_PIECES];
+  const float *counts[SPROJ_MAX_PIECES];
+  const int32_t *off[SPROJ_MAX_PIECES];
+  int16_t *out[SPROJ_MAX_PIECES];
+};
+static_assert(sizeof(struct emit_table) + 64 <= 4096, "the emission table no longer fits in the kernel parameters");
+
+__global__ static void sim_emit_kernel(const __grid_constant__ struct emit_table t, int num_bins)
+{
+  unsigned b = blockIdx.x;
+  int lo = 0, hi = t.npieces - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (t.block_start[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  unsigned i = (b - t.block_start[lo]) * blockDim.x + threadIdx.x;
+  if (i < t.n[lo])
+    sim_emit_lor(t.counts[lo], t.off[lo], t.out[lo], num_bins, i);
+}
+
+extern "C" void sproj_sim_emit_cuda(void *buffers[], void *cl_arg)
+{
+  const struct sproj_emit_arg *arg = (const struct sproj_emit_arg *)cl_arg;
+  struct emit_table t;
+  unsigned blocks = 0;
+  t.npieces = arg->npieces;
+  for (int q = 0; q < arg->npieces; q++) {
+    t.block_start[q] = blocks;
+    t.n[q] = STARPU_VECTOR_GET_NX(buffers[3 * q]);
+    t.counts[q] = (const float *)STARPU_VECTOR_GET_PTR(buffers[3 * q]);
+    t.off[q] = (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 1]);
+    t.out[q] = (int16_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 2]);
+    blocks += (t.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  }
+  t.block_start[arg->npieces] = blocks;
+  if (blocks == 0)
+    return;
+  sim_emit_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins);
+  SPROJ_CUDA_CHECK_LAUNCH();
+}

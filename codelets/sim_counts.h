@@ -165,4 +165,13 @@ SPROJ_HD float sim_value(float p, float m, float a, float scale, int noise, uint
   uint64_t state = sim_stream(seed, g);
   return (float)sim_poisson(&state, (double)e);
 }
+/* LOR i of a piece of drawn counts (num_bins values per LOR): its events' TOF bins, each bin as many times as its
+ * count, from place off[i] of the piece's events on. */
+SPROJ_HD void sim_emit_lor(const float *counts, const int32_t *off, int16_t *out, int num_bins, size_t i)
+{
+  int32_t o = off[i];
+  for (int b = 0; b < num_bins; b++)
+    for (int c = (int)counts[i * (size_t)num_bins + (size_t)b]; c > 0; c--)
+      out[o++] = (int16_t)b;
+}
 #endif

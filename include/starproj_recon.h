@@ -213,6 +213,15 @@ SPROJ_API int sproj_model_expected(const sproj_model *model, sproj_image *img, s
                                    double *trues);
 SPROJ_API int sproj_model_draw(const sproj_model *model, sproj_proj *data, const sproj_chunks *chunks, float scale,
                                uint64_t seed, int noise, sproj_proj *lor_sums);
+/* Listmode events drawn where the data live: sproj_model_draw(model, data, chunks, scale, seed, 1, ...) (data become the
+ * Poisson counts), then one event per count, in the order of the values (LOR, then TOF bin) as
+ * sproj_sample_listmode_sorted gives them for the same expected counts: each LOR's number of events comes home (one
+ * value per LOR), each event's TOF bin is written by tasks where the counts are (for a TOF sinogram model and a
+ * non-NULL tof_bin; else *tof_bin is NULL), so the counts themselves never come home. The chunks must not overlap.
+ * *lor and *tof_bin: new arrays of *num_events elements (sproj_free). Waits. Errors: as sproj_model_draw, plus NULL
+ * (lor, num_events), OVERFLOW (more than 2^31-1 LORs, or events in one piece), INVALID (overlapping chunks). */
+SPROJ_API int sproj_model_draw_events(const sproj_model *model, sproj_proj *data, const sproj_chunks *chunks, float scale,
+                                      uint64_t seed, int32_t **lor, int16_t **tof_bin, int64_t *num_events);
 
 /* An ML-EM / OS-EM reconstruction: x <- x / s_k * G^T A^T (m y / ybar) over the LORs of subset k, one update per
  * subset, S subsets per iteration (MLEM: S = 1). Sinogram data y (non-TOF or TOF) or listmode (y = 1 per event, with

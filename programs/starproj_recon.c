@@ -641,9 +641,10 @@ static struct need memory_need(const struct options *o, const struct layout *l, 
   uint64_t lors = (uint64_t)l->si.num_lors, values = mul_sat(lors, (uint64_t)l->nbins);
   uint64_t per_value = (simulate || !o->listmode ? 1 : 0) + (o->add_file && o->tof ? 1 : 0);
   uint64_t per_lor = 9;
-  if (simulate && !o->listmode && gpus > 0) {
+  if (simulate && gpus > 0) {
     per_value = 0;
-    per_lor += o->tof ? 1 : 0; /* the counts' sums over TOF bins, for the preview */
+    /* the counts' sums over TOF bins (the preview's; listmode's events per LOR) and listmode's places of events */
+    per_lor += (o->tof ? 1 : 0) + (o->listmode ? 1 : 0);
   }
   n.sinogram = add_sat(mul_sat(lors, per_lor * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
   n.events = o->listmode ? mul_sat(nevents, EVENT_BYTES) : 0;
@@ -1142,10 +1143,9 @@ static void simulate(const struct options *o, struct run *r)
     r->add[i] = bg_lor;
   sproj_model *model;
   make_model(o, r, &model);
-  /* Listmode brings the expected counts home, and the preview a non-TOF sinogram: into memory faulted in beforehand
-   * on every core (a GPU's copy into fresh pages waits on their faults one at a time). A TOF sinogram stays where it
-   * is made. */
-  r->counts = o->listmode || !o->tof ? alloc_or_die(bytes) : lazy_alloc(bytes);
+  /* The preview brings a non-TOF sinogram home: into memory faulted in beforehand on every core (a GPU's copy into
+   * fresh pages waits on their faults one at a time). A TOF sinogram, and listmode's counts, stay where they are made. */
+  r->counts = !o->tof && !o->listmode ? alloc_or_die(bytes) : lazy_alloc(bytes);
   TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
              : sproj_proj_register(&r->data, r->counts, r->lors));
   sproj_image *img;
@@ -1165,21 +1165,19 @@ static void simulate(const struct options *o, struct run *r)
     r->lor_sums = alloc_or_die((size_t)nlors * sizeof(float));
     TRY(sproj_proj_register(&r->lor_sums_proj, r->lor_sums, r->lors));
   }
-  progress_step(o->listmode || o->noise_free ? "the expected counts" : "the expected and Poisson counts", -1.0);
-  TRY(sproj_model_draw(model, r->data, r->views, scale, o->seed, !o->listmode && !o->noise_free, r->lor_sums_proj));
   if (o->listmode) {
-    /* the expected counts home, the events drawn from them there */
-    TRY(sproj_proj_sync(r->data, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+    /* the counts drawn where they are, and their events' TOF bins written there: only the events come home */
+    progress_step("the Poisson counts and their events", -1.0);
+    TRY(sproj_model_draw_events(model, r->data, r->views, scale, o->seed, &r->ev_lor, o->tof ? &r->ev_bin : NULL,
+                                &r->nevents));
     TRY(sproj_model_destroy(model));
-    TRY(sproj_pause());
-    TRY(sproj_sample_listmode_sorted(r->counts, nlors, o->tof ? l->nbins : 0, o->seed, 0, &r->ev_lor,
-                                     o->tof ? &r->ev_bin : NULL, &r->nevents));
-    TRY(sproj_resume());
-    TRY(sproj_proj_unregister(r->data));
+    TRY(sproj_proj_discard(r->data));
     r->data = NULL;
-    release(r->counts, bytes);
+    free(r->counts);
     r->counts = NULL;
   } else {
+    progress_step(o->noise_free ? "the expected counts" : "the expected and Poisson counts", -1.0);
+    TRY(sproj_model_draw(model, r->data, r->views, scale, o->seed, !o->noise_free, r->lor_sums_proj));
     TRY(sproj_wait_all());
     r->model = model;
     r->counts_on_devices = 1;

@@ -787,6 +787,27 @@ START_TEST(test_model_simulate)
   printf("simulated %s data: %lld values, expected total %.1f, drawn %.0f (%lld non-zero), trues %.6g\n",
          tof ? "TOF" : "non-TOF", (long long)nval, etotal, ctotal, (long long)nonzero, trues);
   ck_assert_msg(fabs(ctotal - etotal) <= 5.0 * sqrt(etotal), "drawn %.0f, expected %.1f", ctotal, etotal);
+  /* listmode events drawn where the data are: those of sproj_sample_listmode_sorted from the same expected counts */
+  int32_t *lor = NULL, *lor2 = NULL;
+  int16_t *bin = NULL, *bin2 = NULL;
+  int64_t num = -1, num2 = -2;
+  ck_assert_int_eq(sproj_model_expected(md, img, dp, views, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_draw_events(md, dp, views, scale, seed, &lor, &bin, &num), SPROJ_OK);
+  ck_assert_int_eq(sproj_sample_listmode_sorted(e, sc.nlors, tof ? nb : 0, seed, 2, &lor2, tof ? &bin2 : NULL, &num2),
+                   SPROJ_OK);
+  ck_assert_int_eq(num, num2);
+  ck_assert_int_eq(num, (int64_t)ctotal);
+  ck_assert_int_eq(memcmp(lor, lor2, (size_t)num * sizeof *lor), 0);
+  if (tof)
+    ck_assert_int_eq(memcmp(bin, bin2, (size_t)num * sizeof *bin), 0);
+  else
+    ck_assert_ptr_null(bin);
+  printf("listmode events drawn by tasks: %lld, equal to sproj_sample_listmode_sorted's\n", (long long)num);
+  sproj_free(lor);
+  sproj_free(bin);
+  sproj_free(lor2);
+  sproj_free(bin2);
+  ck_assert_int_eq(sproj_model_draw_events(md, dp, views, scale, seed, NULL, &bin, &num), SPROJ_ERR_NULL);
   /* bad arguments */
   ck_assert_int_eq(sproj_model_draw(md, dp, views, NAN, seed, 1, NULL), SPROJ_ERR_NONFINITE);
   ck_assert_int_eq(sproj_model_draw(md, dp, views, -1.0f, seed, 1, NULL), SPROJ_ERR_RANGE);

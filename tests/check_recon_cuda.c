@@ -108,6 +108,33 @@ START_TEST(test_simulate_cpu_vs_cuda)
          tof ? "TOF" : "non-TOF", (long long)nval, (long long)nonzero, maxrel, fabs(trues_gpu - trues_cpu) / trues_cpu,
          (double)same / nval);
   ck_assert_msg(maxrel <= 1e-5, "expected counts differ by %.3g of the largest", maxrel);
+  /* listmode events drawn on the GPU: sproj_sample_listmode_sorted's of its expected counts */
+  {
+    const int nb = tof ? sc.tof.num_bins : 1;
+    float *v = tu_alloc(nval);
+    sproj_proj *dp;
+    int32_t *lor, *lor2;
+    int16_t *bin = NULL, *bin2 = NULL;
+    int64_t num, num2;
+    ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
+    ck_assert_int_eq(tof ? sproj_proj_register_tof(&dp, v, lors, nb) : sproj_proj_register(&dp, v, lors), SPROJ_OK);
+    ck_assert_int_eq(sproj_model_expected(md, img, dp, views, NULL), SPROJ_OK);
+    ck_assert_int_eq(sproj_model_draw_events(md, dp, views, 0.8f, 77, &lor, &bin, &num), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_discard(dp), SPROJ_OK);
+    ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+    ck_assert_int_eq(sproj_sample_listmode_sorted(e_gpu, sc.nlors, tof ? nb : 0, 77, 0, &lor2, tof ? &bin2 : NULL,
+                                                  &num2), SPROJ_OK);
+    ck_assert_int_eq(num, num2);
+    ck_assert_int_eq(memcmp(lor, lor2, (size_t)num * sizeof *lor), 0);
+    if (tof)
+      ck_assert_int_eq(memcmp(bin, bin2, (size_t)num * sizeof *bin), 0);
+    printf("listmode events drawn on CUDA: %lld, equal to sproj_sample_listmode_sorted's\n", (long long)num);
+    sproj_free(lor);
+    sproj_free(lor2);
+    sproj_free(bin);
+    sproj_free(bin2);
+    free(v);
+  }
   ck_assert_msg(fabs(trues_gpu - trues_cpu) <= 1e-6 * trues_cpu, "trues %.17g on CUDA, %.17g on CPU", trues_gpu,
                 trues_cpu);
   ck_assert_int_eq(sproj_model_destroy(md), SPROJ_OK);

@@ -736,6 +736,170 @@ int sproj_model_draw(const sproj_model *model, sproj_proj *data, const sproj_chu
   return SPROJ_OK;
 }
 
+struct piece_at {
+  int64_t first;
+  unsigned q;
+};
+
+static int cmp_piece_first(const void *a, const void *b)
+{
+  int64_t x = ((const struct piece_at *)a)->first, y = ((const struct piece_at *)b)->first;
+  return (x > y) - (x < y);
+}
+
+/* The TOF bins of the events of the drawn counts in data, emitted by tasks where the counts are: per piece with
+ * events, its part of bins (places piece_event[q] .. piece_end[q]) as a vector of its own, with off (per LOR, its
+ * first event's place in its piece) as a read-only per-LOR vector. Waits for them and brings the bins home. */
+static int emit_bins(const char *func, const sproj_model *md, sproj_proj *data, const sproj_chunks *ch,
+                     const int32_t *off, const int64_t *piece_event, const int64_t *piece_end, int16_t *bins)
+{
+  struct sproj_vec *ov;
+  if (sproj_vec_register_ro(&ov, md->lors, off, sizeof(int32_t), 1))
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  starpu_data_handle_t *oc, *dc, *out = calloc(ch->npieces, sizeof *out);
+  int ret = out ? SPROJ_OK : SPROJ_ERR_NOMEM;
+  if (!ret && sproj_vec_children(ov, ch, &oc))
+    ret = SPROJ_ERR_NOMEM;
+  pthread_mutex_lock(&data->vec.lock);
+  if (!ret && sproj_vec_children_locked(&data->vec, ch, &dc))
+    ret = SPROJ_ERR_NOMEM;
+  for (unsigned q = 0; q < ch->npieces && !ret; q++) {
+    int64_t n = piece_end[q] - piece_event[q];
+    if (n == 0)
+      continue;
+    starpu_vector_data_register(&out[q], STARPU_MAIN_RAM, (uintptr_t)(bins + piece_event[q]), (uint32_t)n,
+                                sizeof(int16_t));
+    struct sproj_emit_arg *a = malloc(sizeof *a);
+    if (!a) {
+      ret = SPROJ_ERR_NOMEM;
+      break;
+    }
+    *a = (struct sproj_emit_arg){1, md->num_values};
+    unsigned nwords = 0;
+    const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, (int)q, &nwords);
+    ret = insert_status(starpu_task_insert(&sproj_sim_emit_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_R, dc[q], STARPU_R,
+                                           oc[q], STARPU_W, out[q], STARPU_EXECUTE_WHERE,
+                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                                           STARPU_TASK_WORKERIDS, nwords, workers, 0));
+  }
+  pthread_mutex_unlock(&data->vec.lock);
+  for (unsigned q = 0; out && q < ch->npieces; q++)
+    if (out[q])
+      starpu_data_unregister(out[q]); /* waits for its task and brings the bins home */
+  free(out);
+  sproj_vec_fini(ov, 1);
+  free(ov);
+  if (ret == SPROJ_ERR_NOMEM || ret == SPROJ_ERR_STARPU)
+    return sproj_fail(ret, func, "could not submit the event tasks");
+  return ret;
+}
+
+int sproj_model_draw_events(const sproj_model *model, sproj_proj *data, const sproj_chunks *chunks, float scale,
+                            uint64_t seed, int32_t **lor, int16_t **tof_bin, int64_t *num_events)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!model || !data || !chunks || !lor || !num_events)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "model, data, chunks, lor and num_events must not be NULL");
+  if ((ret = check_sim_data(__func__, model, data, chunks)))
+    return ret;
+  const int64_t nl = model->lors->num_lors;
+  if (nl > INT32_MAX)
+    return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "%lld LORs: event LOR numbers are 32-bit", (long long)nl);
+  const sproj_chunks *ch = chunks;
+  /* the pieces in LOR order, without overlaps: the events come out in the order of their values */
+  unsigned *order = malloc((size_t)ch->npieces * sizeof *order);
+  float *sums = malloc((size_t)nl * sizeof *sums);
+  int32_t *off = malloc((size_t)nl * sizeof *off);
+  int64_t *piece_event = malloc(((size_t)ch->npieces + 1) * sizeof *piece_event);
+  int32_t *lors_out = NULL;
+  int16_t *bins = NULL;
+  sproj_proj *sp = NULL;
+  if (!order || !sums || !off || !piece_event) {
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  struct piece_at *at = malloc((size_t)ch->npieces * sizeof *at);
+  if (!at) {
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (unsigned q = 0; q < ch->npieces; q++)
+    at[q] = (struct piece_at){ch->piece_first[q], q};
+  qsort(at, ch->npieces, sizeof *at, cmp_piece_first);
+  for (unsigned k = 0; k < ch->npieces; k++)
+    order[k] = at[k].q;
+  free(at);
+  for (unsigned k = 1; k < ch->npieces; k++)
+    if (ch->piece_first[order[k]] < ch->piece_first[order[k - 1]] + (int64_t)ch->piece_len[order[k - 1]]) {
+      ret = SPROJ_FAIL(SPROJ_ERR_INVALID, "the chunking's chunks overlap: a LOR would be drawn twice");
+      goto done;
+    }
+  if ((ret = sproj_proj_register(&sp, sums, model->lors)) ||
+      (ret = sproj_model_draw(model, data, chunks, scale, seed, 1, sp)) ||
+      (ret = sproj_proj_sync(sp, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ)))
+    goto done;
+  /* every event's place: pieces in LOR order, LORs in order within them */
+  int64_t total = 0;
+  for (unsigned k = 0; k < ch->npieces; k++) {
+    unsigned q = order[k];
+    piece_event[q] = total;
+    for (int64_t i = ch->piece_first[q]; i < ch->piece_first[q] + (int64_t)ch->piece_len[q]; i++) {
+      float c = sums[i];
+      if (!(c >= 0.0f && c < 0x1.0p31f) || (total - piece_event[q]) + (int64_t)c > INT32_MAX) {
+        ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "LOR %lld: %g events (a piece holds at most 2^31-1)", (long long)i, c);
+        goto done;
+      }
+      off[i] = (int32_t)(total - piece_event[q]);
+      total += (int64_t)c;
+    }
+  }
+  /* where each piece's events end */
+  int64_t *ends = malloc((size_t)ch->npieces * sizeof *ends);
+  if (!ends) {
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (unsigned k = 0; k < ch->npieces; k++) {
+    unsigned q = order[k];
+    ends[q] = k + 1 < ch->npieces ? piece_event[order[k + 1]] : total;
+  }
+  lors_out = malloc((size_t)(total > 0 ? total : 1) * sizeof *lors_out);
+  if (tof_bin && model->num_values > 1)
+    bins = malloc((size_t)(total > 0 ? total : 1) * sizeof *bins);
+  if (!lors_out || (tof_bin && model->num_values > 1 && !bins)) {
+    free(ends);
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %lld events", (long long)total);
+    goto done;
+  }
+  for (unsigned q = 0; q < ch->npieces; q++)
+    for (int64_t i = ch->piece_first[q]; i < ch->piece_first[q] + (int64_t)ch->piece_len[q]; i++)
+      for (int64_t e = piece_event[q] + off[i], end = e + (int64_t)sums[i]; e < end; e++)
+        lors_out[e] = (int32_t)i;
+  if (bins)
+    ret = emit_bins(__func__, model, data, ch, off, piece_event, ends, bins);
+  free(ends);
+  if (ret)
+    goto done;
+  *lor = lors_out;
+  if (tof_bin)
+    *tof_bin = bins;
+  *num_events = total;
+  lors_out = NULL;
+  bins = NULL;
+done:
+  if (sp)
+    sproj_proj_unregister(sp);
+  free(order);
+  free(sums);
+  free(off);
+  free(piece_event);
+  free(lors_out);
+  free(bins);
+  return ret;
+}
+
 /* The blurred image to project: x itself without a resolution model. */
 static int submit_blurred_x(sproj_recon *r, sproj_image **src)
 {

@@ -485,9 +485,9 @@ static starpu_data_handle_t on_gpu(unsigned node, const float *host, uint32_t n,
 
 START_TEST(test_gpu_homed_arrays)
 {
-  int wid;
-  ck_assert_int_eq(starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &wid, 1), 1);
-  unsigned node = starpu_worker_get_memory_node(wid);
+  int wid[STARPU_NMAXWORKERS];
+  ck_assert_int_ge(starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, wid, STARPU_NMAXWORKERS), 1);
+  unsigned node = starpu_worker_get_memory_node(wid[0]);
   const int64_t n = 20000;
   float *vals = tu_alloc(n), *ref = tu_alloc(n);
   ck_assert_int_eq(tu_fwd_whole(&g, img, xs, xe, n, ref), SPROJ_OK);

@@ -66,19 +66,41 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void 
   return blocks;
 }
 
-/* Piece of this block (binary search; every thread of a block agrees). */
-__device__ static inline int sproj_piece_of_block(const struct sproj_piece_table *t)
+/* Piece of this block in any table of first blocks (binary search: the last piece whose first block is not after this
+ * one; every thread of a block agrees). */
+__device__ static inline int sproj_block_piece(const unsigned *block_start, int npieces)
 {
   unsigned b = blockIdx.x;
-  int lo = 0, hi = t->npieces - 1;
+  int lo = 0, hi = npieces - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) >> 1;
-    if (t->block_start[mid] <= b)
+    if (block_start[mid] <= b)
       lo = mid;
     else
       hi = mid - 1;
   }
   return lo;
+}
+
+__device__ static inline int sproj_piece_of_block(const struct sproj_piece_table *t)
+{
+  return sproj_block_piece(t->block_start, t->npieces);
+}
+
+/* Adds the block's threads' values s in a fixed tree and writes the sum to partial[blockIdx.x] (the partial sums of
+ * the objective and the simulation's trues: the same order on every run). */
+__device__ static inline void sproj_block_sum(double s, double *partial)
+{
+  __shared__ double sum[SPROJ_CUDA_BLOCK];
+  sum[threadIdx.x] = s;
+  __syncthreads();
+  for (unsigned half = SPROJ_CUDA_BLOCK / 2; half > 0; half >>= 1) {
+    if (threadIdx.x < half)
+      sum[threadIdx.x] += sum[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    partial[blockIdx.x] = sum[0];
 }
 
 /* Piece of this block and the index of this thread in it (the LOR's index times the lanes per LOR, plus the lane). */

@@ -16,21 +16,12 @@ static_assert(sizeof(struct nll_table) + 2 * sizeof(void *) + sizeof(int) <= 409
 __global__ static void em_nll_kernel(const __grid_constant__ struct nll_table t, int num_bins, int a_per_lor,
                                      double *partial)
 {
-  __shared__ double sum[SPROJ_CUDA_BLOCK];
   double s = 0.0;
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (int q = 0; q < t.npieces; q++)
     for (unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; k < t.n[q]; k += stride)
       s += em_nll_at(t.p[q], t.y[q], t.m[q], t.a[q], a_per_lor, num_bins, (size_t)k);
-  sum[threadIdx.x] = s;
-  __syncthreads();
-  for (unsigned half = SPROJ_CUDA_BLOCK / 2; half > 0; half >>= 1) {
-    if (threadIdx.x < half)
-      sum[threadIdx.x] += sum[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0)
-    partial[blockIdx.x] = sum[0];
+  sproj_block_sum(s, partial);
 }
 
 extern "C" void sproj_em_nll_cuda(void *buffers[], void *cl_arg)

@@ -18,16 +18,8 @@ static_assert(sizeof(struct ratio_table) + sizeof(struct sproj_ratio_arg) <= 409
 __global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins, int a_per_lor)
 {
   /* piece of this block: the last one whose first block is not after it */
-  unsigned b = blockIdx.x;
-  int lo = 0, hi = t.npieces - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (t.block_start[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  unsigned long long k = (unsigned long long)(b - t.block_start[lo]) * blockDim.x + threadIdx.x;
+  int lo = sproj_block_piece(t.block_start, t.npieces);
+  unsigned long long k = (unsigned long long)(blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
   if (k < t.n[lo])
     em_ratio_at(t.p[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, num_bins, (size_t)k);
 }

@@ -38,7 +38,6 @@ static unsigned sim_table_fill(struct sim_table *t, void *buffers[], const struc
 
 __global__ static void sim_sum_kernel(const __grid_constant__ struct sim_table t, int num_bins, double *partial)
 {
-  __shared__ double sum[SPROJ_CUDA_BLOCK];
   double s = 0.0;
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (int q = 0; q < t.npieces; q++) {
@@ -46,15 +45,7 @@ __global__ static void sim_sum_kernel(const __grid_constant__ struct sim_table t
     for (unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride)
       s += (t.m[q] ? (double)t.m[q][k / (unsigned long long)num_bins] : 1.0) * (double)t.p[q][k];
   }
-  sum[threadIdx.x] = s;
-  __syncthreads();
-  for (unsigned half = SPROJ_CUDA_BLOCK / 2; half > 0; half >>= 1) {
-    if (threadIdx.x < half)
-      sum[threadIdx.x] += sum[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0)
-    partial[blockIdx.x] = sum[0];
+  sproj_block_sum(s, partial);
 }
 
 extern "C" void sproj_sim_sum_cuda(void *buffers[], void *cl_arg)
@@ -82,16 +73,8 @@ extern "C" void sproj_sim_sum_cuda(void *buffers[], void *cl_arg)
 __global__ static void sim_draw_kernel(const __grid_constant__ struct sim_table t, int num_bins, int a_per_lor,
                                        float scale, int noise, unsigned long long seed)
 {
-  unsigned b = blockIdx.x;
-  int lo = 0, hi = t.npieces - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (t.block_start[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  unsigned i = (b - t.block_start[lo]) * blockDim.x + threadIdx.x;
+  int lo = sproj_block_piece(t.block_start, t.npieces);
+  unsigned i = (blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
   if (i >= t.n[lo])
     return;
   const size_t nb = (size_t)num_bins;
@@ -132,16 +115,8 @@ static_assert(sizeof(struct emit_table) + 64 <= 4096, "the emission table no lon
 
 __global__ static void sim_emit_kernel(const __grid_constant__ struct emit_table t, int num_bins)
 {
-  unsigned b = blockIdx.x;
-  int lo = 0, hi = t.npieces - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (t.block_start[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  unsigned i = (b - t.block_start[lo]) * blockDim.x + threadIdx.x;
+  int lo = sproj_block_piece(t.block_start, t.npieces);
+  unsigned i = (blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
   if (i < t.n[lo])
     sim_emit_lor(t.counts[lo], t.off[lo], t.out[lo], num_bins, i);
 }

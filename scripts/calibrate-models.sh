@@ -11,9 +11,13 @@
 # all the sizes a codelet ran at, and prefers it to the mean measured at a size, so sizes a thousand times apart
 # (tiny and full) would bend it.
 # Output in OUT (default $OUT, else /tmp/out): perfmodels/<host>-<scale>/ with codelets/, bus/, measured.tsv (one
-# line per timed run) and MACHINE (copy them into the repository's perfmodels/); logs/.
+# line per timed run) and MACHINE (copy them into the repository's perfmodels/); logs/ (each run's records and
+# messages, and measured-<scale>.tsv). When OUT is $OUT (the GPU machine's folder that comes back, at most 8 files a
+# call) both are packed, also when the script stops early: OUT/perfmodels.tar.gz (unpack it in the repository's
+# root: perfmodels/<host>-<scale>/...) and OUT/calibration-logs.tar.gz (logs/...), and the loose folders removed.
 # usage: scripts/calibrate-models.sh [--host NAME] [--build DIR] [--scales a,b] [--workers SET] [--splits a,b]
 #                                    [--workloads a,b] [--scheds x,y] [--calibration-runs N] [--repeats N] [--out DIR]
+#                                    [--pack | --no-pack]
 #   --host NAME    the name the models are recorded under (STARPU_HOSTNAME; default: this machine's hostname)
 #   --build DIR    the build holding starproj-bench (default .device/build when present, else build)
 #   --scales a,b   the harness's scales (default full,tiny: tiny for CI's simulated run); --workers SET its worker
@@ -25,6 +29,8 @@
 #   --scheds       policies measured (default dmda: starproj's choice with GPUs); the models are shared
 #   --calibration-runs N  runs with STARPU_CALIBRATE=1 per workload, split and policy (default 10: StarPU trusts a
 #                  task size's model after 10 measurements); --repeats N timed ones (default 5)
+#   --pack         pack OUT's perfmodels/ and logs/ into the two archives above whatever OUT is; --no-pack keeps
+#                  them loose (the default when OUT is not $OUT)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 host=$(hostname)
@@ -37,6 +43,7 @@ scheds=dmda
 calib=10
 repeats=5
 out=${OUT:-/tmp/out}
+pack=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --host) host=$2; shift 2 ;;
@@ -49,7 +56,9 @@ while [ $# -gt 0 ]; do
     --calibration-runs) calib=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '3,27p' "$0"; exit 0 ;;
+    --pack) pack=yes; shift ;;
+    --no-pack) pack=no; shift ;;
+    -h|--help) sed -n '3,33p' "$0"; exit 0 ;;
     *) echo "calibrate-models: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -65,9 +74,31 @@ fi
 # the GPU machine's bundle (scripts/device-bundle.sh) carries the libraries a bare machine lacks
 [ -d "$root/.device/lib" ] && export LD_LIBRARY_PATH="$root/.device/lib:$build/.libs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+if [ "$pack" = auto ]; then
+  pack=no
+  [ -n "${OUT:-}" ] && [ "$(cd "$out" 2>/dev/null && pwd -P)" = "$(cd "$OUT" 2>/dev/null && pwd -P)" ] && pack=yes
+fi
 mkdir -p "$out/logs" || exit 1
+out=$(cd "$out" && pwd)
 homes=$(mktemp -d "${TMPDIR:-/tmp}/starproj-calibrate.XXXXXX")
-trap 'rm -rf "$homes"' EXIT
+# OUT's perfmodels/ and logs/ as two archives (the GPU machine returns at most 8 files a call), whatever happened
+finish() {
+  local rc=$?
+  rm -rf "$homes"
+  if [ "$pack" = yes ]; then
+    if [ -d "$out/perfmodels" ]; then
+      tar -C "$out" -czf "$out/perfmodels.tar.gz" perfmodels && rm -rf "$out/perfmodels" || rc=1
+    fi
+    if [ -d "$out/logs" ]; then
+      tar -C "$out" -czf "$out/calibration-logs.tar.gz" logs && rm -rf "$out/logs" || rc=1
+    fi
+    echo "calibrate-models: packed into $out: $(cd "$out" && ls -- *.tar.gz 2>/dev/null | paste -sd' ' -)"
+  fi
+  exit $rc
+}
+trap finish EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 export STARPU_SILENT=1
 # one model for all GPUs of a kind: the simulated machines have more GPUs than the one calibrated on
 export STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1
@@ -122,7 +153,7 @@ for scale in ${scales//,/ }; do
   name=$host-$scale
   export STARPU_HOME=$homes/$scale STARPU_HOSTNAME=$name
   mkdir -p "$STARPU_HOME"
-  measured=$out/measured-$scale.tsv
+  measured=$out/logs/measured-$scale.tsv
   printf 'host\tworkload\tscale\tworkers\tsched\trepeat\tmakespan_s\n' >"$measured"
   for sched in ${scheds//,/ }; do
     export STARPU_SCHED=$sched
@@ -168,5 +199,5 @@ for scale in ${scales//,/ }; do
   done
   save "$scale" "$name" "$measured"
 done
-echo "calibrate-models: $(( $(date +%s) - t_all )) s in all; folders in $out/perfmodels"
+echo "calibrate-models: $(( $(date +%s) - t_all )) s in all; folders in $out/perfmodels$([ "$pack" = yes ] && echo ', packed on exit')"
 

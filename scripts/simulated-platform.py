@@ -21,8 +21,14 @@ GPU, and its GPUs are made up, each running a task S times faster than one of th
 models' times / S; the projection models as a straight line through the CPU's measured sizes, used at every size),
 with host links of 50 GB/s. Nothing of such a machine is measured.
 
+--fill-unmeasured: a task size StarPU saw but never measured (a history entry with 0 measurements: the run stops
+there, "not calibrated enough") gets the mean of the nearest measured size of its codelet scaled by the size ratio,
+and the new MACHINE lists each such entry. An assumption, for predictions only; recording more calibration runs is
+the cure.
+
 usage: scripts/simulated-platform.py --from DIR --gpus N [--host NAME] [--out DIR] [--pair DIR] [--nvlink-gbs B]
                                      [--nvlink-latency-us L] [--host-gbs B] [--cores N] [--test-gpus-from-cpu S]
+                                     [--fill-unmeasured]
   --out DIR  where the new folder goes (default: next to --from, named after --host; default host
              <source host>-<N>gpu-derived)
 """
@@ -126,6 +132,28 @@ def gpu_props(folder, host, test=None):
     return props, cpus
 
 
+def fill_unmeasured(model):
+    """History entries (hash size flops mean dev sum sum2 n) with n = 0 get the nearest measured size's mean, scaled
+    by the size ratio; returns the new text and a description of each filled entry."""
+    lines = model.split("\n")
+    rows = []
+    for i, line in enumerate(lines):
+        w = line.split()
+        if len(w) == 8 and not line.startswith("#") and re.fullmatch(r"[0-9a-f]{8}", w[0]):
+            rows.append((i, w))
+    measured = [(int(w[1]), float(w[3])) for _, w in rows if int(w[7]) > 0 and float(w[3]) > 0]
+    filled = []
+    for i, w in rows:
+        if int(w[7]) == 0 and measured:
+            size = int(w[1])
+            s0, m0 = min(measured, key=lambda x: abs(x[0] - size))
+            m = m0 * size / s0
+            w[3:8] = [f"{m:e}", "0", f"{10 * m:e}", f"{10 * m * m:e}", "10"]
+            lines[i] = "\t".join(w)
+            filled.append(f"size {size}: {m:.1f} us from size {s0} ({m0:.1f} us)")
+    return "\n".join(lines), filled
+
+
 def write_matrix(path, title, n, value):
     with open(path, "w") as f:
         f.write("# " + "\t".join(f"to {title(j)}" for j in range(n)) + "\n")
@@ -149,6 +177,7 @@ def main():
     ap.add_argument("--host-gbs", type=float)
     ap.add_argument("--cores", type=int)
     ap.add_argument("--test-gpus-from-cpu", type=float)
+    ap.add_argument("--fill-unmeasured", action="store_true")
     ap.add_argument("-h", "--help", action="store_true")
     if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
         print(__doc__)
@@ -205,15 +234,23 @@ def main():
     if os.path.isdir(cdst):
         shutil.rmtree(cdst)
     copied = 0
+    filled = []
     for dirpath, _, files in os.walk(os.path.join(src, "codelets")):
         rel = os.path.relpath(dirpath, os.path.join(src, "codelets"))
         for f in files:
             if f.endswith("." + shost):
                 os.makedirs(os.path.join(cdst, rel), exist_ok=True)
                 dst = os.path.join(cdst, rel, f[: -len(shost)] + host)
-                if test:
-                    with open(os.path.join(dirpath, f)) as fi, open(dst, "w") as fo:
-                        fo.write(test_gpu_model(fi.read(), test))
+                if test or a.fill_unmeasured:
+                    with open(os.path.join(dirpath, f)) as fi:
+                        text = fi.read()
+                    if test:
+                        text = test_gpu_model(text, test)
+                    if a.fill_unmeasured:
+                        text, done = fill_unmeasured(text)
+                        filled += [f"{f[: -len(shost) - 1]} {d}" for d in done]
+                    with open(dst, "w") as fo:
+                        fo.write(text)
                 else:
                     shutil.copyfile(os.path.join(dirpath, f), dst)
                 copied += 1
@@ -294,7 +331,10 @@ def main():
                 f"(to / from the GPU, measured on {shost}), GPU to GPU {d2d_bw / 1000:.1f} GB/s, {d2d_lat:.1f} us "
                 f"({'measured on ' + os.path.basename(os.path.abspath(a.pair)) if a.pair else 'assumed'})\n")
         f.write(f"cores: {cores}\n")
-    print(f"simulated-platform: {out} ({host}: {a.gpus} GPUs, {cores} cores, {copied} models)")
+        for d in filled:
+            f.write(f"unmeasured task size filled (--fill-unmeasured, assumed): {d}\n")
+    print(f"simulated-platform: {out} ({host}: {a.gpus} GPUs, {cores} cores, {copied} models"
+          f"{', %d unmeasured sizes filled' % len(filled) if filled else ''})")
     return 0
 
 

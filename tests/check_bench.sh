@@ -202,8 +202,10 @@ echo "$log" | grep -q '^same policy under two names: none in this run' && ok || 
 out="$dir/defaults"
 sets=()
 timeout 60 "$prog" --list | grep -q '^worker sets on this machine (0 GPUs)' || sets=(--workers cpu)
-log=$(timeout 300 "$prog" --scale tiny ${sets[@]+"${sets[@]}"} --output "$out" 2>&1); rc=$?
-if [ $rc -eq 124 ]; then ko "the defaults at tiny scale did not end within 300 s"
+# (a sanitizer build runs several times slower: the bound grows with Check's timeout multiplier, as sanitize.sh sets it)
+limit=$((300 * ${CK_TIMEOUT_MULTIPLIER:-1}))
+log=$(timeout "$limit" "$prog" --scale tiny ${sets[@]+"${sets[@]}"} --output "$out" 2>&1); rc=$?
+if [ $rc -eq 124 ]; then ko "the defaults at tiny scale did not end within $limit s"
 elif [ $rc -ne 0 ]; then ko "the defaults at tiny scale exited $rc: $(echo "$log" | tail -n 5)"
 else ok; fi
 echo "$log" | grep -q '^starproj-bench: 70 configurations (14 workloads x 1 worker sets x 5 policies)' \

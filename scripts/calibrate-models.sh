@@ -81,7 +81,7 @@ fi
 mkdir -p "$out/logs" || exit 1
 out=$(cd "$out" && pwd)
 homes=$(mktemp -d "${TMPDIR:-/tmp}/starproj-calibrate.XXXXXX")
-# OUT's perfmodels/ and logs/ as two archives (the GPU machine returns at most 8 files a call), whatever happened
+# OUT's perfmodels/ and logs/ as two archives (two files for a runner that collects OUT), whatever happened
 finish() {
   local rc=$?
   rm -rf "$homes"

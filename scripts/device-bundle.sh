@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds starproj (CUDA codelets for sm_90) into .device/build and copies the shared libraries a bare GPU machine
 # lacks (StarPU, hwloc, subunit, nifticlib, libpng) into .device/lib and the headers the Python binding is built with
-# there (StarPU's, the CUDA headers starpu.h includes) into .device/include, so that .device can be carried to a lent
+# there (StarPU's, the CUDA headers starpu.h includes) into .device/include, so that .device can be copied to another
 # GPU machine. With StarPU-MPI installed it also copies libstarpumpi and downloads Debian's OpenMPI packages into
 # .device/debs, which `scripts/device-run.sh mpi` unpacks on a machine that has no MPI.
 # usage: scripts/device-bundle.sh [--prefix DIR]   (DIR: where install-deps.sh put StarPU, default /usr/local)

@@ -87,6 +87,18 @@ __device__ static inline int sproj_piece_of_block(const struct sproj_piece_table
   return sproj_block_piece(t->block_start, t->npieces);
 }
 
+/* The grid of a partial-sums kernel over `values` values, at most `parts` blocks (one partial sum each), after the
+ * parts partial sums are zeroed on the stream (the blocks the grid does not have count 0); 0: nothing to launch. */
+static inline unsigned sproj_partials_grid(double *partial, unsigned parts, unsigned long long values,
+                                           cudaStream_t stream)
+{
+  cudaError_t err = cudaMemsetAsync(partial, 0, parts * sizeof(double), stream);
+  if (err != cudaSuccess)
+    STARPU_CUDA_REPORT_ERROR(err);
+  unsigned long long blocks = (values + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  return (unsigned)(blocks < parts ? blocks : parts);
+}
+
 /* Adds the block's threads' values s in a fixed tree and writes the sum to partial[blockIdx.x] (the partial sums of
  * the objective and the simulation's trues: the same order on every run). */
 __device__ static inline void sproj_block_sum(double s, double *partial)

@@ -41,15 +41,9 @@ extern "C" void sproj_em_nll_cuda(void *buffers[], void *cl_arg)
     total += t.n[q];
   }
   cudaStream_t stream = starpu_cuda_get_local_stream();
-  /* the blocks the grid does not have count 0 */
-  cudaError_t err = cudaMemsetAsync(out, 0, SPROJ_NLL_PARTIALS * sizeof(double), stream);
-  if (err != cudaSuccess)
-    STARPU_CUDA_REPORT_ERROR(err);
-  unsigned long long blocks = (total + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  unsigned blocks = sproj_partials_grid(out, SPROJ_NLL_PARTIALS, total, stream);
   if (blocks == 0)
     return;
-  if (blocks > SPROJ_NLL_PARTIALS)
-    blocks = SPROJ_NLL_PARTIALS;
-  em_nll_kernel<<<(unsigned)blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, arg->a_per_lor, out);
+  em_nll_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, arg->a_per_lor, out);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

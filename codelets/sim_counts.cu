@@ -58,15 +58,10 @@ extern "C" void sproj_sim_sum_cuda(void *buffers[], void *cl_arg)
   for (int q = 0; q < arg->npieces; q++)
     total += (unsigned long long)t.n[q] * (unsigned long long)arg->num_bins;
   cudaStream_t stream = starpu_cuda_get_local_stream();
-  cudaError_t err = cudaMemsetAsync(out, 0, SPROJ_NLL_PARTIALS * sizeof(double), stream);
-  if (err != cudaSuccess)
-    STARPU_CUDA_REPORT_ERROR(err);
-  unsigned long long blocks = (total + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  unsigned blocks = sproj_partials_grid(out, SPROJ_NLL_PARTIALS, total, stream);
   if (blocks == 0)
     return;
-  if (blocks > SPROJ_NLL_PARTIALS)
-    blocks = SPROJ_NLL_PARTIALS;
-  sim_sum_kernel<<<(unsigned)blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, out);
+  sim_sum_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, out);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 

@@ -1301,22 +1301,11 @@ struct events_job {
   int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
 };
 
-/* Place d of the chunked arrays: chunk c of the C = r->nchunks (the first n % C hold one event more), its i-th event;
- * chunk c holds events c, c + C, c + 2C, ... of the events as drawn or read. */
-static void chunk_place(const struct run *r, int64_t d, int64_t *c, int64_t *i)
-{
-  const int64_t n = r->nevents, C = r->nchunks, q = n / C, rem = n % C;
-  if (d < (q + 1) * rem) {
-    *c = d / (q + 1);
-    *i = d % (q + 1);
-  } else {
-    *c = rem + (d - (q + 1) * rem) / q;
-    *i = (d - (q + 1) * rem) % q;
-  }
-}
-
 /* Each event's endpoints (copied from its LOR's in the sinogram's LOR set), factor, background and TOF bin, in the
- * chunked order. */
+ * chunked order: chunk c of the C = r->nchunks (the first n % C hold one event more) holds events c, c + C, c + 2C, ...
+ * of the events as drawn or read, at places first(c) + i. A block is a band of rows i: its events are a contiguous
+ * range of the drawn ones (read once, from cache, by every chunk), and each chunk writes a contiguous stretch. */
+enum { EVENT_ROWS = 512 };
 static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
   (void)block;
@@ -1326,28 +1315,25 @@ static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
   const int64_t rem = r->nevents % C;
   const int32_t *lor = r->ev_lor;
   const int16_t *bin = r->ev_bin;
-  int64_t c, i;
-  chunk_place(r, first, &c, &i);
-  for (int64_t d = first; d < end; d++) {
-    if (i == q + (c < rem)) { /* the next chunk */
-      c++;
-      i = 0;
+  for (int64_t c = 0; c < C; c++) {
+    const int64_t rows = q + (c < rem), base = c * q + (c < rem ? c : rem);
+    for (int64_t i = first; i < end && i < rows; i++) {
+      const int64_t e = i * C + c, d = base + i;
+      if (lor[e] < 0 || lor[e] >= nlors || (j->tof && (bin[e] < 0 || bin[e] >= nbins))) {
+        __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
+        return;
+      }
+      const int64_t l = lor[e];
+      memcpy(r->ev_xs + 3 * d, r->xs + 3 * l, 3 * sizeof(float));
+      memcpy(r->ev_xe + 3 * d, r->xe + 3 * l, 3 * sizeof(float));
+      r->ev_mult[d] = r->mult[l];
+      if (r->ev_bin_chunked)
+        r->ev_bin_chunked[d] = bin[e];
+      float a = 0.0f;
+      if (r->add)
+        a = r->add_per_bin ? r->add[l * nbins + bin[e]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
+      r->ev_add[d] = a;
     }
-    const int64_t e = i++ * C + c;
-    if (lor[e] < 0 || lor[e] >= nlors || (j->tof && (bin[e] < 0 || bin[e] >= nbins))) {
-      __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
-      return;
-    }
-    const int64_t l = lor[e];
-    memcpy(r->ev_xs + 3 * d, r->xs + 3 * l, 3 * sizeof(float));
-    memcpy(r->ev_xe + 3 * d, r->xe + 3 * l, 3 * sizeof(float));
-    r->ev_mult[d] = r->mult[l];
-    if (r->ev_bin_chunked)
-      r->ev_bin_chunked[d] = bin[e];
-    float a = 0.0f;
-    if (r->add)
-      a = r->add_per_bin ? r->add[l * nbins + bin[e]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
-    r->ev_add[d] = a;
   }
 }
 
@@ -1374,7 +1360,9 @@ static void event_arrays(const struct options *o, struct run *r)
   r->ev_mult = alloc_or_die((size_t)n * sizeof(float));
   r->ev_add = alloc_or_die((size_t)n * sizeof(float));
   TRY(sproj_pause());
-  parallel_blocks("the events' endpoints and factors", n, 1 << 20, events_block, &j);
+  /* rows of the chunked events: the first chunk's count */
+  parallel_blocks("the events' endpoints and factors", n / r->nchunks + (n % r->nchunks != 0), EVENT_ROWS,
+                  events_block, &j);
   TRY(sproj_resume());
   if (j.bad >= 0) {
     fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)j.bad,

@@ -26,6 +26,12 @@ SPROJ_SHARED int sproj_fail(int code, const char *func, const char *fmt, ...) __
 /* Step `what` (a string that lives as long as the library) of a long host-side call is `fraction` done: calls the
  * hook set with sproj_set_progress, at most every 0.2 s per thread and step and always at fraction 1. */
 SPROJ_SHARED void sproj_progress_report(const char *what, double fraction);
+/* Runs fn(ctx, b) for every block b = 0 .. nblocks-1 on up to num_threads threads (<= 0: one per online core), the
+ * calling thread among them, reporting the share done as step `what`. Blocks run in any order and on any thread: a
+ * result that must not depend on the threads must depend only on the blocks. Fewer threads (one that could not be
+ * started) only take longer. */
+typedef void (*sproj_block_fn)(void *ctx, int64_t block);
+SPROJ_SHARED void sproj_run_blocks(const char *what, int num_threads, int64_t nblocks, sproj_block_fn fn, void *ctx);
 
 /* ---- image geometry (image.c): the one rule for every call that takes dims, voxel_size and origin ---- */
 /* dims and voxel_size must not be NULL (NULL); dims[k] > 0 (DIMS) with at most max_voxels voxels in all (OVERFLOW);

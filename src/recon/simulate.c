@@ -176,63 +176,11 @@ static void rng_stream(struct rng *r, uint64_t seed, uint64_t block, uint64_t pu
     r->s[i] = splitmix64(&x);
 }
 
-/* ---- work over fixed blocks, on threads -------------------------------------------------------------------- */
-typedef void (*block_fn)(void *ctx, int64_t block);
-
-struct pool {
-  block_fn fn;
-  void *ctx;
-  int64_t nblocks;
-  atomic_llong next, done;
-};
-
-static void *pool_worker(void *arg)
-{
-  struct pool *p = arg;
-  for (;;) {
-    int64_t b = atomic_fetch_add(&p->next, 1);
-    if (b >= p->nblocks)
-      return NULL;
-    p->fn(p->ctx, b);
-    atomic_fetch_add(&p->done, 1);
-  }
-}
-
 static int check_threads(const char *func, int num_threads)
 {
   if (num_threads < 0 || num_threads > 1024)
     return sproj_fail(SPROJ_ERR_INVALID, func, "num_threads = %d is not in 0 .. 1024", num_threads);
   return SPROJ_OK;
-}
-
-/* Runs fn on every block, on up to num_threads threads (0: one per online core); the calling thread works too, and
- * reports the share of blocks done as step `what` of the call (sproj_progress) while it waits for the others. */
-static void run_blocks(const char *what, int num_threads, int64_t nblocks, block_fn fn, void *ctx)
-{
-  if (num_threads == 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    num_threads = cores > 0 ? (cores > 1024 ? 1024 : (int)cores) : 1;
-  }
-  if (num_threads > nblocks)
-    num_threads = nblocks > 0 ? (int)nblocks : 1;
-  struct pool p = {fn, ctx, nblocks, 0, 0};
-  pthread_t *threads = num_threads > 1 ? malloc((size_t)(num_threads - 1) * sizeof *threads) : NULL;
-  int started = 0;
-  for (; threads && started < num_threads - 1; started++)
-    if (pthread_create(&threads[started], NULL, pool_worker, &p) != 0)
-      break; /* fewer threads only cost time: the blocks, and so the numbers, stay the same */
-  /* the calling thread takes blocks too, and between two of them says how far the call is */
-  for (;;) {
-    int64_t b = atomic_fetch_add(&p.next, 1);
-    if (b >= nblocks)
-      break;
-    fn(ctx, b);
-    int64_t done = atomic_fetch_add(&p.done, 1) + 1;
-    sproj_progress_report(what, (double)done / (double)nblocks);
-  }
-  for (int t = 0; t < started; t++)
-    pthread_join(threads[t], NULL);
-  free(threads);
 }
 
 /* ---- Poisson noise ----------------------------------------------------------------------------------------- */
@@ -272,7 +220,7 @@ static int check_means(const char *func, struct means *m, int64_t nblocks, int n
   m->first_bad = malloc((size_t)nblocks * sizeof *m->first_bad);
   if (!m->first_bad)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  run_blocks("checking the expected counts", num_threads, nblocks, check_block, m);
+  sproj_run_blocks("checking the expected counts", num_threads, nblocks, check_block, m);
   int ret = SPROJ_OK;
   for (int64_t b = 0; !ret && b < nblocks; b++) {
     int64_t i = m->first_bad[b];
@@ -309,7 +257,7 @@ int sproj_poisson(const float *expected, float *counts, int64_t n, uint64_t seed
   struct means m = {.expected = expected, .n = n, .seed = seed, .counts = counts};
   if ((ret = check_means(__func__, &m, nblocks, num_threads)))
     return ret;
-  run_blocks("Poisson counts", num_threads, nblocks, poisson_block, &m);
+  sproj_run_blocks("Poisson counts", num_threads, nblocks, poisson_block, &m);
   return SPROJ_OK;
 }
 
@@ -449,7 +397,7 @@ static int shuffle_events(struct means *m, int64_t total, uint64_t seed, int num
     free(sh.bin_out);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for shuffling %" PRId64 " events", total);
   }
-  run_blocks("drawing the events' buckets", num_threads, sh.nchunks, shuffle_count, &sh);
+  sproj_run_blocks("drawing the events' buckets", num_threads, sh.nchunks, shuffle_count, &sh);
   /* buckets one after the other; within a bucket, the source chunks in order */
   int64_t at = 0;
   for (int64_t b = 0; b < sh.nb; b++) {
@@ -461,8 +409,8 @@ static int shuffle_events(struct means *m, int64_t total, uint64_t seed, int num
     }
   }
   sh.bucket_start[sh.nb] = at;
-  run_blocks("putting the events into buckets", num_threads, sh.nchunks, shuffle_scatter, &sh);
-  run_blocks("shuffling the events", num_threads, sh.nb, shuffle_bucket, &sh);
+  sproj_run_blocks("putting the events into buckets", num_threads, sh.nchunks, shuffle_scatter, &sh);
+  sproj_run_blocks("shuffling the events", num_threads, sh.nb, shuffle_bucket, &sh);
   free(sh.cursor);
   free(sh.bucket_start);
   free(m->lor);
@@ -500,7 +448,7 @@ static int sample_listmode(const char *func, const float *expected, int64_t num_
     free(m.block_first_event);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
-  run_blocks("counting the events", num_threads, nblocks, count_block, &m);
+  sproj_run_blocks("counting the events", num_threads, nblocks, count_block, &m);
   int64_t total = 0;
   const int64_t max_events = (int64_t)(SIZE_MAX / (sizeof(int32_t) + sizeof(int16_t)) / 2);
   for (int64_t b = 0; b < nblocks && total >= 0; b++) {
@@ -521,7 +469,7 @@ static int sample_listmode(const char *func, const float *expected, int64_t num_
       free(m.block_first_event);
       return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for %" PRId64 " events", total);
     }
-    run_blocks("drawing the events", num_threads, nblocks, emit_block, &m);
+    sproj_run_blocks("drawing the events", num_threads, nblocks, emit_block, &m);
     int ret = shuffle ? shuffle_events(&m, total, seed, num_threads) : SPROJ_OK;
     if (ret) {
       free(m.lor);

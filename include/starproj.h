@@ -274,6 +274,10 @@ SPROJ_API int sproj_image_release(sproj_image *img, int gpu);
 /* Waits for pending tasks on the image (including the reduction of back projections) and makes the host buffer
  * hold its current value; see enum sproj_sync_mode. Errors: NULL, NOT_INIT, INVALID (mode). */
 SPROJ_API int sproj_image_sync(sproj_image *img, int mode);
+/* Sets the image to 0 where the next projections run, by a task after the pending tasks on it: a back projection
+ * target starts again without its host buffer (a GPU writes the zeros; no copy either way). The host buffer is
+ * stale until the next sproj_image_sync. Errors: NULL, NOT_INIT, STARPU. */
+SPROJ_API int sproj_image_zero(sproj_image *img);
 /* Waits, writes the value back to the host buffer and frees the object (img may be NULL: no-op). */
 SPROJ_API int sproj_image_unregister(sproj_image *img);
 /* Reproducible mode (on = 1) or the default (on = 0) for back projections into this image from now on. By default

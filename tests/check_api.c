@@ -194,6 +194,7 @@ START_TEST(test_image_register)
   EXPECT(sproj_image_sync(NULL, SPROJ_SYNC_READ), SPROJ_ERR_NULL, "sproj_image_sync");
   EXPECT(sproj_image_sync(img, 0), SPROJ_ERR_INVALID, "sproj_image_sync");
   EXPECT(sproj_image_sync(img, 3), SPROJ_ERR_INVALID, "sproj_image_sync");
+  EXPECT(sproj_image_zero(NULL), SPROJ_ERR_NULL, "sproj_image_zero");
   ck_assert_int_eq(sproj_image_upload(img, SPROJ_ALL_GPUS), SPROJ_OK);
   ck_assert_int_eq(sproj_image_release(img, SPROJ_ALL_GPUS), SPROJ_OK);
   ck_assert_ptr_nonnull(sproj_image_handle(img));
@@ -378,6 +379,50 @@ START_TEST(test_submit)
 }
 END_TEST
 
+/* sproj_image_zero: a back projection target starts again at 0 without its host buffer: back projecting into it
+ * after zeroing gives what a fresh image of zeros gets, and the host buffer (poisoned meanwhile) is overwritten. */
+START_TEST(test_image_zero)
+{
+  float acc[6 * 5 * 4], fresh[6 * 5 * 4] = {0};
+  for (int v = 0; v < 6 * 5 * 4; v++)
+    acc[v] = 7.0f;
+  sproj_image *a, *f;
+  sproj_lors *lors;
+  sproj_proj *proj;
+  sproj_chunks *ch;
+  for (int i = 0; i < NL; i++)
+    values[i] = (float)(i % 5) + 0.5f;
+  ck_assert_int_eq(sproj_image_register(&a, acc, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&f, fresh, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, NL), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&proj, values, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 4), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_upload(a, SPROJ_ALL_GPUS), SPROJ_OK);
+  /* twice: the second round zeroes an image that holds a back projection (pending or reduced) */
+  for (int round = 0; round < 2; round++) {
+    ck_assert_int_eq(sproj_image_zero(a), SPROJ_OK);
+    for (int c = 0; c < 4; c++)
+      ck_assert_int_eq(sproj_back(a, proj, ch, c), SPROJ_OK);
+  }
+  for (int c = 0; c < 4; c++)
+    ck_assert_int_eq(sproj_back(f, proj, ch, c), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_sync(a, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_sync(f, SPROJ_SYNC_READ), SPROJ_OK);
+  double sum = 0.0;
+  for (int v = 0; v < 6 * 5 * 4; v++) {
+    ck_assert_msg(fabsf(acc[v] - fresh[v]) <= 1e-5f * (1.0f + fabsf(fresh[v])), "voxel %d: %g after zeroing, %g fresh",
+                  v, (double)acc[v], (double)fresh[v]);
+    sum += fresh[v];
+  }
+  ck_assert_msg(sum > 0.0, "the back projection is empty: the test would prove nothing");
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(a), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(f), SPROJ_OK);
+}
+END_TEST
+
 int main(void)
 {
   struct tu_geom g = {{6, 5, 4}, {1.0f, 2.0f, 3.0f}, {-2.5f, -4.0f, -4.5f}};
@@ -405,6 +450,7 @@ int main(void)
   tcase_add_test(tc, test_lors_register);
   tcase_add_test(tc, test_chunks);
   tcase_add_test(tc, test_submit);
+  tcase_add_test(tc, test_image_zero);
   suite_add_tcase(s, tc);
   ret |= tu_run(s);
   if (sproj_shutdown() != SPROJ_OK)

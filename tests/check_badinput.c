@@ -225,6 +225,7 @@ static void not_init_barrage(void)
   BAD(sproj_image_upload(NULL, SPROJ_ALL_GPUS), NI, "sproj_image_upload");
   BAD(sproj_image_release(NULL, SPROJ_ALL_GPUS), NI, "sproj_image_release");
   BAD(sproj_image_sync(NULL, SPROJ_SYNC_READ), NI, "sproj_image_sync");
+  BAD(sproj_image_zero(NULL), NI, "sproj_image_zero");
   BAD(sproj_image_unregister(NULL), NI, "sproj_image_unregister");
   BAD(sproj_image_set_reproducible(NULL, 1), NI, "sproj_image_set_reproducible");
   BAD(sproj_lors_register(&lo, xs, xe, NL), NI, "sproj_lors_register");

@@ -150,6 +150,16 @@ int sproj_image_sync(sproj_image *img, int mode)
   return SPROJ_OK;
 }
 
+int sproj_image_zero(sproj_image *img)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!img)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img is NULL");
+  return sproj_image_submit_zero(__func__, img);
+}
+
 int sproj_image_unregister(sproj_image *img)
 {
   int ret = sproj_check_init_flush(__func__);

@@ -24,7 +24,7 @@ const char* const BackProjectorByBinStarproj::registered_name = "Starproj";
 struct BackProjectorByBinStarproj::Resident
 {
   std::shared_ptr<StarprojGeometry> geometry;
-  std::vector<float> image;
+  StarprojHostBuffer image; // pinned: the image comes home at the bus's full rate
   std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
   sproj_image* img = nullptr;
   sproj_proj* proj = nullptr;
@@ -32,10 +32,12 @@ struct BackProjectorByBinStarproj::Resident
   std::vector<std::vector<char>> arrived;
   std::vector<int> num_arrived;
   std::unique_ptr<std::mutex[]> chunk_locks;
+  StarprojStepTimes times;
+  int verbosity = 0;
 
   explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
       : geometry(g),
-        image(g->num_voxels(), 0.F),
+        image(g->num_voxels()),
         values(g->num_lors() * g->num_tof_bins(), 0.F)
   {
     starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
@@ -55,6 +57,8 @@ struct BackProjectorByBinStarproj::Resident
   }
   ~Resident()
   {
+    if (verbosity > 1)
+      times.report("back projector");
     sproj_proj_unregister(proj);
     sproj_image_unregister(img);
   }
@@ -120,6 +124,7 @@ BackProjectorByBinStarproj::make_resident()
 {
   _resident.reset();
   _resident.reset(new Resident(_geometry));
+  _resident->verbosity = _settings.verbosity;
 }
 
 void
@@ -154,9 +159,10 @@ BackProjectorByBinStarproj::start_accumulating_in_new_target()
 {
   BackProjectorByBin::start_accumulating_in_new_target();
   Resident& r = *_resident;
-  starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_WRITE), "sproj_image_sync");
-  std::fill(r.image.begin(), r.image.end(), 0.F);
-  starproj_check(sproj_image_upload(r.img, SPROJ_ALL_GPUS), "sproj_image_upload");
+  r.times.start();
+  // zeros written where the back projections run (a GPU): the previous image neither comes home nor goes back
+  starproj_check(sproj_image_zero(r.img), "sproj_image_zero");
+  r.times.mark("zero");
   for (std::size_t c = 0; c < r.arrived.size(); ++c)
     {
       std::fill(r.arrived[c].begin(), r.arrived[c].end(), 0);
@@ -237,11 +243,13 @@ BackProjectorByBinStarproj::get_output(DiscretisedDensity<3, float>& density) co
   for (std::size_t c = 0; c < r.num_arrived.size(); ++c)
     if (r.num_arrived[c] > 0)
       r.submit_tof_chunk(static_cast<int>(c));
+  r.times.start();
   // waits for the back projections and the reduction of the workers' contributions
   starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_READ), "sproj_image_sync");
-  starproj_array_to_image(r.image.data(), density);
-  if (_settings.restrict_to_cylindrical_FOV)
-    truncate_rim(density, _geometry->rim_truncation());
+  r.times.mark("wait and copy home");
+  starproj_array_to_image(r.image.data(), density,
+                          _settings.restrict_to_cylindrical_FOV ? _geometry->rim_truncation() : -1);
+  r.times.mark("copy");
   if (!is_null_ptr(_post_data_processor_sptr))
     if (_post_data_processor_sptr->apply(density) != Succeeded::yes)
       error("BackProjectorByBinStarproj::get_output: the post data processor failed");

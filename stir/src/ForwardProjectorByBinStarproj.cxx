@@ -7,6 +7,7 @@
 #include "stir/ProjDataInfo.h"
 #include "stir/RelatedViewgrams.h"
 #include "stir/error.h"
+#include "stir/is_null_ptr.h"
 #include "stir/recon_array_functions.h"
 #include "stir/recon_buildblock/TrivialDataSymmetriesForBins.h"
 
@@ -21,7 +22,7 @@ const char* const ForwardProjectorByBinStarproj::registered_name = "Starproj";
 struct ForwardProjectorByBinStarproj::Resident
 {
   std::shared_ptr<StarprojGeometry> geometry;
-  std::vector<float> image;
+  StarprojHostBuffer image;  // pinned: uploads go at the bus's full rate
   std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
   sproj_image* img = nullptr;
   sproj_proj* proj = nullptr;
@@ -29,10 +30,12 @@ struct ForwardProjectorByBinStarproj::Resident
   unsigned generation = 0;
   std::vector<unsigned> projected_generation;
   std::unique_ptr<std::mutex[]> chunk_locks;
+  StarprojStepTimes times;
+  int verbosity = 0;
 
   explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
       : geometry(g),
-        image(g->num_voxels(), 0.F),
+        image(g->num_voxels()),
         values(g->num_lors() * g->num_tof_bins(), 0.F)
   {
     starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
@@ -51,6 +54,8 @@ struct ForwardProjectorByBinStarproj::Resident
   }
   ~Resident()
   {
+    if (verbosity > 1)
+      times.report("forward projector");
     sproj_proj_unregister(proj);
     sproj_image_unregister(img);
   }
@@ -107,6 +112,7 @@ ForwardProjectorByBinStarproj::set_up(const shared_ptr<const ProjDataInfo>& proj
       _resident.reset();
       _resident.reset(new Resident(_geometry));
     }
+  _resident->verbosity = _settings.verbosity;
   _geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
 }
 
@@ -123,14 +129,27 @@ ForwardProjectorByBinStarproj::set_input(const DiscretisedDensity<3, float>& den
 {
   if (!_resident)
     error("ForwardProjectorByBinStarproj: set_input called before set_up");
-  ForwardProjectorByBin::set_input(density); // copy, and the pre data processor
-  if (_settings.restrict_to_cylindrical_FOV)
-    truncate_rim(*_density_sptr, _geometry->rim_truncation());
   Resident& r = *_resident;
+  r.times.start();
+  const int rim = _settings.restrict_to_cylindrical_FOV ? _geometry->rim_truncation() : -1;
   // waits for projections still reading the previous image, then replaces it, once for all viewgrams
   starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_WRITE), "sproj_image_sync");
-  starproj_image_to_array(*_density_sptr, r.image.data());
+  r.times.mark("wait");
+  if (is_null_ptr(_pre_data_processor_sptr) && _density_sptr && _density_sptr->has_same_characteristics(density))
+    {
+      // as the base class's set_input (its own copy of the image, truncated as below), without a new image per call:
+      // one pass on every core writes the copy and starproj's buffer
+      _density_sptr->set_exam_info(density.get_exam_info());
+      starproj_image_to_array(density, r.image.data(), rim, _density_sptr.get());
+    }
+  else
+    {
+      ForwardProjectorByBin::set_input(density); // copy, and the pre data processor
+      starproj_image_to_array(*_density_sptr, r.image.data(), rim, _density_sptr.get());
+    }
+  r.times.mark("copy");
   starproj_check(sproj_image_upload(r.img, SPROJ_ALL_GPUS), "sproj_image_upload");
+  r.times.mark("upload");
   ++r.generation;
 }
 

@@ -16,7 +16,9 @@
 #include "stir/warning.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <string>
 
@@ -288,16 +290,148 @@ StarprojGeometry::min_axial_pos_num(int segment_num) const
   return _min_axial[segment_num - _min_segment];
 }
 
-void
-starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data)
+// ---- host buffers and copies -----------------------------------------------------------------------------------
+
+StarprojHostBuffer::StarprojHostBuffer(int64_t num_floats)
+    : _bytes(static_cast<std::size_t>(num_floats > 0 ? num_floats : 1) * sizeof(float))
 {
-  std::copy(image.begin_all_const(), image.end_all_const(), data);
+  void* p = nullptr;
+  starproj_check(sproj_malloc_pinned(&p, _bytes), "sproj_malloc_pinned");
+  _data = static_cast<float*>(p);
+  std::fill(_data, _data + _bytes / sizeof(float), 0.F);
+}
+
+StarprojHostBuffer::~StarprojHostBuffer()
+{
+  if (_data && sproj_free_pinned(_data, _bytes) != SPROJ_OK)
+    warning(std::string("Starproj: sproj_free_pinned failed: ") + sproj_last_error());
+}
+
+namespace
+{
+// The index ranges of a regular image and, per row y, the x range truncate_rim keeps (STIR's rule: a voxel goes when
+// (xm - x)^2 + (ym - y)^2 >= r^2, with xm, ym the middle indices and r = (xe - xs) / 2 - rim, in integers).
+struct ImageRows
+{
+  int zs, ze, ys, ye, xs, xe;
+  explicit ImageRows(const DiscretisedDensity<3, float>& image)
+  {
+    BasicCoordinate<3, int> lo, hi;
+    if (!image.get_regular_range(lo, hi))
+      error("Starproj: the image must have a regular index range");
+    zs = lo[1], ys = lo[2], xs = lo[3], ze = hi[1], ye = hi[2], xe = hi[3];
+  }
+  int nx() const { return xe - xs + 1; }
+  int ny() const { return ye - ys + 1; }
+  // [first, last] of x kept in row y (first > last: none); the whole row without truncation
+  void kept(int y, int rim, int& first, int& last) const
+  {
+    first = xs, last = xe;
+    if (rim < 0)
+      return;
+    const long r = (xe - xs) / 2 - rim, ym = (ys + ye) / 2, xm = (xs + xe) / 2;
+    const long dy2 = (ym - y) * (ym - y), room = r * r - dy2;
+    first = xe + 1, last = xe;
+    if (room <= 0)
+      return;
+    for (int x = xs; x <= xe; ++x)
+      if ((xm - x) * (xm - x) < room)
+        {
+          first = std::min(first, x);
+          last = x;
+        }
+  }
+};
+} // namespace
+
+void
+starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data, int rim, DiscretisedDensity<3, float>* also_into)
+{
+  const ImageRows g(image);
+  const int nrows = (g.ze - g.zs + 1) * g.ny();
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+  for (int row = 0; row < nrows; ++row)
+    {
+      const int z = g.zs + row / g.ny(), y = g.ys + row % g.ny();
+      int first, last;
+      g.kept(y, rim, first, last);
+      const float* src = &image[z][y][g.xs];
+      float* out = data + int64_t(row) * g.nx();
+      for (int x = g.xs; x <= g.xe; ++x)
+        out[x - g.xs] = x >= first && x <= last ? src[x - g.xs] : 0.F;
+      if (also_into)
+        {
+          float* dst = &(*also_into)[z][y][g.xs];
+          if (dst != src || first > g.xs || last < g.xe)
+            std::copy(out, out + g.nx(), dst);
+        }
+    }
 }
 
 void
-starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image)
+starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image, int rim)
 {
-  std::copy(data, data + image.size_all(), image.begin_all());
+  const ImageRows g(image);
+  const int nrows = (g.ze - g.zs + 1) * g.ny();
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+  for (int row = 0; row < nrows; ++row)
+    {
+      const int z = g.zs + row / g.ny(), y = g.ys + row % g.ny();
+      int first, last;
+      g.kept(y, rim, first, last);
+      const float* in = data + int64_t(row) * g.nx();
+      float* dst = &image[z][y][g.xs];
+      for (int x = g.xs; x <= g.xe; ++x)
+        dst[x - g.xs] = x >= first && x <= last ? in[x - g.xs] : 0.F;
+    }
+}
+
+// ---- step times ------------------------------------------------------------------------------------------------
+
+namespace
+{
+double
+seconds_now()
+{
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+} // namespace
+
+void
+StarprojStepTimes::start()
+{
+  _last = seconds_now();
+}
+
+void
+StarprojStepTimes::mark(const char* name)
+{
+  const double t = seconds_now();
+  auto it = std::find_if(_steps.begin(), _steps.end(), [&](const auto& s) { return s.first == name; });
+  if (it == _steps.end())
+    it = _steps.insert(_steps.end(), {name, {0.0, 0L}});
+  it->second.first += t - _last;
+  it->second.second += 1;
+  _last = t;
+}
+
+void
+StarprojStepTimes::report(const std::string& who) const
+{
+  if (_steps.empty())
+    return;
+  std::string line = "Starproj " + who + ", seconds in all (calls):";
+  for (const auto& s : _steps)
+    {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, " %s %.3f (%ld);", s.first.c_str(), s.second.first, s.second.second);
+      line += buf;
+    }
+  info(line);
 }
 
 END_NAMESPACE_STIR

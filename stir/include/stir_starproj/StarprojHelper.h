@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 START_NAMESPACE_STIR
@@ -128,9 +129,45 @@ private:
   sproj_tof* _tof = nullptr;
 };
 
-//! Copies a STIR image into a float array in starproj's order and back.
-void starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data);
-void starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image);
+//! A float buffer in memory GPUs copy from directly (starproj's pinned memory), for the images the pair registers.
+class StarprojHostBuffer
+{
+public:
+  explicit StarprojHostBuffer(int64_t num_floats);
+  ~StarprojHostBuffer();
+  StarprojHostBuffer(const StarprojHostBuffer&) = delete;
+  StarprojHostBuffer& operator=(const StarprojHostBuffer&) = delete;
+  float* data() const { return _data; }
+
+private:
+  float* _data = nullptr;
+  std::size_t _bytes = 0;
+};
+
+//! Copies a STIR image into a float array in starproj's order, on every core; with rim >= 0, zeroing what STIR's
+//! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps); with also_into, writing the same
+//! values into that image (which may be `image` itself).
+void starproj_image_to_array(const DiscretisedDensity<3, float>& image,
+                             float* data,
+                             int rim = -1,
+                             DiscretisedDensity<3, float>* also_into = nullptr);
+//! The other way, with the same truncation.
+void starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image, int rim = -1);
+
+//! Seconds spent in the steps of the per-image calls (set_input, start_accumulating_in_new_target, get_output),
+//! reported with "verbosity" 2 when the projector goes.
+class StarprojStepTimes
+{
+public:
+  //! adds the time since the last mark (or since start()) to step `name`
+  void start();
+  void mark(const char* name);
+  void report(const std::string& who) const;
+
+private:
+  double _last = 0;
+  std::vector<std::pair<std::string, std::pair<double, long>>> _steps;
+};
 
 END_NAMESPACE_STIR
 

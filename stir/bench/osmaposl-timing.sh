@@ -23,6 +23,7 @@
 #             (seg2's segment 0 cut to 101 bins, for CPU tests)
 #   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above)
 #   DEVICES   Starproj's devices key, default gpu      CASE_TIMEOUT  seconds per OSMAPOSL run, default 300
+#   VERBOSITY Starproj's verbosity key, default 2 (the times of the per-image steps, in summary.txt)
 #   BUDGET    seconds for the whole script, default 560 (a run gets at most what is left, less 20 s for the table;
 #             runs that would get under 30 s are skipped)
 #   BUNDLE    default .device-stir
@@ -36,6 +37,7 @@ data=${DATA:-span11}
 subsets=${SUBSETS:-1 7 21}
 pairs=${PAIRS:-Starproj Parallelproj}
 devices=${DEVICES:-gpu}
+verbosity=${VERBOSITY:-2}
 case_timeout=${CASE_TIMEOUT:-300}
 budget=${BUDGET:-560}
 started=$(date +%s)
@@ -130,7 +132,7 @@ osmaposl_par() { # pair N sub-iterations
   local pair=$1 n=$2 subiters=$3 keys recompute=1
   case $pair in
     Starproj) keys="devices := $devices
-      verbosity := 1" ;; # one line: workers, GPUs, scheduler
+      verbosity := $verbosity" ;; # 1: one line (workers, GPUs, scheduler); 2: also the steps' times
     Parallelproj) keys="verbosity := 0" ;;
     *) keys= ;;
   esac

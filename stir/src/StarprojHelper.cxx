@@ -424,7 +424,7 @@ StarprojStepTimes::report(const std::string& who) const
 {
   if (_steps.empty())
     return;
-  std::string line = "Starproj " + who + ", seconds in all (calls):";
+  std::string line = "Starproj: " + who + " steps, seconds in all (calls):";
   for (const auto& s : _steps)
     {
       char buf[128];

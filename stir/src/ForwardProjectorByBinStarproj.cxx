@@ -24,6 +24,7 @@ struct ForwardProjectorByBinStarproj::Resident
   std::shared_ptr<StarprojGeometry> geometry;
   StarprojHostBuffer image;  // pinned: uploads go at the bus's full rate
   std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
+  StarprojPinnedRange pinned_values;
   sproj_image* img = nullptr;
   sproj_proj* proj = nullptr;
   // TOF: a viewgram's bins are projected by the first call for it after set_input
@@ -36,7 +37,8 @@ struct ForwardProjectorByBinStarproj::Resident
   explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
       : geometry(g),
         image(g->num_voxels()),
-        values(g->num_lors() * g->num_tof_bins(), 0.F)
+        values(g->num_lors() * g->num_tof_bins(), 0.F),
+        pinned_values(values.data(), values.size() * sizeof(float))
   {
     starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
     const int status = g->is_tof() ? sproj_proj_register_tof(&proj, values.data(), g->lors(), g->num_tof_bins())

@@ -81,7 +81,21 @@ StarprojRuntime::acquire(const StarprojSettings& settings)
       cfg.ncuda = settings.num_gpus;
       cfg.sched = settings.scheduler.empty() ? nullptr : settings.scheduler.c_str();
       cfg.verbose = settings.verbosity > 0 ? 1 : 0;
-      starproj_check(sproj_init(&cfg), "sproj_init");
+      // Projections on GPUs only: no CPU workers at all. StarPU's idle CPU workers poll for tasks, and on the cores
+      // STIR's OpenMP threads use they took half of every host loop (the image copies, STIR's own arithmetic).
+      // Without a GPU, starproj starts again with its usual CPU workers.
+      const bool gpus_only = settings.devices == "gpu" && settings.num_cpu_workers == -1 && settings.num_gpus != 0;
+      if (gpus_only)
+        cfg.ncpu = 0;
+      int status = sproj_init(&cfg);
+      if (gpus_only && (status != SPROJ_OK || sproj_num_gpus() == 0))
+        {
+          if (status == SPROJ_OK)
+            starproj_check(sproj_shutdown(), "sproj_shutdown");
+          cfg.ncpu = -1;
+          status = sproj_init(&cfg);
+        }
+      starproj_check(status, "sproj_init");
       runtime->_started_here = true;
       if (settings.verbosity > 0)
         info("Starproj: " + std::to_string(sproj_num_cpu_workers()) + " CPU workers, " + std::to_string(sproj_num_gpus())
@@ -305,6 +319,22 @@ StarprojHostBuffer::~StarprojHostBuffer()
 {
   if (_data && sproj_free_pinned(_data, _bytes) != SPROJ_OK)
     warning(std::string("Starproj: sproj_free_pinned failed: ") + sproj_last_error());
+}
+
+StarprojPinnedRange::StarprojPinnedRange(void* ptr, std::size_t bytes, std::size_t max_bytes)
+{
+  // pinning is an optimisation: an array that could not be pinned is used as it is
+  if (ptr && bytes > 0 && bytes <= max_bytes && sproj_pin(ptr, bytes) == SPROJ_OK)
+    {
+      _ptr = ptr;
+      _bytes = bytes;
+    }
+}
+
+StarprojPinnedRange::~StarprojPinnedRange()
+{
+  if (_ptr && sproj_unpin(_ptr, _bytes) != SPROJ_OK)
+    warning(std::string("Starproj: sproj_unpin failed: ") + sproj_last_error());
 }
 
 namespace

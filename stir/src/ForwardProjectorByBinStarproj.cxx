@@ -139,15 +139,15 @@ ForwardProjectorByBinStarproj::set_input(const DiscretisedDensity<3, float>& den
   r.times.mark("wait");
   if (is_null_ptr(_pre_data_processor_sptr) && _density_sptr && _density_sptr->has_same_characteristics(density))
     {
-      // as the base class's set_input (its own copy of the image, truncated as below), without a new image per call:
-      // one pass on every core writes the copy and starproj's buffer
+      // the base class's copy of the image serves only its checks (characteristics, exam info) here: projections
+      // read starproj's buffer, filled from the caller's image in one pass on every core
       _density_sptr->set_exam_info(density.get_exam_info());
-      starproj_image_to_array(density, r.image.data(), rim, _density_sptr.get());
+      starproj_image_to_array(density, r.image.data(), rim);
     }
   else
     {
       ForwardProjectorByBin::set_input(density); // copy, and the pre data processor
-      starproj_image_to_array(*_density_sptr, r.image.data(), rim, _density_sptr.get());
+      starproj_image_to_array(*_density_sptr, r.image.data(), rim);
     }
   r.times.mark("copy");
   starproj_check(sproj_image_upload(r.img, SPROJ_ALL_GPUS), "sproj_image_upload");

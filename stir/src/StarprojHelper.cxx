@@ -374,10 +374,14 @@ struct ImageRows
 };
 } // namespace
 
-void
-starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data, int rim, DiscretisedDensity<3, float>* also_into)
+namespace
 {
-  const ImageRows g(image);
+// Copies every row of a regular image between STIR's arrays and starproj's buffer (rows(z, y, row) gives the source
+// and destination of a row), with truncate_rim's zeros when rim >= 0, on every core.
+template <class Rows>
+void
+copy_rows(const ImageRows& g, int rim, Rows rows)
+{
   const int nrows = (g.ze - g.zs + 1) * g.ny();
 #ifdef _OPENMP
 #  pragma omp parallel for schedule(static)
@@ -387,37 +391,29 @@ starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data, 
       const int z = g.zs + row / g.ny(), y = g.ys + row % g.ny();
       int first, last;
       g.kept(y, rim, first, last);
-      const float* src = &image[z][y][g.xs];
-      float* out = data + int64_t(row) * g.nx();
+      const std::pair<const float*, float*> ends = rows(z, y, row);
       for (int x = g.xs; x <= g.xe; ++x)
-        out[x - g.xs] = x >= first && x <= last ? src[x - g.xs] : 0.F;
-      if (also_into)
-        {
-          float* dst = &(*also_into)[z][y][g.xs];
-          if (dst != src || first > g.xs || last < g.xe)
-            std::copy(out, out + g.nx(), dst);
-        }
+        ends.second[x - g.xs] = x >= first && x <= last ? ends.first[x - g.xs] : 0.F;
     }
+}
+} // namespace
+
+void
+starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data, int rim)
+{
+  const ImageRows g(image);
+  copy_rows(g, rim, [&](int z, int y, int row) {
+    return std::pair<const float*, float*>(&image[z][y][g.xs], data + int64_t(row) * g.nx());
+  });
 }
 
 void
 starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image, int rim)
 {
   const ImageRows g(image);
-  const int nrows = (g.ze - g.zs + 1) * g.ny();
-#ifdef _OPENMP
-#  pragma omp parallel for schedule(static)
-#endif
-  for (int row = 0; row < nrows; ++row)
-    {
-      const int z = g.zs + row / g.ny(), y = g.ys + row % g.ny();
-      int first, last;
-      g.kept(y, rim, first, last);
-      const float* in = data + int64_t(row) * g.nx();
-      float* dst = &image[z][y][g.xs];
-      for (int x = g.xs; x <= g.xe; ++x)
-        dst[x - g.xs] = x >= first && x <= last ? in[x - g.xs] : 0.F;
-    }
+  copy_rows(g, rim, [&](int z, int y, int row) {
+    return std::pair<const float*, float*>(data + int64_t(row) * g.nx(), &image[z][y][g.xs]);
+  });
 }
 
 // ---- step times ------------------------------------------------------------------------------------------------

@@ -160,12 +160,8 @@ private:
 };
 
 //! Copies a STIR image into a float array in starproj's order, on every core; with rim >= 0, zeroing what STIR's
-//! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps); with also_into, writing the same
-//! values into that image (which may be `image` itself).
-void starproj_image_to_array(const DiscretisedDensity<3, float>& image,
-                             float* data,
-                             int rim = -1,
-                             DiscretisedDensity<3, float>* also_into = nullptr);
+//! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps).
+void starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data, int rim = -1);
 //! The other way, with the same truncation.
 void starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image, int rim = -1);
 

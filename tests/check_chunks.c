@@ -258,6 +258,78 @@ START_TEST(test_sync_write_then_back)
 }
 END_TEST
 
+/* Many small chunks (3000 ranges of 10 LORs: the vectors are cut in two levels, groups of pieces and the pieces):
+ * every chunk's forward values equal the one-request result, a chunk changed on the host is back projected as the
+ * reference says, a whole-vector sync gathers every chunk, and switching to another chunking and back works. */
+START_TEST(test_many_chunks_two_levels)
+{
+  enum { NC = 3000, LEN = 10 };
+  const int64_t nvox = tu_nvox(&g);
+  float *values = tu_alloc(N), *bimg = tu_alloc(nvox);
+  double *ref = calloc(nvox, sizeof *ref);
+  int64_t *first = malloc(NC * sizeof *first), *count = malloc(NC * sizeof *count);
+  for (int64_t i = 0; i < N; i++)
+    values[i] = NAN;
+  for (int c = 0; c < NC; c++) {
+    first[c] = (int64_t)c * LEN;
+    count[c] = LEN;
+  }
+  memset(bimg, 0, nvox * sizeof *bimg);
+  struct tu_set set, fset;
+  float *fimg = tu_alloc(nvox);
+  memcpy(fimg, img, nvox * sizeof *fimg);
+  ck_assert_int_eq(tu_set_register(&fset, &g, fimg, xs, xe, N, values), SPROJ_OK);
+  sproj_chunks *ch, *blocks;
+  ck_assert_int_eq(sproj_chunks_create_ranges(&ch, fset.lors, NC, first, count), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_blocks(&blocks, fset.lors, 3), SPROJ_OK);
+  /* every chunk on its own, in an order that is not the LORs' */
+  for (int k = 0; k < NC; k++) {
+    int c = (int)((int64_t)k * 1237 % NC);
+    ck_assert_int_eq(sproj_fwd(fset.img, fset.proj, ch, c), SPROJ_OK);
+  }
+  for (int c = 0; c < NC; c += 7) {
+    ck_assert_int_eq(sproj_proj_sync(fset.proj, ch, c, SPROJ_SYNC_READ), SPROJ_OK);
+    for (int64_t i = first[c]; i < first[c] + LEN; i++)
+      ck_assert_msg(fabsf(values[i] - whole[i]) <= 1e-6f * fabsf(whole[i]), "chunk %d, LOR %lld: %g against %g", c,
+                    (long long)i, (double)values[i], (double)whole[i]);
+  }
+  /* another chunking, then this one again */
+  ck_assert_int_eq(sproj_fwd(fset.img, fset.proj, blocks, 1), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd(fset.img, fset.proj, ch, 5), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(fset.proj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  for (int64_t i = 0; i < (int64_t)NC * LEN; i++)
+    ck_assert_msg(fabsf(values[i] - whole[i]) <= 1e-6f * fabsf(whole[i]), "LOR %lld after the whole-vector sync: %g "
+                  "against %g", (long long)i, (double)values[i], (double)whole[i]);
+  ck_assert_int_eq(sproj_chunks_destroy(blocks), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&fset), SPROJ_OK);
+
+  /* back projection of one chunk changed on the host, through the two-level plan */
+  for (int64_t i = 0; i < N; i++)
+    values[i] = 1.0f;
+  ck_assert_int_eq(tu_set_register(&set, &g, bimg, xs, xe, N, values), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_ranges(&ch, set.lors, NC, first, count), SPROJ_OK);
+  const int c = 2345;
+  ck_assert_int_eq(sproj_proj_upload(set.proj, ch, c, SPROJ_ALL_GPUS), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(set.proj, ch, c, SPROJ_SYNC_WRITE), SPROJ_OK);
+  for (int64_t i = first[c]; i < first[c] + LEN; i++)
+    values[i] = tu_ref_ambiguous(&g, xs + 3 * i, xe + 3 * i) ? 0.0f : (float)tu_uniform(0.5, 3.0);
+  ck_assert_int_eq(sproj_back(set.img, set.proj, ch, c), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_sync(set.img, SPROJ_SYNC_READ), SPROJ_OK);
+  tu_ref_back(ref, &g, xs + 3 * first[c], xe + 3 * first[c], values + first[c], LEN);
+  double rel = tu_rel_l2_fd(bimg, ref, nvox);
+  ck_assert_msg(rel <= 1e-5, "back projection of chunk %d: relative L2 difference %.3g", c, rel);
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(tu_set_unregister(&set), SPROJ_OK);
+  free(values);
+  free(bimg);
+  free(fimg);
+  free(ref);
+  free(first);
+  free(count);
+}
+END_TEST
+
 /* Calls inside a batch are merged into few tasks and give the same values; a sync inside the batch sees the work
  * collected so far; a call on another vector submits what was collected. */
 START_TEST(test_batch)
@@ -356,6 +428,7 @@ int main(void)
   tcase_add_test(tc, test_switching_chunkings);
   tcase_add_test(tc, test_threads_submit);
   tcase_add_test(tc, test_sync_write_then_back);
+  tcase_add_test(tc, test_many_chunks_two_levels);
   tcase_add_test(tc, test_batch);
   tcase_add_test(tc, test_granularity);
   suite_add_tcase(s, tc);

@@ -3,6 +3,7 @@
  * applied to them as StarPU partition plans. */
 #include "config.h"
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 
 /* A vector child covering elements first .. first+len-1 of its father (any elemsize). */
@@ -61,6 +62,141 @@ int sproj_plan_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, starp
   return plan(handle, ch, ch->npieces, piece_filter, children);
 }
 
+/* Groups of consecutive pieces whose LORs follow each other (plan_vec_pieces), and the pieces of each group as
+ * children of the group (their first LOR counted from the group's). */
+enum { GROUP_PIECES = 64, TWO_LEVEL_PIECES = 256 };
+struct grouping {
+  const sproj_chunks *ch;
+  int64_t *first;   /* per group: first LOR and number of LORs */
+  uint32_t *len;
+  unsigned g;       /* the group whose pieces are being planned */
+  const unsigned *group_start;
+};
+
+static void group_filter(void *father_interface, void *child_interface, struct starpu_data_filter *f, unsigned id,
+                         unsigned nparts)
+{
+  (void)nparts;
+  const struct grouping *gr = f->filter_arg_ptr;
+  range_child(father_interface, child_interface, gr->first[id], gr->len[id]);
+}
+
+static void group_piece_filter(void *father_interface, void *child_interface, struct starpu_data_filter *f,
+                               unsigned id, unsigned nparts)
+{
+  (void)nparts;
+  const struct grouping *gr = f->filter_arg_ptr;
+  unsigned p = gr->group_start[gr->g] + id;
+  range_child(father_interface, child_interface, gr->ch->piece_first[p] - gr->first[gr->g], gr->ch->piece_len[p]);
+}
+
+static void plan_free(struct sproj_plan *plan)
+{
+  free(plan->children);
+  free(plan->groups);
+  free(plan->group_start);
+  plan->children = plan->groups = NULL;
+  plan->group_start = NULL;
+}
+
+/* Plans the chunking's pieces on the vector: directly, or through groups when there are many pieces and the groups
+ * hold several each. */
+static int plan_vec_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, struct sproj_plan *plan)
+{
+  memset(plan, 0, sizeof *plan);
+  plan->chunking_id = ch->id;
+  plan->npieces = ch->npieces;
+  if (ch->npieces < TWO_LEVEL_PIECES)
+    return sproj_plan_pieces(handle, ch, &plan->children);
+  unsigned n = ch->npieces, ng = 0;
+  /* about the square root of the pieces per group (at least GROUP_PIECES): both levels' steps stay small */
+  unsigned per_group = GROUP_PIECES;
+  while ((uint64_t)per_group * per_group < n)
+    per_group++;
+  unsigned *start = malloc(((size_t)n + 1) * sizeof *start);
+  struct grouping gr = {ch, malloc((size_t)n * sizeof(int64_t)), malloc((size_t)n * sizeof(uint32_t)), 0, start};
+  int ret = start && gr.first && gr.len ? SPROJ_OK : SPROJ_ERR_NOMEM;
+  for (unsigned p = 0; !ret && p < n; p++) {
+    int64_t end = ng ? gr.first[ng - 1] + (int64_t)gr.len[ng - 1] : -1;
+    if (ng && ch->piece_first[p] == end && p - start[ng - 1] < per_group &&
+        (int64_t)gr.len[ng - 1] + ch->piece_len[p] <= UINT32_MAX) {
+      gr.len[ng - 1] += ch->piece_len[p];
+    } else {
+      start[ng] = p;
+      gr.first[ng] = ch->piece_first[p];
+      gr.len[ng++] = ch->piece_len[p];
+    }
+  }
+  if (!ret)
+    start[ng] = n;
+  if (!ret && ng * 4 > n) { /* pieces that do not follow each other: groups would not help */
+    free(start);
+    free(gr.first);
+    free(gr.len);
+    return sproj_plan_pieces(handle, ch, &plan->children);
+  }
+  plan->children = calloc(n, sizeof *plan->children);
+  plan->groups = calloc(ng ? ng : 1, sizeof *plan->groups);
+  if (ret || !plan->children || !plan->groups) {
+    free(start);
+    free(gr.first);
+    free(gr.len);
+    plan_free(plan);
+    return SPROJ_ERR_NOMEM;
+  }
+  plan->ngroups = ng;
+  plan->group_start = start;
+  struct starpu_data_filter f = {.filter_func = group_filter, .nchildren = ng, .filter_arg_ptr = &gr};
+  starpu_data_partition_plan(handle, &f, plan->groups);
+  for (unsigned g = 0; g < ng; g++) {
+    gr.g = g;
+    struct starpu_data_filter fp = {
+      .filter_func = group_piece_filter, .nchildren = start[g + 1] - start[g], .filter_arg_ptr = &gr};
+    starpu_data_partition_plan(plan->groups[g], &fp, plan->children + start[g]);
+  }
+  free(gr.first);
+  free(gr.len);
+  return SPROJ_OK;
+}
+
+/* Activates the plan for reading (read-only vectors, once): both levels. */
+static void plan_activate_readonly(starpu_data_handle_t handle, struct sproj_plan *plan)
+{
+  if (!plan->ngroups) {
+    starpu_data_partition_readonly_submit(handle, plan->npieces, plan->children);
+    return;
+  }
+  starpu_data_partition_readonly_submit(handle, plan->ngroups, plan->groups);
+  for (unsigned g = 0; g < plan->ngroups; g++)
+    starpu_data_partition_readonly_submit(plan->groups[g], plan->group_start[g + 1] - plan->group_start[g],
+                                          plan->children + plan->group_start[g]);
+}
+
+/* Gathers group g's pieces into the group and forgets them. */
+static void group_pieces_clean(struct sproj_plan *plan, unsigned g)
+{
+  starpu_data_partition_clean(plan->groups[g], plan->group_start[g + 1] - plan->group_start[g],
+                              plan->children + plan->group_start[g]);
+}
+
+/* Gathers the top level (pieces, or groups whose pieces are gathered already) into the vector and frees the plan. */
+static void plan_release_top(starpu_data_handle_t handle, struct sproj_plan *plan)
+{
+  if (plan->ngroups)
+    starpu_data_partition_clean(handle, plan->ngroups, plan->groups);
+  else
+    starpu_data_partition_clean(handle, plan->npieces, plan->children);
+  plan_free(plan);
+}
+
+/* Gathers the pieces (first: the lower level) and forgets the plan. */
+static void plan_release(starpu_data_handle_t handle, struct sproj_plan *plan)
+{
+  for (unsigned g = 0; g < plan->ngroups; g++)
+    group_pieces_clean(plan, g);
+  plan_release_top(handle, plan);
+}
+
 int sproj_plan_runs(starpu_data_handle_t handle, const sproj_chunks *ch, starpu_data_handle_t **children)
 {
   return plan(handle, ch, ch->nruns, run_filter, children);
@@ -98,8 +234,7 @@ int sproj_vec_init(struct sproj_vec *v, sproj_lors *lors, starpu_data_handle_t h
 static void plan_clean(struct sproj_vec *v, struct sproj_plan *plan)
 {
   /* gathers the pieces into the whole vector first if this plan is active */
-  starpu_data_partition_clean(v->handle, plan->npieces, plan->children);
-  free(plan->children);
+  plan_release(v->handle, plan);
 }
 
 void sproj_vec_discard(struct sproj_vec *v)
@@ -115,10 +250,15 @@ void sproj_vec_discard(struct sproj_vec *v)
     }
   pthread_mutex_unlock(&lors->lock);
   for (int i = 0; i < v->nplans; i++) {
-    for (unsigned k = 0; k < v->plans[i].npieces; k++)
-      starpu_data_invalidate_submit(v->plans[i].children[k]);
-    starpu_data_partition_clean(v->handle, v->plans[i].npieces, v->plans[i].children);
-    free(v->plans[i].children);
+    struct sproj_plan *plan = &v->plans[i];
+    for (unsigned k = 0; k < plan->npieces; k++)
+      starpu_data_invalidate_submit(plan->children[k]);
+    /* two levels: each group is gathered from its invalidated pieces, then invalidated itself, before the vector */
+    for (unsigned g = 0; g < plan->ngroups; g++) {
+      group_pieces_clean(plan, g);
+      starpu_data_invalidate_submit(plan->groups[g]);
+    }
+    plan_release_top(v->handle, plan);
   }
   starpu_data_unregister_no_coherency(v->handle);
   pthread_mutex_destroy(&v->lock);
@@ -164,14 +304,12 @@ int sproj_vec_children_locked(struct sproj_vec *v, const sproj_chunks *ch, starp
     v->cap_plans = cap;
   }
   struct sproj_plan *plan = &v->plans[v->nplans];
-  if (sproj_plan_pieces(v->handle, ch, &plan->children))
+  if (plan_vec_pieces(v->handle, ch, plan))
     return SPROJ_ERR_NOMEM;
-  plan->chunking_id = ch->id;
-  plan->npieces = ch->npieces;
   v->nplans++;
   /* read-only data: activate the partition once, now, so that concurrent submissions never race to do it */
   if (v->readonly)
-    starpu_data_partition_readonly_submit(v->handle, plan->npieces, plan->children);
+    plan_activate_readonly(v->handle, plan);
   *children = plan->children;
   return SPROJ_OK;
 }

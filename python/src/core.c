@@ -1479,6 +1479,18 @@ static PyObject *Image_release(PyObject *self, PyObject *args)
   return Image_gpu_call(self, args, 1);
 }
 
+static PyObject *Image_zero(PyObject *self, PyObject *unused)
+{
+  (void)unused;
+  sp_obj *o = sp_open(self, K_IMAGE, "self");
+  if (!o)
+    return NULL;
+  int st = sproj_image_zero(o->h);
+  if (st)
+    return sp_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *Image_set_reproducible(PyObject *self, PyObject *arg)
 {
   sp_obj *o = sp_open(self, K_IMAGE, "self");
@@ -1544,6 +1556,9 @@ static PyMethodDef Image_methods[] = {
     {"upload", Image_upload, METH_VARARGS,
      "upload($self, gpu=-1, /)\n--\n\nCopies the image to one GPU or every GPU (a no-op for ALL_GPUS without GPUs)."},
     {"release", Image_release, METH_VARARGS, "release($self, gpu=-1, /)\n--\n\nDrops device copies (after pending tasks)."},
+    {"zero", Image_zero, METH_NOARGS,
+     "zero($self)\n--\n\nSets the image to 0 where the next projections run, by a task (a GPU writes the zeros, nothing is "
+     "copied): a back projection target starts again without touching the array, which is stale until sync()."},
     {"set_reproducible", Image_set_reproducible, METH_O,
      "set_reproducible($self, on, /)\n--\n\nBack projections into this image summed in 64-bit fixed point (same bits every run)."},
     {"close", sp_close_meth, METH_NOARGS,

@@ -90,6 +90,25 @@ def test_back_adds(rt, geom):
     assert np.array_equal(img_arr, np.ones(geom.dims, np.float32))
 
 
+def test_zero_restarts_a_back_projection_target(rt, geom):
+    # an image holding something, zeroed by a task, then back projected into: the same as into an array of zeros
+    vals = np.random.default_rng(3).uniform(0.5, 2.0, geom.n).astype(np.float32)
+    lors = sp.Lors(geom.xstart, geom.xend)
+    acc_arr = np.full(geom.dims, 7.0, np.float32)
+    fresh_arr = np.zeros(geom.dims, np.float32)
+    acc = sp.Image(acc_arr, geom.vs, geom.origin)
+    fresh = sp.Image(fresh_arr, geom.vs, geom.origin)
+    p = sp.Proj(lors, vals)
+    for _ in range(2):
+        acc.zero()
+        sp.back(acc, p)
+    sp.back(fresh, p)
+    acc.sync()
+    fresh.sync()
+    assert fresh_arr.sum() > 0
+    np.testing.assert_allclose(acc_arr, fresh_arr, rtol=1e-5, atol=1e-6)
+
+
 def tof_args(g, tof_bins):
     return (ctypes.c_float(TOF["bin_width"]), fp(np.array([TOF["sigma"]], np.float32)),
             fp(np.array([TOF["center_offset"]], np.float32)), ctypes.c_float(TOF["num_sigmas"]))

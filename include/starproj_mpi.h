@@ -81,6 +81,18 @@ SPROJ_API int sproj_mpi_get_reduce(const sproj_mpi_comm *comm, int *method);
 SPROJ_API int sproj_mpi_bytes_sent(const sproj_mpi_comm *comm, int64_t *bytes);
 SPROJ_API int sproj_mpi_bytes_reset(sproj_mpi_comm *comm);
 
+/* Element types and operations of sproj_mpi_allreduce. */
+enum sproj_mpi_type { SPROJ_MPI_INT = 1, SPROJ_MPI_INT64 = 2, SPROJ_MPI_FLOAT = 3, SPROJ_MPI_DOUBLE = 4 };
+enum sproj_mpi_op { SPROJ_MPI_SUM = 1, SPROJ_MPI_MIN = 2, SPROJ_MPI_MAX = 3 };
+
+/* A barrier and an in-place allreduce (values, count elements of type, become the element-wise op over the ranks)
+ * over the communicator's ranks, for a program's own timing and totals: MPI_Barrier and MPI_Allreduce on a machine;
+ * in a build against StarPU-MPI over SimGrid's SMPI, where the program's thread may not call MPI itself
+ * (doc/simulation.md), the same through StarPU-MPI. Collective: every rank passes the same count, type and op.
+ * Errors: NULL, DIMS (count < 0), INVALID (type, op, or the ranks passed different ones), STARPU. */
+SPROJ_API int sproj_mpi_barrier(sproj_mpi_comm *comm);
+SPROJ_API int sproj_mpi_allreduce(sproj_mpi_comm *comm, void *values, int count, int type, int op);
+
 /* ---- distribution of LOR chunks ------------------------------------------------------------------------ */
 typedef struct sproj_mpi_dist sproj_mpi_dist;
 

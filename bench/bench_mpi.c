@@ -2,6 +2,7 @@
 /* bench_mpi.c: the distributed layer's jobs timed per rank count: whole-sinogram forward + back projection, one OSEM
  * iteration, and the reduction of one image alone, with the bytes the ranks send each other. */
 #include <getopt.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,7 @@
 /* StarPU-MPI over SimGrid's SMPI (doc/simulation.md): starpu.h renames main to starpu_main, which StarPU's own main
  * runs in an actor of its own once it has initialised MPI for the rank. That actor may call no MPI (SMPI counts only
  * the rank's first actor, StarPU-MPI's progression, as an MPI process): the ranks' barriers and totals go through
- * the layer (sproj_mpi_barrier, sproj_mpi_allreduce), StarPU-MPI finalises MPI, and times are simulated ones. The
- * ranks are actors of one process, so exit() ends them all. */
+ * the layer (sproj_mpi_barrier, sproj_mpi_allreduce), StarPU-MPI finalises MPI, and times are simulated ones. */
 #include <starpu.h>
 #include <starpu_mpi.h>
 #endif
@@ -27,7 +27,9 @@ static sproj_mpi_comm *comm;
 static void stop_all(int status)
 {
 #ifdef STARPU_SIMGRID
-  exit(status);
+  /* the ranks are actors of one process, which _exit ends (smpicc makes exit() end the calling rank only) */
+  fflush(NULL);
+  _exit(status);
 #else
   MPI_Abort(MPI_COMM_WORLD, status);
 #endif
@@ -190,11 +192,16 @@ int main(int argc, char **argv)
     status = bad("stray argument", argv[optind]);
   if (status >= 0) {
 #ifdef STARPU_SIMGRID
-    exit(status); /* StarPU, which the ranks' progression waits for, is not started */
+    /* each rank's progression waits for StarPU to start: start and stop the layer, and the simulation ends; the
+     * status of main is not the simulation's, a failure's is passed on by stop_all */
+    if (sproj_mpi_comm_create(&comm, MPI_COMM_WORLD, NULL) == SPROJ_OK)
+      sproj_mpi_comm_destroy(comm);
+    if (status)
+      stop_all(status);
 #else
     MPI_Finalize();
-    return status;
 #endif
+    return status;
   }
   int small = !strcmp(scanner_name, "small");
   if (subsets < 0)

@@ -150,7 +150,9 @@ fi
 
 # Debian 12 carries StarPU 1.3 only; a later suite's source package carries 1.4 (only the newest is served).
 src_list=/etc/apt/sources.list.d/starproj-starpu-src.sources
-if ! apt-cache showsrc starpu 2>/dev/null | grep -q '^Version: 1\.4'; then
+# (grep reads all of apt-cache's output: with -q it would stop early, and pipefail would count apt-cache's broken
+# pipe as a failure)
+if ! apt-cache showsrc starpu 2>/dev/null | grep '^Version: 1\.4' >/dev/null; then
   printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     | "${SUDO[@]}" tee "$src_list" >/dev/null
   log "added $src_list (Debian source packages of trixie and sid, for StarPU 1.4's source)"

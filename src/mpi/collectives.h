@@ -23,7 +23,8 @@ struct sproj_coll {
 
 /* Each returns SPROJ_OK, or SPROJ_ERR_STARPU / SPROJ_ERR_NOMEM / SPROJ_ERR_INVALID (type or op). */
 int sproj_coll_barrier(struct sproj_coll *k);
-/* values (count elements of type, enum sproj_mpi_type; op: enum sproj_mpi_op) becomes, on every rank, the element-wise op over the ranks' values */
+/* values (count elements of type, enum sproj_mpi_type) becomes, on every rank, the element-wise op (enum
+ * sproj_mpi_op) over the ranks' values */
 int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type, int op);
 /* the ranks' float arrays (mine: counts[rank] of them) put at displs[r] of all on root, or on every rank (root -1) */
 int sproj_coll_gatherv(struct sproj_coll *k, const float *mine, float *all, const int *counts, const int *displs,

@@ -5,9 +5,12 @@
 # this machine. The task sizes of a rank depend on its share of the views (starproj cuts a call's LORs into about
 # 2 tasks per CPU worker), so one process (mpirun -np 1 --bind-to none: every core of the machine, no second rank
 # competing for them) runs bench_mpi's jobs once per --subsets count: the OSEM subsets' calls then hold from all
-# the views down to one view, the sizes of 1 to 64 ranks. StarPU fits its curve through the sizes measured and uses
-# it for the sizes in between. Output: OUT/perfmodels/<host>/ with codelets/, bus/ and MACHINE (copy it into the
-# repository's perfmodels/); OUT/logs/ with bench_mpi's tables.
+# the views down to one view, the sizes of 1 to 64 ranks (tasks of 1 to 15 half-views on 2 cores). The curve StarPU
+# fits through all the sizes (a size^b + c), which it would prefer to the mean measured at a size, is written out as
+# NaN: fitted from tasks of one LOR to 31200 LORs it put 1 ms of constant on every Joseph task and overestimated
+# the smallest (the tasks of 64 ranks) by half, where each size's measured mean is exact; a size not measured then
+# stops the simulation instead of being guessed. Output: OUT/perfmodels/<host>/ with codelets/, bus/ and MACHINE
+# (copy it into the repository's perfmodels/); OUT/logs/ with bench_mpi's tables.
 # usage: scripts/calibrate-mpi-models.sh [--host NAME] [--build DIR] [--scanner small|vision600]
 #                                        [--subsets a,b,...] [--repeat N] [--out DIR]
 #   --host NAME     the name the models are recorded under (STARPU_HOSTNAME; default cpu-<cores>core-mpi)
@@ -70,11 +73,17 @@ dest=$out/perfmodels/$host
 rm -rf "$dest"
 mkdir -p "$dest/codelets" "$dest/bus" || exit 1
 cp -r "$src/codelets/45" "$dest/codelets/" && cp "$src/bus/$host".* "$dest/bus/" || exit 1
+# the non-linear curve's a, b, c (the line after "# a b c") as NaN: StarPU then takes each size's mean
+for f in "$dest"/codelets/45/*; do
+  awk '{ if (abc) { print "nan\tnan\tnan"; abc = 0; next } if ($0 ~ /^# a[ \t]+b[ \t]+c[ \t]*$/) abc = 1; print }' \
+    "$f" >"$f.tmp" && mv "$f.tmp" "$f" || exit 1
+done
 {
   echo "host name: $host"
   echo "recorded: $(date -u +%Y-%m-%d) by scripts/calibrate-mpi-models.sh --scanner $scanner --subsets $subsets" \
     "--repeat $repeat"
-  echo "program: bench_mpi (one process, STARPU_CALIBRATE=1, STARPU_HISTORY_MAX_ERROR=$STARPU_HISTORY_MAX_ERROR)"
+  echo "program: bench_mpi (one process, STARPU_CALIBRATE=1, STARPU_HISTORY_MAX_ERROR=$STARPU_HISTORY_MAX_ERROR;" \
+    "non-linear regressions written as NaN: per-size means)"
   echo "starpu_version: $(pkg-config --modversion starpu-1.4 2>/dev/null || echo unknown)"
   echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
   echo "cores: $cores"

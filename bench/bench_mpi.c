@@ -282,8 +282,10 @@ int main(int argc, char **argv)
   }
 
   /* data for the OSEM job: the phantom's forward projection, on each rank for its views */
-  MCHECK(sproj_mpi_fwd(comm, img, y, chunks, NULL));
-  MCHECK(sproj_proj_sync(y, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+  if (strstr(jobs, "osem")) {
+    MCHECK(sproj_mpi_fwd(comm, img, y, chunks, NULL));
+    MCHECK(sproj_proj_sync(y, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+  }
 
   for (int m = 0; m < 2 && methods[m]; m++) {
     MCHECK(sproj_mpi_set_reduce(comm, methods[m]));

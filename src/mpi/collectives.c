@@ -50,13 +50,17 @@ int sproj_coll_gatherv(struct sproj_coll *k, const float *mine, float *all, cons
 /* ---- over SMPI: StarPU-MPI point to point ----------------------------------------------------------------- */
 /* One step of a collective: send_bytes of send to dest and recv_bytes from src into recv (NULL or 0 bytes: that
  * direction is left out), under the step's tag, waiting for both. The buffers are registered with StarPU for the
- * step only. */
+ * step only. The send is synchronous (issend): a message that reaches a rank before its receive is posted is then
+ * only announced, and the data follow into the receive itself. A plain isend's early data land in a buffer of
+ * StarPU-MPI's, copied into the receive once StarPU-MPI's progression sees their transfer end; over SMPI (StarPU
+ * 1.4.10) that progression can sleep through the end, and an 8-rank bench_mpi deadlocked there (doc/simulation.md,
+ * "Several nodes"). */
 static int exchange(struct sproj_coll *k, int step, const void *send, size_t send_bytes, int dest, void *recv,
                     size_t recv_bytes, int src)
 {
   if ((send && send_bytes > UINT32_MAX) || (recv && recv_bytes > UINT32_MAX))
     return SPROJ_ERR_OVERFLOW;
-  int64_t tag = k->tag + (int64_t)(k->seq & 1) * (SPROJ_COLL_TAGS / 2) + step;
+  int64_t tag = k->tag + (int64_t)(k->seq % (SPROJ_COLL_TAGS / SPROJ_COLL_STEPS)) * SPROJ_COLL_STEPS + step;
   starpu_data_handle_t hs = NULL, hr = NULL;
   starpu_mpi_req rs, rr;
   int failed = 0, sending = 0, receiving = 0;
@@ -67,7 +71,7 @@ static int exchange(struct sproj_coll *k, int step, const void *send, size_t sen
   }
   if (send && send_bytes) {
     starpu_vector_data_register(&hs, STARPU_MAIN_RAM, (uintptr_t)send, (uint32_t)send_bytes, 1);
-    sending = starpu_mpi_isend(hs, &rs, dest, tag, k->comm) == 0;
+    sending = starpu_mpi_issend(hs, &rs, dest, tag, k->comm) == 0;
     failed |= !sending;
   }
   MPI_Status st;
@@ -176,7 +180,7 @@ int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type
   if (k->size == 1 || count < 1)
     return SPROJ_OK;
   /* the ring from 64 KiB, when every rank has a block (and the steps' tags fit) */
-  int ring = count >= k->size && (size_t)count * type_size(type) >= 65536 && 2 * (k->size - 1) <= SPROJ_COLL_TAGS / 2;
+  int ring = count >= k->size && (size_t)count * type_size(type) >= 65536 && 2 * (k->size - 1) <= SPROJ_COLL_STEPS;
   int ret = ring ? allreduce_ring(k, values, count, type, op) : allreduce_tree(k, values, count, type, op);
   k->seq++;
   return ret;

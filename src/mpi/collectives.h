@@ -14,12 +14,14 @@ struct sproj_coll {
   MPI_Comm comm;  /* over SMPI: MPI_COMM_WORLD, the only communicator StarPU-MPI simulates */
   int rank, size;
   int64_t tag;    /* over SMPI: the first of SPROJ_COLL_TAGS StarPU-MPI tags reserved for the collectives */
-  int seq;        /* over SMPI: which half of the tags the next collective uses */
+  int seq;        /* over SMPI: collectives made so far (which tags the next uses) */
 };
 
-/* StarPU-MPI tags a communicator reserves for its collectives over SMPI: two alternating halves, each holding one
- * tag per step of a collective (a ring allreduce takes 2 (P-1) steps, so it is used up to 1024 ranks) */
-#define SPROJ_COLL_TAGS 4096
+/* StarPU-MPI tags a communicator reserves for its collectives over SMPI: one per step of a collective (a ring
+ * allreduce takes 2 (P-1) steps, so it is used up to 1025 ranks), for 512 collectives in turn, so that a tag comes
+ * back only long after its messages were received */
+#define SPROJ_COLL_STEPS 2048
+#define SPROJ_COLL_TAGS (512 * SPROJ_COLL_STEPS)
 
 /* Each returns SPROJ_OK, or SPROJ_ERR_STARPU / SPROJ_ERR_NOMEM / SPROJ_ERR_INVALID (type or op). */
 int sproj_coll_barrier(struct sproj_coll *k);

@@ -427,7 +427,13 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
   int64_t bytes = (int64_t)starpu_vector_get_nx(h) * (int64_t)sizeof(float);
   if (c->rank == 0) {
     for (int r = 1; r < c->size; r++)
+#ifdef STARPU_SIMGRID
+      /* synchronous over SMPI: data that arrive before their receive is posted can wait there forever (the
+       * layer's collectives, collectives.c) */
+      if (starpu_mpi_issend_detached(h, r, *tag, c->starpu_comm, NULL, NULL) != 0)
+#else
       if (starpu_mpi_isend_detached(h, r, *tag, c->starpu_comm, NULL, NULL) != 0)
+#endif
         return SPROJ_ERR_STARPU;
     c->bytes_sent += (int64_t)(c->size - 1) * bytes;
   } else {

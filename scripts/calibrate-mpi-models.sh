@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     --subsets) subsets=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,21p' "$0"; exit 0 ;;
     *) echo "calibrate-mpi-models: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

@@ -10,15 +10,16 @@
 #                            [--log FILE] [-- bench_mpi arguments]
 #   --nodes N       simulated nodes, one rank each (1..1024)
 #   --models DIR    a folder of perfmodels/ recorded for bench_mpi (scripts/calibrate-mpi-models.sh)
-#   --bandwidth BW  each node's link, and the switch's per transfer (SimGrid units; default 12.5GBps, 100 Gb/s)
-#   --latency LAT   each link's latency (default 1us)
+#   --bandwidth BW  each node's link, and the switch's per transfer (SimGrid units; default 25GBps: InfiniBand HDR,
+#                   200 Gb/s, as doc/scaling-model.md assumes)
+#   --latency LAT   each link's latency (default 2us)
 #   --build DIR     the SMPI build (default build-smpi); --prefix DIR its StarPU (default /usr/local/starpu-smpi)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=
 models=
-bw=12.5GBps
-lat=1us
+bw=25GBps
+lat=2us
 build=$root/build-smpi
 prefix=/usr/local/starpu-smpi
 logfile=

@@ -56,7 +56,10 @@ enum sproj_mpi_reduce {
  * it: then it is used as it is, and left running by destroy) and StarPU-MPI (starpu_mpi_init_comm on a duplicate of
  * mpi_comm). Ranks are those of mpi_comm. Collective over mpi_comm.
  * Errors: NULL (comm), INVALID (MPI initialised with less than MPI_THREAD_MULTIPLE, a communicator exists already,
- * MPI_COMM_NULL), what sproj_init returns, STARPU (StarPU-MPI failed to start). */
+ * MPI_COMM_NULL), what sproj_init returns, STARPU (StarPU-MPI failed to start).
+ * Built against StarPU-MPI over SimGrid's SMPI (doc/simulation.md), StarPU has initialised MPI before main and
+ * finalises it at StarPU-MPI's shutdown, mpi_comm must be MPI_COMM_WORLD (INVALID otherwise), and the program's
+ * thread may make no MPI call of its own (sproj_mpi_barrier and sproj_mpi_allreduce instead). */
 SPROJ_API int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct sproj_config *cfg);
 /* Stops StarPU-MPI, then starproj (if create started it), then MPI (if create initialised it), and frees comm
  * (NULL: no-op). Collective. Errors: BUSY (starproj objects are still registered while create started starproj:

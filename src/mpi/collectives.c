@@ -107,7 +107,8 @@ static void combine(void *dst, const void *src, int count, int type, int op)
 }
 
 /* Binomial tree: the reduction travels to rank 0 (step b: ranks whose lowest set bit is b send), then the result
- * back out from rank 0; 2 log2(P) steps of the whole array. For small arrays (the layer's agreements). */
+ * back out from rank 0; 2 log2(P) steps of the whole array. For small arrays (the layer's agreements, small
+ * images on many ranks). */
 static int allreduce_tree(struct sproj_coll *k, void *values, int count, int type, int op)
 {
   size_t bytes = (size_t)count * type_size(type);
@@ -136,7 +137,7 @@ static int allreduce_tree(struct sproj_coll *k, void *values, int count, int typ
 
 /* Ring: P-1 steps of reduce-scatter, each rank sending one P-th of the array to its right neighbour and adding the
  * one from its left, then P-1 steps passing the summed P-ths around; each rank sends 2 (P-1)/P arrays, as the
- * large-message algorithm of OpenMPI's MPI_Allreduce. For the images. */
+ * large-message algorithm of OpenMPI's MPI_Allreduce. For large images. */
 static int allreduce_ring(struct sproj_coll *k, void *values, int count, int type, int op)
 {
   int P = k->size, right = (k->rank + 1) % P, left = (k->rank + P - 1) % P;
@@ -179,8 +180,11 @@ int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type
     return SPROJ_ERR_INVALID;
   if (k->size == 1 || count < 1)
     return SPROJ_OK;
-  /* the ring from 64 KiB, when every rank has a block (and the steps' tags fit) */
-  int ring = count >= k->size && (size_t)count * type_size(type) >= 65536 && 2 * (k->size - 1) <= SPROJ_COLL_STEPS;
+  /* By size, as MPI libraries choose: the ring when each rank's block is 64 KiB or more (and the steps' tags fit),
+   * else the tree. The ring's 2 (P-1) steps each cost a message's latency (tens of us through StarPU-MPI), which
+   * small blocks do not repay: a 256 KiB image on 64 ranks took 126 steps of 4 KiB, and the simulation of them 10
+   * minutes, where the tree takes 12 steps of the whole image. */
+  int ring = (size_t)count * type_size(type) >= (size_t)65536 * k->size && 2 * (k->size - 1) <= SPROJ_COLL_STEPS;
   int ret = ring ? allreduce_ring(k, values, count, type, op) : allreduce_tree(k, values, count, type, op);
   k->seq++;
   return ret;

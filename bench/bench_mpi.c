@@ -2,26 +2,58 @@
 /* bench_mpi.c: the distributed layer's jobs timed per rank count: whole-sinogram forward + back projection, one OSEM
  * iteration, and the reduction of one image alone, with the bytes the ranks send each other. */
 #include <getopt.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
+#include <starpu_config.h>
+#ifdef STARPU_SIMGRID
+/* StarPU-MPI over SimGrid's SMPI (doc/simulation.md): starpu.h renames main to starpu_main, which StarPU's own main
+ * runs in an actor of its own once it has initialised MPI for the rank. That actor may call no MPI (SMPI counts only
+ * the rank's first actor, StarPU-MPI's progression, as an MPI process): the ranks' barriers and totals go through
+ * the layer (sproj_mpi_barrier, sproj_mpi_allreduce), StarPU-MPI finalises MPI, and times are simulated ones. */
+#include <starpu.h>
+#include <starpu_mpi.h>
+#endif
 #include "common.h"
 #include "starproj_mpi.h"
 
 static int rank, nranks;
+static sproj_mpi_comm *comm;
 
-/* A failure on one rank would leave the others waiting in the next collective call: stop them all. */
+/* Stops every rank: one alone would leave the others waiting in the next collective call. */
+static void stop_all(int status)
+{
+#ifdef STARPU_SIMGRID
+  /* the ranks are actors of one process, which _exit ends (smpicc makes exit() end the calling rank only) */
+  fflush(NULL);
+  _exit(status);
+#else
+  MPI_Abort(MPI_COMM_WORLD, status);
+#endif
+}
+
 #define MCHECK(call)                                                                                           \
   do {                                                                                                         \
     int rc_ = (call);                                                                                          \
     if (rc_ != SPROJ_OK) {                                                                                     \
       fprintf(stderr, "bench_mpi rank %d: %s failed: %s (%s)\n", rank, #call, sproj_strerror(rc_),              \
               sproj_last_error());                                                                             \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                                            \
+      stop_all(1);                                                                                             \
     }                                                                                                          \
   } while (0)
+
+/* seconds: simulated ones in a simulation */
+static double clock_now(void)
+{
+#ifdef STARPU_SIMGRID
+  return 1e-6 * starpu_timing_now();
+#else
+  return now();
+#endif
+}
 
 static const char *usage_text =
   "usage: mpirun -np P bench_mpi [--scanner small|vision600] [--subsets N] [--devices cpu|gpu|any]\n"
@@ -46,17 +78,17 @@ static int bad(const char *what, const char *arg)
 /* Slowest rank's time of a repetition that started at a common barrier. */
 static double slowest(double t0)
 {
-  double mine = now() - t0, all;
-  MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return all;
+  double t = clock_now() - t0;
+  MCHECK(sproj_mpi_allreduce(comm, &t, 1, SPROJ_MPI_DOUBLE, SPROJ_MPI_MAX));
+  return t;
 }
 
-static int64_t bytes_all(sproj_mpi_comm *comm)
+static int64_t bytes_all(void)
 {
-  int64_t mine, all;
-  MCHECK(sproj_mpi_bytes_sent(comm, &mine));
-  MPI_Allreduce(&mine, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  return all;
+  int64_t bytes;
+  MCHECK(sproj_mpi_bytes_sent(comm, &bytes));
+  MCHECK(sproj_mpi_allreduce(comm, &bytes, 1, SPROJ_MPI_INT64, SPROJ_MPI_SUM));
+  return bytes;
 }
 
 static void row(const char *job, int method, double *t, int n, int64_t bytes)
@@ -75,10 +107,15 @@ static void row(const char *job, int method, double *t, int n, int64_t bytes)
 
 int main(int argc, char **argv)
 {
+#ifdef STARPU_SIMGRID
+  rank = starpu_mpi_world_rank();
+  nranks = starpu_mpi_world_size();
+#else
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+#endif
 
   const char *scanner_name = "vision600", *jobs = "fwdback,osem,reduce";
   int subsets = -1, repeat = 3, dims[3] = {0, 0, 0}, methods[2] = {SPROJ_MPI_REDUCE_ALLREDUCE, 0};
@@ -154,7 +191,16 @@ int main(int argc, char **argv)
   if (status < 0 && optind < argc)
     status = bad("stray argument", argv[optind]);
   if (status >= 0) {
+#ifdef STARPU_SIMGRID
+    /* each rank's progression waits for StarPU to start: start and stop the layer, and the simulation ends; the
+     * status of main is not the simulation's, a failure's is passed on by stop_all */
+    if (sproj_mpi_comm_create(&comm, MPI_COMM_WORLD, NULL) == SPROJ_OK)
+      sproj_mpi_comm_destroy(comm);
+    if (status)
+      stop_all(status);
+#else
     MPI_Finalize();
+#endif
     return status;
   }
   int small = !strcmp(scanner_name, "small");
@@ -170,7 +216,6 @@ int main(int argc, char **argv)
   for (int k = 0; k < 3; k++)
     origin[k] = (-0.5f * dims[k] + 0.5f) * vs[k];
 
-  sproj_mpi_comm *comm;
   MCHECK(sproj_mpi_comm_create(&comm, MPI_COMM_WORLD, NULL));
   if (devices_given)
     MCHECK(sproj_set_devices(devices));
@@ -233,24 +278,26 @@ int main(int argc, char **argv)
   double *t = malloc(3 * (size_t)repeat * sizeof *t), *tf = t + repeat, *tb = tf + repeat;
   if (!t) {
     fprintf(stderr, "bench_mpi: out of memory\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    stop_all(1);
   }
 
   /* data for the OSEM job: the phantom's forward projection, on each rank for its views */
-  MCHECK(sproj_mpi_fwd(comm, img, y, chunks, NULL));
-  MCHECK(sproj_proj_sync(y, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+  if (strstr(jobs, "osem")) {
+    MCHECK(sproj_mpi_fwd(comm, img, y, chunks, NULL));
+    MCHECK(sproj_proj_sync(y, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
+  }
 
   for (int m = 0; m < 2 && methods[m]; m++) {
     MCHECK(sproj_mpi_set_reduce(comm, methods[m]));
     if (strstr(jobs, "fwdback")) {
       int64_t bytes = 0;
       for (int i = -1; i < repeat; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        MCHECK(sproj_mpi_barrier(comm));
         MCHECK(sproj_mpi_bytes_reset(comm));
-        double t0 = now();
+        double t0 = clock_now();
         MCHECK(sproj_mpi_fwd(comm, img, p, chunks, NULL));
         MCHECK(sproj_wait_all());
-        double t1 = now(), fwd = slowest(t0);
+        double t1 = clock_now(), fwd = slowest(t0);
         MCHECK(sproj_mpi_back(comm, back, p, chunks, NULL));
         MCHECK(sproj_image_sync(back, SPROJ_SYNC_READ));
         double bk = slowest(t1);
@@ -259,7 +306,7 @@ int main(int argc, char **argv)
           tb[i] = bk;
           t[i] = fwd + bk;
         }
-        bytes = bytes_all(comm);
+        bytes = bytes_all();
       }
       row("fwd", 0, tf, repeat, 0);
       row("back", methods[m], tb, repeat, bytes);
@@ -284,15 +331,15 @@ int main(int argc, char **argv)
       int64_t bytes = 0;
       for (int i = -1; i < repeat; i++) {
         MCHECK(sproj_image_sync(xi, SPROJ_SYNC_READ));
-        MPI_Barrier(MPI_COMM_WORLD);
+        MCHECK(sproj_mpi_barrier(comm));
         MCHECK(sproj_mpi_bytes_reset(comm));
-        double t0 = now();
+        double t0 = clock_now();
         MCHECK(sproj_mpi_recon_iterate(recon, 1, NULL, NULL));
         MCHECK(sproj_image_sync(xi, SPROJ_SYNC_READ));
         double it = slowest(t0);
         if (i >= 0)
           t[i] = it;
-        bytes = bytes_all(comm);
+        bytes = bytes_all();
       }
       row("osem_iter", methods[m], t, repeat, bytes);
       MCHECK(sproj_mpi_recon_destroy(recon));
@@ -308,15 +355,15 @@ int main(int argc, char **argv)
       MCHECK(sproj_proj_register(&p1, &one, l1));
       int64_t bytes = 0;
       for (int i = -1; i < repeat; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        MCHECK(sproj_mpi_barrier(comm));
         MCHECK(sproj_mpi_bytes_reset(comm));
-        double t0 = now();
+        double t0 = clock_now();
         MCHECK(sproj_mpi_back(comm, back, p1, NULL, NULL));
         MCHECK(sproj_image_sync(back, SPROJ_SYNC_READ));
         double r = slowest(t0);
         if (i >= 0)
           t[i] = r;
-        bytes = bytes_all(comm);
+        bytes = bytes_all();
       }
       row("reduce", methods[m], t, repeat, bytes);
       MCHECK(sproj_proj_unregister(p1));
@@ -343,6 +390,8 @@ int main(int argc, char **argv)
   free(x);
   free(acc);
   free(t);
+#ifndef STARPU_SIMGRID
   MPI_Finalize();
+#endif
   return 0;
 }

@@ -56,7 +56,10 @@ enum sproj_mpi_reduce {
  * it: then it is used as it is, and left running by destroy) and StarPU-MPI (starpu_mpi_init_comm on a duplicate of
  * mpi_comm). Ranks are those of mpi_comm. Collective over mpi_comm.
  * Errors: NULL (comm), INVALID (MPI initialised with less than MPI_THREAD_MULTIPLE, a communicator exists already,
- * MPI_COMM_NULL), what sproj_init returns, STARPU (StarPU-MPI failed to start). */
+ * MPI_COMM_NULL), what sproj_init returns, STARPU (StarPU-MPI failed to start).
+ * Built against StarPU-MPI over SimGrid's SMPI (doc/simulation.md), StarPU has initialised MPI before main and
+ * finalises it at StarPU-MPI's shutdown, mpi_comm must be MPI_COMM_WORLD (INVALID otherwise), and the program's
+ * thread may make no MPI call of its own (sproj_mpi_barrier and sproj_mpi_allreduce instead). */
 SPROJ_API int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct sproj_config *cfg);
 /* Stops StarPU-MPI, then starproj (if create started it), then MPI (if create initialised it), and frees comm
  * (NULL: no-op). Collective. Errors: BUSY (starproj objects are still registered while create started starproj:
@@ -80,6 +83,18 @@ SPROJ_API int sproj_mpi_get_reduce(const sproj_mpi_comm *comm, int *method);
  * ints per collective) are not counted. Errors: NULL. Not collective. */
 SPROJ_API int sproj_mpi_bytes_sent(const sproj_mpi_comm *comm, int64_t *bytes);
 SPROJ_API int sproj_mpi_bytes_reset(sproj_mpi_comm *comm);
+
+/* Element types and operations of sproj_mpi_allreduce. */
+enum sproj_mpi_type { SPROJ_MPI_INT = 1, SPROJ_MPI_INT64 = 2, SPROJ_MPI_FLOAT = 3, SPROJ_MPI_DOUBLE = 4 };
+enum sproj_mpi_op { SPROJ_MPI_SUM = 1, SPROJ_MPI_MIN = 2, SPROJ_MPI_MAX = 3 };
+
+/* A barrier and an in-place allreduce (values, count elements of type, become the element-wise op over the ranks)
+ * over the communicator's ranks, for a program's own timing and totals: MPI_Barrier and MPI_Allreduce on a machine;
+ * in a build against StarPU-MPI over SimGrid's SMPI, where the program's thread may not call MPI itself
+ * (doc/simulation.md), the same through StarPU-MPI. Collective: every rank passes the same count, type and op.
+ * Errors: NULL, DIMS (count < 0), INVALID (type, op, or the ranks passed different ones), STARPU. */
+SPROJ_API int sproj_mpi_barrier(sproj_mpi_comm *comm);
+SPROJ_API int sproj_mpi_allreduce(sproj_mpi_comm *comm, void *values, int count, int type, int op);
 
 /* ---- distribution of LOR chunks ------------------------------------------------------------------------ */
 typedef struct sproj_mpi_dist sproj_mpi_dist;

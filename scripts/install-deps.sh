@@ -3,11 +3,12 @@
 # Installs what starproj needs on Debian 12: build tools, hwloc, Check, nifticlib, libpng, clang (fuzzing), cmake
 # (consumer check), doxygen (`make doc`) and OpenMPI (the distributed layer) from Debian, and StarPU 1.4 built from
 # Debian's source package (with CUDA when nvcc is found, with StarPU-MPI unless --without-mpi); with --with-simgrid
-# a second StarPU from the same source, built over SimGrid, for simulated machines. Re-running it with everything
-# present is quick.
+# a second StarPU from the same source, built over SimGrid, for simulated machines, and with --with-smpi a third,
+# static, with StarPU-MPI over SimGrid's SMPI, for simulated clusters. Re-running it with everything present is
+# quick.
 #
 # usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--with-fxt] [--without-mpi]
-#                                [--with-simgrid[=DIR]] [--jobs N]
+#                                [--with-simgrid[=DIR]] [--with-smpi[=DIR]] [--jobs N]
 #                                [--with-stir SRC [--with-parallelproj SRC] [--stir-prefix DIR]]
 #   --prefix DIR   where StarPU goes (default /usr/local, which pkg-config and the loader search anyway)
 #   --with-cuda=DIR / --without-cuda   build StarPU with the CUDA toolkit in DIR / without CUDA
@@ -18,6 +19,10 @@
 #   --with-simgrid[=DIR]  also StarPU over SimGrid (Debian's libsimgrid-dev) in its own prefix DIR (default
 #                  /usr/local/starpu-simgrid), never in --prefix: no kernel runs there, CUDA workers are simulated
 #                  from performance models (configure --with-simgrid, doc/simulation.md); skipped when built
+#   --with-smpi[=DIR]  also StarPU over SimGrid with StarPU-MPI over SMPI, static libraries only (SMPI gives each
+#                  simulated rank its own copy of a program's globals, which it cannot do for shared libraries), in
+#                  its own prefix DIR (default /usr/local/starpu-smpi), with starpu_smpirun (needs Debian's xsltproc);
+#                  for bench_mpi on simulated nodes (scripts/test-smpi.sh, doc/simulation.md); skipped when built
 #   --with-stir SRC  also STIR (for stir/, the "Starproj" projector pair), from a source folder or tarball, into
 #                  --stir-prefix (default /usr/local/stir), with --with-parallelproj SRC its "Parallelproj" pair on a
 #                  CPU build of libparallelproj; skipped when installed (scripts/install-stir.sh does it)
@@ -30,6 +35,7 @@ mpi=yes
 jobs=$(nproc 2>/dev/null || echo 2)
 stir_args=()
 simgrid_prefix=
+smpi_prefix=
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift 2 ;;
@@ -42,7 +48,9 @@ while [ $# -gt 0 ]; do
     --with-stir|--with-parallelproj|--stir-prefix) stir_args+=("$1" "$2"); shift 2 ;;
     --with-simgrid) simgrid_prefix=/usr/local/starpu-simgrid; shift ;;
     --with-simgrid=*) simgrid_prefix=${1#--with-simgrid=}; shift ;;
-    -h|--help) sed -n '3,23p' "$0"; exit 0 ;;
+    --with-smpi) smpi_prefix=/usr/local/starpu-smpi; shift ;;
+    --with-smpi=*) smpi_prefix=${1#--with-smpi=}; shift ;;
+    -h|--help) sed -n '3,28p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -51,6 +59,12 @@ mkdir -p "$prefix" 2>/dev/null || true
 if [ -n "$simgrid_prefix" ]; then
   case "$simgrid_prefix" in /*) ;; *) echo "install-deps: --with-simgrid needs an absolute folder" >&2; exit 2 ;; esac
   [ "${simgrid_prefix%/}" != "$prefix" ] || { echo "install-deps: --with-simgrid needs a prefix of its own, not $prefix" >&2; exit 2; }
+fi
+if [ -n "$smpi_prefix" ]; then
+  case "$smpi_prefix" in /*) ;; *) echo "install-deps: --with-smpi needs an absolute folder" >&2; exit 2 ;; esac
+  smpi_prefix=${smpi_prefix%/}
+  [ "$smpi_prefix" != "$prefix" ] && [ "$smpi_prefix" != "${simgrid_prefix%/}" ] ||
+    { echo "install-deps: --with-smpi needs a prefix of its own, not $smpi_prefix" >&2; exit 2; }
 fi
 
 log() { printf 'install-deps: %s\n' "$*"; }
@@ -89,6 +103,7 @@ packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev h
 [ "$fxt" = yes ] && packages+=(libfxt-dev)
 [ "$mpi" = yes ] && packages+=(libopenmpi-dev openmpi-bin)
 [ -n "$simgrid_prefix" ] && packages+=(libsimgrid-dev)
+[ -n "$smpi_prefix" ] && packages+=(libsimgrid-dev xsltproc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -108,16 +123,21 @@ if [ ${#stir_args[@]} -gt 0 ]; then
 fi
 
 # --- StarPU 1.4 -----------------------------------------------------------------------------------------
-# whether the StarPU in $1 (normal or simgrid, $2) is built as this script would build it
+# whether the StarPU in $1 (normal, simgrid or smpi, $2) is built as this script would build it
 starpu_ok() {
   local dir=$1 kind=$2 pc="$1/lib/pkgconfig"
   PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --exists 'starpu-1.4 >= 1.4.0' || return 1
   local cfg="$dir/include/starpu/1.4/starpu_config.h"
   [ -f "$cfg" ] || return 1
-  if [ "$kind" = simgrid ]; then
+  if [ "$kind" = simgrid ] || [ "$kind" = smpi ]; then
     grep -q '^#define STARPU_SIMGRID 1' "$cfg" || return 1
     # the simulated machines have up to 8 GPUs, like the real builds' tables
     grep -q '^#define STARPU_MAXCUDADEVS 8' "$cfg" || return 1
+    if [ "$kind" = smpi ]; then
+      grep -q '^#define STARPU_USE_MPI 1' "$cfg" || return 1
+      [ -f "$dir/lib/libstarpumpi-1.4.a" ] && [ -x "$dir/bin/starpu_smpirun" ] || return 1
+      ! ls "$dir"/lib/libstarpu*.so >/dev/null 2>&1 || return 1
+    fi
   else
     grep -q '^#define STARPU_SIMGRID 1' "$cfg" && return 1
     if [ "$cuda_dir" != no ]; then grep -q '^#define STARPU_USE_CUDA 1' "$cfg" || return 1; fi
@@ -146,11 +166,21 @@ if [ -n "$simgrid_prefix" ]; then
     need_simgrid=yes
   fi
 fi
-[ "$need_normal" = yes ] || [ "$need_simgrid" = yes ] || exit 0
+need_smpi=no
+if [ -n "$smpi_prefix" ]; then
+  if starpu_ok "$smpi_prefix" smpi; then
+    log "StarPU 1.4 over SimGrid's SMPI (static, StarPU-MPI) present in $smpi_prefix"
+  else
+    need_smpi=yes
+  fi
+fi
+[ "$need_normal" = yes ] || [ "$need_simgrid" = yes ] || [ "$need_smpi" = yes ] || exit 0
 
 # Debian 12 carries StarPU 1.3 only; a later suite's source package carries 1.4 (only the newest is served).
 src_list=/etc/apt/sources.list.d/starproj-starpu-src.sources
-if ! apt-cache showsrc starpu 2>/dev/null | grep -q '^Version: 1\.4'; then
+# (grep reads all of apt-cache's output: with -q it would stop early, and pipefail would count apt-cache's broken
+# pipe as a failure)
+if ! apt-cache showsrc starpu 2>/dev/null | grep '^Version: 1\.4' >/dev/null; then
   printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     | "${SUDO[@]}" tee "$src_list" >/dev/null
   log "added $src_list (Debian source packages of trixie and sid, for StarPU 1.4's source)"
@@ -169,8 +199,9 @@ srcdir=$(find . -maxdepth 1 -type d -name 'starpu-1.4*' | head -n 1)
 [ -n "$srcdir" ] || { log "apt-get source gave no StarPU 1.4 source"; exit 1; }
 srcdir=$work/${srcdir#./}
 log "source: $srcdir"
-# the SimGrid build gets an untouched copy: the normal build leaves its objects in $srcdir
+# the SimGrid builds get untouched copies: the normal build leaves its objects in $srcdir
 [ "$need_simgrid" = yes ] && cp -r "$srcdir" "$work/simgrid-src"
+[ "$need_smpi" = yes ] && cp -r "$srcdir" "$work/smpi-src"
 
 # builds the source in $srcdir (configured with the arguments given) and installs it into $1
 build_install() {
@@ -227,4 +258,16 @@ if [ "$need_simgrid" = yes ]; then
   build_install "$simgrid_prefix" --enable-simgrid --disable-cuda --disable-mpi --disable-fxt --disable-static
   starpu_ok "$simgrid_prefix" simgrid || { log "StarPU over SimGrid installed but not found in $simgrid_prefix"; exit 1; }
   log "StarPU $(PKG_CONFIG_PATH="$simgrid_prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) over SimGrid installed in $simgrid_prefix ($(( $(date +%s) - t0 )) s); starproj: configure --with-simgrid=$simgrid_prefix"
+fi
+
+if [ "$need_smpi" = yes ]; then
+  # StarPU's configure takes SimGrid's smpicc as the MPI compiler once SimGrid is enabled, and installs
+  # starpu_smpirun, which builds each run's platform from a cluster file and the recorded node (doc/simulation.md).
+  cd "$work/smpi-src"
+  log "building StarPU 1.4 over SimGrid's SMPI ($(pkg-config --modversion simgrid 2>/dev/null || echo '?'), static, StarPU-MPI) into $smpi_prefix (about 3 to 7 minutes on 2 cores)"
+  t0=$(date +%s)
+  build_install "$smpi_prefix" --enable-simgrid --disable-cuda --enable-mpi --disable-mpi-check \
+    --disable-mpi-master-slave --disable-fxt --disable-shared --enable-static
+  starpu_ok "$smpi_prefix" smpi || { log "StarPU over SMPI installed but not found as built in $smpi_prefix"; exit 1; }
+  log "StarPU $(PKG_CONFIG_PATH="$smpi_prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) over SMPI installed in $smpi_prefix ($(( $(date +%s) - t0 )) s); bench_mpi: scripts/test-smpi.sh"
 fi

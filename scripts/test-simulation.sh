@@ -57,6 +57,11 @@ for dir in perfmodels/*/; do
   [ -f "$dir/MACHINE" ] || continue
   ls "$dir"/bus/*.platform.v4.xml >/dev/null 2>&1 || continue
   name=$(basename "$dir")
+  # bench_mpi's models (several nodes over SMPI) are scripts/test-smpi.sh's
+  if grep -q '^program: bench_mpi' "$dir/MACHINE"; then
+    echo "== $name: bench_mpi's models, simulated by scripts/test-smpi.sh =="
+    continue
+  fi
   # the models cover the task sizes of the scale they were recorded at: CI simulates the tiny ones only
   scale=$(awk -F'\t' 'NR == 2 { print $3 }' "$dir/measured.tsv" 2>/dev/null)
   if [ "$scale" != tiny ]; then

@@ -461,6 +461,41 @@ static void check_all(int rc, int status, const char *what)
         lo, hi, status, rc, sproj_last_error());
 }
 
+/* The caller's collectives: sums, minima and maxima of each type against the closed forms of the ranks' values (exact:
+ * small integers, also in float and double), a barrier, and a mismatch refused on every rank. The image-sized sum
+ * (70000 floats) is what the layer's reductions use. */
+static void test_collectives(void)
+{
+  int P = g_size, r = g_rank;
+  OK(sproj_mpi_barrier(g_comm));
+  int iv[3] = {r + 1, r + 1, r + 1};
+  OK(sproj_mpi_allreduce(g_comm, iv, 1, SPROJ_MPI_INT, SPROJ_MPI_SUM));
+  OK(sproj_mpi_allreduce(g_comm, iv + 1, 1, SPROJ_MPI_INT, SPROJ_MPI_MIN));
+  OK(sproj_mpi_allreduce(g_comm, iv + 2, 1, SPROJ_MPI_INT, SPROJ_MPI_MAX));
+  CHECK(iv[0] == P * (P + 1) / 2 && iv[1] == 1 && iv[2] == P, "int sum/min/max %d %d %d", iv[0], iv[1], iv[2]);
+  int64_t lv[2] = {((int64_t)1 << 40) * (r + 1), -(int64_t)r};
+  OK(sproj_mpi_allreduce(g_comm, lv, 2, SPROJ_MPI_INT64, SPROJ_MPI_SUM));
+  CHECK(lv[0] == ((int64_t)1 << 40) * P * (P + 1) / 2 && lv[1] == -(int64_t)P * (P - 1) / 2, "int64 sums");
+  double dv = 0.5 * r;
+  OK(sproj_mpi_allreduce(g_comm, &dv, 1, SPROJ_MPI_DOUBLE, SPROJ_MPI_MAX));
+  CHECK(dv == 0.5 * (P - 1), "double max %g", dv);
+  int n = 70000;
+  float *fv = malloc(n * sizeof *fv);
+  CHECK(fv != NULL, "out of memory");
+  for (int i = 0; i < n; i++)
+    fv[i] = (float)(i % 7 + r);
+  OK(sproj_mpi_allreduce(g_comm, fv, n, SPROJ_MPI_FLOAT, SPROJ_MPI_SUM));
+  for (int i = 0; i < n; i++)
+    CHECK(fv[i] == (float)(P * (i % 7) + P * (P - 1) / 2), "float sum at %d: %g", i, fv[i]);
+  free(fv);
+  /* one rank with another count: INVALID everywhere, nothing exchanged */
+  int two[2] = {0, 0};
+  check_all(sproj_mpi_allreduce(g_comm, two, r == P - 1 && P > 1 ? 2 : 1, SPROJ_MPI_INT, SPROJ_MPI_SUM),
+            P > 1 ? SPROJ_ERR_INVALID : SPROJ_OK, "allreduce, counts differ");
+  check_all(sproj_mpi_allreduce(g_comm, two, 1, SPROJ_MPI_INT, r == 0 ? 9 : SPROJ_MPI_SUM), SPROJ_ERR_INVALID,
+            "allreduce, unknown op on rank 0");
+}
+
 static void test_bad_input(void)
 {
   const struct scene *s = &g_s;
@@ -570,6 +605,7 @@ int main(int argc, char **argv)
     per_view[v] = g_s.per_view;
   OK(sproj_mpi_dist_create(&g_views, g_comm, g_s.nviews, per_view, SPROJ_MPI_BLOCKS, NULL));
 
+  test_collectives();
   test_distribution();
   /* every job with the MPI_Allreduce; with StarPU-MPI's reduction one of each kind (the reduction does not depend on
    * the projector) */
@@ -588,7 +624,7 @@ int main(int argc, char **argv)
   OK(sproj_mpi_comm_destroy(g_comm));
   if (g_rank == 0)
     printf("check_mpi: %d ranks: forward bit for bit, back projection, OSEM (non-TOF, TOF) and TOF LM-OSEM within "
-           "%g of one process, with both reductions; bad input on one rank failed on all\n", g_size, TOL);
+           "%g of one process, with both reductions; the collectives; bad input on one rank failed on all\n", g_size, TOL);
   /* the layer finalised MPI only if it had initialised it: here the test did */
   MPI_Finalize();
   return 0;

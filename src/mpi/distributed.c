@@ -9,10 +9,12 @@
 #include <starpu_mpi.h>
 #include "../core/shared.h"
 #include "starproj_mpi.h"
+#include "collectives.h"
 
 struct sproj_mpi_comm {
   MPI_Comm comm;         /* this library's collectives: agreements, allreduce, gather */
   MPI_Comm starpu_comm;  /* StarPU-MPI's traffic, apart from the caller's and ours */
+  struct sproj_coll coll; /* the collectives' state (collectives.c) over comm */
   int rank, size;
   int owns_mpi, owns_sproj;
   int reduce;            /* SPROJ_MPI_REDUCE_ALLREDUCE or _STARPU */
@@ -60,8 +62,9 @@ struct agreement {
 
 static void agree(sproj_mpi_comm *c, int status, int stop, struct agreement *out)
 {
-  int in[3] = {status, status != SPROJ_OK ? c->rank : INT_MAX, -(stop != 0)}, res[3];
-  MPI_Allreduce(in, res, 3, MPI_INT, MPI_MIN, c->comm);
+  int res[3] = {status, status != SPROJ_OK ? c->rank : INT_MAX, -(stop != 0)};
+  if (sproj_coll_allreduce(&c->coll, res, 3, SPROJ_MPI_INT, SPROJ_MPI_MIN) != SPROJ_OK)
+    res[0] = SPROJ_ERR_STARPU, res[1] = c->rank;
   out->status = res[0];
   out->failed_rank = res[1];
   out->stop = -res[2];
@@ -88,8 +91,69 @@ static sproj_mpi_comm *comm_for(sproj_mpi_comm *c)
 }
 
 /* ---- communicator ------------------------------------------------------------------------------------------- */
+#ifdef STARPU_SIMGRID
+/* Over SimGrid's SMPI (StarPU-MPI in simulation) a rank is set up before the program runs: StarPU's main calls
+ * MPI_Init_thread in the rank's first actor, starts the program's main (renamed starpu_main by starpu.h) in an actor
+ * of its own, and keeps the first actor for its progression, which finalises MPI at starpu_mpi_shutdown. SMPI counts
+ * only that first actor as an MPI process, so the program's thread may call no MPI at all (the layer's collectives
+ * go through StarPU-MPI, collectives.c), and StarPU-MPI simulates MPI_COMM_WORLD only. starpu_mpi_init_comm merely
+ * waits for the progression, which starts once StarPU is initialised: starproj first, then StarPU-MPI, then the
+ * agreement (a rank whose starproj fails to start cannot take part: the others would wait for it, so it says why
+ * and the simulation is to be stopped). */
+static int comm_create_simulated(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct sproj_config *cfg)
+{
+  if (!comm)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "comm must not be NULL");
+  if (mpi_comm != MPI_COMM_WORLD)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "over SimGrid's SMPI StarPU-MPI simulates MPI_COMM_WORLD only");
+  if (the_comm)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "a communicator exists already (one per process)");
+  sproj_mpi_comm *c = calloc(1, sizeof *c);
+  if (!c)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  c->comm = c->starpu_comm = MPI_COMM_WORLD;
+  c->scratch_tag = -1;
+  c->reduce = SPROJ_MPI_REDUCE_ALLREDUCE; /* as on a machine (below) */
+  int status = SPROJ_OK;
+  if (!sproj_is_initialized()) {
+    status = sproj_init(cfg);
+    c->owns_sproj = status == SPROJ_OK;
+  }
+  int ret = status == SPROJ_OK ? starpu_mpi_init_comm(NULL, NULL, 0, MPI_COMM_WORLD) : 0;
+  if (status == SPROJ_OK && ret != 0)
+    status = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_mpi_init_comm failed (%d)", ret);
+  int64_t tag = status == SPROJ_OK ? starpu_mpi_tags_allocate(SPROJ_COLL_TAGS) : -1;
+  if (status == SPROJ_OK && tag < 0)
+    status = SPROJ_FAIL(SPROJ_ERR_STARPU, "no StarPU-MPI tags left for the collectives");
+  if (status != SPROJ_OK) {
+    if (c->owns_sproj)
+      sproj_shutdown();
+    free(c);
+    return status;
+  }
+  starpu_mpi_comm_rank(MPI_COMM_WORLD, &c->rank);
+  starpu_mpi_comm_size(MPI_COMM_WORLD, &c->size);
+  c->coll = (struct sproj_coll){MPI_COMM_WORLD, c->rank, c->size, tag, 0};
+  the_comm = c;
+  if ((status = agree_status(__func__, c, SPROJ_OK))) {
+    the_comm = NULL;
+    starpu_mpi_tags_free(tag);
+    starpu_mpi_shutdown_comm(MPI_COMM_WORLD);
+    if (c->owns_sproj)
+      sproj_shutdown();
+    free(c);
+    return status;
+  }
+  *comm = c;
+  return SPROJ_OK;
+}
+#endif
+
 int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct sproj_config *cfg)
 {
+#ifdef STARPU_SIMGRID
+  return comm_create_simulated(comm, mpi_comm, cfg);
+#else
   if (mpi_comm == MPI_COMM_NULL)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "mpi_comm is MPI_COMM_NULL");
   int initialized = 0, provided = MPI_THREAD_SINGLE, owns_mpi = 0;
@@ -108,6 +172,8 @@ int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct
     struct sproj_mpi_comm tmp = {0};
     MPI_Comm_dup(mpi_comm, &tmp.comm);
     MPI_Comm_rank(tmp.comm, &tmp.rank);
+    MPI_Comm_size(tmp.comm, &tmp.size);
+    tmp.coll = (struct sproj_coll){tmp.comm, tmp.rank, tmp.size, 0, 0};
     agree_status(__func__, &tmp, SPROJ_ERR_NOMEM);
     MPI_Comm_free(&tmp.comm);
     if (owns_mpi)
@@ -117,6 +183,7 @@ int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct
   MPI_Comm_dup(mpi_comm, &c->comm);
   MPI_Comm_rank(c->comm, &c->rank);
   MPI_Comm_size(c->comm, &c->size);
+  c->coll = (struct sproj_coll){c->comm, c->rank, c->size, 0, 0};
   c->owns_mpi = owns_mpi;
   c->scratch_tag = -1;
   /* The reduction in use when none is chosen: an MPI_Allreduce, measured faster than StarPU-MPI's reduction for a
@@ -126,14 +193,10 @@ int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct
   c->reduce = SPROJ_MPI_REDUCE_ALLREDUCE;
   if (!comm)
     status = SPROJ_FAIL(SPROJ_ERR_NULL, "comm must not be NULL");
-#ifndef STARPU_SIMGRID
-  /* (over SimGrid's SMPI a rank's threads are SimGrid actors that run one at a time: any thread level will do, and
-   * SMPI reports none) */
   else if (provided < MPI_THREAD_MULTIPLE)
     status = SPROJ_FAIL(SPROJ_ERR_INVALID, "MPI provides thread level %d, the layer needs MPI_THREAD_MULTIPLE (%d): "
                         "initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)", provided,
                         MPI_THREAD_MULTIPLE);
-#endif
   else if (the_comm)
     status = SPROJ_FAIL(SPROJ_ERR_INVALID, "a communicator exists already (one per process)");
   if (status == SPROJ_OK && !sproj_is_initialized()) {
@@ -166,6 +229,7 @@ int sproj_mpi_comm_create(sproj_mpi_comm **comm, MPI_Comm mpi_comm, const struct
   the_comm = c;
   *comm = c;
   return SPROJ_OK;
+#endif
 }
 
 /* Drops sproj_mpi_back's image (after the tasks using it) and its tag. */
@@ -192,13 +256,18 @@ int sproj_mpi_comm_destroy(sproj_mpi_comm *comm)
     status = SPROJ_FAIL(SPROJ_ERR_BUSY, "%d starproj objects are still registered", live);
   if ((status = agree_status(__func__, comm, status)))
     return status;
+#ifdef STARPU_SIMGRID
+  starpu_mpi_tags_free(comm->coll.tag); /* StarPU-MPI finalises MPI itself there (comm_create_simulated) */
+#endif
   starpu_mpi_shutdown_comm(comm->starpu_comm);
   if (comm->owns_sproj)
     sproj_shutdown();
+#ifndef STARPU_SIMGRID
   MPI_Comm_free(&comm->starpu_comm);
   MPI_Comm_free(&comm->comm);
   if (comm->owns_mpi)
     MPI_Finalize();
+#endif
   if (the_comm == comm)
     the_comm = NULL;
   free(comm);
@@ -233,8 +302,9 @@ int sproj_mpi_set_reduce(sproj_mpi_comm *comm, int method)
     status = SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown reduction method %d", method);
   if ((status = agree_status(__func__, c, status)))
     return status;
-  int m = method == SPROJ_MPI_REDUCE_DEFAULT ? SPROJ_MPI_REDUCE_ALLREDUCE : method, range[2] = {m, -m}, res[2];
-  MPI_Allreduce(range, res, 2, MPI_INT, MPI_MIN, c->comm);
+  int m = method == SPROJ_MPI_REDUCE_DEFAULT ? SPROJ_MPI_REDUCE_ALLREDUCE : method, res[2] = {m, -m};
+  if (sproj_coll_allreduce(&c->coll, res, 2, SPROJ_MPI_INT, SPROJ_MPI_MIN) != SPROJ_OK)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "the ranks' agreement on the method failed");
   if (res[0] != -res[1])
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "the ranks chose different reduction methods");
   c->reduce = m;
@@ -265,19 +335,59 @@ int sproj_mpi_bytes_reset(sproj_mpi_comm *comm)
   return SPROJ_OK;
 }
 
+/* ---- the caller's collectives ------------------------------------------------------------------------------ */
+int sproj_mpi_barrier(sproj_mpi_comm *comm)
+{
+  sproj_mpi_comm *c = comm_for(comm);
+  if (!c)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "comm is NULL and no communicator exists");
+  int status = comm ? SPROJ_OK : SPROJ_FAIL(SPROJ_ERR_NULL, "comm must not be NULL");
+  if ((status = agree_status(__func__, c, status)))
+    return status;
+  return sproj_coll_barrier(&c->coll) == SPROJ_OK ? SPROJ_OK : SPROJ_FAIL(SPROJ_ERR_STARPU, "the barrier failed");
+}
+
+int sproj_mpi_allreduce(sproj_mpi_comm *comm, void *values, int count, int type, int op)
+{
+  sproj_mpi_comm *c = comm_for(comm);
+  if (!c)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "comm is NULL and no communicator exists");
+  int status = SPROJ_OK;
+  if (!comm || (!values && count > 0))
+    status = SPROJ_FAIL(SPROJ_ERR_NULL, "comm and values must not be NULL");
+  else if (count < 0)
+    status = SPROJ_FAIL(SPROJ_ERR_DIMS, "count = %d", count);
+  else if (type < SPROJ_MPI_INT || type > SPROJ_MPI_DOUBLE)
+    status = SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown type %d", type);
+  else if (op < SPROJ_MPI_SUM || op > SPROJ_MPI_MAX)
+    status = SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown operation %d", op);
+  if ((status = agree_status(__func__, c, status)))
+    return status;
+  /* the same count, type and op everywhere (as min and -max), else the ranks' messages would not match */
+  int64_t key = ((int64_t)count * 8 + type) * 4 + op, range[2] = {key, -key};
+  if (sproj_coll_allreduce(&c->coll, range, 2, SPROJ_MPI_INT64, SPROJ_MPI_MIN) != SPROJ_OK)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "the ranks' check of their arguments failed");
+  if (range[0] != -range[1])
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the ranks passed different counts, types or operations");
+  if (sproj_coll_allreduce(&c->coll, values, count, type, op) != SPROJ_OK)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "the allreduce failed");
+  return SPROJ_OK;
+}
+
 /* ---- summing an image across ranks -------------------------------------------------------------------------- */
 /* MPI_Allreduce of the image on the host, once the back projection into it has finished. */
 static int reduce_allreduce(sproj_mpi_comm *c, starpu_data_handle_t h)
 {
   uint32_t n = starpu_vector_get_nx(h);
-  int ok = starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, STARPU_RW) == 0;
+  int ok = starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, STARPU_RW) == 0, reduced = 1;
   /* a rank that cannot reach its image still takes part, with zeros, so that the others finish */
   float *v = ok ? (float *)starpu_vector_get_local_ptr(h) : calloc(n, sizeof *v);
   if (!v)
     v = calloc(n, sizeof *v);
   for (uint32_t done = 0; done < n;) {
     int part = n - done > (uint32_t)INT_MAX ? INT_MAX : (int)(n - done);
-    MPI_Allreduce(MPI_IN_PLACE, v + done, part, MPI_FLOAT, MPI_SUM, c->comm);
+    if (sproj_coll_allreduce(&c->coll, v + done, part, SPROJ_MPI_FLOAT, SPROJ_MPI_SUM) != SPROJ_OK)
+      reduced = 0;
     done += (uint32_t)part;
   }
   if (ok)
@@ -285,7 +395,7 @@ static int reduce_allreduce(sproj_mpi_comm *c, starpu_data_handle_t h)
   else
     free(v);
   c->bytes_sent += 2 * (int64_t)(c->size - 1) * (int64_t)n * (int64_t)sizeof(float) / c->size;
-  return ok ? SPROJ_OK : SPROJ_ERR_STARPU;
+  return ok && reduced ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
 /* StarPU-MPI: the image is MPI data owned by rank 0 (registered with a new tag on first use: *tag < 0), every rank
@@ -317,7 +427,13 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
   int64_t bytes = (int64_t)starpu_vector_get_nx(h) * (int64_t)sizeof(float);
   if (c->rank == 0) {
     for (int r = 1; r < c->size; r++)
+#ifdef STARPU_SIMGRID
+      /* synchronous over SMPI: data that arrive before their receive is posted can wait there forever (the
+       * layer's collectives, collectives.c) */
+      if (starpu_mpi_issend_detached(h, r, *tag, c->starpu_comm, NULL, NULL) != 0)
+#else
       if (starpu_mpi_isend_detached(h, r, *tag, c->starpu_comm, NULL, NULL) != 0)
+#endif
         return SPROJ_ERR_STARPU;
     c->bytes_sent += (int64_t)(c->size - 1) * bytes;
   } else {
@@ -408,10 +524,12 @@ int sproj_mpi_dist_create(sproj_mpi_dist **dist, sproj_mpi_comm *comm, int num_c
   uint64_t h = hash_bytes(1469598103934665603ULL, chunk_lors, num_chunks * sizeof *chunk_lors);
   if (owner)
     h = hash_bytes(h, owner, num_chunks * sizeof *owner);
-  long long mine[6] = {num_chunks, -(long long)num_chunks, eff_layout, -(long long)eff_layout,
-                       (long long)(h >> 1), -(long long)(h >> 1)},
-            all[6];
-  MPI_Allreduce(mine, all, 6, MPI_LONG_LONG, MPI_MIN, c->comm);
+  int64_t all[6] = {num_chunks, -(int64_t)num_chunks, eff_layout, -(int64_t)eff_layout, (int64_t)(h >> 1),
+                    -(int64_t)(h >> 1)};
+  if (sproj_coll_allreduce(&c->coll, all, 6, SPROJ_MPI_INT64, SPROJ_MPI_MIN) != SPROJ_OK) {
+    dist_free(d);
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "the ranks' check of their arguments failed");
+  }
   if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5]) {
     dist_free(d);
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "the ranks passed different chunks, layouts or owners");
@@ -633,8 +751,9 @@ int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_pro
                         (long long)dist->local_first[dist->num_local]);
   if ((status = agree_status(__func__, c, status)))
     return status;
-  int range[2] = {nb, -nb}, res[2];
-  MPI_Allreduce(range, res, 2, MPI_INT, MPI_MIN, c->comm);
+  int res[2] = {nb, -nb};
+  if (sproj_coll_allreduce(&c->coll, res, 2, SPROJ_MPI_INT, SPROJ_MPI_MIN) != SPROJ_OK)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "the ranks' check of their projections failed");
   if (res[0] != -res[1])
     return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the ranks' projections hold different numbers of values per LOR");
   int *counts = malloc(c->size * sizeof *counts), *displs = malloc(c->size * sizeof *displs);
@@ -654,15 +773,13 @@ int sproj_mpi_gather(sproj_mpi_comm *comm, const sproj_mpi_dist *dist, sproj_pro
   int acquired = status == SPROJ_OK && (status = sproj_proj_acquire(__func__, proj, &mine)) == SPROJ_OK;
   if ((status = agree_status(__func__, c, status)) == SPROJ_OK) {
     int n = counts[c->rank];
-    if (root < 0) {
-      MPI_Allgatherv(mine, n, MPI_FLOAT, all, counts, displs, MPI_FLOAT, c->comm);
+    if (sproj_coll_gatherv(&c->coll, mine, all, counts, displs, root) != SPROJ_OK)
+      status = SPROJ_FAIL(SPROJ_ERR_STARPU, "the gather failed");
+    if (root < 0)
       c->bytes_sent += (int64_t)(c->size - 1) * n * (int64_t)sizeof(float);
-    } else {
-      MPI_Gatherv(mine, n, MPI_FLOAT, all, counts, displs, MPI_FLOAT, root, c->comm);
-      if (c->rank != root)
-        c->bytes_sent += (int64_t)n * (int64_t)sizeof(float);
-    }
-    if (receives) {
+    else if (c->rank != root)
+      c->bytes_sent += (int64_t)n * (int64_t)sizeof(float);
+    if (receives && status == SPROJ_OK) {
       /* each rank sent its chunks in increasing order: put them where they lie in the global numbering */
       int64_t *cursor = calloc(c->size, sizeof *cursor);
       if (!cursor) {

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Records, on a real machine with the normal (non-simulated) build, the performance models that bench_mpi's
+# simulation over SimGrid's SMPI needs (doc/simulation.md, "Several nodes"): one node of the simulated cluster is
+# this machine. The task sizes of a rank depend on its share of the views (starproj cuts a call's LORs into about
+# 2 tasks per CPU worker), so one process (mpirun -np 1 --bind-to none: every core of the machine, no second rank
+# competing for them) runs bench_mpi's jobs once per --subsets count: the OSEM subsets' calls then hold from all
+# the views down to one view, the sizes of 1 to 64 ranks (tasks of 1 to 15 half-views on 2 cores). The curve StarPU
+# fits through all the sizes (a size^b + c), which it would prefer to the mean measured at a size, is written out as
+# NaN: fitted from tasks of one LOR to 31200 LORs it put 1 ms of constant on every Joseph task and overestimated
+# the smallest (the tasks of 64 ranks) by half, where each size's measured mean is exact; a size not measured then
+# stops the simulation instead of being guessed. Output: OUT/perfmodels/<host>/ with codelets/, bus/ and MACHINE
+# (copy it into the repository's perfmodels/); OUT/logs/ with bench_mpi's tables.
+# usage: scripts/calibrate-mpi-models.sh [--host NAME] [--build DIR] [--scanner small|vision600]
+#                                        [--subsets a,b,...] [--repeat N] [--out DIR]
+#   --host NAME     the name the models are recorded under (STARPU_HOSTNAME; default cpu-<cores>core-mpi)
+#   --build DIR     the normal build holding bench/bench_mpi (default build)
+#   --scanner       bench_mpi's scanner (default small)
+#   --subsets a,b   OSEM subset counts run (default 1,2,4,8,16,32,64)
+#   --repeat N      bench_mpi's timed repetitions per run (default 3; each run also warms up once)
+#   --out DIR       default /tmp/out
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cores=$(nproc 2>/dev/null || echo 1)
+host=cpu-${cores}core-mpi
+build=$root/build
+scanner=small
+subsets=1,2,4,8,16,32,64
+repeat=3
+out=/tmp/out
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --host) host=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --scanner) scanner=$2; shift 2 ;;
+    --subsets) subsets=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '3,21p' "$0"; exit 0 ;;
+    *) echo "calibrate-mpi-models: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+case "$host" in ''|*/*|*' '*) echo "calibrate-mpi-models: --host needs a name without '/' or spaces" >&2; exit 2 ;; esac
+case "$scanner" in small|vision600) ;; *) echo "calibrate-mpi-models: --scanner small or vision600" >&2; exit 2 ;; esac
+[[ "$subsets" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+  { echo "calibrate-mpi-models: --subsets needs numbers >= 1, e.g. 1,4,16" >&2; exit 2; }
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "calibrate-mpi-models: --repeat needs a number >= 1" >&2; exit 2; }
+bench=$build/bench/bench_mpi
+[ -x "$bench" ] || { echo "calibrate-mpi-models: no bench/bench_mpi in $build (configure with MPI, make)" >&2; exit 2; }
+if grep -q '^#define STARPU_SIMGRID 1' "$build/config.h" 2>/dev/null; then
+  echo "calibrate-mpi-models: $build is a simulation build: calibrate with the normal one" >&2; exit 2
+fi
+command -v mpirun >/dev/null || { echo "calibrate-mpi-models: no mpirun" >&2; exit 2; }
+runas=()
+[ "$(id -u)" -eq 0 ] && runas=(--allow-run-as-root)
+
+home=$(mktemp -d "${TMPDIR:-/tmp}/starproj-mpi-models.XXXXXX")
+trap 'rm -rf "$home"' EXIT
+mkdir -p "$out/logs" || exit 1
+export STARPU_HOME=$home STARPU_HOSTNAME=$host STARPU_CALIBRATE=1
+# a loaded machine varies by more than StarPU's default 50% between runs: keep the samples rather than flush them
+export STARPU_HISTORY_MAX_ERROR=${STARPU_HISTORY_MAX_ERROR:-200}
+t0=$(date +%s)
+for s in ${subsets//,/ }; do
+  log=$out/logs/bench_mpi-subsets$s.txt
+  echo "calibrate-mpi-models: --subsets $s"
+  mpirun "${runas[@]}" --bind-to none -np 1 \
+    -x STARPU_HOME -x STARPU_HOSTNAME -x STARPU_CALIBRATE -x STARPU_HISTORY_MAX_ERROR "$bench" --scanner "$scanner" --devices cpu --reduce both --subsets "$s" --repeat "$repeat" >"$log" 2>&1 ||
+    { tail -n 20 "$log"; echo "calibrate-mpi-models: bench_mpi --subsets $s failed" >&2; exit 1; }
+done
+src=$home/.starpu/sampling
+dest=$out/perfmodels/$host
+rm -rf "$dest"
+mkdir -p "$dest/codelets" "$dest/bus" || exit 1
+cp -r "$src/codelets/45" "$dest/codelets/" && cp "$src/bus/$host".* "$dest/bus/" || exit 1
+# the non-linear curve's a, b, c (the line after "# a b c") as NaN: StarPU then takes each size's mean
+for f in "$dest"/codelets/45/*; do
+  awk '{ if (abc) { print "nan\tnan\tnan"; abc = 0; next } if ($0 ~ /^# a[ \t]+b[ \t]+c[ \t]*$/) abc = 1; print }' \
+    "$f" >"$f.tmp" && mv "$f.tmp" "$f" || exit 1
+done
+{
+  echo "host name: $host"
+  echo "recorded: $(date -u +%Y-%m-%d) by scripts/calibrate-mpi-models.sh --scanner $scanner --subsets $subsets" \
+    "--repeat $repeat"
+  echo "program: bench_mpi (one process, STARPU_CALIBRATE=1, STARPU_HISTORY_MAX_ERROR=$STARPU_HISTORY_MAX_ERROR;" \
+    "non-linear regressions written as NaN: per-size means)"
+  echo "starpu_version: $(pkg-config --modversion starpu-1.4 2>/dev/null || echo unknown)"
+  echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+  echo "cores: $cores"
+} >"$dest/MACHINE"
+echo "calibrate-mpi-models: $dest ($(( $(date +%s) - t0 )) s)"

@@ -1939,6 +1939,12 @@ static void finish(struct run *r, struct inputs *in)
     sproj_free(r->ev_lor);
   if (r->ev_bin != in->bins)
     sproj_free(r->ev_bin);
+  /* the events in chunk order (plain memory, NULL without listmode) */
+  free(r->ev_xs);
+  free(r->ev_xe);
+  free(r->ev_mult);
+  free(r->ev_add);
+  free(r->ev_bin_chunked);
   free_inputs(in);
 }
 

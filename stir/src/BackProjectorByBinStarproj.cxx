@@ -24,48 +24,22 @@ START_NAMESPACE_STIR
 
 const char* const BackProjectorByBinStarproj::registered_name = "Starproj";
 
-struct BackProjectorByBinStarproj::Resident
+struct BackProjectorByBinStarproj::Resident : StarprojResident
 {
-  std::shared_ptr<StarprojGeometry> geometry;
-  StarprojHostBuffer image; // pinned: the image comes home at the bus's full rate
-  std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
-  StarprojPinnedRange pinned_values;
-  sproj_image* img = nullptr;
-  sproj_proj* proj = nullptr;
   // TOF: the timing positions of each viewgram that arrived since its last back projection
   std::vector<std::vector<char>> arrived;
   std::vector<int> num_arrived;
   std::unique_ptr<std::mutex[]> chunk_locks;
-  StarprojStepTimes times;
-  int verbosity = 0;
 
   explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
-      : geometry(g),
-        image(g->num_voxels()),
-        values(g->num_lors() * g->num_tof_bins(), 0.F),
-        pinned_values(values.data(), values.size() * sizeof(float))
+      : StarprojResident(g, "back projector")
   {
-    starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
-    const int status = g->is_tof() ? sproj_proj_register_tof(&proj, values.data(), g->lors(), g->num_tof_bins())
-                                   : sproj_proj_register(&proj, values.data(), g->lors());
-    if (status != SPROJ_OK)
-      {
-        sproj_image_unregister(img);
-        starproj_check(status, "sproj_proj_register");
-      }
     if (g->is_tof())
       {
         arrived.assign(g->num_chunks(), std::vector<char>(g->num_tof_bins(), 0));
         num_arrived.assign(g->num_chunks(), 0);
         chunk_locks.reset(new std::mutex[g->num_chunks()]);
       }
-  }
-  ~Resident()
-  {
-    if (verbosity > 1)
-      times.report("back projector");
-    sproj_proj_unregister(proj);
-    sproj_image_unregister(img);
   }
   // TOF: back projects what arrived for chunk c (the caller holds its lock)
   void submit_tof_chunk(int c)

@@ -19,47 +19,21 @@ START_NAMESPACE_STIR
 const char* const ForwardProjectorByBinStarproj::registered_name = "Starproj";
 
 // What lives in starproj between set_up and the next set_up: the image buffer and the projection vector.
-struct ForwardProjectorByBinStarproj::Resident
+struct ForwardProjectorByBinStarproj::Resident : StarprojResident
 {
-  std::shared_ptr<StarprojGeometry> geometry;
-  StarprojHostBuffer image;  // pinned: uploads go at the bus's full rate
-  std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
-  StarprojPinnedRange pinned_values;
-  sproj_image* img = nullptr;
-  sproj_proj* proj = nullptr;
   // TOF: a viewgram's bins are projected by the first call for it after set_input
   unsigned generation = 0;
   std::vector<unsigned> projected_generation;
   std::unique_ptr<std::mutex[]> chunk_locks;
-  StarprojStepTimes times;
-  int verbosity = 0;
 
   explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
-      : geometry(g),
-        image(g->num_voxels()),
-        values(g->num_lors() * g->num_tof_bins(), 0.F),
-        pinned_values(values.data(), values.size() * sizeof(float))
+      : StarprojResident(g, "forward projector")
   {
-    starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
-    const int status = g->is_tof() ? sproj_proj_register_tof(&proj, values.data(), g->lors(), g->num_tof_bins())
-                                   : sproj_proj_register(&proj, values.data(), g->lors());
-    if (status != SPROJ_OK)
-      {
-        sproj_image_unregister(img);
-        starproj_check(status, "sproj_proj_register");
-      }
     if (g->is_tof())
       {
         projected_generation.assign(g->num_chunks(), 0);
         chunk_locks.reset(new std::mutex[g->num_chunks()]);
       }
-  }
-  ~Resident()
-  {
-    if (verbosity > 1)
-      times.report("forward projector");
-    sproj_proj_unregister(proj);
-    sproj_image_unregister(img);
   }
 };
 

@@ -372,10 +372,7 @@ struct ImageRows
         }
   }
 };
-} // namespace
 
-namespace
-{
 // Copies every row of a regular image between STIR's arrays and starproj's buffer (rows(z, y, row) gives the source
 // and destination of a row), with truncate_rim's zeros when rim >= 0, on every core.
 template <class Rows>
@@ -414,6 +411,33 @@ starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image, 
   copy_rows(g, rim, [&](int z, int y, int row) {
     return std::pair<const float*, float*>(data + int64_t(row) * g.nx(), &image[z][y][g.xs]);
   });
+}
+
+// ---- what a projector keeps registered -------------------------------------------------------------------------
+
+StarprojResident::StarprojResident(const std::shared_ptr<StarprojGeometry>& g, const char* who)
+    : geometry(g),
+      image(g->num_voxels()),
+      values(g->num_lors() * g->num_tof_bins(), 0.F),
+      pinned_values(values.data(), values.size() * sizeof(float)),
+      _who(who)
+{
+  starproj_check(sproj_image_register(&img, image.data(), g->dims(), g->voxel_size(), g->origin()), "sproj_image_register");
+  const int status = g->is_tof() ? sproj_proj_register_tof(&proj, values.data(), g->lors(), g->num_tof_bins())
+                                 : sproj_proj_register(&proj, values.data(), g->lors());
+  if (status != SPROJ_OK)
+    {
+      sproj_image_unregister(img);
+      starproj_check(status, "sproj_proj_register");
+    }
+}
+
+StarprojResident::~StarprojResident()
+{
+  if (verbosity > 1)
+    times.report(_who);
+  sproj_proj_unregister(proj);
+  sproj_image_unregister(img);
 }
 
 // ---- step times ------------------------------------------------------------------------------------------------

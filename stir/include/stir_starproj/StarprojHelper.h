@@ -180,6 +180,29 @@ private:
   std::vector<std::pair<std::string, std::pair<double, long>>> _steps;
 };
 
+//! What a projector keeps registered between one set_up and the next: its image buffer (pinned), its projection
+//! values (one float per LOR and TOF bin, pinned when at most 2 GB), their starproj objects, and the times of its
+//! per-image steps (reported on destruction with verbosity 2, under the name `who`).
+struct StarprojResident
+{
+  std::shared_ptr<StarprojGeometry> geometry;
+  StarprojHostBuffer image;
+  std::vector<float> values; // [lor] or, for TOF, [lor][tof bin]
+  StarprojPinnedRange pinned_values;
+  sproj_image* img = nullptr;
+  sproj_proj* proj = nullptr;
+  StarprojStepTimes times;
+  int verbosity = 0;
+
+  StarprojResident(const std::shared_ptr<StarprojGeometry>& g, const char* who);
+  ~StarprojResident();
+  StarprojResident(const StarprojResident&) = delete;
+  StarprojResident& operator=(const StarprojResident&) = delete;
+
+private:
+  const char* _who;
+};
+
 END_NAMESPACE_STIR
 
 #endif

@@ -127,36 +127,34 @@ static int plan_vec_pieces(starpu_data_handle_t handle, const sproj_chunks *ch, 
       gr.len[ng++] = ch->piece_len[p];
     }
   }
-  if (!ret)
-    start[ng] = n;
   if (!ret && ng * 4 > n) { /* pieces that do not follow each other: groups would not help */
-    free(start);
-    free(gr.first);
-    free(gr.len);
-    return sproj_plan_pieces(handle, ch, &plan->children);
+    ret = sproj_plan_pieces(handle, ch, &plan->children);
+  } else if (!ret) {
+    start[ng] = n;
+    plan->children = calloc(n, sizeof *plan->children);
+    plan->groups = calloc(ng, sizeof *plan->groups);
+    if (plan->children && plan->groups) {
+      plan->ngroups = ng;
+      plan->group_start = start;
+      start = NULL;
+      struct starpu_data_filter f = {.filter_func = group_filter, .nchildren = ng, .filter_arg_ptr = &gr};
+      starpu_data_partition_plan(handle, &f, plan->groups);
+      for (unsigned g = 0; g < ng; g++) {
+        gr.g = g;
+        struct starpu_data_filter fp = {.filter_func = group_piece_filter,
+                                        .nchildren = plan->group_start[g + 1] - plan->group_start[g],
+                                        .filter_arg_ptr = &gr};
+        starpu_data_partition_plan(plan->groups[g], &fp, plan->children + plan->group_start[g]);
+      }
+    } else {
+      plan_free(plan);
+      ret = SPROJ_ERR_NOMEM;
+    }
   }
-  plan->children = calloc(n, sizeof *plan->children);
-  plan->groups = calloc(ng ? ng : 1, sizeof *plan->groups);
-  if (ret || !plan->children || !plan->groups) {
-    free(start);
-    free(gr.first);
-    free(gr.len);
-    plan_free(plan);
-    return SPROJ_ERR_NOMEM;
-  }
-  plan->ngroups = ng;
-  plan->group_start = start;
-  struct starpu_data_filter f = {.filter_func = group_filter, .nchildren = ng, .filter_arg_ptr = &gr};
-  starpu_data_partition_plan(handle, &f, plan->groups);
-  for (unsigned g = 0; g < ng; g++) {
-    gr.g = g;
-    struct starpu_data_filter fp = {
-      .filter_func = group_piece_filter, .nchildren = start[g + 1] - start[g], .filter_arg_ptr = &gr};
-    starpu_data_partition_plan(plan->groups[g], &fp, plan->children + start[g]);
-  }
+  free(start);
   free(gr.first);
   free(gr.len);
-  return SPROJ_OK;
+  return ret;
 }
 
 /* Activates the plan for reading (read-only vectors, once): both levels. */

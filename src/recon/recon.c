@@ -815,6 +815,12 @@ struct placing {
   int16_t *bins;         /* per event, its TOF bin (faulted in here, written by tasks), or NULL */
 };
 
+/* Whether a drawn count is a number of events a piece can place (not negative, finite, below 2^31). */
+static int placeable(float c)
+{
+  return c >= 0.0f && c < 0x1.0p31f;
+}
+
 static int placing_blocks(const char *func, struct placing *pl, const unsigned *order)
 {
   const sproj_chunks *ch = pl->ch;
@@ -841,7 +847,7 @@ static void place_count(void *ctx, int64_t b)
   int64_t n = 0;
   for (int64_t i = k->first; i < k->end; i++) {
     float c = pl->sums[i];
-    if (!(c >= 0.0f && c < 0x1.0p31f)) {
+    if (!placeable(c)) {
       k->bad = 1;
       return;
     }
@@ -875,7 +881,7 @@ static int first_misplaced(const char *func, const sproj_chunks *ch, const unsig
     int64_t n = 0;
     for (int64_t i = ch->piece_first[q]; i < ch->piece_first[q] + (int64_t)ch->piece_len[q]; i++) {
       float c = sums[i];
-      if (!(c >= 0.0f && c < 0x1.0p31f) || n + (int64_t)c > INT32_MAX)
+      if (!placeable(c) || n + (int64_t)c > INT32_MAX)
         return sproj_fail(SPROJ_ERR_OVERFLOW, func, "LOR %lld: %g events (a piece holds at most 2^31-1)",
                           (long long)i, c);
       n += (int64_t)c;

@@ -3,8 +3,6 @@
 #include "config.h"
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -167,6 +167,7 @@ BackProjectorByBinStarproj::actual_back_project(const RelatedViewgrams<float>& v
   if (!_resident)
     error("BackProjectorByBinStarproj: back projection before set_up");
   Resident& r = *_resident;
+  StarprojCallClock clock(r.call_times);
   const StarprojGeometry& g = *_geometry;
   sproj_chunks* chunks = g.chunks();
   const int num_tang = g.num_tangential_poss();
@@ -192,25 +193,36 @@ BackProjectorByBinStarproj::actual_back_project(const RelatedViewgrams<float>& v
         {
           // the host copy of this chunk becomes ours until the back projection is submitted
           starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_WRITE), "sproj_proj_sync");
+          clock.lap(StarprojCallTimes::sync);
           std::fill(r.values.begin() + first, r.values.begin() + first + count, 0.F);
           fill_values(0);
+          clock.lap(StarprojCallTimes::values);
           starproj_check(sproj_back(r.img, r.proj, chunks, c), "sproj_back");
+          clock.lap(StarprojCallTimes::submit);
         }
       else
         {
           const int bin = viewgram.get_timing_pos_num() - g.min_tof_pos_num();
           std::lock_guard<std::mutex> lock(r.chunk_locks[c]);
           if (r.arrived[c][bin]) // the same timing position again: back project what is there first
-            r.submit_tof_chunk(c);
+            {
+              r.submit_tof_chunk(c);
+              clock.lap(StarprojCallTimes::submit);
+            }
           if (r.num_arrived[c] == 0)
             {
               starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_WRITE), "sproj_proj_sync");
+              clock.lap(StarprojCallTimes::sync);
               std::fill(r.values.begin() + first * num_bins, r.values.begin() + (first + count) * num_bins, 0.F);
             }
           fill_values(bin);
+          clock.lap(StarprojCallTimes::values);
           r.arrived[c][bin] = 1;
           if (++r.num_arrived[c] == num_bins)
-            r.submit_tof_chunk(c);
+            {
+              r.submit_tof_chunk(c);
+              clock.lap(StarprojCallTimes::submit);
+            }
         }
     }
 }

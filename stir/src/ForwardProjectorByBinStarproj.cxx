@@ -139,6 +139,7 @@ ForwardProjectorByBinStarproj::actual_forward_project(RelatedViewgrams<float>& v
   if (!_resident)
     error("ForwardProjectorByBinStarproj: forward projection before set_up");
   Resident& r = *_resident;
+  StarprojCallClock clock(r.call_times);
   const StarprojGeometry& g = *_geometry;
   sproj_chunks* chunks = g.chunks();
   const int num_tang = g.num_tangential_poss();
@@ -153,8 +154,10 @@ ForwardProjectorByBinStarproj::actual_forward_project(RelatedViewgrams<float>& v
       // all the group's viewgrams in one request, then wait for each
       starproj_check(sproj_fwd_chunks(r.img, r.proj, chunks, chunk_list.data(), static_cast<int>(chunk_list.size())),
                      "sproj_fwd_chunks");
+      clock.lap(StarprojCallTimes::submit);
       for (int c : chunk_list)
         starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_READ), "sproj_proj_sync");
+      clock.lap(StarprojCallTimes::sync);
     }
   else
     {
@@ -164,7 +167,9 @@ ForwardProjectorByBinStarproj::actual_forward_project(RelatedViewgrams<float>& v
           if (r.projected_generation[c] == r.generation)
             continue;
           starproj_check(sproj_fwd_tof_sino(r.img, r.proj, chunks, c, g.tof()), "sproj_fwd_tof_sino");
+          clock.lap(StarprojCallTimes::submit);
           starproj_check(sproj_proj_sync(r.proj, chunks, c, SPROJ_SYNC_READ), "sproj_proj_sync");
+          clock.lap(StarprojCallTimes::sync);
           r.projected_generation[c] = r.generation;
         }
     }
@@ -182,6 +187,7 @@ ForwardProjectorByBinStarproj::actual_forward_project(RelatedViewgrams<float>& v
             viewgram[a][t] = r.values[(row + t) * num_bins + bin];
         }
     }
+  clock.lap(StarprojCallTimes::values);
 }
 
 END_NAMESPACE_STIR

@@ -374,23 +374,33 @@ struct ImageRows
 };
 
 // Copies every row of a regular image between STIR's arrays and starproj's buffer (rows(z, y, row) gives the source
-// and destination of a row), with truncate_rim's zeros when rim >= 0, on every core.
+// and destination of a row), with truncate_rim's zeros when rim >= 0, on every core. The kept x range depends on y
+// only: it is found once per y, and each row is then a copy of that range and zeros around it (a select per voxel,
+// with the range found again for every row, ran at a fifth of the memory's speed: 7-8 ms for the mMR's 60 MB image
+// on 16 cores against 1.0-1.3 ms).
 template <class Rows>
 void
 copy_rows(const ImageRows& g, int rim, Rows rows)
 {
-  const int nrows = (g.ze - g.zs + 1) * g.ny();
+  const int nx = g.nx(), ny = g.ny(), nrows = (g.ze - g.zs + 1) * ny;
+  std::vector<std::pair<int, int>> kept(ny); // per y: first kept x and count, relative to xs
+  for (int y = g.ys; y <= g.ye; ++y)
+    {
+      int first, last;
+      g.kept(y, rim, first, last);
+      kept[y - g.ys] = first <= last ? std::make_pair(first - g.xs, last - first + 1) : std::make_pair(0, 0);
+    }
 #ifdef _OPENMP
 #  pragma omp parallel for schedule(static)
 #endif
   for (int row = 0; row < nrows; ++row)
     {
-      const int z = g.zs + row / g.ny(), y = g.ys + row % g.ny();
-      int first, last;
-      g.kept(y, rim, first, last);
+      const int z = g.zs + row / ny, y = g.ys + row % ny;
       const std::pair<const float*, float*> ends = rows(z, y, row);
-      for (int x = g.xs; x <= g.xe; ++x)
-        ends.second[x - g.xs] = x >= first && x <= last ? ends.first[x - g.xs] : 0.F;
+      const int first = kept[y - g.ys].first, count = kept[y - g.ys].second;
+      std::fill(ends.second, ends.second + first, 0.F);
+      std::copy(ends.first + first, ends.first + first + count, ends.second + first);
+      std::fill(ends.second + first + count, ends.second + nx, 0.F);
     }
 }
 } // namespace
@@ -435,7 +445,10 @@ StarprojResident::StarprojResident(const std::shared_ptr<StarprojGeometry>& g, c
 StarprojResident::~StarprojResident()
 {
   if (verbosity > 1)
-    times.report(_who);
+    {
+      times.report(_who);
+      call_times.report(_who);
+    }
   sproj_proj_unregister(proj);
   sproj_image_unregister(img);
 }
@@ -482,6 +495,51 @@ StarprojStepTimes::report(const std::string& who) const
       line += buf;
     }
   info(line);
+}
+
+StarprojCallTimes::StarprojCallTimes()
+{
+  for (int p = 0; p < num_parts; ++p)
+    {
+      _ns[p] = 0;
+      _calls[p] = 0;
+    }
+}
+
+void
+StarprojCallTimes::add(Part part, double seconds)
+{
+  _ns[part] += static_cast<long long>(seconds * 1e9);
+  _calls[part] += 1;
+}
+
+void
+StarprojCallTimes::report(const std::string& who) const
+{
+  static const char* const names[num_parts] = { "submit", "sync", "values" };
+  if (_calls[values] == 0)
+    return;
+  std::string line = "Starproj: " + who + " related-viewgrams calls, seconds summed over threads (calls):";
+  for (int p = 0; p < num_parts; ++p)
+    {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, " %s %.3f (%ld);", names[p], _ns[p] * 1e-9, static_cast<long>(_calls[p]));
+      line += buf;
+    }
+  info(line);
+}
+
+StarprojCallClock::StarprojCallClock(StarprojCallTimes& times)
+    : _times(times),
+      _last(seconds_now())
+{}
+
+void
+StarprojCallClock::lap(StarprojCallTimes::Part part)
+{
+  const double t = seconds_now();
+  _times.add(part, t - _last);
+  _last = t;
 }
 
 END_NAMESPACE_STIR

@@ -13,6 +13,7 @@
 
 #include <starproj.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -180,9 +181,42 @@ private:
   std::vector<std::pair<std::string, std::pair<double, long>>> _steps;
 };
 
+//! Seconds the related-viewgrams calls spend in each of their parts, summed over the calls of all threads (STIR's
+//! OpenMP threads call side by side), reported with "verbosity" 2 when the projector goes.
+class StarprojCallTimes
+{
+public:
+  enum Part
+  {
+    submit, //!< submitting projections
+    sync,   //!< sproj_proj_sync: forward, waiting for the projections and their values; back, for the host copy
+    values, //!< copying values between STIR's viewgrams and starproj's array
+    num_parts
+  };
+  StarprojCallTimes();
+  void add(Part part, double seconds);
+  void report(const std::string& who) const;
+
+private:
+  std::atomic<long long> _ns[num_parts];
+  std::atomic<long> _calls[num_parts];
+};
+
+//! Measures consecutive parts of one call: lap(part) adds the time since the previous lap (or construction).
+class StarprojCallClock
+{
+public:
+  explicit StarprojCallClock(StarprojCallTimes& times);
+  void lap(StarprojCallTimes::Part part);
+
+private:
+  StarprojCallTimes& _times;
+  double _last;
+};
+
 //! What a projector keeps registered between one set_up and the next: its image buffer (pinned), its projection
 //! values (one float per LOR and TOF bin, pinned when at most 2 GB), their starproj objects, and the times of its
-//! per-image steps (reported on destruction with verbosity 2, under the name `who`).
+//! per-image steps and of its related-viewgrams calls (reported on destruction with verbosity 2, under the name `who`).
 struct StarprojResident
 {
   std::shared_ptr<StarprojGeometry> geometry;
@@ -192,6 +226,7 @@ struct StarprojResident
   sproj_image* img = nullptr;
   sproj_proj* proj = nullptr;
   StarprojStepTimes times;
+  StarprojCallTimes call_times;
   int verbosity = 0;
 
   StarprojResident(const std::shared_ptr<StarprojGeometry>& g, const char* who);

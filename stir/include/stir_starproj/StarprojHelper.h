@@ -160,11 +160,26 @@ private:
   std::size_t _bytes = 0;
 };
 
+//! How the image copies went on the threads (OpenMP), summed over copies: reported with "verbosity" 2.
+struct StarprojCopyStats
+{
+  int threads = 0;
+  double latest_start_s = 0, latest_end_s = 0, wall_s = 0; // per copy: the last thread's start and end, the whole
+  long calls = 0;
+  void report(const std::string& who) const;
+};
+
 //! Copies a STIR image into a float array in starproj's order, on every core; with rim >= 0, zeroing what STIR's
-//! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps).
-void starproj_image_to_array(const DiscretisedDensity<3, float>& image, float* data, int rim = -1);
+//! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps). stats: adds how the copy went.
+void starproj_image_to_array(const DiscretisedDensity<3, float>& image,
+                             float* data,
+                             int rim = -1,
+                             StarprojCopyStats* stats = nullptr);
 //! The other way, with the same truncation.
-void starproj_array_to_image(const float* data, DiscretisedDensity<3, float>& image, int rim = -1);
+void starproj_array_to_image(const float* data,
+                             DiscretisedDensity<3, float>& image,
+                             int rim = -1,
+                             StarprojCopyStats* stats = nullptr);
 
 //! Seconds spent in the steps of the per-image calls (set_input, start_accumulating_in_new_target, get_output),
 //! reported with "verbosity" 2 when the projector goes.
@@ -227,6 +242,7 @@ struct StarprojResident
   sproj_proj* proj = nullptr;
   StarprojStepTimes times;
   StarprojCallTimes call_times;
+  StarprojCopyStats copy_stats;
   int verbosity = 0;
 
   StarprojResident(const std::shared_ptr<StarprojGeometry>& g, const char* who);

@@ -247,7 +247,8 @@ BackProjectorByBinStarproj::get_output(DiscretisedDensity<3, float>& density) co
   starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_READ), "sproj_image_sync");
   r.times.mark("wait and copy home");
   starproj_array_to_image(r.image.data(), density,
-                          _settings.restrict_to_cylindrical_FOV ? _geometry->rim_truncation() : -1, &r.copy_stats);
+                          _settings.restrict_to_cylindrical_FOV ? _geometry->rim_truncation() : -1,
+                          r.copy_threads, &r.copy_stats);
   r.times.mark("copy");
   if (!is_null_ptr(_post_data_processor_sptr))
     if (_post_data_processor_sptr->apply(density) != Succeeded::yes)

@@ -116,12 +116,12 @@ ForwardProjectorByBinStarproj::set_input(const DiscretisedDensity<3, float>& den
       // the base class's copy of the image serves only its checks (characteristics, exam info) here: projections
       // read starproj's buffer, filled from the caller's image in one pass on every core
       _density_sptr->set_exam_info(density.get_exam_info());
-      starproj_image_to_array(density, r.image.data(), rim, &r.copy_stats);
+      starproj_image_to_array(density, r.image.data(), rim, r.copy_threads, &r.copy_stats);
     }
   else
     {
       ForwardProjectorByBin::set_input(density); // copy, and the pre data processor
-      starproj_image_to_array(*_density_sptr, r.image.data(), rim, &r.copy_stats);
+      starproj_image_to_array(*_density_sptr, r.image.data(), rim, r.copy_threads, &r.copy_stats);
     }
   r.times.mark("copy");
   starproj_check(sproj_image_upload(r.img, SPROJ_ALL_GPUS), "sproj_image_upload");

@@ -170,15 +170,18 @@ struct StarprojCopyStats
 };
 
 //! Copies a STIR image into a float array in starproj's order, on every core; with rim >= 0, zeroing what STIR's
-//! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps). stats: adds how the copy went.
+//! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps). threads: OpenMP threads (0: OpenMP's
+//! default); stats: adds how the copy went.
 void starproj_image_to_array(const DiscretisedDensity<3, float>& image,
                              float* data,
                              int rim = -1,
+                             int threads = 0,
                              StarprojCopyStats* stats = nullptr);
 //! The other way, with the same truncation.
 void starproj_array_to_image(const float* data,
                              DiscretisedDensity<3, float>& image,
                              int rim = -1,
+                             int threads = 0,
                              StarprojCopyStats* stats = nullptr);
 
 //! Seconds spent in the steps of the per-image calls (set_input, start_accumulating_in_new_target, get_output),
@@ -243,6 +246,7 @@ struct StarprojResident
   StarprojStepTimes times;
   StarprojCallTimes call_times;
   StarprojCopyStats copy_stats;
+  int copy_threads = 0; //!< threads of the image copies (0: OpenMP's default)
   int verbosity = 0;
 
   StarprojResident(const std::shared_ptr<StarprojGeometry>& g, const char* who);

@@ -114,7 +114,7 @@ ForwardProjectorByBinStarproj::set_input(const DiscretisedDensity<3, float>& den
   if (is_null_ptr(_pre_data_processor_sptr) && _density_sptr && _density_sptr->has_same_characteristics(density))
     {
       // the base class's copy of the image serves only its checks (characteristics, exam info) here: projections
-      // read starproj's buffer, filled from the caller's image in one pass on every core
+      // read starproj's buffer, filled from the caller's image in one pass on the cores the GPU workers leave
       _density_sptr->set_exam_info(density.get_exam_info());
       starproj_image_to_array(density, r.image.data(), rim, r.copy_threads, &r.copy_stats);
     }

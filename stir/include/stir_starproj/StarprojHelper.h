@@ -35,7 +35,7 @@ struct StarprojSettings
 {
   std::string devices = "gpu"; //!< gpu (falls back to CPU cores when StarPU drives no GPU), cpu or any
   std::string scheduler;       //!< StarPU scheduler; empty: starproj's choice
-  int verbosity = 0;           //!< 0 quiet, 1 report workers and scheduler, 2 also per-set_up information
+  int verbosity = 0;           //!< 0 quiet, 1 workers and scheduler, 2 also per-set_up information and times
   int num_cpu_workers = -1;    //!< -1: starproj's default
   int num_gpus = -1;           //!< -1: every GPU StarPU finds
   bool restrict_to_cylindrical_FOV = true;

@@ -182,6 +182,21 @@ int sproj_image_unregister(sproj_image *img)
   return SPROJ_OK;
 }
 
+void sproj_image_drop(sproj_image *img)
+{
+  if (!img)
+    return;
+  /* without these two, each dropped image left its buffers on every GPU that back-projected into it until StarPU
+   * stopped (and a simulated 8-GPU node never finished stopping: its CUDA workers freed them side by side) */
+  if (img->acc)
+    starpu_data_unregister_no_coherency(img->acc);
+  if (img->copies)
+    starpu_data_unregister_no_coherency(img->copies);
+  starpu_data_unregister_no_coherency(img->handle);
+  sproj_count_object(-1);
+  free(img);
+}
+
 int sproj_image_set_reproducible(sproj_image *img, int on)
 {
   int ret = sproj_check_init_flush(__func__);

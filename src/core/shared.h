@@ -49,6 +49,9 @@ SPROJ_SHARED int sproj_check_init(const char *func);
  * registers objects of its own counts them (+1 / -1). */
 SPROJ_SHARED int sproj_live_objects(void);
 SPROJ_SHARED void sproj_count_object(int delta);
+/* Drops an image whose value nobody wants (after the tasks using it, without bringing it home): its handle, and the
+ * accumulator and copies StarPU allocated for it on the devices; counts it gone. */
+SPROJ_SHARED void sproj_image_drop(sproj_image *img);
 
 /* ---- projections (submit.c), for the distributed layer ---- */
 /* Checks that img, proj, chunks (NULL: the whole set) and tof (NULL: non-TOF) belong together as the projection of

@@ -237,9 +237,7 @@ static void scratch_free(sproj_mpi_comm *c)
 {
   if (!c->scratch)
     return;
-  starpu_data_unregister_no_coherency(sproj_image_handle(c->scratch));
-  sproj_count_object(-1);
-  free(c->scratch);
+  sproj_image_drop(c->scratch);
   c->scratch = NULL;
   if (c->scratch_tag >= 0)
     starpu_mpi_tags_free(c->scratch_tag);

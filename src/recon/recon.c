@@ -372,11 +372,7 @@ static int temp_image(const char *func, sproj_image **out, const sproj_image *li
 /* Drops an image of temp_image after the tasks using it, without bringing it home. */
 static void temp_image_free(sproj_image *img)
 {
-  if (!img)
-    return;
-  starpu_data_unregister_no_coherency(img->handle);
-  sproj_count_object(-1);
-  free(img);
+  sproj_image_drop(img);
 }
 
 /* A projection vector of the model's shape. It has a host buffer (values_out, to free after unregistering) only so

@@ -388,7 +388,8 @@ struct ImageRows
 };
 
 // Copies every row of a regular image between STIR's arrays and starproj's buffer (rows(z, y, row) gives the source
-// and destination of a row), with truncate_rim's zeros when rim >= 0, on every core. The kept x range depends on y
+// and destination of a row), with truncate_rim's zeros when rim >= 0, on threads_wanted threads (0: OpenMP's
+// default); stats, when given, adds how the copy went on them. The kept x range depends on y
 // only: it is found once per y, and each row is then a copy of that range and zeros around it (a select per voxel,
 // with the range found again for every row, ran at a fifth of the memory's speed: 7-8 ms for the mMR's 60 MB image
 // on 16 cores against 1.0-1.3 ms).

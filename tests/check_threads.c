@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_threads.c: 16 host threads submitting per-viewgram forward and back projections of one registered image
  * (the small preset scanner) give the single-threaded results; calls merged while the workers are busy give the
- * results of one call each, in the order they were made. */
+ * results of one call each, in the order they were made; a thread waiting in a sync holds up no other thread's
+ * submissions. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <starpu.h>
 #include "testutil.h"
 
 #define NTHREADS 16
@@ -242,6 +244,98 @@ START_TEST(test_merged_calls)
 }
 END_TEST
 
+/* One thread's forward projection of a chunk, then (sync = 1) its wait for the values. */
+struct sync_job {
+  sproj_image *img;
+  sproj_proj *proj;
+  const sproj_chunks *chunks;
+  int chunk, sync, status;
+  int submitted, done; /* read by the main thread (atomics) */
+};
+
+static void *fwd_then_sync(void *arg)
+{
+  struct sync_job *j = arg;
+  j->status = sproj_fwd(j->img, j->proj, j->chunks, j->chunk);
+  __atomic_store_n(&j->submitted, 1, __ATOMIC_SEQ_CST);
+  if (j->status == SPROJ_OK && j->sync)
+    j->status = sproj_proj_sync(j->proj, j->chunks, j->chunk, SPROJ_SYNC_READ);
+  __atomic_store_n(&j->done, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+/* A thread waiting in sproj_proj_sync for its projections used to hold the vector's lock all the while, so that
+ * every other thread's submission on that vector waited for it (STIR's 16 threads, one viewgram each, spent most of
+ * their time so). Here the image is held on the host, so thread A's projection cannot run and A waits in its sync;
+ * thread B's call on another chunk of the same vector must return meanwhile (within 20 s: it takes milliseconds).
+ * Then both projections run and give the reference values. */
+START_TEST(test_sync_leaves_submissions_free)
+{
+  struct tu_geom g = {{20, 20, 10}, {2.0f, 2.0f, 2.0f}, {-19.0f, -19.0f, -9.0f}};
+  const int64_t nvox = tu_nvox(&g), n = 4000;
+  float *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *img = tu_alloc(nvox), *ref = tu_alloc(n), *fwd = tu_alloc(n);
+  tu_seed(77);
+  tu_fill_uniform(img, nvox, 0.0f, 1.0f);
+  tu_random_lors(&g, xs, xe, n, NULL);
+  ck_assert_int_eq(tu_fwd_whole(&g, img, xs, xe, n, ref), SPROJ_OK);
+
+  sproj_image *im;
+  sproj_lors *lors;
+  sproj_proj *p;
+  sproj_chunks *ch;
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&p, fwd, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_create_blocks(&ch, lors, 2), SPROJ_OK);
+  /* the chunking in use on the vector before the test proper */
+  ck_assert_int_eq(sproj_fwd(im, p, ch, 0), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(p, ch, 0, SPROJ_SYNC_READ), SPROJ_OK);
+  memset(fwd, 0, (size_t)n * sizeof(float));
+  ck_assert_int_eq(sproj_proj_sync(p, ch, 0, SPROJ_SYNC_WRITE), SPROJ_OK);
+
+  starpu_data_handle_t h = sproj_image_handle(im);
+  ck_assert_int_eq(starpu_data_acquire(h, STARPU_W), 0);
+  struct sync_job a = {im, p, ch, 0, 1, SPROJ_OK, 0, 0}, b = {im, p, ch, 1, 0, SPROJ_OK, 0, 0};
+  pthread_t ta, tb;
+  ck_assert_int_eq(pthread_create(&ta, NULL, fwd_then_sync, &a), 0);
+  while (!__atomic_load_n(&a.submitted, __ATOMIC_SEQ_CST))
+    usleep(1000);
+  usleep(200000); /* A is in its sync now (had it not got there yet, B would pass without testing anything) */
+  int a_waiting = !__atomic_load_n(&a.done, __ATOMIC_SEQ_CST);
+  ck_assert_int_eq(pthread_create(&tb, NULL, fwd_then_sync, &b), 0);
+  double waited = 0.0;
+  while (!__atomic_load_n(&b.done, __ATOMIC_SEQ_CST) && waited < 20.0) {
+    usleep(1000);
+    waited += 0.001;
+  }
+  int b_returned = __atomic_load_n(&b.done, __ATOMIC_SEQ_CST);
+  starpu_data_release(h);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  ck_assert_int_eq(sproj_proj_sync(p, NULL, 0, SPROJ_SYNC_READ), SPROJ_OK);
+  printf("sync and submission: thread A waiting in its sync: %s; thread B's call %s %.3f s\n", a_waiting ? "yes" : "no",
+         b_returned ? "returned after" : "had not returned after", waited);
+  ck_assert_msg(a_waiting, "thread A's sync returned while the image was held: its projection ran without it");
+  ck_assert_msg(b_returned, "thread B's call did not return while thread A waited in its sync");
+  ck_assert_int_eq(a.status, SPROJ_OK);
+  ck_assert_int_eq(b.status, SPROJ_OK);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; i++)
+    differ += memcmp(&fwd[i], &ref[i], sizeof(float)) != 0;
+  ck_assert_msg(differ == 0, "%lld forward values differ from the reference", (long long)differ);
+
+  ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(p), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  free(xs);
+  free(xe);
+  free(img);
+  free(ref);
+  free(fwd);
+}
+END_TEST
+
 int main(void)
 {
   if (tu_init(-1, -1) != SPROJ_OK) {
@@ -253,6 +347,7 @@ int main(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_merged_calls);
   tcase_add_test(tc, test_threads_equal_single);
+  tcase_add_test(tc, test_sync_leaves_submissions_free);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);
   sproj_shutdown();

@@ -106,6 +106,20 @@ static void combine(void *dst, const void *src, int count, int type, int op)
   }
 }
 
+/* Rank 0's buf (bytes) to every rank down a binomial tree: at step first_step + b the ranks below 2^b that hold it
+ * send it 2^b ranks up. */
+static int broadcast_tree(struct sproj_coll *k, void *buf, size_t bytes, int first_step)
+{
+  int ret = SPROJ_OK;
+  for (int mask = 1, step = first_step; mask < k->size && !ret; mask <<= 1, step++) {
+    if (k->rank < mask && k->rank + mask < k->size)
+      ret = exchange(k, step, buf, bytes, k->rank + mask, NULL, 0, 0);
+    else if (k->rank >= mask && k->rank < 2 * mask)
+      ret = exchange(k, step, NULL, 0, 0, buf, bytes, k->rank - mask);
+  }
+  return ret;
+}
+
 /* Binomial tree: the reduction travels to rank 0 (step b: ranks whose lowest set bit is b send), then the result
  * back out from rank 0; 2 log2(P) steps of the whole array. For small arrays (the layer's agreements, small
  * images on many ranks). */
@@ -124,13 +138,8 @@ static int allreduce_tree(struct sproj_coll *k, void *values, int count, int typ
     if (k->rank + mask < k->size && !(ret = exchange(k, step, NULL, 0, 0, tmp, bytes, k->rank + mask)))
       combine(values, tmp, count, type, op);
   }
-  /* ranks below mask hold the result and send it to those mask above them */
-  for (mask = 1, step = 64; mask < k->size && !ret; mask <<= 1, step++) {
-    if (k->rank < mask && k->rank + mask < k->size)
-      ret = exchange(k, step, values, bytes, k->rank + mask, NULL, 0, 0);
-    else if (k->rank >= mask && k->rank < 2 * mask)
-      ret = exchange(k, step, NULL, 0, 0, values, bytes, k->rank - mask);
-  }
+  if (!ret)
+    ret = broadcast_tree(k, values, bytes, 64);
   free(tmp);
   return ret;
 }
@@ -211,13 +220,7 @@ int sproj_coll_gatherv(struct sproj_coll *k, const float *mine, float *all, cons
   for (int r = 0; r < k->size; r++)
     if ((size_t)displs[r] + (size_t)counts[r] > bytes)
       bytes = (size_t)displs[r] + (size_t)counts[r];
-  bytes *= sizeof *all;
-  for (int mask = 1, step = 0; mask < k->size && !ret; mask <<= 1, step++) {
-    if (k->rank < mask && k->rank + mask < k->size)
-      ret = exchange(k, step, all, bytes, k->rank + mask, NULL, 0, 0);
-    else if (k->rank >= mask && k->rank < 2 * mask)
-      ret = exchange(k, step, NULL, 0, 0, all, bytes, k->rank - mask);
-  }
+  ret = broadcast_tree(k, all, bytes * sizeof *all, 0);
   k->seq++;
   return ret;
 }

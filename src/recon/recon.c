@@ -354,7 +354,8 @@ static int lists_make(const char *func, const char *what, const sproj_chunks *ch
   return SPROJ_OK;
 }
 
-/* An image like x that lives only where tasks put it (no host buffer until one is asked for). */
+/* An image like x that lives only where tasks put it (no host buffer until one is asked for); sproj_image_drop
+ * drops it after the tasks using it, without bringing it home. */
 static int temp_image(const char *func, sproj_image **out, const sproj_image *like)
 {
   const struct sproj_geom *g = &like->geom;
@@ -369,11 +370,6 @@ static int temp_image(const char *func, sproj_image **out, const sproj_image *li
   return SPROJ_OK;
 }
 
-/* Drops an image of temp_image after the tasks using it, without bringing it home. */
-static void temp_image_free(sproj_image *img)
-{
-  sproj_image_drop(img);
-}
 
 /* A projection vector of the model's shape. It has a host buffer (values_out, to free after unregistering) only so
  * that StarPU can gather its pieces there when the objective asks for it; the tasks never need it. */
@@ -676,21 +672,21 @@ int sproj_model_expected(const sproj_model *model, sproj_image *img, sproj_proj 
     if ((ret = temp_image(__func__, &blurred, img)))
       return ret;
     if ((ret = sproj_image_blur(blurred, img, model->fwhm))) {
-      temp_image_free(blurred);
+      sproj_image_drop(blurred);
       return ret;
     }
     src = blurred;
   }
   int *list = malloc((size_t)chunks->num_chunks * sizeof *list);
   if (!list) {
-    temp_image_free(blurred);
+    sproj_image_drop(blurred);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
   }
   for (int c = 0; c < chunks->num_chunks; c++)
     list[c] = c;
   ret = model_project(model, 0, src, out, chunks, list, chunks->num_chunks);
   free(list);
-  temp_image_free(blurred); /* after the projections, which it waits for */
+  sproj_image_drop(blurred); /* after the projections, which it waits for */
   if (ret)
     return ret;
   out->model_made = 1;
@@ -1193,10 +1189,10 @@ static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chun
 static void recon_free(sproj_recon *r)
 {
   for (int k = 0; k < r->num_sens; k++)
-    temp_image_free(r->sens[k]);
+    sproj_image_drop(r->sens[k]);
   free(r->sens);
-  temp_image_free(r->xb);
-  temp_image_free(r->bp);
+  sproj_image_drop(r->xb);
+  sproj_image_drop(r->bp);
   if (r->scratch)
     starpu_data_unregister_no_coherency(r->scratch);
   if (r->p) {

@@ -209,15 +209,22 @@ void sproj_simulated_cuda(void *buffers[], void *cl_arg);
 /* cl_arg of an EM ratio task. Its buffers are, for each piece of LORs: the forward values p (overwritten with the
  * ratio), then when present the data y, the per-LOR factor m and the background a (num_bins values per LOR for p,
  * y and a, one for m). */
+/* What a ratio task writes over the values p of its pieces (em_ratio.h): the EM ratio m y / ybar (the gradient's
+ * data term), or the data term of the Hessian of the negative log-likelihood applied to the forward projection p of
+ * a direction: exactly at the image whose forward projection is the extra buffer px (m^2 y p / ybar^2), or in the
+ * data's approximation (m^2 p / y). */
+enum sproj_ratio_kind { SPROJ_RATIO_EM = 0, SPROJ_RATIO_HESSIAN = 1, SPROJ_RATIO_APPROX_HESSIAN = 2 }; /* = em_ratio.h's */
 struct sproj_ratio_arg {
   int npieces;
   int num_bins;
   int has_y, has_m, has_a;
   int a_per_lor;  /* the background holds one value per LOR, spread over its num_bins bins (em_background) */
+  int kind;       /* enum sproj_ratio_kind; SPROJ_RATIO_HESSIAN adds a buffer px after p in every piece */
+  float max_ratio; /* > 0: quotients capped there, expected counts floored at y / max_ratio (em_ratio.h); 0: none */
 };
 static inline int sproj_ratio_buffers_per_piece(const struct sproj_ratio_arg *arg)
 {
-  return 1 + arg->has_y + arg->has_m + arg->has_a;
+  return 1 + (arg->kind == SPROJ_RATIO_HESSIAN) + arg->has_y + arg->has_m + arg->has_a;
 }
 /* Work of a ratio (or objective) task, for its performance model: the values of every piece. */
 static inline size_t sproj_ratio_task_values(struct starpu_task *task, unsigned nimpl)
@@ -232,7 +239,7 @@ static inline size_t sproj_ratio_task_values(struct starpu_task *task, unsigned 
 /* The buffers of piece q of a ratio task, wherever the task runs. */
 struct sproj_ratio_piece {
   float *p;
-  const float *y, *m, *a;
+  const float *px, *y, *m, *a;
   uint32_t n;
 };
 static inline struct sproj_ratio_piece sproj_ratio_piece_get(void *buffers[], const struct sproj_ratio_arg *arg, int q)
@@ -242,6 +249,8 @@ static inline struct sproj_ratio_piece sproj_ratio_piece_get(void *buffers[], co
   int k = 1;
   pc.p = (float *)STARPU_VECTOR_GET_PTR(b[0]);
   pc.n = STARPU_VECTOR_GET_NX(b[0]);
+  if (arg->kind == SPROJ_RATIO_HESSIAN)
+    pc.px = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
   if (arg->has_y)
     pc.y = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
   if (arg->has_m)
@@ -308,6 +317,10 @@ struct sproj_emit_arg {
 struct sproj_update_arg {
   float sens_factor;
 };
+/* cl_arg of an image axpy task (buffers: y RW, x R): y <- y + alpha * x. */
+struct sproj_axpy_arg {
+  float alpha;
+};
 /* Fills a blur task's argument for an image of n voxels of voxel_size: per axis a sampled Gaussian of the given FWHM
  * (same units as voxel_size; 0: no blur) cut at 3 sigma and normalised to sum 1. Returns -1, or the first axis whose
  * kernel would exceed SPROJ_GAUSS_MAX_RADIUS. */
@@ -318,6 +331,7 @@ int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float 
 extern struct starpu_codelet sproj_em_ratio_cl;
 extern struct starpu_codelet sproj_em_nll_cl;
 extern struct starpu_codelet sproj_em_update_cl;
+extern struct starpu_codelet sproj_image_axpy_cl;
 extern struct starpu_codelet sproj_gauss3d_cl;
 /* Simulated data (sim_counts.h): the sum of m p over pieces, and the counts drawn in place. */
 extern struct starpu_codelet sproj_sim_sum_cl;
@@ -327,6 +341,7 @@ extern struct starpu_codelet sproj_sim_emit_cl;
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
 void sproj_em_nll_cuda(void *buffers[], void *cl_arg);
 void sproj_em_update_cuda(void *buffers[], void *cl_arg);
+void sproj_image_axpy_cuda(void *buffers[], void *cl_arg);
 void sproj_gauss3d_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_sum_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_draw_cuda(void *buffers[], void *cl_arg);

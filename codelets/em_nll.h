@@ -10,17 +10,20 @@
  * not depend on which worker ran what, or when. */
 #define SPROJ_NLL_PARTIALS 1024
 
-/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins; arrays as em_ratio_at, a as em_background): with
+/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins; arrays as em_term_at, a as em_background): with
  * the expected counts ybar = m p + a, sinogram data y give ybar - y log ybar (+infinity where y > 0 and ybar <= 0), a listmode event
- * (y NULL: one count) -log ybar (+infinity where ybar <= 0), its ybar being counted once for all by <s, x>. */
+ * (y NULL: one count) -log ybar (+infinity where ybar <= 0), its ybar being counted once for all by <s, x>. With
+ * cap > 0 (em_ratio_capped) ybar is taken as at least y / cap, as STIR takes it, so that no term is infinite. */
 SPROJ_HD double em_nll_at(const float *p, const float *y, const float *m, const float *a, int a_per_lor, int num_bins,
-                          size_t k)
+                          float cap, size_t k)
 {
   size_t i = k / (size_t)num_bins;
   double ybar = (m ? (double)m[i] : 1.0) * (double)p[k] + (double)em_background(a, a_per_lor, num_bins, i, k);
+  double c = y ? (double)y[k] : 1.0;
+  if (cap > 0.0f && ybar < c / (double)cap)
+    ybar = c / (double)cap;
   if (!y)
     return ybar > 0.0 ? -log(ybar) : INFINITY;
-  double c = y[k];
   if (c > 0.0)
     return ybar > 0.0 ? ybar - c * log(ybar) : INFINITY;
   return ybar;

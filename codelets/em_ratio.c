@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_ratio.c: CPU codelet, codelet struct and performance model of the EM ratio over pieces of LORs. */
+/* em_ratio.c: CPU codelet, codelet struct and performance model of the EM ratio (or a Hessian's data term) over pieces
+ * of LORs. */
 #include "config.h"
 #include "codelets.h"
 #include "em_ratio.h"
@@ -10,7 +11,7 @@ static void em_ratio_cpu(void *buffers[], void *cl_arg)
   for (int q = 0; q < arg->npieces; q++) {
     struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
     for (uint32_t i = 0; i < pc.n; i++)
-      em_ratio_lor(pc.p, pc.y, pc.m, pc.a, arg->a_per_lor, arg->num_bins, i);
+      em_term_lor(pc.p, pc.px, pc.y, pc.m, pc.a, arg->a_per_lor, arg->num_bins, arg->kind, arg->max_ratio, i);
   }
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_ratio.cu: CUDA kernel of the EM ratio (one thread per value of every piece), queued on StarPU's stream. */
+/* em_ratio.cu: CUDA kernel of the EM ratio or a Hessian's data term (one thread per value of every piece), queued on
+ * StarPU's stream. */
 #include "config.h"
 #include "cuda_pieces.h"
 #include "em_ratio.h"
@@ -10,18 +11,19 @@ struct ratio_table {
   unsigned block_start[SPROJ_MAX_PIECES + 1];
   unsigned long long n[SPROJ_MAX_PIECES]; /* values (LORs x bins) */
   float *p[SPROJ_MAX_PIECES];
-  const float *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
+  const float *px[SPROJ_MAX_PIECES], *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
 };
 static_assert(sizeof(struct ratio_table) + sizeof(struct sproj_ratio_arg) <= 4096,
               "the ratio table no longer fits in the kernel parameters");
 
-__global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins, int a_per_lor)
+__global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins, int a_per_lor,
+                                       int kind, float cap)
 {
   /* piece of this block: the last one whose first block is not after it */
   int lo = sproj_block_piece(t.block_start, t.npieces);
   unsigned long long k = (unsigned long long)(blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
   if (k < t.n[lo])
-    em_ratio_at(t.p[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, num_bins, (size_t)k);
+    em_term_at(t.p[lo], t.px[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, num_bins, kind, cap, (size_t)k);
 }
 
 extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
@@ -35,6 +37,7 @@ extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
     t.block_start[q] = blocks;
     t.n[q] = (unsigned long long)pc.n * (unsigned long long)arg->num_bins;
     t.p[q] = pc.p;
+    t.px[q] = pc.px;
     t.y[q] = pc.y;
     t.m[q] = pc.m;
     t.a[q] = pc.a;
@@ -43,6 +46,7 @@ extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
   t.block_start[arg->npieces] = blocks;
   if (blocks == 0)
     return;
-  em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins, arg->a_per_lor);
+  em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins, arg->a_per_lor,
+                                                                                  arg->kind, arg->max_ratio);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

@@ -1,16 +1,58 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_ratio.h: the EM ratio of one LOR, m*y / (m*p + a) per TOF bin, overwriting the forward values p (host + CUDA). */
+/* em_ratio.h: the per-value data terms of the Poisson log-likelihood's derivatives, overwriting forward values p: the
+ * EM ratio m*y / (m*p + a) of the gradient, and the curvature terms of its Hessian (host + CUDA). */
 #ifndef SPROJ_EM_RATIO_H
 #define SPROJ_EM_RATIO_H
 #include "joseph3d_ray.h"
 
+/* Kinds of term (enum sproj_ratio_kind in codelets.h, repeated here for the device code that cannot include it). */
+#define SPROJ_EM_TERM_RATIO 0
+#define SPROJ_EM_TERM_HESSIAN 1
+#define SPROJ_EM_TERM_APPROX_HESSIAN 2
+
 /* The ratio of measured to expected counts, times the multiplicative factor (the adjoint of y -> m*y comes with the
  * back projection). Expected counts of 0 or less give 0: for y = 0 this is the limit 0/0 = 0 of the EM update; for
- * y > 0 such a bin has an infinite likelihood term and no direction to move in, and 0 keeps the image finite. */
+ * y > 0 such a bin has an infinite likelihood term and no direction to move in, and 0 keeps the image finite.
+ * With cap > 0 (frameworks that bound the quotient, as STIR does at 10000): y = 0 gives 0 and the ratio is at most
+ * cap, which is also what a bin with y > 0 and no expected counts gets. */
 SPROJ_HD float em_ratio_value(float p, float y, float m, float a)
 {
   float expected = m * p + a;
   return expected > 0.0f ? (m * y) / expected : 0.0f;
+}
+SPROJ_HD float em_ratio_capped(float p, float y, float m, float a, float cap)
+{
+  if (!(cap > 0.0f))
+    return em_ratio_value(p, y, m, a);
+  float expected = m * p + a;
+  if (!(y > 0.0f))
+    return 0.0f;
+  return m * y > cap * expected ? cap : (m * y) / expected;
+}
+
+/* The Hessian of the negative log-likelihood at an image with forward projection px, applied to a direction with
+ * forward projection p: per value m^2 y p / ybar^2, ybar = m px + a (0 where ybar <= 0). Its approximation from the
+ * data (ybar ~ y): m^2 p / y (0 where y = 0). With cap > 0 both follow STIR's quotient rule: a numerator of 0 or
+ * less gives 0, and the quotient is at most cap (so a bin with y = 0 adds cap to the approximation). */
+SPROJ_HD float em_hessian_value(float p, float px, float y, float m, float a, float cap)
+{
+  float ybar = m * px + a, num = m * m * y * p, den = ybar * ybar;
+  if (cap > 0.0f) {
+    if (!(num > 0.0f))
+      return 0.0f;
+    return num > cap * den ? cap : num / den;
+  }
+  return ybar > 0.0f ? num / den : 0.0f;
+}
+SPROJ_HD float em_approx_hessian_value(float p, float y, float m, float cap)
+{
+  float num = m * m * p;
+  if (cap > 0.0f) {
+    if (!(num > 0.0f))
+      return 0.0f;
+    return num > cap * y ? cap : num / y;
+  }
+  return y > 0.0f ? num / y : 0.0f;
 }
 
 /* The background of value k (LOR i, one of its num_bins TOF bins): a holds num_bins values per LOR, or with
@@ -22,21 +64,28 @@ SPROJ_HD float em_background(const float *a, int a_per_lor, int num_bins, size_t
   return a_per_lor ? a[i] / (float)num_bins : a[k];
 }
 
-/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins): p and y (NULL: 1 per value, listmode events) hold
- * num_bins values per LOR, m (NULL: 1) one, a as em_background. A CUDA thread takes one value, so that neighbouring
- * threads touch neighbouring floats of every array (a thread per LOR strides by num_bins floats). */
-SPROJ_HD void em_ratio_at(float *p, const float *y, const float *m, const float *a, int a_per_lor, int num_bins,
-                          size_t k)
+/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins): p, px (the Hessian's image, NULL otherwise) and y
+ * (NULL: 1 per value, listmode events) hold num_bins values per LOR, m (NULL: 1) one, a as em_background. A CUDA
+ * thread takes one value, so that neighbouring threads touch neighbouring floats of every array (a thread per LOR
+ * strides by num_bins floats). */
+SPROJ_HD void em_term_at(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
+                         int num_bins, int kind, float cap, size_t k)
 {
   size_t i = k / (size_t)num_bins;
-  p[k] = em_ratio_value(p[k], y ? y[k] : 1.0f, m ? m[i] : 1.0f, em_background(a, a_per_lor, num_bins, i, k));
+  float yk = y ? y[k] : 1.0f, mi = m ? m[i] : 1.0f;
+  if (kind == SPROJ_EM_TERM_APPROX_HESSIAN)
+    p[k] = em_approx_hessian_value(p[k], yk, mi, cap);
+  else if (kind == SPROJ_EM_TERM_HESSIAN)
+    p[k] = em_hessian_value(p[k], px[k], yk, mi, em_background(a, a_per_lor, num_bins, i, k), cap);
+  else
+    p[k] = em_ratio_capped(p[k], yk, mi, em_background(a, a_per_lor, num_bins, i, k), cap);
 }
 
 /* LOR i of a piece: its num_bins values. */
-SPROJ_HD void em_ratio_lor(float *p, const float *y, const float *m, const float *a, int a_per_lor, int num_bins,
-                           uint32_t i)
+SPROJ_HD void em_term_lor(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
+                          int num_bins, int kind, float cap, uint32_t i)
 {
   for (int b = 0; b < num_bins; b++)
-    em_ratio_at(p, y, m, a, a_per_lor, num_bins, (size_t)i * (size_t)num_bins + (size_t)b);
+    em_term_at(p, px, y, m, a, a_per_lor, num_bins, kind, cap, (size_t)i * (size_t)num_bins + (size_t)b);
 }
 #endif

@@ -252,6 +252,10 @@ struct sproj_recon_config {
   const int *sens_subset_chunks;   /* with sens_chunks: as subset_chunks (NULL: interleaved) */
   const int *sens_subset_sizes;    /* as subset_sizes */
   int objective;                   /* 1: compute the objective after every iteration and pass it to the callback */
+  float max_ratio;                 /* 0 (default): the quotients below as written. > 0, finite: the rule STIR's
+                                    * Poisson objective functions follow (STIR uses 10000): y = 0 gives a quotient of
+                                    * 0, every quotient is at most max_ratio, and the objective takes ybar as at least
+                                    * y / max_ratio (so no term is infinite) */
 };
 /* Fills cfg with zeros / NULL (num_subsets 1). */
 SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
@@ -267,8 +271,8 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * cross between GPUs.
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
  * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
- * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, a blur kernel wider
- * than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite in x or the data), EMPTY (a subset of 0 chunks),
+ * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, max_ratio < 0, a blur kernel wider
+ * than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite in x, the data or max_ratio), EMPTY (a subset of 0 chunks),
  * INVALID (a sens_model on listmode events), NOMEM, STARPU. */
 SPROJ_API int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg);
 
@@ -304,6 +308,44 @@ SPROJ_API int sproj_recon_sensitivity(sproj_recon *recon, int subset, float *out
 
 /* Waits for pending work, frees the reconstruction's data (x keeps its current value) (NULL: no-op). */
 SPROJ_API int sproj_recon_destroy(sproj_recon *recon);
+
+/* ---- the objective function's pieces ----------------------------------------------------------------- */
+/* For frameworks that run algorithms of their own (STIR's objective functions: OSMAPOSL, OSSPS, gradient methods) on
+ * a reconstruction's resident data, LORs, factors and sensitivities: the Poisson log-likelihood of subset k,
+ * L_k(x) = sum over its LORs (and TOF bins) of y log ybar - ybar, ybar = m A G x + a, and its derivatives, at any
+ * image x of the reconstruction's geometry (the reconstruction's own image, or another). Every step is a task on
+ * the devices, ordered by StarPU like the iterations: nothing comes to the host but what the caller syncs (an
+ * image), and the objective's partial sums. The images passed must have x's dimensions, voxel size and origin and be
+ * distinct from each other. Quotients follow cfg.max_ratio (sproj_recon_config). subset: 0 .. S - 1 (the
+ * objective also takes -1: every subset). The back projections of a distributed reconstruction are summed over its
+ * ranks, as the iterations' are. One thread per reconstruction at a time, as sproj_recon_iterate.
+ * Errors: NULL, NOT_INIT, RANGE (subset), MISMATCH (an image of another geometry), INVALID (the same image twice; a
+ * listmode subset's objective, below), NOMEM, STARPU. */
+
+/* Flags of sproj_recon_gradient. */
+#define SPROJ_GRADIENT_ADD_SENSITIVITY 1 /* leave the sensitivity in: grad = G^T A^T (m y / ybar), the EM numerator */
+
+/* grad = the gradient of L_k at x: G^T A^T (m y / ybar) - s_k, s_k the sensitivity subset k uses (divided by S when
+ * one serves all; sproj_recon_sensitivity), or with SPROJ_GRADIENT_ADD_SENSITIVITY the first term alone (STIR's
+ * "gradient plus sensitivity", from which OSMAPOSL makes its update). grad's previous values are replaced.
+ * Asynchronous: sync grad (sproj_image_sync) to read it on the host. */
+SPROJ_API int sproj_recon_gradient(sproj_recon *recon, int subset, sproj_image *x, sproj_image *grad, int flags);
+
+/* Flags of sproj_recon_hessian_times. */
+#define SPROJ_HESSIAN_APPROXIMATE 1 /* ybar taken as the data y (STIR's "approximate sub-Hessian"; x not used) */
+
+/* out = the Hessian of -L_k at x times the image v (positive semi-definite):
+ *   G^T A^T (m^2 y / ybar^2 * A G v),
+ * or with SPROJ_HESSIAN_APPROXIMATE G^T A^T (m^2 / y * A G v) (0 where y = 0, or max_ratio there when it is set;
+ * x may be NULL). STIR's sub-Hessian products are -out. out's previous values are replaced. The exact product keeps
+ * a second vector of the data's shape resident, made at its first call. Asynchronous, as sproj_recon_gradient. */
+SPROJ_API int sproj_recon_hessian_times(sproj_recon *recon, int subset, sproj_image *x, sproj_image *v, sproj_image *out,
+                                        int flags);
+
+/* *nll = -L_k(x) (as sproj_recon_objective: sum of ybar - y log ybar over subset k's LORs, in double, the same
+ * whatever ran where), or over every subset with subset = -1. Listmode objectives are of the whole set only (a
+ * subset's share of the sensitivity LORs' background is not known): INVALID for subset >= 0. Waits. */
+SPROJ_API int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x, double *nll);
 
 
 /* ---- simulation ---------------------------------------------------------------------------------------- */

@@ -309,6 +309,12 @@ void scene_run_lm(const struct scene *s, int tof, int S, int per_subset, const f
 void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data,
                      const float *fwhm, int S)
 {
+  scene_osem_open_capped(o, s, tof, x, data, fwhm, S, 0.0f);
+}
+
+void scene_osem_open_capped(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data,
+                            const float *fwhm, int S, float max_ratio)
+{
   o->tof = NULL;
   ck_assert_int_eq(sproj_lors_register(&o->lors, s->xs, s->xe, s->nlors), SPROJ_OK);
   ck_assert_int_eq(scene_views(s, o->lors, &o->views), SPROJ_OK);
@@ -324,6 +330,7 @@ void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float
   cfg.data = o->y;
   cfg.chunks = o->views;
   cfg.num_subsets = S;
+  cfg.max_ratio = max_ratio;
   EXPECT(sproj_recon_create(&o->r, o->img, &cfg), SPROJ_OK);
 }
 void scene_osem_close(struct scene_osem *o)

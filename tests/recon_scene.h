@@ -72,6 +72,9 @@ struct scene_osem {
 };
 void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data, const float *fwhm,
                      int S);
+/* The same with the configuration's max_ratio (sproj_recon_config). */
+void scene_osem_open_capped(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data,
+                            const float *fwhm, int S, float max_ratio);
 void scene_osem_close(struct scene_osem *o);
 
 /* Sinogram reconstruction of data (non-TOF; TOF with tof = 1; tof = 2: TOF with the background given per LOR,

@@ -9,22 +9,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-#include "../core/internal.h"
-#include "em_nll.h"
-#include "gauss3d.h"
+#include "recon_internal.h"
 
 /* ---- models ------------------------------------------------------------------------------------------- */
-struct sproj_model {
-  sproj_lors *lors;
-  const sproj_tof *tof;
-  int lm;                       /* TOF listmode: events with bins and a TOF parameter set */
-  int num_values;               /* values per LOR of the data and the background: TOF bins of a TOF sinogram, else 1 */
-  int add_per_lor;              /* the background holds one value per LOR, spread evenly over its num_values bins */
-  const float *mult_host, *add_host;
-  struct sproj_vec *mult, *add; /* read-only per-LOR vectors (NULL when absent) */
-  float fwhm[3];
-  int users;                    /* reconstructions using the model (atomic) */
-};
 
 /* Index of the first value of v[first .. end) that is NaN / infinite (*bad_kind 0) or negative (*bad_kind 1), or -1. */
 static int64_t first_bad_in(const float *v, int64_t first, int64_t end, int *bad_kind)
@@ -232,7 +219,7 @@ int sproj_image_blur(sproj_image *dst, sproj_image *src, const float fwhm_mm[3])
 }
 
 /* Forward (back = 0) or back projection of a list of chunks with the model's projector. */
-static int model_project(const sproj_model *md, int back, sproj_image *img, sproj_proj *p, const sproj_chunks *ch,
+int recon_model_project(const sproj_model *md, int back, sproj_image *img, sproj_proj *p, const sproj_chunks *ch,
                          const int *list, int num)
 {
   int ret;
@@ -249,32 +236,7 @@ static int model_project(const sproj_model *md, int back, sproj_image *img, spro
 }
 
 /* ---- reconstructions ------------------------------------------------------------------------------------ */
-/* Lists of chunks: list k is idx[start[k] .. start[k+1]). */
-struct chunk_lists {
-  int num;
-  int *start, *idx;
-};
 
-struct sproj_recon {
-  sproj_image *x;
-  sproj_model *model, *sens_model;
-  sproj_proj *data;              /* NULL: listmode (y = 1) */
-  const sproj_chunks *chunks;
-  struct chunk_lists subsets;
-  sproj_proj *p;                 /* forward values, then ratios: stay where the tasks run */
-  float *p_host;                 /* p's host buffer */
-  sproj_image *xb, *bp;          /* blurred image (later the blurred back projection), back projection */
-  starpu_data_handle_t scratch;  /* the blur's intermediate */
-  int blur;
-  struct sproj_gauss_arg gauss;
-  int num_sens;
-  sproj_image **sens;            /* one per subset, or one for all */
-  float sens_factor;             /* 1, or 1/S when one sensitivity serves S subsets */
-  double sens_background;        /* sum of the sensitivity model's background (listmode only: its objective) */
-  int iterations;
-  int objective;
-  struct sproj_recon_hook hook;  /* distributed layer: reduction of each back projection (reduce NULL: none) */
-};
 
 void sproj_recon_config_init(struct sproj_recon_config *cfg)
 {
@@ -284,7 +246,7 @@ void sproj_recon_config_init(struct sproj_recon_config *cfg)
   cfg->num_subsets = 1;
 }
 
-static void lists_free(struct chunk_lists *l)
+void recon_lists_free(struct chunk_lists *l)
 {
   free(l->start);
   free(l->idx);
@@ -336,7 +298,7 @@ static int lists_make(const char *func, const char *what, const sproj_chunks *ch
   out->start = malloc((S + 1) * sizeof *out->start);
   out->idx = malloc(total * sizeof *out->idx);
   if (!out->start || !out->idx) {
-    lists_free(out);
+    recon_lists_free(out);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   int pos = 0;
@@ -356,7 +318,7 @@ static int lists_make(const char *func, const char *what, const sproj_chunks *ch
 
 /* An image like x that lives only where tasks put it (no host buffer until one is asked for); sproj_image_drop
  * drops it after the tasks using it, without bringing it home. */
-static int temp_image(const char *func, sproj_image **out, const sproj_image *like)
+int recon_temp_image(const char *func, sproj_image **out, const sproj_image *like)
 {
   const struct sproj_geom *g = &like->geom;
   uint32_t nvox = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
@@ -373,7 +335,7 @@ static int temp_image(const char *func, sproj_image **out, const sproj_image *li
 
 /* A projection vector of the model's shape. It has a host buffer (values_out, to free after unregistering) only so
  * that StarPU can gather its pieces there when the objective asks for it; the tasks never need it. */
-static int temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md)
+int recon_temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md)
 {
   size_t nval = (size_t)md->lors->num_lors * (size_t)md->num_values;
   float *values = malloc(nval * sizeof *values);
@@ -390,24 +352,24 @@ static int temp_proj(const char *func, sproj_proj **out, float **values_out, con
 }
 
 /* ---- task submission ---- */
-static int insert_status(int starpu_ret)
+int recon_insert_status(int starpu_ret)
 {
   return starpu_ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
-static int submit_zero(starpu_data_handle_t h)
+int recon_submit_zero(starpu_data_handle_t h)
 {
-  return insert_status(starpu_task_insert(&sproj_image_zero_cl, STARPU_W, h, STARPU_EXECUTE_WHERE,
+  return recon_insert_status(starpu_task_insert(&sproj_image_zero_cl, STARPU_W, h, STARPU_EXECUTE_WHERE,
                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
 }
 
-static int submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_handle_t out)
+int recon_submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_handle_t out)
 {
   struct sproj_gauss_arg *arg = malloc(sizeof *arg);
   if (!arg)
     return SPROJ_ERR_NOMEM;
   *arg = r->gauss;
-  return insert_status(starpu_task_insert(&sproj_gauss3d_cl, STARPU_R, in, STARPU_W, out, STARPU_SCRATCH, r->scratch,
+  return recon_insert_status(starpu_task_insert(&sproj_gauss3d_cl, STARPU_R, in, STARPU_W, out, STARPU_SCRATCH, r->scratch,
                                           STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
 }
@@ -418,19 +380,13 @@ static int submit_update(sproj_recon *r, starpu_data_handle_t corr, starpu_data_
   if (!arg)
     return SPROJ_ERR_NOMEM;
   arg->sens_factor = r->sens_factor;
-  return insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, r->x->handle, STARPU_R, corr, STARPU_R, sens,
+  return recon_insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, r->x->handle, STARPU_R, corr, STARPU_R, sens,
                                           STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
 }
 
-#define RATIO_MAX_BUFFERS 4
+#define RATIO_MAX_BUFFERS 5
 
-/* The partial sums of objective tasks: one StarPU vector of SPROJ_NLL_PARTIALS doubles per task, on the host. */
-struct nll_sums {
-  int num, cap;
-  starpu_data_handle_t *handle;
-  double **part;
-};
 
 static int nll_sums_add(struct nll_sums *s, starpu_data_handle_t *h)
 {
@@ -456,7 +412,7 @@ static int nll_sums_add(struct nll_sums *s, starpu_data_handle_t *h)
 }
 
 /* Waits for the objective tasks and returns the sum of their partial sums, added in order; frees them. */
-static double nll_sums_finish(struct nll_sums *s)
+double recon_nll_sums_finish(struct nll_sums *s)
 {
   double sum = 0.0;
   for (int t = 0; t < s->num; t++) {
@@ -492,21 +448,23 @@ static int ratio_task(const sproj_chunks *ch, struct starpu_data_descr *descr, s
   /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
   unsigned nwords = 0;
   const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
-  return insert_status(starpu_task_insert(nll ? &sproj_em_nll_cl : &sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a,
+  return recon_insert_status(starpu_task_insert(nll ? &sproj_em_nll_cl : &sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a,
                                           STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
                                           STARPU_TASK_WORKERIDS, nwords, workers, 0));
 }
 
-/* Ratio tasks over the pieces of one list of chunks, grouped by the rule of projection tasks (sproj_task_full), so
- * that each covers the pieces of one forward task and runs where it ran; or, with nll, objective tasks
- * over the same buffers (read only), each adding its partial sums to nll. */
-static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sums *nll)
+/* Ratio tasks (kind, enum sproj_ratio_kind) over the pieces of one list of chunks, grouped by the rule of projection
+ * tasks (sproj_task_full), so that each covers the pieces of one forward task and runs where it ran; or, with nll,
+ * objective tasks over the same buffers (read only), each adding its partial sums to nll. The Hessian reads r->px
+ * beside r->p; its approximation needs no background. */
+int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struct nll_sums *nll)
 {
   const sproj_chunks *ch = r->chunks;
   const sproj_model *md = r->model;
-  starpu_data_handle_t *pc, *yc = NULL, *mc = NULL, *ac = NULL;
-  if ((md->mult && sproj_vec_children(md->mult, ch, &mc)) || (md->add && sproj_vec_children(md->add, ch, &ac)))
+  int with_a = md->add != NULL && kind != SPROJ_RATIO_APPROX_HESSIAN;
+  starpu_data_handle_t *pc, *xc = NULL, *yc = NULL, *mc = NULL, *ac = NULL;
+  if ((md->mult && sproj_vec_children(md->mult, ch, &mc)) || (with_a && sproj_vec_children(md->add, ch, &ac)))
     return SPROJ_ERR_NOMEM;
   struct starpu_data_descr *descr = malloc((RATIO_MAX_BUFFERS * SPROJ_MAX_PIECES + 1) * sizeof *descr);
   if (!descr)
@@ -515,15 +473,20 @@ static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sum
   for (int i = 0; i < num; i++)
     total += ch->count[list[i]];
   int64_t target = sproj_task_target(total);
-  struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, md->add != NULL, md->add_per_lor};
+  struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, with_a, md->add_per_lor, kind,
+                                r->max_ratio};
   int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0;
   int64_t lors = 0;
+  sproj_proj *px = kind == SPROJ_RATIO_HESSIAN ? r->px : NULL;
 
-  /* the partitions of written vectors change with the chunking in use: hold their locks (p before the data) */
+  /* the partitions of written vectors change with the chunking in use: hold their locks (p, px, then the data) */
   pthread_mutex_lock(&r->p->vec.lock);
+  if (px)
+    pthread_mutex_lock(&px->vec.lock);
   if (r->data)
     pthread_mutex_lock(&r->data->vec.lock);
-  if (sproj_vec_children_locked(&r->p->vec, ch, &pc) || (r->data && sproj_vec_children_locked(&r->data->vec, ch, &yc)))
+  if (sproj_vec_children_locked(&r->p->vec, ch, &pc) || (px && sproj_vec_children_locked(&px->vec, ch, &xc)) ||
+      (r->data && sproj_vec_children_locked(&r->data->vec, ch, &yc)))
     ret = SPROJ_ERR_NOMEM;
   for (int i = 0; i < num && !ret; i++) {
     for (int q = ch->piece_start[list[i]]; q < ch->piece_start[list[i] + 1] && !ret; q++) {
@@ -537,6 +500,8 @@ static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sum
       struct starpu_data_descr *d = descr + bpp * arg.npieces;
       int k = 0;
       d[k++] = (struct starpu_data_descr){.handle = pc[q], .mode = nll ? STARPU_R : STARPU_RW};
+      if (xc)
+        d[k++] = (struct starpu_data_descr){.handle = xc[q], .mode = STARPU_R};
       if (yc)
         d[k++] = (struct starpu_data_descr){.handle = yc[q], .mode = STARPU_R};
       if (mc)
@@ -551,6 +516,8 @@ static int submit_ratio(sproj_recon *r, const int *list, int num, struct nll_sum
     ret = ratio_task(ch, descr, &arg, bpp, first, nll);
   if (r->data)
     pthread_mutex_unlock(&r->data->vec.lock);
+  if (px)
+    pthread_mutex_unlock(&px->vec.lock);
   pthread_mutex_unlock(&r->p->vec.lock);
   free(descr);
   return ret;
@@ -603,7 +570,7 @@ static int submit_sim(const char *func, const sproj_model *md, sproj_proj *data,
       }
       unsigned nwords = 0;
       const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
-      ret = insert_status(starpu_task_insert(partials ? &sproj_sim_sum_cl : &sproj_sim_draw_cl, STARPU_CL_ARGS, a,
+      ret = recon_insert_status(starpu_task_insert(partials ? &sproj_sim_sum_cl : &sproj_sim_draw_cl, STARPU_CL_ARGS, a,
                                              sizeof *a, STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
                                              (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
                                              STARPU_TASK_WORKERIDS, nwords, workers, 0));
@@ -669,7 +636,7 @@ int sproj_model_expected(const sproj_model *model, sproj_image *img, sproj_proj 
   int blur = gauss.radius[0] > 0 || gauss.radius[1] > 0 || gauss.radius[2] > 0;
   sproj_image *src = img, *blurred = NULL;
   if (blur) {
-    if ((ret = temp_image(__func__, &blurred, img)))
+    if ((ret = recon_temp_image(__func__, &blurred, img)))
       return ret;
     if ((ret = sproj_image_blur(blurred, img, model->fwhm))) {
       sproj_image_drop(blurred);
@@ -684,7 +651,7 @@ int sproj_model_expected(const sproj_model *model, sproj_image *img, sproj_proj 
   }
   for (int c = 0; c < chunks->num_chunks; c++)
     list[c] = c;
-  ret = model_project(model, 0, src, out, chunks, list, chunks->num_chunks);
+  ret = recon_model_project(model, 0, src, out, chunks, list, chunks->num_chunks);
   free(list);
   sproj_image_drop(blurred); /* after the projections, which it waits for */
   if (ret)
@@ -695,7 +662,7 @@ int sproj_model_expected(const sproj_model *model, sproj_image *img, sproj_proj 
   struct nll_sums partials = {0};
   struct sproj_sim_arg proto = {.num_bins = model->num_values, .a_per_lor = model->add_per_lor};
   ret = submit_sim(__func__, model, out, chunks, &proto, NULL, &partials);
-  double sum = nll_sums_finish(&partials); /* waits for the tasks submitted */
+  double sum = recon_nll_sums_finish(&partials); /* waits for the tasks submitted */
   if (ret)
     return ret;
   *trues = sum;
@@ -770,7 +737,7 @@ static int emit_bins(const char *func, const sproj_model *md, sproj_proj *data, 
     *a = (struct sproj_emit_arg){1, md->num_values};
     unsigned nwords = 0;
     const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, (int)q, &nwords);
-    ret = insert_status(starpu_task_insert(&sproj_sim_emit_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_R, dc[q], STARPU_R,
+    ret = recon_insert_status(starpu_task_insert(&sproj_sim_emit_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_R, dc[q], STARPU_R,
                                            oc[q], STARPU_W, out[q], STARPU_EXECUTE_WHERE,
                                            (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
                                            STARPU_TASK_WORKERIDS, nwords, workers, 0));
@@ -1016,14 +983,13 @@ done:
   return ret;
 }
 
-/* The blurred image to project: x itself without a resolution model. */
-static int submit_blurred_x(sproj_recon *r, sproj_image **src)
+int recon_submit_blurred(sproj_recon *r, sproj_image *x, sproj_image **src)
 {
-  *src = r->x;
+  *src = x;
   if (!r->blur)
     return SPROJ_OK;
   *src = r->xb;
-  return submit_gauss(r, r->x->handle, r->xb->handle);
+  return recon_submit_gauss(r, x->handle, r->xb->handle);
 }
 
 /* One OS-EM update: blur, forward, ratio, zero, back, blur, update, all as tasks. */
@@ -1032,14 +998,14 @@ static int submit_subset(sproj_recon *r, int k)
   const int *list = r->subsets.idx + r->subsets.start[k];
   int num = r->subsets.start[k + 1] - r->subsets.start[k], ret;
   sproj_image *src, *corr = r->bp;
-  if ((ret = submit_blurred_x(r, &src)) || (ret = model_project(r->model, 0, src, r->p, r->chunks, list, num)) ||
-      (ret = submit_ratio(r, list, num, NULL)) || (ret = submit_zero(r->bp->handle)) ||
-      (ret = model_project(r->model, 1, r->bp, r->p, r->chunks, list, num)) ||
+  if ((ret = recon_submit_blurred(r, r->x, &src)) || (ret = recon_model_project(r->model, 0, src, r->p, r->chunks, list, num)) ||
+      (ret = recon_submit_terms(r, list, num, SPROJ_RATIO_EM, NULL)) || (ret = recon_submit_zero(r->bp->handle)) ||
+      (ret = recon_model_project(r->model, 1, r->bp, r->p, r->chunks, list, num)) ||
       (r->hook.reduce && (ret = r->hook.reduce(r->hook.user, r->bp))))
     return ret;
   if (r->blur) {
     corr = r->xb;
-    if ((ret = submit_gauss(r, r->bp->handle, r->xb->handle)))
+    if ((ret = recon_submit_gauss(r, r->bp->handle, r->xb->handle)))
       return ret;
   }
   return submit_update(r, corr->handle, r->sens[r->num_sens == 1 ? 0 : k]->handle);
@@ -1164,12 +1130,12 @@ static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chun
   }
   r->num_sens = num;
   for (int k = 0; k < num && !ret; k++) {
-    if ((ret = temp_image(func, &r->sens[k], r->x)))
+    if ((ret = recon_temp_image(func, &r->sens[k], r->x)))
       break;
     sproj_image *into = r->blur ? r->bp : r->sens[k];
     const int *list = l ? l->idx + l->start[k] : NULL;
     int len = l ? l->start[k + 1] - l->start[k] : 0;
-    if ((ret = submit_zero(into->handle)))
+    if ((ret = recon_submit_zero(into->handle)))
       break;
     ret = l ? sproj_back_chunks(into, pm, ch, list, len) : sproj_back(into, pm, NULL, SPROJ_ALL_CHUNKS);
     if (!ret)
@@ -1177,7 +1143,7 @@ static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chun
     if (!ret && r->hook.reduce)
       ret = r->hook.reduce(r->hook.user, into);
     if (!ret && r->blur)
-      ret = submit_gauss(r, r->bp->handle, r->sens[k]->handle);
+      ret = recon_submit_gauss(r, r->bp->handle, r->sens[k]->handle);
   }
   sproj_proj_unregister(pm); /* waits for the back projections reading it */
   free(m);
@@ -1195,15 +1161,19 @@ static void recon_free(sproj_recon *r)
   sproj_image_drop(r->bp);
   if (r->scratch)
     starpu_data_unregister_no_coherency(r->scratch);
-  if (r->p) {
-    /* the forward values stay where they were computed: nothing reads them on the host */
+  /* the forward values stay where they were computed: nothing reads them on the host */
+  sproj_proj *temps[2] = {r->p, r->px};
+  for (int t = 0; t < 2; t++) {
+    if (!temps[t])
+      continue;
     sproj_flush_held();
-    sproj_vec_discard(&r->p->vec);
-    free(r->p);
+    sproj_vec_discard(&temps[t]->vec);
+    free(temps[t]);
     sproj_count_object(-1);
   }
   free(r->p_host);
-  lists_free(&r->subsets);
+  free(r->px_host);
+  recon_lists_free(&r->subsets);
   if (r->model)
     __atomic_sub_fetch(&r->model->users, 1, __ATOMIC_RELAXED);
   if (r->sens_model)
@@ -1237,6 +1207,10 @@ static int check_config(const char *func, sproj_image *x, const struct sproj_rec
     return sproj_fail(SPROJ_ERR_MISMATCH, func, "the sensitivity chunking belongs to another LOR set");
   if (!c->sens_chunks && (c->sens_subset_chunks || c->sens_subset_sizes))
     return sproj_fail(SPROJ_ERR_NULL, func, "sensitivity subsets need cfg->sens_chunks");
+  if (!isfinite(c->max_ratio))
+    return sproj_fail(SPROJ_ERR_NONFINITE, func, "cfg->max_ratio is not finite");
+  if (c->max_ratio < 0.0f)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->max_ratio %g is negative (0: no cap)", c->max_ratio);
   return SPROJ_OK;
 }
 
@@ -1263,7 +1237,7 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     return ret;
   if (sens_chunks && (ret = lists_make(func, "sensitivity subsets", sens_chunks, cfg->num_subsets,
                                        cfg->sens_subset_chunks, cfg->sens_subset_sizes, &sens_lists))) {
-    lists_free(&subsets);
+    recon_lists_free(&subsets);
     return ret;
   }
   /* the values, on the host, once */
@@ -1277,15 +1251,15 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     pthread_mutex_unlock(&cfg->data->vec.lock);
   }
   if (ret) {
-    lists_free(&subsets);
-    lists_free(&sens_lists);
+    recon_lists_free(&subsets);
+    recon_lists_free(&sens_lists);
     return ret;
   }
 
   sproj_recon *r = calloc(1, sizeof *r);
   if (!r) {
-    lists_free(&subsets);
-    lists_free(&sens_lists);
+    recon_lists_free(&subsets);
+    recon_lists_free(&sens_lists);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   r->x = x;
@@ -1299,11 +1273,12 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
   r->gauss = gauss;
   r->blur = gauss.radius[0] > 0 || gauss.radius[1] > 0 || gauss.radius[2] > 0;
   r->objective = cfg->objective != 0;
+  r->max_ratio = cfg->max_ratio;
   r->sens_factor = 1.0f;
   if (hook)
     r->hook = *hook;
-  if ((ret = temp_proj(func, &r->p, &r->p_host, r->model)) || (ret = temp_image(func, &r->bp, x)) ||
-      (r->blur && (ret = temp_image(func, &r->xb, x))))
+  if ((ret = recon_temp_proj(func, &r->p, &r->p_host, r->model)) || (ret = recon_temp_image(func, &r->bp, x)) ||
+      (r->blur && (ret = recon_temp_image(func, &r->xb, x))))
     goto fail;
   if (r->blur)
     starpu_vector_data_register(&r->scratch, -1, 0, (uint32_t)nvox, sizeof(float));
@@ -1328,11 +1303,11 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     for (int64_t i = 0; i < n; i++)
       r->sens_background += a[i];
   }
-  lists_free(&sens_lists);
+  recon_lists_free(&sens_lists);
   *recon = r;
   return SPROJ_OK;
 fail:
-  lists_free(&sens_lists);
+  recon_lists_free(&sens_lists);
   recon_free(r);
   return ret;
 }
@@ -1362,13 +1337,13 @@ static double seconds_now(void)
 }
 
 /* <sum of the sensitivities, x> on the host: the expected total of the sensitivity LORs, less their background. */
-static int sens_dot_x(const char *func, sproj_recon *r, double *dot)
+int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *img, double *dot)
 {
-  const struct sproj_geom *g = &r->x->geom;
+  const struct sproj_geom *g = &img->geom;
   size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
-  if (starpu_data_acquire_on_node(r->x->handle, STARPU_MAIN_RAM, STARPU_R) != 0)
+  if (starpu_data_acquire_on_node(img->handle, STARPU_MAIN_RAM, STARPU_R) != 0)
     return sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
-  const float *x = (const float *)starpu_vector_get_local_ptr(r->x->handle);
+  const float *x = (const float *)starpu_vector_get_local_ptr(img->handle);
   double sum = 0.0;
   int ret = SPROJ_OK;
   for (int k = 0; k < r->num_sens && !ret; k++) {
@@ -1381,33 +1356,9 @@ static int sens_dot_x(const char *func, sproj_recon *r, double *dot)
       sum += (double)s[v] * x[v];
     starpu_data_release_on_node(r->sens[k]->handle, STARPU_MAIN_RAM);
   }
-  starpu_data_release_on_node(r->x->handle, STARPU_MAIN_RAM);
+  starpu_data_release_on_node(img->handle, STARPU_MAIN_RAM);
   *dot = sum;
   return ret;
-}
-
-/* The Poisson objective at x: objective tasks where the expected values are (em_nll.h), their partial sums added on
- * the host; listmode adds <s, x> and the sensitivity model's background. */
-static int objective(const char *func, sproj_recon *r, double *nll)
-{
-  sproj_image *src;
-  struct nll_sums sums = {0};
-  int ret;
-  if ((ret = submit_blurred_x(r, &src)) ||
-      (ret = model_project(r->model, 0, src, r->p, r->chunks, r->subsets.idx, r->subsets.start[r->subsets.num])))
-    return ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM ? sproj_fail(ret, func, "could not submit") : ret;
-  ret = submit_ratio(r, r->subsets.idx, r->subsets.start[r->subsets.num], &sums);
-  double sum = nll_sums_finish(&sums);
-  if (ret)
-    return sproj_fail(ret, func, "could not submit");
-  if (!r->data) {
-    double dot = 0.0;
-    if ((ret = sens_dot_x(func, r, &dot)))
-      return ret;
-    sum += dot + r->sens_background;
-  }
-  *nll = sum;
-  return SPROJ_OK;
 }
 
 int sproj_recon_objective(sproj_recon *recon, double *nll)
@@ -1417,7 +1368,7 @@ int sproj_recon_objective(sproj_recon *recon, double *nll)
     return ret;
   if (!recon || !nll)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "recon and nll must not be NULL");
-  return objective(__func__, recon, nll);
+  return recon_nll(__func__, recon, recon->x, -1, nll);
 }
 
 int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_callback callback, void *user)
@@ -1439,7 +1390,7 @@ int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_call
     if (!callback)
       continue;
     struct sproj_recon_progress pr = {recon->iterations, recon->subsets.num, 0.0, recon->objective, 0.0};
-    if (recon->objective && (ret = objective(__func__, recon, &pr.objective)))
+    if (recon->objective && (ret = recon_nll(__func__, recon, recon->x, -1, &pr.objective)))
       return ret;
     if ((ret = sproj_image_sync(recon->x, SPROJ_SYNC_READ)))
       return ret;

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* objective.c: the Poisson log-likelihood of a reconstruction's subsets at any image, its gradient and its Hessian
+ * products, as task graphs on the reconstruction's resident data (for frameworks that run their own algorithms). */
+#include "config.h"
+#include <math.h>
+#include <stdlib.h>
+#include "recon_internal.h"
+
+static int same_geometry(const struct sproj_geom *a, const struct sproj_geom *b)
+{
+  for (int d = 0; d < 3; d++)
+    if (a->n[d] != b->n[d] || a->voxel_size[d] != b->voxel_size[d] || a->origin[d] != b->origin[d])
+      return 0;
+  return 1;
+}
+
+/* Checks the common arguments: the images (NULL entries skipped) have the reconstruction's geometry and are
+ * distinct, and the subset is one of the reconstruction's (or -1 where allowed). */
+static int check_call(const char *func, sproj_recon *r, int subset, int allow_all, sproj_image *const *img,
+                      const char *const *name, int num)
+{
+  int ret = sproj_check_init_flush(func);
+  if (ret)
+    return ret;
+  if (!r)
+    return sproj_fail(SPROJ_ERR_NULL, func, "recon must not be NULL");
+  if (subset < (allow_all ? -1 : 0) || subset >= r->subsets.num)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "subset %d: the reconstruction has subsets 0 .. %d%s", subset,
+                      r->subsets.num - 1, allow_all ? " (or -1: all)" : "");
+  for (int i = 0; i < num; i++) {
+    if (!img[i])
+      continue;
+    if (!same_geometry(&img[i]->geom, &r->x->geom))
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "%s has another geometry than the reconstruction's image", name[i]);
+    for (int j = 0; j < i; j++)
+      if (img[j] == img[i])
+        return sproj_fail(SPROJ_ERR_INVALID, func, "%s and %s are the same image", name[j], name[i]);
+  }
+  return SPROJ_OK;
+}
+
+/* Subset k's chunks (k = -1: every subset's). */
+static void subset_list(const sproj_recon *r, int k, const int **list, int *num)
+{
+  int first = k < 0 ? 0 : r->subsets.start[k], end = k < 0 ? r->subsets.start[r->subsets.num] : r->subsets.start[k + 1];
+  *list = r->subsets.idx + first;
+  *num = end - first;
+}
+
+static int submit_status(const char *func, int ret)
+{
+  if (ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM)
+    return sproj_fail(ret, func, "could not submit");
+  return ret;
+}
+
+/* out = G^T A^T (the values r->p now hold), over subset k's chunks: back projected into a zeroed image, summed over the
+ * ranks of a distributed reconstruction, then blurred. */
+static int submit_back_terms(sproj_recon *r, const int *list, int num, sproj_image *out)
+{
+  sproj_image *into = r->blur ? r->bp : out;
+  int ret;
+  if ((ret = recon_submit_zero(into->handle)) || (ret = recon_model_project(r->model, 1, into, r->p, r->chunks, list, num)) ||
+      (r->hook.reduce && (ret = r->hook.reduce(r->hook.user, into))))
+    return ret;
+  return r->blur ? recon_submit_gauss(r, r->bp->handle, out->handle) : SPROJ_OK;
+}
+
+/* The forward projection of G img over subset k into p. */
+static int submit_forward(sproj_recon *r, sproj_image *img, sproj_proj *p, const int *list, int num)
+{
+  sproj_image *src;
+  int ret = recon_submit_blurred(r, img, &src);
+  return ret ? ret : recon_model_project(r->model, 0, src, p, r->chunks, list, num);
+}
+
+int sproj_recon_gradient(sproj_recon *recon, int subset, sproj_image *x, sproj_image *grad, int flags)
+{
+  sproj_image *img[2] = {x, grad};
+  static const char *const name[2] = {"x", "grad"};
+  int ret = check_call(__func__, recon, subset, 0, img, name, 2);
+  if (ret)
+    return ret;
+  if (!x || !grad)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "x and grad must not be NULL");
+  if (flags & ~SPROJ_GRADIENT_ADD_SENSITIVITY)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown flags 0x%x", (unsigned)flags);
+  const int *list;
+  int num;
+  subset_list(recon, subset, &list, &num);
+  if ((ret = submit_forward(recon, x, recon->p, list, num)) ||
+      (ret = recon_submit_terms(recon, list, num, SPROJ_RATIO_EM, NULL)) ||
+      (ret = submit_back_terms(recon, list, num, grad)))
+    return submit_status(__func__, ret);
+  if (flags & SPROJ_GRADIENT_ADD_SENSITIVITY)
+    return SPROJ_OK;
+  struct sproj_axpy_arg *arg = malloc(sizeof *arg);
+  if (!arg)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  arg->alpha = -recon->sens_factor;
+  sproj_image *sens = recon->sens[recon->num_sens == 1 ? 0 : subset];
+  ret = recon_insert_status(starpu_task_insert(&sproj_image_axpy_cl, STARPU_RW, grad->handle, STARPU_R, sens->handle,
+                                               STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
+                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+  return submit_status(__func__, ret);
+}
+
+int sproj_recon_hessian_times(sproj_recon *recon, int subset, sproj_image *x, sproj_image *v, sproj_image *out, int flags)
+{
+  int approximate = (flags & SPROJ_HESSIAN_APPROXIMATE) != 0;
+  sproj_image *img[3] = {approximate ? NULL : x, v, out};
+  static const char *const name[3] = {"x", "v", "out"};
+  int ret = check_call(__func__, recon, subset, 0, img, name, 3);
+  if (ret)
+    return ret;
+  if ((!approximate && !x) || !v || !out)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "v, out and (unless approximate) x must not be NULL");
+  if (flags & ~SPROJ_HESSIAN_APPROXIMATE)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown flags 0x%x", (unsigned)flags);
+  if (!approximate && !recon->px && (ret = recon_temp_proj(__func__, &recon->px, &recon->px_host, recon->model)))
+    return ret;
+  const int *list;
+  int num;
+  subset_list(recon, subset, &list, &num);
+  if ((!approximate && (ret = submit_forward(recon, x, recon->px, list, num))) ||
+      (ret = submit_forward(recon, v, recon->p, list, num)) ||
+      (ret = recon_submit_terms(recon, list, num, approximate ? SPROJ_RATIO_APPROX_HESSIAN : SPROJ_RATIO_HESSIAN,
+                                NULL)) ||
+      (ret = submit_back_terms(recon, list, num, out)))
+    return submit_status(__func__, ret);
+  return SPROJ_OK;
+}
+
+/* The Poisson objective at x: objective tasks where the expected values are (em_nll.h), their partial sums added on
+ * the host; listmode adds <s, x> and the sensitivity model's background. */
+int recon_nll(const char *func, sproj_recon *r, sproj_image *x, int subset, double *nll)
+{
+  const int *list;
+  int num, ret;
+  struct nll_sums sums = {0};
+  subset_list(r, subset, &list, &num);
+  if ((ret = submit_forward(r, x, r->p, list, num)))
+    return submit_status(func, ret);
+  ret = recon_submit_terms(r, list, num, SPROJ_RATIO_EM, &sums);
+  double sum = recon_nll_sums_finish(&sums);
+  if (ret)
+    return submit_status(func, ret);
+  if (!r->data) {
+    double dot = 0.0;
+    if ((ret = recon_sens_dot(func, r, x, &dot)))
+      return ret;
+    sum += dot + r->sens_background;
+  }
+  *nll = sum;
+  return SPROJ_OK;
+}
+
+int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x, double *nll)
+{
+  sproj_image *img[1] = {x};
+  static const char *const name[1] = {"x"};
+  int ret = check_call(__func__, recon, subset, 1, img, name, 1);
+  if (ret)
+    return ret;
+  if (!x || !nll)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "x and nll must not be NULL");
+  if (!recon->data && subset >= 0)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "a listmode objective is of every subset (subset -1), not of subset %d", subset);
+  return recon_nll(__func__, recon, x, subset, nll);
+}

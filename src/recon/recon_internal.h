@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* recon_internal.h: what the reconstruction's files share inside libstarproj: the model and reconstruction objects
+ * and the task submissions that the OS-EM iterations (recon.c) and the objective function's pieces (objective.c)
+ * both build on. */
+#ifndef SPROJ_RECON_INTERNAL_H
+#define SPROJ_RECON_INTERNAL_H
+
+#include "../core/internal.h"
+#include "em_nll.h"
+#include "gauss3d.h"
+
+struct sproj_model {
+  sproj_lors *lors;
+  const sproj_tof *tof;
+  int lm;                       /* TOF listmode: events with bins and a TOF parameter set */
+  int num_values;               /* values per LOR of the data and the background: TOF bins of a TOF sinogram, else 1 */
+  int add_per_lor;              /* the background holds one value per LOR, spread evenly over its num_values bins */
+  const float *mult_host, *add_host;
+  struct sproj_vec *mult, *add; /* read-only per-LOR vectors (NULL when absent) */
+  float fwhm[3];
+  int users;                    /* reconstructions using the model (atomic) */
+};
+
+/* Lists of chunks: list k is idx[start[k] .. start[k+1]). */
+struct chunk_lists {
+  int num;
+  int *start, *idx;
+};
+
+struct sproj_recon {
+  sproj_image *x;
+  sproj_model *model, *sens_model;
+  sproj_proj *data;              /* NULL: listmode (y = 1) */
+  const sproj_chunks *chunks;
+  struct chunk_lists subsets;
+  sproj_proj *p;                 /* forward values, then ratios: stay where the tasks run */
+  float *p_host;                 /* p's host buffer */
+  sproj_image *xb, *bp;          /* blurred image (later the blurred back projection), back projection */
+  starpu_data_handle_t scratch;  /* the blur's intermediate */
+  int blur;
+  struct sproj_gauss_arg gauss;
+  int num_sens;
+  sproj_image **sens;            /* one per subset, or one for all */
+  float sens_factor;             /* 1, or 1/S when one sensitivity serves S subsets */
+  double sens_background;        /* sum of the sensitivity model's background (listmode only: its objective) */
+  float max_ratio;               /* > 0: the data terms' quotients capped there (em_ratio.h); 0: none */
+  sproj_proj *px;                /* the Hessian's forward projection of its image (made on first use) */
+  float *px_host;                /* px's host buffer */
+  int iterations;
+  int objective;
+  struct sproj_recon_hook hook;  /* distributed layer: reduction of each back projection (reduce NULL: none) */
+};
+
+/* The partial sums of objective tasks: one StarPU vector of SPROJ_NLL_PARTIALS doubles per task, on the host. */
+struct nll_sums {
+  int num, cap;
+  starpu_data_handle_t *handle;
+  double **part;
+};
+
+/* Forward (back = 0) or back projection of a list of chunks with the model's projector. */
+int recon_model_project(const sproj_model *md, int back, sproj_image *img, sproj_proj *p, const sproj_chunks *ch,
+                        const int *list, int num);
+void recon_lists_free(struct chunk_lists *l);
+/* An image like `like` that lives only where tasks put it (sproj_image_drop drops it), and a projection vector of the
+ * model's shape with a host buffer (*values_out, freed after unregistering). */
+int recon_temp_image(const char *func, sproj_image **out, const sproj_image *like);
+int recon_temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md);
+/* StarPU's status of a submission as the library's. */
+int recon_insert_status(int starpu_ret);
+/* Tasks on images: zeros, the resolution model's blur (in -> out). */
+int recon_submit_zero(starpu_data_handle_t h);
+int recon_submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_handle_t out);
+/* Data-term tasks over r->p (kind: enum sproj_ratio_kind), or objective tasks adding to nll (kind SPROJ_RATIO_EM). */
+int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struct nll_sums *nll);
+/* Waits for the objective tasks of s and returns the sum of their partial sums, added in order. */
+double recon_nll_sums_finish(struct nll_sums *s);
+/* <sum of the sensitivities, x> on the host (listmode objective). */
+int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *x, double *dot);
+/* The blurred image to project (x itself without a resolution model; else r->xb, written by a blur task). */
+int recon_submit_blurred(sproj_recon *r, sproj_image *x, sproj_image **src);
+/* The Poisson negative log-likelihood of x over subset k (k = -1: every subset). */
+int recon_nll(const char *func, sproj_recon *r, sproj_image *x, int subset, double *nll);
+
+#endif

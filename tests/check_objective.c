@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_objective.c: the objective function's pieces on a reconstruction (subset gradients, Hessian products, subset
+ * objectives) against double-precision references on the host, against each other (finite differences, symmetry,
+ * sums over subsets, one EM update), with STIR's quotient rule, and their bad input. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "recon_scene.h"
+
+#define S 4 /* subsets of the scene's views: subset k = views k, k + S, ... */
+
+static struct scene sc;
+
+/* The scene's data: integer counts of the phantom's expected counts (non-TOF: one value per LOR; TOF: [lor][bin]). */
+static float *make_data(int tof)
+{
+  int64_t nval = sc.nlors * (tof ? sc.tof.num_bins : 1);
+  float *expect = tu_alloc(nval), *data = tu_alloc(nval);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, tof, expect), SPROJ_OK);
+  scene_counts(expect, nval, data);
+  free(expect);
+  return data;
+}
+
+/* An image that is not the phantom, positive everywhere. */
+static float *estimate(void)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *x = tu_alloc(nvox);
+  for (int64_t v = 0; v < nvox; v++)
+    x[v] = 0.5f * sc.truth[v] + 0.2f + 0.01f * (float)(v % 7);
+  return x;
+}
+
+static sproj_image *image(float *v)
+{
+  sproj_image *img;
+  EXPECT(sproj_image_register(&img, v, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+  return img;
+}
+
+static void sync_read(sproj_image *img)
+{
+  EXPECT(sproj_image_sync(img, SPROJ_SYNC_READ), SPROJ_OK);
+}
+
+/* The LORs of subset k, as a list of indices of the scene's LORs. */
+static int64_t subset_lors(int k, int64_t *idx)
+{
+  int64_t n = 0;
+  for (int v = k; v < sc.nviews; v += S)
+    for (int64_t i = 0; i < sc.per_view; i++)
+      idx[n++] = v * sc.per_view + i;
+  return n;
+}
+
+/* Non-TOF, no resolution model, in double on the host with the independent reference projector: the subset's
+ * gradient term G^T A^T (m y / ybar) - A^T m (kind 0), the Hessian product A^T (m^2 y / ybar^2 A v) (kind 1) or its
+ * approximation A^T (m^2 / y A v) (kind 2), and the subset's negative log-likelihood. */
+static double reference(int kind, int k, const float *x, const float *v, const float *y, double *out)
+{
+  int64_t *idx = malloc(sc.nlors * sizeof *idx), n = subset_lors(k, idx), nvox = tu_nvox(&sc.g);
+  float *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *term = tu_alloc(n), *mterm = tu_alloc(n);
+  double *ax = malloc(n * sizeof *ax), *av = malloc(n * sizeof *av), nll = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    for (int d = 0; d < 3; d++) {
+      xs[3 * i + d] = sc.xs[3 * idx[i] + d];
+      xe[3 * i + d] = sc.xe[3 * idx[i] + d];
+    }
+  tu_ref_fwd(x, &sc.g, xs, xe, n, ax);
+  if (v)
+    tu_ref_fwd(v, &sc.g, xs, xe, n, av);
+  for (int64_t i = 0; i < n; i++) {
+    double m = sc.mult[idx[i]], a = sc.add[idx[i]], c = y[idx[i]], ybar = m * ax[i] + a;
+    nll += c > 0.0 ? ybar - c * log(ybar) : ybar;
+    if (kind == 0)
+      term[i] = (float)(m * c / ybar);
+    else if (kind == 1)
+      term[i] = (float)(m * m * c * av[i] / (ybar * ybar));
+    else
+      term[i] = c > 0.0 ? (float)(m * m * av[i] / c) : 0.0f;
+    mterm[i] = -(float)m;
+  }
+  memset(out, 0, nvox * sizeof *out);
+  tu_ref_back(out, &sc.g, xs, xe, term, n);
+  if (kind == 0)
+    tu_ref_back(out, &sc.g, xs, xe, mterm, n);
+  free(idx);
+  free(xs);
+  free(xe);
+  free(term);
+  free(mterm);
+  free(ax);
+  free(av);
+  return nll;
+}
+
+/* Gradient, both Hessian products and the subset objective of a non-TOF sinogram OSEM against the double-precision
+ * references, subset 1 of 4. Tolerance 1e-5 relative L2 (float projections against double ones: the projection tests
+ * find about 1e-7 per LOR; the sums of thousands of float terms stay below 1e-6) and 1e-7 for the objective (its
+ * sum is in double; ybar is a float per value). */
+START_TEST(test_against_reference)
+{
+  const int k = 1;
+  int64_t nvox = tu_nvox(&sc.g);
+  float *data = make_data(0), *x = estimate(), *x0 = scene_copy(x, nvox), *v = tu_alloc(nvox);
+  float *grad = tu_alloc(nvox), *h = tu_alloc(nvox), *ha = tu_alloc(nvox);
+  tu_fill_uniform(v, nvox, 0.0f, 1.0f);
+  double *ref = malloc(nvox * sizeof *ref);
+  struct scene_osem o;
+  scene_osem_open(&o, &sc, 0, x, data, NULL, S);
+  sproj_image *vi = image(v), *gi = image(grad), *hi = image(h), *hai = image(ha);
+
+  EXPECT(sproj_recon_gradient(o.r, k, o.img, gi, 0), SPROJ_OK);
+  EXPECT(sproj_recon_hessian_times(o.r, k, o.img, vi, hi, 0), SPROJ_OK);
+  EXPECT(sproj_recon_hessian_times(o.r, k, NULL, vi, hai, SPROJ_HESSIAN_APPROXIMATE), SPROJ_OK);
+  double nll = 0.0;
+  EXPECT(sproj_recon_subset_objective(o.r, k, o.img, &nll), SPROJ_OK);
+  sync_read(gi);
+  sync_read(hi);
+  sync_read(hai);
+  sync_read(o.img);
+  ck_assert_msg(memcmp(x, x0, nvox * sizeof *x) == 0, "the pieces changed the reconstruction's image");
+
+  double ref_nll = reference(0, k, x, NULL, data, ref), e;
+  printf("subset objective %.12g, reference %.12g\n", nll, ref_nll);
+  ck_assert_msg(fabs(nll - ref_nll) <= 1e-7 * fabs(ref_nll), "objective %.12g, reference %.12g", nll, ref_nll);
+  e = tu_rel_l2_fd(grad, ref, nvox);
+  printf("gradient: relative L2 %.3g against the reference (max |grad| %g)\n", e, tu_max_abs(grad, nvox));
+  ck_assert_msg(tu_max_abs(grad, nvox) > 1.0 && e <= 1e-5, "gradient: relative L2 %g", e);
+  reference(1, k, x, v, data, ref);
+  e = tu_rel_l2_fd(h, ref, nvox);
+  printf("Hessian product: relative L2 %.3g\n", e);
+  ck_assert_msg(tu_max_abs(h, nvox) > 0.0 && e <= 1e-5, "Hessian product: relative L2 %g", e);
+  reference(2, k, x, v, data, ref);
+  e = tu_rel_l2_fd(ha, ref, nvox);
+  printf("approximate Hessian product: relative L2 %.3g\n", e);
+  ck_assert_msg(tu_max_abs(ha, nvox) > 0.0 && e <= 1e-5, "approximate Hessian product: relative L2 %g", e);
+
+  for (sproj_image **i = (sproj_image *[]){vi, gi, hi, hai, NULL}; *i; i++)
+    EXPECT(sproj_image_unregister(*i), SPROJ_OK);
+  scene_osem_close(&o);
+  free(data);
+  free(x);
+  free(x0);
+  free(v);
+  free(grad);
+  free(h);
+  free(ha);
+  free(ref);
+}
+END_TEST
+
+/* The pieces agree with each other, non-TOF (_i = 0) and TOF (_i = 1), both with a resolution model:
+ * - gradient with the sensitivity left in, minus the gradient, is the subset's sensitivity (1e-6: one float
+ *   subtraction per voxel of values of that size);
+ * - the directional derivative of the objective (central difference, h = 1e-3 of the image) equals <grad, d> (2e-3:
+ *   the difference of two sums of float ybar terms);
+ * - the Hessian product is the difference of gradients at x +- h d over 2h (2e-3 relative L2), and symmetric:
+ *   <u, H v> = <v, H u> (1e-5);
+ * - the subsets' objectives add up to the whole one (1e-12: the same partial sums in another grouping). */
+START_TEST(test_consistency)
+{
+  const int tof = _i, k = 2;
+  const float fwhm[3] = {6.0f, 6.0f, 5.0f};
+  int64_t nvox = tu_nvox(&sc.g);
+  float *data = make_data(tof), *x = estimate(), *d = tu_alloc(nvox), *u = tu_alloc(nvox);
+  float *g = tu_alloc(nvox), *gs = tu_alloc(nvox), *sens = tu_alloc(nvox), *xp = tu_alloc(nvox), *xm = tu_alloc(nvox);
+  float *gp = tu_alloc(nvox), *gm = tu_alloc(nvox), *hd = tu_alloc(nvox), *hu = tu_alloc(nvox);
+  tu_fill_uniform(d, nvox, -0.5f, 1.0f);
+  tu_fill_uniform(u, nvox, 0.0f, 1.0f);
+  const float step = 1e-3f;
+  for (int64_t v = 0; v < nvox; v++) {
+    xp[v] = x[v] + step * d[v];
+    xm[v] = x[v] - step * d[v];
+  }
+  struct scene_osem o;
+  scene_osem_open(&o, &sc, tof, x, data, fwhm, S);
+  sproj_image *gi = image(g), *gsi = image(gs), *xpi = image(xp), *xmi = image(xm), *gpi = image(gp), *gmi = image(gm);
+  sproj_image *di = image(d), *ui = image(u), *hdi = image(hd), *hui = image(hu);
+
+  EXPECT(sproj_recon_gradient(o.r, k, o.img, gi, 0), SPROJ_OK);
+  EXPECT(sproj_recon_gradient(o.r, k, o.img, gsi, SPROJ_GRADIENT_ADD_SENSITIVITY), SPROJ_OK);
+  EXPECT(sproj_recon_sensitivity(o.r, k, sens), SPROJ_OK);
+  sync_read(gi);
+  sync_read(gsi);
+  double worst = 0.0, smax = tu_max_abs(sens, nvox);
+  for (int64_t v = 0; v < nvox; v++)
+    worst = fmax(worst, fabs((double)gs[v] - g[v] - sens[v]));
+  printf("%s: gradient + sensitivity - gradient - sensitivity: %.3g of the largest sensitivity %g\n",
+         tof ? "TOF" : "non-TOF", worst / smax, smax);
+  ck_assert_msg(smax > 0.0 && worst <= 1e-6 * smax, "sensitivity term off by %g", worst);
+
+  double lp, lm, l0;
+  EXPECT(sproj_recon_subset_objective(o.r, k, xpi, &lp), SPROJ_OK);
+  EXPECT(sproj_recon_subset_objective(o.r, k, xmi, &lm), SPROJ_OK);
+  EXPECT(sproj_recon_subset_objective(o.r, k, o.img, &l0), SPROJ_OK);
+  /* d/dh of -L at x along d is -<grad, d> */
+  double fd = (lp - lm) / (2.0 * step), dir = -tu_dot_ff(g, d, nvox);
+  printf("directional derivative: difference %.9g, -<grad, d> %.9g\n", fd, dir);
+  ck_assert_msg(fabs(fd - dir) <= 2e-3 * fabs(dir), "finite difference %.9g, gradient %.9g", fd, dir);
+
+  EXPECT(sproj_recon_gradient(o.r, k, xpi, gpi, 0), SPROJ_OK);
+  EXPECT(sproj_recon_gradient(o.r, k, xmi, gmi, 0), SPROJ_OK);
+  EXPECT(sproj_recon_hessian_times(o.r, k, o.img, di, hdi, 0), SPROJ_OK);
+  EXPECT(sproj_recon_hessian_times(o.r, k, o.img, ui, hui, 0), SPROJ_OK);
+  sync_read(gpi);
+  sync_read(gmi);
+  sync_read(hdi);
+  sync_read(hui);
+  float *fdh = tu_alloc(nvox);
+  for (int64_t v = 0; v < nvox; v++)
+    fdh[v] = (float)(-((double)gp[v] - gm[v]) / (2.0 * step));
+  double e = tu_rel_l2_ff(hd, fdh, nvox), uhd = tu_dot_ff(u, hd, nvox), dhu = tu_dot_ff(d, hu, nvox);
+  printf("Hessian product against the gradients' difference: relative L2 %.3g; <u, H d> %.9g, <d, H u> %.9g\n", e,
+         uhd, dhu);
+  ck_assert_msg(e <= 2e-3, "Hessian product against the gradients' difference: %g", e);
+  ck_assert_msg(fabs(uhd - dhu) <= 1e-5 * fabs(uhd), "<u, H d> %.9g, <d, H u> %.9g", uhd, dhu);
+
+  double sum = 0.0, all;
+  for (int j = 0; j < S; j++) {
+    double lj;
+    EXPECT(sproj_recon_subset_objective(o.r, j, o.img, &lj), SPROJ_OK);
+    sum += lj;
+  }
+  EXPECT(sproj_recon_subset_objective(o.r, -1, o.img, &all), SPROJ_OK);
+  printf("subsets' objectives %.15g, whole %.15g\n", sum, all);
+  ck_assert_msg(fabs(sum - all) <= 1e-12 * fabs(all), "subsets %.15g, whole %.15g", sum, all);
+
+  for (sproj_image **i = (sproj_image *[]){gi, gsi, xpi, xmi, gpi, gmi, di, ui, hdi, hui, NULL}; *i; i++)
+    EXPECT(sproj_image_unregister(*i), SPROJ_OK);
+  scene_osem_close(&o);
+  (void)l0;
+  free(fdh);
+  free(data);
+  free(x);
+  free(d);
+  free(u);
+  free(g);
+  free(gs);
+  free(sens);
+  free(xp);
+  free(xm);
+  free(gp);
+  free(gm);
+  free(hd);
+  free(hu);
+}
+END_TEST
+
+/* An OSEM iteration made of the pieces, the update x (grad + s_k) / s_k done on the host after each subset's gradient,
+ * equals sproj_recon_iterate's (with a resolution model; 1e-5 relative L2: the back projections add in float in
+ * whatever order the workers run, and four updates compound it). */
+START_TEST(test_em_from_pieces)
+{
+  const float fwhm[3] = {5.0f, 5.0f, 4.0f};
+  int64_t nvox = tu_nvox(&sc.g);
+  float *data = make_data(0), *x = estimate(), *mine = scene_copy(x, nvox), *gs = tu_alloc(nvox), *sens = tu_alloc(nvox);
+  struct scene_osem o;
+  scene_osem_open(&o, &sc, 0, x, data, fwhm, S);
+  for (int k = 0; k < S; k++) {
+    sproj_image *xi = image(mine), *gi = image(gs);
+    EXPECT(sproj_recon_gradient(o.r, k, xi, gi, SPROJ_GRADIENT_ADD_SENSITIVITY), SPROJ_OK);
+    EXPECT(sproj_image_unregister(gi), SPROJ_OK);
+    EXPECT(sproj_image_unregister(xi), SPROJ_OK);
+    EXPECT(sproj_recon_sensitivity(o.r, k, sens), SPROJ_OK);
+    for (int64_t v = 0; v < nvox; v++) {
+      float u = (mine[v] * gs[v]) / sens[v];
+      mine[v] = sens[v] > 0.0f && u > 0.0f ? u : 0.0f;
+    }
+  }
+  EXPECT(sproj_recon_iterate(o.r, 1, NULL, NULL), SPROJ_OK);
+  sync_read(o.img);
+  float *start = estimate();
+  double e = tu_rel_l2_ff(mine, x, nvox), moved = tu_rel_l2_ff(start, x, nvox);
+  free(start);
+  printf("an iteration of %d subsets from the pieces against sproj_recon_iterate: relative L2 %.3g (the iteration "
+         "moved the image by %.3g)\n", S, e, moved);
+  ck_assert_msg(moved > 1e-2 && e <= 1e-5, "relative L2 %g, image moved by %g", e, moved);
+  scene_osem_close(&o);
+  free(data);
+  free(x);
+  free(mine);
+  free(gs);
+  free(sens);
+}
+END_TEST
+
+/* STIR's quotient rule (max_ratio 10000) at an image of zeros with no background in some LORs: where ybar = 0 and
+ * y > 0 the gradient's quotient is the cap and the objective finite (ybar taken as y / cap); without the rule the
+ * same LORs give a quotient of 0 and an infinite objective. Checked against the reference with those quotients. */
+START_TEST(test_stir_rule)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *data = make_data(0), *x = tu_alloc(nvox), *grad = tu_alloc(nvox), *grad0 = tu_alloc(nvox);
+  memset(x, 0, nvox * sizeof *x);
+  float *add_saved = scene_copy(sc.add, sc.nlors);
+  for (int64_t i = 0; i < sc.nlors; i += 3)
+    sc.add[i] = 0.0f; /* ybar = 0 there */
+  struct scene_osem o, o0;
+  float *x0 = scene_copy(x, nvox);
+  scene_osem_open_capped(&o, &sc, 0, x, data, NULL, S, 10000.0f);
+  scene_osem_open(&o0, &sc, 0, x0, data, NULL, S);
+  sproj_image *gi = image(grad), *g0i = image(grad0);
+  double nll = 0.0, nll0 = 0.0;
+  EXPECT(sproj_recon_gradient(o.r, 0, o.img, gi, SPROJ_GRADIENT_ADD_SENSITIVITY), SPROJ_OK);
+  EXPECT(sproj_recon_gradient(o0.r, 0, o0.img, g0i, SPROJ_GRADIENT_ADD_SENSITIVITY), SPROJ_OK);
+  EXPECT(sproj_recon_subset_objective(o.r, 0, o.img, &nll), SPROJ_OK);
+  EXPECT(sproj_recon_subset_objective(o0.r, 0, o0.img, &nll0), SPROJ_OK);
+  sync_read(gi);
+  sync_read(g0i);
+  /* references: the quotient of each LOR of subset 0 by the rule, back projected in double */
+  int64_t *idx = malloc(sc.nlors * sizeof *idx), n = subset_lors(0, idx), capped = 0;
+  float *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *q = tu_alloc(n);
+  double ref_nll = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    for (int dd = 0; dd < 3; dd++) {
+      xs[3 * i + dd] = sc.xs[3 * idx[i] + dd];
+      xe[3 * i + dd] = sc.xe[3 * idx[i] + dd];
+    }
+    double m = sc.mult[idx[i]], a = sc.add[idx[i]], c = data[idx[i]];
+    double quotient = c > 0.0 ? (m * c > 10000.0 * a ? 10000.0 : m * c / a) : 0.0;
+    capped += c > 0.0 && a == 0.0;
+    q[i] = (float)quotient;
+    double ybar = fmax(a, c / 10000.0);
+    ref_nll += c > 0.0 ? ybar - c * log(ybar) : ybar;
+  }
+  double *ref = calloc(nvox, sizeof *ref);
+  tu_ref_back(ref, &sc.g, xs, xe, q, n);
+  double e = tu_rel_l2_fd(grad, ref, nvox);
+  printf("capped quotients: %lld LORs; gradient relative L2 %.3g; objective %.12g (reference %.12g), without the rule "
+         "%g\n", (long long)capped, e, nll, ref_nll, nll0);
+  ck_assert_msg(capped > 100, "only %lld LORs with y > 0 and ybar = 0", (long long)capped);
+  ck_assert_msg(e <= 1e-5, "capped gradient: relative L2 %g", e);
+  ck_assert_msg(isfinite(nll) && fabs(nll - ref_nll) <= 1e-7 * fabs(ref_nll), "capped objective %.12g, reference %.12g",
+                nll, ref_nll);
+  ck_assert_msg(isinf(nll0), "without the rule the objective is %g", nll0);
+  ck_assert_msg(tu_rel_l2_ff(grad0, grad, nvox) > 0.5, "the rule changed nothing");
+  EXPECT(sproj_image_unregister(gi), SPROJ_OK);
+  EXPECT(sproj_image_unregister(g0i), SPROJ_OK);
+  scene_osem_close(&o);
+  scene_osem_close(&o0);
+  memcpy(sc.add, add_saved, sc.nlors * sizeof *sc.add);
+  free(add_saved);
+  free(idx);
+  free(xs);
+  free(xe);
+  free(q);
+  free(ref);
+  free(data);
+  free(x);
+  free(x0);
+  free(grad);
+  free(grad0);
+}
+END_TEST
+
+/* Bad input: every call refuses with its status and leaves its output as it was. */
+START_TEST(test_bad_input)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *data = make_data(0), *x = estimate(), *g = tu_alloc(nvox), *other = tu_alloc(nvox);
+  for (int64_t v = 0; v < nvox; v++)
+    g[v] = 7.0f;
+  struct scene_osem o;
+  scene_osem_open(&o, &sc, 0, x, data, NULL, S);
+  sproj_image *gi = image(g), *oi;
+  int dims[3] = {sc.g.n[0], sc.g.n[1], sc.g.n[2] - 1};
+  EXPECT(sproj_image_register(&oi, other, dims, sc.g.vs, sc.g.origin), SPROJ_OK);
+  double nll = 42.0;
+  EXPECT(sproj_recon_gradient(NULL, 0, o.img, gi, 0), SPROJ_ERR_NULL);
+  EXPECT(sproj_recon_gradient(o.r, 0, NULL, gi, 0), SPROJ_ERR_NULL);
+  EXPECT(sproj_recon_gradient(o.r, 0, o.img, NULL, 0), SPROJ_ERR_NULL);
+  EXPECT(sproj_recon_gradient(o.r, S, o.img, gi, 0), SPROJ_ERR_RANGE);
+  EXPECT(sproj_recon_gradient(o.r, -1, o.img, gi, 0), SPROJ_ERR_RANGE);
+  EXPECT(sproj_recon_gradient(o.r, 0, o.img, oi, 0), SPROJ_ERR_MISMATCH);
+  EXPECT(sproj_recon_gradient(o.r, 0, o.img, o.img, 0), SPROJ_ERR_INVALID);
+  EXPECT(sproj_recon_gradient(o.r, 0, o.img, gi, 4), SPROJ_ERR_INVALID);
+  EXPECT(sproj_recon_hessian_times(o.r, 0, NULL, o.img, gi, 0), SPROJ_ERR_NULL);
+  EXPECT(sproj_recon_hessian_times(o.r, 0, o.img, gi, gi, 0), SPROJ_ERR_INVALID);
+  EXPECT(sproj_recon_hessian_times(o.r, 0, o.img, oi, gi, 0), SPROJ_ERR_MISMATCH);
+  EXPECT(sproj_recon_hessian_times(o.r, 0, o.img, o.img, gi, 2), SPROJ_ERR_INVALID);
+  EXPECT(sproj_recon_subset_objective(o.r, -2, o.img, &nll), SPROJ_ERR_RANGE);
+  EXPECT(sproj_recon_subset_objective(o.r, 0, oi, &nll), SPROJ_ERR_MISMATCH);
+  EXPECT(sproj_recon_subset_objective(o.r, 0, o.img, NULL), SPROJ_ERR_NULL);
+  ck_assert(nll == 42.0);
+  sync_read(gi);
+  for (int64_t v = 0; v < nvox; v++)
+    ck_assert_msg(g[v] == 7.0f, "a refused call wrote voxel %lld", (long long)v);
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = o.model;
+  cfg.data = o.y;
+  cfg.chunks = o.views;
+  cfg.num_subsets = S;
+  sproj_recon *r = NULL;
+  float *x2 = scene_copy(x, nvox);
+  sproj_image *xi = image(x2);
+  cfg.max_ratio = -1.0f;
+  EXPECT(sproj_recon_create(&r, xi, &cfg), SPROJ_ERR_RANGE);
+  cfg.max_ratio = NAN;
+  EXPECT(sproj_recon_create(&r, xi, &cfg), SPROJ_ERR_NONFINITE);
+  ck_assert(r == NULL);
+  EXPECT(sproj_image_unregister(xi), SPROJ_OK);
+  EXPECT(sproj_image_unregister(gi), SPROJ_OK);
+  EXPECT(sproj_image_unregister(oi), SPROJ_OK);
+  scene_osem_close(&o);
+  free(data);
+  free(x);
+  free(x2);
+  free(g);
+  free(other);
+}
+END_TEST
+
+int main(void)
+{
+  if (tu_init(-1, 0) != SPROJ_OK) {
+    fprintf(stderr, "sproj_init: %s\n", sproj_last_error());
+    return 99;
+  }
+  tu_seed(2026);
+  scene_build(&sc);
+  printf("scene: %d views x %d planes x %d radial bins = %lld LORs, image %dx%dx%d, %d subsets, %d CPU workers\n",
+         sc.nviews, sc.nplanes, sc.nrad, (long long)sc.nlors, sc.g.n[0], sc.g.n[1], sc.g.n[2], S,
+         sproj_num_cpu_workers());
+  Suite *s = suite_create("objective");
+  TCase *tc = tcase_create("objective");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_against_reference);
+  tcase_add_loop_test(tc, test_consistency, 0, 2);
+  tcase_add_test(tc, test_em_from_pieces);
+  tcase_add_test(tc, test_stir_rule);
+  tcase_add_test(tc, test_bad_input);
+  suite_add_tcase(s, tc);
+  int ret = tu_run(s);
+  scene_free(&sc);
+  if (sproj_shutdown() != SPROJ_OK)
+    ret = 1;
+  return ret;
+}

@@ -1,143 +1,6 @@
 /* proj.c: starproj.Proj (projection values), starproj.Tof and the projection calls. */
 #include "binding.h"
 
-enum sp_op { OP_FWD, OP_BACK, OP_FWD_SINO, OP_BACK_SINO, OP_FWD_LM, OP_BACK_LM };
-
-static int sp_submit(int op, sproj_image *i, sproj_proj *p, const sproj_chunks *c, int chunk, const int *list, int num,
-                     const sproj_tof *t)
-{
-  if (list)
-    switch (op) {
-    case OP_FWD: return sproj_fwd_chunks(i, p, c, list, num);
-    case OP_BACK: return sproj_back_chunks(i, p, c, list, num);
-    case OP_FWD_SINO: return sproj_fwd_tof_sino_chunks(i, p, c, list, num, t);
-    case OP_BACK_SINO: return sproj_back_tof_sino_chunks(i, p, c, list, num, t);
-    case OP_FWD_LM: return sproj_fwd_tof_lm_chunks(i, p, c, list, num, t);
-    default: return sproj_back_tof_lm_chunks(i, p, c, list, num, t);
-    }
-  switch (op) {
-  case OP_FWD: return sproj_fwd(i, p, c, chunk);
-  case OP_BACK: return sproj_back(i, p, c, chunk);
-  case OP_FWD_SINO: return sproj_fwd_tof_sino(i, p, c, chunk, t);
-  case OP_BACK_SINO: return sproj_back_tof_sino(i, p, c, chunk, t);
-  case OP_FWD_LM: return sproj_fwd_tof_lm(i, p, c, chunk, t);
-  default: return sproj_back_tof_lm(i, p, c, chunk, t);
-  }
-}
-
-static PyObject *sp_project(int op, const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-  static const char *const plain[] = {"image", "proj", "chunks", "chunk"};
-  static const char *const tofn[] = {"image", "proj", "tof", "chunks", "chunk"};
-  int has_tof = op >= OP_FWD_SINO;
-  PyObject *a[5];
-  if (sp_fast_args(fname, args, nargs, kwnames, has_tof ? tofn : plain, has_tof ? 5 : 4, has_tof ? 3 : 2, a) < 0)
-    return NULL;
-  sp_obj *img = sp_open(a[0], K_IMAGE, "image");
-  if (!img)
-    return NULL;
-  sp_obj *proj = sp_open(a[1], K_PROJ, "proj");
-  if (!proj)
-    return NULL;
-  sp_obj *tof = NULL;
-  if (has_tof && !(tof = sp_open(a[2], K_TOF, "tof")))
-    return NULL;
-  PyObject *chunks_o = a[has_tof ? 3 : 2], *chunk_o = a[has_tof ? 4 : 3];
-  sproj_chunks *c;
-  sp_obj *co;
-  if (sp_chunks_arg(chunks_o, &c, &co) < 0)
-    return NULL;
-  int chunk = SPROJ_ALL_CHUNKS, *list = NULL, num = 0, small[16];
-  if (chunk_o && chunk_o != Py_None) {
-    if (PyLong_Check(chunk_o)) {
-      if (sp_as_int(chunk_o, "chunk", &chunk) < 0)
-        return NULL;
-    } else {
-      /* a list of chunks: one call, which the library merges into few tasks */
-      PyObject *f = PySequence_Fast(chunk_o, "chunk: expected an int or a sequence of ints");
-      if (!f)
-        return NULL;
-      Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
-      if (n > INT_MAX) {
-        Py_DECREF(f);
-        PyErr_SetString(PyExc_OverflowError, "chunk: too many chunks");
-        return NULL;
-      }
-      list = n <= 16 ? small : PyMem_Malloc(sizeof(int) * (size_t)n);
-      if (!list) {
-        Py_DECREF(f);
-        return PyErr_NoMemory();
-      }
-      for (Py_ssize_t k = 0; k < n; k++)
-        if (sp_as_int(PySequence_Fast_GET_ITEM(f, k), "chunk", &list[k]) < 0) {
-          if (list != small)
-            PyMem_Free(list);
-          Py_DECREF(f);
-          return NULL;
-        }
-      Py_DECREF(f);
-      num = (int)n;
-    }
-  }
-  int st;
-  void *ih = img->h, *ph = proj->h, *th = tof ? tof->h : NULL;
-  img->busy++;
-  proj->busy++;
-  if (tof)
-    tof->busy++;
-  if (co)
-    co->busy++;
-  sp_inflight++;
-  /* submission may wait (queue limit, held-back merged calls): other Python threads keep running */
-  Py_BEGIN_ALLOW_THREADS
-  st = sp_submit(op, ih, ph, c, chunk, list, num, th);
-  Py_END_ALLOW_THREADS
-  sp_inflight--;
-  img->busy--;
-  proj->busy--;
-  if (tof)
-    tof->busy--;
-  if (co)
-    co->busy--;
-  if (list && list != small)
-    PyMem_Free(list);
-  if (st) {
-    /* an empty list is no call: the library says EMPTY, which is right */
-    return sp_raise(st);
-  }
-  Py_RETURN_NONE;
-}
-
-#define SP_PROJ_FN(name, op)                                                                                  \
-  static PyObject *sp_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)         \
-  {                                                                                                           \
-    (void)m;                                                                                                  \
-    return sp_project(op, #name, args, nargs, kwnames);                                                      \
-  }
-SP_PROJ_FN(fwd, OP_FWD)
-SP_PROJ_FN(back, OP_BACK)
-SP_PROJ_FN(fwd_tof_sino, OP_FWD_SINO)
-SP_PROJ_FN(back_tof_sino, OP_BACK_SINO)
-SP_PROJ_FN(fwd_tof_lm, OP_FWD_LM)
-SP_PROJ_FN(back_tof_lm, OP_BACK_LM)
-
-PyMethodDef sp_proj_methods[] = {
-    {"fwd", (PyCFunction)(void (*)(void))sp_fwd, METH_FASTCALL | METH_KEYWORDS,
-     "fwd($module, image, proj, chunks=None, chunk=-1)\n--\n\nForward projection of a chunk (an int), a list of chunks "
-     "(a sequence: one merged call) or every chunk; overwrites proj's values there. Returns at once."},
-    {"back", (PyCFunction)(void (*)(void))sp_back, METH_FASTCALL | METH_KEYWORDS,
-     "back($module, image, proj, chunks=None, chunk=-1)\n--\n\nBack projection, ADDED to image. Returns at once."},
-    {"fwd_tof_sino", (PyCFunction)(void (*)(void))sp_fwd_tof_sino, METH_FASTCALL | METH_KEYWORDS,
-     "fwd_tof_sino($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF-sinogram forward projection."},
-    {"back_tof_sino", (PyCFunction)(void (*)(void))sp_back_tof_sino, METH_FASTCALL | METH_KEYWORDS,
-     "back_tof_sino($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF-sinogram back projection (added)."},
-    {"fwd_tof_lm", (PyCFunction)(void (*)(void))sp_fwd_tof_lm, METH_FASTCALL | METH_KEYWORDS,
-     "fwd_tof_lm($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF listmode forward projection of events."},
-    {"back_tof_lm", (PyCFunction)(void (*)(void))sp_back_tof_lm, METH_FASTCALL | METH_KEYWORDS,
-     "back_tof_lm($module, image, proj, tof, chunks=None, chunk=-1)\n--\n\nTOF listmode back projection (added)."},
-    {NULL, NULL, 0, NULL}};
-
-
 /* ======================================================================================================== */
 /* Proj                                                                                                      */
 /* ======================================================================================================== */
@@ -278,7 +141,6 @@ static PyGetSetDef Proj_getset[] = {
     {"closed", sp_get_closed, NULL, "True once closed.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-
 /* ======================================================================================================== */
 /* Tof                                                                                                       */
 /* ======================================================================================================== */
@@ -384,7 +246,6 @@ static PyGetSetDef Tof_getset[] = {
     {"closed", sp_get_closed, NULL, "True once closed.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-
 SP_TYPE(ProjType, "Proj", Proj_new,
         "Proj(lors, values)\n--\n\n"
         "A projection vector on lors: values float32 C-contiguous writable, shape (num_lors,) or (num_lors, "
@@ -394,3 +255,145 @@ SP_TYPE(TofType, "Tof", Tof_new,
         "Tof(num_bins, bin_width, sigma, num_sigmas=3.0, center_offset=0.0, lors=None)\n--\n\n"
         "TOF parameters. sigma and center_offset are numbers, or float32 arrays with one value per LOR of lors.",
         Tof_methods, Tof_getset, NULL)
+
+/* ======================================================================================================== */
+/* projection calls                                                                                          */
+/* ======================================================================================================== */
+
+/* The projection calls, a row each: the Python name; PLAIN (image, proj, chunks=None, chunk=-1) or TOF (tof after
+ * proj), which also says which of the two kinds of C calls the row names; the library's call for one chunk (or all)
+ * and for a list of chunks; the docstring after the signature. Adding a call is adding a row. */
+#define SP_PROJ_CALLS(X)                                                                                      \
+  X(fwd, PLAIN, sproj_fwd, sproj_fwd_chunks,                                                                  \
+    "Forward projection of a chunk (an int), a list of chunks (a sequence: one merged call) or every chunk; " \
+    "overwrites proj's values there. Returns at once.")                                                       \
+  X(back, PLAIN, sproj_back, sproj_back_chunks, "Back projection, ADDED to image. Returns at once.")          \
+  X(fwd_tof_sino, TOF, sproj_fwd_tof_sino, sproj_fwd_tof_sino_chunks, "TOF-sinogram forward projection.")     \
+  X(back_tof_sino, TOF, sproj_back_tof_sino, sproj_back_tof_sino_chunks, "TOF-sinogram back projection (added).") \
+  X(fwd_tof_lm, TOF, sproj_fwd_tof_lm, sproj_fwd_tof_lm_chunks, "TOF listmode forward projection of events.") \
+  X(back_tof_lm, TOF, sproj_back_tof_lm, sproj_back_tof_lm_chunks, "TOF listmode back projection (added).")
+
+/* What a row's kind means: the argument names (the first nreq required), the signature in the docstring and the
+ * fields of sp_proj_call that hold its C calls. */
+static const char *const sp_args_plain[] = {"image", "proj", "chunks", "chunk"};
+static const char *const sp_args_tof[] = {"image", "proj", "tof", "chunks", "chunk"};
+#define SP_SIG_PLAIN "image, proj, chunks=None, chunk=-1"
+#define SP_SIG_TOF "image, proj, tof, chunks=None, chunk=-1"
+#define SP_ONE_PLAIN one
+#define SP_LIST_PLAIN list
+#define SP_ONE_TOF one_tof
+#define SP_LIST_TOF list_tof
+
+typedef struct {
+  const char *name;
+  int (*one)(sproj_image *, sproj_proj *, const sproj_chunks *, int);
+  int (*list)(sproj_image *, sproj_proj *, const sproj_chunks *, const int *, int);
+  int (*one_tof)(sproj_image *, sproj_proj *, const sproj_chunks *, int, const sproj_tof *);
+  int (*list_tof)(sproj_image *, sproj_proj *, const sproj_chunks *, const int *, int, const sproj_tof *);
+} sp_proj_call;
+
+#define SP_CALL_ROW(name, kind, one_fn, list_fn, doc) {#name, .SP_ONE_##kind = one_fn, .SP_LIST_##kind = list_fn},
+static const sp_proj_call sp_proj_calls[] = {SP_PROJ_CALLS(SP_CALL_ROW)};
+#define SP_CALL_INDEX(name, ...) SP_CALL_##name,
+enum { SP_PROJ_CALLS(SP_CALL_INDEX) SP_NUM_CALLS };
+
+/* The one parser and dispatcher of every row: vectorcall arguments by the row's kind, the objects checked open and
+ * marked busy, the chunk an int, a sequence (one call, which the library merges into few tasks) or None (all). */
+static PyObject *sp_project(const sp_proj_call *d, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+  int has_tof = d->one_tof != NULL;
+  PyObject *a[5];
+  if (sp_fast_args(d->name, args, nargs, kwnames, has_tof ? sp_args_tof : sp_args_plain, has_tof ? 5 : 4,
+                   has_tof ? 3 : 2, a) < 0)
+    return NULL;
+  sp_obj *img = sp_open(a[0], K_IMAGE, "image");
+  if (!img)
+    return NULL;
+  sp_obj *proj = sp_open(a[1], K_PROJ, "proj");
+  if (!proj)
+    return NULL;
+  sp_obj *tof = NULL;
+  if (has_tof && !(tof = sp_open(a[2], K_TOF, "tof")))
+    return NULL;
+  PyObject *chunks_o = a[has_tof ? 3 : 2], *chunk_o = a[has_tof ? 4 : 3];
+  sproj_chunks *c;
+  sp_obj *co;
+  if (sp_chunks_arg(chunks_o, &c, &co) < 0)
+    return NULL;
+  int chunk = SPROJ_ALL_CHUNKS, *list = NULL, num = 0, small[16];
+  if (chunk_o && chunk_o != Py_None) {
+    if (PyLong_Check(chunk_o)) {
+      if (sp_as_int(chunk_o, "chunk", &chunk) < 0)
+        return NULL;
+    } else {
+      /* a list of chunks: one call, which the library merges into few tasks */
+      PyObject *f = PySequence_Fast(chunk_o, "chunk: expected an int or a sequence of ints");
+      if (!f)
+        return NULL;
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+      if (n > INT_MAX) {
+        Py_DECREF(f);
+        PyErr_SetString(PyExc_OverflowError, "chunk: too many chunks");
+        return NULL;
+      }
+      list = n <= 16 ? small : PyMem_Malloc(sizeof(int) * (size_t)n);
+      if (!list) {
+        Py_DECREF(f);
+        return PyErr_NoMemory();
+      }
+      for (Py_ssize_t k = 0; k < n; k++)
+        if (sp_as_int(PySequence_Fast_GET_ITEM(f, k), "chunk", &list[k]) < 0) {
+          if (list != small)
+            PyMem_Free(list);
+          Py_DECREF(f);
+          return NULL;
+        }
+      Py_DECREF(f);
+      num = (int)n;
+    }
+  }
+  int st;
+  void *ih = img->h, *ph = proj->h, *th = tof ? tof->h : NULL;
+  img->busy++;
+  proj->busy++;
+  if (tof)
+    tof->busy++;
+  if (co)
+    co->busy++;
+  sp_inflight++;
+  /* submission may wait (queue limit, held-back merged calls): other Python threads keep running */
+  Py_BEGIN_ALLOW_THREADS
+  if (list)
+    st = has_tof ? d->list_tof(ih, ph, c, list, num, th) : d->list(ih, ph, c, list, num);
+  else
+    st = has_tof ? d->one_tof(ih, ph, c, chunk, th) : d->one(ih, ph, c, chunk);
+  Py_END_ALLOW_THREADS
+  sp_inflight--;
+  img->busy--;
+  proj->busy--;
+  if (tof)
+    tof->busy--;
+  if (co)
+    co->busy--;
+  if (list && list != small)
+    PyMem_Free(list);
+  if (st) {
+    /* an empty list is no call: the library says EMPTY, which is right */
+    return sp_raise(st);
+  }
+  Py_RETURN_NONE;
+}
+
+/* A C function a row: a module function is told its module, not which row it was called as. */
+#define SP_CALL_ENTRY(name, ...)                                                                              \
+  static PyObject *sp_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)         \
+  {                                                                                                           \
+    (void)m;                                                                                                  \
+    return sp_project(&sp_proj_calls[SP_CALL_##name], args, nargs, kwnames);                                  \
+  }
+SP_PROJ_CALLS(SP_CALL_ENTRY)
+
+#define SP_CALL_DEF(name, kind, one_fn, list_fn, doc)                                                          \
+  {#name, (PyCFunction)(void (*)(void))sp_##name, METH_FASTCALL | METH_KEYWORDS,                              \
+   #name "($module, " SP_SIG_##kind ")\n--\n\n" doc},
+PyMethodDef sp_proj_methods[] = {SP_PROJ_CALLS(SP_CALL_DEF){NULL, NULL, 0, NULL}};

@@ -9,8 +9,10 @@ usage: python bench_tiny.py [--rounds 5] [--calls 2000] [--reps 5] [--ncpu N] [-
 Without --merge every call becomes a task at once (merge_calls=0): with merging, the same call repeated while the
 workers are busy is held back and merged, and the loop would time mostly the merging.
 Prints a table: per call kind, microseconds per call through C and through the binding (median and minimum over
-passes; a pass is `calls` calls and the wait), their ratios, and the submission alone (the loop without the wait,
-median).
+passes; a pass is `calls` calls and the wait), their ratios, the CPU time of the submitting thread per call (the loop
+without the wait, median), and what the binding adds: the difference of those CPU times, relative to C's time per
+call. On a loaded machine the wall times move by tens of percent between passes; the thread's CPU time does not
+count the time it waits for a core, so the difference is the binding's own cost.
 """
 import argparse
 import collections
@@ -43,8 +45,8 @@ def run_c(exe, calls, reps, ncpu, merge):
                          text=True).stdout
     times = collections.defaultdict(list)
     for line in out.splitlines():
-        name, n, submit, total = line.split()
-        times[name].append((float(total) / int(n), float(submit) / int(n)))
+        name, n, submit, total, cpu = line.split()
+        times[name].append((float(total) / int(n), float(submit) / int(n), float(cpu) / int(n)))
     return times
 
 
@@ -78,14 +80,14 @@ def run_py(calls, reps, ncpu, merge):
         for name in KINDS:
             fn, args = loops[name]
             for r in range(-1, reps):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 for _ in range(calls):
                     fn(*args)
-                t1 = time.perf_counter()
+                t1, c1 = time.perf_counter(), time.thread_time()
                 wait_all()
                 t2 = time.perf_counter()
                 if r >= 0:
-                    times[name].append(((t2 - t0) / calls, (t1 - t0) / calls))
+                    times[name].append(((t2 - t0) / calls, (t1 - t0) / calls, (c1 - c0) / calls))
     finally:
         sp.shutdown()
     return times
@@ -116,13 +118,14 @@ def main():
     low = lambda xs: 1e6 * min(x[0] for x in xs)  # noqa: E731
     print("%d calls a pass on %d LORs, %d passes each (CPU workers, merging %s); microseconds per call" % (
         a.calls, NLORS, len(c_all[KINDS[0]]), "on" if a.merge else "off"))
-    print("| call | C median | Python median | Python / C | C min | Python min | Python / C (min) | submit C | "
-          "submit Python |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| call | C median | Python median | Python / C | C min | Python min | Python / C (min) | submit CPU C | "
+          "submit CPU Python | binding adds |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name in KINDS:
         c, p = c_all[name], p_all[name]
-        print("| %s | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %.2f | %.2f |" % (
-            name, med(c, 0), med(p, 0), med(p, 0) / med(c, 0), low(c), low(p), low(p) / low(c), med(c, 1), med(p, 1)))
+        print("| %s | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %.2f | %.2f | %.1f%% |" % (
+            name, med(c, 0), med(p, 0), med(p, 0) / med(c, 0), low(c), low(p), low(p) / low(c), med(c, 2), med(p, 2),
+            100 * (med(p, 2) - med(c, 2)) / med(c, 0)))
 
 if __name__ == "__main__":
     main()

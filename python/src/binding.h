@@ -118,6 +118,16 @@ PyObject *sp_get_dep(PyObject *self, void *idx);
     (o)->busy--;                                                                                              \
   } while (0)
 
+/* The same for a call on o and a chunking co (NULL: none), neither of which may be closed meanwhile. */
+#define SP_RELEASED_CHUNKS(o, co, st, expr)                                                                   \
+  do {                                                                                                        \
+    if (co)                                                                                                   \
+      (co)->busy++;                                                                                           \
+    SP_RELEASED(o, st, expr);                                                                                 \
+    if (co)                                                                                                   \
+      (co)->busy--;                                                                                           \
+  } while (0)
+
 /* The type object of a kind of registered object (seq: its sequence methods, or NULL). */
 #define SP_TYPE(var, pyname, newfn, doc, methods, getset, seq)                                              \
   PyTypeObject var = {                                                                                      \

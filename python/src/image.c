@@ -64,13 +64,7 @@ static PyObject *Image_sync(PyObject *self, PyObject *const *args, Py_ssize_t na
   if (!o)
     return NULL;
   void *h = o->h;
-  o->busy++;
-  sp_inflight++;
-  Py_BEGIN_ALLOW_THREADS
-  st = sproj_image_sync(h, mode);
-  Py_END_ALLOW_THREADS
-  sp_inflight--;
-  o->busy--;
+  SP_RELEASED(o, st, sproj_image_sync(h, mode));
   if (st)
     return sp_raise(st);
   Py_RETURN_NONE;
@@ -85,13 +79,7 @@ static PyObject *Image_gpu_call(PyObject *self, PyObject *args, int release)
   if (!o)
     return NULL;
   void *h = o->h;
-  o->busy++;
-  sp_inflight++;
-  Py_BEGIN_ALLOW_THREADS
-  st = release ? sproj_image_release(h, gpu) : sproj_image_upload(h, gpu);
-  Py_END_ALLOW_THREADS
-  sp_inflight--;
-  o->busy--;
+  SP_RELEASED(o, st, release ? sproj_image_release(h, gpu) : sproj_image_upload(h, gpu));
   if (st)
     return sp_raise(st);
   Py_RETURN_NONE;

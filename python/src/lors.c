@@ -81,20 +81,10 @@ PyObject *sp_move(PyObject *self, PyObject *args, PyObject *kw, int kind, int re
   if (sp_chunks_arg(chunks_o, &c, &co) < 0)
     return NULL;
   void *h = o->h;
-  o->busy++;
-  if (co)
-    co->busy++;
-  sp_inflight++;
-  Py_BEGIN_ALLOW_THREADS
   if (kind == K_LORS)
-    st = release ? sproj_lors_release(h, c, chunk, gpu) : sproj_lors_upload(h, c, chunk, gpu);
+    SP_RELEASED_CHUNKS(o, co, st, release ? sproj_lors_release(h, c, chunk, gpu) : sproj_lors_upload(h, c, chunk, gpu));
   else
-    st = release ? sproj_proj_release(h, c, chunk, gpu) : sproj_proj_upload(h, c, chunk, gpu);
-  Py_END_ALLOW_THREADS
-  sp_inflight--;
-  o->busy--;
-  if (co)
-    co->busy--;
+    SP_RELEASED_CHUNKS(o, co, st, release ? sproj_proj_release(h, c, chunk, gpu) : sproj_proj_upload(h, c, chunk, gpu));
   if (st)
     return sp_raise(st);
   Py_RETURN_NONE;

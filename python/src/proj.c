@@ -85,17 +85,7 @@ static PyObject *Proj_sync(PyObject *self, PyObject *const *args, Py_ssize_t nar
   if (sp_chunks_arg(a[0], &c, &co) < 0)
     return NULL;
   void *h = o->h;
-  o->busy++;
-  if (co)
-    co->busy++;
-  sp_inflight++;
-  Py_BEGIN_ALLOW_THREADS
-  st = sproj_proj_sync(h, c, chunk, mode);
-  Py_END_ALLOW_THREADS
-  sp_inflight--;
-  o->busy--;
-  if (co)
-    co->busy--;
+  SP_RELEASED_CHUNKS(o, co, st, sproj_proj_sync(h, c, chunk, mode));
   if (st)
     return sp_raise(st);
   Py_RETURN_NONE;

@@ -166,18 +166,18 @@ static PyObject *Scanner_pair_lors_into(PyObject *self, PyObject *args)
   Py_RETURN_NONE;
 }
 
-static PyObject *Scanner_lors(PyObject *self, PyObject *u)
+/* (xstart, xend): two new (n, 3) float32 arrays filled by into, called with (pairs, xstart, xend), or (xstart, xend)
+ * where pairs is NULL, so that the arrays are checked and filled by the same code as the caller's own. */
+static PyObject *sp_new_lors(PyObject *self, long long n, PyObject *pairs, PyObject *(*into)(PyObject *, PyObject *))
 {
-  (void)u;
-  ScannerObject *s = (ScannerObject *)self;
-  PyObject *shape = Py_BuildValue("(Li)", (long long)s->info.num_lors, 3);
+  PyObject *shape = Py_BuildValue("(Li)", n, 3);
   PyObject *xs = shape ? sp_np_zeros(shape, "float32") : NULL;
   PyObject *xe = xs ? sp_np_zeros(shape, "float32") : NULL;
   Py_XDECREF(shape);
   PyObject *r = NULL;
   if (xe) {
-    PyObject *args = PyTuple_Pack(2, xs, xe);
-    PyObject *ok = args ? Scanner_lors_into(self, args) : NULL;
+    PyObject *args = pairs ? PyTuple_Pack(3, pairs, xs, xe) : PyTuple_Pack(2, xs, xe);
+    PyObject *ok = args ? into(self, args) : NULL;
     Py_XDECREF(args);
     if (ok) {
       Py_DECREF(ok);
@@ -189,28 +189,18 @@ static PyObject *Scanner_lors(PyObject *self, PyObject *u)
   return r;
 }
 
+static PyObject *Scanner_lors(PyObject *self, PyObject *u)
+{
+  (void)u;
+  return sp_new_lors(self, (long long)((ScannerObject *)self)->info.num_lors, NULL, Scanner_lors_into);
+}
+
 static PyObject *Scanner_pair_lors(PyObject *self, PyObject *pairs)
 {
   Py_ssize_t n = PyObject_Length(pairs);
   if (n < 0)
     return NULL;
-  PyObject *shape = Py_BuildValue("(ni)", n, 3);
-  PyObject *xs = shape ? sp_np_zeros(shape, "float32") : NULL;
-  PyObject *xe = xs ? sp_np_zeros(shape, "float32") : NULL;
-  Py_XDECREF(shape);
-  PyObject *r = NULL;
-  if (xe) {
-    PyObject *args = PyTuple_Pack(3, pairs, xs, xe);
-    PyObject *ok = args ? Scanner_pair_lors_into(self, args) : NULL;
-    Py_XDECREF(args);
-    if (ok) {
-      Py_DECREF(ok);
-      r = PyTuple_Pack(2, xs, xe);
-    }
-  }
-  Py_XDECREF(xs);
-  Py_XDECREF(xe);
-  return r;
+  return sp_new_lors(self, (long long)n, pairs, Scanner_pair_lors_into);
 }
 
 static PyObject *Scanner_lor_index(PyObject *self, PyObject *args)

@@ -49,7 +49,9 @@ rpath = [d for d in library_dirs if os.path.isdir(d)]
 
 ext = Extension(
     "starproj._core",
-    sources=["src/core.c"],
+    # one file a concern; binding.h is what they share
+    sources=["src/" + f + ".c" for f in ("module", "errors", "arrays", "objects", "args", "image", "lors", "proj",
+                                         "recon", "scanner")],
     include_dirs=include_dirs + ["src"],
     library_dirs=library_dirs,
     libraries=libraries,

@@ -1,0 +1,173 @@
+/* binding.h: what the source files of starproj._core share: the array and object records and their helpers. */
+#ifndef SPROJ_PY_BINDING_H
+#define SPROJ_PY_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+#include <starproj.h>
+#include <starproj_recon.h>
+
+#include "dlpack_abi.h"
+
+/* The files share these names, the process does not: only PyInit__core (PyMODINIT_FUNC says so) leaves the .so,
+ * so that no sp_ name can meet another library's. */
+#pragma GCC visibility push(hidden)
+
+/* errors.c */
+
+extern PyObject *sp_Error; /* starproj.Error, a RuntimeError with .status and .message */
+PyObject *sp_raise(int status);
+PyObject *sp_raise_msg(int status, const char *fmt, ...);
+
+/* arrays.c */
+
+enum sp_dtype { SP_F32, SP_I16, SP_I32, SP_I64 };
+
+/* One array an object registered: either a buffer view (host memory, kept exported so that NumPy cannot resize or
+ * free it while starproj uses it) or a consumed DLPack tensor (host, or a GPU with a StarPU handle of our own). */
+typedef struct {
+  PyObject *owner;          /* the array object, for .array attributes */
+  Py_buffer view;
+  int has_view;
+  PyObject *capsule;        /* consumed DLPack capsule (renamed "used_dltensor[_versioned]"); its tensor is ours */
+  void *managed;            /* the capsule's sp_dl_managed_v (versioned) or sp_dl_managed, deleted on release */
+  int versioned;
+  void *ptr;
+  Py_ssize_t count;         /* elements */
+  int ndim;
+  Py_ssize_t shape[4];
+  int gpu_devid;            /* CUDA device of a GPU array, else -1 */
+  unsigned gpu_node;        /* StarPU memory node of that device */
+  starpu_data_handle_t handle; /* our StarPU vector handle of a GPU array */
+} sp_arr;
+
+int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int writable, int ndim, const Py_ssize_t *want,
+               int allow_gpu);
+int sp_arr_gpu_handle(sp_arr *a, uint32_t nelem, size_t elemsize);
+void sp_arr_release(sp_arr *a);
+
+/* objects.c */
+
+/* Kinds in the order shutdown closes them: users before what they use. */
+enum sp_kind { K_RECON, K_MODEL, K_PROJ, K_CHUNKS, K_TOF, K_LORS, K_IMAGE, K_NKINDS };
+extern const char *const sp_kind_name[];
+
+#define SP_MAX_ARRS 3
+#define SP_MAX_DEPS 6
+
+typedef struct sp_obj {
+  PyObject_HEAD
+  PyObject *weakrefs;
+  struct sp_obj *prev, *next; /* every open object, so that shutdown can close what the caller left open */
+  int kind;
+  void *h;                    /* the library's object; NULL once closed */
+  int busy;                   /* calls on other threads (GIL released) using it right now */
+  int users;                  /* open objects that depend on it */
+  sp_arr arr[SP_MAX_ARRS];
+  PyObject *deps[SP_MAX_DEPS];/* objects it depends on, kept alive (and counted as used) while it is open */
+  int64_t num_lors;           /* Lors, Proj, Chunks (of its set) */
+  int values_per_lor;         /* Proj */
+  int has_bins;               /* Lors registered as events */
+  int num_chunks;             /* Chunks */
+  int num_bins;               /* Tof */
+  int dims[3];                /* Image */
+  int *ints[4];               /* Recon: subset lists it passed to the library */
+} sp_obj;
+
+extern sp_obj *sp_live; /* head of the list of open objects */
+extern int sp_inflight; /* calls running with the GIL released */
+
+/* each defined in its own file (image.c, lors.c, proj.c, recon.c); sp_types lists them by kind */
+extern PyTypeObject ImageType, LorsType, ChunksType, ProjType, TofType, ModelType, ReconType;
+extern PyTypeObject *const sp_types[];
+
+sp_obj *sp_obj_new(int kind);
+void sp_obj_opened(sp_obj *o, void *h);
+void sp_obj_add_dep(sp_obj *o, PyObject *dep);
+int sp_obj_close(sp_obj *o, int raise);
+void sp_obj_finalize(PyObject *self);
+void sp_obj_dealloc(PyObject *self);
+sp_obj *sp_open(PyObject *obj, int kind, const char *argname);
+
+/* methods and attributes every kind has, or several kinds share (idx: which array or dependency) */
+PyObject *sp_close_meth(PyObject *self, PyObject *unused);
+PyObject *sp_enter(PyObject *self, PyObject *unused);
+PyObject *sp_exit(PyObject *self, PyObject *args);
+PyObject *sp_get_closed(PyObject *self, void *unused);
+PyObject *sp_get_array(PyObject *self, void *idx);
+PyObject *sp_get_data_ptr(PyObject *self, void *idx);
+PyObject *sp_get_gpu(PyObject *self, void *idx);
+PyObject *sp_get_dep(PyObject *self, void *idx);
+
+/* Runs expr (a library call on plain C values) with the GIL released, while o counts as busy so that no other thread
+ * can close it meanwhile. Partitioning a LOR set or registering a model may wait for StarPU. */
+#define SP_RELEASED(o, st, expr)                                                                              \
+  do {                                                                                                        \
+    (o)->busy++;                                                                                              \
+    sp_inflight++;                                                                                            \
+    Py_BEGIN_ALLOW_THREADS                                                                                    \
+    st = (expr);                                                                                              \
+    Py_END_ALLOW_THREADS                                                                                      \
+    sp_inflight--;                                                                                            \
+    (o)->busy--;                                                                                              \
+  } while (0)
+
+/* The same for a call on o and a chunking co (NULL: none), neither of which may be closed meanwhile. */
+#define SP_RELEASED_CHUNKS(o, co, st, expr)                                                                   \
+  do {                                                                                                        \
+    if (co)                                                                                                   \
+      (co)->busy++;                                                                                           \
+    SP_RELEASED(o, st, expr);                                                                                 \
+    if (co)                                                                                                   \
+      (co)->busy--;                                                                                           \
+  } while (0)
+
+/* The type object of a kind of registered object (seq: its sequence methods, or NULL). */
+#define SP_TYPE(var, pyname, newfn, doc, methods, getset, seq)                                              \
+  PyTypeObject var = {                                                                                      \
+      PyVarObject_HEAD_INIT(NULL, 0).tp_name = "starproj." pyname,                                          \
+      .tp_basicsize = sizeof(sp_obj),                                                                       \
+      .tp_flags = Py_TPFLAGS_DEFAULT,                                                                       \
+      .tp_doc = doc,                                                                                        \
+      .tp_new = newfn,                                                                                      \
+      .tp_dealloc = sp_obj_dealloc,                                                                         \
+      .tp_finalize = sp_obj_finalize,                                                                       \
+      .tp_weaklistoffset = offsetof(sp_obj, weakrefs),                                                      \
+      .tp_methods = methods,                                                                                \
+      .tp_getset = getset,                                                                                  \
+      .tp_as_sequence = seq,                                                                                \
+  };
+
+/* args.c */
+
+int sp_fast_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                 const char *const *names, int nnames, int nreq, PyObject **out);
+int sp_as_int(PyObject *o, const char *name, int *out);
+int64_t *sp_int64_list(PyObject *seq, const char *name, Py_ssize_t *n);
+int *sp_int_list(PyObject *seq, const char *name, Py_ssize_t *n);
+int sp_float3(PyObject *o, const char *name, float out[3]);
+PyObject *sp_tuple3f(const float v[3]);
+PyObject *sp_np_zeros(PyObject *shape, const char *dtype);
+int sp_mode(PyObject *o, int *mode);
+int sp_chunks_arg(PyObject *o, sproj_chunks **c, sp_obj **co);
+
+/* lors.c */
+
+PyObject *sp_move(PyObject *self, PyObject *args, PyObject *kw, int kind, int release);
+PyObject *sp_chunks_wrap(sproj_chunks *c, PyObject *lors_o);
+
+/* proj.c, scanner.c: module functions, added to the module by module.c */
+
+extern PyMethodDef sp_proj_methods[];
+extern PyMethodDef sp_host_methods[];
+extern PyTypeObject ScannerType;
+
+#pragma GCC visibility pop
+
+#endif

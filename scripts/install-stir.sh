@@ -45,6 +45,10 @@ abspath() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$(pwd)" 
 stir_src=$(abspath "$stir_src")
 [ -n "$pp_src" ] && pp_src=$(abspath "$pp_src")
 prefix=$(abspath "$prefix")
+# a source that is not there is named here, before anything else runs (also when STIR is installed already)
+for src in "$stir_src" ${pp_src:+"$pp_src"}; do
+  [ -d "$src" ] || [ -f "$src" ] || { log "no such source: $src (a source folder or a .tar.gz)" >&2; exit 1; }
+done
 
 if [ "$(id -u)" -eq 0 ]; then SUDO=(); elif command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else SUDO=(false); fi
 
@@ -80,7 +84,7 @@ trap 'rm -rf "$work"' EXIT
 source_dir() {
   local src=$1 name=$2
   if [ -d "$src" ]; then printf '%s\n' "$src"; return; fi
-  [ -f "$src" ] || { log "no such source: $src"; exit 1; }
+  [ -f "$src" ] || { log "no such source: $src" >&2; exit 1; }
   mkdir -p "$work/$name"
   tar -xzf "$src" -C "$work/$name"
   local top

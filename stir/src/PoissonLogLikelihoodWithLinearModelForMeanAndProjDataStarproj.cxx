@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: Apache-2.0
+// STIR's Poisson log-likelihood of projection data on starproj's resident data: set_up registers the LORs, data,
+// normalisation and additive term once; every gradient, value, sensitivity and Hessian product is a starproj task graph.
+
+#include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj.h"
+
+#include "stir/ProjData.h"
+#include "stir/ProjDataInfo.h"
+#include "stir/RelatedViewgrams.h"
+#include "stir/Succeeded.h"
+#include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
+#include "stir/Viewgram.h"
+#include "stir/ViewgramIndices.h"
+#include "stir/error.h"
+#include "stir/info.h"
+#include "stir/is_null_ptr.h"
+#include "stir/recon_buildblock/BinNormalisation.h"
+#include "stir/warning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+
+START_NAMESPACE_STIR
+
+const char* const PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::registered_name
+    = "PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj";
+
+//! STIR's bound on the quotients of its Poisson objective functions (its divide_and_truncate and
+//! accumulate_loglikelihood): starproj applies the same rule (sproj_recon_config::max_ratio).
+static const float stir_max_quotient = 10000.F;
+
+struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Resident
+{
+  std::shared_ptr<StarprojGeometry> geometry;
+  std::vector<float> y, m, a;            // data [lor][tof bin], factor [lor], background m * additive [lor][tof bin]
+  StarprojHostBuffer x_buffer, v_buffer, out_buffer;
+  std::vector<float> scratch;            // a sensitivity on its way to STIR
+  sproj_image *x = nullptr, *v = nullptr, *out = nullptr;
+  sproj_proj* data = nullptr;
+  sproj_model* model = nullptr;
+  sproj_recon* recon = nullptr;
+  int rim = -1;
+  int copy_threads = 0;
+
+  explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
+      : geometry(g),
+        x_buffer(g->num_voxels()),
+        v_buffer(g->num_voxels()),
+        out_buffer(g->num_voxels()),
+        scratch(g->num_voxels())
+  {
+    std::fill(x_buffer.data(), x_buffer.data() + g->num_voxels(), 0.F);
+    starproj_check(sproj_image_register(&x, x_buffer.data(), g->dims(), g->voxel_size(), g->origin()),
+                   "sproj_image_register");
+    starproj_check(sproj_image_register(&v, v_buffer.data(), g->dims(), g->voxel_size(), g->origin()),
+                   "sproj_image_register");
+    starproj_check(sproj_image_register(&out, out_buffer.data(), g->dims(), g->voxel_size(), g->origin()),
+                   "sproj_image_register");
+  }
+  ~Resident()
+  {
+    // the reconstruction first (it uses the model, data and image), then what it used
+    sproj_recon_destroy(recon);
+    sproj_model_destroy(model);
+    if (data)
+      sproj_proj_unregister(data);
+    for (sproj_image* img : {x, v, out})
+      if (img)
+        sproj_image_unregister(img);
+  }
+};
+
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj()
+{
+  set_defaults();
+}
+
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::~PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj()
+{
+  if (_settings.verbosity >= 2)
+    _times.report(registered_name);
+  release();
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::release()
+{
+  _resident.reset();
+  _geometry.reset();
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_defaults()
+{
+  base_type::set_defaults();
+  _settings = StarprojSettings();
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::initialise_keymap()
+{
+  base_type::initialise_keymap();
+  this->parser.add_start_key("PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj Parameters");
+  this->parser.add_stop_key("End PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj Parameters");
+  _settings.add_keys(this->parser);
+}
+
+bool
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::post_processing()
+{
+  if (base_type::post_processing())
+    return true;
+  return !_settings.check();
+}
+
+bool
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_subsets_are_approximately_balanced(
+    std::string& warning_message) const
+{
+  // starproj projects every viewgram of a subset itself (no symmetries): balanced when every subset has as many views
+  const int num_views = this->proj_data_sptr->get_num_views();
+  if (num_views % this->num_subsets == 0)
+    return true;
+  std::ostringstream str;
+  str << warning_message << "the " << num_views << " views do not divide into " << this->num_subsets
+      << " subsets of equal size\n";
+  warning_message = str.str();
+  return false;
+}
+
+Succeeded
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sensitivity(
+    shared_ptr<const TargetT> const& target_sptr)
+{
+  if (is_null_ptr(this->proj_data_sptr))
+    {
+      error("PoissonLogLikelihood using Starproj: you need to set the input data before calling set_up");
+      return Succeeded::no;
+    }
+  const ProjData& proj_data = *this->proj_data_sptr;
+  if (this->max_segment_num_to_process == -1)
+    this->max_segment_num_to_process = proj_data.get_max_segment_num();
+  if (this->max_segment_num_to_process < 0 || this->max_segment_num_to_process > proj_data.get_max_segment_num())
+    {
+      error("PoissonLogLikelihood using Starproj: maximum segment " + std::to_string(this->max_segment_num_to_process)
+            + " is outside the data's 0 .. " + std::to_string(proj_data.get_max_segment_num()));
+      return Succeeded::no;
+    }
+  this->max_timing_pos_num_to_process = proj_data.get_max_tof_pos_num();
+  if (this->frame_num <= 0 || static_cast<unsigned>(this->frame_num) > this->frame_defs.get_num_frames())
+    {
+      error("PoissonLogLikelihood using Starproj: frame number " + std::to_string(this->frame_num) + " outside 1 .. "
+            + std::to_string(this->frame_defs.get_num_frames()));
+      return Succeeded::no;
+    }
+  if (!is_null_ptr(this->additive_proj_data_sptr)
+      && *this->additive_proj_data_sptr->get_proj_data_info_sptr() != *proj_data.get_proj_data_info_sptr())
+    {
+      error("PoissonLogLikelihood using Starproj: the additive sinogram's geometry differs from the data's");
+      return Succeeded::no;
+    }
+  if (is_null_ptr(this->normalisation_sptr))
+    {
+      error("PoissonLogLikelihood using Starproj: invalid normalisation object");
+      return Succeeded::no;
+    }
+  release();
+  _times.start();
+  const int max_segment = this->max_segment_num_to_process;
+  shared_ptr<ProjDataInfo> pdi(proj_data.get_proj_data_info_sptr()->clone());
+  pdi->reduce_segment_range(-max_segment, max_segment);
+  _geometry = std::make_shared<StarprojGeometry>(pdi, *target_sptr, _settings);
+  _geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
+  _times.mark("set_up: LORs");
+  if (this->normalisation_sptr->set_up(proj_data.get_exam_info_sptr(), proj_data.get_proj_data_info_sptr())
+      != Succeeded::yes)
+    {
+      error("PoissonLogLikelihood using Starproj: the normalisation could not be set up");
+      return Succeeded::no;
+    }
+
+  const StarprojGeometry& g = *_geometry;
+  _resident.reset(new Resident(_geometry));
+  Resident& r = *_resident;
+  r.rim = _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1;
+  const int64_t num_lors = g.num_lors();
+  const int num_bins = g.num_tof_bins(), num_tang = g.num_tangential_poss(), min_tang = g.min_tangential_pos_num();
+  r.y.assign(num_lors * num_bins, 0.F);
+  r.m.assign(num_lors, 1.F);
+  if (!is_null_ptr(this->additive_proj_data_sptr))
+    r.a.assign(num_lors * num_bins, 0.F);
+  // the data, the normalisation evaluated once per bin (undo() of ones: the forward model's factor) and the additive
+  // term (STIR adds it before the normalisation: starproj's background is m times it), viewgram by viewgram
+  shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial(new TrivialDataSymmetriesForViewSegmentNumbers);
+  bool tof_dependent_norm = false;
+  for (int seg = -max_segment; seg <= max_segment; ++seg)
+    for (int view = proj_data.get_min_view_num(); view <= proj_data.get_max_view_num(); ++view)
+      for (int tof = proj_data.get_min_tof_pos_num(); tof <= proj_data.get_max_tof_pos_num(); ++tof)
+        {
+          const int bin = tof - g.min_tof_pos_num();
+          const int64_t first = g.first_lor(g.chunk_of(seg, view));
+          const int min_axial = g.min_axial_pos_num(seg);
+          const ViewgramIndices idx(view, seg, tof);
+          Viewgram<float> measured = proj_data.get_viewgram(idx);
+          if (seg == 0 && this->zero_seg0_end_planes)
+            {
+              measured[measured.get_min_axial_pos_num()].fill(0);
+              measured[measured.get_max_axial_pos_num()].fill(0);
+            }
+          RelatedViewgrams<float> factors = proj_data.get_empty_related_viewgrams(idx, trivial, false, tof);
+          factors.fill(1.F);
+          this->normalisation_sptr->undo(factors);
+          const Viewgram<float>& factor = *factors.begin();
+          Viewgram<float> additive = measured.get_empty_copy();
+          if (!r.a.empty())
+            additive = this->additive_proj_data_sptr->get_viewgram(idx);
+          for (int ax = measured.get_min_axial_pos_num(); ax <= measured.get_max_axial_pos_num(); ++ax)
+            for (int t = measured.get_min_tangential_pos_num(); t <= measured.get_max_tangential_pos_num(); ++t)
+              {
+                const int64_t lor = first + int64_t(ax - min_axial) * num_tang + (t - min_tang);
+                const float mf = factor[ax][t];
+                if (bin == 0)
+                  r.m[lor] = mf;
+                else if (std::fabs(mf - r.m[lor]) > 1e-6F * std::fabs(r.m[lor]))
+                  tof_dependent_norm = true;
+                r.y[lor * num_bins + bin] = measured[ax][t];
+                if (!r.a.empty())
+                  r.a[lor * num_bins + bin] = mf * additive[ax][t];
+              }
+        }
+  if (tof_dependent_norm)
+    {
+      error("PoissonLogLikelihood using Starproj: the normalisation differs between TOF bins of one LOR; starproj's "
+            "forward model has one multiplicative factor per LOR");
+      return Succeeded::no;
+    }
+  _times.mark("set_up: data, normalisation, additive term");
+
+  // subset k: the views min_view + k, min_view + k + S, ... of every segment processed, one chunk per viewgram
+  std::vector<int> subset_chunks, subset_sizes;
+  for (int k = 0; k < this->num_subsets; ++k)
+    {
+      int size = 0;
+      for (int seg = -max_segment; seg <= max_segment; ++seg)
+        for (int view = proj_data.get_min_view_num() + k; view <= proj_data.get_max_view_num(); view += this->num_subsets)
+          {
+            subset_chunks.push_back(g.chunk_of(seg, view));
+            ++size;
+          }
+      subset_sizes.push_back(size);
+    }
+  starproj_check(g.is_tof() ? sproj_proj_register_tof(&r.data, r.y.data(), g.lors(), num_bins)
+                            : sproj_proj_register(&r.data, r.y.data(), g.lors()),
+                 "sproj_proj_register");
+  starproj_check(sproj_model_create(&r.model,
+                                    g.lors(),
+                                    r.m.data(),
+                                    r.a.empty() ? nullptr : r.a.data(),
+                                    g.is_tof() ? g.tof() : nullptr,
+                                    nullptr),
+                 "sproj_model_create");
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = r.model;
+  cfg.data = r.data;
+  cfg.chunks = g.chunks();
+  cfg.num_subsets = this->num_subsets;
+  cfg.subset_chunks = subset_chunks.data();
+  cfg.subset_sizes = subset_sizes.data();
+  cfg.max_ratio = stir_max_quotient;
+  // the subsets' sensitivities are computed here, on the devices, and stay there
+  starproj_check(sproj_recon_create(&r.recon, r.x, &cfg), "sproj_recon_create");
+  _times.mark("set_up: registration and sensitivities");
+  if (_settings.verbosity >= 1)
+    info("PoissonLogLikelihood using Starproj: " + std::to_string(num_lors) + " LORs x " + std::to_string(num_bins)
+             + " TOF bins, " + std::to_string(this->num_subsets) + " subsets, devices " + _settings.devices,
+         1);
+  return Succeeded::yes;
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::load(const TargetT& image, sproj_image* img, float* buffer) const
+{
+  starproj_check(sproj_image_sync(img, SPROJ_SYNC_WRITE), "sproj_image_sync");
+  starproj_image_to_array(image, buffer, _resident->rim, _resident->copy_threads);
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_to(TargetT& image,
+                                                                      sproj_image* img,
+                                                                      const float* buffer,
+                                                                      float scale) const
+{
+  starproj_check(sproj_image_sync(img, SPROJ_SYNC_READ), "sproj_image_sync");
+  std::unique_ptr<TargetT> values(image.get_empty_copy());
+  starproj_array_to_image(buffer, *values, _resident->rim, _resident->copy_threads);
+  std::transform(image.begin_all(), image.end_all(), values->begin_all(), image.begin_all(), [scale](float a, float b) {
+    return a + scale * b;
+  });
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_compute_subset_gradient_without_penalty(
+    TargetT& gradient, const TargetT& current_estimate, const int subset_num, const bool add_sensitivity)
+{
+  if (!_resident)
+    error("PoissonLogLikelihood using Starproj: gradient before set_up");
+  std::lock_guard<std::mutex> lock(_lock);
+  Resident& r = *_resident;
+  _times.start();
+  load(current_estimate, r.x, r.x_buffer.data());
+  _times.mark("gradient: image in");
+  starproj_check(
+      sproj_recon_gradient(r.recon, subset_num, r.x, r.out, add_sensitivity ? SPROJ_GRADIENT_ADD_SENSITIVITY : 0),
+      "sproj_recon_gradient");
+  starproj_check(sproj_image_sync(r.out, SPROJ_SYNC_READ), "sproj_image_sync");
+  _times.mark("gradient: task graph");
+  starproj_array_to_image(r.out_buffer.data(), gradient, r.rim, r.copy_threads);
+  _times.mark("gradient: image out");
+}
+
+double
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_compute_objective_function_without_penalty(
+    const TargetT& current_estimate, const int subset_num)
+{
+  if (!_resident)
+    error("PoissonLogLikelihood using Starproj: objective function before set_up");
+  std::lock_guard<std::mutex> lock(_lock);
+  Resident& r = *_resident;
+  _times.start();
+  load(current_estimate, r.x, r.x_buffer.data());
+  double nll = 0;
+  starproj_check(sproj_recon_subset_objective(r.recon, subset_num, r.x, &nll), "sproj_recon_subset_objective");
+  _times.mark("objective value");
+  return -nll;
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_subset_sensitivity(TargetT& sensitivity,
+                                                                                     const int subset_num) const
+{
+  if (!_resident)
+    error("PoissonLogLikelihood using Starproj: sensitivity before set_up");
+  std::lock_guard<std::mutex> lock(_lock);
+  Resident& r = *_resident;
+  starproj_check(sproj_recon_sensitivity(r.recon, subset_num, r.scratch.data()), "sproj_recon_sensitivity");
+  std::unique_ptr<TargetT> values(sensitivity.get_empty_copy());
+  starproj_array_to_image(r.scratch.data(), *values, r.rim, r.copy_threads);
+  std::transform(sensitivity.begin_all(),
+                 sensitivity.end_all(),
+                 values->begin_all(),
+                 sensitivity.begin_all(),
+                 [](float a, float b) { return a + b; });
+}
+
+Succeeded
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_add_multiplication_with_approximate_sub_Hessian_without_penalty(
+    TargetT& output, const TargetT& input, const int subset_num) const
+{
+  if (!_resident)
+    error("PoissonLogLikelihood using Starproj: Hessian before set_up");
+  std::lock_guard<std::mutex> lock(_lock);
+  Resident& r = *_resident;
+  load(input, r.v, r.v_buffer.data());
+  starproj_check(sproj_recon_hessian_times(r.recon, subset_num, nullptr, r.v, r.out, SPROJ_HESSIAN_APPROXIMATE),
+                 "sproj_recon_hessian_times");
+  add_to(output, r.out, r.out_buffer.data(), -1.F); // starproj's product is that of -L: STIR's is its negative
+  return Succeeded::yes;
+}
+
+Succeeded
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_accumulate_sub_Hessian_times_input_without_penalty(
+    TargetT& output, const TargetT& current_image_estimate, const TargetT& input, const int subset_num) const
+{
+  if (!_resident)
+    error("PoissonLogLikelihood using Starproj: Hessian before set_up");
+  std::lock_guard<std::mutex> lock(_lock);
+  Resident& r = *_resident;
+  load(current_image_estimate, r.x, r.x_buffer.data());
+  load(input, r.v, r.v_buffer.data());
+  starproj_check(sproj_recon_hessian_times(r.recon, subset_num, r.x, r.v, r.out, 0), "sproj_recon_hessian_times");
+  add_to(output, r.out, r.out_buffer.data(), -1.F);
+  return Succeeded::yes;
+}
+
+END_NAMESPACE_STIR

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test helper: STIR's Poisson objective function with its Parallelproj pair against "...AndProjData using Starproj" on
+// the same data, subset by subset: sensitivities, gradients (with and without the sensitivity), objective values and
+// both Hessian products, optionally with a normalisation (random factors per bin) and an additive sinogram. Prints one
+// line per quantity and the largest relative difference last; exits 1 when it exceeds the tolerance.
+//
+// usage: starproj_stir_objective DATA.hs IMAGE.hv NUM_SUBSETS TOLERANCE [options]
+//   --norm-and-additive        a normalisation (factors in [0.5, 1.5) per LOR) and an additive sinogram (~10%)
+//   --approximate-hessian-tolerance T   the tolerance of the approximate Hessian product (default TOLERANCE): STIR
+//                              counts a quotient as 0 where the forward projection is at most 1e-6 of its viewgram's
+//                              largest, a rule starproj does not follow
+//   --check-subsets N          compare subsets 0 .. N-1 only (default all)
+// With TOF data the Hessian products are not compared: STIR's take timing position 0 for every TOF bin (its
+// get_empty_related_viewgrams and get_related_viewgrams replace the index's timing position by their own argument).
+
+#include "stir/DiscretisedDensity.h"
+#include "stir/ProjDataInMemory.h"
+#include "stir/ProjDataInfo.h"
+#include "stir/Viewgram.h"
+#include "stir/IO/read_from_file.h"
+#include "stir/recon_buildblock/BinNormalisationFromProjData.h"
+#include "stir/recon_buildblock/Parallelproj_projector/ProjectorByBinPairUsingParallelproj.h"
+#include "stir/recon_buildblock/PoissonLogLikelihoodWithLinearModelForMeanAndProjData.h"
+#include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+using namespace stir;
+typedef DiscretisedDensity<3, float> Image;
+typedef PoissonLogLikelihoodWithLinearModelForMeanAndProjData<Image> Poisson;
+
+static double
+rel_l2(const Image& ref, const Image& test)
+{
+  double num = 0, den = 0;
+  auto t = test.begin_all();
+  for (auto r = ref.begin_all(); r != ref.end_all(); ++r, ++t)
+    {
+      num += (double(*t) - *r) * (double(*t) - *r);
+      den += double(*r) * *r;
+    }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+static double
+max_abs(const Image& img)
+{
+  double m = 0;
+  for (auto v = img.begin_all(); v != img.end_all(); ++v)
+    m = std::max(m, std::fabs(double(*v)));
+  return m;
+}
+
+// a deterministic value in [lo, hi) for bin (segment, view, axial, tangential, TOF)
+static float
+hashed(int s, int v, int a, int t, int tof, float lo, float hi)
+{
+  unsigned h = 2166136261u;
+  for (int k : {s, v, a, t, tof})
+    h = (h ^ static_cast<unsigned>(k + 1000)) * 16777619u;
+  return lo + (hi - lo) * float(h % 10007u) / 10007.F;
+}
+
+static shared_ptr<ProjDataInMemory>
+bin_values(const ProjData& like, float lo, float hi)
+{
+  auto out = std::make_shared<ProjDataInMemory>(like.get_exam_info_sptr(), like.get_proj_data_info_sptr());
+  for (int s = like.get_min_segment_num(); s <= like.get_max_segment_num(); ++s)
+    for (int v = like.get_min_view_num(); v <= like.get_max_view_num(); ++v)
+      for (int tof = like.get_min_tof_pos_num(); tof <= like.get_max_tof_pos_num(); ++tof)
+        {
+          Viewgram<float> vg = out->get_empty_viewgram(v, s, false, tof);
+          for (int a = vg.get_min_axial_pos_num(); a <= vg.get_max_axial_pos_num(); ++a)
+            for (int t = vg.get_min_tangential_pos_num(); t <= vg.get_max_tangential_pos_num(); ++t)
+              vg[a][t] = hashed(s, v, a, t, 0, lo, hi); // the same for every TOF bin: a per-LOR factor
+          out->set_viewgram(vg);
+        }
+  return out;
+}
+
+int
+main(int argc, char** argv)
+{
+  if (argc < 5)
+    {
+      std::fprintf(stderr, "usage: %s DATA.hs IMAGE.hv NUM_SUBSETS TOLERANCE [--norm-and-additive] "
+                           "[--approximate-hessian-tolerance T] [--check-subsets N]\n", argv[0]);
+      return 2;
+    }
+  const int num_subsets = std::atoi(argv[3]);
+  const double tolerance = std::atof(argv[4]);
+  double approximate_tolerance = tolerance;
+  int check_subsets = num_subsets;
+  bool extras = false;
+  for (int i = 5; i < argc; ++i)
+    {
+      const std::string opt = argv[i];
+      if (opt == "--norm-and-additive")
+        extras = true;
+      else if (opt == "--approximate-hessian-tolerance" && i + 1 < argc)
+        approximate_tolerance = std::atof(argv[++i]);
+      else if (opt == "--check-subsets" && i + 1 < argc)
+        check_subsets = std::atoi(argv[++i]);
+      else
+        {
+          std::fprintf(stderr, "starproj_stir_objective: unknown or incomplete option '%s'\n", argv[i]);
+          return 2;
+        }
+    }
+  if (num_subsets < 1 || !(tolerance >= 0) || !(approximate_tolerance >= 0) || check_subsets < 1
+      || check_subsets > num_subsets)
+    {
+      std::fprintf(stderr, "starproj_stir_objective: NUM_SUBSETS >= 1, tolerances >= 0, 1 <= N <= NUM_SUBSETS\n");
+      return 2;
+    }
+  try
+    {
+      shared_ptr<ProjData> data = ProjData::read_from_file(argv[1]);
+      shared_ptr<Image> image(read_from_file<Image>(argv[2]));
+      shared_ptr<ProjDataInMemory> norm, additive;
+      if (extras)
+        {
+          norm = bin_values(*data, 0.5F, 1.5F);
+          // the additive term in STIR's convention (added before the normalisation), about 10% of the counts
+          double total = 0;
+          long n = 0;
+          for (int v = data->get_min_view_num(); v <= data->get_max_view_num(); ++v)
+            {
+              const Viewgram<float> vg = data->get_viewgram(v, 0);
+              total += vg.sum();
+              n += long(vg.get_num_axial_poss()) * vg.get_num_tangential_poss();
+            }
+          const float mean = n > 0 ? float(total / n) : 1.F;
+          additive = bin_values(*data, 0.05F * mean, 0.15F * mean);
+        }
+
+      Poisson stir_objective;
+      PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj starproj_objective;
+      starproj_objective.starproj_settings().devices = "cpu";
+      Poisson* objectives[2] = {&stir_objective, &starproj_objective};
+      stir_objective.set_projector_pair_sptr(std::make_shared<ProjectorByBinPairUsingParallelproj>());
+      for (Poisson* f : objectives)
+        {
+          f->set_proj_data_sptr(data);
+          f->set_num_subsets(num_subsets);
+          f->set_recompute_sensitivity(true);
+          f->set_use_subset_sensitivities(true);
+          if (extras)
+            {
+              f->set_normalisation_sptr(std::make_shared<BinNormalisationFromProjData>(norm));
+              f->set_additive_proj_data_sptr(additive);
+            }
+          if (f->set_up(shared_ptr<Image>(image->clone())) != Succeeded::yes)
+            {
+              std::fprintf(stderr, "starproj_stir_objective: set_up failed\n");
+              return 1;
+            }
+        }
+
+      // the estimate: not the phantom, positive; the direction of the Hessian products: the phantom
+      std::unique_ptr<Image> x(image->clone());
+      const float offset = 0.2F * float(max_abs(*image));
+      for (auto v = x->begin_all(); v != x->end_all(); ++v)
+        *v = 0.5F * *v + offset;
+
+      // the largest difference over the quantities held to `tolerance`, and over the approximate Hessian's
+      double worst = 0, worst_approximate = 0;
+      auto report = [&](const char* what, int subset, double diff, double size, double* into = nullptr) {
+        std::printf("%-34s subset %2d: relative difference %.3g (size %.6g)\n", what, subset, diff, size);
+        double& w = into ? *into : worst;
+        if (!(diff <= w))
+          w = std::isnan(diff) ? INFINITY : std::max(w, diff);
+      };
+      const bool tof = data->get_proj_data_info_sptr()->is_tof_data();
+      for (int k = 0; k < check_subsets; ++k)
+        {
+          report("subset sensitivity",
+                 k,
+                 rel_l2(stir_objective.get_subset_sensitivity(k), starproj_objective.get_subset_sensitivity(k)),
+                 max_abs(stir_objective.get_subset_sensitivity(k)));
+          std::unique_ptr<Image> a(image->get_empty_copy()), b(image->get_empty_copy());
+          stir_objective.compute_sub_gradient_without_penalty_plus_sensitivity(*a, *x, k);
+          starproj_objective.compute_sub_gradient_without_penalty_plus_sensitivity(*b, *x, k);
+          report("gradient plus sensitivity", k, rel_l2(*a, *b), max_abs(*a));
+          stir_objective.compute_sub_gradient_without_penalty(*a, *x, k);
+          starproj_objective.compute_sub_gradient_without_penalty(*b, *x, k);
+          report("gradient", k, rel_l2(*a, *b), max_abs(*a));
+          const double va = stir_objective.compute_objective_function_without_penalty(*x, k);
+          const double vb = starproj_objective.compute_objective_function_without_penalty(*x, k);
+          report("objective value", k, std::fabs(vb - va) / std::max(std::fabs(va), 1e-30), va);
+          if (tof)
+            {
+              std::printf("Hessian products                   subset %2d: not compared (TOF: STIR's use timing "
+                          "position 0 for every bin)\n", k);
+              continue;
+            }
+          a->fill(0);
+          b->fill(0);
+          stir_objective.add_multiplication_with_approximate_sub_Hessian_without_penalty(*a, *image, k);
+          starproj_objective.add_multiplication_with_approximate_sub_Hessian_without_penalty(*b, *image, k);
+          report("approximate Hessian times image", k, rel_l2(*a, *b), max_abs(*a), &worst_approximate);
+          a->fill(0);
+          b->fill(0);
+          stir_objective.accumulate_sub_Hessian_times_input_without_penalty(*a, *x, *image, k);
+          starproj_objective.accumulate_sub_Hessian_times_input_without_penalty(*b, *x, *image, k);
+          report("Hessian times image", k, rel_l2(*a, *b), max_abs(*a));
+        }
+      std::printf("largest relative difference %.3g (tolerance %.3g), approximate Hessian %.3g (tolerance %.3g)%s\n",
+                  worst,
+                  tolerance,
+                  worst_approximate,
+                  approximate_tolerance,
+                  extras ? ", with a normalisation and an additive sinogram" : "");
+      return worst <= tolerance && worst_approximate <= approximate_tolerance ? 0 : 1;
+    }
+  catch (const std::exception& e)
+    {
+      std::fprintf(stderr, "starproj_stir_objective: %s\n", e.what());
+      return 1;
+    }
+}

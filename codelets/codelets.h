@@ -313,9 +313,12 @@ struct sproj_emit_arg {
   int npieces;
   int num_bins;
 };
-/* cl_arg of an EM update task (buffers: image RW, back-projected ratio R, sensitivity R). */
+/* cl_arg of an update task (buffers: image RW, back-projected ratio R, sensitivity R): EM's rule (em_update_value),
+ * or with bounded OSMAPOSL's (osl_update_value, relative change within [lo, hi]). */
 struct sproj_update_arg {
   float sens_factor;
+  int bounded;
+  float lo, hi;
 };
 /* cl_arg of an image axpy task (buffers: y RW, x R): y <- y + alpha * x. */
 struct sproj_axpy_arg {

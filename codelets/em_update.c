@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_update.c: CPU codelet, codelet struct and performance model of the multiplicative EM image update. */
+/* em_update.c: CPU codelet, codelet struct and performance model of the multiplicative image updates (EM, OSMAPOSL). */
 #include "config.h"
 #include "codelets.h"
 #include "em_update.h"
@@ -11,8 +11,12 @@ static void em_update_cpu(void *buffers[], void *cl_arg)
   const float *bp = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
   const float *sens = (const float *)STARPU_VECTOR_GET_PTR(buffers[2]);
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
-  for (uint32_t i = 0; i < n; i++)
-    x[i] = em_update_value(x[i], bp[i], sens[i], arg->sens_factor);
+  if (arg->bounded)
+    for (uint32_t i = 0; i < n; i++)
+      x[i] = osl_update_value(x[i], bp[i], sens[i], arg->lo, arg->hi);
+  else
+    for (uint32_t i = 0; i < n; i++)
+      x[i] = em_update_value(x[i], bp[i], sens[i], arg->sens_factor);
 }
 
 static struct starpu_perfmodel em_update_model = {

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_update.cu: CUDA kernel of the multiplicative EM image update, queued on StarPU's stream. */
+/* em_update.cu: CUDA kernel of the multiplicative image updates (EM, OSMAPOSL), queued on StarPU's stream. */
 #include "config.h"
 #include "cuda_pieces.h"
 #include "em_update.h"
 
 __global__ static void em_update_kernel(float *__restrict__ x, const float *__restrict__ bp,
-                                        const float *__restrict__ sens, float sens_factor, uint32_t n)
+                                        const float *__restrict__ sens, struct sproj_update_arg arg, uint32_t n)
 {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    x[i] = em_update_value(x[i], bp[i], sens[i], sens_factor);
+    x[i] = arg.bounded ? osl_update_value(x[i], bp[i], sens[i], arg.lo, arg.hi)
+                       : em_update_value(x[i], bp[i], sens[i], arg.sens_factor);
 }
 
 extern "C" void sproj_em_update_cuda(void *buffers[], void *cl_arg)
@@ -22,6 +23,6 @@ extern "C" void sproj_em_update_cuda(void *buffers[], void *cl_arg)
     return;
   em_update_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
     (float *)STARPU_VECTOR_GET_PTR(buffers[0]), (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
-    (const float *)STARPU_VECTOR_GET_PTR(buffers[2]), arg->sens_factor, n);
+    (const float *)STARPU_VECTOR_GET_PTR(buffers[2]), *arg, n);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

@@ -347,6 +347,14 @@ SPROJ_API int sproj_recon_hessian_times(sproj_recon *recon, int subset, sproj_im
  * subset's share of the sensitivity LORs' background is not known): INVALID for subset >= 0. Waits. */
 SPROJ_API int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x, double *nll);
 
+/* x <- x * min(max(num / den, lo), hi) voxel by voxel (0 where den is 0), by a task where the images are: the
+ * multiplicative update of OSMAPOSL-like algorithms, with num a gradient plus sensitivity (sproj_recon_gradient with
+ * SPROJ_GRADIENT_ADD_SENSITIVITY) and den the sensitivity, so that a framework's iterations keep the estimate on the
+ * devices. lo = -INFINITY and hi = INFINITY: no bounds. Asynchronous; needs sproj_init.
+ * Errors: NULL, NOT_INIT, MISMATCH (images of different geometries), INVALID (an image twice), NONFINITE (lo or hi
+ * NaN), RANGE (lo > hi), NOMEM, STARPU. */
+SPROJ_API int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi);
+
 
 /* ---- simulation ---------------------------------------------------------------------------------------- */
 /* Host-side calls: they need neither sproj_init nor StarPU, and are safe from several threads at once (each call

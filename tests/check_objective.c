@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_objective.c: the objective function's pieces on a reconstruction (subset gradients, Hessian products, subset
  * objectives) against double-precision references on the host, against each other (finite differences, symmetry,
- * sums over subsets, one EM update), with STIR's quotient rule, and their bad input. */
+ * sums over subsets, one EM update), with STIR's quotient rule, the multiplicative update, and their bad input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,6 +356,66 @@ START_TEST(test_stir_rule)
 }
 END_TEST
 
+/* sproj_image_update_multiplicative against the same float operations on the host (equal: one division, one product,
+ * the bounds as comparisons): bounded, unbounded (infinite bounds), den = 0 gives 0; and its refusals, which leave x
+ * as it was. */
+START_TEST(test_update_multiplicative)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *x = tu_alloc(nvox), *num = tu_alloc(nvox), *den = tu_alloc(nvox), *ref = tu_alloc(nvox), *other = tu_alloc(nvox);
+  tu_fill_uniform(x, nvox, 0.0f, 2.0f);
+  tu_fill_uniform(num, nvox, 0.0f, 3.0f);
+  tu_fill_uniform(den, nvox, 0.5f, 1.5f);
+  for (int64_t v = 0; v < nvox; v += 5)
+    den[v] = 0.0f;
+  const float lo = 0.7f, hi = 1.6f;
+  for (int pass = 0; pass < 2; pass++) {
+    float l = pass ? -INFINITY : lo, h = pass ? INFINITY : hi;
+    for (int64_t v = 0; v < nvox; v++) {
+      float u = den[v] == 0.0f ? 0.0f : num[v] / den[v];
+      if (den[v] != 0.0f)
+        u = u > h ? h : (l > u ? l : u);
+      ref[v] = den[v] == 0.0f ? 0.0f : x[v] * u;
+    }
+    float *xc = scene_copy(x, nvox);
+    sproj_image *xi = image(xc), *ni = image(num), *di = image(den);
+    EXPECT(sproj_image_update_multiplicative(xi, ni, di, l, h), SPROJ_OK);
+    sync_read(xi);
+    int64_t bounded = 0;
+    for (int64_t v = 0; v < nvox; v++) {
+      ck_assert_msg(xc[v] == ref[v], "voxel %lld: %.9g, host %.9g", (long long)v, xc[v], ref[v]);
+      bounded += den[v] != 0.0f && (num[v] / den[v] > hi || num[v] / den[v] < lo);
+    }
+    if (!pass) {
+      printf("multiplicative update: %lld of %lld voxels bounded, equal to the host's\n", (long long)bounded,
+             (long long)nvox);
+      ck_assert(bounded > nvox / 10);
+      memcpy(xc, x, nvox * sizeof *xc);
+      EXPECT(sproj_image_sync(xi, SPROJ_SYNC_WRITE), SPROJ_OK);
+      EXPECT(sproj_image_update_multiplicative(NULL, ni, di, lo, hi), SPROJ_ERR_NULL);
+      EXPECT(sproj_image_update_multiplicative(xi, ni, ni, lo, hi), SPROJ_ERR_INVALID);
+      EXPECT(sproj_image_update_multiplicative(xi, ni, di, hi, lo), SPROJ_ERR_RANGE);
+      EXPECT(sproj_image_update_multiplicative(xi, ni, di, NAN, hi), SPROJ_ERR_NONFINITE);
+      sproj_image *oi;
+      int dims[3] = {sc.g.n[0], sc.g.n[1] - 1, sc.g.n[2]};
+      EXPECT(sproj_image_register(&oi, other, dims, sc.g.vs, sc.g.origin), SPROJ_OK);
+      EXPECT(sproj_image_update_multiplicative(xi, oi, di, lo, hi), SPROJ_ERR_MISMATCH);
+      EXPECT(sproj_image_unregister(oi), SPROJ_OK);
+      sync_read(xi);
+      ck_assert_msg(memcmp(xc, x, nvox * sizeof *x) == 0, "a refused update changed x");
+    }
+    for (sproj_image **i = (sproj_image *[]){xi, ni, di, NULL}; *i; i++)
+      EXPECT(sproj_image_unregister(*i), SPROJ_OK);
+    free(xc);
+  }
+  free(x);
+  free(num);
+  free(den);
+  free(ref);
+  free(other);
+}
+END_TEST
+
 /* Bad input: every call refuses with its status and leaves its output as it was. */
 START_TEST(test_bad_input)
 {
@@ -432,6 +492,7 @@ int main(void)
   tcase_add_loop_test(tc, test_consistency, 0, 2);
   tcase_add_test(tc, test_em_from_pieces);
   tcase_add_test(tc, test_stir_rule);
+  tcase_add_test(tc, test_update_multiplicative);
   tcase_add_test(tc, test_bad_input);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -175,7 +175,7 @@ START_TEST(test_update_codelet)
   starpu_vector_data_register(&hx, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof(float));
   starpu_vector_data_register(&hb, STARPU_MAIN_RAM, (uintptr_t)bp, N, sizeof(float));
   starpu_vector_data_register(&hs, STARPU_MAIN_RAM, (uintptr_t)sens, N, sizeof(float));
-  struct sproj_update_arg *arg = malloc(sizeof *arg);
+  struct sproj_update_arg *arg = calloc(1, sizeof *arg);
   arg->sens_factor = 0.25f;
   ck_assert_int_eq(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, hx, STARPU_R, hb, STARPU_R, hs, STARPU_CL_ARGS,
                                       arg, sizeof *arg, STARPU_EXECUTE_WHERE, (unsigned long long)STARPU_CPU, 0), 0);

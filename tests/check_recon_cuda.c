@@ -245,6 +245,42 @@ START_TEST(test_objective_cpu_vs_cuda)
 }
 END_TEST
 
+/* The multiplicative update (sproj_image_update_multiplicative) on a GPU equals the CPU's: one division, one product
+ * and two comparisons per voxel, the same IEEE operations (at most one ulp of the product apart if contracted). */
+START_TEST(test_update_cpu_vs_cuda)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *x0 = tu_alloc(nvox), *num = tu_alloc(nvox), *den = tu_alloc(nvox), *out[2];
+  tu_fill_uniform(x0, nvox, 0.0f, 2.0f);
+  tu_fill_uniform(num, nvox, 0.0f, 3.0f);
+  tu_fill_uniform(den, nvox, 0.5f, 1.5f);
+  for (int64_t v = 0; v < nvox; v += 7)
+    den[v] = 0.0f;
+  for (int dev = 0; dev < 2; dev++) {
+    ck_assert_int_eq(sproj_set_devices(dev ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU), SPROJ_OK);
+    out[dev] = scene_copy(x0, nvox);
+    sproj_image *xi, *ni, *di;
+    EXPECT(sproj_image_register(&xi, out[dev], sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+    EXPECT(sproj_image_register(&ni, num, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+    EXPECT(sproj_image_register(&di, den, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+    EXPECT(sproj_image_update_multiplicative(xi, ni, di, 0.7f, 1.6f), SPROJ_OK);
+    for (sproj_image **i = (sproj_image *[]){xi, ni, di, NULL}; *i; i++)
+      EXPECT(sproj_image_unregister(*i), SPROJ_OK);
+  }
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  double worst = 0.0;
+  for (int64_t v = 0; v < nvox; v++)
+    worst = fmax(worst, fabs((double)out[1][v] - out[0][v]) / fmax(fabs((double)out[0][v]), 1e-30));
+  printf("multiplicative update: CPU vs CUDA largest relative difference %.3g\n", worst);
+  ck_assert_msg(worst <= 2.4e-7, "CPU and CUDA updates differ by %.3g", worst);
+  free(x0);
+  free(num);
+  free(den);
+  free(out[0]);
+  free(out[1]);
+}
+END_TEST
+
 /* bytes moved between main memory and every GPU, both ways, since the last call (reading resets the counters);
  * names each bus that moved any, after `what` */
 static long long bus_bytes(const char *what)
@@ -349,6 +385,7 @@ int main(void)
   tcase_add_loop_test(tc, test_recon_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_recon_residency);
   tcase_add_loop_test(tc, test_objective_cpu_vs_cuda, 0, 2);
+  tcase_add_test(tc, test_update_cpu_vs_cuda);
   tcase_add_loop_test(tc, test_simulate_cpu_vs_cuda, 0, 2);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

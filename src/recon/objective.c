@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* objective.c: the Poisson log-likelihood of a reconstruction's subsets at any image, its gradient and its Hessian
- * products, as task graphs on the reconstruction's resident data (for frameworks that run their own algorithms). */
+ * products, as task graphs on the reconstruction's resident data, and the multiplicative update of an image (for
+ * frameworks that run their own algorithms). */
 #include "config.h"
 #include <math.h>
 #include <stdlib.h>
@@ -167,4 +168,29 @@ int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x,
   if (!recon->data && subset >= 0)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "a listmode objective is of every subset (subset -1), not of subset %d", subset);
   return recon_nll(__func__, recon, x, subset, nll);
+}
+
+int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!x || !num || !den)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "x, num and den must not be NULL");
+  if (!same_geometry(&x->geom, &num->geom) || !same_geometry(&x->geom, &den->geom))
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "x, num and den must have one geometry");
+  if (x == num || x == den || num == den)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "x, num and den must be three images");
+  if (isnan(lo) || isnan(hi))
+    return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "the bounds must not be NaN");
+  if (lo > hi)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "lower bound %g above upper bound %g", lo, hi);
+  struct sproj_update_arg *arg = calloc(1, sizeof *arg);
+  if (!arg)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  *arg = (struct sproj_update_arg){1.0f, 1, lo, hi};
+  ret = recon_insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, x->handle, STARPU_R, num->handle, STARPU_R,
+                                               den->handle, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
+                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+  return submit_status(__func__, ret);
 }

@@ -376,7 +376,7 @@ int recon_submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_hand
 
 static int submit_update(sproj_recon *r, starpu_data_handle_t corr, starpu_data_handle_t sens)
 {
-  struct sproj_update_arg *arg = malloc(sizeof *arg);
+  struct sproj_update_arg *arg = calloc(1, sizeof *arg);
   if (!arg)
     return SPROJ_ERR_NOMEM;
   arg->sens_factor = r->sens_factor;

@@ -14,6 +14,7 @@
 #      Starproj alone differ by about 1e-6)
 #   7. the objective function "PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj" against STIR's
 #      with the Parallelproj pair: sensitivities, gradients, values, Hessian products (starproj_stir_objective)
+#   8. OSMAPOSL on that objective function with its updates on starproj's devices: images within 1e-4 of 3.
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -157,6 +158,10 @@ check subiteration_report grep -c 'starproj_OSMAPOSL: sub-iteration 8: update' O
 check objective "$bin/starproj_stir_objective" fwd_Parallelproj.hs phantom.hv 4 1e-5 --approximate-hessian-tolerance 2e-3
 check objective_norm_additive "$bin/starproj_stir_objective" fwd_Parallelproj.hs phantom.hv 4 1e-5 \
   --approximate-hessian-tolerance 2e-3 --norm-and-additive
+# 8. OSMAPOSL on that objective function, its updates on starproj's devices, against STIR's with Parallelproj
+run OSMAPOSL_Objective "$bin/starproj_OSMAPOSL" OSMAPOSL_Objective.par
+check OSMAPOSL_objective "$bin/starproj_stir_compare" image recon_Parallelproj_8.hv recon_Objective_8.hv 1e-4
+check updates_on_devices grep -E "^starproj_OSMAPOSL: updates on starproj's devices: 8, on the host: 0" OSMAPOSL_Objective.log
 if [ "$tof" = yes ]; then
   check objective_tof "$bin/starproj_stir_objective" fwd_tof_Parallelproj.hs phantom.hv 4 1e-5 --check-subsets 1
 fi

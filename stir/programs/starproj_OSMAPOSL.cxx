@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// OSMAPOSL with the "Starproj" projectors (and the "Timed" pair) available: STIR's reconstruction, parameters from a
-// .par file. Prints the wall time of each sub-iteration (OSMAPOSL's update of the estimate with one subset's
+// OSMAPOSL with the "Starproj" projectors (and the "Timed" pair) and the objective function "...AndProjData using
+// Starproj" available: STIR's reconstruction, parameters from a .par file; with that objective function and no prior
+// the updates run on starproj's devices (OSMAPOSLReconstructionStarproj). Prints the wall time of each sub-iteration (OSMAPOSL's update of the estimate with one subset's
 // gradient; then, apart, the end-of-sub-iteration work: min/max, filters, saving) and, when the projector pair is
 // "Timed", the wall time spent in the projectors during each (all calls; and apart, those of the forward projector
 // and those of the back projector, which may overlap as STIR's threads call both side by side).
@@ -8,9 +9,11 @@
 
 #include "stir/DiscretisedDensity.h"
 #include "stir/HighResWallClockTimer.h"
-#include "stir/OSMAPOSL/OSMAPOSLReconstruction.h"
 #include "stir/Succeeded.h"
+#include "stir_starproj/OSMAPOSLReconstructionStarproj.h"
 #include "stir_starproj/ProjectorByBinPairTimed.h"
+
+#include <starproj.h>
 
 #include <chrono>
 #include <cstdio>
@@ -28,18 +31,21 @@ since(Clock::time_point t)
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-class TimedOSMAPOSL : public stir::OSMAPOSLReconstruction<Image>
+class TimedOSMAPOSL : public stir::OSMAPOSLReconstructionStarproj
 {
 public:
   explicit TimedOSMAPOSL(const std::string& par)
-      : stir::OSMAPOSLReconstruction<Image>(par)
+      : stir::OSMAPOSLReconstructionStarproj(par)
   {}
 
   void update_estimate(Image& estimate) override
   {
     const stir::TimedProjectorTotals before = stir::timed_projector_totals();
     const Clock::time_point t = Clock::now();
-    stir::OSMAPOSLReconstruction<Image>::update_estimate(estimate);
+    const int on_devices = this->updates_on_devices();
+    stir::OSMAPOSLReconstructionStarproj::update_estimate(estimate);
+    if (this->updates_on_devices() != on_devices)
+      sproj_wait_all(); // an update on the devices returns once submitted: its time is until it is done
     _update_s = since(t);
     const stir::TimedProjectorTotals after = stir::timed_projector_totals();
     typedef stir::TimedProjectorTotals T;
@@ -53,7 +59,7 @@ protected:
   void end_of_iteration_processing(Image& estimate) override
   {
     const Clock::time_point t = Clock::now();
-    stir::OSMAPOSLReconstruction<Image>::end_of_iteration_processing(estimate);
+    stir::OSMAPOSLReconstructionStarproj::end_of_iteration_processing(estimate);
     std::printf("starproj_OSMAPOSL: sub-iteration %d: update %.6f s, in projectors %.6f s, end of sub-iteration %.6f s "
                 "(forward projector %.6f s, back projector %.6f s)\n",
                 this->get_subiteration_num(), _update_s, _projectors_s, since(t), _forward_s, _back_s);
@@ -78,6 +84,8 @@ main(int argc, char** argv)
   {
     TimedOSMAPOSL reconstruction(argc > 1 ? argv[1] : "");
     ok = reconstruction.reconstruct() == Succeeded::yes;
+    std::printf("starproj_OSMAPOSL: updates on starproj's devices: %d, on the host: %d\n",
+                reconstruction.updates_on_devices(), reconstruction.updates_on_host());
   } // a Timed pair prints its totals as it goes
   timer.stop();
   if (ok)

@@ -37,6 +37,9 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Resident
   std::vector<float> y, m, a;            // data [lor][tof bin], factor [lor], background m * additive [lor][tof bin]
   StarprojHostBuffer x_buffer, v_buffer, out_buffer;
   std::vector<float> scratch;            // a sensitivity on its way to STIR
+  // STIR's sensitivities used by the updates on the devices, uploaded once each (key: STIR's image)
+  std::vector<std::pair<const void*, std::unique_ptr<StarprojHostBuffer>>> sens_buffers;
+  std::vector<sproj_image*> sens_images;
   sproj_image *x = nullptr, *v = nullptr, *out = nullptr;
   sproj_proj* data = nullptr;
   sproj_model* model = nullptr;
@@ -69,6 +72,8 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Resident
     for (sproj_image* img : {x, v, out})
       if (img)
         sproj_image_unregister(img);
+    for (sproj_image* img : sens_images)
+      sproj_image_unregister(img);
   }
 };
 
@@ -283,6 +288,9 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
 void
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::load(const TargetT& image, sproj_image* img, float* buffer) const
 {
+  if (img == _resident->x)
+    _estimate_on_devices = false; // the caller's estimate replaces the devices'
+
   starproj_check(sproj_image_sync(img, SPROJ_SYNC_WRITE), "sproj_image_sync");
   starproj_image_to_array(image, buffer, _resident->rim, _resident->copy_threads);
 }
@@ -353,6 +361,55 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_subset_sensit
                  values->begin_all(),
                  sensitivity.begin_all(),
                  [](float a, float b) { return a + b; });
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::multiplicative_update_on_devices(
+    const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi)
+{
+  if (!_resident)
+    error("PoissonLogLikelihood using Starproj: update before set_up");
+  std::lock_guard<std::mutex> lock(_lock);
+  Resident& r = *_resident;
+  _times.start();
+  if (!_estimate_on_devices)
+    load(estimate, r.x, r.x_buffer.data());
+  std::size_t s = 0;
+  while (s < r.sens_buffers.size() && r.sens_buffers[s].first != &sensitivity)
+    ++s;
+  if (s == r.sens_buffers.size())
+    {
+      // never written afterwards: uploaded with the first update that reads it, then resident
+      const StarprojGeometry& g = *r.geometry;
+      r.sens_buffers.emplace_back(&sensitivity, std::unique_ptr<StarprojHostBuffer>(new StarprojHostBuffer(g.num_voxels())));
+      starproj_image_to_array(sensitivity, r.sens_buffers[s].second->data(), r.rim, r.copy_threads);
+      sproj_image* img = nullptr;
+      starproj_check(sproj_image_register(&img, r.sens_buffers[s].second->data(), g.dims(), g.voxel_size(), g.origin()),
+                     "sproj_image_register");
+      r.sens_images.push_back(img);
+    }
+  _times.mark("update: image in");
+  starproj_check(sproj_recon_gradient(r.recon, subset_num, r.x, r.out, SPROJ_GRADIENT_ADD_SENSITIVITY),
+                 "sproj_recon_gradient");
+  starproj_check(sproj_image_update_multiplicative(r.x, r.out, r.sens_images[s], lo, hi),
+                 "sproj_image_update_multiplicative");
+  _estimate_on_devices = true;
+  _times.mark("update: submitted");
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::estimate_to_host(TargetT& estimate)
+{
+  if (!_resident || !_estimate_on_devices)
+    return;
+  std::lock_guard<std::mutex> lock(_lock);
+  Resident& r = *_resident;
+  _times.start();
+  starproj_check(sproj_image_sync(r.x, SPROJ_SYNC_READ), "sproj_image_sync");
+  starproj_array_to_image(r.x_buffer.data(), estimate, r.rim, r.copy_threads);
+  // the caller may change its copy (filters): the next update starts from it
+  _estimate_on_devices = false;
+  _times.mark("estimate to the host");
 }
 
 Succeeded

@@ -50,6 +50,19 @@ public:
                                                       const bool add_sensitivity) override;
   void add_subset_sensitivity(TargetT& sensitivity, const int subset_num) const override;
 
+  //! \name The estimate kept on the devices (OSMAPOSLReconstructionStarproj)
+  //@{
+  //! OSMAPOSL's update without a prior, done where the data are: estimate <- estimate * min(max(gradient plus
+  //! sensitivity / sensitivity, lo), hi) for subset_num, with STIR's sensitivity of that subset (uploaded once per
+  //! sensitivity image). The estimate is read from the host only when the devices do not hold it already; afterwards
+  //! they hold the new one and the host's is stale until estimate_to_host(). Asynchronous.
+  void multiplicative_update_on_devices(const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi);
+  //! true while the devices hold a newer estimate than the host
+  bool estimate_on_devices() const { return _estimate_on_devices; }
+  //! brings the devices' estimate home (waits); the host's is then the current one
+  void estimate_to_host(TargetT& estimate);
+  //@}
+
   //! seconds spent in set_up's parts and in each kind of call, for verbosity 2 and the benchmarks
   const StarprojStepTimes& step_times() const { return _times; }
 
@@ -76,6 +89,7 @@ private:
   std::unique_ptr<Resident> _resident;
   mutable std::mutex _lock; // one call at a time on the resident images
   mutable StarprojStepTimes _times;
+  mutable bool _estimate_on_devices = false; // the resident x holds an estimate newer than the caller's
 
   void release();
   //! copies a STIR image into one of the resident images (which must not be in use by pending tasks' writes)

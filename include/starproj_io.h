@@ -172,6 +172,14 @@ SPROJ_API int sproj_png_write_image_slices(const char *path, const float *data, 
 SPROJ_API int sproj_png_write_sino(const char *path, const float *sino, int num_dims, const int64_t *shape, int view_axis,
                                    int radial_axis, int plane_axis, int64_t view, const float window[2]);
 
+/* The display window the writers above take for window == NULL, for a caller that draws its own previews or
+ * shows several arrays on one scale: *window = {0, the 99.5th percentile of the finite values of v[0 .. n-1]}
+ * (the value at index floor(0.995 (m - 1)) of the m finite values sorted ascending); where that is not > 0, the
+ * largest finite value; where that is not > 0 either, {smallest, largest}, or {v - 1, v} when every finite value
+ * is the same v. No finite value (n = 0, or only NaN and infinities): {0, 1}. v is not modified (a copy of its
+ * finite values is sorted). Errors: NULL (window; v with n > 0), NOMEM; a failed call leaves window as it was. */
+SPROJ_API int sproj_png_auto_window(const float *v, size_t n, float window[2]);
+
 
 #ifdef __cplusplus
 }

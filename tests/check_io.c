@@ -1509,6 +1509,63 @@ START_TEST(test_png)
 END_TEST
 
 /* ---- phantom ----------------------------------------------------------------------------------------------- */
+/* sproj_png_auto_window: the 99.5th percentile of the finite values (not the largest), NaN and infinities left
+ * out, the fallbacks for data without positive values, and the caller's array untouched. */
+START_TEST(test_png_auto_window)
+{
+  /* 0 .. 1100 in a scrambled order (7 is prime to 1101), with NaN and infinities among them: 1101 finite values,
+   * the one at index floor(0.995 * 1100) = 1094 sorted is 1094 (the largest, 1100, would be wrong) */
+  enum { N = 1101 + 3 };
+  float v[N], copy[N], win[2];
+  for (int i = 0; i < 1101; i++)
+    v[i] = (float)((i * 7) % 1101);
+  v[1101] = NAN;
+  v[1102] = INFINITY;
+  v[1103] = -INFINITY;
+  memcpy(copy, v, sizeof v);
+  EXPECT(sproj_png_auto_window(v, N, win), SPROJ_OK);
+  ck_assert_float_eq(win[0], 0.0f);
+  ck_assert_float_eq(win[1], 1094.0f);
+  ck_assert_msg(memcmp(v, copy, sizeof v) == 0, "sproj_png_auto_window changed its input");
+  /* one huge value among 0 .. 299 is above the percentile (index floor(298.5) of 301): it does not wash the rest
+   * out */
+  float hot[301];
+  for (int i = 0; i < 300; i++)
+    hot[i] = (float)i;
+  hot[300] = 1e30f;
+  EXPECT(sproj_png_auto_window(hot, 301, win), SPROJ_OK);
+  ck_assert_float_eq(win[1], 298.0f);
+  /* a percentile of 0 with a few positive values: up to the largest */
+  float sparse[1001] = {0};
+  sparse[500] = 7.0f;
+  EXPECT(sproj_png_auto_window(sparse, 1001, win), SPROJ_OK);
+  ck_assert_float_eq(win[0], 0.0f);
+  ck_assert_float_eq(win[1], 7.0f);
+  /* nothing positive: smallest .. largest; one value everywhere: shown white */
+  const float neg[3] = {-1.0f, -5.0f, -3.0f}, same[2] = {-2.0f, -2.0f};
+  EXPECT(sproj_png_auto_window(neg, 3, win), SPROJ_OK);
+  ck_assert_float_eq(win[0], -5.0f);
+  ck_assert_float_eq(win[1], -1.0f);
+  EXPECT(sproj_png_auto_window(same, 2, win), SPROJ_OK);
+  ck_assert_float_eq(win[0], -3.0f);
+  ck_assert_float_eq(win[1], -2.0f);
+  /* no finite value, or none at all (v may then be NULL): {0, 1} */
+  EXPECT(sproj_png_auto_window(v + 1101, 3, win), SPROJ_OK);
+  ck_assert_float_eq(win[0], 0.0f);
+  ck_assert_float_eq(win[1], 1.0f);
+  win[0] = win[1] = 42.0f;
+  EXPECT(sproj_png_auto_window(NULL, 0, win), SPROJ_OK);
+  ck_assert_float_eq(win[0], 0.0f);
+  ck_assert_float_eq(win[1], 1.0f);
+  /* NULL arguments: refused, the window left as it was */
+  win[0] = win[1] = 42.0f;
+  EXPECT(sproj_png_auto_window(NULL, 3, win), SPROJ_ERR_NULL);
+  EXPECT(sproj_png_auto_window(v, N, NULL), SPROJ_ERR_NULL);
+  ck_assert_float_eq(win[0], 42.0f);
+  ck_assert_float_eq(win[1], 42.0f);
+}
+END_TEST
+
 START_TEST(test_phantom_cylinder)
 {
   /* a cylinder alone, radius 20, length 30, value 1.5, off-centre, on anisotropic voxels: the sum times the
@@ -1950,6 +2007,7 @@ int main(void)
   tcase_add_test(tc, test_nifti_old_layout);
   tcase_add_test(tc, test_nifti_orientations);
   tcase_add_test(tc, test_png);
+  tcase_add_test(tc, test_png_auto_window);
   tcase_add_test(tc, test_status_texts);
   suite_add_tcase(s, tc);
   TCase *sim = tcase_create("simulation");

@@ -42,32 +42,6 @@ static void preview_slices(const struct options *o, const struct run *r, int sli
   }
 }
 
-static int cmp_float_asc(const void *a, const void *b)
-{
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
-/* lo = 0 and hi = the 99.5th percentile of the finite values of v (reordered), as libstarproj-io's previews take
- * them: a few hot voxels of noise do not wash the rest out; the largest value, or 1, where that is not > 0. */
-static void percentile_window(float *v, size_t n, float win[2])
-{
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (isfinite(v[i]))
-      v[m++] = v[i];
-  win[0] = 0.0f;
-  win[1] = 1.0f;
-  if (m == 0)
-    return;
-  qsort(v, m, sizeof *v, cmp_float_asc);
-  float hi = v[(size_t)floor(0.995 * (double)(m - 1))];
-  if (!(hi > 0.0f))
-    hi = v[m - 1];
-  if (hi > 0.0f)
-    win[1] = hi;
-}
-
 /* Copies the panel fixing axis `fixed` at index `at` of image x into out, the lower-numbered free axis fastest
  * (gnuplot's binary array: first index across, second up): transaxial x fastest then y, coronal x then z,
  * sagittal y then z. Returns the number of values. */
@@ -83,8 +57,8 @@ static size_t panel_values(const float *x, const int dims[3], int fixed, int at,
 }
 
 /* The window common to the reconstruction and the phantom, from the values of the panels shown: the
- * reconstruction's percentile window, widened to the phantom's largest value so that the truth is never
- * saturated (its hot spheres are a few voxels of the panels, below a percentile). */
+ * reconstruction's (sproj_png_auto_window: up to its 99.5th percentile), widened to the phantom's largest value so
+ * that the truth is never saturated (its hot spheres are a few voxels of the panels, below a percentile). */
 static void preview_window(const struct options *o, const struct run *r, struct preview *pv)
 {
   const int *d = o->dims;
@@ -92,7 +66,7 @@ static void preview_window(const struct options *o, const struct run *r, struct 
   float *v = host_alloc(per * sizeof *v);
   for (int a = 0; a < 3; a++)
     n += panel_values(r->x, d, a, pv->slice[a], v + n);
-  percentile_window(v, n, pv->window);
+  TRY(sproj_png_auto_window(v, n, pv->window));
   for (int a = 0; r->phantom && a < 3; a++) {
     n = panel_values(r->phantom, d, a, pv->slice[a], v);
     for (size_t i = 0; i < n; i++)
@@ -140,11 +114,7 @@ static void preview_sinogram(const struct run *r, struct preview *pv)
   int64_t lor0;
   TRY(sproj_scanner_lor_index(l->scanner, 0, 0, pv->axial, 0, &lor0));
   pv->plane = lor0 < l->si.lors_per_view ? (int)(lor0 / l->si.num_radial_bins) : -1;
-  size_t n = (size_t)pv->num_views * pv->num_radial;
-  float *v = host_alloc(n * sizeof *v);
-  memcpy(v, pv->sino, n * sizeof *v);
-  percentile_window(v, n, pv->sino_window);
-  free(v);
+  TRY(sproj_png_auto_window(pv->sino, (size_t)pv->num_views * pv->num_radial, pv->sino_window));
 }
 
 /* Writes n floats to dir/name; 0 on success, else errno's text on stderr and -1. */
@@ -410,7 +380,7 @@ void write_previews(const struct options *o, const struct run *r)
   }
   SAY("\n");
   if (!drawn)
-    SAY("previews: %s; written with libpng instead, without labels or scale (grey 0 .. %g)\n", why,
-        (double)pv.window[1]);
+    SAY("previews: %s; written with libpng instead, without labels or scale (grey %g .. %g)\n", why,
+        (double)pv.window[0], (double)pv.window[1]);
   free(pv.sino);
 }

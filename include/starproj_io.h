@@ -124,6 +124,11 @@ SPROJ_API int sproj_raw_write_sino(const char *base, const struct sproj_sino_inf
  * data type not float32, data file of another size than the shape says, header larger than 64 KiB or holding a
  * NUL byte), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
 SPROJ_API int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data);
+/* Reads only the header, for a caller that checks a sinogram's layout before it reserves memory for the data: *info
+ * as sproj_raw_read_sino gives it, once the data file is found to be a regular file of the size the header
+ * describes (opened, not read). Errors: as sproj_raw_read_sino, less NOMEM for the data; the values are not read,
+ * so a file that cannot be read past its start is found only by sproj_raw_read_sino. */
+SPROJ_API int sproj_raw_read_sino_info(const char *base, struct sproj_sino_info *info);
 
 /* Listmode: num_events events, each two int32 fields in the file (shape = num_events 2, axes = event field,
  * fields = lor tof_bin): the index of the event's LOR in the scanner's LOR enumeration (0 .. num_lors-1) and its
@@ -144,6 +149,9 @@ SPROJ_API int sproj_raw_write_listmode(const char *base, const struct sproj_lm_i
  * tof_bin may be NULL if the bins are not wanted. Errors: as sproj_raw_read_sino (content "listmode", data type
  * int32, fields lor tof_bin), plus FORMAT for an event whose LOR or bin is out of its range. */
 SPROJ_API int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin);
+/* Reads only the header, like sproj_raw_read_sino_info: *info (num_events from the shape) once the data file is
+ * found to be a regular file of the events' size. The events themselves, and so their ranges, are not read. */
+SPROJ_API int sproj_raw_read_listmode_info(const char *base, struct sproj_lm_info *info);
 
 /* PNG previews (8-bit greyscale, no text: the plain previews a program falls back to when it has no plotting tool;
  * starproj-recon draws labelled ones with gnuplot). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and

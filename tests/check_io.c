@@ -466,6 +466,48 @@ START_TEST(test_raw_sino_roundtrip)
 }
 END_TEST
 
+/* The header-only readers: the description the full readers give, without the data's memory; a data file of
+ * another size, a missing one, or a folder in its place refused as by the full readers. */
+START_TEST(test_raw_info)
+{
+  new_dir();
+  struct sproj_sino_info info = sino_info(), back;
+  float data[360] = {0};
+  EXPECT(sproj_raw_write_sino(in_dir("s"), &info, data), SPROJ_OK);
+  memset(&back, 0xff, sizeof back);
+  EXPECT(sproj_raw_read_sino_info(in_dir("s"), &back), SPROJ_OK);
+  ck_assert_int_eq(back.num_dims, 4);
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(back.shape[k], info.shape[k]);
+    ck_assert_str_eq(back.axes[k], info.axes[k]);
+  }
+  ck_assert_str_eq(back.scanner, "test-ring_2");
+  ck_assert_int_eq(back.num_tof_bins, 6);
+  /* one value short: the size is compared; a failed call leaves *info as it was */
+  ck_assert_int_eq(truncate(in_dir("s.raw"), 359 * 4), 0);
+  struct sproj_sino_info kept = back;
+  EXPECT(sproj_raw_read_sino_info(in_dir("s"), &back), SPROJ_ERR_FORMAT);
+  ck_assert_int_eq(memcmp(&back, &kept, sizeof back), 0);
+  ck_assert_int_eq(unlink(in_dir("s.raw")), 0);
+  EXPECT(sproj_raw_read_sino_info(in_dir("s"), &back), SPROJ_ERR_IO);
+  ck_assert_int_eq(mkdir(in_dir("s.raw"), 0700), 0);
+  EXPECT(sproj_raw_read_sino_info(in_dir("s"), &back), SPROJ_ERR_IO);
+  EXPECT(sproj_raw_read_sino_info(NULL, &back), SPROJ_ERR_NULL);
+  EXPECT(sproj_raw_read_sino_info(in_dir("s"), NULL), SPROJ_ERR_NULL);
+
+  const int32_t lor[3] = {0, 5, 9};
+  struct sproj_lm_info lm = {.num_events = 3, .num_lors = 10, .scanner = "small"}, lback;
+  EXPECT(sproj_raw_write_listmode(in_dir("lm"), &lm, lor, NULL), SPROJ_OK);
+  EXPECT(sproj_raw_read_listmode_info(in_dir("lm"), &lback), SPROJ_OK);
+  ck_assert_int_eq(lback.num_events, 3);
+  ck_assert_int_eq(lback.num_lors, 10);
+  ck_assert_str_eq(lback.scanner, "small");
+  ck_assert_int_eq(truncate(in_dir("lm.raw"), 2 * 8), 0);
+  EXPECT(sproj_raw_read_listmode_info(in_dir("lm"), &lback), SPROJ_ERR_FORMAT);
+  EXPECT(sproj_raw_read_listmode_info(in_dir("lm"), NULL), SPROJ_ERR_NULL);
+}
+END_TEST
+
 /* Each corruption of a good pair gives the documented status and changes neither output. */
 START_TEST(test_raw_corrupt)
 {
@@ -1989,6 +2031,7 @@ int main(void)
   tcase_add_test(tc, test_nifti_errors);
   tcase_add_test(tc, test_failed_writes_leave_nothing);
   tcase_add_test(tc, test_raw_sino_roundtrip);
+  tcase_add_test(tc, test_raw_info);
   tcase_add_test(tc, test_raw_corrupt);
   tcase_add_test(tc, test_raw_listmode);
   tcase_add_test(tc, test_inputs_not_files);

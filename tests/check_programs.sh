@@ -111,6 +111,17 @@ if [ -s "$saved.hdr" ] && [ -s "$saved.raw" ]; then
   cp "$saved.raw" "$dir/perm.raw"; variant perm 's/^axes = .*/axes = view radial plane/; s/^shape = .*/shape = 64 65 64/' "$saved"
   expect_refusal 1 "perm.hdr has the axes view 64, radial 65, plane 64; the small scanner's sinogram has view 64, plane 64, radial 65" \
     --input "$dir/perm"
+  # ... also when the data is 2 GiB (a sparse file): refused from the header, before the data is read (the peak
+  # memory stays far below the 2 GiB reading it takes)
+  truncate -s 2G "$dir/big.raw"; variant big 's/^axes = .*/axes = a b/; s/^shape = .*/shape = 1 536870912/' "$saved"
+  expect_refusal 1 "big.hdr has the axes a 1, b 536870912; the small scanner's sinogram has view 64, plane 64" \
+    --input "$dir/big"
+  if /usr/bin/time -f %M -o "$dir/big.rss" true 2>/dev/null; then
+    timeout 60 /usr/bin/time -f %M -o "$dir/big.rss" "$prog" --input "$dir/big" --output "$dir/bad" >/dev/null 2>&1
+    rss=$(tail -n 1 "$dir/big.rss")
+    [ "$rss" -lt 1048576 ] && ok || ko "refusing a 2 GiB --input of the wrong axes took $rss KiB: its data was read"
+  fi
+  rm -f "$dir/big.raw"
   cp "$saved.raw" "$dir/v600.raw"; variant v600 's/^scanner = .*/scanner = vision600/' "$saved"
   expect_refusal 1 "v600.hdr is data of the vision600 scanner, this run's is small" --input "$dir/v600" --scanner small
   expect_refusal 1 "v600.hdr is data of the vision600 scanner, this run's is small" --input "$saved" --mult "$dir/v600"

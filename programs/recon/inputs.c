@@ -71,9 +71,10 @@ static int read_failed(int rc)
   return 1;
 }
 
-/* Reads every input before the output folder exists and StarPU starts, so that a bad file fails at once: 0, or 1
- * after a message (what was read is then in *in for free_inputs). */
-int read_inputs(const struct options *o, struct inputs *in)
+/* The headers of every input (and that each names a data file of the size it describes), before the output folder
+ * exists and StarPU starts, so that a bad file fails at once, and one that is not the run's data before its values
+ * are read: 0, or 1 after a message. */
+int read_headers(const struct options *o, struct inputs *in)
 {
   memset(in, 0, sizeof *in);
   if ((o->input && check_input_files("--input", o->input)) ||
@@ -81,6 +82,18 @@ int read_inputs(const struct options *o, struct inputs *in)
       (o->mult_file && check_input_files("--mult", o->mult_file)) ||
       (o->add_file && check_input_files("--add", o->add_file)))
     return 1;
+  if ((o->input && read_failed(sproj_raw_read_sino_info(o->input, &in->counts_info))) ||
+      (o->input_lm && read_failed(sproj_raw_read_listmode_info(o->input_lm, &in->lm_info))) ||
+      (o->mult_file && read_failed(sproj_raw_read_sino_info(o->mult_file, &in->mult_info))) ||
+      (o->add_file && read_failed(sproj_raw_read_sino_info(o->add_file, &in->add_info))))
+    return 1;
+  return 0;
+}
+
+/* The values of every input, once their headers passed check_inputs: 0, or 1 after a message (what was read is
+ * then in *in for free_inputs). The headers are read again with the data: check_inputs once more after this. */
+int read_inputs(const struct options *o, struct inputs *in)
+{
   if ((o->input && read_failed(sproj_raw_read_sino(o->input, &in->counts_info, &in->counts))) ||
       (o->input_lm && read_failed(sproj_raw_read_listmode(o->input_lm, &in->lm_info, &in->lor, &in->bins))) ||
       (o->mult_file && read_failed(sproj_raw_read_sino(o->mult_file, &in->mult_info, &in->mult))) ||

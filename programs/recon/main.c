@@ -22,10 +22,11 @@ int main(int argc, char **argv)
   struct inputs in;
   struct run r;
   memset(&r, 0, sizeof r);
-  if (!(rc = read_inputs(&o, &in)) && !(rc = pick_scanner(&o, &in))) {
+  if (!(rc = read_headers(&o, &in)) && !(rc = pick_scanner(&o, &in))) {
     resolve_defaults(&o);
     make_layout(&o, &r.l);
-    if (!(rc = validate_run(&o, &r.l, in.lm_info.num_events)) && !(rc = check_inputs(&o, &in, &r.l)))
+    if (!(rc = validate_run(&o, &r.l, in.lm_info.num_events)) && !(rc = check_inputs(&o, &in, &r.l)) &&
+        !(rc = read_inputs(&o, &in)) && !(rc = check_inputs(&o, &in, &r.l)))
       rc = make_output_folder(o.output);
   }
   if (rc) {

@@ -105,7 +105,9 @@ struct inputs {
   int32_t *lor;
   int16_t *bins;
 };
-/* Reads every input before the output folder exists and StarPU starts: 0, or 1 after a message. */
+/* The inputs' headers first, checked by pick_scanner and check_inputs before read_inputs reads their values: each
+ * 0, or 1 after a message. */
+int read_headers(const struct options *o, struct inputs *in);
 int read_inputs(const struct options *o, struct inputs *in);
 void free_inputs(struct inputs *in);
 /* Without --scanner, the scanner preset the first input header names: 0, or 1 after a message. */

@@ -905,20 +905,37 @@ static void swap4(void *data, int64_t n)
   }
 }
 
+/* Opens the data file, which must be a regular file of exactly bytes bytes. */
+static int open_data(const char *func, const struct header *h, size_t bytes, int *fd)
+{
+  uint64_t size;
+  int ret = sproj_in_open(func, h->raw_path, fd, &size);
+  if (ret)
+    return ret;
+  if (size != (uint64_t)bytes) {
+    close(*fd);
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, its header '%s' describes %zu",
+                      h->raw_path, size, h->hdr_path, bytes);
+  }
+  return SPROJ_OK;
+}
+
+/* The data file is as open_data wants it, without reading it. */
+static int check_data(const char *func, const struct header *h, size_t bytes)
+{
+  int fd, ret = open_data(func, h, bytes, &fd);
+  if (!ret)
+    close(fd);
+  return ret;
+}
+
 /* Reads the data file of exactly bytes bytes into a new buffer: the size is compared before anything is
  * allocated. */
 static int read_data(const char *func, const struct header *h, size_t bytes, void **out)
 {
-  int fd;
-  uint64_t size;
-  int ret = sproj_in_open(func, h->raw_path, &fd, &size);
+  int fd, ret = open_data(func, h, bytes, &fd);
   if (ret)
     return ret;
-  if (size != (uint64_t)bytes) {
-    close(fd);
-    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, its header '%s' describes %zu",
-                      h->raw_path, size, h->hdr_path, bytes);
-  }
   void *buf = malloc(bytes ? bytes : 1);
   if (!buf) {
     close(fd);
@@ -1007,19 +1024,19 @@ static int header_scanner_tof(const char *func, const struct header *h, char *sc
   return ret;
 }
 
-int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data)
+/* A sinogram's header, read and checked: its description in *info and the bytes of its data in *bytes (the
+ * caller frees h, also after a failure). */
+static int sino_header(const char *func, const char *base, struct header *h, struct sproj_sino_info *info,
+                       size_t *bytes, int *swap)
 {
-  if (!base || !info || !data)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "base, info and data must not be NULL");
-  struct header h;
   struct sproj_sino_info in;
   memset(&in, 0, sizeof in);
-  int swap = 0, ret = header_read(__func__, base, "sinogram", "float32", &h, &swap);
+  int ret = header_read(func, base, "sinogram", "float32", h, swap);
   if (!ret)
-    ret = header_shape(__func__, &h, 1, &in.num_dims, in.shape);
+    ret = header_shape(func, h, 1, &in.num_dims, in.shape);
   const char *axes = NULL;
   if (!ret)
-    ret = header_need(__func__, &h, "axes", &axes);
+    ret = header_need(func, h, "axes", &axes);
   if (!ret) {
     char copy[SPROJ_RAW_MAX_DIMS * (SPROJ_RAW_NAME_LEN + 1) + 64];
     char *words[SPROJ_RAW_MAX_DIMS + 1];
@@ -1029,25 +1046,57 @@ int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **
       n = split_words(copy, words, SPROJ_RAW_MAX_DIMS);
     }
     if (n != in.num_dims)
-      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': axes '%s' do not name the %d axes of the shape", h.hdr_path, axes,
-                       in.num_dims);
+      ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': axes '%s' do not name the %d axes of the shape", h->hdr_path,
+                       axes, in.num_dims);
     for (int k = 0; !ret && k < n; k++) {
       if (strlen(words[k]) >= SPROJ_RAW_NAME_LEN || !valid_name(words[k], SPROJ_RAW_NAME_LEN, 0))
-        ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': axis name '%s' is too long or has odd characters", h.hdr_path,
-                         words[k]);
+        ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': axis name '%s' is too long or has odd characters",
+                         h->hdr_path, words[k]);
       else
         strcpy(in.axes[k], words[k]);
     }
   }
   if (!ret)
-    ret = header_scanner_tof(__func__, &h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
+    ret = header_scanner_tof(func, h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
   int64_t count = 0;
   if (!ret && ((count = shape_count(in.num_dims, in.shape, sizeof(float))) < 0 ||
                (uint64_t)count > SIZE_MAX / sizeof(float)))
-    ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "'%s': the shape is too large", h.hdr_path);
+    ret = sproj_fail(SPROJ_ERR_OVERFLOW, func, "'%s': the shape is too large", h->hdr_path);
+  if (!ret) {
+    *info = in;
+    *bytes = (size_t)count * sizeof(float);
+  }
+  return ret;
+}
+
+int sproj_raw_read_sino_info(const char *base, struct sproj_sino_info *info)
+{
+  if (!base || !info)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base and info must not be NULL");
+  struct header h;
+  struct sproj_sino_info in;
+  size_t bytes = 0;
+  int swap = 0, ret = sino_header(__func__, base, &h, &in, &bytes, &swap);
+  if (!ret)
+    ret = check_data(__func__, &h, bytes);
+  header_free(&h);
+  if (!ret)
+    *info = in;
+  return ret;
+}
+
+int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data)
+{
+  if (!base || !info || !data)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base, info and data must not be NULL");
+  struct header h;
+  struct sproj_sino_info in;
+  size_t bytes = 0;
+  int swap = 0, ret = sino_header(__func__, base, &h, &in, &bytes, &swap);
+  int64_t count = (int64_t)(bytes / sizeof(float));
   void *buf = NULL;
   if (!ret)
-    ret = read_data(__func__, &h, (size_t)count * sizeof(float), &buf);
+    ret = read_data(__func__, &h, bytes, &buf);
   header_free(&h);
   if (ret)
     return ret;
@@ -1128,6 +1177,49 @@ int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info,
   return ret;
 }
 
+/* A listmode header, read and checked: its description in *info (the caller frees h, also after a failure). */
+static int lm_header(const char *func, const char *base, struct header *h, struct sproj_lm_info *info, int *swap)
+{
+  struct sproj_lm_info in;
+  memset(&in, 0, sizeof in);
+  int ndims = 0;
+  int64_t shape[SPROJ_RAW_MAX_DIMS];
+  int ret = header_read(func, base, "listmode", "int32", h, swap);
+  if (!ret)
+    ret = header_shape(func, h, 0, &ndims, shape);
+  if (!ret && (ndims != 2 || shape[1] != 2))
+    ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': listmode shape must be '<events> 2'", h->hdr_path);
+  const char *v = NULL;
+  if (!ret && (ret = header_need(func, h, "fields", &v)) == 0 && strcmp(v, "lor tof_bin") != 0)
+    ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': fields '%s' are not 'lor tof_bin'", h->hdr_path, v);
+  if (!ret)
+    ret = header_int(func, h, "num_lors", 0, 1, INT32_MAX, &in.num_lors);
+  if (!ret)
+    ret = header_scanner_tof(func, h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
+  if (!ret && (shape[0] > (INT64_C(1) << 59) || (uint64_t)shape[0] > SIZE_MAX / 8))
+    ret = sproj_fail(SPROJ_ERR_OVERFLOW, func, "'%s': %" PRId64 " events are too many", h->hdr_path, shape[0]);
+  if (!ret) {
+    in.num_events = shape[0];
+    *info = in;
+  }
+  return ret;
+}
+
+int sproj_raw_read_listmode_info(const char *base, struct sproj_lm_info *info)
+{
+  if (!base || !info)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base and info must not be NULL");
+  struct header h;
+  struct sproj_lm_info in;
+  int swap = 0, ret = lm_header(__func__, base, &h, &in, &swap);
+  if (!ret)
+    ret = check_data(__func__, &h, (size_t)in.num_events * 2 * sizeof(int32_t));
+  header_free(&h);
+  if (!ret)
+    *info = in;
+  return ret;
+}
+
 int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin)
 {
   if (!base || !info || !lor)
@@ -1135,24 +1227,7 @@ int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_
   struct header h;
   struct sproj_lm_info in;
   memset(&in, 0, sizeof in);
-  int ndims = 0, swap = 0;
-  int64_t shape[SPROJ_RAW_MAX_DIMS];
-  int ret = header_read(__func__, base, "listmode", "int32", &h, &swap);
-  if (!ret)
-    ret = header_shape(__func__, &h, 0, &ndims, shape);
-  if (!ret && (ndims != 2 || shape[1] != 2))
-    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': listmode shape must be '<events> 2'", h.hdr_path);
-  const char *v = NULL;
-  if (!ret && (ret = header_need(__func__, &h, "fields", &v)) == 0 &&
-      strcmp(v, "lor tof_bin") != 0)
-    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': fields '%s' are not 'lor tof_bin'", h.hdr_path, v);
-  if (!ret)
-    ret = header_int(__func__, &h, "num_lors", 0, 1, INT32_MAX, &in.num_lors);
-  if (!ret)
-    ret = header_scanner_tof(__func__, &h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
-  if (!ret && (shape[0] > (INT64_C(1) << 59) || (uint64_t)shape[0] > SIZE_MAX / 8))
-    ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "'%s': %" PRId64 " events are too many", h.hdr_path, shape[0]);
-  in.num_events = ret ? 0 : shape[0];
+  int swap = 0, ret = lm_header(__func__, base, &h, &in, &swap);
   int32_t *buf = NULL;
   if (!ret)
     ret = read_data(__func__, &h, (size_t)in.num_events * 2 * sizeof(int32_t), (void **)&buf);

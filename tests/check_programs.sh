@@ -43,6 +43,15 @@ expect_usage stray-argument
 expect_usage --input a --input-listmode b
 expect_usage --mult m
 expect_usage --order-events
+# the simulation's options with read data: refused and named (they used to be ignored without a word)
+expect_refusal 2 "^starproj-recon: --counts, --background, --seed and --noise-free apply to the simulation only, not to the data of --input$" \
+  --input base --counts 5 --noise-free --seed 3 --background 7
+expect_refusal 2 "^starproj-recon: --save-data applies to the simulation only, not to the data of --input-listmode" \
+  --input-listmode base --save-data
+expect_refusal 2 "^starproj-recon: --background and --seed apply to the simulation only, not to the data of --input-listmode" \
+  --seed 2 --input-listmode base --tof --background 0
+expect_refusal 2 "^starproj-recon: --noise-free applies to the simulation only" --input-listmode base --noise-free
+expect_refusal 2 "^starproj-recon: --listmode goes with a simulation or --input-listmode" --input base --listmode
 # a missing value (the option last) is named as such, not as an unknown option
 expect_refusal 2 '^starproj-recon: --iterations needs a value' --iterations
 expect_refusal 2 '^starproj-recon: --scanner needs a value' --scanner

@@ -30,6 +30,8 @@ static const char *usage_text =
   "  --noise-free          no Poisson noise (sinograms only)\n"
   "  --input BASE          reconstruct the sinogram BASE.hdr/BASE.raw (counts, written by --save-data or by you)\n"
   "                        instead of simulating; --mult BASE and --add BASE give factors and background files\n"
+  "                        (--counts, --background, --seed, --noise-free and --save-data are the simulation's:\n"
+  "                        refused with --input or --input-listmode)\n"
   "  --input-listmode BASE reconstruct the listmode events BASE.hdr/BASE.raw (LOR index and TOF bin per event)\n"
   "  --mult BASE, --add BASE  multiplicative factors (one per LOR) and background (per LOR, or per LOR and TOF bin)\n"
   "reconstruction:\n"
@@ -273,11 +275,38 @@ static const char *option_name(int c)
   return "?";
 }
 
+/* The options that shape a simulation: with data read from files they would be ignored, so they are refused (given:
+ * given[c - O_SCANNER] for each option code c on the command line). 0, or 2 after a message naming them. */
+static int check_simulation_only(const struct options *o, const unsigned char *given)
+{
+  static const int simulation_only[] = {O_COUNTS, O_BACKGROUND, O_SEED, O_NOISE_FREE, O_SAVE_DATA};
+  if (!o->input && !o->input_lm)
+    return 0;
+  if (o->input && given[O_LM - O_SCANNER])
+    return fail_usage("--listmode goes with a simulation or --input-listmode; --input is a sinogram");
+  const char *names[sizeof simulation_only / sizeof *simulation_only];
+  int found = 0;
+  for (size_t i = 0; i < sizeof simulation_only / sizeof *simulation_only; i++)
+    if (given[simulation_only[i] - O_SCANNER])
+      names[found++] = option_name(simulation_only[i]);
+  if (!found)
+    return 0;
+  char list[160] = "";
+  for (int k = 0; k < found; k++) {
+    size_t at = strlen(list);
+    snprintf(list + at, sizeof list - at, "%s--%s", k == 0 ? "" : k == found - 1 ? " and " : ", ", names[k]);
+  }
+  return fail_usage("%s %s to the simulation only, not to the data of %s", list, found > 1 ? "apply" : "applies",
+                    o->input ? "--input" : "--input-listmode");
+}
+
 /* Options that go together or exclude each other. */
-static int check_combinations(struct options *o)
+static int check_combinations(struct options *o, const unsigned char *given)
 {
   if (o->input && o->input_lm)
     return fail_usage("--input and --input-listmode exclude each other");
+  if (check_simulation_only(o, given))
+    return 2;
   if ((o->mult_file || o->add_file) && !o->input && !o->input_lm)
     return fail_usage("--mult and --add go with --input or --input-listmode");
   if (o->input_lm)
@@ -304,12 +333,14 @@ int parse_options(int argc, char **argv, struct options *o)
   o->voxel_size[0] = -1;
   opterr = 0;
   int c;
+  unsigned char given[O_HELP - O_SCANNER + 1] = {0};
   /* the leading ':' makes getopt_long return ':' for a missing value, told apart from an unknown option */
   while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     if (c == ':')
       return fail_usage("--%s needs a value", option_name(optopt));
     if (c == '?')
       return fail_usage("unknown option '%s'", argv[optind - 1]);
+    given[c - O_SCANNER] = 1;
     int rc = set_data_option(o, c, optarg);
     if (rc < 0)
       rc = set_run_option(o, c, optarg);
@@ -318,7 +349,7 @@ int parse_options(int argc, char **argv, struct options *o)
   }
   if (optind < argc)
     return fail_usage("unexpected argument '%s'", argv[optind]);
-  return check_combinations(o);
+  return check_combinations(o, given);
 }
 
 /* The defaults that depend on the scanner, once it is known (it may come from an input header). */

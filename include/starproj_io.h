@@ -28,9 +28,10 @@ extern "C" {
  * call before it exits: async-signal-safe (no allocation, no lock; errno is preserved), callable from any thread,
  * also while a write is in progress on another thread or on the interrupted one. Paths are as the writes were
  * given them: relative ones count from the working directory of the time. A write whose temporary or new data
- * was removed fails (SPROJ_ERR_IO) if the program goes on, and the files in place stay as they were. A call in the
- * instant between a raw write's data leaving the registry and its header's rename leaves that data file (no
- * header names it; the next write of the base removes it).
+ * was removed fails (SPROJ_ERR_IO) if the program goes on, and the files in place stay as they were. A raw write's
+ * new data goes with its header's temporary: until the rename that puts the header in place both are removed,
+ * from then on neither (the new pair is in place; what it replaced is removed by the write, or by the next write
+ * of the base if the program ends first).
  * On SIGKILL (or a crash) nothing can run: the target stays as it was before the write or is the new file, and
  * at most one ".<name>.tmp-<pid>-<n>" (and for raw data possibly a data file that no header names) is left; the
  * next write of that target in that folder removes them, since that pid is then dead. */

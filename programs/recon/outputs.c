@@ -12,20 +12,24 @@
 /* ---- what the run wrote -------------------------------------------------------------------------------------- */
 /* A failed run takes away the output folder it created, with the files it wrote there (and nothing else: rmdir
  * leaves a folder someone else has put files in meanwhile). A folder that was there before is left as it is. Done
- * at exit, so that every way out (TRY, alloc_or_die, a return from main) is covered. */
+ * at exit, so that every way out (TRY, alloc_or_die, a return from main) is covered, and by a signal's handler,
+ * which may come on any thread at any instant: so files and num_files are published with atomic stores, the
+ * entries first, and an array that grew is not freed (a handler may be reading it). */
 static struct {
   char *dir;      /* the output folder if this run created it, else NULL */
-  char **files;   /* the files written in it */
+  char **files;   /* the files written in it, or being written */
   int num_files, room;
   int finished;   /* the run got to its end: keep everything */
 } written;
 
 static void remove_written(void)
 {
-  if (written.finished || !written.dir)
+  if (__atomic_load_n(&written.finished, __ATOMIC_ACQUIRE) || !written.dir)
     return;
-  for (int i = 0; i < written.num_files; i++)
-    unlink(written.files[i]);
+  int n = __atomic_load_n(&written.num_files, __ATOMIC_ACQUIRE);
+  char **files = __atomic_load_n(&written.files, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++)
+    unlink(files[i]);
   rmdir(written.dir);
 }
 
@@ -54,7 +58,7 @@ void catch_signals(void)
 
 void keep_written(void)
 {
-  written.finished = 1;
+  __atomic_store_n(&written.finished, 1, __ATOMIC_RELEASE);
 }
 
 void out_of_memory(void)
@@ -63,21 +67,26 @@ void out_of_memory(void)
   exit(1);
 }
 
-/* Notes a file that was written completely (only then: a writer that failed has removed its own temporary file,
- * and an older file of that name was not this run's). */
-void note_written(const char *path)
+/* Notes a file before it is written: a writer puts it in place by a rename, and from that instant on a signal must
+ * find it noted. One that was not written after all is simply not there to remove, and an older file of that name
+ * is never removed: only a folder this run made is emptied. */
+static void note_file(const char *path)
 {
+  char *copy = strdup(path);
+  if (!copy)
+    out_of_memory();
+  char **files = written.files;
   if (written.num_files == written.room) {
     int room = written.room ? 2 * written.room : 16;
-    char **files = realloc(written.files, (size_t)room * sizeof *files);
-    if (!files)
+    if (!(files = malloc((size_t)room * sizeof *files)))
       out_of_memory();
-    written.files = files;
+    if (written.num_files)
+      memcpy(files, written.files, (size_t)written.num_files * sizeof *files);
     written.room = room;
   }
-  if (!(written.files[written.num_files] = strdup(path)))
-    out_of_memory();
-  written.num_files++;
+  files[written.num_files] = copy;
+  __atomic_store_n(&written.files, files, __ATOMIC_RELEASE);
+  __atomic_store_n(&written.num_files, written.num_files + 1, __ATOMIC_RELEASE);
 }
 
 char *path_in(const char *dir, const char *name)
@@ -106,16 +115,22 @@ int make_output_folder(const char *dir)
 }
 
 
-/* Notes BASE.hdr and BASE.raw in dir, written by a raw writer. */
-static void note_raw(const char *dir, const char *base)
+char *output_file(const char *dir, const char *name)
+{
+  char *p = path_in(dir, name);
+  note_file(p);
+  return p;
+}
+
+/* dir/base for a raw writer, with BASE.hdr and BASE.raw noted. */
+static char *output_raw(const char *dir, const char *base)
 {
   char name[64];
   for (int k = 0; k < 2; k++) {
     snprintf(name, sizeof name, "%s.%s", base, k ? "raw" : "hdr");
-    char *p = path_in(dir, name);
-    note_written(p);
-    free(p);
+    free(output_file(dir, name));
   }
+  return path_in(dir, base);
 }
 
 /* --save-data: the simulated sinogram or events and their factors. */
@@ -124,25 +139,22 @@ void save_data(const struct options *o, const struct run *r)
   char *p;
   struct sproj_sino_info per_lor;
   sino_layout(o, &r->l, 0, &per_lor);
-  TRY(sproj_raw_write_sino(p = path_in(o->output, "mult"), &per_lor, r->mult));
+  TRY(sproj_raw_write_sino(p = output_raw(o->output, "mult"), &per_lor, r->mult));
   free(p);
-  note_raw(o->output, "mult");
   /* the background as the model takes it: one value per LOR (spread over a TOF LOR's bins) */
-  TRY(sproj_raw_write_sino(p = path_in(o->output, "add"), &per_lor, r->add));
+  TRY(sproj_raw_write_sino(p = output_raw(o->output, "add"), &per_lor, r->add));
   free(p);
-  note_raw(o->output, "add");
   if (o->listmode) {
     struct sproj_lm_info li = {r->nevents, r->l.si.num_lors, "", o->tof ? r->l.nbins : 0,
                                o->tof ? r->l.tp.bin_width : 0.0f};
     snprintf(li.scanner, sizeof li.scanner, "%s", o->scanner);
-    TRY(sproj_raw_write_listmode(p = path_in(o->output, "events"), &li, r->ev_lor, r->ev_bin));
+    TRY(sproj_raw_write_listmode(p = output_raw(o->output, "events"), &li, r->ev_lor, r->ev_bin));
   } else {
     if (r->counts_on_devices)
       TRY(sproj_proj_sync(r->data, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
-    TRY(sproj_raw_write_sino(p = path_in(o->output, "counts"), &r->sino_info, r->counts));
+    TRY(sproj_raw_write_sino(p = output_raw(o->output, "counts"), &r->sino_info, r->counts));
   }
   free(p);
-  note_raw(o->output, o->listmode ? "events" : "counts");
   SAY("data written: %s/%s.hdr/.raw, %s/mult and %s/add\n", o->output, o->listmode ? "events" : "counts", o->output,
       o->output);
 }
@@ -152,14 +164,13 @@ void write_outputs(const struct options *o, const struct run *r)
 {
   const struct layout *l = &r->l;
   char *p;
-  TRY(sproj_nifti_write(p = path_in(o->output, "recon.nii"), r->x, o->dims, l->vs, l->origin, "starproj-recon OSEM"));
-  note_written(p);
+  TRY(sproj_nifti_write(p = output_file(o->output, "recon.nii"), r->x, o->dims, l->vs, l->origin,
+                        "starproj-recon OSEM"));
   SAY("wrote %s", p);
   free(p);
   if (r->phantom) {
-    TRY(sproj_nifti_write(p = path_in(o->output, "phantom.nii"), r->phantom, o->dims, l->vs, l->origin,
+    TRY(sproj_nifti_write(p = output_file(o->output, "phantom.nii"), r->phantom, o->dims, l->vs, l->origin,
                           "starproj-recon phantom"));
-    note_written(p);
     SAY(", %s", p);
     free(p);
   }

@@ -350,6 +350,11 @@ void write_previews(const struct options *o, const struct run *r)
   preview_slices(o, r, pv.slice);
   preview_window(o, r, &pv);
   preview_sinogram(r, &pv);
+  static const char *const pngs[3] = {"recon.png", "phantom.png", "sinogram_view0.png"};
+  const int shown[3] = {1, r->phantom != NULL, pv.sino != NULL};
+  for (int k = 0; k < 3; k++)
+    if (shown[k])
+      free(output_file(o->output, pngs[k]));
   char why[400];
   int drawn = draw_with_gnuplot(o, r, &pv, why, sizeof why) == 0;
   if (!drawn) {
@@ -370,11 +375,10 @@ void write_previews(const struct options *o, const struct run *r)
       free(p);
     }
   }
-  static const char *const pngs[3] = {"recon.png", "phantom.png", "sinogram_view0.png"};
   for (int k = 0; k < 3; k++) {
-    if ((k == 1 && !r->phantom) || (k == 2 && !pv.sino))
+    if (!shown[k])
       continue;
-    note_written(p = path_in(o->output, pngs[k]));
+    p = path_in(o->output, pngs[k]);
     SAY(", %s", p);
     free(p);
   }

@@ -176,8 +176,8 @@ void keep_written(void);
 void out_of_memory(void);
 /* dir/name in new memory (out of memory: exit 1). */
 char *path_in(const char *dir, const char *name);
-/* Notes a file that was written completely. */
-void note_written(const char *path);
+/* dir/name in new memory, noted as a file this run writes (before it is written: see outputs.c). */
+char *output_file(const char *dir, const char *name);
 /* --save-data: the simulated sinogram or events and their factors. */
 void save_data(const struct options *o, const struct run *r);
 /* The image as NIfTI, the phantom likewise, and their previews, named on one line. */

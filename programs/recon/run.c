@@ -174,12 +174,10 @@ static int on_iteration(const struct sproj_recon_progress *p, void *user)
   if (ctx->o->save_iterations) {
     char name[64];
     snprintf(name, sizeof name, "recon_iter%d.nii", p->iteration);
-    char *path = path_in(ctx->o->output, name);
+    char *path = output_file(ctx->o->output, name);
     if (sproj_nifti_write(path, ctx->x, ctx->dims, ctx->vs, ctx->origin, "starproj-recon iteration") != SPROJ_OK) {
       fprintf(stderr, "starproj-recon: %s\n", sproj_last_error());
       ctx->failed = 1;
-    } else {
-      note_written(path);
     }
     free(path);
     return ctx->failed;

@@ -54,26 +54,28 @@ static const char *usage_text =
   "\n"
   "Exit status: 0 on success, 2 for bad options, 1 when reading, computing or writing fails.\n";
 
-/* A bad option: the message, a pointer to --help, and the exit status 2. */
+/* "starproj-recon: " and the message on stderr, then tail. */
+static void say_failure(const char *tail, const char *fmt, va_list ap)
+{
+  fprintf(stderr, "starproj-recon: ");
+  vfprintf(stderr, fmt, ap);
+  fputs(tail, stderr);
+}
+
 int fail_usage(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "starproj-recon: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n(see starproj-recon --help)\n");
+  say_failure("\n(see starproj-recon --help)\n", fmt, ap);
   va_end(ap);
   return 2;
 }
 
-/* Input that cannot be used (unreadable, or not this run's data): the message and the exit status 1. */
 int fail_input(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "starproj-recon: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  say_failure("\n", fmt, ap);
   va_end(ap);
   return 1;
 }

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include "recon.h"
 
-
 /* A folder (or device) given where a file is wanted reaches the reader as "a file of 4096 bytes"; say what it is.
  * A missing file is left to the reader, whose message names it. */
 static int check_regular(const char *path)

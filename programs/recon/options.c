@@ -80,7 +80,6 @@ int fail_input(const char *fmt, ...)
   return 1;
 }
 
-
 /* ---- options -------------------------------------------------------------------------------------------------- */
 static int parse_long(const char *s, long lo, long hi, long *out)
 {

@@ -114,7 +114,6 @@ int make_output_folder(const char *dir)
   return 0;
 }
 
-
 char *output_file(const char *dir, const char *name)
 {
   char *p = path_in(dir, name);

@@ -29,7 +29,6 @@ struct options {
   int save_data, save_iterations, verbose, quiet;
 };
 
-
 /* --quiet: only errors (set once the options are parsed) */
 extern int quiet;
 #define SAY(...)                                                                                                 \
@@ -52,7 +51,6 @@ int fail_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
       exit(1);                                                                                                 \
     }                                                                                                          \
   } while (0)
-
 
 /* ---- options (options.c) ---- */
 /* The options, checked one by one and together: 0, or 2 after a message (--help: the text, and exit 0). */

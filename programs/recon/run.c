@@ -37,7 +37,6 @@ static void where_line(char *buf, size_t len)
     snprintf(buf + k, len - k, " CPU cores %.0f%%", 100.0 * cpu_lors / total);
 }
 
-
 void start_starpu(const struct options *o, const struct layout *l)
 {
   if (!o->verbose)
@@ -184,7 +183,6 @@ static int on_iteration(const struct sproj_recon_progress *p, void *user)
   }
   return 0;
 }
-
 
 /* With one GPU, the LORs and the data go there before the reconstruction starts (timed as a phase of their own); with
  * several, the reconstruction spreads each chunk to one GPU itself. */

@@ -28,9 +28,10 @@ extern "C" {
  * call before it exits: async-signal-safe (no allocation, no lock; errno is preserved), callable from any thread,
  * also while a write is in progress on another thread or on the interrupted one. Paths are as the writes were
  * given them: relative ones count from the working directory of the time. A write whose temporary or new data
- * was removed fails (SPROJ_ERR_IO) if the program goes on, and the files in place stay as they were. A call in the
- * instant between a raw write's data leaving the registry and its header's rename leaves that data file (no
- * header names it; the next write of the base removes it).
+ * was removed fails (SPROJ_ERR_IO) if the program goes on, and the files in place stay as they were. A raw write's
+ * new data goes with its header's temporary: until the rename that puts the header in place both are removed,
+ * from then on neither (the new pair is in place; what it replaced is removed by the write, or by the next write
+ * of the base if the program ends first).
  * On SIGKILL (or a crash) nothing can run: the target stays as it was before the write or is the new file, and
  * at most one ".<name>.tmp-<pid>-<n>" (and for raw data possibly a data file that no header names) is left; the
  * next write of that target in that folder removes them, since that pid is then dead. */
@@ -124,6 +125,11 @@ SPROJ_API int sproj_raw_write_sino(const char *base, const struct sproj_sino_inf
  * data type not float32, data file of another size than the shape says, header larger than 64 KiB or holding a
  * NUL byte), OVERFLOW, NOMEM. A failed read changes neither *info nor *data. */
 SPROJ_API int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data);
+/* Reads only the header, for a caller that checks a sinogram's layout before it reserves memory for the data: *info
+ * as sproj_raw_read_sino gives it, once the data file is found to be a regular file of the size the header
+ * describes (opened, not read). Errors: as sproj_raw_read_sino, less NOMEM for the data; the values are not read,
+ * so a file that cannot be read past its start is found only by sproj_raw_read_sino. */
+SPROJ_API int sproj_raw_read_sino_info(const char *base, struct sproj_sino_info *info);
 
 /* Listmode: num_events events, each two int32 fields in the file (shape = num_events 2, axes = event field,
  * fields = lor tof_bin): the index of the event's LOR in the scanner's LOR enumeration (0 .. num_lors-1) and its
@@ -144,6 +150,9 @@ SPROJ_API int sproj_raw_write_listmode(const char *base, const struct sproj_lm_i
  * tof_bin may be NULL if the bins are not wanted. Errors: as sproj_raw_read_sino (content "listmode", data type
  * int32, fields lor tof_bin), plus FORMAT for an event whose LOR or bin is out of its range. */
 SPROJ_API int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin);
+/* Reads only the header, like sproj_raw_read_sino_info: *info (num_events from the shape) once the data file is
+ * found to be a regular file of the events' size. The events themselves, and so their ranges, are not read. */
+SPROJ_API int sproj_raw_read_listmode_info(const char *base, struct sproj_lm_info *info);
 
 /* PNG previews (8-bit greyscale, no text: the plain previews a program falls back to when it has no plotting tool;
  * starproj-recon draws labelled ones with gnuplot). window: {lo, hi} mapped to black .. white, or NULL: lo = 0 and
@@ -171,6 +180,14 @@ SPROJ_API int sproj_png_write_image_slices(const char *path, const float *data, 
  * bins). Errors: NULL, DIMS, INVALID, RANGE (view), OVERFLOW, NOMEM, IO. */
 SPROJ_API int sproj_png_write_sino(const char *path, const float *sino, int num_dims, const int64_t *shape, int view_axis,
                                    int radial_axis, int plane_axis, int64_t view, const float window[2]);
+
+/* The display window the writers above take for window == NULL, for a caller that draws its own previews or
+ * shows several arrays on one scale: *window = {0, the 99.5th percentile of the finite values of v[0 .. n-1]}
+ * (the value at index floor(0.995 (m - 1)) of the m finite values sorted ascending); where that is not > 0, the
+ * largest finite value; where that is not > 0 either, {smallest, largest}, or {v - 1, v} when every finite value
+ * is the same v. No finite value (n = 0, or only NaN and infinities): {0, 1}. v is not modified (a copy of its
+ * finite values is sorted). Errors: NULL (window; v with n > 0), NOMEM; a failed call leaves window as it was. */
+SPROJ_API int sproj_png_auto_window(const float *v, size_t n, float window[2]);
 
 
 #ifdef __cplusplus

@@ -29,15 +29,16 @@ struct sproj_outfile {
 int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out);
 /* sproj_out_create's answer when path exists already (no error recorded; SPROJ_ERR_* are negative). */
 #define SPROJ_OUT_EXISTS 1
-/* Creates path itself (it must not exist yet), registered like a temporary until sproj_out_unregister: a new file that
- * nothing refers to until the caller's last step. An existing path is SPROJ_OUT_EXISTS, so that the caller
- * may try another name. */
-int sproj_out_create(const char *func, const char *path, struct sproj_outfile *out);
+/* Creates path itself (it must not exist yet) as the data that goes with head (a temporary of sproj_out_open, not
+ * renamed yet): a new file that nothing refers to until head is renamed into place. Registered with head's entry:
+ * a handler removes it with head's temporary, and only while that temporary is there. An existing path is
+ * SPROJ_OUT_EXISTS, so that the caller may try another name. */
+int sproj_out_create(const char *func, const char *path, struct sproj_outfile *head, struct sproj_outfile *out);
 /* Writes bytes, recording the failure with its errno text. */
 int sproj_out_write(const char *func, struct sproj_outfile *out, const void *buf, size_t bytes);
 /* Flushes, syncs and closes the temporary file; it stays under its temporary name. */
 int sproj_out_close(const char *func, struct sproj_outfile *out);
-/* Renames a closed temporary file to its target (leaving the registry first). */
+/* Renames a closed temporary file to its target (leaving the registry once it is renamed). */
 int sproj_out_rename(const char *func, struct sproj_outfile *out);
 /* Takes the file out of the registry: what a signal handler removes no longer includes it. */
 void sproj_out_unregister(struct sproj_outfile *out);

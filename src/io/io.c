@@ -118,14 +118,21 @@ int sproj_in_read(const char *func, const char *path, int fd, uint64_t offset, v
  * each entry owned through a lock-free atomic state. A writer claims a free entry (FREE -> FILLING), copies the
  * path and publishes it (READY); the handler takes a READY entry (-> REMOVING), unlinks it and puts it back; a
  * writer frees only a READY entry, waiting while a handler on another thread holds it. Neither side ever sees a
- * path being copied. */
+ * path being copied.
+ * An entry may also carry the data file of a raw pair, whose header is the entry's temporary (has_data: 1 once
+ * the file is this writer's; the name is copied before, while the handler does not read it). The handler removes
+ * that file only when it has just removed the header's temporary itself: then the header can no longer be renamed
+ * into place. Once it has been, the temporary's name is gone (it has the pid and a number no other write of this
+ * process takes), the unlink fails, and the data of the pair in place stays. */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the registry of temporaries needs lock-free atomic ints");
 #define MAX_TEMPORARIES 64
 #define TEMP_PATH_MAX 4096
 enum { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_REMOVING };
 static struct {
   atomic_int state;
+  atomic_int has_data;
   char path[TEMP_PATH_MAX];
+  char data[TEMP_PATH_MAX];
 } temporaries[MAX_TEMPORARIES];
 
 /* The entry now holding path, or -1 when the path is too long or every entry is taken (that file is then not
@@ -139,6 +146,7 @@ static int registry_add(const char *path)
     int expected = SLOT_FREE;
     if (atomic_compare_exchange_strong(&temporaries[i].state, &expected, SLOT_FILLING)) {
       memcpy(temporaries[i].path, path, len + 1);
+      atomic_store(&temporaries[i].has_data, 0);
       atomic_store(&temporaries[i].state, SLOT_READY);
       return i;
     }
@@ -167,7 +175,8 @@ void sproj_io_remove_temporaries(void)
   for (int i = 0; i < MAX_TEMPORARIES; i++) {
     int expected = SLOT_READY;
     if (atomic_compare_exchange_strong(&temporaries[i].state, &expected, SLOT_REMOVING)) {
-      unlink(temporaries[i].path);
+      if (unlink(temporaries[i].path) == 0 && atomic_load(&temporaries[i].has_data))
+        unlink(temporaries[i].data);
       atomic_store(&temporaries[i].state, SLOT_READY);
     }
   }
@@ -246,13 +255,12 @@ void sproj_remove_stale_temporaries(const char *path)
 /* ---- atomic output ------------------------------------------------------------------------------------------- */
 static atomic_uint tmp_counter;
 
-/* Creates path exclusively. A name of this process's own (with its pid) is registered before it exists, so that
- * no moment has the file without its entry; any other name only once the file is ours: a handler must never
- * remove the file that was there when the creation failed. */
-static int out_create(const char *func, struct sproj_outfile *out, const char *path, int own_name)
+/* Creates path, a name of this process's own (with its pid), exclusively. It is registered before it exists, so
+ * that no moment has the file without its entry. (Any other name is registered only once the file is ours: a
+ * handler must never remove the file that was there when the creation failed. See sproj_out_create.) */
+static int out_create(const char *func, struct sproj_outfile *out, const char *path)
 {
-  if (own_name)
-    out->slot = registry_add(path);
+  out->slot = registry_add(path);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) {
     int err = errno;
@@ -261,8 +269,6 @@ static int out_create(const char *func, struct sproj_outfile *out, const char *p
       return SPROJ_OUT_EXISTS;
     return sproj_fail(SPROJ_ERR_IO, func, "cannot create a file next to '%s': %s", out->final_path, strerror(err));
   }
-  if (!own_name)
-    out->slot = registry_add(path);
   out->fp = fdopen(fd, "wb");
   if (!out->fp) {
     int err = errno;
@@ -296,7 +302,7 @@ int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out
       sproj_out_discard(out);
       return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
     }
-    int ret = out_create(func, out, tmp, 1);
+    int ret = out_create(func, out, tmp);
     if (ret == SPROJ_OK) {
       out->tmp_path = tmp;
       return SPROJ_OK;
@@ -311,7 +317,7 @@ int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out
   return sproj_fail(SPROJ_ERR_IO, func, "cannot find a free temporary name next to '%s'", path);
 }
 
-int sproj_out_create(const char *func, const char *path, struct sproj_outfile *out)
+int sproj_out_create(const char *func, const char *path, struct sproj_outfile *head, struct sproj_outfile *out)
 {
   memset(out, 0, sizeof *out);
   out->slot = -1;
@@ -321,13 +327,32 @@ int sproj_out_create(const char *func, const char *path, struct sproj_outfile *o
     sproj_out_discard(out);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
-  int ret = out_create(func, out, path, 0);
-  if (ret != SPROJ_OK) {
-    free(out->tmp_path); /* not ours to remove */
+  /* the name goes into head's entry before the file exists, and counts only once the file is ours: a handler
+   * must never remove the file that was there when the creation failed */
+  int slot = head->slot;
+  size_t len = strlen(path);
+  if (slot >= 0 && len < TEMP_PATH_MAX)
+    memcpy(temporaries[slot].data, path, len + 1);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd >= 0 && slot >= 0 && len < TEMP_PATH_MAX)
+    atomic_store(&temporaries[slot].has_data, 1);
+  out->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!out->fp) {
+    int err = errno;
+    if (fd >= 0) {
+      close(fd);
+      unlink(path);
+    }
+    if (slot >= 0)
+      atomic_store(&temporaries[slot].has_data, 0);
+    free(out->tmp_path); /* removed above if it was ours; not ours to remove otherwise */
     out->tmp_path = NULL;
     sproj_out_discard(out);
+    if (fd < 0 && err == EEXIST)
+      return SPROJ_OUT_EXISTS;
+    return sproj_fail(SPROJ_ERR_IO, func, "cannot create '%s': %s", path, strerror(err));
   }
-  return ret;
+  return SPROJ_OK;
 }
 
 int sproj_out_write(const char *func, struct sproj_outfile *out, const void *buf, size_t bytes)
@@ -371,12 +396,12 @@ void sproj_out_unregister(struct sproj_outfile *out)
 
 int sproj_out_rename(const char *func, struct sproj_outfile *out)
 {
-  /* out of the registry first: a handler running just after the rename must not find the name of a file that
-   * is no longer ours to remove (at worst, one running just before leaves the temporary behind) */
-  sproj_out_unregister(out);
+  /* still in the registry during the rename: a handler just before it removes the temporary (and the rename
+   * fails), one just after finds its name gone (no other file takes a name with this pid and number) */
   if (rename(out->tmp_path, out->final_path) != 0)
     return sproj_fail(SPROJ_ERR_IO, func, "cannot rename the written file to '%s': %s", out->final_path,
                       strerror(errno));
+  sproj_out_unregister(out);
   free(out->tmp_path);
   out->tmp_path = NULL;
   return SPROJ_OK;
@@ -566,10 +591,10 @@ static int raw_write(const char *func, const char *hdr_path, const char *raw_pat
     free(old_data);
     return ret;
   }
-  ret = sproj_out_create(func, raw_path, &data);
+  ret = sproj_out_create(func, raw_path, &head, &data);
   for (int attempt = 0; ret == SPROJ_OUT_EXISTS && attempt < 100; attempt++) {
     char *name = str_printf("%s.%ld-%u", raw_path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1u));
-    ret = name ? sproj_out_create(func, name, &data) : sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    ret = name ? sproj_out_create(func, name, &head, &data) : sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
     free(name);
   }
   if (ret == SPROJ_OUT_EXISTS)
@@ -581,8 +606,10 @@ static int raw_write(const char *func, const char *hdr_path, const char *raw_pat
   }
   /* which file is ours: sproj_io_remove_temporaries may remove it, and another could take its name */
   struct stat created;
-  if (fstat(fileno(data.fp), &created) != 0)
+  if (fstat(fileno(data.fp), &created) != 0) {
     ret = sproj_fail(SPROJ_ERR_IO, func, "cannot write '%s': %s", data.final_path, strerror(errno));
+    sproj_out_keep(&data); /* which file it is cannot be told: not removed */
+  }
   const char *data_name = strrchr(data.final_path, '/') ? strrchr(data.final_path, '/') + 1 : data.final_path;
   text_add(header, "data_file = %s\n", data_name);
   if (header->failed)
@@ -607,26 +634,21 @@ static int raw_write(const char *func, const char *hdr_path, const char *raw_pat
     ret = sproj_out_close(func, &data);
   if (!ret)
     ret = sproj_out_close(func, &head);
-  /* the data leaves the registry before the header names it: a handler must not remove the data of a pair in
-   * place (one running just between the two leaves a data file nothing names, which the next write removes).
-   * Once out, no handler removes it any more; one that did before (on another thread, the program going on)
-   * must fail this write, not let the header name a file that is gone */
-  if (!ret) {
-    sproj_out_unregister(&data);
-    struct stat now;
-    if (stat(data.final_path, &now) != 0 || now.st_dev != created.st_dev || now.st_ino != created.st_ino) {
-      ret = sproj_fail(SPROJ_ERR_IO, func, "'%s' was removed while it was written (sproj_io_remove_temporaries?)",
-                       data.final_path);
-      sproj_out_keep(&data); /* gone: whatever has that name now is not ours to remove */
-    }
-  }
+  /* the one step that replaces the pair. The data is registered with the header's temporary: a handler before
+   * the rename removes both (and the rename fails), one after it finds the temporary gone and leaves the pair */
   if (!ret)
-    ret = sproj_out_rename(func, &head); /* the one step that replaces the pair */
+    ret = sproj_out_rename(func, &head);
   if (!ret) {
     sproj_out_keep(&data);
     raw_cleanup(hdr_path, data.final_path, old_data);
   }
-  sproj_out_discard(&data); /* on failure: removes the new data, the old pair stays as it was */
+  /* on failure the new data goes, the old pair stays as it was; unless a handler removed the data already and
+   * another file has its name now, which is not ours to remove */
+  struct stat now;
+  if (data.tmp_path &&
+      (stat(data.tmp_path, &now) != 0 || now.st_dev != created.st_dev || now.st_ino != created.st_ino))
+    sproj_out_keep(&data);
+  sproj_out_discard(&data);
   sproj_out_discard(&head);
   free(old_data);
   return ret;
@@ -905,20 +927,37 @@ static void swap4(void *data, int64_t n)
   }
 }
 
+/* Opens the data file, which must be a regular file of exactly bytes bytes. */
+static int open_data(const char *func, const struct header *h, size_t bytes, int *fd)
+{
+  uint64_t size;
+  int ret = sproj_in_open(func, h->raw_path, fd, &size);
+  if (ret)
+    return ret;
+  if (size != (uint64_t)bytes) {
+    close(*fd);
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, its header '%s' describes %zu",
+                      h->raw_path, size, h->hdr_path, bytes);
+  }
+  return SPROJ_OK;
+}
+
+/* The data file is as open_data wants it, without reading it. */
+static int check_data(const char *func, const struct header *h, size_t bytes)
+{
+  int fd, ret = open_data(func, h, bytes, &fd);
+  if (!ret)
+    close(fd);
+  return ret;
+}
+
 /* Reads the data file of exactly bytes bytes into a new buffer: the size is compared before anything is
  * allocated. */
 static int read_data(const char *func, const struct header *h, size_t bytes, void **out)
 {
-  int fd;
-  uint64_t size;
-  int ret = sproj_in_open(func, h->raw_path, &fd, &size);
+  int fd, ret = open_data(func, h, bytes, &fd);
   if (ret)
     return ret;
-  if (size != (uint64_t)bytes) {
-    close(fd);
-    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' has %" PRIu64 " bytes, its header '%s' describes %zu",
-                      h->raw_path, size, h->hdr_path, bytes);
-  }
   void *buf = malloc(bytes ? bytes : 1);
   if (!buf) {
     close(fd);
@@ -1007,19 +1046,19 @@ static int header_scanner_tof(const char *func, const struct header *h, char *sc
   return ret;
 }
 
-int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data)
+/* A sinogram's header, read and checked: its description in *info and the bytes of its data in *bytes (the
+ * caller frees h, also after a failure). */
+static int sino_header(const char *func, const char *base, struct header *h, struct sproj_sino_info *info,
+                       size_t *bytes, int *swap)
 {
-  if (!base || !info || !data)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "base, info and data must not be NULL");
-  struct header h;
   struct sproj_sino_info in;
   memset(&in, 0, sizeof in);
-  int swap = 0, ret = header_read(__func__, base, "sinogram", "float32", &h, &swap);
+  int ret = header_read(func, base, "sinogram", "float32", h, swap);
   if (!ret)
-    ret = header_shape(__func__, &h, 1, &in.num_dims, in.shape);
+    ret = header_shape(func, h, 1, &in.num_dims, in.shape);
   const char *axes = NULL;
   if (!ret)
-    ret = header_need(__func__, &h, "axes", &axes);
+    ret = header_need(func, h, "axes", &axes);
   if (!ret) {
     char copy[SPROJ_RAW_MAX_DIMS * (SPROJ_RAW_NAME_LEN + 1) + 64];
     char *words[SPROJ_RAW_MAX_DIMS + 1];
@@ -1029,25 +1068,57 @@ int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **
       n = split_words(copy, words, SPROJ_RAW_MAX_DIMS);
     }
     if (n != in.num_dims)
-      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': axes '%s' do not name the %d axes of the shape", h.hdr_path, axes,
-                       in.num_dims);
+      ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': axes '%s' do not name the %d axes of the shape", h->hdr_path,
+                       axes, in.num_dims);
     for (int k = 0; !ret && k < n; k++) {
       if (strlen(words[k]) >= SPROJ_RAW_NAME_LEN || !valid_name(words[k], SPROJ_RAW_NAME_LEN, 0))
-        ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': axis name '%s' is too long or has odd characters", h.hdr_path,
-                         words[k]);
+        ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': axis name '%s' is too long or has odd characters",
+                         h->hdr_path, words[k]);
       else
         strcpy(in.axes[k], words[k]);
     }
   }
   if (!ret)
-    ret = header_scanner_tof(__func__, &h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
+    ret = header_scanner_tof(func, h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
   int64_t count = 0;
   if (!ret && ((count = shape_count(in.num_dims, in.shape, sizeof(float))) < 0 ||
                (uint64_t)count > SIZE_MAX / sizeof(float)))
-    ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "'%s': the shape is too large", h.hdr_path);
+    ret = sproj_fail(SPROJ_ERR_OVERFLOW, func, "'%s': the shape is too large", h->hdr_path);
+  if (!ret) {
+    *info = in;
+    *bytes = (size_t)count * sizeof(float);
+  }
+  return ret;
+}
+
+int sproj_raw_read_sino_info(const char *base, struct sproj_sino_info *info)
+{
+  if (!base || !info)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base and info must not be NULL");
+  struct header h;
+  struct sproj_sino_info in;
+  size_t bytes = 0;
+  int swap = 0, ret = sino_header(__func__, base, &h, &in, &bytes, &swap);
+  if (!ret)
+    ret = check_data(__func__, &h, bytes);
+  header_free(&h);
+  if (!ret)
+    *info = in;
+  return ret;
+}
+
+int sproj_raw_read_sino(const char *base, struct sproj_sino_info *info, float **data)
+{
+  if (!base || !info || !data)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base, info and data must not be NULL");
+  struct header h;
+  struct sproj_sino_info in;
+  size_t bytes = 0;
+  int swap = 0, ret = sino_header(__func__, base, &h, &in, &bytes, &swap);
+  int64_t count = (int64_t)(bytes / sizeof(float));
   void *buf = NULL;
   if (!ret)
-    ret = read_data(__func__, &h, (size_t)count * sizeof(float), &buf);
+    ret = read_data(__func__, &h, bytes, &buf);
   header_free(&h);
   if (ret)
     return ret;
@@ -1128,6 +1199,49 @@ int sproj_raw_write_listmode(const char *base, const struct sproj_lm_info *info,
   return ret;
 }
 
+/* A listmode header, read and checked: its description in *info (the caller frees h, also after a failure). */
+static int lm_header(const char *func, const char *base, struct header *h, struct sproj_lm_info *info, int *swap)
+{
+  struct sproj_lm_info in;
+  memset(&in, 0, sizeof in);
+  int ndims = 0;
+  int64_t shape[SPROJ_RAW_MAX_DIMS];
+  int ret = header_read(func, base, "listmode", "int32", h, swap);
+  if (!ret)
+    ret = header_shape(func, h, 0, &ndims, shape);
+  if (!ret && (ndims != 2 || shape[1] != 2))
+    ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': listmode shape must be '<events> 2'", h->hdr_path);
+  const char *v = NULL;
+  if (!ret && (ret = header_need(func, h, "fields", &v)) == 0 && strcmp(v, "lor tof_bin") != 0)
+    ret = sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': fields '%s' are not 'lor tof_bin'", h->hdr_path, v);
+  if (!ret)
+    ret = header_int(func, h, "num_lors", 0, 1, INT32_MAX, &in.num_lors);
+  if (!ret)
+    ret = header_scanner_tof(func, h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
+  if (!ret && (shape[0] > (INT64_C(1) << 59) || (uint64_t)shape[0] > SIZE_MAX / 8))
+    ret = sproj_fail(SPROJ_ERR_OVERFLOW, func, "'%s': %" PRId64 " events are too many", h->hdr_path, shape[0]);
+  if (!ret) {
+    in.num_events = shape[0];
+    *info = in;
+  }
+  return ret;
+}
+
+int sproj_raw_read_listmode_info(const char *base, struct sproj_lm_info *info)
+{
+  if (!base || !info)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "base and info must not be NULL");
+  struct header h;
+  struct sproj_lm_info in;
+  int swap = 0, ret = lm_header(__func__, base, &h, &in, &swap);
+  if (!ret)
+    ret = check_data(__func__, &h, (size_t)in.num_events * 2 * sizeof(int32_t));
+  header_free(&h);
+  if (!ret)
+    *info = in;
+  return ret;
+}
+
 int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_t **lor, int16_t **tof_bin)
 {
   if (!base || !info || !lor)
@@ -1135,24 +1249,7 @@ int sproj_raw_read_listmode(const char *base, struct sproj_lm_info *info, int32_
   struct header h;
   struct sproj_lm_info in;
   memset(&in, 0, sizeof in);
-  int ndims = 0, swap = 0;
-  int64_t shape[SPROJ_RAW_MAX_DIMS];
-  int ret = header_read(__func__, base, "listmode", "int32", &h, &swap);
-  if (!ret)
-    ret = header_shape(__func__, &h, 0, &ndims, shape);
-  if (!ret && (ndims != 2 || shape[1] != 2))
-    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': listmode shape must be '<events> 2'", h.hdr_path);
-  const char *v = NULL;
-  if (!ret && (ret = header_need(__func__, &h, "fields", &v)) == 0 &&
-      strcmp(v, "lor tof_bin") != 0)
-    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s': fields '%s' are not 'lor tof_bin'", h.hdr_path, v);
-  if (!ret)
-    ret = header_int(__func__, &h, "num_lors", 0, 1, INT32_MAX, &in.num_lors);
-  if (!ret)
-    ret = header_scanner_tof(__func__, &h, in.scanner, sizeof in.scanner, &in.num_tof_bins, &in.tof_bin_width);
-  if (!ret && (shape[0] > (INT64_C(1) << 59) || (uint64_t)shape[0] > SIZE_MAX / 8))
-    ret = SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "'%s': %" PRId64 " events are too many", h.hdr_path, shape[0]);
-  in.num_events = ret ? 0 : shape[0];
+  int swap = 0, ret = lm_header(__func__, base, &h, &in, &swap);
   int32_t *buf = NULL;
   if (!ret)
     ret = read_data(__func__, &h, (size_t)in.num_events * 2 * sizeof(int32_t), (void **)&buf);

@@ -23,7 +23,8 @@ static int cmp_float(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* The display window of the finite values in v (reordered), as the header describes for window == NULL. */
+/* The display window of the finite values in v, as the header describes for sproj_png_auto_window: v is the
+ * caller's scratch, reordered here (the writers' samples of what they show). */
 static void auto_window(float *v, size_t n, float win[2])
 {
   size_t m = 0;
@@ -47,6 +48,25 @@ static void auto_window(float *v, size_t n, float win[2])
     win[0] = v[0] - 1.0f; /* one value everywhere: mid-grey would say nothing either; show it white */
     win[1] = v[0];
   }
+}
+
+int sproj_png_auto_window(const float *v, size_t n, float window[2])
+{
+  if (!window || (!v && n > 0))
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "window must not be NULL, nor v when n > 0");
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    m += isfinite(v[i]) != 0;
+  /* the finite values only: the copy is at most as large as v, so its size cannot overflow */
+  float *finite = malloc(m ? m * sizeof *finite : 1);
+  if (!finite)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory for %zu values", m);
+  for (size_t i = 0, k = 0; i < n; i++)
+    if (isfinite(v[i]))
+      finite[k++] = v[i];
+  auto_window(finite, m, window);
+  free(finite);
+  return SPROJ_OK;
 }
 
 static int check_window(const char *func, const float window[2])

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* events.c: listmode events made ready for LM-OSEM: each event's endpoints, factor and background gathered from its
+ * LOR, dealt into chunks that every subset takes a share of, optionally ordered within each chunk. */
+#include <string.h>
+#include "recon.h"
+
+/* Listmode: each event's LOR endpoints, factor and background, from its LOR (and TOF bin). */
+struct events_job {
+  const struct run *r;
+  int tof;
+  int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
+};
+
+/* Each event's endpoints (copied from its LOR's in the sinogram's LOR set), factor, background and TOF bin, in the
+ * chunked order: chunk c of the C = r->nchunks (the first n % C hold one event more) holds events c, c + C, c + 2C, ...
+ * of the events as drawn or read, at places first(c) + i. A block is a band of rows i: its events are a contiguous
+ * range of the drawn ones (read once, from cache, by every chunk), and each chunk writes a contiguous stretch. */
+enum { EVENT_ROWS = 512 };
+static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  struct events_job *j = ctx;
+  const struct run *r = j->r;
+  const int64_t nlors = r->l.si.num_lors, nbins = r->l.nbins, C = r->nchunks, q = r->nevents / C;
+  const int64_t rem = r->nevents % C;
+  const int32_t *lor = r->ev_lor;
+  const int16_t *bin = r->ev_bin;
+  for (int64_t c = 0; c < C; c++) {
+    const int64_t rows = q + (c < rem), base = c * q + (c < rem ? c : rem);
+    for (int64_t i = first; i < end && i < rows; i++) {
+      const int64_t e = i * C + c, d = base + i;
+      if (lor[e] < 0 || lor[e] >= nlors || (j->tof && (bin[e] < 0 || bin[e] >= nbins))) {
+        __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
+        return;
+      }
+      const int64_t l = lor[e];
+      memcpy(r->ev_xs + 3 * d, r->xs + 3 * l, 3 * sizeof(float));
+      memcpy(r->ev_xe + 3 * d, r->xe + 3 * l, 3 * sizeof(float));
+      r->ev_mult[d] = r->mult[l];
+      if (r->ev_bin_chunked)
+        r->ev_bin_chunked[d] = bin[e];
+      float a = 0.0f;
+      if (r->add)
+        a = r->add_per_bin ? r->add[l * nbins + bin[e]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
+      r->ev_add[d] = a;
+    }
+  }
+}
+
+void event_arrays(const struct options *o, struct run *r)
+{
+  const int64_t n = r->nevents;
+  if (n == 0) {
+    fprintf(stderr, "starproj-recon: no listmode events to reconstruct\n");
+    exit(1);
+  }
+  /* chunks of about equal size, a few per subset: each takes every C-th event, so that every subset holds a share of
+   * every part of the data (events drawn in LOR order stay in LOR order within a chunk: neighbours share image
+   * columns) */
+  r->nchunks = o->subsets * 4 < n ? o->subsets * 4 : (int)n;
+  if (o->subsets > r->nchunks) {
+    fprintf(stderr, "starproj-recon: %d subsets but only %lld events\n", o->subsets, (long long)n);
+    exit(1);
+  }
+  struct events_job j = {r, o->tof, -1};
+  /* not faulted in beforehand: the copy below writes every element, on every core (a pass less over 8 GB at the
+   * benchmark's scale) */
+  if (r->ev_bin)
+    r->ev_bin_chunked = lazy_alloc((size_t)n * sizeof(int16_t));
+  r->ev_xs = lazy_alloc((size_t)n * 3 * sizeof(float));
+  r->ev_xe = lazy_alloc((size_t)n * 3 * sizeof(float));
+  r->ev_mult = lazy_alloc((size_t)n * sizeof(float));
+  r->ev_add = lazy_alloc((size_t)n * sizeof(float));
+  TRY(sproj_pause());
+  /* rows of the chunked events: the first chunk's count */
+  parallel_blocks("the events' endpoints and factors", n / r->nchunks + (n % r->nchunks != 0), EVENT_ROWS,
+                  events_block, &j);
+  TRY(sproj_resume());
+  if (j.bad >= 0) {
+    fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)j.bad,
+            r->ev_lor[j.bad], r->ev_bin ? r->ev_bin[j.bad] : 0);
+    exit(1);
+  }
+}
+
+/* Event chunks of about equal size, a few per subset, dealt out to the subsets in turn. With --order-events, each
+ * chunk's events in the order of sproj_lors_order (neighbours run through the same image columns: faster GPU
+ * projections); every chunk keeps its events, so the subsets stay what they were. */
+void event_chunks(const struct options *o, struct run *r)
+{
+  const int64_t n = r->nevents;
+  const int nchunks = r->nchunks;
+  int64_t *first = malloc((size_t)nchunks * sizeof *first), *count = malloc((size_t)nchunks * sizeof *count);
+  int64_t *order = malloc(((size_t)n / nchunks + 1) * sizeof *order);
+  if (!first || !count || !order)
+    out_of_memory();
+  double t_order = now();
+  for (int c = 0; c < nchunks; c++) {
+    first[c] = c * (n / nchunks) + (c < n % nchunks ? c : n % nchunks);
+    count[c] = n / nchunks + (c < n % nchunks);
+    int64_t f = first[c], m = count[c];
+    if (!o->order_events)
+      continue;
+    TRY(sproj_lors_order(r->ev_xs + 3 * f, r->ev_xe + 3 * f, m, r->l.vs, order));
+    TRY(sproj_reorder(r->ev_xs + 3 * f, 3 * sizeof(float), m, order));
+    TRY(sproj_reorder(r->ev_xe + 3 * f, 3 * sizeof(float), m, order));
+    TRY(sproj_reorder(r->ev_mult + f, sizeof(float), m, order));
+    TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
+    if (r->ev_bin_chunked)
+      TRY(sproj_reorder(r->ev_bin_chunked + f, sizeof(int16_t), m, order));
+  }
+  free(order);
+  t_order = now() - t_order;
+  if (o->tof)
+    TRY(sproj_lors_register_events(&r->events, r->ev_xs, r->ev_xe, r->ev_bin_chunked, n));
+  else
+    TRY(sproj_lors_register(&r->events, r->ev_xs, r->ev_xe, n));
+  TRY(sproj_chunks_create_ranges(&r->ev_chunks, r->events, nchunks, first, count));
+  free(first);
+  free(count);
+  if (o->order_events)
+    SAY("listmode: %lld events in %d chunks, each in the order of sproj_lors_order (%.2f s)\n", (long long)n,
+        nchunks, t_order);
+  else
+    SAY("listmode: %lld events in %d chunks\n", (long long)n, nchunks);
+}

@@ -21,7 +21,9 @@
 #             72.6 M LORs), span1 (examples/Siemens-mMR/template_span1.hs, the largest template STIR has: 4084
 #             sinograms, 354 M LORs), seg2 (recon_test_pack/Siemens_mMR_seg2.hs, 5 segments, 27.3 M LORs), or tiny
 #             (seg2's segment 0 cut to 101 bins, for CPU tests)
-#   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above)
+#   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above); also
+#             Objective (the objective function using Starproj, OSMAPOSL's updates on its devices: no projector pair)
+#             and RayTracing (STIR's default pair, the ray-tracing matrix, on the host's cores)
 #   DEVICES   Starproj's devices key, default gpu      CASE_TIMEOUT  seconds per OSMAPOSL run, default 300
 #   VERBOSITY Starproj's verbosity key, default 2 (the times of the per-image steps, in summary.txt)
 #   BUDGET    seconds for the whole script, default 560 (a run gets at most what is left, less 20 s for the table;
@@ -129,31 +131,49 @@ log "data: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a 
 
 # --- the reconstructions -------------------------------------------------------------------------------------
 osmaposl_par() { # pair N sub-iterations
-  local pair=$1 n=$2 subiters=$3 keys recompute=1
+  local pair=$1 n=$2 subiters=$3 keys recompute=1 objective=PoissonLogLikelihoodWithLinearModelForMeanAndProjData
+  local projectors
   case $pair in
     Starproj) keys="devices := $devices
       verbosity := $verbosity" ;; # 1: one line (workers, GPUs, scheduler); 2: also the steps' times
     Parallelproj) keys="verbosity := 0" ;;
     *) keys= ;;
   esac
-  [ -f "sens_${n}_0.hv" ] && recompute=0
-  cat <<PAR
-OSMAPOSLParameters :=
-objective function type := PoissonLogLikelihoodWithLinearModelForMeanAndProjData
-PoissonLogLikelihoodWithLinearModelForMeanAndProjData Parameters :=
-input file := prompts.hs
-zero end planes of segment 0 := 0
-projector pair type := Timed
+  projectors="projector pair type := Timed
   Timed Projector Pair Parameters :=
     projector pair type := $pair
       Projector Pair Using $pair Parameters :=
       $keys
       End Projector Pair Using $pair Parameters :=
-  End Timed Projector Pair Parameters :=
+  End Timed Projector Pair Parameters :="
+  case $pair in
+    Objective) # starproj's objective function: no projector pair, the updates on the devices
+      objective="PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj"
+      projectors="devices := $devices
+verbosity := $verbosity" ;;
+    RayTracing) # STIR's default CPU pair: the ray-tracing matrix, its symmetries, on the host's cores
+      projectors="projector pair type := Timed
+  Timed Projector Pair Parameters :=
+    projector pair type := Matrix
+      Projector Pair Using Matrix Parameters :=
+        Matrix type := Ray Tracing
+        Ray tracing matrix parameters :=
+        End Ray tracing matrix parameters :=
+      End Projector Pair Using Matrix Parameters :=
+  End Timed Projector Pair Parameters :=" ;;
+  esac
+  [ -f "sens_${n}_0.hv" ] && recompute=0
+  cat <<PAR
+OSMAPOSLParameters :=
+objective function type := $objective
+$objective Parameters :=
+input file := prompts.hs
+zero end planes of segment 0 := 0
+$projectors
 xy output image size (in pixels) := $xy
 recompute sensitivity := $recompute
 subset sensitivity filenames := sens_${n}_{}.hv
-end PoissonLogLikelihoodWithLinearModelForMeanAndProjData Parameters :=
+end $objective Parameters :=
 output filename prefix := recon_${pair}_${n}
 number of subsets := $n
 start at subset := 0
@@ -177,7 +197,8 @@ for n in $subsets; do
     rc=$?
     log "$pair, $n subsets, $subiters sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
     { echo "== $pair, $n subsets (exit $rc)"
-      grep -E '^starproj_OSMAPOSL: sub-iteration|Timed projectors:|^Total Wall|Starproj: ' "OSMAPOSL_${pair}_${n}.log" \
+      grep -E '^starproj_OSMAPOSL: sub-iteration|^starproj_OSMAPOSL: updates|Timed projectors:|^Total Wall|Starproj: ' \
+        "OSMAPOSL_${pair}_${n}.log" \
         | sed 's/^INFO: //'
     } >>"$out/summary.txt"
     [ "$rc" -eq 0 ] || grep -E 'ERROR|error|what\(\)' "OSMAPOSL_${pair}_${n}.log" | head -n 5

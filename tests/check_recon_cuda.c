@@ -192,7 +192,8 @@ END_TEST
 /* The objective function's pieces on CPU workers only and on the GPUs only (sproj_recon_gradient, both Hessian
  * products, the subset objective) at an image that is not the phantom, subset 1 of 4: non-TOF with a resolution model
  * (_i = 0) and TOF with STIR's quotient rule (_i = 1). Images agree to 1e-5 relative L2 (projections to 1e-5 per
- * value, back projections add in another order), the objective to 1e-9 (double sums of float terms). */
+ * value, back projections add in another order), the objective to 2e-8 (double sums of float terms whose expected
+ * counts m p + a a GPU rounds once (contracted) and a CPU twice: measured 3e-9 on an H200). */
 START_TEST(test_objective_cpu_vs_cuda)
 {
   const float fwhm[3] = {5.0f, 5.0f, 5.0f};
@@ -238,7 +239,7 @@ START_TEST(test_objective_cpu_vs_cuda)
     free(out[1][k]);
   }
   printf("subset objective: CPU %.12g, CUDA %.12g\n", nll[0], nll[1]);
-  ck_assert_msg(fabs(nll[0] - nll[1]) <= 1e-9 * fabs(nll[0]), "objective CPU %.12g, CUDA %.12g", nll[0], nll[1]);
+  ck_assert_msg(fabs(nll[0] - nll[1]) <= 2e-8 * fabs(nll[0]), "objective CPU %.12g, CUDA %.12g", nll[0], nll[1]);
   free(ybar);
   free(counts);
   free(v);

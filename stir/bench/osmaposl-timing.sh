@@ -21,6 +21,7 @@
 #             72.6 M LORs), span1 (examples/Siemens-mMR/template_span1.hs, the largest template STIR has: 4084
 #             sinograms, 354 M LORs), seg2 (recon_test_pack/Siemens_mMR_seg2.hs, 5 segments, 27.3 M LORs), or tiny
 #             (seg2's segment 0 cut to 101 bins, for CPU tests)
+#   ITERATIONS  iterations per run, default 1 (1 subset: at least 3 sub-iterations)
 #   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above); also
 #             Objective (the objective function using Starproj, OSMAPOSL's updates on its devices: no projector pair)
 #             and RayTracing (STIR's default pair, the ray-tracing matrix, on the host's cores)
@@ -37,6 +38,7 @@ out=${OUT:-/tmp/out}
 work=${WORK:-/tmp/osmaposl-timing}
 data=${DATA:-span11}
 subsets=${SUBSETS:-1 7 21}
+iterations=${ITERATIONS:-1}
 pairs=${PAIRS:-Starproj Parallelproj}
 devices=${DEVICES:-gpu}
 verbosity=${VERBOSITY:-2}
@@ -183,8 +185,8 @@ END :=
 PAR
 }
 for n in $subsets; do
-  subiters=$n
-  [ "$n" -eq 1 ] && subiters=3
+  subiters=$((n * iterations))
+  [ "$n" -eq 1 ] && subiters=$((iterations > 3 ? iterations : 3))
   for pair in $pairs; do
     osmaposl_par "$pair" "$n" "$subiters" >"OSMAPOSL_${pair}_${n}.par"
     limit=$(time_left)

@@ -3,7 +3,8 @@
 # Reads the logs of stir/bench/osmaposl-timing.sh (one per pair and number of subsets) and prints a markdown table:
 # time per sub-iteration, the part of it spent in the projector pair (the "Timed" pair's busy time), the rest, one
 # iteration, the set-up, and the projector time per sub-iteration relative to 1 subset. Means over the
-# sub-iterations after the first (which also warms up), when there are others. With --compare it also
+# sub-iterations after the first (which also warms up), when there are others; with more than one iteration, the
+# last iteration's time too. With --compare it also
 # prints the relative L2 difference between the final images of the two pairs.
 # usage: osmaposl_timing_table.py WORKDIR PAIRS SUBSETS   (PAIRS, SUBSETS: space-separated lists)
 import math
@@ -86,20 +87,25 @@ def main():
             first_iteration = [k for k in done if k <= n]
             iteration = (sum(subs[k][0] + subs[k][2] for k in first_iteration)
                          if len(first_iteration) == n else float("nan"))
+            # the last iteration, when the run did more than one: no first use of anything in it
+            last_iteration = [k for k in done if k > done[-1] - n] if len(done) >= 2 * n and n > 1 else []
+            later = (sum(subs[k][0] + subs[k][2] for k in last_iteration) if len(last_iteration) == n else float("nan"))
             setup = total - sum(v[0] + v[2] for v in subs.values()) if total is not None else float("nan")
-            rows.append((pair, n, len(done), update, proj, fwd, back, update - proj, iteration, setup))
+            rows.append((pair, n, len(done), update, proj, fwd, back, update - proj, iteration, later, setup))
     print("| pair | subsets | sub-iterations | s per sub-iteration | projector s per sub-iteration "
-          "| of which forward / back | rest s | iteration s | set-up s | projector time vs 1 subset (1/subsets) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| of which forward / back | rest s | iteration s | last iteration s | set-up s "
+          "| projector time vs 1 subset (1/subsets) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         if isinstance(r, str):
             print(r)
             continue
-        pair, n, done, update, proj, fwd, back, rest, iteration, setup = r
+        pair, n, done, update, proj, fwd, back, rest, iteration, later, setup = r
         base = proj_per_sub.get((pair, 1))
         ratio = "%.3f (%.3f)" % (proj / base, 1.0 / n) if base else "- (%.3f)" % (1.0 / n)
-        print("| %s | %d | %d | %.3f | %.3f | %.3f / %.3f | %.3f | %.2f | %.1f | %s |"
-              % (pair, n, done, update, proj, fwd, back, rest, iteration, setup, ratio))
+        later_text = "%.2f" % later if later == later else "-"
+        print("| %s | %d | %d | %.3f | %.3f | %.3f / %.3f | %.3f | %.2f | %s | %.1f | %s |"
+              % (pair, n, done, update, proj, fwd, back, rest, iteration, later_text, setup, ratio))
     if len(pairs) == 2:
         print()
         for n in subsets:

@@ -314,7 +314,7 @@ struct sproj_emit_arg {
   int num_bins;
 };
 /* cl_arg of an update task (buffers: image RW, back-projected ratio R, sensitivity R): EM's rule (em_update_value),
- * or with bounded OSMAPOSL's (osl_update_value, relative change within [lo, hi]). */
+ * or with bounded OSMAPOSL's (osl_update_value, relative change within [lo, hi], the sensitivity times sens_factor). */
 struct sproj_update_arg {
   float sens_factor;
   int bounded;

@@ -13,7 +13,7 @@ static void em_update_cpu(void *buffers[], void *cl_arg)
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
   if (arg->bounded)
     for (uint32_t i = 0; i < n; i++)
-      x[i] = osl_update_value(x[i], bp[i], sens[i], arg->lo, arg->hi);
+      x[i] = osl_update_value(x[i], bp[i], sens[i], arg->sens_factor, arg->lo, arg->hi);
   else
     for (uint32_t i = 0; i < n; i++)
       x[i] = em_update_value(x[i], bp[i], sens[i], arg->sens_factor);

@@ -8,7 +8,7 @@ __global__ static void em_update_kernel(float *__restrict__ x, const float *__re
                                         const float *__restrict__ sens, struct sproj_update_arg arg, uint32_t n)
 {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    x[i] = arg.bounded ? osl_update_value(x[i], bp[i], sens[i], arg.lo, arg.hi)
+    x[i] = arg.bounded ? osl_update_value(x[i], bp[i], sens[i], arg.sens_factor, arg.lo, arg.hi)
                        : em_update_value(x[i], bp[i], sens[i], arg.sens_factor);
 }
 

@@ -354,6 +354,12 @@ SPROJ_API int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj
  * Errors: NULL, NOT_INIT, MISMATCH (images of different geometries), INVALID (an image twice), NONFINITE (lo or hi
  * NaN), RANGE (lo > hi), NOMEM, STARPU. */
 SPROJ_API int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi);
+/* One OSMAPOSL update of subset k with the reconstruction's own sensitivity s_k (sproj_recon_sensitivity): work <-
+ * the gradient plus sensitivity at x (sproj_recon_gradient with SPROJ_GRADIENT_ADD_SENSITIVITY), then x <- x *
+ * min(max(work / s_k, lo), hi) (0 where s_k is 0), all tasks: nothing crosses to the host. With lo = 0 and hi =
+ * INFINITY this is the iterations' EM update on x. Errors: as sproj_recon_gradient, and NONFINITE / RANGE for the
+ * bounds as sproj_image_update_multiplicative. */
+SPROJ_API int sproj_recon_update(sproj_recon *recon, int subset, sproj_image *x, sproj_image *work, float lo, float hi);
 
 
 /* ---- simulation ---------------------------------------------------------------------------------------- */

@@ -14,7 +14,8 @@
 #      Starproj alone differ by about 1e-6)
 #   7. the objective function "PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj" against STIR's
 #      with the Parallelproj pair: sensitivities, gradients, values, Hessian products (starproj_stir_objective)
-#   8. OSMAPOSL on that objective function with its updates on starproj's devices: images within 1e-4 of 3.
+#   8. OSMAPOSL on that objective function with its updates on starproj's devices: images within 1e-4 of 3., and
+#      with subset sensitivities
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -162,6 +163,15 @@ check objective_norm_additive "$bin/starproj_stir_objective" fwd_Parallelproj.hs
 run OSMAPOSL_Objective "$bin/starproj_OSMAPOSL" OSMAPOSL_Objective.par
 check OSMAPOSL_objective "$bin/starproj_stir_compare" image recon_Parallelproj_8.hv recon_Objective_8.hv 1e-4
 check updates_on_devices grep -E "^starproj_OSMAPOSL: updates on starproj's devices: 8, on the host: 0" OSMAPOSL_Objective.log
+# the same with subset sensitivities (the update then divides by starproj's own, resident, subset sensitivities)
+for p in Parallelproj Objective; do
+  sed -e 's/^recompute sensitivity := 1/recompute sensitivity := 1\nuse subset sensitivities := 1/' \
+    -e "s/^output filename prefix := .*/output filename prefix := recon_${p}_subsets/" "OSMAPOSL_$p.par" >"OSMAPOSL_${p}_subsets.par"
+done
+run OSMAPOSL_Parallelproj_subsets OSMAPOSL OSMAPOSL_Parallelproj_subsets.par
+run OSMAPOSL_Objective_subsets "$bin/starproj_OSMAPOSL" OSMAPOSL_Objective_subsets.par
+check OSMAPOSL_objective_subsets "$bin/starproj_stir_compare" image recon_Parallelproj_subsets_8.hv \
+  recon_Objective_subsets_8.hv 1e-4
 if [ "$tof" = yes ]; then
   check objective_tof "$bin/starproj_stir_objective" fwd_tof_Parallelproj.hs phantom.hv 4 1e-5 --check-subsets 1
 fi

@@ -170,6 +170,44 @@ int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x,
   return recon_nll(__func__, recon, x, subset, nll);
 }
 
+/* x <- x * bound(num / (den * den_factor)) by a task where the images are. */
+static int submit_bounded_update(sproj_image *x, sproj_image *num, sproj_image *den, float den_factor, float lo, float hi)
+{
+  struct sproj_update_arg *arg = calloc(1, sizeof *arg);
+  if (!arg)
+    return SPROJ_ERR_NOMEM;
+  *arg = (struct sproj_update_arg){den_factor, 1, lo, hi};
+  return recon_insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, x->handle, STARPU_R, num->handle, STARPU_R,
+                                                den->handle, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
+                                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+}
+
+static int check_bounds(const char *func, float lo, float hi)
+{
+  if (isnan(lo) || isnan(hi))
+    return sproj_fail(SPROJ_ERR_NONFINITE, func, "the bounds must not be NaN");
+  if (lo > hi)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "lower bound %g above upper bound %g", lo, hi);
+  return SPROJ_OK;
+}
+
+int sproj_recon_update(sproj_recon *recon, int subset, sproj_image *x, sproj_image *work, float lo, float hi)
+{
+  sproj_image *img[2] = {x, work};
+  static const char *const name[2] = {"x", "work"};
+  int ret = check_call(__func__, recon, subset, 0, img, name, 2);
+  if (ret)
+    return ret;
+  if (!x || !work)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "x and work must not be NULL");
+  if ((ret = check_bounds(__func__, lo, hi)))
+    return ret;
+  if ((ret = sproj_recon_gradient(recon, subset, x, work, SPROJ_GRADIENT_ADD_SENSITIVITY)))
+    return ret;
+  sproj_image *sens = recon->sens[recon->num_sens == 1 ? 0 : subset];
+  return submit_status(__func__, submit_bounded_update(x, work, sens, recon->sens_factor, lo, hi));
+}
+
 int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi)
 {
   int ret = sproj_check_init_flush(__func__);
@@ -181,16 +219,7 @@ int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_im
     return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "x, num and den must have one geometry");
   if (x == num || x == den || num == den)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "x, num and den must be three images");
-  if (isnan(lo) || isnan(hi))
-    return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "the bounds must not be NaN");
-  if (lo > hi)
-    return SPROJ_FAIL(SPROJ_ERR_RANGE, "lower bound %g above upper bound %g", lo, hi);
-  struct sproj_update_arg *arg = calloc(1, sizeof *arg);
-  if (!arg)
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
-  *arg = (struct sproj_update_arg){1.0f, 1, lo, hi};
-  ret = recon_insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, x->handle, STARPU_R, num->handle, STARPU_R,
-                                               den->handle, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
-                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
-  return submit_status(__func__, ret);
+  if ((ret = check_bounds(__func__, lo, hi)))
+    return ret;
+  return submit_status(__func__, submit_bounded_update(x, num, den, 1.0f, lo, hi));
 }

@@ -275,8 +275,10 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   cfg.subset_chunks = subset_chunks.data();
   cfg.subset_sizes = subset_sizes.data();
   cfg.max_ratio = stir_max_quotient;
-  // the subsets' sensitivities are computed here, on the devices, and stay there
+  // the subsets' sensitivities are computed here, on the devices, and stay there; STIR takes them as they are when
+  // it computes its subset sensitivities (not read from files, not averaged over the subsets)
   starproj_check(sproj_recon_create(&r.recon, r.x, &cfg), "sproj_recon_create");
+  _sensitivities_are_ours = this->get_recompute_sensitivity();
   _times.mark("set_up: registration and sensitivities");
   if (_settings.verbosity >= 1)
     info("PoissonLogLikelihood using Starproj: " + std::to_string(num_lors) + " LORs x " + std::to_string(num_bins)
@@ -374,6 +376,14 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::multiplicative_up
   _times.start();
   if (!_estimate_on_devices)
     load(estimate, r.x, r.x_buffer.data());
+  if (_sensitivities_are_ours && this->get_use_subset_sensitivities())
+    {
+      _times.mark("update: image in");
+      starproj_check(sproj_recon_update(r.recon, subset_num, r.x, r.out, lo, hi), "sproj_recon_update");
+      _estimate_on_devices = true;
+      _times.mark("update: submitted");
+      return;
+    }
   std::size_t s = 0;
   while (s < r.sens_buffers.size() && r.sens_buffers[s].first != &sensitivity)
     ++s;

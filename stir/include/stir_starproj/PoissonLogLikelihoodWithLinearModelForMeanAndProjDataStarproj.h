@@ -53,8 +53,8 @@ public:
   //! \name The estimate kept on the devices (OSMAPOSLReconstructionStarproj)
   //@{
   //! OSMAPOSL's update without a prior, done where the data are: estimate <- estimate * min(max(gradient plus
-  //! sensitivity / sensitivity, lo), hi) for subset_num, with STIR's sensitivity of that subset (uploaded once per
-  //! sensitivity image). The estimate is read from the host only when the devices do not hold it already; afterwards
+  //! sensitivity / sensitivity, lo), hi) for subset_num, with STIR's sensitivity of that subset: the one starproj keeps
+  //! on the devices when STIR's are starproj's subset sensitivities, else STIR's image, uploaded once. The estimate is read from the host only when the devices do not hold it already; afterwards
   //! they hold the new one and the host's is stale until estimate_to_host(). Asynchronous.
   void multiplicative_update_on_devices(const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi);
   //! true while the devices hold a newer estimate than the host
@@ -90,6 +90,7 @@ private:
   mutable std::mutex _lock; // one call at a time on the resident images
   mutable StarprojStepTimes _times;
   mutable bool _estimate_on_devices = false; // the resident x holds an estimate newer than the caller's
+  bool _sensitivities_are_ours = false;      // STIR's subset sensitivities are those starproj computed at set_up
 
   void release();
   //! copies a STIR image into one of the resident images (which must not be in use by pending tasks' writes)

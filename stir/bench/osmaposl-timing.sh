@@ -174,6 +174,7 @@ zero end planes of segment 0 := 0
 $projectors
 xy output image size (in pixels) := $xy
 recompute sensitivity := $recompute
+use subset sensitivities := 1
 subset sensitivity filenames := sens_${n}_{}.hv
 end $objective Parameters :=
 output filename prefix := recon_${pair}_${n}

@@ -7,6 +7,7 @@
 #include "stir/ProjData.h"
 #include "stir/ProjDataInfo.h"
 #include "stir/RelatedViewgrams.h"
+#include "stir/SegmentBySinogram.h"
 #include "stir/Succeeded.h"
 #include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
 #include "stir/Viewgram.h"
@@ -197,44 +198,60 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   if (!is_null_ptr(this->additive_proj_data_sptr))
     r.a.assign(num_lors * num_bins, 0.F);
   // the data, the normalisation evaluated once per bin (undo() of ones: the forward model's factor) and the additive
-  // term (STIR adds it before the normalisation: starproj's background is m times it), viewgram by viewgram
+  // term (STIR adds it before the normalisation: starproj's background is m times it). The data and the additive
+  // term are read a segment at a time (one read each: a viewgram of a file stored by sinogram is one read per axial
+  // position), the views of a segment copied on every core; undo() one viewgram at a time, as STIR calls it
+  // (not thread-safe in general), and not at all for a trivial normalisation.
   shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial(new TrivialDataSymmetriesForViewSegmentNumbers);
+  const bool trivial_norm = this->normalisation_sptr->is_trivial();
+  const ProjDataInfo& data_info = *proj_data.get_proj_data_info_sptr();
   bool tof_dependent_norm = false;
   for (int seg = -max_segment; seg <= max_segment; ++seg)
-    for (int view = proj_data.get_min_view_num(); view <= proj_data.get_max_view_num(); ++view)
-      for (int tof = proj_data.get_min_tof_pos_num(); tof <= proj_data.get_max_tof_pos_num(); ++tof)
-        {
-          const int bin = tof - g.min_tof_pos_num();
-          const int64_t first = g.first_lor(g.chunk_of(seg, view));
-          const int min_axial = g.min_axial_pos_num(seg);
-          const ViewgramIndices idx(view, seg, tof);
-          Viewgram<float> measured = proj_data.get_viewgram(idx);
-          if (seg == 0 && this->zero_seg0_end_planes)
-            {
-              measured[measured.get_min_axial_pos_num()].fill(0);
-              measured[measured.get_max_axial_pos_num()].fill(0);
-            }
-          RelatedViewgrams<float> factors = proj_data.get_empty_related_viewgrams(idx, trivial, false, tof);
-          factors.fill(1.F);
-          this->normalisation_sptr->undo(factors);
-          const Viewgram<float>& factor = *factors.begin();
-          Viewgram<float> additive = measured.get_empty_copy();
-          if (!r.a.empty())
-            additive = this->additive_proj_data_sptr->get_viewgram(idx);
-          for (int ax = measured.get_min_axial_pos_num(); ax <= measured.get_max_axial_pos_num(); ++ax)
-            for (int t = measured.get_min_tangential_pos_num(); t <= measured.get_max_tangential_pos_num(); ++t)
+    for (int tof = proj_data.get_min_tof_pos_num(); tof <= proj_data.get_max_tof_pos_num(); ++tof)
+      {
+        SegmentBySinogram<float> measured = proj_data.get_segment_by_sinogram(seg, tof);
+        if (seg == 0 && this->zero_seg0_end_planes)
+          {
+            measured[measured.get_min_axial_pos_num()].fill(0);
+            measured[measured.get_max_axial_pos_num()].fill(0);
+          }
+        std::unique_ptr<SegmentBySinogram<float>> additive;
+        if (!r.a.empty())
+          additive.reset(new SegmentBySinogram<float>(this->additive_proj_data_sptr->get_segment_by_sinogram(seg, tof)));
+        const int bin = tof - g.min_tof_pos_num(), min_axial = g.min_axial_pos_num(seg);
+        const int min_view = measured.get_min_view_num(), max_view = measured.get_max_view_num();
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) reduction(|| : tof_dependent_norm)
+#endif
+        for (int view = min_view; view <= max_view; ++view)
+          {
+            const int64_t first = g.first_lor(g.chunk_of(seg, view));
+            std::unique_ptr<RelatedViewgrams<float>> factors;
+            if (!trivial_norm)
               {
-                const int64_t lor = first + int64_t(ax - min_axial) * num_tang + (t - min_tang);
-                const float mf = factor[ax][t];
-                if (bin == 0)
-                  r.m[lor] = mf;
-                else if (std::fabs(mf - r.m[lor]) > 1e-6F * std::fabs(r.m[lor]))
-                  tof_dependent_norm = true;
-                r.y[lor * num_bins + bin] = measured[ax][t];
-                if (!r.a.empty())
-                  r.a[lor * num_bins + bin] = mf * additive[ax][t];
+                factors.reset(new RelatedViewgrams<float>(
+                    data_info.get_empty_related_viewgrams(ViewgramIndices(view, seg, tof), trivial, false, tof)));
+                factors->fill(1.F);
+#ifdef _OPENMP
+#  pragma omp critical(STARPROJ_NORMALISATION)
+#endif
+                this->normalisation_sptr->undo(*factors);
               }
-        }
+            for (int ax = measured.get_min_axial_pos_num(); ax <= measured.get_max_axial_pos_num(); ++ax)
+              for (int t = measured.get_min_tangential_pos_num(); t <= measured.get_max_tangential_pos_num(); ++t)
+                {
+                  const int64_t lor = first + int64_t(ax - min_axial) * num_tang + (t - min_tang);
+                  const float mf = factors ? (*factors->begin())[ax][t] : 1.F;
+                  if (bin == 0)
+                    r.m[lor] = mf;
+                  else if (std::fabs(mf - r.m[lor]) > 1e-6F * std::fabs(r.m[lor]))
+                    tof_dependent_norm = true;
+                  r.y[lor * num_bins + bin] = measured[ax][view][t];
+                  if (additive)
+                    r.a[lor * num_bins + bin] = mf * (*additive)[ax][view][t];
+                }
+          }
+      }
   if (tof_dependent_norm)
     {
       error("PoissonLogLikelihood using Starproj: the normalisation differs between TOF bins of one LOR; starproj's "

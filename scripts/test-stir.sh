@@ -16,6 +16,7 @@
 #      with the Parallelproj pair: sensitivities, gradients, values, Hessian products (starproj_stir_objective)
 #   8. OSMAPOSL on that objective function with its updates on starproj's devices: images within 1e-4 of 3., and
 #      with subset sensitivities
+#   9. OSSPS on that objective function against OSSPS on STIR's with Parallelproj: within 1e-4
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -172,6 +173,10 @@ run OSMAPOSL_Parallelproj_subsets OSMAPOSL OSMAPOSL_Parallelproj_subsets.par
 run OSMAPOSL_Objective_subsets "$bin/starproj_OSMAPOSL" OSMAPOSL_Objective_subsets.par
 check OSMAPOSL_objective_subsets "$bin/starproj_stir_compare" image recon_Parallelproj_subsets_8.hv \
   recon_Objective_subsets_8.hv 1e-4
+# 9. OSSPS (its surrogates from the objective function's approximate Hessian) on both objective functions
+run OSSPS_Parallelproj "$bin/starproj_OSSPS" OSSPS_Parallelproj.par
+run OSSPS_Objective "$bin/starproj_OSSPS" OSSPS_Objective.par
+check OSSPS_objective "$bin/starproj_stir_compare" image ossps_Parallelproj_8.hv ossps_Objective_8.hv 1e-4
 if [ "$tof" = yes ]; then
   check objective_tof "$bin/starproj_stir_objective" fwd_tof_Parallelproj.hs phantom.hv 4 1e-5 --check-subsets 1
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Makes .device-stir/, what stir/bench/osmaposl-timing.sh needs on a GPU machine beyond .device/ (scripts/
-# device-bundle.sh: starproj's CUDA build and StarPU): starproj_OSMAPOSL and starproj_forward_project built against a
-# STIR whose "Parallelproj" pair uses a CUDA build of libparallelproj and against starproj's CUDA build in
+# device-bundle.sh: starproj's CUDA build and StarPU): starproj_OSMAPOSL, starproj_OSSPS and starproj_forward_project
+# built against a STIR whose "Parallelproj" pair uses a CUDA build of libparallelproj and against starproj's CUDA build in
 # .device/build, STIR's generate_image, all stripped; libparallelproj; the libraries the programs need that a bare
 # CUDA machine may lack (X11's, which STIR links, libgomp, the CUDA runtime); STIR's mMR scanner templates.
 #
@@ -53,15 +53,15 @@ Libs: -L\${libdir} -lstarproj
 PC
 export PKG_CONFIG_PATH="$build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 rm -f "$build/CMakeCache.txt"
-log "building starproj_OSMAPOSL and starproj_forward_project against $stir_prefix"
+log "building starproj_OSMAPOSL, starproj_OSSPS and starproj_forward_project against $stir_prefix"
 cmake -S stir -B "$build" -DCMAKE_PREFIX_PATH="$stir_prefix;$pp_prefix" -DCMAKE_BUILD_TYPE=Release -DSTARPROJ_STIR_TESTS=OFF \
   >"$build/cmake.log" 2>&1 || { tail -n 30 "$build/cmake.log"; exit 1; }
-cmake --build "$build" -j "$jobs" --target starproj_OSMAPOSL starproj_forward_project >"$build/build.log" 2>&1 \
+cmake --build "$build" -j "$jobs" --target starproj_OSMAPOSL starproj_OSSPS starproj_forward_project >"$build/build.log" 2>&1 \
   || { grep -E 'error|Error' "$build/build.log" | head -n 30; exit 1; }
 
 rm -rf .device-stir
 mkdir -p .device-stir/bin .device-stir/lib .device-stir/data
-for p in "$build/starproj_OSMAPOSL" "$build/starproj_forward_project" "$stir_prefix/bin/generate_image"; do
+for p in "$build/starproj_OSMAPOSL" "$build/starproj_OSSPS" "$build/starproj_forward_project" "$stir_prefix/bin/generate_image"; do
   strip -o ".device-stir/bin/$(basename "$p")" "$p"
 done
 cp -L "$pp_prefix"/lib*/libparallelproj.so.2 .device-stir/lib/

@@ -7,7 +7,7 @@
 #include "stir/ProjData.h"
 #include "stir/ProjDataInfo.h"
 #include "stir/RelatedViewgrams.h"
-#include "stir/SegmentBySinogram.h"
+#include "stir/SegmentByView.h"
 #include "stir/Succeeded.h"
 #include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
 #include "stir/Viewgram.h"
@@ -19,6 +19,9 @@
 #include "stir/warning.h"
 
 #include <algorithm>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -191,6 +194,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   _resident.reset(new Resident(_geometry));
   Resident& r = *_resident;
   r.rim = _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1;
+  r.copy_threads = starproj_host_threads();
   const int64_t num_lors = g.num_lors();
   const int num_bins = g.num_tof_bins(), num_tang = g.num_tangential_poss(), min_tang = g.min_tangential_pos_num();
   r.y.assign(num_lors * num_bins, 0.F);
@@ -199,29 +203,28 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
     r.a.assign(num_lors * num_bins, 0.F);
   // the data, the normalisation evaluated once per bin (undo() of ones: the forward model's factor) and the additive
   // term (STIR adds it before the normalisation: starproj's background is m times it). The data and the additive
-  // term are read a segment at a time (one read each: a viewgram of a file stored by sinogram is one read per axial
-  // position), the views of a segment copied on every core; undo() one viewgram at a time, as STIR calls it
-  // (not thread-safe in general), and not at all for a trivial normalisation.
+  // term are read a segment at a time, by view (STIR's usual storage: one read), the views of a segment copied on
+  // every core; undo() one viewgram at a time, as STIR calls it (not thread-safe in general), and not at all for a
+  // trivial normalisation.
   shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial(new TrivialDataSymmetriesForViewSegmentNumbers);
   const bool trivial_norm = this->normalisation_sptr->is_trivial();
   const ProjDataInfo& data_info = *proj_data.get_proj_data_info_sptr();
   bool tof_dependent_norm = false;
+#ifdef _OPENMP
+  const int threads = r.copy_threads > 0 ? r.copy_threads : omp_get_max_threads();
+#endif
   for (int seg = -max_segment; seg <= max_segment; ++seg)
     for (int tof = proj_data.get_min_tof_pos_num(); tof <= proj_data.get_max_tof_pos_num(); ++tof)
       {
-        SegmentBySinogram<float> measured = proj_data.get_segment_by_sinogram(seg, tof);
-        if (seg == 0 && this->zero_seg0_end_planes)
-          {
-            measured[measured.get_min_axial_pos_num()].fill(0);
-            measured[measured.get_max_axial_pos_num()].fill(0);
-          }
-        std::unique_ptr<SegmentBySinogram<float>> additive;
+        SegmentByView<float> measured = proj_data.get_segment_by_view(seg, tof);
+        const bool zero_end_planes = seg == 0 && this->zero_seg0_end_planes;
+        std::unique_ptr<SegmentByView<float>> additive;
         if (!r.a.empty())
-          additive.reset(new SegmentBySinogram<float>(this->additive_proj_data_sptr->get_segment_by_sinogram(seg, tof)));
+          additive.reset(new SegmentByView<float>(this->additive_proj_data_sptr->get_segment_by_view(seg, tof)));
         const int bin = tof - g.min_tof_pos_num(), min_axial = g.min_axial_pos_num(seg);
         const int min_view = measured.get_min_view_num(), max_view = measured.get_max_view_num();
 #ifdef _OPENMP
-#  pragma omp parallel for schedule(dynamic) reduction(|| : tof_dependent_norm)
+#  pragma omp parallel for schedule(dynamic) reduction(|| : tof_dependent_norm) num_threads(threads)
 #endif
         for (int view = min_view; view <= max_view; ++view)
           {
@@ -246,9 +249,10 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
                     r.m[lor] = mf;
                   else if (std::fabs(mf - r.m[lor]) > 1e-6F * std::fabs(r.m[lor]))
                     tof_dependent_norm = true;
-                  r.y[lor * num_bins + bin] = measured[ax][view][t];
+                  const bool end_plane = ax == measured.get_min_axial_pos_num() || ax == measured.get_max_axial_pos_num();
+                  r.y[lor * num_bins + bin] = zero_end_planes && end_plane ? 0.F : measured[view][ax][t];
                   if (additive)
-                    r.a[lor * num_bins + bin] = mf * (*additive)[ax][view][t];
+                    r.a[lor * num_bins + bin] = mf * (*additive)[view][ax][t];
                 }
           }
       }
@@ -297,6 +301,8 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   starproj_check(sproj_recon_create(&r.recon, r.x, &cfg), "sproj_recon_create");
   _sensitivities_are_ours = this->get_recompute_sensitivity();
   _times.mark("set_up: registration and sensitivities");
+  if (_settings.verbosity >= 1)
+    _times.report(registered_name);
   if (_settings.verbosity >= 1)
     info("PoissonLogLikelihood using Starproj: " + std::to_string(num_lors) + " LORs x " + std::to_string(num_bins)
              + " TOF bins, " + std::to_string(this->num_subsets) + " subsets, devices " + _settings.devices,

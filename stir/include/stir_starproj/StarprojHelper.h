@@ -169,6 +169,10 @@ struct StarprojCopyStats
   void report(const std::string& who) const;
 };
 
+//! OpenMP threads for host loops beside a running starproj: the cores StarPU's GPU workers do not poll on (0: OpenMP's
+//! default, when StarPU drives no GPU).
+int starproj_host_threads();
+
 //! Copies a STIR image into a float array in starproj's order, on every core; with rim >= 0, zeroing what STIR's
 //! truncate_rim(image, rim) zeroes (the voxels outside the cylinder it keeps). threads: OpenMP threads (0: OpenMP's
 //! default); stats: adds how the copy went.

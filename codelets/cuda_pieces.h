@@ -87,6 +87,13 @@ __device__ static inline int sproj_piece_of_block(const struct sproj_piece_table
   return sproj_block_piece(t->block_start, t->npieces);
 }
 
+/* Blocks of SPROJ_CUDA_BLOCK threads for a grid-stride loop over n elements (at most 65535 x 16; 0 for n = 0). */
+static inline unsigned sproj_stride_blocks(size_t n)
+{
+  size_t blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+  return blocks > 65535u * 16u ? 65535u * 16u : (unsigned)blocks;
+}
+
 /* The grid of a partial-sums kernel over `values` values, at most `parts` blocks (one partial sum each), after the
  * parts partial sums are zeroed on the stream (the blocks the grid does not have count 0); 0: nothing to launch. */
 static inline unsigned sproj_partials_grid(double *partial, unsigned parts, unsigned long long values,

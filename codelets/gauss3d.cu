@@ -19,9 +19,7 @@ extern "C" void sproj_gauss3d_cuda(void *buffers[], void *cl_arg)
   float *out = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
   float *tmp = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[1]);
-  unsigned blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
-  if (blocks > 65535u * 16u)
-    blocks = 65535u * 16u;
+  unsigned blocks = sproj_stride_blocks(n);
   if (blocks == 0)
     return;
   cudaStream_t stream = starpu_cuda_get_local_stream();

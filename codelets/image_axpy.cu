@@ -14,9 +14,7 @@ extern "C" void sproj_image_axpy_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_axpy_arg *arg = (const struct sproj_axpy_arg *)cl_arg;
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
-  unsigned blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
-  if (blocks > 65535u * 16u)
-    blocks = 65535u * 16u;
+  unsigned blocks = sproj_stride_blocks(n);
   if (blocks == 0)
     return;
   image_axpy_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(

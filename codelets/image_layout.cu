@@ -63,11 +63,6 @@ static void transpose(const float *src, float *dst, unsigned rows, unsigned cols
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
-static unsigned grid_for(size_t n)
-{
-  size_t blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
-  return blocks > 65535u * 16u ? 65535u * 16u : (unsigned)blocks;
-}
 
 float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsigned lanes, int back)
 {
@@ -93,7 +88,7 @@ float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsi
 void sproj_cuda_copies_add(float *img, const float *copies, const struct sproj_geom *g)
 {
   size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
-  copies_add_kernel<<<grid_for(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+  copies_add_kernel<<<sproj_stride_blocks(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
     img, copies, *g, (unsigned)nvox, (unsigned)sproj_layout_copy_stride(nvox));
   SPROJ_CUDA_CHECK_LAUNCH();
 }
@@ -119,6 +114,7 @@ float *sproj_cuda_shift(void *buffers[], const struct sproj_proj_arg *arg)
 void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geom *g)
 {
   size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
-  shift_add_kernel<<<grid_for(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(img, shift, (unsigned)nvox);
+  shift_add_kernel<<<sproj_stride_blocks(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(img, shift,
+                                                                                                    (unsigned)nvox);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

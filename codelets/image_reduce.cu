@@ -26,20 +26,11 @@ extern "C" void sproj_image_add_cuda(void *buffers[], void *cl_arg)
   float *dst = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   const float *src = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
-  unsigned blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
-  if (blocks > 65535u * 16u)
-    blocks = 65535u * 16u;
+  unsigned blocks = sproj_stride_blocks(n);
   if (blocks == 0)
     return;
   image_add_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(dst, src, n);
   SPROJ_CUDA_CHECK_LAUNCH();
-}
-
-/* blocks for a grid-stride loop over n elements */
-static unsigned stride_blocks(uint32_t n)
-{
-  unsigned blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
-  return blocks > 65535u * 16u ? 65535u * 16u : blocks;
 }
 
 __global__ static void fixed_add_kernel(unsigned long long *__restrict__ dst, const unsigned long long *__restrict__ src,
@@ -72,7 +63,7 @@ extern "C" void sproj_fixed_add_cuda(void *buffers[], void *cl_arg)
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
   if (n == 0)
     return;
-  fixed_add_kernel<<<stride_blocks(n), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+  fixed_add_kernel<<<sproj_stride_blocks(n), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
     (unsigned long long *)STARPU_VECTOR_GET_PTR(buffers[0]), (const unsigned long long *)STARPU_VECTOR_GET_PTR(buffers[1]),
     n);
   SPROJ_CUDA_CHECK_LAUNCH();
@@ -84,7 +75,7 @@ extern "C" void sproj_fixed_flush_cuda(void *buffers[], void *cl_arg)
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
   if (n == 0)
     return;
-  fixed_flush_kernel<<<stride_blocks(n), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+  fixed_flush_kernel<<<sproj_stride_blocks(n), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
     (float *)STARPU_VECTOR_GET_PTR(buffers[0]), (unsigned long long *)STARPU_VECTOR_GET_PTR(buffers[1]), n);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

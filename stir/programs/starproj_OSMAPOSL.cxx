@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // OSMAPOSL with the "Starproj" projectors (and the "Timed" pair) and the objective function "...AndProjData using
 // Starproj" available: STIR's reconstruction, parameters from a .par file; with that objective function and no prior
-// the updates run on starproj's devices (OSMAPOSLReconstructionStarproj). Prints the wall time of each sub-iteration (OSMAPOSL's update of the estimate with one subset's
-// gradient; then, apart, the end-of-sub-iteration work: min/max, filters, saving) and, when the projector pair is
-// "Timed", the wall time spent in the projectors during each (all calls; and apart, those of the forward projector
-// and those of the back projector, which may overlap as STIR's threads call both side by side).
+// the updates run on starproj's devices (OSMAPOSLReconstructionStarproj). Prints the wall time of each sub-iteration
+// (OSMAPOSL's update of the estimate with one subset's gradient; then, apart, the end-of-sub-iteration work: min/max,
+// filters, saving) and, when the projector pair is "Timed", the wall time spent in the projectors during each (all
+// calls; and apart, those of the forward projector and those of the back projector, which may overlap as STIR's
+// threads call both side by side).
 // usage: starproj_OSMAPOSL reconstruction.par
 
 #include "stir/DiscretisedDensity.h"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Registers the "Starproj" projectors, the "Timed" pair and the objective function using Starproj with STIR's parsers. STIR's libraries are static and registration is done by
-// these static objects: this file's object must be linked into every program (not taken from an archive).
+// Registers the "Starproj" projectors, the "Timed" pair and the objective function using Starproj with STIR's
+// parsers. STIR's libraries are static and registration is done by these static objects: this file's object must be
+// linked into every program (not taken from an archive).
 
 #include "stir_starproj/BackProjectorByBinStarproj.h"
 #include "stir_starproj/ForwardProjectorByBinStarproj.h"

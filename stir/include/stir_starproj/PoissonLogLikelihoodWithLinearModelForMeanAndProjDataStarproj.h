@@ -53,9 +53,10 @@ public:
   //! \name The estimate kept on the devices (OSMAPOSLReconstructionStarproj)
   //@{
   //! OSMAPOSL's update without a prior, done where the data are: estimate <- estimate * min(max(gradient plus
-  //! sensitivity / sensitivity, lo), hi) for subset_num, with STIR's sensitivity of that subset: the one starproj keeps
-  //! on the devices when STIR's are starproj's subset sensitivities, else STIR's image, uploaded once. The estimate is read from the host only when the devices do not hold it already; afterwards
-  //! they hold the new one and the host's is stale until estimate_to_host(). Asynchronous.
+  //! sensitivity / sensitivity, lo), hi) for subset_num, with STIR's sensitivity of that subset: the one starproj
+  //! keeps on the devices when STIR's are starproj's subset sensitivities, else STIR's image, uploaded once. The
+  //! estimate is read from the host only when the devices do not hold it already; afterwards they hold the new one
+  //! and the host's is stale until estimate_to_host(). Asynchronous.
   void multiplicative_update_on_devices(const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi);
   //! true while the devices hold a newer estimate than the host
   bool estimate_on_devices() const { return _estimate_on_devices; }

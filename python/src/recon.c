@@ -1,5 +1,6 @@
 /* recon.c: starproj.Model and starproj.Recon (ML-EM / OS-EM on the library's reconstruction API). */
 #include "binding.h"
+#include <math.h>
 
 /* ======================================================================================================== */
 /* Model                                                                                                     */
@@ -134,13 +135,15 @@ static int sp_subsets(PyObject *o, const char *name, int **flat, int **sizes, in
 static PyObject *Recon_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
   (void)type;
-  static char *names[] = {"image",      "model",       "chunks",        "data",      "num_subsets",
-                          "subsets",    "sens_model",  "sens_chunks",   "sens_subsets", "objective", NULL};
+  static char *names[] = {"image",      "model",       "chunks",        "data",         "num_subsets", "subsets",
+                          "sens_model", "sens_chunks", "sens_subsets",  "objective",    "max_ratio",   NULL};
   PyObject *img_o, *model_o, *chunks_o, *data_o = Py_None, *subsets_o = Py_None, *smodel_o = Py_None,
                                          *schunks_o = Py_None, *ssubsets_o = Py_None;
   int num_subsets = 1, objective = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|OiOOOOp:Recon", names, &img_o, &model_o, &chunks_o, &data_o,
-                                   &num_subsets, &subsets_o, &smodel_o, &schunks_o, &ssubsets_o, &objective))
+  float max_ratio = 0.0f;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|OiOOOOpf:Recon", names, &img_o, &model_o, &chunks_o, &data_o,
+                                   &num_subsets, &subsets_o, &smodel_o, &schunks_o, &ssubsets_o, &objective,
+                                   &max_ratio))
     return NULL;
   sp_obj *img = sp_open(img_o, K_IMAGE, "image");
   sp_obj *mdl = img ? sp_open(model_o, K_MODEL, "model") : NULL;
@@ -166,6 +169,7 @@ static PyObject *Recon_new(PyTypeObject *type, PyObject *args, PyObject *kw)
   cfg.sens_model = smodel ? smodel->h : NULL;
   cfg.sens_chunks = schunks ? schunks->h : NULL;
   cfg.objective = objective;
+  cfg.max_ratio = max_ratio;
   if (subsets_o != Py_None) {
     int n;
     if (sp_subsets(subsets_o, "subsets", &o->ints[0], &o->ints[1], &n) < 0)
@@ -352,6 +356,97 @@ static PyObject *Recon_sensitivity(PyObject *self, PyObject *arg)
   return out;
 }
 
+/* The objective function's pieces (starproj_recon.h): images are starproj.Image objects of the reconstruction's
+ * geometry; each call is submitted as tasks (sync an image to read it) with the GIL released. */
+static sp_obj *image_or_none(PyObject *o, const char *name, int none_ok)
+{
+  if (none_ok && o == Py_None)
+    return NULL;
+  return sp_open(o, K_IMAGE, name);
+}
+
+static PyObject *Recon_gradient(PyObject *self, PyObject *args, PyObject *kw)
+{
+  static char *names[] = {"subset", "x", "grad", "add_sensitivity", NULL};
+  int subset, add = 0;
+  PyObject *x_o, *g_o;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "iOO|p:gradient", names, &subset, &x_o, &g_o, &add))
+    return NULL;
+  sp_obj *o = sp_open(self, K_RECON, "self"), *x = o ? image_or_none(x_o, "x", 0) : NULL;
+  sp_obj *g = x ? image_or_none(g_o, "grad", 0) : NULL;
+  if (!g)
+    return NULL;
+  int st;
+  SP_RELEASED(o, st, sproj_recon_gradient(o->h, subset, x->h, g->h, add ? SPROJ_GRADIENT_ADD_SENSITIVITY : 0));
+  if (st)
+    return sp_raise(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Recon_hessian_times(PyObject *self, PyObject *args, PyObject *kw)
+{
+  static char *names[] = {"subset", "x", "v", "out", "approximate", NULL};
+  int subset, approx = 0;
+  PyObject *x_o, *v_o, *out_o;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOO|p:hessian_times", names, &subset, &x_o, &v_o, &out_o, &approx))
+    return NULL;
+  sp_obj *o = sp_open(self, K_RECON, "self");
+  if (!o)
+    return NULL;
+  sp_obj *x = image_or_none(x_o, "x", 1);
+  if (!x && (x_o != Py_None || PyErr_Occurred()))
+    return NULL;
+  sp_obj *v = image_or_none(v_o, "v", 0), *out = v ? image_or_none(out_o, "out", 0) : NULL;
+  if (!out)
+    return NULL;
+  int st;
+  SP_RELEASED(o, st, sproj_recon_hessian_times(o->h, subset, x ? x->h : NULL, v->h, out->h,
+                                               approx ? SPROJ_HESSIAN_APPROXIMATE : 0));
+  if (st)
+    return sp_raise(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Recon_subset_objective(PyObject *self, PyObject *args, PyObject *kw)
+{
+  static char *names[] = {"subset", "x", NULL};
+  int subset;
+  PyObject *x_o = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|O:subset_objective", names, &subset, &x_o))
+    return NULL;
+  sp_obj *o = sp_open(self, K_RECON, "self");
+  if (!o)
+    return NULL;
+  sp_obj *x = x_o == Py_None ? (sp_obj *)o->deps[0] : image_or_none(x_o, "x", 0);
+  if (!x)
+    return NULL;
+  double v = 0;
+  int st;
+  SP_RELEASED(o, st, sproj_recon_subset_objective(o->h, subset, x->h, &v));
+  if (st)
+    return sp_raise(st);
+  return PyFloat_FromDouble(v);
+}
+
+static PyObject *Recon_update(PyObject *self, PyObject *args, PyObject *kw)
+{
+  static char *names[] = {"subset", "x", "work", "lo", "hi", NULL};
+  int subset;
+  double lo = 0.0, hi = INFINITY;
+  PyObject *x_o, *w_o;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "iOO|dd:update", names, &subset, &x_o, &w_o, &lo, &hi))
+    return NULL;
+  sp_obj *o = sp_open(self, K_RECON, "self"), *x = o ? image_or_none(x_o, "x", 0) : NULL;
+  sp_obj *w = x ? image_or_none(w_o, "work", 0) : NULL;
+  if (!w)
+    return NULL;
+  int st;
+  SP_RELEASED(o, st, sproj_recon_update(o->h, subset, x->h, w->h, (float)lo, (float)hi));
+  if (st)
+    return sp_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef Recon_methods[] = {
     {"iterate", (PyCFunction)(void (*)(void))Recon_iterate, METH_VARARGS | METH_KEYWORDS,
      "iterate($self, num_iterations=1, callback=None)\n--\n\nRuns iterations (continuing). Without a callback it returns once the "
@@ -359,6 +454,20 @@ static PyMethodDef Recon_methods[] = {
      "iteration with the image current in its array; a true return value stops. Releases the GIL."},
     {"objective", Recon_objective, METH_NOARGS, "objective($self)\n--\n\nPoisson negative log-likelihood of the current image."},
     {"sensitivity", Recon_sensitivity, METH_O, "sensitivity($self, subset, /)\n--\n\nsubset's sensitivity image as a new array."},
+    {"gradient", (PyCFunction)(void (*)(void))Recon_gradient, METH_VARARGS | METH_KEYWORDS,
+     "gradient($self, subset, x, grad, add_sensitivity=False)\n--\n\nInto the Image grad: the gradient of subset's "
+     "Poisson log-likelihood at the Image x (with add_sensitivity, without the sensitivity term). Asynchronous."},
+    {"hessian_times", (PyCFunction)(void (*)(void))Recon_hessian_times, METH_VARARGS | METH_KEYWORDS,
+     "hessian_times($self, subset, x, v, out, approximate=False)\n--\n\nInto the Image out: the Hessian of subset's "
+     "negative log-likelihood at the Image x times the Image v (approximate: the data's approximation; x may be "
+     "None). Asynchronous."},
+    {"subset_objective", (PyCFunction)(void (*)(void))Recon_subset_objective, METH_VARARGS | METH_KEYWORDS,
+     "subset_objective($self, subset, x=None)\n--\n\nPoisson negative log-likelihood of subset (-1: all) at the "
+     "Image x (None: the reconstruction's image)."},
+    {"update", (PyCFunction)(void (*)(void))Recon_update, METH_VARARGS | METH_KEYWORDS,
+     "update($self, subset, x, work, lo=0.0, hi=inf)\n--\n\nOne OSMAPOSL update of the Image x with subset and "
+     "its sensitivity, the relative change bounded to [lo, hi]; work receives the gradient plus sensitivity. "
+     "Asynchronous."},
     {"sensitivity_into", Recon_sensitivity_into, METH_VARARGS,
      "sensitivity_into($self, subset, out, /)\n--\n\nCopies subset's sensitivity image into out (float32, the image's shape)."},
     {"close", sp_close_meth, METH_NOARGS, "close($self)\n--\n\nWaits and frees the reconstruction (the image keeps its value)."},

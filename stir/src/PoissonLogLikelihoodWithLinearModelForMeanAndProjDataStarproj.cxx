@@ -206,6 +206,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   // term are read a segment at a time, by view (STIR's usual storage: one read), the views of a segment copied on
   // every core; undo() one viewgram at a time, as STIR calls it (not thread-safe in general), and not at all for a
   // trivial normalisation.
+  _times.mark("set_up: host buffers (pinned images, data arrays)");
   shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial(new TrivialDataSymmetriesForViewSegmentNumbers);
   const bool trivial_norm = this->normalisation_sptr->is_trivial();
   const ProjDataInfo& data_info = *proj_data.get_proj_data_info_sptr();
@@ -221,6 +222,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
         std::unique_ptr<SegmentByView<float>> additive;
         if (!r.a.empty())
           additive.reset(new SegmentByView<float>(this->additive_proj_data_sptr->get_segment_by_view(seg, tof)));
+        _times.mark("set_up: reading the data and additive term (STIR)");
         const int bin = tof - g.min_tof_pos_num(), min_axial = g.min_axial_pos_num(seg);
         const int min_view = measured.get_min_view_num(), max_view = measured.get_max_view_num();
 #ifdef _OPENMP
@@ -255,6 +257,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
                     r.a[lor * num_bins + bin] = mf * (*additive)[view][ax][t];
                 }
           }
+        _times.mark("set_up: normalisation and copies into starproj's arrays");
       }
   if (tof_dependent_norm)
     {
@@ -262,7 +265,6 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
             "forward model has one multiplicative factor per LOR");
       return Succeeded::no;
     }
-  _times.mark("set_up: data, normalisation, additive term");
 
   // subset k: the views min_view + k, min_view + k + S, ... of every segment processed, one chunk per viewgram
   std::vector<int> subset_chunks, subset_sizes;

@@ -206,13 +206,12 @@ void sproj_simulated_cuda(void *buffers[], void *cl_arg);
   }
 
 /* ---- reconstruction codelets (em_ratio, em_update, gauss3d) ---- */
-/* cl_arg of an EM ratio task. Its buffers are, for each piece of LORs: the forward values p (overwritten with the
- * ratio), then when present the data y, the per-LOR factor m and the background a (num_bins values per LOR for p,
- * y and a, one for m). */
-/* What a ratio task writes over the values p of its pieces (em_ratio.h): the EM ratio m y / ybar (the gradient's
- * data term), or the data term of the Hessian of the negative log-likelihood applied to the forward projection p of
- * a direction: exactly at the image whose forward projection is the extra buffer px (m^2 y p / ybar^2), or in the
- * data's approximation (m^2 p / y). */
+/* cl_arg of an EM ratio task. Its buffers are, for each piece of LORs: the forward values p (overwritten), for a
+ * Hessian the forward values px of its image, then when present the data y, the per-LOR factor m and the background
+ * a (num_bins values per LOR for p, px, y and a, one for m). What it writes over p (em_ratio.h): the EM ratio
+ * m y / ybar (the gradient's data term), or the data term of the Hessian of the negative log-likelihood applied to
+ * the forward projection p of a direction: exactly at the image whose forward projection is px (m^2 y p / ybar^2),
+ * or in the data's approximation (m^2 p / y). */
 enum sproj_ratio_kind { SPROJ_RATIO_EM = 0, SPROJ_RATIO_HESSIAN = 1, SPROJ_RATIO_APPROX_HESSIAN = 2 }; /* = em_ratio.h's */
 struct sproj_ratio_arg {
   int npieces;

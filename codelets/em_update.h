@@ -17,9 +17,9 @@ SPROJ_HD float em_update_value(float x, float bp, float sens, float sens_factor)
   return v > 0.0f ? v : 0.0f;
 }
 
-/* x times the relative change num / (den * den_factor) bounded to [lo, hi] (as STIR's OSMAPOSL bounds it: above hi gives hi, below lo
- * gives lo, NaN stays). A voxel whose den is 0 gets 0: no LOR of the subset reaches it (num is 0 too), or it lies
- * outside the reconstructed cylinder. */
+/* x times the relative change num / (den * den_factor) bounded to [lo, hi] (as STIR's OSMAPOSL bounds it: above hi
+ * gives hi, below lo gives lo, NaN stays). A voxel whose den is 0 gets 0: no LOR of the subset reaches it (num is 0
+ * too), or it lies outside the reconstructed cylinder. */
 SPROJ_HD float osl_update_value(float x, float num, float den, float den_factor, float lo, float hi)
 {
   float d = den * den_factor;

@@ -63,7 +63,6 @@ static void transpose(const float *src, float *dst, unsigned rows, unsigned cols
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
-
 float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsigned lanes, int back)
 {
   if (!arg->layout || lanes != 1u)

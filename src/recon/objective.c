@@ -75,6 +75,25 @@ static int submit_forward(sproj_recon *r, sproj_image *img, sproj_proj *p, const
   return ret ? ret : recon_model_project(r->model, 0, src, p, r->chunks, list, num);
 }
 
+/* grad = G^T A^T (m y / ybar(x)) over subset k, less its sensitivity unless add_sensitivity: tasks only. */
+static int submit_gradient(sproj_recon *r, int k, sproj_image *x, sproj_image *grad, int add_sensitivity)
+{
+  const int *list;
+  int num, ret;
+  subset_list(r, k, &list, &num);
+  if ((ret = submit_forward(r, x, r->p, list, num)) || (ret = recon_submit_terms(r, list, num, SPROJ_RATIO_EM, NULL)) ||
+      (ret = submit_back_terms(r, list, num, grad)) || add_sensitivity)
+    return ret;
+  struct sproj_axpy_arg *arg = malloc(sizeof *arg);
+  if (!arg)
+    return SPROJ_ERR_NOMEM;
+  arg->alpha = -r->sens_factor;
+  return recon_insert_status(starpu_task_insert(&sproj_image_axpy_cl, STARPU_RW, grad->handle, STARPU_R,
+                                                recon_subset_sens(r, k)->handle, STARPU_CL_ARGS, arg, sizeof *arg,
+                                                STARPU_EXECUTE_WHERE, (unsigned long long)sproj_rt.where,
+                                                STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+}
+
 int sproj_recon_gradient(sproj_recon *recon, int subset, sproj_image *x, sproj_image *grad, int flags)
 {
   sproj_image *img[2] = {x, grad};
@@ -86,24 +105,7 @@ int sproj_recon_gradient(sproj_recon *recon, int subset, sproj_image *x, sproj_i
     return SPROJ_FAIL(SPROJ_ERR_NULL, "x and grad must not be NULL");
   if (flags & ~SPROJ_GRADIENT_ADD_SENSITIVITY)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown flags 0x%x", (unsigned)flags);
-  const int *list;
-  int num;
-  subset_list(recon, subset, &list, &num);
-  if ((ret = submit_forward(recon, x, recon->p, list, num)) ||
-      (ret = recon_submit_terms(recon, list, num, SPROJ_RATIO_EM, NULL)) ||
-      (ret = submit_back_terms(recon, list, num, grad)))
-    return submit_status(__func__, ret);
-  if (flags & SPROJ_GRADIENT_ADD_SENSITIVITY)
-    return SPROJ_OK;
-  struct sproj_axpy_arg *arg = malloc(sizeof *arg);
-  if (!arg)
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
-  arg->alpha = -recon->sens_factor;
-  sproj_image *sens = recon->sens[recon->num_sens == 1 ? 0 : subset];
-  ret = recon_insert_status(starpu_task_insert(&sproj_image_axpy_cl, STARPU_RW, grad->handle, STARPU_R, sens->handle,
-                                               STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
-                                               (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
-  return submit_status(__func__, ret);
+  return submit_status(__func__, submit_gradient(recon, subset, x, grad, flags & SPROJ_GRADIENT_ADD_SENSITIVITY));
 }
 
 int sproj_recon_hessian_times(sproj_recon *recon, int subset, sproj_image *x, sproj_image *v, sproj_image *out, int flags)
@@ -202,10 +204,9 @@ int sproj_recon_update(sproj_recon *recon, int subset, sproj_image *x, sproj_ima
     return SPROJ_FAIL(SPROJ_ERR_NULL, "x and work must not be NULL");
   if ((ret = check_bounds(__func__, lo, hi)))
     return ret;
-  if ((ret = sproj_recon_gradient(recon, subset, x, work, SPROJ_GRADIENT_ADD_SENSITIVITY)))
-    return ret;
-  sproj_image *sens = recon->sens[recon->num_sens == 1 ? 0 : subset];
-  return submit_status(__func__, submit_bounded_update(x, work, sens, recon->sens_factor, lo, hi));
+  if (!(ret = submit_gradient(recon, subset, x, work, 1)))
+    ret = submit_bounded_update(x, work, recon_subset_sens(recon, subset), recon->sens_factor, lo, hi);
+  return submit_status(__func__, ret);
 }
 
 int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi)

@@ -1008,7 +1008,7 @@ static int submit_subset(sproj_recon *r, int k)
     if ((ret = recon_submit_gauss(r, r->bp->handle, r->xb->handle)))
       return ret;
   }
-  return submit_update(r, corr->handle, r->sens[r->num_sens == 1 ? 0 : k]->handle);
+  return submit_update(r, corr->handle, recon_subset_sens(r, k)->handle);
 }
 
 /* ---- creation ---- */
@@ -1410,7 +1410,7 @@ int sproj_recon_sensitivity(sproj_recon *recon, int subset, float *out)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "recon and out must not be NULL");
   if (subset < 0 || subset >= recon->subsets.num)
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "subset %d outside 0..%d", subset, recon->subsets.num - 1);
-  starpu_data_handle_t h = recon->sens[recon->num_sens == 1 ? 0 : subset]->handle;
+  starpu_data_handle_t h = recon_subset_sens(recon, subset)->handle;
   if (starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
   const float *s = (const float *)starpu_vector_get_local_ptr(h);

@@ -77,6 +77,11 @@ int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struc
 double recon_nll_sums_finish(struct nll_sums *s);
 /* <sum of the sensitivities, x> on the host (listmode objective). */
 int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *x, double *dot);
+/* The sensitivity image subset k divides by (the one of all subsets, times sens_factor, when there is one). */
+static inline sproj_image *recon_subset_sens(const sproj_recon *r, int k)
+{
+  return r->sens[r->num_sens == 1 ? 0 : k];
+}
 /* The blurred image to project (x itself without a resolution model; else r->xb, written by a blur task). */
 int recon_submit_blurred(sproj_recon *r, sproj_image *x, sproj_image **src);
 /* The Poisson negative log-likelihood of x over subset k (k = -1: every subset). */

@@ -37,6 +37,22 @@ def test_scanner_geometry():
     assert e.value.status == sp.ERR_INVALID
 
 
+def projections(lors, views, n):
+    """The forward and back projection of the binding, as NumPy functions in double."""
+    def A_fwd(x):
+        out = np.zeros(n, np.float32)
+        with sp.Image(np.ascontiguousarray(x, np.float32), VS, ORIGIN) as I, sp.Proj(lors, out) as P:
+            sp.fwd(I, P, views)
+        return out.astype(np.float64)
+
+    def A_back(v):
+        out = np.zeros(DIMS, np.float32)
+        with sp.Image(out, VS, ORIGIN) as I, sp.Proj(lors, np.ascontiguousarray(v, np.float32)) as P:
+            sp.back(I, P, views)
+        return out.astype(np.float64)
+    return A_fwd, A_back
+
+
 def mlem_by_hand(A_fwd, A_back, y, mult, add, x0, iters):
     x = x0.astype(np.float64).copy()
     sens = A_back(mult.astype(np.float32)).astype(np.float64)
@@ -57,17 +73,7 @@ def test_mlem_matches_the_update_written_with_projections(rt):
     lors = sp.Lors(xs, xe)
     views = s.chunks_views(lors)
 
-    def A_fwd(x):
-        out = np.zeros(n, np.float32)
-        with sp.Image(np.ascontiguousarray(x), VS, ORIGIN) as I, sp.Proj(lors, out) as P:
-            sp.fwd(I, P, views)
-        return out.astype(np.float64)
-
-    def A_back(v):
-        out = np.zeros(DIMS, np.float32)
-        with sp.Image(out, VS, ORIGIN) as I, sp.Proj(lors, np.ascontiguousarray(v, np.float32)) as P:
-            sp.back(I, P, views)
-        return out.astype(np.float64)
+    A_fwd, A_back = projections(lors, views, n)
 
     y = (mult * A_fwd(phantom()) + add).astype(np.float32)
     ref = mlem_by_hand(A_fwd, A_back, y, mult, add, np.ones(DIMS), 3)
@@ -191,17 +197,7 @@ def test_objective_pieces_match_numpy(rt):
     for v in range(1, 64, 2):
         odd[v * per_view:(v + 1) * per_view] = True
 
-    def A_fwd(x):
-        out = np.zeros(n, np.float32)
-        with sp.Image(np.ascontiguousarray(x, np.float32), VS, ORIGIN) as I, sp.Proj(lors, out) as P:
-            sp.fwd(I, P, views)
-        return out.astype(np.float64)
-
-    def A_back(v):
-        out = np.zeros(DIMS, np.float32)
-        with sp.Image(out, VS, ORIGIN) as I, sp.Proj(lors, np.ascontiguousarray(v, np.float32)) as P:
-            sp.back(I, P, views)
-        return out.astype(np.float64)
+    A_fwd, A_back = projections(lors, views, n)
 
     y = np.floor(mult * A_fwd(phantom()) + add + rng.uniform(0, 1, n)).astype(np.float32)
     x0 = (0.5 * phantom() + 0.3).astype(np.float32)

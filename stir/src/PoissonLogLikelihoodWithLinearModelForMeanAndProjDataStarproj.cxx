@@ -41,9 +41,14 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Resident
   std::vector<float> y, m, a;            // data [lor][tof bin], factor [lor], background m * additive [lor][tof bin]
   StarprojHostBuffer x_buffer, v_buffer, out_buffer;
   std::vector<float> scratch;            // a sensitivity on its way to STIR
-  // STIR's sensitivities used by the updates on the devices, uploaded once each (key: STIR's image)
-  std::vector<std::pair<const void*, std::unique_ptr<StarprojHostBuffer>>> sens_buffers;
-  std::vector<sproj_image*> sens_images;
+  // STIR's sensitivities used by the updates on the devices, uploaded once each
+  struct Uploaded
+  {
+    const void* stir_image;
+    std::unique_ptr<StarprojHostBuffer> buffer;
+    sproj_image* img;
+  };
+  std::vector<Uploaded> sensitivities;
   sproj_image *x = nullptr, *v = nullptr, *out = nullptr;
   sproj_proj* data = nullptr;
   sproj_model* model = nullptr;
@@ -76,8 +81,8 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Resident
     for (sproj_image* img : {x, v, out})
       if (img)
         sproj_image_unregister(img);
-    for (sproj_image* img : sens_images)
-      sproj_image_unregister(img);
+    for (const Uploaded& u : sensitivities)
+      sproj_image_unregister(u.img);
   }
 };
 
@@ -329,9 +334,15 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_to(TargetT& i
                                                                       float scale) const
 {
   starproj_check(sproj_image_sync(img, SPROJ_SYNC_READ), "sproj_image_sync");
-  std::unique_ptr<TargetT> values(image.get_empty_copy());
-  starproj_array_to_image(buffer, *values, _resident->rim, _resident->copy_threads);
-  std::transform(image.begin_all(), image.end_all(), values->begin_all(), image.begin_all(), [scale](float a, float b) {
+  add_array(image, buffer, scale);
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_array(TargetT& image, const float* values, float scale) const
+{
+  std::unique_ptr<TargetT> copy(image.get_empty_copy());
+  starproj_array_to_image(values, *copy, _resident->rim, _resident->copy_threads);
+  std::transform(image.begin_all(), image.end_all(), copy->begin_all(), image.begin_all(), [scale](float a, float b) {
     return a + scale * b;
   });
 }
@@ -381,13 +392,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_subset_sensit
   std::lock_guard<std::mutex> lock(_lock);
   Resident& r = *_resident;
   starproj_check(sproj_recon_sensitivity(r.recon, subset_num, r.scratch.data()), "sproj_recon_sensitivity");
-  std::unique_ptr<TargetT> values(sensitivity.get_empty_copy());
-  starproj_array_to_image(r.scratch.data(), *values, r.rim, r.copy_threads);
-  std::transform(sensitivity.begin_all(),
-                 sensitivity.end_all(),
-                 values->begin_all(),
-                 sensitivity.begin_all(),
-                 [](float a, float b) { return a + b; });
+  add_array(sensitivity, r.scratch.data(), 1.F);
 }
 
 void
@@ -410,23 +415,23 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::multiplicative_up
       return;
     }
   std::size_t s = 0;
-  while (s < r.sens_buffers.size() && r.sens_buffers[s].first != &sensitivity)
+  while (s < r.sensitivities.size() && r.sensitivities[s].stir_image != &sensitivity)
     ++s;
-  if (s == r.sens_buffers.size())
+  if (s == r.sensitivities.size())
     {
       // never written afterwards: uploaded with the first update that reads it, then resident
       const StarprojGeometry& g = *r.geometry;
-      r.sens_buffers.emplace_back(&sensitivity, std::unique_ptr<StarprojHostBuffer>(new StarprojHostBuffer(g.num_voxels())));
-      starproj_image_to_array(sensitivity, r.sens_buffers[s].second->data(), r.rim, r.copy_threads);
+      std::unique_ptr<StarprojHostBuffer> buffer(new StarprojHostBuffer(g.num_voxels()));
+      starproj_image_to_array(sensitivity, buffer->data(), r.rim, r.copy_threads);
       sproj_image* img = nullptr;
-      starproj_check(sproj_image_register(&img, r.sens_buffers[s].second->data(), g.dims(), g.voxel_size(), g.origin()),
+      starproj_check(sproj_image_register(&img, buffer->data(), g.dims(), g.voxel_size(), g.origin()),
                      "sproj_image_register");
-      r.sens_images.push_back(img);
+      r.sensitivities.push_back({&sensitivity, std::move(buffer), img});
     }
   _times.mark("update: image in");
   starproj_check(sproj_recon_gradient(r.recon, subset_num, r.x, r.out, SPROJ_GRADIENT_ADD_SENSITIVITY),
                  "sproj_recon_gradient");
-  starproj_check(sproj_image_update_multiplicative(r.x, r.out, r.sens_images[s], lo, hi),
+  starproj_check(sproj_image_update_multiplicative(r.x, r.out, r.sensitivities[s].img, lo, hi),
                  "sproj_image_update_multiplicative");
   _estimate_on_devices = true;
   _times.mark("update: submitted");

@@ -98,6 +98,8 @@ private:
   void load(const TargetT& image, sproj_image* img, float* buffer) const;
   //! waits for a resident image and adds scale times its values to a STIR image
   void add_to(TargetT& image, sproj_image* img, const float* buffer, float scale) const;
+  //! adds scale times a host array in starproj's order to a STIR image (zero outside the kept cylinder)
+  void add_array(TargetT& image, const float* values, float scale) const;
 };
 
 END_NAMESPACE_STIR

@@ -339,6 +339,13 @@ extern struct starpu_codelet sproj_gauss3d_cl;
 extern struct starpu_codelet sproj_sim_sum_cl;
 extern struct starpu_codelet sproj_sim_draw_cl;
 extern struct starpu_codelet sproj_sim_emit_cl;
+/* A scanner's LOR endpoints (scanner_lors.h). Buffers: the scanner's table (bytes, R), xstart and xend (W), and with
+ * indexed the LOR index of each (int32, R); else the LORs first, first + 1, ... */
+struct sproj_scanner_lors_arg {
+  int64_t first;
+  int indexed;
+};
+extern struct starpu_codelet sproj_scanner_lors_cl;
 #ifdef SPROJ_USE_CUDA
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
 void sproj_em_nll_cuda(void *buffers[], void *cl_arg);
@@ -348,6 +355,7 @@ void sproj_gauss3d_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_sum_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_draw_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_emit_cuda(void *buffers[], void *cl_arg);
+void sproj_scanner_lors_cuda(void *buffers[], void *cl_arg);
 #endif
 
 #ifdef __cplusplus

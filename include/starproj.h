@@ -315,6 +315,10 @@ SPROJ_API int sproj_lors_register(sproj_lors **lors, const float *xstart, const 
 SPROJ_API int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend);
 /* Number of LORs (or events) of the set, into *num_lors. Errors: NULL. */
 SPROJ_API int sproj_lors_count(const sproj_lors *lors, int64_t *num_lors);
+/* Copies the endpoints of LORs first .. first + n - 1 into xstart and xend (3 floats per LOR each), bringing the set
+ * home from where it was made or last used (the whole set: for checks and small sets, not for every call).
+ * Errors: NULL, NOT_INIT, RANGE (the LORs are not all in the set; nothing copied), STARPU. */
+SPROJ_API int sproj_lors_copy(const sproj_lors *lors, int64_t first, int64_t n, float *xstart, float *xend);
 /* Frees the LOR set. SPROJ_ERR_BUSY while chunkings or projection vectors of it exist. */
 SPROJ_API int sproj_lors_unregister(sproj_lors *lors);
 

@@ -115,6 +115,26 @@ SPROJ_API int sproj_scanner_view_lors(const sproj_scanner *scanner, const int *v
                                       float *xend, int nthreads);
 SPROJ_API int sproj_scanner_lors_at(const sproj_scanner *scanner, int64_t n, const int64_t *lor, float *xstart, float *xend);
 
+/* The scanner's sinogram LORs as a LOR set made where they are used: its endpoints are written by a task (the
+ * per-LOR math of sproj_scanner_lors, the same floats) on a GPU when StarPU has one (the set's home is then the first
+ * GPU's memory, which it holds until it is freed; the endpoints never exist on the host unless sproj_lors_copy asks
+ * for them), else on the host's cores now. The set owns its memory; with it comes its
+ * chunking of one chunk per view (sproj_scanner_chunks_views), on which the LORs are made. Free both with
+ * sproj_chunks_destroy and sproj_lors_unregister. flags: 0, or SPROJ_LORS_BY_TASK (a task even without a GPU, on a
+ * CPU worker: one core; for tests and small scanners). Errors: NULL, NOT_INIT, DIMS (more than 2^32-1 LORs), NOMEM,
+ * STARPU. */
+#define SPROJ_LORS_BY_TASK 1
+SPROJ_API int sproj_scanner_lors_create(const sproj_scanner *scanner, int flags, sproj_lors **lors,
+                                        sproj_chunks **views);
+/* Listmode events of the scanner's sinogram LORs, made the same way: event e lies on LOR lor[e] (its endpoints written
+ * by a task on a GPU from the indices, which go there instead of 24 bytes of endpoints per event; else on the host's
+ * cores now), with TOF bin tof_bin[e] when tof_bin is not NULL (as sproj_lors_register_events: read, never written,
+ * valid until the set is freed; lor may be freed on return). Every index and bin is checked first on the host's cores.
+ * Errors: NULL, NOT_INIT, EMPTY, DIMS (more than 2^32-1 events), INVALID (flags), RANGE (an index outside the sinogram
+ * or a negative bin: nothing made), NOMEM, STARPU. */
+SPROJ_API int sproj_scanner_events_create(const sproj_scanner *scanner, const int32_t *lor, const int16_t *tof_bin,
+                                          int64_t num_events, int flags, sproj_lors **events);
+
 /* Chunkings of a LOR set registered from sproj_scanner_lors (its LOR count must be the sinogram's, else MISMATCH):
  * - views: chunk v = view v (one range in SPROJ_ORDER_VIEW_SEGMENT; num_planes ranges in the others);
  * - viewgrams: chunk v * num_segments + (s + max_ring_difference) = view v of segment s;

@@ -335,6 +335,150 @@ START_TEST(test_lors_reference)
 }
 END_TEST
 
+/* Forward projections of an image (uniform values) along a LOR set, the whole set in one request. */
+static float *project(sproj_lors *lors, int64_t n)
+{
+  const int dims[3] = {32, 32, 8};
+  const float vs[3] = {4.0f, 4.0f, 4.0f}, origin[3] = {-62.0f, -62.0f, -14.0f};
+  float *img = tu_alloc(32 * 32 * 8), *val = tu_alloc(n);
+  tu_seed(5);
+  for (int v = 0; v < 32 * 32 * 8; v++)
+    img[v] = (float)tu_uniform(0.5, 1.5);
+  sproj_image *x;
+  sproj_proj *p;
+  REQUIRE_EQ(sproj_image_register(&x, img, dims, vs, origin), SPROJ_OK);
+  REQUIRE_EQ(sproj_proj_register(&p, val, lors), SPROJ_OK);
+  REQUIRE_MSG(sproj_fwd(x, p, NULL, SPROJ_ALL_CHUNKS) == SPROJ_OK, "%s", sproj_last_error());
+  REQUIRE_EQ(sproj_proj_sync(p, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  REQUIRE_EQ(sproj_proj_unregister(p), SPROJ_OK);
+  REQUIRE_EQ(sproj_image_unregister(x), SPROJ_OK);
+  free(img);
+  return val;
+}
+
+/* LOR sets made where they are used (sproj_scanner_lors_create: on a GPU when there is one, else on the host's
+ * cores; and by a task on a CPU worker): bit for bit the endpoints of sproj_scanner_lors in every order and segment
+ * sequence, with a chunking of one chunk per view, and projections equal to those of the host's set. Listmode events
+ * of sinogram LORs (sproj_scanner_events_create): the endpoints of sproj_scanner_lors_at, their TOF bins checked. */
+START_TEST(test_lors_made_where_used)
+{
+  const int seqs[3] = {SPROJ_SEGMENTS_ASCENDING, SPROJ_SEGMENTS_ZERO_PLUS, SPROJ_SEGMENTS_ZERO_MINUS};
+  for (int o = 0; o < 3; o++)
+    for (int q = 0; q < 3; q++) {
+      sproj_scanner *sc = make("small", q == 2 ? 5 : -1, orders[o], seqs[q]);
+      struct sproj_sinogram_info in = info_of(sc);
+      const int64_t n = in.num_lors;
+      float *xs = tu_alloc(3 * n), *xe = tu_alloc(3 * n), *ys = tu_alloc(3 * n), *ye = tu_alloc(3 * n);
+      REQUIRE_EQ(sproj_scanner_lors(sc, xs, xe, 2), SPROJ_OK);
+      sproj_lors *host;
+      REQUIRE_EQ(sproj_lors_register(&host, xs, xe, n), SPROJ_OK);
+      float *want = project(host, n);
+      for (int flags = 0; flags <= SPROJ_LORS_BY_TASK; flags++) {
+        sproj_lors *made;
+        sproj_chunks *views;
+        REQUIRE_MSG(sproj_scanner_lors_create(sc, flags, &made, &views) == SPROJ_OK, "%s", sproj_last_error());
+        int nchunks;
+        int64_t count;
+        REQUIRE_EQ(sproj_chunks_count(views, &nchunks), SPROJ_OK);
+        REQUIRE_EQ(nchunks, in.num_views);
+        REQUIRE_EQ(sproj_lors_count(made, &count), SPROJ_OK);
+        REQUIRE_EQ(count, n);
+        float *got = project(made, n);
+        REQUIRE_MSG(memcmp(got, want, (size_t)n * sizeof(float)) == 0, "order %d, sequence %d, flags %d: the "
+                    "projections differ", orders[o], seqs[q], flags);
+        free(got);
+        memset(ys, 0xff, (size_t)n * 3 * sizeof(float));
+        REQUIRE_EQ(sproj_lors_copy(made, 0, n, ys, ye), SPROJ_OK);
+        REQUIRE_MSG(memcmp(ys, xs, (size_t)n * 3 * sizeof(float)) == 0 &&
+                    memcmp(ye, xe, (size_t)n * 3 * sizeof(float)) == 0,
+                    "order %d, sequence %d, flags %d: endpoints differ", orders[o], seqs[q], flags);
+        /* a part of the set, and ranges that are not in it (nothing copied) */
+        REQUIRE_EQ(sproj_lors_copy(made, n - 7, 7, ys, ye), SPROJ_OK);
+        REQUIRE(memcmp(ys, xs + 3 * (n - 7), 21 * sizeof(float)) == 0);
+        ys[0] = 12345.0f;
+        REQUIRE_EQ(sproj_lors_copy(made, n - 7, 8, ys, ye), SPROJ_ERR_RANGE);
+        REQUIRE_EQ(sproj_lors_copy(made, -1, 1, ys, ye), SPROJ_ERR_RANGE);
+        REQUIRE(ys[0] == 12345.0f);
+        REQUIRE_EQ(sproj_chunks_destroy(views), SPROJ_OK);
+        REQUIRE_EQ(sproj_lors_unregister(made), SPROJ_OK);
+      }
+      free(want);
+      REQUIRE_EQ(sproj_lors_unregister(host), SPROJ_OK);
+      free(xs);
+      free(xe);
+      free(ys);
+      free(ye);
+      sproj_scanner_destroy(sc);
+    }
+
+  /* events: random LORs of the sinogram (several events on one LOR too), TOF bins */
+  sproj_scanner *sc = make("small", -1, SPROJ_ORDER_SEGMENT_VIEW, SPROJ_SEGMENTS_ZERO_PLUS);
+  struct sproj_sinogram_info in = info_of(sc);
+  enum { M = 50000 };
+  int32_t *lor = malloc(M * sizeof *lor);
+  int64_t *lor64 = malloc(M * sizeof *lor64);
+  int16_t *bin = malloc(M * sizeof *bin);
+  float *xs = tu_alloc(3 * M), *xe = tu_alloc(3 * M), *ys = tu_alloc(3 * M), *ye = tu_alloc(3 * M);
+  tu_seed(23);
+  for (int e = 0; e < M; e++) {
+    lor[e] = (int32_t)tu_uniform(0, (double)(e % 3 ? in.num_lors : 100));
+    lor64[e] = lor[e];
+    bin[e] = (int16_t)tu_uniform(0, 13);
+  }
+  REQUIRE_EQ(sproj_scanner_lors_at(sc, M, lor64, xs, xe), SPROJ_OK);
+  sproj_lors *host;
+  REQUIRE_EQ(sproj_lors_register(&host, xs, xe, M), SPROJ_OK);
+  float *want = project(host, M);
+  for (int flags = 0; flags <= SPROJ_LORS_BY_TASK; flags++)
+    for (int tof = 0; tof < 2; tof++) {
+      sproj_lors *ev;
+      REQUIRE_MSG(sproj_scanner_events_create(sc, lor, tof ? bin : NULL, M, flags, &ev) == SPROJ_OK, "%s",
+                  sproj_last_error());
+      REQUIRE_EQ(sproj_lors_copy(ev, 0, M, ys, ye), SPROJ_OK);
+      REQUIRE_MSG(memcmp(ys, xs, sizeof(float) * 3 * M) == 0 && memcmp(ye, xe, sizeof(float) * 3 * M) == 0,
+                  "events (flags %d, tof %d): endpoints differ", flags, tof);
+      if (!tof) {
+        float *got = project(ev, M);
+        REQUIRE_MSG(memcmp(got, want, sizeof(float) * M) == 0, "events (flags %d): projections differ", flags);
+        free(got);
+      }
+      REQUIRE_EQ(sproj_lors_unregister(ev), SPROJ_OK);
+    }
+  free(want);
+  REQUIRE_EQ(sproj_lors_unregister(host), SPROJ_OK);
+
+  /* bad input: a status, nothing made */
+  sproj_lors *ev = NULL;
+  sproj_chunks *views = NULL;
+  lor[M - 1] = (int32_t)in.num_lors;
+  REQUIRE_EQ(sproj_scanner_events_create(sc, lor, bin, M, 0, &ev), SPROJ_ERR_RANGE);
+  lor[M - 1] = -1;
+  REQUIRE_EQ(sproj_scanner_events_create(sc, lor, bin, M, 0, &ev), SPROJ_ERR_RANGE);
+  lor[M - 1] = 0;
+  bin[17] = -2;
+  REQUIRE_EQ(sproj_scanner_events_create(sc, lor, bin, M, 0, &ev), SPROJ_ERR_RANGE);
+  REQUIRE_MSG(strstr(sproj_last_error(), "event 17") != NULL, "%s", sproj_last_error());
+  REQUIRE_EQ(sproj_scanner_events_create(sc, lor, NULL, 0, 0, &ev), SPROJ_ERR_EMPTY);
+  REQUIRE_EQ(sproj_scanner_events_create(sc, lor, NULL, -5, 0, &ev), SPROJ_ERR_DIMS);
+  REQUIRE_EQ(sproj_scanner_events_create(sc, lor, NULL, M, 4, &ev), SPROJ_ERR_INVALID);
+  REQUIRE_EQ(sproj_scanner_events_create(NULL, lor, NULL, M, 0, &ev), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_scanner_events_create(sc, NULL, NULL, M, 0, &ev), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_scanner_lors_create(sc, 2, &host, &views), SPROJ_ERR_INVALID);
+  REQUIRE_EQ(sproj_scanner_lors_create(NULL, 0, &host, &views), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_scanner_lors_create(sc, 0, NULL, &views), SPROJ_ERR_NULL);
+  REQUIRE_EQ(sproj_lors_copy(NULL, 0, 1, ys, ye), SPROJ_ERR_NULL);
+  REQUIRE(ev == NULL && views == NULL);
+  free(lor);
+  free(lor64);
+  free(bin);
+  free(xs);
+  free(xe);
+  free(ys);
+  free(ye);
+  sproj_scanner_destroy(sc);
+}
+END_TEST
+
 /* A ring-difference limit leaves out exactly the planes beyond it: the limited sinogram's LORs are, bit for bit,
  * those of the full one at the same (view, segment, axial, radial), and no LOR spans more than 3 rings (12 mm). */
 START_TEST(test_ring_difference_limit)
@@ -1244,6 +1388,7 @@ int main(void)
     {"counts", test_counts},
     {"index_round_trip", test_index_round_trip},
     {"lors_reference", test_lors_reference},
+    {"lors_made_where_used", test_lors_made_where_used},
     {"ring_difference_limit", test_ring_difference_limit},
     {"scanner_chunks", test_scanner_chunks},
     {"multirange_projections", test_multirange_projections},

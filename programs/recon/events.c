@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* events.c: listmode events made ready for LM-OSEM: each event's endpoints, factor and background gathered from its
- * LOR, dealt into chunks that every subset takes a share of, optionally ordered within each chunk. */
+/* events.c: listmode events made ready for LM-OSEM: each event's LOR, factor and background gathered, dealt into
+ * chunks that every subset takes a share of, optionally ordered within each chunk; the event set made from the LORs
+ * where the events are projected. */
 #include <string.h>
 #include "recon.h"
 
-/* Listmode: each event's LOR endpoints, factor and background, from its LOR (and TOF bin). */
+/* Listmode: each event's LOR, factor and background (and TOF bin). */
 struct events_job {
   const struct run *r;
   int tof;
   int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
 };
 
-/* Each event's endpoints (copied from its LOR's in the sinogram's LOR set), factor, background and TOF bin, in the
- * chunked order: chunk c of the C = r->nchunks (the first n % C hold one event more) holds events c, c + C, c + 2C, ...
+/* Each event's LOR, factor, background and TOF bin, in the chunked order: chunk c of the C = r->nchunks (the first n % C hold one event more) holds events c, c + C, c + 2C, ...
  * of the events as drawn or read, at places first(c) + i. A block is a band of rows i: its events are a contiguous
  * range of the drawn ones (read once, from cache, by every chunk), and each chunk writes a contiguous stretch. */
 enum { EVENT_ROWS = 512 };
@@ -34,8 +34,7 @@ static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
         return;
       }
       const int64_t l = lor[e];
-      memcpy(r->ev_xs + 3 * d, r->xs + 3 * l, 3 * sizeof(float));
-      memcpy(r->ev_xe + 3 * d, r->xe + 3 * l, 3 * sizeof(float));
+      r->ev_lor_chunked[d] = lor[e];
       r->ev_mult[d] = r->mult[l];
       if (r->ev_bin_chunked)
         r->ev_bin_chunked[d] = bin[e];
@@ -67,13 +66,12 @@ void event_arrays(const struct options *o, struct run *r)
    * benchmark's scale) */
   if (r->ev_bin)
     r->ev_bin_chunked = lazy_alloc((size_t)n * sizeof(int16_t));
-  r->ev_xs = lazy_alloc((size_t)n * 3 * sizeof(float));
-  r->ev_xe = lazy_alloc((size_t)n * 3 * sizeof(float));
+  r->ev_lor_chunked = lazy_alloc((size_t)n * sizeof(int32_t));
   r->ev_mult = lazy_alloc((size_t)n * sizeof(float));
   r->ev_add = lazy_alloc((size_t)n * sizeof(float));
   TRY(sproj_pause());
   /* rows of the chunked events: the first chunk's count */
-  parallel_blocks("the events' endpoints and factors", n / r->nchunks + (n % r->nchunks != 0), EVENT_ROWS,
+  parallel_blocks("the events' LORs and factors", n / r->nchunks + (n % r->nchunks != 0), EVENT_ROWS,
                   events_block, &j);
   TRY(sproj_resume());
   if (j.bad >= 0) {
@@ -83,38 +81,56 @@ void event_arrays(const struct options *o, struct run *r)
   }
 }
 
+/* With --order-events: the events of one chunk (m of them from f on) in the order of sproj_lors_order, their
+ * endpoints computed here for it. */
+static void order_chunk(struct run *r, int64_t f, int64_t m, int64_t *order, int64_t *idx, float *xs, float *xe)
+{
+  for (int64_t i = 0; i < m; i++)
+    idx[i] = r->ev_lor_chunked[f + i];
+  TRY(sproj_scanner_lors_at(r->l.scanner, m, idx, xs, xe));
+  TRY(sproj_lors_order(xs, xe, m, r->l.vs, order));
+  TRY(sproj_reorder(r->ev_lor_chunked + f, sizeof(int32_t), m, order));
+  TRY(sproj_reorder(r->ev_mult + f, sizeof(float), m, order));
+  TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
+  if (r->ev_bin_chunked)
+    TRY(sproj_reorder(r->ev_bin_chunked + f, sizeof(int16_t), m, order));
+}
+
 /* Event chunks of about equal size, a few per subset, dealt out to the subsets in turn. With --order-events, each
  * chunk's events in the order of sproj_lors_order (neighbours run through the same image columns: faster GPU
- * projections); every chunk keeps its events, so the subsets stay what they were. */
+ * projections); every chunk keeps its events, so the subsets stay what they were. The event set is made from the
+ * events' LORs where they are projected. */
 void event_chunks(const struct options *o, struct run *r)
 {
   const int64_t n = r->nevents;
   const int nchunks = r->nchunks;
+  const size_t most = (size_t)n / nchunks + 1;
   int64_t *first = malloc((size_t)nchunks * sizeof *first), *count = malloc((size_t)nchunks * sizeof *count);
-  int64_t *order = malloc(((size_t)n / nchunks + 1) * sizeof *order);
-  if (!first || !count || !order)
+  if (!first || !count)
     out_of_memory();
+  int64_t *order = NULL, *idx = NULL;
+  float *xs = NULL, *xe = NULL;
+  if (o->order_events) {
+    order = malloc(most * sizeof *order);
+    idx = malloc(most * sizeof *idx);
+    xs = malloc(most * 3 * sizeof *xs);
+    xe = malloc(most * 3 * sizeof *xe);
+    if (!order || !idx || !xs || !xe)
+      out_of_memory();
+  }
   double t_order = now();
   for (int c = 0; c < nchunks; c++) {
     first[c] = c * (n / nchunks) + (c < n % nchunks ? c : n % nchunks);
     count[c] = n / nchunks + (c < n % nchunks);
-    int64_t f = first[c], m = count[c];
-    if (!o->order_events)
-      continue;
-    TRY(sproj_lors_order(r->ev_xs + 3 * f, r->ev_xe + 3 * f, m, r->l.vs, order));
-    TRY(sproj_reorder(r->ev_xs + 3 * f, 3 * sizeof(float), m, order));
-    TRY(sproj_reorder(r->ev_xe + 3 * f, 3 * sizeof(float), m, order));
-    TRY(sproj_reorder(r->ev_mult + f, sizeof(float), m, order));
-    TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
-    if (r->ev_bin_chunked)
-      TRY(sproj_reorder(r->ev_bin_chunked + f, sizeof(int16_t), m, order));
+    if (o->order_events)
+      order_chunk(r, first[c], count[c], order, idx, xs, xe);
   }
   free(order);
+  free(idx);
+  free(xs);
+  free(xe);
   t_order = now() - t_order;
-  if (o->tof)
-    TRY(sproj_lors_register_events(&r->events, r->ev_xs, r->ev_xe, r->ev_bin_chunked, n));
-  else
-    TRY(sproj_lors_register(&r->events, r->ev_xs, r->ev_xe, n));
+  TRY(sproj_scanner_events_create(r->l.scanner, r->ev_lor_chunked, r->ev_bin_chunked, n, 0, &r->events));
   TRY(sproj_chunks_create_ranges(&r->ev_chunks, r->events, nchunks, first, count));
   free(first);
   free(count);

@@ -41,8 +41,7 @@ int main(int argc, char **argv)
   start_starpu(&o, &r.l);
   progress_phase("geometry");
   setup_lors(&o, &r);
-  progress_phase("estimate");
-  estimate(&o, &r, in.lm_info.num_events);
+  estimate(&o, &r, in.lm_info.num_events); /* a phase of its own only where it measures */
   if (!o.input && !o.input_lm) {
     progress_phase("simulation");
     simulate(&o, &r);

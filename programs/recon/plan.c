@@ -37,9 +37,11 @@ static double gib(uint64_t bytes)
 /* The resolution model's kernel reaches at most this many voxels each side at 3 sigma (SPROJ_GAUSS_MAX_RADIUS of
  * the codelets, which sproj_recon_create enforces once StarPU runs). */
 #define MAX_BLUR_REACH 64
-/* What one listmode event costs while the run holds it: LOR index and TOF bin (4 + 2), the LOR's index for the
- * endpoints (8, freed later), its endpoints (24), factor and background (8), and a projected value (4). */
-#define EVENT_BYTES 50
+/* What one listmode event costs the host while the run holds it: LOR index and TOF bin as drawn or read (4 + 2), and
+ * again in the order of the chunks (4 + 2), factor and background (8); without a GPU also its endpoints (24) and a
+ * projected value (4), which a GPU makes and keeps. */
+#define EVENT_BYTES 20
+#define EVENT_HOST_BYTES 28
 
 /* Needs no StarPU: a scanner object only describes the geometry. */
 void make_layout(const struct options *o, struct layout *l)
@@ -87,19 +89,19 @@ struct need memory_need(const struct options *o, const struct layout *l, uint64_
    * sinogram, one for listmode), and the phantom and its attenuation map when simulating */
   uint64_t images = 2 + (blur ? 2 : 0) + (o->listmode ? 1 : (uint64_t)o->subsets) + (simulate ? 2 : 0);
   n.images = mul_sat(mul_sat(images, (uint64_t)l->nvox), sizeof(float));
-  /* per LOR: its endpoints, factor, background and the sensitivities' copy of the factor; per LOR and TOF bin: the
-   * sinogram (the expected counts, then in place the counts), or when reading a TOF background per bin that too
-   * (the reconstruction's own projection stays on the devices) */
+  /* per LOR: its endpoints (made on the GPU when there is one), factor, background and the sensitivities' copy of
+   * the factor; per LOR and TOF bin: the sinogram (the expected counts, then in place the counts), or when reading a
+   * TOF background per bin that too (the reconstruction's own projection stays on the devices) */
   uint64_t lors = (uint64_t)l->si.num_lors, values = mul_sat(lors, (uint64_t)l->nbins);
   uint64_t per_value = (simulate || !o->listmode ? 1 : 0) + (o->add_file && o->tof ? 1 : 0);
-  uint64_t per_lor = 9;
+  uint64_t per_lor = gpus > 0 ? 3 : 9;
   if (simulate && gpus > 0) {
     per_value = 0;
     /* the counts' sums over TOF bins (the preview's; listmode's events per LOR) and listmode's places of events */
     per_lor += (o->tof ? 1 : 0) + (o->listmode ? 1 : 0);
   }
   n.sinogram = add_sat(mul_sat(lors, per_lor * sizeof(float)), mul_sat(values, per_value * sizeof(float)));
-  n.events = o->listmode ? mul_sat(nevents, EVENT_BYTES) : 0;
+  n.events = o->listmode ? mul_sat(nevents, EVENT_BYTES + (gpus > 0 ? 0 : EVENT_HOST_BYTES)) : 0;
   return n;
 }
 

@@ -116,8 +116,7 @@ int check_inputs(const struct options *o, const struct inputs *in, const struct 
 /* ---- the run (run.c, events.c, simulate.c) ---- */
 struct run {
   struct layout l;
-  sproj_lors *lors;                   /* the scanner's sinogram LORs */
-  const float *xs, *xe;               /* their endpoints (registered in lors: read only) */
+  sproj_lors *lors;                   /* the scanner's sinogram LORs (made where they are used) */
   sproj_chunks *views;                /* one chunk per view */
   sproj_tof *tof;
   float *phantom, *mult, *add;        /* the phantom only when simulating; add NULL: no background */
@@ -139,7 +138,9 @@ struct run {
   sproj_proj *data;
   sproj_lors *events;
   sproj_chunks *ev_chunks;
-  float *ev_xs, *ev_xe, *ev_mult, *ev_add;
+  int32_t *ev_lor_chunked;            /* the events' LORs in the order of the chunks (their endpoints are made from
+                                       * these where the events are projected) */
+  float *ev_mult, *ev_add;
   int nchunks;
   sproj_recon *recon;
 };

@@ -60,29 +60,23 @@ void start_starpu(const struct options *o, const struct layout *l)
       sproj_scheduler_name());
 }
 
-/* The sinogram's LORs, its views chunking, the TOF parameters, and room for the factors and backgrounds. */
+/* The sinogram's LORs and its views chunking, made where the projections run (on a GPU they never exist on the
+ * host), and the TOF parameters. */
 void setup_lors(const struct options *o, struct run *r)
 {
   const struct layout *l = &r->l;
-  const int64_t nlors = l->si.num_lors;
-  float *xs = alloc_or_die((size_t)nlors * 3 * sizeof(float)), *xe = alloc_or_die((size_t)nlors * 3 * sizeof(float));
   progress_step("the scanner's LORs", -1.0);
-  TRY(sproj_pause()); /* host work on every core: StarPU's idle workers would take half of it */
-  TRY(sproj_scanner_lors(l->scanner, xs, xe, 0));
-  TRY(sproj_resume());
-  TRY(sproj_lors_register(&r->lors, xs, xe, nlors));
-  r->xs = xs;
-  r->xe = xe;
-  TRY(sproj_scanner_chunks_views(&r->views, l->scanner, r->lors));
+  TRY(sproj_scanner_lors_create(l->scanner, 0, &r->lors, &r->views));
   if (o->tof)
     TRY(sproj_tof_register(&r->tof, &l->tp, NULL, NULL, NULL));
   sino_layout(o, l, o->tof, &r->sino_info);
 }
 
-/* What the run will take, said before its long phases: host memory as estimated from its arrays, and the time of an
- * iteration from a few views projected forward here (twice: the second, once their LORs are on the devices; on a GPU
- * one view is too little work to time), times the views, times 3 for the back projection; a warning when either is
- * far beyond this machine. */
+/* What the run will take, said before its long phases: host memory as estimated from its arrays and, with no GPU
+ * (where a preset can take hours), the time of an iteration from a few views projected forward here (twice: the
+ * second, once their LORs are in place), times the views, times 3 for the back projection; a warning when either is
+ * far beyond this machine. With GPUs nothing is projected only to measure: the sensitivities, a real back projection
+ * of every LOR, come within seconds. */
 void estimate(const struct options *o, struct run *r, int64_t nevents_in)
 {
   const struct layout *l = &r->l;
@@ -90,6 +84,13 @@ void estimate(const struct options *o, struct run *r, int64_t nevents_in)
   uint64_t nevents = !o->listmode ? 0 : simulate ? expected_events(o) : (uint64_t)nevents_in;
   struct need n = memory_need(o, l, nevents, sproj_num_gpus());
   uint64_t total = add_sat(add_sat(n.images, n.sinogram), n.events), limit = physical_memory();
+  if (sproj_num_gpus() > 0) {
+    SAY("estimate: host memory about %.1f GB (this machine has %.1f GB)\n", total / 1e9, limit / 1e9);
+    if ((double)total > 0.8 * (double)limit)
+      SAY("warning: this run needs most of the machine's memory: it may be slowed by swapping or stopped\n");
+    return;
+  }
+  progress_phase("estimate");
   int views[8], nv = l->si.num_views < 8 ? l->si.num_views : 8;
   for (int k = 0; k < nv; k++)
     views[k] = k * (l->si.num_views / nv);
@@ -277,8 +278,7 @@ void finish(struct run *r, struct inputs *in)
   if (r->ev_bin != in->bins)
     sproj_free(r->ev_bin);
   /* the events in chunk order (plain memory, NULL without listmode) */
-  free(r->ev_xs);
-  free(r->ev_xe);
+  free(r->ev_lor_chunked);
   free(r->ev_mult);
   free(r->ev_add);
   free(r->ev_bin_chunked);

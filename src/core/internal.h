@@ -132,6 +132,10 @@ struct sproj_lors {
   starpu_data_handle_t xs, xe;
   int64_t num_lors;
   int owns_handles;
+  void *own_xs, *own_xe;    /* memory of the set's own on the host (sproj_lors_create_unfilled), unmapped with it */
+  uintptr_t gpu_xs, gpu_xe; /* or on a GPU, the set's home there (memory node gpu_node), freed with it */
+  unsigned gpu_node;
+  size_t own_bytes;
   struct sproj_vec *bins;   /* listmode: int16 TOF bin of each event (NULL for plain LOR sets) */
   int max_bin;              /* largest event bin */
   pthread_mutex_t lock;     /* guards the fields below */
@@ -140,6 +144,13 @@ struct sproj_lors {
   struct sproj_vec **vecs;  /* vectors of other objects (projection values, TOF parameters) on this set */
   int nvecs, cap_vecs;
 };
+
+/* A LOR set of n LORs over memory of its own, for LORs that tasks write where they are used before any other use of
+ * the set. gpu < 0: host memory that nothing has touched yet (its pages are faulted in only when the host writes or
+ * reads them); else memory on GPU gpu, the set's home node there: StarPU keeps the LORs on that GPU, and switching
+ * to a chunking's partition happens there too (on a host home, every chunking made of a set written on a GPU would
+ * bring it home first). Its handles are unregistered without bringing anything home. */
+int sproj_lors_create_unfilled(const char *func, sproj_lors **lors, int64_t n, int gpu);
 
 /* A chunking: chunks made of pieces; every piece is one StarPU child of each vector handle. */
 struct sproj_chunks {

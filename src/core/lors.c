@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "internal.h"
 
 static uint64_t next_chunking_id = 1;
@@ -147,6 +148,90 @@ int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, s
   return lors_new(__func__, lors, xstart, xend, n, 0);
 }
 
+int sproj_lors_create_unfilled(const char *func, sproj_lors **lors, int64_t n, int gpu)
+{
+  if (n <= 0 || n > UINT32_MAX)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "%lld LORs: 1 .. 2^32-1 fit in one set", (long long)n);
+  if (gpu >= sproj_rt.ngpus)
+    return sproj_fail(SPROJ_ERR_INVALID, func, "GPU %d: StarPU drives %d", gpu, sproj_rt.ngpus);
+  size_t bytes = (size_t)n * LOR_BYTES;
+  uintptr_t xs, xe;
+  unsigned node = STARPU_MAIN_RAM;
+  if (gpu >= 0) {
+    node = sproj_rt.gpu_node[gpu];
+    xs = starpu_malloc_on_node(node, bytes);
+    xe = xs ? starpu_malloc_on_node(node, bytes) : 0;
+    if (!xs || !xe) {
+      if (xs)
+        starpu_free_on_node(node, xs, bytes);
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of GPU memory (%zu bytes of LOR endpoints)", 2 * bytes);
+    }
+  } else {
+    /* anonymous mappings: untouched pages cost no memory */
+    void *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *e = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s == MAP_FAILED || e == MAP_FAILED) {
+      if (s != MAP_FAILED)
+        munmap(s, bytes);
+      if (e != MAP_FAILED)
+        munmap(e, bytes);
+      return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory (%zu bytes of LOR endpoints)", 2 * bytes);
+    }
+    xs = (uintptr_t)s;
+    xe = (uintptr_t)e;
+  }
+  starpu_data_handle_t hs, he;
+  starpu_vector_data_register(&hs, (int)node, xs, (uint32_t)n, LOR_BYTES);
+  starpu_vector_data_register(&he, (int)node, xe, (uint32_t)n, LOR_BYTES);
+  int ret = lors_new(func, lors, hs, he, n, 1);
+  if (ret) {
+    starpu_data_unregister_no_coherency(hs);
+    starpu_data_unregister_no_coherency(he);
+    if (gpu >= 0) {
+      starpu_free_on_node(node, xs, bytes);
+      starpu_free_on_node(node, xe, bytes);
+    } else {
+      munmap((void *)xs, bytes);
+      munmap((void *)xe, bytes);
+    }
+    return ret;
+  }
+  if (gpu >= 0) {
+    (*lors)->gpu_xs = xs;
+    (*lors)->gpu_xe = xe;
+    (*lors)->gpu_node = node;
+  } else {
+    (*lors)->own_xs = (void *)xs;
+    (*lors)->own_xe = (void *)xe;
+  }
+  (*lors)->own_bytes = bytes;
+  return SPROJ_OK;
+}
+
+int sproj_lors_copy(const sproj_lors *lors, int64_t first, int64_t n, float *xstart, float *xend)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!lors || !xstart || !xend)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "lors, xstart and xend must not be NULL");
+  if (first < 0 || n < 0 || first > lors->num_lors || n > lors->num_lors - first)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "LORs %lld .. %lld outside the set's 0 .. %lld", (long long)first,
+                      (long long)(first + n - 1), (long long)lors->num_lors - 1);
+  if (n == 0)
+    return SPROJ_OK;
+  starpu_data_handle_t h[2] = {lors->xs, lors->xe};
+  float *out[2] = {xstart, xend};
+  for (int e = 0; e < 2; e++) {
+    /* the whole array comes home (StarPU moves handles, not ranges): the call is for checks and small sets */
+    if (starpu_data_acquire_on_node(h[e], STARPU_MAIN_RAM, STARPU_R) != 0)
+      return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+    memcpy(out[e], (const float *)starpu_vector_get_local_ptr(h[e]) + 3 * first, (size_t)n * LOR_BYTES);
+    starpu_data_release_on_node(h[e], STARPU_MAIN_RAM);
+  }
+  return SPROJ_OK;
+}
+
 int sproj_lors_count(const sproj_lors *lors, int64_t *num_lors)
 {
   if (!lors || !num_lors)
@@ -174,7 +259,18 @@ int sproj_lors_unregister(sproj_lors *lors)
   }
   if (lors->whole)
     sproj_chunks_free(lors->whole);
-  if (lors->owns_handles) {
+  if (lors->own_xs || lors->gpu_xs) {
+    /* made where they were used: nothing to bring home into memory that goes now */
+    starpu_data_unregister_no_coherency(lors->xs);
+    starpu_data_unregister_no_coherency(lors->xe);
+    if (lors->gpu_xs) {
+      starpu_free_on_node(lors->gpu_node, lors->gpu_xs, lors->own_bytes);
+      starpu_free_on_node(lors->gpu_node, lors->gpu_xe, lors->own_bytes);
+    } else {
+      munmap(lors->own_xs, lors->own_bytes);
+      munmap(lors->own_xe, lors->own_bytes);
+    }
+  } else if (lors->owns_handles) {
     starpu_data_unregister(lors->xs);
     starpu_data_unregister(lors->xe);
   }

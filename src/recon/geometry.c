@@ -7,18 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../core/shared.h"
+#include "recon_internal.h"
+#include "scanner_lors.h"
 
 #define PI 3.14159265358979323846
-#define MAX_SEGMENTS (2 * SPROJ_MAX_RINGS - 1)
+_Static_assert(SPROJ_TABLE_MAX_RINGS == SPROJ_MAX_RINGS, "the table holds every ring a scanner may have");
 
 struct sproj_scanner {
   struct sproj_scanner_params p;   /* max_ring_difference resolved */
   struct sproj_sinogram_info info;
-  int seg_at[MAX_SEGMENTS];        /* segment stored at position i of the segment sequence */
-  int seg_pos[MAX_SEGMENTS];       /* position of segment s in the sequence, at s + max_ring_difference */
-  int plane_start[MAX_SEGMENTS + 1]; /* planes of a view stored before position i */
-  double *det_x, *det_y;           /* transaxial position of each detector of a ring */
+  /* what the per-LOR math (scanner_lors.h) reads, on the host and in tasks: the segment sequence, the planes before
+   * each segment, the rings' and detectors' positions */
+  struct sproj_scanner_table *tab;
+  size_t tab_bytes;
 };
 
 /* ---- presets ------------------------------------------------------------------------------------------ */
@@ -135,29 +136,34 @@ int sproj_scanner_create(sproj_scanner **scanner, const struct sproj_scanner_par
   if (p->max_ring_difference < 0)
     p->max_ring_difference = p->num_rings - 1;
   const int ndet = p->num_modules * p->detectors_per_module, max = p->max_ring_difference;
-  sc->det_x = malloc(ndet * sizeof *sc->det_x);
-  sc->det_y = malloc(ndet * sizeof *sc->det_y);
-  if (!sc->det_x || !sc->det_y) {
+  sc->tab_bytes = sizeof *sc->tab + 2 * (size_t)ndet * sizeof(float);
+  sc->tab = calloc(1, sc->tab_bytes);
+  if (!sc->tab) {
     sproj_scanner_destroy(sc);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
   }
+  struct sproj_scanner_table *t = sc->tab;
+  float *det_x = (float *)(t + 1), *det_y = det_x + ndet;
   for (int d = 0; d < ndet; d++) {
-    /* the module's centre on the polygon, then along the module (counter-clockwise) to the detector's centre */
+    /* the module's centre on the polygon, then along the module (counter-clockwise) to the detector's centre; in
+     * double, rounded to float once */
     int module = d / p->detectors_per_module, i = d % p->detectors_per_module;
     double phi = 2.0 * PI * module / p->num_modules;
     double along = (i - 0.5 * (p->detectors_per_module - 1)) * p->detector_pitch;
-    sc->det_x[d] = p->radius * cos(phi) - along * sin(phi);
-    sc->det_y[d] = p->radius * sin(phi) + along * cos(phi);
+    det_x[d] = (float)(p->radius * cos(phi) - along * sin(phi));
+    det_y[d] = (float)(p->radius * sin(phi) + along * cos(phi));
   }
+  for (int r = 0; r < p->num_rings; r++)
+    t->ring_z[r] = (float)p->ring_z[r];
   const int nseg = 2 * max + 1;
   for (int i = 0; i < nseg; i++) {
     int k = (i + 1) / 2; /* |segment| at position i of the zero-first sequences */
     if (p->segment_sequence == SPROJ_SEGMENTS_ASCENDING)
-      sc->seg_at[i] = i - max;
+      t->seg_at[i] = i - max;
     else
-      sc->seg_at[i] = (i % 2 == 1) == (p->segment_sequence == SPROJ_SEGMENTS_ZERO_PLUS) ? k : -k;
-    sc->seg_pos[sc->seg_at[i] + max] = i;
-    sc->plane_start[i + 1] = sc->plane_start[i] + p->num_rings - abs(sc->seg_at[i]);
+      t->seg_at[i] = (i % 2 == 1) == (p->segment_sequence == SPROJ_SEGMENTS_ZERO_PLUS) ? k : -k;
+    t->seg_pos[t->seg_at[i] + max] = i;
+    t->plane_start[i + 1] = t->plane_start[i] + p->num_rings - abs(t->seg_at[i]);
   }
   struct sproj_sinogram_info *in = &sc->info;
   in->num_detectors = ndet;
@@ -166,9 +172,19 @@ int sproj_scanner_create(sproj_scanner **scanner, const struct sproj_scanner_par
   in->num_radial_bins = p->num_radial_bins;
   in->max_ring_difference = max;
   in->num_segments = nseg;
-  in->num_planes = sc->plane_start[nseg];
+  in->num_planes = t->plane_start[nseg];
   in->lors_per_view = (int64_t)in->num_planes * in->num_radial_bins;
   in->num_lors = in->lors_per_view * in->num_views;
+  t->num_detectors = ndet;
+  t->num_rings = p->num_rings;
+  t->num_views = in->num_views;
+  t->num_radial_bins = in->num_radial_bins;
+  t->num_segments = nseg;
+  t->num_planes = in->num_planes;
+  t->max_ring_difference = max;
+  t->order = p->order == SPROJ_ORDER_SEGMENT_VIEW    ? SPROJ_TABLE_SEGMENT_VIEW
+             : p->order == SPROJ_ORDER_SEGMENT_AXIAL ? SPROJ_TABLE_SEGMENT_AXIAL
+                                                     : SPROJ_TABLE_VIEW_SEGMENT;
   *scanner = sc;
   return SPROJ_OK;
 }
@@ -177,8 +193,7 @@ int sproj_scanner_destroy(sproj_scanner *scanner)
 {
   if (!scanner)
     return SPROJ_OK;
-  free(scanner->det_x);
-  free(scanner->det_y);
+  free(scanner->tab);
   free(scanner);
   return SPROJ_OK;
 }
@@ -211,67 +226,15 @@ int sproj_scanner_segment_planes(const sproj_scanner *scanner, int segment, int 
 }
 
 /* ---- sinogram indices --------------------------------------------------------------------------------- */
-/* Index of a valid (view, segment, axial, radial). */
+/* Index of a valid (view, segment, axial, radial), and back (scanner_lors.h: the same math in tasks). */
 static int64_t lor_index(const sproj_scanner *sc, int v, int s, int a, int k)
 {
-  const struct sproj_sinogram_info *in = &sc->info;
-  int64_t before = sc->plane_start[sc->seg_pos[s + in->max_ring_difference]];
-  int64_t planes = in->num_rings - abs(s);
-  switch (sc->p.order) {
-  case SPROJ_ORDER_SEGMENT_VIEW:
-    return (before * in->num_views + v * planes + a) * in->num_radial_bins + k;
-  case SPROJ_ORDER_SEGMENT_AXIAL:
-    return ((before + a) * in->num_views + v) * in->num_radial_bins + k;
-  default:
-    return ((int64_t)v * in->num_planes + before + a) * in->num_radial_bins + k;
-  }
+  return scanner_lor_index(sc->tab, v, s, a, k);
 }
 
-/* Position in the segment sequence of the segment whose planes (times per_plane) hold q. */
-static int sequence_position(const sproj_scanner *sc, int64_t q, int64_t per_plane)
-{
-  int lo = 0, hi = sc->info.num_segments - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (sc->plane_start[mid] * per_plane <= q)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
-/* (view, segment, axial, radial) of a valid index. */
 static void lor_position(const sproj_scanner *sc, int64_t lor, int *v, int *s, int *a, int *k)
 {
-  const struct sproj_sinogram_info *in = &sc->info;
-  int64_t q = lor / in->num_radial_bins;
-  int pos;
-  *k = (int)(lor % in->num_radial_bins);
-  switch (sc->p.order) {
-  case SPROJ_ORDER_SEGMENT_VIEW: {
-    pos = sequence_position(sc, q, in->num_views);
-    int64_t rest = q - (int64_t)sc->plane_start[pos] * in->num_views;
-    int planes = in->num_rings - abs(sc->seg_at[pos]);
-    *v = (int)(rest / planes);
-    *a = (int)(rest % planes);
-    break;
-  }
-  case SPROJ_ORDER_SEGMENT_AXIAL: {
-    int64_t plane = q / in->num_views;
-    *v = (int)(q % in->num_views);
-    pos = sequence_position(sc, plane, 1);
-    *a = (int)(plane - sc->plane_start[pos]);
-    break;
-  }
-  default: {
-    int64_t plane = q % in->num_planes;
-    *v = (int)(q / in->num_planes);
-    pos = sequence_position(sc, plane, 1);
-    *a = (int)(plane - sc->plane_start[pos]);
-  }
-  }
-  *s = sc->seg_at[pos];
+  scanner_lor_position(sc->tab, lor, v, s, a, k);
 }
 
 int sproj_scanner_lor_index(const sproj_scanner *scanner, int view, int segment, int axial, int radial, int64_t *lor)
@@ -302,40 +265,18 @@ int sproj_scanner_lor_position(const sproj_scanner *scanner, int64_t lor, int *v
 }
 
 /* ---- LOR endpoints ------------------------------------------------------------------------------------ */
-static int floor_half(int j)
-{
-  return j >= 0 ? j / 2 : -((1 - j) / 2);
-}
-
-static int wrap(int d, int n)
-{
-  return ((d % n) + n) % n;
-}
-
 /* The detector pair of a valid (view, segment, axial, radial): a at xstart, b at xend. */
 static struct sproj_det_pair lor_pair(const sproj_scanner *sc, int v, int s, int a, int k)
 {
-  const int ndet = sc->info.num_detectors;
-  int j = k - sc->info.num_radial_bins / 2, h = floor_half(j);
   struct sproj_det_pair pr;
-  pr.ring_a = a + (s < 0 ? -s : 0);
-  pr.ring_b = pr.ring_a + s;
-  pr.det_a = wrap(v + h, ndet);
-  pr.det_b = wrap(v + ndet / 2 - (j - h), ndet);
+  scanner_lor_pair(sc->tab, v, s, a, k, &pr.ring_a, &pr.det_a, &pr.ring_b, &pr.det_b);
   return pr;
-}
-
-static void put_point(const sproj_scanner *sc, int ring, int det, float *x)
-{
-  x[0] = (float)sc->det_x[det];
-  x[1] = (float)sc->det_y[det];
-  x[2] = (float)sc->p.ring_z[ring];
 }
 
 static void put_pair(const sproj_scanner *sc, struct sproj_det_pair pr, float *xs, float *xe)
 {
-  put_point(sc, pr.ring_a, pr.det_a, xs);
-  put_point(sc, pr.ring_b, pr.det_b, xe);
+  scanner_point(sc->tab, pr.ring_a, pr.det_a, xs);
+  scanner_point(sc->tab, pr.ring_b, pr.det_b, xe);
 }
 
 /* Views list[first .. last-1] (NULL list: the views themselves), each written at its sinogram indices or, packed,
@@ -355,9 +296,9 @@ static void *fill_views(void *arg)
   for (int e = job->first; e < job->last; e++) {
     int v = job->list ? job->list[e] : e;
     for (int pos = 0; pos < in->num_segments; pos++) {
-      int s = sc->seg_at[pos];
+      int s = sc->tab->seg_at[pos];
       for (int a = 0; a < in->num_rings - abs(s); a++) {
-        int64_t i = job->packed ? e * in->lors_per_view + (int64_t)(sc->plane_start[pos] + a) * in->num_radial_bins
+        int64_t i = job->packed ? e * in->lors_per_view + (int64_t)(sc->tab->plane_start[pos] + a) * in->num_radial_bins
                                 : lor_index(sc, v, s, a, 0);
         for (int k = 0; k < in->num_radial_bins; k++, i++)
           put_pair(sc, lor_pair(sc, v, s, a, k), job->xs + 3 * i, job->xe + 3 * i);
@@ -524,10 +465,10 @@ int sproj_scanner_pair_lor(const sproj_scanner *scanner, const struct sproj_det_
   for (int flip = 0; flip < 2; flip++) {
     int da = flip ? pair->det_b : pair->det_a, db = flip ? pair->det_a : pair->det_b;
     int ra = flip ? pair->ring_b : pair->ring_a, rb = flip ? pair->ring_a : pair->ring_b;
-    int j = wrap(da - db + nd / 2, nd);
+    int j = scanner_wrap(da - db + nd / 2, nd);
     if (j > nd / 2)
       j -= nd;
-    int v = wrap(da - floor_half(j), nd);
+    int v = scanner_wrap(da - scanner_floor_half(j), nd);
     if (v >= in->num_views)
       continue;
     int k = j + in->num_radial_bins / 2, s = rb - ra;
@@ -577,4 +518,10 @@ int sproj_tof_bins_from_centered(int64_t n, const int16_t *centered, int16_t *bi
 int sproj_tof_bins_to_centered(int64_t n, const int16_t *bins, int16_t *centered, int num_tof_bins, int reverse)
 {
   return convert_bins(__func__, n, bins, centered, num_tof_bins, reverse, 1);
+}
+
+const struct sproj_scanner_table *sproj_scanner_table_of(const sproj_scanner *scanner, size_t *bytes)
+{
+  *bytes = scanner->tab_bytes;
+  return scanner->tab;
 }

@@ -9,6 +9,10 @@
 #include "em_nll.h"
 #include "gauss3d.h"
 
+/* The scanner's table for the per-LOR math of tasks (scanner_lors.h) and its size in bytes (geometry.c). */
+struct sproj_scanner_table;
+const struct sproj_scanner_table *sproj_scanner_table_of(const sproj_scanner *scanner, size_t *bytes);
+
 struct sproj_model {
   sproj_lors *lors;
   const sproj_tof *tof;

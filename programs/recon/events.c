@@ -5,18 +5,19 @@
 #include <string.h>
 #include "recon.h"
 
-/* Listmode: each event's LOR, factor and background (and TOF bin). */
+/* Listmode: each event's LOR and TOF bin dealt into chunks, then its factor and background. */
 struct events_job {
   const struct run *r;
   int tof;
   int64_t bad; /* an event outside the sinogram (the first one a thread met), or -1 */
 };
 
-/* Each event's LOR, factor, background and TOF bin, in the chunked order: chunk c of the C = r->nchunks (the first n % C hold one event more) holds events c, c + C, c + 2C, ...
- * of the events as drawn or read, at places first(c) + i. A block is a band of rows i: its events are a contiguous
- * range of the drawn ones (read once, from cache, by every chunk), and each chunk writes a contiguous stretch. */
+/* Each event's LOR and TOF bin in the chunked order: chunk c of the C = r->nchunks (the first n % C hold one event
+ * more) holds events c, c + C, c + 2C, ... of the events as drawn or read, at places first(c) + i. A block is a band
+ * of rows i: its events are a contiguous range of the drawn ones (read once, from cache, by every chunk), and each
+ * chunk writes a contiguous stretch. */
 enum { EVENT_ROWS = 512 };
-static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
+static void deal_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
   (void)block;
   struct events_job *j = ctx;
@@ -33,16 +34,27 @@ static void events_block(void *ctx, int64_t first, int64_t end, int64_t block)
         __atomic_store_n(&j->bad, e, __ATOMIC_RELAXED);
         return;
       }
-      const int64_t l = lor[e];
       r->ev_lor_chunked[d] = lor[e];
-      r->ev_mult[d] = r->mult[l];
       if (r->ev_bin_chunked)
         r->ev_bin_chunked[d] = bin[e];
-      float a = 0.0f;
-      if (r->add)
-        a = r->add_per_bin ? r->add[l * nbins + bin[e]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
-      r->ev_add[d] = a;
     }
+  }
+}
+
+/* Each dealt event's factor and background, from its LOR's (and TOF bin's). */
+static void factors_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  struct events_job *j = ctx;
+  const struct run *r = j->r;
+  const int64_t nbins = r->l.nbins;
+  for (int64_t d = first; d < end; d++) {
+    const int64_t l = r->ev_lor_chunked[d];
+    r->ev_mult[d] = r->mult[l];
+    float a = 0.0f;
+    if (r->add)
+      a = r->add_per_bin ? r->add[l * nbins + r->ev_bin_chunked[d]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
+    r->ev_add[d] = a;
   }
 }
 
@@ -62,22 +74,36 @@ void event_arrays(const struct options *o, struct run *r)
     exit(1);
   }
   struct events_job j = {r, o->tof, -1};
-  /* not faulted in beforehand: the copy below writes every element, on every core (a pass less over 8 GB at the
-   * benchmark's scale) */
+  /* not faulted in beforehand: the passes below write every element, on every core */
   if (r->ev_bin)
     r->ev_bin_chunked = lazy_alloc((size_t)n * sizeof(int16_t));
   r->ev_lor_chunked = lazy_alloc((size_t)n * sizeof(int32_t));
-  r->ev_mult = lazy_alloc((size_t)n * sizeof(float));
-  r->ev_add = lazy_alloc((size_t)n * sizeof(float));
   TRY(sproj_pause());
   /* rows of the chunked events: the first chunk's count */
-  parallel_blocks("the events' LORs and factors", n / r->nchunks + (n % r->nchunks != 0), EVENT_ROWS,
-                  events_block, &j);
+  parallel_blocks("the events' LORs", n / r->nchunks + (n % r->nchunks != 0), EVENT_ROWS, deal_block, &j);
   TRY(sproj_resume());
   if (j.bad >= 0) {
     fprintf(stderr, "starproj-recon: event %lld has LOR %d / TOF bin %d outside the sinogram\n", (long long)j.bad,
             r->ev_lor[j.bad], r->ev_bin ? r->ev_bin[j.bad] : 0);
     exit(1);
+  }
+  /* events a simulation drew are needed no more (saved, when asked, before): their memory goes before the factors'
+   * arrays come (the host's peak) */
+  if (r->phantom) {
+    sproj_free(r->ev_lor);
+    sproj_free(r->ev_bin);
+    r->ev_lor = NULL;
+    r->ev_bin = NULL;
+  }
+  r->ev_mult = lazy_alloc((size_t)n * sizeof(float));
+  r->ev_add = lazy_alloc((size_t)n * sizeof(float));
+  TRY(sproj_pause());
+  parallel_blocks("the events' factors", n, 1 << 16, factors_block, &j);
+  TRY(sproj_resume());
+  /* a simulation's flat background per LOR: the events carry their own now (the sensitivities take none) */
+  if (r->phantom) {
+    release(r->add, (size_t)r->l.si.num_lors * sizeof(float));
+    r->add = NULL;
   }
 }
 
@@ -131,6 +157,9 @@ void event_chunks(const struct options *o, struct run *r)
   free(xe);
   t_order = now() - t_order;
   TRY(sproj_scanner_events_create(r->l.scanner, r->ev_lor_chunked, r->ev_bin_chunked, n, 0, &r->events));
+  /* the endpoints are made from the LOR numbers (on a GPU: taken there), which the host needs no more */
+  free(r->ev_lor_chunked);
+  r->ev_lor_chunked = NULL;
   TRY(sproj_chunks_create_ranges(&r->ev_chunks, r->events, nchunks, first, count));
   free(first);
   free(count);

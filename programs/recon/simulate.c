@@ -37,7 +37,7 @@ static void simulate_factors(const struct options *o, struct run *r)
 {
   const struct layout *l = &r->l;
   size_t image_bytes = (size_t)l->nvox * sizeof(float), line_bytes = (size_t)l->si.num_lors * sizeof(float);
-  float *line = alloc_or_die(line_bytes);
+  float *line = alloc_or_die(line_bytes); /* the line integrals, then the factors */
   struct sproj_phantom ph, mu_ph;
   progress_step("phantom and attenuation map", -1.0);
   r->phantom = alloc_or_die(image_bytes);
@@ -58,13 +58,13 @@ static void simulate_factors(const struct options *o, struct run *r)
   TRY(sproj_fwd(img, proj, r->views, SPROJ_ALL_CHUNKS));
   TRY(sproj_proj_unregister(proj));
   TRY(sproj_image_unregister(img));
-  r->mult = alloc_or_die((size_t)l->si.num_lors * sizeof(float));
+  /* the factors in place of the line integrals: one per-LOR array on the host, not two */
+  r->mult = line;
   struct factors_job j = {r->mult, line, o->seed * 7919 + 17};
   TRY(sproj_pause());
   parallel_blocks("attenuation and efficiency factors", l->si.num_lors, 1 << 16, factors_block, &j);
   TRY(sproj_resume());
   release(mu, image_bytes);
-  release(line, line_bytes);
 }
 
 /* Simulated data, made where the data lives (the GPUs, or the CPU workers): the phantom projected through the model

@@ -1116,15 +1116,17 @@ static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chun
   int64_t n = sm->lors->num_lors;
   int num = l ? l->num : 1, ret = SPROJ_OK;
   r->sens = calloc(num, sizeof *r->sens);
-  float *m = malloc(n * sizeof *m);
-  if (!r->sens || !m) {
+  /* the model's factors themselves as the values back projected (only read: a second handle on them is safe), or
+   * ones when it has none */
+  float *m = sm->mult_host ? NULL : malloc(n * sizeof *m);
+  if (!r->sens || (!sm->mult_host && !m)) {
     free(m);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
-  for (int64_t i = 0; i < n; i++)
-    m[i] = sm->mult_host ? sm->mult_host[i] : 1.0f;
+  for (int64_t i = 0; m && i < n; i++)
+    m[i] = 1.0f;
   sproj_proj *pm;
-  if ((ret = sproj_proj_register(&pm, m, sm->lors))) {
+  if ((ret = sproj_proj_register(&pm, m ? m : (float *)sm->mult_host, sm->lors))) {
     free(m);
     return ret;
   }

@@ -110,15 +110,15 @@ static int pp_same_lead(const sp_arr *lors, const sp_arr *a, int nd)
  * listmode (num_events,)), registered with them. */
 static int pp_tof_param(pp_call *c, const sp_arr *a, const char *arg, float *scalar, int *per_lor)
 {
-  if (a->ndim == 1 && a->shape[0] == 1) {
-    *per_lor = 0;
-    return sp_arr_read(a, arg, scalar, sizeof(float));
-  }
   int lm = c->kind == PP_LM;
-  if ((lm && a->ndim == 1 && a->shape[0] == c->num_lors) || (!lm && pp_same_lead(&c->xs, a, a->ndim))) {
-    *per_lor = 1;
-    return 0;
-  }
+  *per_lor = !(a->ndim == 1 && a->shape[0] == 1);
+  /* with values per LOR the scalar is their first, which the library checks like the others (as the C one-shot
+   * calls do) */
+  if (!*per_lor || (a->count > 0 && ((lm && a->ndim == 1 && a->shape[0] == c->num_lors) ||
+                                     (!lm && pp_same_lead(&c->xs, a, a->ndim)))))
+    return sp_arr_read(a, arg, scalar, sizeof(float));
+  if (*per_lor && a->count == 0 && c->num_lors == 0)
+    return 0; /* no LOR, nothing to read: the call does nothing */
   PyErr_Format(PyExc_ValueError, "%s(): %s must have shape (1,) (one value for every LOR) or %s (one per LOR)",
                c->name, arg, lm ? "(num_events,)" : "lor_start.shape[:-1]");
   return -1;

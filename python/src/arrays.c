@@ -328,87 +328,72 @@ static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int
   return 0;
 }
 
-/* Takes an array without copying it. Host arrays come through the buffer protocol: the first request (strides and
- * format, no other demands) only serves to name what is wrong, the second one is the export kept while the array is
- * registered. Objects with __dlpack__ only (PyTorch, CuPy) come through DLPack. */
+/* Takes an array without copying it. Host arrays come through the buffer protocol: one request (strides and format,
+ * no other demands) names what is wrong or, when nothing is, is the export kept while the array is registered.
+ * Objects with __dlpack__ only (PyTorch, CuPy) come through DLPack. The buffer is asked first, so that a NumPy array
+ * costs no DLPack method call (a call of the parallelproj module takes up to ten arrays); CuPy's arrays have a buffer
+ * slot that refuses every request, so that an array on a GPU always goes through DLPack. */
 int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int writable, int ndim,
                       const Py_ssize_t *want, int allow_gpu)
 {
   memset(a, 0, sizeof(*a));
   a->gpu_devid = -1;
-  int has_dlpack = PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__");
-  /* CuPy's arrays have a buffer slot that refuses every request: an array on a GPU always goes through DLPack */
-  int on_gpu = 0;
-  if (has_dlpack) {
-    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
-    if (dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2) {
-      long type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
-      on_gpu = type != 1 /* kDLCPU */ && type != -1;
+  int has_buffer = PyObject_CheckBuffer(obj);
+  Py_buffer v;
+  if (has_buffer && PyObject_GetBuffer(obj, &v, PyBUF_RECORDS_RO) == 0) {
+    int bad = 0;
+    if (!sp_fmt_is(v.format, v.itemsize, dt)) {
+      PyErr_Format(PyExc_TypeError, "%s: expected dtype %s, got buffer format '%s' with %zd-byte items", name,
+                   sp_dtype_name[dt], v.format ? v.format : "B", v.itemsize);
+      bad = 1;
+    } else if (v.ndim > SP_MAX_NDIM) {
+      PyErr_Format(PyExc_ValueError, "%s: %d dimensions are not supported", name, v.ndim);
+      bad = 1;
+    } else if (sp_check_shape(name, ndim, want, v.ndim, v.shape) < 0) {
+      bad = 1;
+    } else if (!PyBuffer_IsContiguous(&v, 'C')) {
+      PyErr_Format(PyExc_ValueError,
+                   "%s: array is not C-contiguous (starproj uses the memory in place; pass numpy.ascontiguousarray(...))",
+                   name);
+      bad = 1;
+    } else if (writable && v.readonly) {
+      PyErr_Format(PyExc_ValueError, "%s: array is read-only, but starproj writes into it", name);
+      bad = 1;
+    } else if ((uintptr_t)v.buf % (uintptr_t)v.itemsize) {
+      PyErr_Format(PyExc_ValueError, "%s: data is not aligned to its element size", name);
+      bad = 1;
     }
-    Py_XDECREF(dev);
-    PyErr_Clear();
+    if (bad) {
+      PyBuffer_Release(&v);
+      return -1;
+    }
+    /* the export is kept: NumPy cannot resize or free the memory while starproj uses it */
+    a->view = v;
+    a->has_view = 1;
+    a->ptr = v.buf;
+    a->count = v.itemsize ? v.len / v.itemsize : 0;
+    a->ndim = v.ndim;
+    for (int i = 0; i < v.ndim; i++)
+      a->shape[i] = v.shape ? v.shape[i] : a->count;
+    Py_INCREF(obj);
+    a->owner = obj;
+    return 0;
   }
-  if (!PyObject_CheckBuffer(obj) || on_gpu) {
-    if (has_dlpack) {
-      if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
-        return -1;
-      Py_INCREF(obj);
-      a->owner = obj;
-      return 0;
-    }
+  if (has_buffer)
+    PyErr_Clear(); /* a buffer slot that refuses (CuPy's): DLPack then */
+  if (PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__")) {
+    if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
+      return -1;
+    Py_INCREF(obj);
+    a->owner = obj;
+    return 0;
+  }
+  if (has_buffer)
+    PyErr_Format(PyExc_TypeError, "%s: %.100s does not export a strided buffer", name, Py_TYPE(obj)->tp_name);
+  else
     PyErr_Format(PyExc_TypeError, "%s: expected a %s array (buffer protocol or __dlpack__), got %.100s", name,
                  sp_dtype_name[dt], Py_TYPE(obj)->tp_name);
-    return -1;
-  }
-  Py_buffer v;
-  if (PyObject_GetBuffer(obj, &v, PyBUF_RECORDS_RO) < 0) {
-    PyErr_Clear();
-    if (has_dlpack) { /* a buffer slot that refuses: DLPack then */
-      if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
-        return -1;
-      Py_INCREF(obj);
-      a->owner = obj;
-      return 0;
-    }
-    PyErr_Format(PyExc_TypeError, "%s: %.100s does not export a strided buffer", name, Py_TYPE(obj)->tp_name);
-    return -1;
-  }
-  int bad = 0;
-  if (!sp_fmt_is(v.format, v.itemsize, dt)) {
-    PyErr_Format(PyExc_TypeError, "%s: expected dtype %s, got buffer format '%s' with %zd-byte items", name,
-                 sp_dtype_name[dt], v.format ? v.format : "B", v.itemsize);
-    bad = 1;
-  } else if (v.ndim > SP_MAX_NDIM) {
-    PyErr_Format(PyExc_ValueError, "%s: %d dimensions are not supported", name, v.ndim);
-    bad = 1;
-  } else if (sp_check_shape(name, ndim, want, v.ndim, v.shape) < 0) {
-    bad = 1;
-  } else if (!PyBuffer_IsContiguous(&v, 'C')) {
-    PyErr_Format(PyExc_ValueError,
-                 "%s: array is not C-contiguous (starproj uses the memory in place; pass numpy.ascontiguousarray(...))",
-                 name);
-    bad = 1;
-  } else if (writable && v.readonly) {
-    PyErr_Format(PyExc_ValueError, "%s: array is read-only, but starproj writes into it", name);
-    bad = 1;
-  } else if ((uintptr_t)v.buf % (uintptr_t)v.itemsize) {
-    PyErr_Format(PyExc_ValueError, "%s: data is not aligned to its element size", name);
-    bad = 1;
-  }
-  PyBuffer_Release(&v);
-  if (bad)
-    return -1;
-  if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-    return -1;
-  a->has_view = 1;
-  a->ptr = a->view.buf;
-  a->count = a->view.itemsize ? a->view.len / a->view.itemsize : 0;
-  a->ndim = a->view.ndim;
-  for (int i = 0; i < a->view.ndim && i < SP_MAX_NDIM; i++)
-    a->shape[i] = a->view.shape ? a->view.shape[i] : a->count;
-  Py_INCREF(obj);
-  a->owner = obj;
-  return 0;
+  return -1;
 }
 
 /* Registers a GPU array as a StarPU vector on its device's memory node (StarPU then treats that memory as the data's

@@ -185,6 +185,10 @@ SPROJ_API int sproj_set_image_layouts(int on);
  * Errors also: NOT_INIT, INVALID (a mask outside SPROJ_DEVICE_ANY). Not thread-safe: call it while no other
  * thread submits projections (they read the setting unlocked); tasks already submitted keep their devices. */
 SPROJ_API int sproj_set_devices(unsigned device_mask);
+/* The kinds projections go to now, as a mask of SPROJ_DEVICE_CPU / SPROJ_DEVICE_CUDA: what sproj_set_devices last set
+ * (less kinds without workers), or the default; 0 when starproj is not initialised. Lets a caller that changes the
+ * setting for its own calls put it back. */
+SPROJ_API unsigned sproj_get_devices(void);
 #define SPROJ_ANY_CPU_MAX_LORS 4096
 
 /* What ran where: per-worker counts of projection tasks and LORs since sproj_init or sproj_stats_reset (a task is
@@ -362,6 +366,11 @@ SPROJ_API int sproj_proj_register(sproj_proj **proj, float *values, sproj_lors *
 /* Uses a caller's StarPU vector handle of float elements, one per LOR (it stays the caller's).
  * Errors: NULL, NOT_INIT, INVALID (not a vector), MISMATCH (another length or element size than the LOR set needs). */
 SPROJ_API int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors);
+/* The same for a TOF sinogram (see sproj_proj_register_tof): a vector with one element per LOR of num_tof_bins
+ * floats (elemsize num_tof_bins * sizeof(float)), the LOR's bins. Errors: those of sproj_proj_register_handle, and
+ * of sproj_proj_register_tof for num_tof_bins (EMPTY, DIMS, TOF). */
+SPROJ_API int sproj_proj_register_tof_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors,
+                                             int num_tof_bins);
 /* Copies the values of a chunk (or all chunks; chunks NULL: the whole vector) to GPUs / drops the copies. */
 SPROJ_API int sproj_proj_upload(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu);
 SPROJ_API int sproj_proj_release(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu);
@@ -434,6 +443,12 @@ typedef struct sproj_tof sproj_tof;
  * per-LOR sigma out of range), NONFINITE (offsets). */
 SPROJ_API int sproj_tof_register(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors, const float *sigma,
                                  const float *center_offset);
+/* The same with the per-LOR arrays in a caller's StarPU vectors of float, one element per LOR of lors (NULL: the
+ * scalar in params applies; the handles stay the caller's). Their values are checked as above (each handle is
+ * acquired for reading once: a copy on the host when it lives on a GPU). Errors: those of sproj_tof_register,
+ * INVALID (not a vector of float), MISMATCH (another length than the LOR set), STARPU. */
+SPROJ_API int sproj_tof_register_handles(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors,
+                                         sproj_starpu_handle sigma, sproj_starpu_handle center_offset);
 /* Frees TOF parameters (NULL: no-op), after pending tasks that read their per-LOR arrays; tasks already submitted
  * keep the scalar parameters they were given. Errors: NOT_INIT. */
 SPROJ_API int sproj_tof_unregister(sproj_tof *tof);
@@ -443,6 +458,12 @@ SPROJ_API int sproj_tof_unregister(sproj_tof *tof);
  * (a negative bin). */
 SPROJ_API int sproj_lors_register_events(sproj_lors **events, const float *xstart, const float *xend, const int16_t *tof_bin,
                                          int64_t num_events);
+/* The same from a caller's StarPU vectors (they stay the caller's): the endpoints as in sproj_lors_register_handles
+ * and tof_bin, a vector of as many int16_t elements. The bins are checked as above (the handle is acquired for
+ * reading once: a copy on the host when it lives on a GPU). Errors: those of sproj_lors_register_handles, NULL,
+ * INVALID (tof_bin not a vector of int16_t), MISMATCH (another length), RANGE (a negative bin). */
+SPROJ_API int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle xstart, sproj_starpu_handle xend,
+                                                 sproj_starpu_handle tof_bin);
 
 /* An order of LORs, listmode events above all, that makes their GPU projections faster: order[i] (each of 0 ..
  * num_lors-1 once) is the LOR to put in place i. Events in the order they were detected lie on random LORs, so the

@@ -51,7 +51,7 @@ ext = Extension(
     "starproj._core",
     # one file a concern; binding.h is what they share
     sources=["src/" + f + ".c" for f in ("module", "errors", "arrays", "objects", "args", "image", "lors", "proj",
-                                         "recon", "scanner")],
+                                         "recon", "scanner", "parallelproj_core")],
     include_dirs=include_dirs + ["src"],
     library_dirs=library_dirs,
     libraries=libraries,

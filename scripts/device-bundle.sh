@@ -5,11 +5,22 @@
 # there (StarPU's, the CUDA headers starpu.h includes) into .device/include, so that .device can be copied to another
 # GPU machine. With StarPU-MPI installed it also copies libstarpumpi and downloads Debian's OpenMPI packages into
 # .device/debs, which `scripts/device-run.sh mpi` unpacks on a machine that has no MPI.
-# usage: scripts/device-bundle.sh [--prefix DIR]   (DIR: where install-deps.sh put StarPU, default /usr/local)
+# With --with-parallelproj SRC it also builds libparallelproj's CUDA library (sm_90) into .device/parallelproj (with the
+# CUDA runtime it links), which python/bench/bench_parallelproj_core.py drives as the reference on the GPU machine.
+# usage: scripts/device-bundle.sh [--prefix DIR] [--with-parallelproj SRC]
+#   DIR: where install-deps.sh put StarPU, default /usr/local; SRC: libparallelproj's source, a folder or a .tar.gz
 set -euo pipefail
+caller=$(pwd)
 cd "$(dirname "$0")/.."
 prefix=/usr/local
-[ "${1:-}" = --prefix ] && prefix=$2
+pp_src=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix=$2; shift 2 ;;
+    --with-parallelproj) pp_src=$2; case "$pp_src" in /*) ;; *) pp_src=$caller/$pp_src ;; esac; shift 2 ;;
+    *) echo "device-bundle.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
 root=$PWD
 mkdir -p .device/lib .device/build
 for lib in "$prefix/lib/libstarpu-1.4.so.9" /usr/lib/x86_64-linux-gnu/libhwloc.so.15 \
@@ -48,4 +59,23 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PAT
 [ -f Makefile ] || "$root/configure" -q --with-cuda-arch=90
 make -s -j"$(nproc)"
 make -s -j"$(nproc)" check TESTS= >/dev/null
+# libparallelproj with CUDA, for the parallelproj module's benchmark (its library only: its nanobind module needs
+# Python 3.12's headers, which a Debian 12 machine does not have; the benchmark calls the library through ctypes)
+if [ -n "$pp_src" ]; then
+  pp=$root/.device/parallelproj
+  mkdir -p "$pp/src" "$pp/lib"
+  if [ ! -f "$pp/lib/libparallelproj.so.2" ]; then
+    rm -rf "$pp/src" "$pp/build" && mkdir -p "$pp/src"
+    if [ -d "$pp_src" ]; then cp -a "$pp_src/." "$pp/src/"; else tar -xzf "$pp_src" -C "$pp/src" --strip-components=1; fi
+    sed -i 's/^cmake_minimum_required(VERSION 3\.3[1-9][^)]*)/cmake_minimum_required(VERSION 3.25)/' "$pp/src/CMakeLists.txt"
+    (cmake -S "$pp/src" -B "$pp/build" -DCMAKE_BUILD_TYPE=Release -DUSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DCMAKE_CUDA_COMPILER="${NVCC:-/usr/local/cuda/bin/nvcc}" -DBUILD_PYTHON=OFF -DBUILD_TESTS=OFF \
+      -DCMAKE_BUILD_RPATH='$ORIGIN' && cmake --build "$pp/build" -j "$(nproc)") >"$pp/build.log" 2>&1 ||
+      { tail -n 30 "$pp/build.log"; exit 1; }
+    cp -L "$pp/build/libparallelproj.so.2" "$pp/lib/"
+    cudart=$(ldd "$pp/lib/libparallelproj.so.2" | sed -n 's/.*libcudart[^ ]* => \([^ ]*\).*/\1/p' | head -n 1)
+    [ -n "$cudart" ] && cp -L "$cudart" "$pp/lib/"
+    rm -rf "$pp/src" "$pp/build"
+  fi
+fi
 du -sh "$root/.device"

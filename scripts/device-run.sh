@@ -16,7 +16,11 @@
 #              .device/include): its versions, pytest python/tests (the CuPy test runs where CuPy sees a GPU),
 #              bench_calls.py on CPU workers and on the GPU, bench_recon.py with NumPy and with CuPy arrays
 #              (default: vision600 scanner, max ring difference 4, 34 subsets x 3 iterations; $RECON_ARGS replaces
-#              that); logs in $OUT/python, a summary table last. Without a GPU: CPU workers, CuPy parts skipped
+#              that), bench_pp_calls.py (the parallelproj module's per-call cost against C) and, on a GPU,
+#              bench_parallelproj_core.py (its six calls with CuPy arrays against libparallelproj's CUDA library in
+#              .device/parallelproj: device-bundle.sh --with-parallelproj; $PP_BENCH_ARGS replaces its sizes); logs
+#              in $OUT/python, a summary table last. Without a GPU: CPU workers, CuPy parts skipped. PY_ONLY_PP=1:
+#              the parallelproj module's test file and benchmarks only
 #   ab:        bench_tof and the one-request non-TOF jobs, first with the library in .device/base (an older build
 #              copied there by hand: cp -L .device/build/.libs/libstarproj.so.0 .device/base/), then with this one
 set -uo pipefail
@@ -109,22 +113,45 @@ for step in $steps; do
       echo "python: extension build: exit $?"; grep -iE 'error|warning' "$pyout/build.log" | head -n 10
       export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
       # run from /tmp so that `import starproj` is the built package, not the python/ source folder
-      (cd /tmp && timeout 150 "$py" -m pytest -v -rs -p no:cacheprovider "$root/python/tests") >"$pyout/pytest.log" 2>&1
+      # PY_ONLY_PP=1: the parallelproj module's tests and benchmarks only (the whole step can outlast one command)
+      tests=$root/python/tests
+      [ -n "${PY_ONLY_PP:-}" ] && tests=$root/python/tests/test_parallelproj_core.py
+      (cd /tmp && timeout 150 "$py" -m pytest -v -rs -p no:cacheprovider "$tests") >"$pyout/pytest.log" 2>&1
       echo "pytest python/tests: exit $?"; tail -n 1 "$pyout/pytest.log"
       grep -E 'test_cupy|SKIPPED|FAILED|Error' "$pyout/pytest.log" | head -n 12
       # the libraries libstarproj needs are found at run time (LD_LIBRARY_PATH), not necessarily by the linker
       cc -O2 -o /tmp/fwd_calls "$root/python/bench/fwd_calls.c" -I"$root/include" -L"$links" -lstarproj \
         -Wl,--allow-shlib-undefined
-      for dev in $devs; do
+      for dev in $([ -z "${PY_ONLY_PP:-}" ] && echo "$devs"); do
         (cd /tmp && timeout 100 "$py" "$root/python/bench/bench_calls.py" --devices "$dev" --rounds 3 --reps 5 \
           --c-exe /tmp/fwd_calls) >"$pyout/bench_calls_$dev.log" 2>&1
         echo "bench_calls.py --devices $dev: exit $?"; tail -n 4 "$pyout/bench_calls_$dev.log"
       done
-      # shellcheck disable=SC2086
-      (cd /tmp && timeout 200 "$py" "$root/python/bench/bench_recon.py" --devices "$recon_dev" \
-        ${RECON_ARGS:---scanner vision600 --max-ring-difference 4 --subsets 34 --iterations 3}) \
-        >"$pyout/bench_recon.log" 2>&1
-      echo "bench_recon.py: exit $?"; grep -vE '^\s*$|^\[starpu' "$pyout/bench_recon.log" | tail -n 9
+      if [ -z "${PY_ONLY_PP:-}" ]; then
+        # shellcheck disable=SC2086
+        (cd /tmp && timeout 200 "$py" "$root/python/bench/bench_recon.py" --devices "$recon_dev" \
+          ${RECON_ARGS:---scanner vision600 --max-ring-difference 4 --subsets 34 --iterations 3}) \
+          >"$pyout/bench_recon.log" 2>&1
+        echo "bench_recon.py: exit $?"; grep -vE '^\s*$|^\[starpu' "$pyout/bench_recon.log" | tail -n 9
+      fi
+      # starproj.parallelproj_core: its per-call cost against the same one-shot calls from C (CPU workers), and its
+      # six calls with CuPy arrays against libparallelproj's CUDA library (.device/parallelproj, from
+      # device-bundle.sh --with-parallelproj; without it starproj's times alone); $PP_BENCH_ARGS replaces the sizes
+      cc -O2 -o /tmp/pp_calls "$root/python/bench/pp_calls.c" -I"$root/include" -L"$links" -lstarproj \
+        -Wl,--allow-shlib-undefined
+      (cd /tmp && timeout 150 "$py" "$root/python/bench/bench_pp_calls.py" --rounds 3 --reps 5 --c-exe /tmp/pp_calls) \
+        >"$pyout/bench_pp_calls.log" 2>&1
+      echo "bench_pp_calls.py: exit $?"; grep -E '^\||calls a pass' "$pyout/bench_pp_calls.log"
+      if [ "$recon_dev" = gpu ]; then
+        pplib=$root/.device/parallelproj/lib/libparallelproj.so.2
+        ppargs=()
+        [ -f "$pplib" ] && ppargs=(--pp-lib "$pplib")
+        # shellcheck disable=SC2086
+        (cd /tmp && timeout 300 "$py" "$root/python/bench/bench_parallelproj_core.py" "${ppargs[@]}" \
+          ${PP_BENCH_ARGS:-}) >"$pyout/bench_parallelproj_core.log" 2>&1
+        echo "bench_parallelproj_core.py: exit $?"; grep -E '^\||^GPU|LORs' "$pyout/bench_parallelproj_core.log"
+        grep -E 'Error|Traceback' "$pyout/bench_parallelproj_core.log" | head -n 5
+      fi
       echo "== python summary"
       echo "| what | result |"
       echo "|---|---|"

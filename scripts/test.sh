@@ -2,16 +2,28 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds starproj and runs its tests (the C library's Check programs, then the Python
 # binding's pytest suite); prints every test program's own Check summary, pytest's summary and a closing total.
-# usage: scripts/test.sh [--prefix DIR]   (DIR: where StarPU goes, default /usr/local)
+# usage: scripts/test.sh [--prefix DIR] [--with-parallelproj SRC]   (DIR: where StarPU goes, default /usr/local;
+#   SRC: libparallelproj's source, a folder or a .tar.gz, whose Python module the binding's tests compare with)
 set -uo pipefail
+caller=$(pwd)
 cd "$(dirname "$0")/.."
 prefix_args=()
-[ $# -gt 0 ] && prefix_args=("$@")
+python_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix_args=(--prefix "$2"); shift 2 ;;
+    --prefix=*) prefix_args=("$1"); shift ;;
+    --with-parallelproj)
+      src=$2; case "$src" in /*) ;; *) src=$caller/$src ;; esac
+      python_args=(--with-parallelproj "$src"); shift 2 ;;
+    *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
 bash scripts/install-deps.sh "${prefix_args[@]}" || exit 1
 bash scripts/build.sh "${prefix_args[@]}" || exit 1
 prefix=/usr/local
-[ "${1:-}" = --prefix ] && prefix=$2
-case "${1:-}" in --prefix=*) prefix=${1#--prefix=} ;; esac
+[ "${prefix_args[0]:-}" = --prefix ] && prefix=${prefix_args[1]}
+case "${prefix_args[0]:-}" in --prefix=*) prefix=${prefix_args[0]#--prefix=} ;; esac
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 cd build
@@ -43,7 +55,7 @@ done
 cd ..
 # the Python binding (python/): built against this build's library, tested with pytest
 echo "== Python binding (python/tests, pytest) =="
-bash scripts/test-python.sh "${prefix_args[@]}"
+bash scripts/test-python.sh "${prefix_args[@]}" "${python_args[@]}"
 pystatus=$?
 echo "== total: $checks checks, $failures failures, $errors errors in $programs test programs; $skipped skipped;" \
   "Python tests $([ $pystatus -eq 0 ] && echo passed || echo FAILED) =="

@@ -34,6 +34,7 @@ START_TEST(test_not_initialised)
   EXPECT(sproj_wait_all(), SPROJ_ERR_NOT_INIT, "sproj_wait_all");
   EXPECT(sproj_malloc_pinned(&p, 16), SPROJ_ERR_NOT_INIT, "sproj_malloc_pinned");
   EXPECT(sproj_set_devices(SPROJ_DEVICE_CPU), SPROJ_ERR_NOT_INIT, "sproj_set_devices");
+  ck_assert_uint_eq(sproj_get_devices(), 0);
   EXPECT(sproj_shutdown(), SPROJ_ERR_NOT_INIT, "sproj_shutdown");
   EXPECT(sproj_batch_begin(), SPROJ_ERR_NOT_INIT, "sproj_batch_begin");
   EXPECT(sproj_pause(), SPROJ_ERR_NOT_INIT, "sproj_pause");
@@ -98,6 +99,14 @@ START_TEST(test_runtime_calls)
   EXPECT(sproj_set_devices(8), SPROJ_ERR_INVALID, "sproj_set_devices");
   if (sproj_num_gpus() == 0)
     EXPECT(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_ERR_NO_DEVICE, "sproj_set_devices");
+  /* a refused setting changes nothing; a kind without workers is left out of what is read back */
+  unsigned devices = sproj_get_devices();
+  ck_assert_uint_eq(devices, sproj_num_gpus() > 0 ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  ck_assert_uint_eq(sproj_get_devices(), (sproj_num_cpu_workers() > 0 ? SPROJ_DEVICE_CPU : 0u) |
+                                             (sproj_num_gpus() > 0 ? SPROJ_DEVICE_CUDA : 0u));
+  ck_assert_int_eq(sproj_set_devices(devices), SPROJ_OK);
+  ck_assert_uint_eq(sproj_get_devices(), devices);
   struct sproj_worker_stats st;
   EXPECT(sproj_worker_stats(-1, &st), SPROJ_ERR_RANGE, "sproj_worker_stats");
   EXPECT(sproj_worker_stats(sproj_num_workers(), &st), SPROJ_ERR_RANGE, "sproj_worker_stats");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <starpu.h>
 #include "testutil.h"
 
 #define N 6000
@@ -488,6 +489,83 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* The handle registrations (a caller's StarPU vectors, here in main memory) project exactly what the pointer ones
+ * do: a TOF sinogram with per-LOR sigma and offset, and listmode events with their bins; and they refuse what the
+ * pointer ones refuse, plus vectors of the wrong kind or length. */
+START_TEST(test_handles_equal_pointers)
+{
+  const int nb = par.num_bins;
+  float *a = tu_alloc((int64_t)N * nb), *b = tu_alloc((int64_t)N * nb), *sigma = tu_alloc(N), *offset = tu_alloc(N);
+  float *la = tu_alloc(N), *lb = tu_alloc(N);
+  int16_t *bins = malloc(N * sizeof *bins);
+  random_per_lor(sigma, offset);
+  for (int i = 0; i < N; i++)
+    bins[i] = (int16_t)tu_randint(0, nb - 1);
+  tof_sino_fwd(&par, sigma, offset, a);
+  tof_lm_fwd(&par, bins, sigma, offset, la);
+
+  starpu_data_handle_t hxs, hxe, hv, hs, ho, hb, hl;
+  starpu_vector_data_register(&hxs, STARPU_MAIN_RAM, (uintptr_t)xs, N, 3 * sizeof(float));
+  starpu_vector_data_register(&hxe, STARPU_MAIN_RAM, (uintptr_t)xe, N, 3 * sizeof(float));
+  starpu_vector_data_register(&hv, STARPU_MAIN_RAM, (uintptr_t)b, N, (size_t)nb * sizeof(float));
+  starpu_vector_data_register(&hs, STARPU_MAIN_RAM, (uintptr_t)sigma, N, sizeof(float));
+  starpu_vector_data_register(&ho, STARPU_MAIN_RAM, (uintptr_t)offset, N, sizeof(float));
+  starpu_vector_data_register(&hb, STARPU_MAIN_RAM, (uintptr_t)bins, N, sizeof(int16_t));
+  starpu_vector_data_register(&hl, STARPU_MAIN_RAM, (uintptr_t)lb, N, sizeof(float));
+  sproj_image *im;
+  sproj_lors *lors, *ev;
+  sproj_proj *proj = (sproj_proj *)0x1234, *lproj;
+  sproj_tof *tof = (sproj_tof *)0x1234, *ltof;
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register_handles(&lors, hxs, hxe), SPROJ_OK);
+  /* wrong element size (bins), wrong bin counts, a vector of another kind */
+  EXPECT(sproj_proj_register_tof_handle(&proj, hv, lors, nb - 1), SPROJ_ERR_MISMATCH);
+  EXPECT(sproj_proj_register_tof_handle(&proj, hv, lors, 0), SPROJ_ERR_EMPTY);
+  EXPECT(sproj_proj_register_tof_handle(&proj, hv, lors, -2), SPROJ_ERR_DIMS);
+  EXPECT(sproj_proj_register_tof_handle(&proj, NULL, lors, nb), SPROJ_ERR_NULL);
+  EXPECT(sproj_tof_register_handles(&tof, &par, lors, hb, NULL), SPROJ_ERR_INVALID);
+  EXPECT(sproj_tof_register_handles(&tof, &par, NULL, hs, NULL), SPROJ_ERR_NULL);
+  ck_assert_ptr_eq(proj, (sproj_proj *)0x1234);
+  ck_assert_ptr_eq(tof, (sproj_tof *)0x1234);
+  ck_assert_int_eq(sproj_proj_register_tof_handle(&proj, hv, lors, nb), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_register_handles(&tof, &par, lors, hs, ho), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd_tof_sino(im, proj, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+
+  EXPECT(sproj_lors_register_events_handles(&ev, hxs, hxe, hs), SPROJ_ERR_INVALID);
+  EXPECT(sproj_lors_register_events_handles(&ev, hxs, hxe, NULL), SPROJ_ERR_NULL);
+  int16_t first = bins[0];
+  bins[0] = -1;
+  EXPECT(sproj_lors_register_events_handles(&ev, hxs, hxe, hb), SPROJ_ERR_RANGE);
+  ck_assert_msg(strstr(sproj_last_error(), "sproj_lors_register_events_handles") != NULL, "%s", sproj_last_error());
+  bins[0] = first;
+  ck_assert_int_eq(sproj_lors_register_events_handles(&ev, hxs, hxe, hb), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register_handle(&lproj, hl, ev), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_register_handles(&ltof, &par, ev, hs, ho), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd_tof_lm(im, lproj, NULL, SPROJ_ALL_CHUNKS, ltof), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(lproj), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(ltof), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(ev), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  starpu_data_handle_t all[7] = {hxs, hxe, hv, hs, ho, hb, hl};
+  for (int i = 0; i < 7; i++)
+    starpu_data_unregister(all[i]);
+  for (int64_t i = 0; i < (int64_t)N * nb; i++)
+    ck_assert_msg(a[i] == b[i], "sinogram value %lld: pointers %.9g, handles %.9g", (long long)i, a[i], b[i]);
+  for (int i = 0; i < N; i++)
+    ck_assert_msg(la[i] == lb[i], "event %d: pointers %.9g, handles %.9g", i, la[i], lb[i]);
+  free(a);
+  free(b);
+  free(sigma);
+  free(offset);
+  free(la);
+  free(lb);
+  free(bins);
+}
+END_TEST
+
 int main(void)
 {
   if (tu_init(-1, -1) != SPROJ_OK) {
@@ -505,6 +583,7 @@ int main(void)
   tcase_add_test(tc, test_per_lor_arrays_equal_scalar);
   tcase_add_test(tc, test_offset_direction);
   tcase_add_test(tc, test_bad_input);
+  tcase_add_test(tc, test_handles_equal_pointers);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);
   sproj_shutdown();

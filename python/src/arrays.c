@@ -58,23 +58,19 @@ static int sp_cuda_node(int devid, unsigned *node)
  * libcudart that StarPU loaded (opened by its soname, so it is that very copy), which exists whenever StarPU drives a
  * CUDA worker, the only case in which a GPU array is accepted. */
 #if defined(STARPU_USE_CUDA) && defined(CUDART_VERSION)
-typedef int (*sp_cuda_getdev_fn)(int *);
-typedef int (*sp_cuda_setdev_fn)(int);
-typedef int (*sp_cuda_sync_fn)(void);
-typedef int (*sp_cuda_stream_sync_fn)(void *);
+/* The few CUDA runtime calls the binding makes, found once. */
+static struct {
+  int (*get_device)(int *);
+  int (*set_device)(int);
+  int (*device_sync)(void);
+  int (*stream_sync)(void *);
+  int (*memcpy)(void *, const void *, size_t, int);
+} sp_rt;
 
-/* Waits until the work the producer ordered before the legacy default stream of device devid is done (stream_given:
- * __dlpack__ was called with stream=1), or, for a producer that took no stream, until the whole device is idle.
- * StarPU runs its codelets on non-blocking streams, which the legacy stream does not order, hence the wait on the
- * host: registration is rare, the wait short. Called without the GIL. Returns a CUDA error code, or -1 when the CUDA
- * runtime cannot be found. */
-static int sp_cuda_wait(int devid, int stream_given)
+/* 0 once sp_rt holds the calls, -1 when the CUDA runtime cannot be found. */
+static int sp_cudart(void)
 {
   static void *lib;
-  static sp_cuda_getdev_fn get_device;
-  static sp_cuda_setdev_fn set_device;
-  static sp_cuda_sync_fn device_sync;
-  static sp_cuda_stream_sync_fn stream_sync;
   if (!lib) {
     char name[64];
     const char *const patterns[] = {"libcudart.so.%d", "libcudart.so.%d.0"};
@@ -86,31 +82,52 @@ static int sp_cuda_wait(int devid, int stream_given)
       lib = dlopen("libcudart.so", RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return -1;
-    get_device = (sp_cuda_getdev_fn)dlsym(lib, "cudaGetDevice");
-    set_device = (sp_cuda_setdev_fn)dlsym(lib, "cudaSetDevice");
-    device_sync = (sp_cuda_sync_fn)dlsym(lib, "cudaDeviceSynchronize");
-    stream_sync = (sp_cuda_stream_sync_fn)dlsym(lib, "cudaStreamSynchronize");
+    *(void **)&sp_rt.get_device = dlsym(lib, "cudaGetDevice");
+    *(void **)&sp_rt.set_device = dlsym(lib, "cudaSetDevice");
+    *(void **)&sp_rt.device_sync = dlsym(lib, "cudaDeviceSynchronize");
+    *(void **)&sp_rt.stream_sync = dlsym(lib, "cudaStreamSynchronize");
+    *(void **)&sp_rt.memcpy = dlsym(lib, "cudaMemcpy");
   }
-  if (!get_device || !set_device || !device_sync || !stream_sync)
+  return sp_rt.get_device && sp_rt.set_device && sp_rt.device_sync && sp_rt.stream_sync && sp_rt.memcpy ? 0 : -1;
+}
+
+/* Waits until the work the producer ordered before the legacy default stream of device devid is done (stream_given:
+ * __dlpack__ was called with stream=1), or, for a producer that took no stream, until the whole device is idle.
+ * StarPU runs its codelets on non-blocking streams, which the legacy stream does not order, hence the wait on the
+ * host: registration is rare, the wait short. With dst, then copies bytes from the device's src to the host (a
+ * few scalars). Called without the GIL. Returns a CUDA error code, or -1 when the CUDA runtime cannot be found. */
+static int sp_cuda_wait_copy(int devid, int stream_given, void *dst, const void *src, size_t bytes)
+{
+  if (sp_cudart() < 0)
     return -1;
-  int previous = -1, err = get_device(&previous);
+  int previous = -1, err = sp_rt.get_device(&previous);
   if (!err && previous != devid)
-    err = set_device(devid);
+    err = sp_rt.set_device(devid);
   if (!err)
-    err = stream_given ? stream_sync((void *)(uintptr_t)1 /* cudaStreamLegacy */) : device_sync();
+    err = stream_given ? sp_rt.stream_sync((void *)(uintptr_t)1 /* cudaStreamLegacy */) : sp_rt.device_sync();
+  if (!err && dst)
+    err = sp_rt.memcpy(dst, src, bytes, 2 /* cudaMemcpyDeviceToHost */);
   /* the calling thread's current device is the caller's (CuPy, PyTorch keep theirs there) */
   if (previous >= 0 && previous != devid)
-    set_device(previous);
+    sp_rt.set_device(previous);
   return err;
 }
 #else
-static int sp_cuda_wait(int devid, int stream_given)
+static int sp_cuda_wait_copy(int devid, int stream_given, void *dst, const void *src, size_t bytes)
 {
   (void)devid;
   (void)stream_given;
+  (void)dst;
+  (void)src;
+  (void)bytes;
   return -1;
 }
 #endif
+
+static int sp_cuda_wait(int devid, int stream_given)
+{
+  return sp_cuda_wait_copy(devid, stream_given, NULL, NULL, 0);
+}
 
 /* Calls obj.__dlpack__ as DLPack 1.0 asks: max_version=(1, 0) (a versioned capsule, which can say "read-only"),
  * copy=False (the memory itself or an error, never a copy) and, for a CUDA array, stream=1: the producer orders its
@@ -250,12 +267,12 @@ static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int
     Py_DECREF(cap);
     return -1;
   }
-  if (t->ndim < 0 || t->ndim > 4) {
+  if (t->ndim < 0 || t->ndim > SP_MAX_NDIM) {
     PyErr_Format(PyExc_ValueError, "%s: %d dimensions are not supported", name, (int)t->ndim);
     Py_DECREF(cap);
     return -1;
   }
-  Py_ssize_t shape[4], count = 1, expect = 1;
+  Py_ssize_t shape[SP_MAX_NDIM], count = 1, expect = 1;
   for (int i = 0; i < t->ndim; i++) {
     shape[i] = (Py_ssize_t)t->shape[i];
     count *= shape[i];
@@ -311,84 +328,72 @@ static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int
   return 0;
 }
 
-/* Takes an array without copying it. Host arrays come through the buffer protocol: the first request (strides and
- * format, no other demands) only serves to name what is wrong, the second one is the export kept while the array is
- * registered. Objects with __dlpack__ only (PyTorch, CuPy) come through DLPack. */
+/* Takes an array without copying it. Host arrays come through the buffer protocol: one request (strides and format,
+ * no other demands) names what is wrong or, when nothing is, is the export kept while the array is registered.
+ * Objects with __dlpack__ only (PyTorch, CuPy) come through DLPack. The buffer is asked first, so that a NumPy array
+ * costs no DLPack method call (a call of the parallelproj module takes up to ten arrays); CuPy's arrays have a buffer
+ * slot that refuses every request, so that an array on a GPU always goes through DLPack. */
 int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int writable, int ndim,
                       const Py_ssize_t *want, int allow_gpu)
 {
   memset(a, 0, sizeof(*a));
   a->gpu_devid = -1;
-  int has_dlpack = PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__");
-  /* CuPy's arrays have a buffer slot that refuses every request: an array on a GPU always goes through DLPack */
-  int on_gpu = 0;
-  if (has_dlpack) {
-    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
-    if (dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2) {
-      long type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
-      on_gpu = type != 1 /* kDLCPU */ && type != -1;
+  int has_buffer = PyObject_CheckBuffer(obj);
+  Py_buffer v;
+  if (has_buffer && PyObject_GetBuffer(obj, &v, PyBUF_RECORDS_RO) == 0) {
+    int bad = 0;
+    if (!sp_fmt_is(v.format, v.itemsize, dt)) {
+      PyErr_Format(PyExc_TypeError, "%s: expected dtype %s, got buffer format '%s' with %zd-byte items", name,
+                   sp_dtype_name[dt], v.format ? v.format : "B", v.itemsize);
+      bad = 1;
+    } else if (v.ndim > SP_MAX_NDIM) {
+      PyErr_Format(PyExc_ValueError, "%s: %d dimensions are not supported", name, v.ndim);
+      bad = 1;
+    } else if (sp_check_shape(name, ndim, want, v.ndim, v.shape) < 0) {
+      bad = 1;
+    } else if (!PyBuffer_IsContiguous(&v, 'C')) {
+      PyErr_Format(PyExc_ValueError,
+                   "%s: array is not C-contiguous (starproj uses the memory in place; pass numpy.ascontiguousarray(...))",
+                   name);
+      bad = 1;
+    } else if (writable && v.readonly) {
+      PyErr_Format(PyExc_ValueError, "%s: array is read-only, but starproj writes into it", name);
+      bad = 1;
+    } else if ((uintptr_t)v.buf % (uintptr_t)v.itemsize) {
+      PyErr_Format(PyExc_ValueError, "%s: data is not aligned to its element size", name);
+      bad = 1;
     }
-    Py_XDECREF(dev);
-    PyErr_Clear();
+    if (bad) {
+      PyBuffer_Release(&v);
+      return -1;
+    }
+    /* the export is kept: NumPy cannot resize or free the memory while starproj uses it */
+    a->view = v;
+    a->has_view = 1;
+    a->ptr = v.buf;
+    a->count = v.itemsize ? v.len / v.itemsize : 0;
+    a->ndim = v.ndim;
+    for (int i = 0; i < v.ndim; i++)
+      a->shape[i] = v.shape ? v.shape[i] : a->count;
+    Py_INCREF(obj);
+    a->owner = obj;
+    return 0;
   }
-  if (!PyObject_CheckBuffer(obj) || on_gpu) {
-    if (has_dlpack) {
-      if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
-        return -1;
-      Py_INCREF(obj);
-      a->owner = obj;
-      return 0;
-    }
+  if (has_buffer)
+    PyErr_Clear(); /* a buffer slot that refuses (CuPy's): DLPack then */
+  if (PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__")) {
+    if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
+      return -1;
+    Py_INCREF(obj);
+    a->owner = obj;
+    return 0;
+  }
+  if (has_buffer)
+    PyErr_Format(PyExc_TypeError, "%s: %.100s does not export a strided buffer", name, Py_TYPE(obj)->tp_name);
+  else
     PyErr_Format(PyExc_TypeError, "%s: expected a %s array (buffer protocol or __dlpack__), got %.100s", name,
                  sp_dtype_name[dt], Py_TYPE(obj)->tp_name);
-    return -1;
-  }
-  Py_buffer v;
-  if (PyObject_GetBuffer(obj, &v, PyBUF_RECORDS_RO) < 0) {
-    PyErr_Clear();
-    if (has_dlpack) { /* a buffer slot that refuses: DLPack then */
-      if (sp_arr_dlpack(a, obj, name, dt, writable, ndim, want, allow_gpu) < 0)
-        return -1;
-      Py_INCREF(obj);
-      a->owner = obj;
-      return 0;
-    }
-    PyErr_Format(PyExc_TypeError, "%s: %.100s does not export a strided buffer", name, Py_TYPE(obj)->tp_name);
-    return -1;
-  }
-  int bad = 0;
-  if (!sp_fmt_is(v.format, v.itemsize, dt)) {
-    PyErr_Format(PyExc_TypeError, "%s: expected dtype %s, got buffer format '%s' with %zd-byte items", name,
-                 sp_dtype_name[dt], v.format ? v.format : "B", v.itemsize);
-    bad = 1;
-  } else if (sp_check_shape(name, ndim, want, v.ndim, v.shape) < 0) {
-    bad = 1;
-  } else if (!PyBuffer_IsContiguous(&v, 'C')) {
-    PyErr_Format(PyExc_ValueError,
-                 "%s: array is not C-contiguous (starproj uses the memory in place; pass numpy.ascontiguousarray(...))",
-                 name);
-    bad = 1;
-  } else if (writable && v.readonly) {
-    PyErr_Format(PyExc_ValueError, "%s: array is read-only, but starproj writes into it", name);
-    bad = 1;
-  } else if ((uintptr_t)v.buf % (uintptr_t)v.itemsize) {
-    PyErr_Format(PyExc_ValueError, "%s: data is not aligned to its element size", name);
-    bad = 1;
-  }
-  PyBuffer_Release(&v);
-  if (bad)
-    return -1;
-  if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-    return -1;
-  a->has_view = 1;
-  a->ptr = a->view.buf;
-  a->count = a->view.itemsize ? a->view.len / a->view.itemsize : 0;
-  a->ndim = a->view.ndim;
-  for (int i = 0; i < a->view.ndim && i < 4; i++)
-    a->shape[i] = a->view.shape ? a->view.shape[i] : a->count;
-  Py_INCREF(obj);
-  a->owner = obj;
-  return 0;
+  return -1;
 }
 
 /* Registers a GPU array as a StarPU vector on its device's memory node (StarPU then treats that memory as the data's
@@ -427,4 +432,24 @@ void sp_arr_release(sp_arr *a)
   }
   Py_CLEAR(a->capsule);
   Py_CLEAR(a->owner);
+}
+
+/* Copies the first bytes of a's memory to dst: a few scalars the host needs (an origin, a TOF sigma), from a host
+ * array or, through the CUDA runtime, from a GPU array. Called with the GIL; 0, or -1 with an exception. */
+int sp_arr_read(const sp_arr *a, const char *name, void *dst, size_t bytes)
+{
+  if (a->gpu_devid < 0) {
+    memcpy(dst, a->ptr, bytes);
+    return 0;
+  }
+  int err;
+  Py_BEGIN_ALLOW_THREADS
+  err = sp_cuda_wait_copy(a->gpu_devid, 1, dst, a->ptr, bytes);
+  Py_END_ALLOW_THREADS
+  if (err) {
+    sp_raise_msg(SPROJ_ERR_NO_DEVICE, "%s: copying %zu bytes from CUDA device %d failed (%s %d)", name, bytes,
+                 a->gpu_devid, err < 0 ? "no CUDA runtime found," : "CUDA error", err);
+    return -1;
+  }
+  return 0;
 }

@@ -29,6 +29,9 @@ PyObject *sp_raise_msg(int status, const char *fmt, ...);
 
 enum sp_dtype { SP_F32, SP_I16, SP_I32, SP_I64 };
 
+/* Most dimensions an array may have (parallelproj's LOR arrays may be (..., 3) of any shape). */
+#define SP_MAX_NDIM 8
+
 /* One array an object registered: either a buffer view (host memory, kept exported so that NumPy cannot resize or
  * free it while starproj uses it) or a consumed DLPack tensor (host, or a GPU with a StarPU handle of our own). */
 typedef struct {
@@ -41,7 +44,7 @@ typedef struct {
   void *ptr;
   Py_ssize_t count;         /* elements */
   int ndim;
-  Py_ssize_t shape[4];
+  Py_ssize_t shape[SP_MAX_NDIM];
   int gpu_devid;            /* CUDA device of a GPU array, else -1 */
   unsigned gpu_node;        /* StarPU memory node of that device */
   starpu_data_handle_t handle; /* our StarPU vector handle of a GPU array */
@@ -51,6 +54,7 @@ int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int writable,
                int allow_gpu);
 int sp_arr_gpu_handle(sp_arr *a, uint32_t nelem, size_t elemsize);
 void sp_arr_release(sp_arr *a);
+int sp_arr_read(const sp_arr *a, const char *name, void *dst, size_t bytes);
 
 /* objects.c */
 
@@ -162,9 +166,10 @@ int sp_chunks_arg(PyObject *o, sproj_chunks **c, sp_obj **co);
 PyObject *sp_move(PyObject *self, PyObject *args, PyObject *kw, int kind, int release);
 PyObject *sp_chunks_wrap(sproj_chunks *c, PyObject *lors_o);
 
-/* proj.c, scanner.c: module functions, added to the module by module.c */
+/* proj.c, scanner.c, parallelproj_core.c: module functions, added to the module by module.c */
 
 extern PyMethodDef sp_proj_methods[];
+extern PyMethodDef sp_pp_methods[];
 extern PyMethodDef sp_host_methods[];
 extern PyTypeObject ScannerType;
 

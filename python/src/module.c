@@ -341,7 +341,8 @@ PyMODINIT_FUNC PyInit__core(void)
   if (!m)
     return NULL;
   /* the projection calls and the host helpers are listed where they are defined */
-  if (PyModule_AddFunctions(m, sp_proj_methods) < 0 || PyModule_AddFunctions(m, sp_host_methods) < 0)
+  if (PyModule_AddFunctions(m, sp_proj_methods) < 0 || PyModule_AddFunctions(m, sp_host_methods) < 0 ||
+      PyModule_AddFunctions(m, sp_pp_methods) < 0)
     return NULL;
   for (int k = 0; k < K_NKINDS; k++) {
     if (PyType_Ready(sp_types[k]) < 0)
@@ -371,6 +372,11 @@ PyMODINIT_FUNC PyInit__core(void)
   PyModule_AddIntConstant(m, "DEVICE_CPU", SPROJ_DEVICE_CPU);
   PyModule_AddIntConstant(m, "DEVICE_CUDA", SPROJ_DEVICE_CUDA);
   PyModule_AddIntConstant(m, "DEVICE_ANY", SPROJ_DEVICE_ANY);
+#ifdef STARPU_USE_CUDA
+  PyModule_AddIntConstant(m, "cuda_built", 1); /* StarPU (and so, the library) can drive GPUs */
+#else
+  PyModule_AddIntConstant(m, "cuda_built", 0);
+#endif
   static const struct {
     const char *name;
     int v;

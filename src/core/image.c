@@ -167,10 +167,14 @@ int sproj_image_unregister(sproj_image *img)
     return ret;
   if (!img)
     return SPROJ_OK;
-  /* finishes pending back projections (their reduction) and brings the value home */
-  if (starpu_data_acquire(img->handle, STARPU_R) != 0)
+  /* finishes pending back projections (their reduction) and brings the value home: to main memory, or to the GPU
+   * of a caller's handle registered there (not through the host) */
+  int home = starpu_data_get_home_node(img->handle);
+  if (home < 0)
+    home = STARPU_MAIN_RAM;
+  if (starpu_data_acquire_on_node(img->handle, home, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-  starpu_data_release(img->handle);
+  starpu_data_release_on_node(img->handle, home);
   if (img->acc)
     starpu_data_unregister_no_coherency(img->acc);
   if (img->copies)

@@ -81,6 +81,31 @@ int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xen
   return ret;
 }
 
+/* One pass over the bins of num_events events: a negative one is an error, the largest (*max) is checked against each
+ * submission's TOF bins. */
+static int scan_bins(const char *func, const int16_t *tof_bin, int64_t num_events, int *max)
+{
+  *max = 0;
+  if (num_events <= 0 || num_events > UINT32_MAX)
+    return SPROJ_OK; /* the LOR registration names what is wrong with the count */
+  for (int64_t i = 0; i < num_events; i++) {
+    if (tof_bin[i] < 0)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "tof_bin of event %lld is %d: bins are numbered from 0", (long long)i,
+                        tof_bin[i]);
+    if (tof_bin[i] > *max)
+      *max = tof_bin[i];
+  }
+  return SPROJ_OK;
+}
+
+/* A LOR registration's failure, reported under the events' call's name (the same checks). */
+static int renamed(const char *func, int ret)
+{
+  char why[512];
+  snprintf(why, sizeof why, "%s", sproj_last_error());
+  return sproj_fail(ret, func, "%s", why);
+}
+
 int sproj_lors_register_events(sproj_lors **events, const float *xstart, const float *xend, const int16_t *tof_bin,
                                int64_t num_events)
 {
@@ -89,28 +114,59 @@ int sproj_lors_register_events(sproj_lors **events, const float *xstart, const f
     return ret;
   if (!events || !xstart || !xend || !tof_bin)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "events, xstart, xend and tof_bin must not be NULL");
-  /* one pass over the bins: a negative one is an error, the largest is checked against each submission's TOF bins */
-  int max = 0;
-  if (num_events > 0 && num_events <= UINT32_MAX) {
-    for (int64_t i = 0; i < num_events; i++) {
-      if (tof_bin[i] < 0)
-        return SPROJ_FAIL(SPROJ_ERR_RANGE, "tof_bin of event %lld is %d: bins are numbered from 0", (long long)i,
-                          tof_bin[i]);
-      if (tof_bin[i] > max)
-        max = tof_bin[i];
-    }
-  }
+  int max;
+  if ((ret = scan_bins(__func__, tof_bin, num_events, &max)))
+    return ret;
   sproj_lors *lors;
-  if ((ret = sproj_lors_register(&lors, xstart, xend, num_events))) {
-    char why[512]; /* the same checks, reported under this call's name */
-    snprintf(why, sizeof why, "%s", sproj_last_error());
-    return sproj_fail(ret, __func__, "%s", why);
-  }
+  if ((ret = sproj_lors_register(&lors, xstart, xend, num_events)))
+    return renamed(__func__, ret);
   lors->max_bin = max;
   if (sproj_vec_register_ro(&lors->bins, lors, tof_bin, sizeof(int16_t), 1)) {
     sproj_lors_unregister(lors);
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
   }
+  *events = lors;
+  return SPROJ_OK;
+}
+
+int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle xstart, sproj_starpu_handle xend,
+                                       sproj_starpu_handle tof_bin)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!events || !xstart || !xend || !tof_bin)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "events, xstart, xend and tof_bin must not be NULL");
+  if (starpu_data_get_interface_id(tof_bin) != STARPU_VECTOR_INTERFACE_ID ||
+      starpu_vector_get_elemsize(tof_bin) != sizeof(int16_t))
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "tof_bin must be a StarPU vector of int16_t");
+  sproj_lors *lors;
+  if ((ret = sproj_lors_register_handles(&lors, xstart, xend)))
+    return renamed(__func__, ret);
+  if ((int64_t)starpu_vector_get_nx(tof_bin) != lors->num_lors) {
+    sproj_lors_unregister(lors);
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "tof_bin holds %u bins for %lld events", starpu_vector_get_nx(tof_bin),
+                      (long long)lors->num_lors);
+  }
+  /* the bins are checked on the host, as the endpoints are (a copy there when they live on a GPU) */
+  if (starpu_data_acquire_on_node(tof_bin, STARPU_MAIN_RAM, STARPU_R) != 0) {
+    sproj_lors_unregister(lors);
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+  }
+  int max;
+  ret = scan_bins(__func__, (const int16_t *)starpu_vector_get_local_ptr(tof_bin), lors->num_lors, &max);
+  starpu_data_release_on_node(tof_bin, STARPU_MAIN_RAM);
+  struct sproj_vec *bins = ret ? NULL : malloc(sizeof *bins);
+  if (!ret && (!bins || sproj_vec_init(bins, lors, tof_bin, 0, 1, 1))) {
+    free(bins);
+    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
+  if (ret) {
+    sproj_lors_unregister(lors);
+    return ret;
+  }
+  lors->bins = bins;
+  lors->max_bin = max;
   *events = lors;
   return SPROJ_OK;
 }

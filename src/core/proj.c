@@ -61,19 +61,39 @@ int sproj_proj_register_tof(sproj_proj **proj, float *values, sproj_lors *lors, 
   return proj_register(__func__, proj, values, lors, num_tof_bins);
 }
 
-int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors)
+/* Checks shared by the handle registrations: num_bins floats per element, one element per LOR. */
+static int proj_register_handle(const char *func, sproj_proj **proj, starpu_data_handle_t handle, sproj_lors *lors,
+                                int num_bins)
 {
-  int ret = sproj_check_init(__func__);
+  int ret = sproj_check_init(func);
   if (ret)
     return ret;
   if (!proj || !handle || !lors)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj, handle and lors must not be NULL");
+    return sproj_fail(SPROJ_ERR_NULL, func, "proj, handle and lors must not be NULL");
+  if (num_bins == 0)
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "num_tof_bins is 0");
+  if (num_bins < 0)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num_tof_bins = %d is negative", num_bins);
+  if (num_bins > SPROJ_MAX_TOF_BINS)
+    return sproj_fail(SPROJ_ERR_TOF, func, "num_tof_bins = %d exceeds %d", num_bins, SPROJ_MAX_TOF_BINS);
   if (starpu_data_get_interface_id(handle) != STARPU_VECTOR_INTERFACE_ID)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the handle is not a StarPU vector");
-  if (starpu_vector_get_elemsize(handle) != sizeof(float) || starpu_vector_get_nx(handle) != lors->num_lors)
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "the vector holds %u elements of %zu bytes, the LOR set needs %lld floats",
-                      starpu_vector_get_nx(handle), starpu_vector_get_elemsize(handle), (long long)lors->num_lors);
-  return proj_new(__func__, proj, handle, lors, 0, 1);
+    return sproj_fail(SPROJ_ERR_INVALID, func, "the handle is not a StarPU vector");
+  size_t elemsize = (size_t)num_bins * sizeof(float);
+  if (starpu_vector_get_elemsize(handle) != elemsize || starpu_vector_get_nx(handle) != lors->num_lors)
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the vector holds %u elements of %zu bytes, the LOR set needs %lld of "
+                      "%zu", starpu_vector_get_nx(handle), starpu_vector_get_elemsize(handle), (long long)lors->num_lors,
+                      elemsize);
+  return proj_new(func, proj, handle, lors, 0, num_bins);
+}
+
+int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors)
+{
+  return proj_register_handle(__func__, proj, handle, lors, 1);
+}
+
+int sproj_proj_register_tof_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors, int num_tof_bins)
+{
+  return proj_register_handle(__func__, proj, handle, lors, num_tof_bins);
 }
 
 /* The piece handles of proj for the given chunks of a resolved chunking (proj->vec.lock held). */

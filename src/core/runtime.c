@@ -637,6 +637,13 @@ int sproj_set_devices(unsigned device_mask)
   return SPROJ_OK;
 }
 
+unsigned sproj_get_devices(void)
+{
+  if (!sproj_rt.initialized)
+    return 0;
+  return ((sproj_rt.where & STARPU_CPU) ? SPROJ_DEVICE_CPU : 0u) | ((sproj_rt.where & STARPU_CUDA) ? SPROJ_DEVICE_CUDA : 0u);
+}
+
 int sproj_wait_all(void)
 {
   int ret = sproj_check_init_flush(__func__);

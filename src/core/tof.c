@@ -41,51 +41,138 @@ static int check_sigma(const char *func, const struct sproj_tof_params *p, float
   return SPROJ_OK;
 }
 
-int sproj_tof_register(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors, const float *sigma,
-                       const float *center_offset)
+/* The per-LOR values (either may be NULL) against the parameters, for n LORs. */
+static int check_per_lor(const char *func, const struct sproj_tof_params *params, int64_t n, const float *sigma,
+                         const float *center_offset)
 {
-  int ret = sproj_check_init(__func__);
-  if (ret)
-    return ret;
-  if (!tof || !params)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "tof and params must not be NULL");
-  if ((sigma || center_offset) && !lors)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "per-LOR sigma or center_offset need the LOR set they belong to");
-  if ((ret = check_params(__func__, params)))
-    return ret;
-  if ((ret = check_sigma(__func__, params, params->sigma, -1)))
-    return ret;
-  int64_t n = lors ? lors->num_lors : 0;
+  int ret;
   if (sigma)
     for (int64_t i = 0; i < n; i++)
-      if ((ret = check_sigma(__func__, params, sigma[i], i)))
+      if ((ret = check_sigma(func, params, sigma[i], i)))
         return ret;
   if (center_offset) {
     int64_t bad = sproj_first_nonfinite(center_offset, n);
     if (bad >= 0)
-      return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "center_offset of LOR %lld is not finite", (long long)bad);
+      return sproj_fail(SPROJ_ERR_NONFINITE, func, "center_offset of LOR %lld is not finite", (long long)bad);
     for (int64_t i = 0; i < n; i++)
       if (fabs((double)center_offset[i]) > SPROJ_TOF_MAX_RATIO * (double)params->bin_width)
-        return SPROJ_FAIL(SPROJ_ERR_TOF, "|center_offset| of LOR %lld = %g exceeds %g bin widths", (long long)i,
+        return sproj_fail(SPROJ_ERR_TOF, func, "|center_offset| of LOR %lld = %g exceeds %g bin widths", (long long)i,
                           fabs(center_offset[i]), SPROJ_TOF_MAX_RATIO);
   }
+  return SPROJ_OK;
+}
+
+/* The checks every registration starts with. */
+static int check_register(const char *func, sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors,
+                          int per_lor)
+{
+  int ret = sproj_check_init(func);
+  if (ret)
+    return ret;
+  if (!tof || !params)
+    return sproj_fail(SPROJ_ERR_NULL, func, "tof and params must not be NULL");
+  if (per_lor && !lors)
+    return sproj_fail(SPROJ_ERR_NULL, func, "per-LOR sigma or center_offset need the LOR set they belong to");
+  if ((ret = check_params(func, params)))
+    return ret;
+  return check_sigma(func, params, params->sigma, -1);
+}
+
+/* The object, once everything is checked: sigma and center_offset are vectors of lors (NULL: none), registered by
+ * the caller (owns: the object unregisters them) or by the registration above. */
+static int tof_new(const char *func, sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors,
+                   starpu_data_handle_t sigma, starpu_data_handle_t center_offset, int owns)
+{
   sproj_tof *t = calloc(1, sizeof *t);
-  if (!t)
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
-  t->params = *params;
-  t->lors = sigma || center_offset ? lors : NULL;
-  if ((sigma && sproj_vec_register_ro(&t->sigma, lors, sigma, sizeof(float), 0)) ||
-      (center_offset && sproj_vec_register_ro(&t->center_offset, lors, center_offset, sizeof(float), 0))) {
-    if (t->sigma) {
+  starpu_data_handle_t h[2] = {sigma, center_offset}; /* those no vector has taken yet */
+  int ok = t != NULL;
+  if (t) {
+    struct sproj_vec **v[2] = {&t->sigma, &t->center_offset};
+    for (int i = 0; i < 2 && ok; i++) {
+      if (!h[i])
+        continue;
+      if (!(*v[i] = malloc(sizeof **v[i])) || sproj_vec_init(*v[i], lors, h[i], owns, 1, 0)) {
+        free(*v[i]);
+        *v[i] = NULL;
+        ok = 0;
+      } else {
+        h[i] = NULL;
+      }
+    }
+  }
+  if (!ok) {
+    if (t && t->sigma) { /* the only vector that can exist here; it unregisters a handle it owns */
       sproj_vec_fini(t->sigma, 0);
       free(t->sigma);
     }
+    for (int i = 0; i < 2 && owns; i++)
+      if (h[i])
+        starpu_data_unregister_no_coherency(h[i]);
     free(t);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
+  t->params = *params;
+  t->lors = sigma || center_offset ? lors : NULL;
   sproj_count_object(1);
   *tof = t;
   return SPROJ_OK;
+}
+
+int sproj_tof_register(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors, const float *sigma,
+                       const float *center_offset)
+{
+  int ret = check_register(__func__, tof, params, lors, sigma || center_offset);
+  if (ret)
+    return ret;
+  if ((ret = check_per_lor(__func__, params, lors ? lors->num_lors : 0, sigma, center_offset)))
+    return ret;
+  starpu_data_handle_t h[2] = {NULL, NULL};
+  const float *data[2] = {sigma, center_offset};
+  /* only ever read: StarPU never writes through these pointers */
+  for (int i = 0; i < 2; i++)
+    if (data[i])
+      starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)data[i], (uint32_t)lors->num_lors, sizeof(float));
+  return tof_new(__func__, tof, params, lors, h[0], h[1], 1);
+}
+
+int sproj_tof_register_handles(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors,
+                               sproj_starpu_handle sigma, sproj_starpu_handle center_offset)
+{
+  int ret = check_register(__func__, tof, params, lors, sigma || center_offset);
+  if (ret)
+    return ret;
+  starpu_data_handle_t h[2] = {sigma, center_offset};
+  const char *names[2] = {"sigma", "center_offset"};
+  for (int i = 0; i < 2; i++) {
+    if (!h[i])
+      continue;
+    if (starpu_data_get_interface_id(h[i]) != STARPU_VECTOR_INTERFACE_ID ||
+        starpu_vector_get_elemsize(h[i]) != sizeof(float))
+      return SPROJ_FAIL(SPROJ_ERR_INVALID, "%s must be a StarPU vector of float", names[i]);
+    if ((int64_t)starpu_vector_get_nx(h[i]) != lors->num_lors)
+      return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "%s holds %u values for %lld LORs", names[i], starpu_vector_get_nx(h[i]),
+                        (long long)lors->num_lors);
+  }
+  /* the values are checked on the host (a copy there when a vector lives on a GPU) */
+  const float *data[2] = {NULL, NULL};
+  int acquired[2] = {0, 0};
+  for (int i = 0; i < 2 && !ret; i++)
+    if (h[i]) {
+      if (starpu_data_acquire_on_node(h[i], STARPU_MAIN_RAM, STARPU_R) != 0)
+        ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
+      else {
+        acquired[i] = 1;
+        data[i] = (const float *)starpu_vector_get_local_ptr(h[i]);
+      }
+    }
+  if (!ret)
+    ret = check_per_lor(__func__, params, lors->num_lors, data[0], data[1]);
+  for (int i = 0; i < 2; i++)
+    if (acquired[i])
+      starpu_data_release_on_node(h[i], STARPU_MAIN_RAM);
+  if (ret)
+    return ret;
+  return tof_new(__func__, tof, params, lors, h[0], h[1], 0);
 }
 
 int sproj_tof_unregister(sproj_tof *tof)

@@ -279,8 +279,14 @@ void sproj_vec_fini(struct sproj_vec *v, int own)
     plan_clean(v, &v->plans[i]);
   if (v->owns_handle) {
     starpu_data_unregister(v->handle);
-  } else if (starpu_data_acquire(v->handle, STARPU_R) == 0) {
-    starpu_data_release(v->handle); /* the caller keeps the handle, coherent in main memory */
+  } else {
+    /* the caller keeps the handle, coherent where it lives: in main memory, or on the GPU that holds a GPU array
+     * (acquiring it on the host would copy a GPU array there at every unregistration) */
+    int home = starpu_data_get_home_node(v->handle);
+    if (home < 0)
+      home = STARPU_MAIN_RAM;
+    if (starpu_data_acquire_on_node(v->handle, home, STARPU_R) == 0)
+      starpu_data_release_on_node(v->handle, home);
   }
   pthread_mutex_destroy(&v->lock);
   free(v->plans);

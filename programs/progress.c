@@ -30,6 +30,7 @@ static struct {
   int nphases;
   const char *names[MAX_PHASES];
   double seconds[MAX_PHASES];
+  double peak_gb[MAX_PHASES]; /* the process' peak host memory when each phase ended */
 } pr = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static double now_s(void)
@@ -160,7 +161,9 @@ double progress_end(void)
   step_done(t);
   clear_bar();
   if (pr.phase && pr.nphases < MAX_PHASES) {
+    struct rusage ru;
     pr.names[pr.nphases] = pr.phase;
+    pr.peak_gb[pr.nphases] = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 / 1e9 : -1.0;
     pr.seconds[pr.nphases++] = s;
   }
   pr.phase = NULL;
@@ -184,6 +187,12 @@ void progress_summary(void)
     printf("; %.2f s in all; peak host memory %.2f GB\n", total, (double)ru.ru_maxrss * 1024.0 / 1e9);
   else
     printf("; %.2f s in all\n", total);
+  /* which phase raised the peak: the peak as each phase ended (the first phase whose value jumps holds the memory) */
+  printf("%s: peak host memory after each phase (GB):", pr.prog);
+  for (int i = 0; i < pr.nphases; i++)
+    if (pr.peak_gb[i] >= 0.0)
+      printf(" %s %.2f%s", pr.names[i], pr.peak_gb[i], i + 1 < pr.nphases ? "," : "");
+  printf("\n");
 }
 
 void progress_stop(void)

@@ -41,8 +41,8 @@ static void deal_block(void *ctx, int64_t first, int64_t end, int64_t block)
   }
 }
 
-/* Each dealt event's factor and background, from its LOR's (and TOF bin's). */
-static void factors_block(void *ctx, int64_t first, int64_t end, int64_t block)
+/* Each dealt event's background, from its LOR's (and TOF bin's), or a simulation's flat one. */
+static void background_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
   (void)block;
   struct events_job *j = ctx;
@@ -50,11 +50,26 @@ static void factors_block(void *ctx, int64_t first, int64_t end, int64_t block)
   const int64_t nbins = r->l.nbins;
   for (int64_t d = first; d < end; d++) {
     const int64_t l = r->ev_lor_chunked[d];
-    r->ev_mult[d] = r->mult[l];
     float a = 0.0f;
-    if (r->add)
+    if (r->add_flat)
+      a = j->tof ? r->flat_add / (float)nbins : r->flat_add;
+    else if (r->add)
       a = r->add_per_bin ? r->add[l * nbins + r->ev_bin_chunked[d]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
     r->ev_add[d] = a;
+  }
+}
+
+/* Each dealt event's factor, written over its LOR number (the event set has been made from those): memcpy, as the
+ * int32 and the float share the place. */
+static void factor_block(void *ctx, int64_t first, int64_t end, int64_t block)
+{
+  (void)block;
+  const struct run *r = ctx;
+  char *p = (char *)r->ev_lor_chunked;
+  for (int64_t d = first; d < end; d++) {
+    int32_t l;
+    memcpy(&l, p + 4 * d, 4);
+    memcpy(p + 4 * d, &r->mult[l], 4);
   }
 }
 
@@ -95,16 +110,15 @@ void event_arrays(const struct options *o, struct run *r)
     r->ev_lor = NULL;
     r->ev_bin = NULL;
   }
-  r->ev_mult = lazy_alloc((size_t)n * sizeof(float));
-  r->ev_add = lazy_alloc((size_t)n * sizeof(float));
-  TRY(sproj_pause());
-  parallel_blocks("the events' factors", n, 1 << 16, factors_block, &j);
-  TRY(sproj_resume());
-  /* a simulation's flat background per LOR: the events carry their own now (the sensitivities take none) */
-  if (r->phantom) {
+  /* a simulation's flat background per LOR (saved, when asked, before) is one number: the sensitivities take none */
+  if (r->add_flat && r->add) {
     release(r->add, (size_t)r->l.si.num_lors * sizeof(float));
     r->add = NULL;
   }
+  r->ev_add = lazy_alloc((size_t)n * sizeof(float));
+  TRY(sproj_pause());
+  parallel_blocks("the events' background", n, 1 << 16, background_block, &j);
+  TRY(sproj_resume());
 }
 
 /* With --order-events: the events of one chunk (m of them from f on) in the order of sproj_lors_order, their
@@ -116,7 +130,6 @@ static void order_chunk(struct run *r, int64_t f, int64_t m, int64_t *order, int
   TRY(sproj_scanner_lors_at(r->l.scanner, m, idx, xs, xe));
   TRY(sproj_lors_order(xs, xe, m, r->l.vs, order));
   TRY(sproj_reorder(r->ev_lor_chunked + f, sizeof(int32_t), m, order));
-  TRY(sproj_reorder(r->ev_mult + f, sizeof(float), m, order));
   TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
   if (r->ev_bin_chunked)
     TRY(sproj_reorder(r->ev_bin_chunked + f, sizeof(int16_t), m, order));
@@ -157,8 +170,11 @@ void event_chunks(const struct options *o, struct run *r)
   free(xe);
   t_order = now() - t_order;
   TRY(sproj_scanner_events_create(r->l.scanner, r->ev_lor_chunked, r->ev_bin_chunked, n, 0, &r->events));
-  /* the endpoints are made from the LOR numbers (on a GPU: taken there), which the host needs no more */
-  free(r->ev_lor_chunked);
+  /* the endpoints are made from the LOR numbers (on a GPU: taken there); each event's factor takes its number's place */
+  TRY(sproj_pause());
+  parallel_blocks("the events' factors", n, 1 << 16, factor_block, r);
+  TRY(sproj_resume());
+  r->ev_mult = (float *)r->ev_lor_chunked;
   r->ev_lor_chunked = NULL;
   TRY(sproj_chunks_create_ranges(&r->ev_chunks, r->events, nchunks, first, count));
   free(first);

@@ -120,6 +120,8 @@ struct run {
   sproj_chunks *views;                /* one chunk per view */
   sproj_tof *tof;
   float *phantom, *mult, *add;        /* the phantom only when simulating; add NULL: no background */
+  int add_flat;                       /* simulated: add holds flat_add for every LOR (listmode events need no array) */
+  float flat_add;
   int add_per_bin;                    /* add holds a value per LOR and TOF bin (a file of that shape); else one
                                        * per LOR, spread evenly over a TOF LOR's bins */
   float *counts;                      /* sinogram counts [lor][bin]: read, or the host array of simulated counts
@@ -139,7 +141,7 @@ struct run {
   sproj_lors *events;
   sproj_chunks *ev_chunks;
   int32_t *ev_lor_chunked;            /* the events' LORs in the order of the chunks (their endpoints are made from
-                                       * these where the events are projected) */
+                                       * these where the events are projected; then ev_mult takes their place) */
   float *ev_mult, *ev_add;
   int nchunks;
   sproj_recon *recon;

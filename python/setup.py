@@ -61,4 +61,9 @@ ext = Extension(
     + ["-std=c11", "-Wall", "-Wno-missing-field-initializers", "-Wno-deprecated-declarations"],
 )
 
-setup(ext_modules=[ext])
+# numpy is the only dependency of a build against installed libraries; scripts/build-wheel.sh adds, through
+# STARPROJ_WHEEL_REQUIRES (requirements separated by spaces), the nvidia-cuda-runtime wheel whose libcudart the wheel's
+# StarPU and libstarproj load
+requires = ["numpy>=1.22"] + os.environ.get("STARPROJ_WHEEL_REQUIRES", "").split()
+
+setup(ext_modules=[ext], install_requires=requires)

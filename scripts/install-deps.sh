@@ -67,25 +67,11 @@ if [ -n "$smpi_prefix" ]; then
     { echo "install-deps: --with-smpi needs a prefix of its own, not $smpi_prefix" >&2; exit 2; }
 fi
 
-log() { printf 'install-deps: %s\n' "$*"; }
-# apt's and StarPU's full output goes here; the terminal gets a line per step
-logfile=${TMPDIR:-/tmp}/starproj-install-deps.log
-: >"$logfile" 2>/dev/null || logfile=/dev/null
-# runs a step quietly; on failure shows the end of the log
-quiet() {
-  "$@" >>"$logfile" 2>&1 && return 0
-  tail -n 40 "$logfile"
-  log "failed: $* (full output in $logfile)"
-  exit 1
-}
-
-if [ "$(id -u)" -eq 0 ]; then
-  SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-  SUDO=(sudo)
-else
-  log "not root and no sudo: install the Debian packages listed in $0 by hand"; SUDO=(false)
-fi
+# log, quiet (a step with its output in a log file), SUDO, and the Debian source and StarPU build steps
+deps_name=install-deps
+# shellcheck source=scripts/lib-deps.sh
+source "$(dirname "$0")/lib-deps.sh"
+[ ${#SUDO[@]} -eq 1 ] && [ "${SUDO[0]}" = false ] && log "not root and no sudo: install the Debian packages listed in $0 by hand"
 
 if [ "$cuda_dir" = auto ]; then
   if command -v nvcc >/dev/null 2>&1; then
@@ -176,63 +162,25 @@ if [ -n "$smpi_prefix" ]; then
 fi
 [ "$need_normal" = yes ] || [ "$need_simgrid" = yes ] || [ "$need_smpi" = yes ] || exit 0
 
-# Debian 12 carries StarPU 1.3 only; a later suite's source package carries 1.4 (only the newest is served).
-src_list=/etc/apt/sources.list.d/starproj-starpu-src.sources
-# (grep reads all of apt-cache's output: with -q it would stop early, and pipefail would count apt-cache's broken
-# pipe as a failure)
-if ! apt-cache showsrc starpu 2>/dev/null | grep '^Version: 1\.4' >/dev/null; then
-  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    | "${SUDO[@]}" tee "$src_list" >/dev/null
-  log "added $src_list (Debian source packages of trixie and sid, for StarPU 1.4's source)"
-  quiet "${SUDO[@]}" apt-get update -q
-fi
-
 work=$(mktemp -d "${TMPDIR:-/tmp}/starproj-starpu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 # the newest 1.4.x the configured suites carry (a later 1.5 would change the API)
-version=$(apt-cache showsrc starpu | sed -n 's/^Version: \(1\.4\.[^ ]*\)$/\1/p' | sort -V | tail -n 1)
-[ -n "$version" ] || { log "no StarPU 1.4 source package is served"; exit 1; }
-log "fetching the source of StarPU $version"
-quiet apt-get source -q "starpu=$version"
-srcdir=$(find . -maxdepth 1 -type d -name 'starpu-1.4*' | head -n 1)
-[ -n "$srcdir" ] || { log "apt-get source gave no StarPU 1.4 source"; exit 1; }
-srcdir=$work/${srcdir#./}
+deps_debian_sources starpu 1.4
+deps_newest_source starpu 1.4
+deps_fetch_source starpu "$newest_version" "$work"
+srcdir=$fetched_srcdir
 log "source: $srcdir"
 # the SimGrid builds get untouched copies: the normal build leaves its objects in $srcdir
 [ "$need_simgrid" = yes ] && cp -r "$srcdir" "$work/simgrid-src"
 [ "$need_smpi" = yes ] && cp -r "$srcdir" "$work/smpi-src"
-
-# builds the source in $srcdir (configured with the arguments given) and installs it into $1
-build_install() {
-  local dir=$1; shift
-  quiet ./configure -q --prefix="$dir" \
-    --disable-opencl --disable-hip --disable-build-doc --disable-build-examples --disable-build-tests \
-    --disable-fortran --disable-socl --disable-starpufft --disable-glpk --disable-starpupy --disable-openmp \
-    --enable-maxcpus=128 --enable-maxcudadev=8 --enable-maxnodes=16 "$@"
-  quiet make -s -j"$jobs"
-  log "installing StarPU into $dir"
-  mkdir -p "$dir" 2>/dev/null || true
-  if [ -w "$dir" ] && { [ ! -e "$dir/lib" ] || [ -w "$dir/lib" ]; }; then
-    quiet make -s install
-  else
-    quiet "${SUDO[@]}" make -s install
-  fi
-}
 
 if [ "$need_normal" = yes ]; then
   log "building StarPU 1.4 from Debian's source package into $prefix (CUDA: $cuda_dir, MPI: $mpi)"
   cd "$srcdir"
   cuda_args=(--disable-cuda)
   if [ "$cuda_dir" != no ]; then
-    # CUDA 13 removed cudaDeviceProp::computeMode; read it through cudaDeviceGetAttribute instead.
-    for f in src/drivers/cuda/driver_cuda.c src/drivers/cuda/driver_cuda1.c; do
-      [ -f "$f" ] || continue
-      if grep -q 'props\[devid\]\.computeMode' "$f"; then
-        perl -0pi -e 's/if \(props\[devid\]\.computeMode == cudaComputeModeExclusive\)/int compute_mode = 0;\n\tcudaDeviceGetAttribute(&compute_mode, cudaDevAttrComputeMode, devid);\n\tif (compute_mode == cudaComputeModeExclusive)/g' "$f"
-        grep -q 'props\[devid\]\.computeMode' "$f" && { log "could not patch $f"; exit 1; }
-      fi
-    done
+    starpu_patch_cuda13 "$srcdir"
     cuda_args=(--enable-cuda --with-cuda-dir="$cuda_dir")
     export PATH="$cuda_dir/bin:$PATH"
   fi
@@ -241,7 +189,7 @@ if [ "$need_normal" = yes ]; then
   fxt_args=(--disable-fxt)
   [ "$fxt" = yes ] && fxt_args=(--with-fxt)
   log "configuring and building StarPU (FxT traces: $fxt, MPI: $mpi; about 2.5 minutes on 2 cores)"
-  build_install "$prefix" "${cuda_args[@]}" "${mpi_args[@]}" "${fxt_args[@]}"
+  starpu_build_install "$prefix" "${cuda_args[@]}" "${mpi_args[@]}" "${fxt_args[@]}"
   case "$prefix" in /usr|/usr/local) "${SUDO[@]}" ldconfig ;; esac
   starpu_ok "$prefix" normal || { log "StarPU installed but not found by pkg-config in $prefix"; exit 1; }
   log "StarPU $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) installed in $prefix"
@@ -255,7 +203,7 @@ if [ "$need_simgrid" = yes ]; then
   cd "$work/simgrid-src"
   log "building StarPU 1.4 over SimGrid ($(pkg-config --modversion simgrid 2>/dev/null || echo '?')) into $simgrid_prefix (about 4 minutes on 2 cores)"
   t0=$(date +%s)
-  build_install "$simgrid_prefix" --enable-simgrid --disable-cuda --disable-mpi --disable-fxt --disable-static
+  starpu_build_install "$simgrid_prefix" --enable-simgrid --disable-cuda --disable-mpi --disable-fxt --disable-static
   starpu_ok "$simgrid_prefix" simgrid || { log "StarPU over SimGrid installed but not found in $simgrid_prefix"; exit 1; }
   log "StarPU $(PKG_CONFIG_PATH="$simgrid_prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) over SimGrid installed in $simgrid_prefix ($(( $(date +%s) - t0 )) s); starproj: configure --with-simgrid=$simgrid_prefix"
 fi
@@ -266,7 +214,7 @@ if [ "$need_smpi" = yes ]; then
   cd "$work/smpi-src"
   log "building StarPU 1.4 over SimGrid's SMPI ($(pkg-config --modversion simgrid 2>/dev/null || echo '?'), static, StarPU-MPI) into $smpi_prefix (about 3 to 7 minutes on 2 cores)"
   t0=$(date +%s)
-  build_install "$smpi_prefix" --enable-simgrid --disable-cuda --enable-mpi --disable-mpi-check \
+  starpu_build_install "$smpi_prefix" --enable-simgrid --disable-cuda --enable-mpi --disable-mpi-check \
     --disable-mpi-master-slave --disable-fxt --disable-shared --enable-static
   starpu_ok "$smpi_prefix" smpi || { log "StarPU over SMPI installed but not found as built in $smpi_prefix"; exit 1; }
   log "StarPU $(PKG_CONFIG_PATH="$smpi_prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) over SMPI installed in $smpi_prefix ($(( $(date +%s) - t0 )) s); bench_mpi: scripts/test-smpi.sh"

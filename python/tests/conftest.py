@@ -1,6 +1,8 @@
 # conftest.py: shared fixtures of the binding's tests: a CPU runtime, small geometries, the C library via ctypes.
 import ctypes
 import ctypes.util
+import os
+import re
 
 import numpy as np
 import pytest
@@ -26,10 +28,24 @@ def pytest_sessionfinish(session, exitstatus):
     sp.shutdown()
 
 
+def loaded_libstarproj():
+    """The path of the libstarproj this process loaded with the extension, or its soname where /proc cannot tell: a
+    wheel carries it renamed by auditwheel (libstarproj-<hash>.so.0.0.0, found by no soname search)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
+    except OSError:
+        paths = set()
+    for path in sorted(paths):
+        if re.match(r"libstarproj(-[0-9a-f]{8})?\.so", os.path.basename(path)):
+            return path
+    return "libstarproj.so.0"
+
+
 @pytest.fixture(scope="session")
 def lib():
-    """libstarproj as ctypes sees it: the copy the extension already loaded (found by its soname)."""
-    L = ctypes.CDLL("libstarproj.so.0")
+    """libstarproj as ctypes sees it: the copy the extension already loaded."""
+    L = ctypes.CDLL(loaded_libstarproj())
     f = ctypes.POINTER(ctypes.c_float)
     i = ctypes.POINTER(ctypes.c_int)
     s = ctypes.POINTER(ctypes.c_short)

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Tests the wheel scripts/build-wheel.sh built as a user gets it: installs it into a fresh virtual environment that
+# holds nothing but pip, the wheel and what it pulls in, and what the tests need (numpy, pytest, petsird), then, in an
+# environment emptied of everything but PATH=/usr/bin:/bin and a fresh HOME (no LD_LIBRARY_PATH, PYTHONPATH,
+# PKG_CONFIG_PATH or STARPU_* variable):
+#   1. ldd on the extension and on every library of the wheel: each dependency must resolve into the wheel's own
+#      starproj.libs/, into the nvidia-cuda-runtime wheel's folder (the CUDA runtime, for a wheel built with CUDA) or
+#      to the base system's C and C++ runtime in /lib or /usr/lib; anything in /usr/local (where install-deps.sh puts
+#      StarPU), in the build tree or not found fails;
+#   2. a start of the runtime on every device the machine has, whose loaded StarPU, hwloc, starproj and CUDA runtime
+#      (read from /proc/self/maps) must all be the wheel's or its dependency's;
+#   3. python/tests with pytest, run from a copy of the tests outside python/, so `import starproj` can only find
+#      the installed package.
+# usage: scripts/test-wheel.sh [--python PY] [WHEEL]   (WHEEL: default the one wheel in build/wheel; PY: the Python it
+#                                                       was built for, default python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+python=python3
+wheel=
+die() { echo "test-wheel: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --python) [ $# -ge 2 ] && [ -n "$2" ] || die "--python needs a value"; python=$2; shift 2 ;;
+    --python=*) python=${1#--python=}; shift ;;
+    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+    -*) die "unknown option '$1'" ;;
+    *) [ -z "$wheel" ] || die "one wheel at a time"; wheel=$1; shift ;;
+  esac
+done
+if [ -z "$wheel" ]; then
+  shopt -s nullglob
+  wheels=(build/wheel/starproj-*.whl)
+  shopt -u nullglob
+  [ ${#wheels[@]} -eq 1 ] ||
+    die "expected one wheel in build/wheel, found ${#wheels[@]}: run scripts/build-wheel.sh or name it"
+  wheel=${wheels[0]}
+fi
+[ -f "$wheel" ] || die "no wheel $wheel"
+case "$wheel" in *.whl) ;; *) die "$wheel is not a .whl" ;; esac
+wheel=$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")
+command -v "$python" >/dev/null 2>&1 || die "no Python '$python'"
+log() { printf 'test-wheel: %s\n' "$*"; }
+
+work=$root/build/wheel-test
+rm -rf "$work"
+mkdir -p "$work/home" "$work/run"
+venv=$work/venv
+log "fresh virtual environment $venv ($("$python" -V))"
+"$python" -m venv "$venv"
+# petsird: the PETSIRD example and its test are written against this version's API (as scripts/test-python.sh)
+"$venv/bin/pip" install -q --disable-pip-version-check "$wheel" numpy pytest petsird==0.12.0
+"$venv/bin/pip" list --disable-pip-version-check 2>/dev/null | sed -n '3,$p' |
+  awk '{printf "%s %s, ", $1, $2} END {print ""}' | sed 's/^/test-wheel: installed: /; s/, $//'
+
+# the environment of every check below
+clean=(env -i PATH=/usr/bin:/bin HOME="$work/home" LANG=C.UTF-8)
+site=$("${clean[@]}" "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
+[ -d "$site/starproj.libs" ] || die "the installed wheel has no $site/starproj.libs"
+
+# --- 1. ldd ---------------------------------------------------------------------------------------------------------
+# the base system: what every manylinux platform provides (auditwheel's policy) among what the wheel needs
+base='^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6'
+base+='|ld-linux-x86-64\.so\.2|linux-vdso\.so\.1)$'
+bad=0
+check_ldd() {
+  local file=$1 line name path where
+  while IFS= read -r line; do
+    line=${line#"${line%%[![:space:]]*}"}
+    [ -n "$line" ] || continue
+    case "$line" in
+      *" => not found"*) name=${line%% *}; path="not found" ;;
+      *" => "*) name=${line%% =>*}; path=${line#*=> }; path=${path% (*} ;;
+      *) name=$(basename "${line%% (*}"); path=${line%% (*} ;;
+    esac
+    # $ORIGIN/.. as the run paths give it, resolved (symbolic links kept: the paths are judged as the loader sees them)
+    case "$path" in /*) path=$(realpath -s -m "$path") ;; esac
+    case "$path" in
+      "$site"/starproj.libs/*) where="the wheel" ;;
+      "$site"/nvidia/*) where="nvidia-cuda-runtime" ;;
+      /usr/local/*|"$root"/build/wheel-deps/*|"$root"/build/wheel-build/*|"$root"/python/*|"not found") where="" ;;
+      *) if [[ $name =~ $base ]] &&
+            [[ $path == /lib/* || $path == /usr/lib/* || $path == /lib64/* || $path == linux-vdso* ]]; then
+           where="base system"
+         else
+           where=""
+         fi ;;
+    esac
+    if [ -n "$where" ]; then
+      printf '    %-34s %-16s %s\n' "$name" "$where" "${path#"$site"/}"
+    else
+      printf '    %-34s %-16s %s   <-- not allowed\n' "$name" "NOT ALLOWED" "$path"
+      bad=$((bad + 1))
+    fi
+  done < <("${clean[@]}" ldd "$file")
+}
+log "1. ldd (site-packages: $site)"
+for f in "$site"/starproj/*.so "$site"/starproj.libs/*.so*; do
+  echo "  ${f#"$site"/}"
+  check_ldd "$f"
+done
+[ "$bad" -eq 0 ] || { log "FAILED: $bad dependencies resolve outside the wheel and the base system"; exit 1; }
+
+# --- 2. the runtime on this machine's devices, and what it loaded ----------------------------------------------------
+log "2. starting the runtime (devices='any')"
+set +e
+(cd "$work/run" && "${clean[@]}" "$venv/bin/python" - "$site" 2>"$work/runtime.err" <<'EOF'
+import os, sys
+site = sys.argv[1]
+import starproj as sp
+assert os.path.dirname(sp.__file__) == os.path.join(site, "starproj"), sp.__file__
+sp.init(devices="any")
+print("test-wheel:   starproj %s, %d CPU workers, %d GPUs, scheduler %s" % (sp.version, sp.num_cpu_workers(),
+      sp.num_gpus(), sp.scheduler_name()))
+with open("/proc/self/maps") as maps:
+    loaded = sorted({l.split(None, 5)[5].strip() for l in maps if len(l.split(None, 5)) == 6 and ".so" in l})
+sp.shutdown()
+ours = [p for p in loaded if any(k in os.path.basename(p) for k in ("starpu", "starproj", "hwloc", "cudart"))]
+for p in ours:
+    print("test-wheel:   loaded %s" % os.path.relpath(p, site))
+wrong = [p for p in ours if not (p.startswith(os.path.join(site, "starproj.libs") + "/")
+                                 or p.startswith(os.path.join(site, "starproj") + "/")
+                                 or p.startswith(os.path.join(site, "nvidia") + "/"))]
+if wrong:
+    sys.exit("test-wheel: FAILED: loaded from outside the wheel: %s" % ", ".join(wrong))
+EOF
+)
+status=$?
+set -e
+sed 's/^/test-wheel:   (stderr) /' "$work/runtime.err"
+[ "$status" -eq 0 ] || { log "FAILED: the runtime did not start from the wheel (exit $status)"; exit 1; }
+# StarPU warns about folders it was told to read from that do not exist: the wheel names none
+if grep -q 'does not exist' "$work/runtime.err"; then
+  log "FAILED: StarPU looks for a folder that does not exist where the wheel is installed"; exit 1
+fi
+if [ -d "$work/home/.starpu" ]; then
+  log "  StarPU's performance models went to \$HOME/.starpu ($(find "$work/home/.starpu" -type f | wc -l) files)"
+fi
+
+# --- 3. the tests ---------------------------------------------------------------------------------------------------
+# a copy of the tests (and of the example test_petsird.py runs) in a folder without the package's sources
+cp -r python/tests python/examples "$work/run/"
+rm -rf "$work/run/tests/__pycache__" "$work/run/examples/__pycache__"
+log "3. python/tests with pytest (from $work/run)"
+set +e
+(cd "$work/run" && "${clean[@]}" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests) >"$work/pytest.log" 2>&1
+status=$?
+set -e
+tail -n 1 "$work/pytest.log" | sed 's/^/test-wheel:   /'
+if [ "$status" -ne 0 ]; then
+  log "FAILED (pytest exit $status); full output in $work/pytest.log"
+  tail -n 60 "$work/pytest.log"
+  exit "$status"
+fi
+log "passed"

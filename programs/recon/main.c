@@ -25,18 +25,27 @@ int main(int argc, char **argv)
   if (!(rc = read_headers(&o, &in)) && !(rc = pick_scanner(&o, &in))) {
     resolve_defaults(&o);
     make_layout(&o, &r.l);
-    if (!(rc = validate_run(&o, &r.l, in.lm_info.num_events)) && !(rc = check_inputs(&o, &in, &r.l)) &&
-        !(rc = read_inputs(&o, &in)) && !(rc = check_inputs(&o, &in, &r.l)))
-      rc = make_output_folder(o.output);
+    if (!(rc = validate_run(&o, &r.l, in.lm_info.num_events)) && !(rc = check_inputs(&o, &in, &r.l))) {
+      /* reading large inputs is a phase of the run's table */
+      if (o.input || o.input_lm) {
+        progress_start("starproj-recon", o.quiet);
+        progress_phase("reading");
+      }
+      if (!(rc = read_inputs(&o, &in)) && !(rc = check_inputs(&o, &in, &r.l)))
+        rc = make_output_folder(o.output);
+    }
   }
   if (rc) {
+    if (o.input || o.input_lm)
+      progress_stop();
     sproj_scanner_destroy(r.l.scanner);
     free_inputs(&in);
     return rc;
   }
 
   catch_signals();
-  progress_start("starproj-recon", o.quiet);
+  if (!o.input && !o.input_lm)
+    progress_start("starproj-recon", o.quiet);
   progress_phase("starting StarPU");
   start_starpu(&o, &r.l);
   progress_phase("geometry");

@@ -9,7 +9,6 @@
 #include "stir/RelatedViewgrams.h"
 #include "stir/SegmentByView.h"
 #include "stir/Succeeded.h"
-#include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
 #include "stir/Viewgram.h"
 #include "stir/ViewgramIndices.h"
 #include "stir/error.h"
@@ -168,7 +167,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   // every core; undo() one viewgram at a time, as STIR calls it (not thread-safe in general), and not at all for a
   // trivial normalisation.
   times.mark("set_up: host buffers (pinned images, data arrays)");
-  shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial(new TrivialDataSymmetriesForViewSegmentNumbers);
+  const shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial = starproj_trivial_viewgram_symmetries();
   const bool trivial_norm = this->normalisation_sptr->is_trivial();
   const ProjDataInfo& data_info = *proj_data.get_proj_data_info_sptr();
   bool tof_dependent_norm = false;

@@ -3,11 +3,18 @@
 
 #include "stir_starproj/StarprojObjective.h"
 
+#include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
 #include "stir/error.h"
 
 #include <algorithm>
 
 START_NAMESPACE_STIR
+
+shared_ptr<DataSymmetriesForViewSegmentNumbers>
+starproj_trivial_viewgram_symmetries()
+{
+  return shared_ptr<DataSymmetriesForViewSegmentNumbers>(new TrivialDataSymmetriesForViewSegmentNumbers);
+}
 
 StarprojObjectiveOnDevices::StarprojObjectiveOnDevices(const char* who)
     : _who(who)

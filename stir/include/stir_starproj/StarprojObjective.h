@@ -25,6 +25,12 @@
 
 START_NAMESPACE_STIR
 
+class DataSymmetriesForViewSegmentNumbers;
+
+//! STIR's trivial symmetries (every viewgram on its own), for the viewgrams the objective functions evaluate their
+//! normalisation on. (STIR's header defines a function out of line: one source file of a program may include it.)
+shared_ptr<DataSymmetriesForViewSegmentNumbers> starproj_trivial_viewgram_symmetries();
+
 //! What an objective function registered with starproj for its reconstruction (data, factors, events, models):
 //! released after the reconstruction that uses it.
 struct StarprojReconInputs

@@ -339,8 +339,10 @@ SPROJ_API int sproj_recon_destroy(sproj_recon *recon);
  * distinct from each other. Quotients follow cfg.max_ratio (sproj_recon_config). subset: 0 .. S - 1 (the
  * objective also takes -1: every subset). The back projections of a distributed reconstruction are summed over its
  * ranks, as the iterations' are. One thread per reconstruction at a time, as sproj_recon_iterate.
+ * Listmode (cfg.data NULL): the sums over LORs are sums over the subset's events (y = 1 each, with their own m and
+ * a), and the subset's expected counts are <s_k, x> plus its share of sens_model's background (below).
  * Errors: NULL, NOT_INIT, RANGE (subset), MISMATCH (an image of another geometry), INVALID (the same image twice; a
- * listmode subset's objective, below), NOMEM, STARPU. */
+ * listmode approximate Hessian, below), NOMEM, STARPU. */
 
 /* Flags of sproj_recon_gradient. */
 #define SPROJ_GRADIENT_ADD_SENSITIVITY 1 /* leave the sensitivity in: grad = G^T A^T (m y / ybar), the EM numerator */
@@ -357,14 +359,17 @@ SPROJ_API int sproj_recon_gradient(sproj_recon *recon, int subset, sproj_image *
 /* out = the Hessian of -L_k at x times the image v (positive semi-definite):
  *   G^T A^T (m^2 y / ybar^2 * A G v),
  * or with SPROJ_HESSIAN_APPROXIMATE G^T A^T (m^2 / y * A G v) (0 where y = 0, or max_ratio there when it is set;
- * x may be NULL). STIR's sub-Hessian products are -out. out's previous values are replaced. The exact product keeps
+ * x may be NULL; sinogram data only: it needs each LOR's counts, which listmode events do not give, so a listmode
+ * reconstruction refuses it with INVALID). STIR's sub-Hessian products are -out. out's previous values are replaced. The exact product keeps
  * a second vector of the data's shape resident, made at its first call. Asynchronous, as sproj_recon_gradient. */
 SPROJ_API int sproj_recon_hessian_times(sproj_recon *recon, int subset, sproj_image *x, sproj_image *v, sproj_image *out,
                                         int flags);
 
 /* *nll = -L_k(x) (as sproj_recon_objective: sum of ybar - y log ybar over subset k's LORs, in double, the same
- * whatever ran where), or over every subset with subset = -1. Listmode objectives are of the whole set only (a
- * subset's share of the sensitivity LORs' background is not known): INVALID for subset >= 0. Waits. */
+ * whatever ran where), or over every subset with subset = -1. Listmode: the sum over subset k's events of -log ybar,
+ * plus <s_k, x> with s_k the sensitivity its gradient subtracts, plus the background of subset k's sensitivity LORs
+ * (sens_chunks given: those of its sensitivity chunks; else sens_model's whole background / S), so that the
+ * subsets' objectives add up to the whole when the sensitivity subsets cover the sensitivity LORs once. Waits. */
 SPROJ_API int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x, double *nll);
 
 /* x <- x * min(max(num / den, lo), hi) voxel by voxel (0 where den is 0), by a task where the images are: the

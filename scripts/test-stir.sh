@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Tests of the "Starproj" projector pair for STIR (stir/): builds STIR with its "Parallelproj" pair (install-stir.sh,
-# skipped when installed), starproj without CUDA (when pkg-config does not find it), the pair and its programs, then
+# skipped when installed), starproj without CUDA (when pkg-config does not find it; brought up to date when this
+# script built it), the pair and its programs, then
 # compares "Starproj" with "Parallelproj" on STIR's own test-pack scanner template (recon_test_pack's
 # template_for_ROOT_scanner.hs, trimmed to 151 tangential positions) and a phantom made by STIR's generate_image:
 #   1. forward projection: every viewgram within 1e-5 of the largest value
@@ -17,6 +18,13 @@
 #   8. OSMAPOSL on that objective function with its updates on starproj's devices: images within 1e-4 of 3., and
 #      with subset sensitivities
 #   9. OSSPS on that objective function against OSSPS on STIR's with Parallelproj: within 1e-4
+#  10. the listmode objective function "PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj"
+#      against the sinogram objective functions on the same events histogrammed by STIR's LmToProjData: STIR's mMR
+#      listmode file, and listmode sources made from the projected phantom (non-TOF, TOF): within 1e-5
+#  11. listmode OSMAPOSL on it (updates on starproj's devices) against STIR's OSMAPOSL of the histogram: within 1e-4
+#  12. against STIR's own listmode OSMAPOSL (ray-tracing matrix): as far as STIR's ray-tracing and Starproj images of
+#      the histogram are from each other (1e-3 of that distance)
+#  13. bad input to the listmode objective function stops OSMAPOSL with a message, not a crash
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -42,7 +50,7 @@ while [ $# -gt 0 ]; do
     --starproj-prefix) sp_prefix=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --no-tof) tof=no; shift ;;
-    -h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,33p' "$0"; exit 0 ;;
     *) echo "test-stir: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +73,10 @@ if ! pkg-config --exists starproj; then
   mkdir -p build-stir/starproj
   (./autogen.sh && cd build-stir/starproj && ../../configure -q --without-cuda --prefix="$sp_prefix" &&
     make -s -j"$(nproc)" && make -s install) >build-stir/starproj.log 2>&1 || { tail -n 30 build-stir/starproj.log; exit 1; }
+elif [ -f build-stir/starproj/Makefile ]; then
+  # a starproj this script built before: brought up to date with the checkout (make rebuilds what changed)
+  (cd build-stir/starproj && make -s -j"$(nproc)" && make -s install) >build-stir/starproj.log 2>&1 ||
+    { tail -n 30 build-stir/starproj.log; exit 1; }
 fi
 
 # --- the pair and its programs ---------------------------------------------------------------------------
@@ -85,11 +97,15 @@ rm -rf "$work" && mkdir -p "$work"
 cp stir/tests/*.par "$work/"
 cd "$work"
 template=recon_test_pack/template_for_ROOT_scanner.hs
+# STIR's test-pack listmode file (Siemens mMR, ECAT8 32-bit, 0.6 s of data) for the listmode objective function
+lm_files="recon_test_pack/PET_ACQ_small.l.hdr.STIR recon_test_pack/small_listmode_file.l"
 if [ -d "$stir_src" ]; then
   cp "$stir_src/$template" root_template.hs
+  for f in $lm_files; do cp "$stir_src/$f" .; done
 else
-  tar -xzf "$stir_src" --strip-components=1 "STIR/$template"
+  tar -xzf "$stir_src" --strip-components=1 "STIR/$template" $(for f in $lm_files; do printf 'STIR/%s ' "$f"; done)
   cp "$template" root_template.hs
+  for f in $lm_files; do cp "$f" .; done
 fi
 # 151 of the 501 tangential positions keep the test small (608832 LORs); the header of the non-TOF template drops
 # the timing-position axis
@@ -103,8 +119,9 @@ sed -e 's/^number of dimensions := 5/number of dimensions := 4/' -e '/timing pos
 failures=0
 check() { # name command...
   local name=$1; shift
+  local t0; t0=$(date +%s)
   if "$@" >"$name.log" 2>&1; then
-    log "PASS $name: $(tail -n 1 "$name.log")"
+    log "PASS $name ($(( $(date +%s) - t0 )) s): $(tail -n 1 "$name.log")"
   else
     log "FAIL $name (log: $work/$name.log)"; tail -n 15 "$name.log"; failures=$((failures + 1))
   fi
@@ -180,6 +197,68 @@ check OSSPS_objective "$bin/starproj_stir_compare" image ossps_Parallelproj_8.hv
 if [ "$tof" = yes ]; then
   check objective_tof "$bin/starproj_stir_objective" fwd_tof_Parallelproj.hs phantom.hv 4 1e-5 --check-subsets 1
 fi
+
+# 10. the listmode objective function using Starproj against the sinogram objective functions on the same events
+# histogrammed by STIR's LmToProjData (sensitivities, gradients, Hessian products 1e-5; values 1e-5): STIR's mMR
+# listmode file (segments -1 .. 1, 8019 prompts; subsets 0 and 1 of 4) with a normalisation and an additive sinogram,
+# against the one using Starproj; a listmode source made from the projected phantom (200000 prompts, with delayeds and
+# time marks to skip; subset 0 of 4), against it and STIR's own with Parallelproj; TOF (STIR's test data have no TOF
+# listmode file this STIR reads: the same source made from the TOF projection; subset 0 of 4) with a normalisation and
+# an additive term, against the one using Starproj
+run mmr_phantom generate_image mmr_phantom.par
+check lm_objective_mmr "$bin/starproj_stir_lm_objective" PET_ACQ_small.l.hdr.STIR mmr_phantom.hv 4 1e-5 --max-segment 1 \
+  --norm-and-additive --check-subsets 2
+check lm_objective_stir "$bin/starproj_stir_lm_objective" synthetic:fwd_Parallelproj.hs:200000 phantom.hv 4 1e-5 \
+  --stir-sinogram --check-subsets 1
+if [ "$tof" = yes ]; then
+  check lm_objective_tof "$bin/starproj_stir_lm_objective" synthetic:fwd_tof_Parallelproj.hs:200000 phantom.hv 4 1e-5 \
+    --norm-and-additive --check-subsets 1
+fi
+# 11. listmode OSMAPOSL (7 subsets, 1 iteration) with the listmode objective function using Starproj, updates on its
+# devices, against STIR's OSMAPOSL of the histogram (STIR's lm_to_projdata) with STIR's objective function and the
+# Starproj pair: 1e-4; the mMR file's segment 0 (2740 prompts), which keeps 11. and 12. short
+run lm_to_projdata "$bin/starproj_stir_lm_to_projdata" lm_to_projdata.par
+run OSMAPOSL_LM_Starproj "$bin/starproj_OSMAPOSL" OSMAPOSL_LM_Starproj.par
+run OSMAPOSL_histogram_Starproj "$bin/starproj_OSMAPOSL" OSMAPOSL_histogram_Starproj.par
+check OSMAPOSL_listmode "$bin/starproj_stir_compare" image histogram_Starproj_7.hv lm_Starproj_7.hv 1e-4
+check lm_updates_on_devices grep -E "^starproj_OSMAPOSL: updates on starproj's devices: 7, on the host: 0" OSMAPOSL_LM_Starproj.log
+# 12. against STIR's own listmode OSMAPOSL (its ray-tracing matrix), one subset (STIR's listmode subsets follow its
+# matrix's symmetries), one iteration: the images differ as much as STIR's OSMAPOSL of the histogram with the ray-tracing
+# matrix differs from that with the Starproj pair (the projectors' difference; 1e-3 of it), and STIR's listmode image
+# is its histogram's (1e-4)
+for p in LM_Starproj LM_RayTracing histogram_RayTracing histogram_Starproj; do
+  sed -e 's/^number of subsets := 7/number of subsets := 1/' -e 's/^number of subiterations := 7/number of subiterations := 1/' \
+    -e 's/^save estimates at subiteration intervals := 7/save estimates at subiteration intervals := 1/' \
+    -e 's/^output filename prefix := \(.*\)/output filename prefix := \1_1subset/' "OSMAPOSL_$p.par" >"OSMAPOSL_${p}_1subset.par"
+done
+run OSMAPOSL_LM_Starproj_1subset "$bin/starproj_OSMAPOSL" OSMAPOSL_LM_Starproj_1subset.par
+run OSMAPOSL_LM_RayTracing_1subset OSMAPOSL OSMAPOSL_LM_RayTracing_1subset.par
+run OSMAPOSL_histogram_RayTracing_1subset OSMAPOSL OSMAPOSL_histogram_RayTracing_1subset.par
+run OSMAPOSL_histogram_Starproj_1subset "$bin/starproj_OSMAPOSL" OSMAPOSL_histogram_Starproj_1subset.par
+check stir_listmode_consistency "$bin/starproj_stir_compare" image histogram_RayTracing_1subset_1.hv \
+  lm_RayTracing_1subset_1.hv 1e-4
+check OSMAPOSL_listmode_stir "$bin/starproj_stir_compare" image-as-far lm_RayTracing_1subset_1.hv \
+  lm_Starproj_1subset_1.hv histogram_RayTracing_1subset_1.hv histogram_Starproj_1subset_1.hv 1e-3
+# 13. bad input to the listmode objective function stops starproj_OSMAPOSL with exit status 1 and the reason (a missing
+# file, a segment range the data lack, a time frame they lack, subsets without events), never with a crash
+lm_bad_input() { # name, expected message, sed expressions applied to OSMAPOSL_LM_Starproj.par
+  local name=$1 expect=$2 rc=0; shift 2
+  sed "$@" OSMAPOSL_LM_Starproj.par >"bad_$name.par"
+  "$bin/starproj_OSMAPOSL" "bad_$name.par" >"bad_$name.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "$expect" "bad_$name.log"; then
+    echo "bad_$name.par: exit status $rc (1 expected), '$expect' $(grep -c "$expect" "bad_$name.log") times in bad_$name.log"
+    return 1
+  fi
+}
+lm_bad_inputs() {
+  lm_bad_input file "Error opening file missing.l.hdr" -e 's/^list mode filename := .*/list mode filename := missing.l.hdr/' &&
+    lm_bad_input segments "maximum segment number to process" \
+      -e 's/^maximum absolute segment number to process := 0/maximum absolute segment number to process := 61/' &&
+    lm_bad_input frame "time frame number 2 outside 1 .. 1" -e 's/^list mode filename := .*/&\ntime frame number := 2/' &&
+    lm_bad_input events "of 7 has no events" -e 's/^list mode filename := .*/&\nnum_events_to_use := 1/' &&
+    echo "4 bad inputs: exit status 1 with their reasons"
+}
+check lm_bad_input lm_bad_inputs
 
 if [ "$failures" -gt 0 ]; then
   log "$failures check(s) failed"

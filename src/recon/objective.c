@@ -120,6 +120,9 @@ int sproj_recon_hessian_times(sproj_recon *recon, int subset, sproj_image *x, sp
     return SPROJ_FAIL(SPROJ_ERR_NULL, "v, out and (unless approximate) x must not be NULL");
   if (flags & ~SPROJ_HESSIAN_APPROXIMATE)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown flags 0x%x", (unsigned)flags);
+  if (approximate && !recon->data)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the approximate Hessian takes ybar as the counts of each LOR: a listmode "
+                                         "reconstruction has events, not counts");
   if (!approximate && !recon->px && (ret = recon_temp_proj(__func__, &recon->px, &recon->px_host, recon->model)))
     return ret;
   const int *list;
@@ -150,9 +153,9 @@ int recon_nll(const char *func, sproj_recon *r, sproj_image *x, int subset, doub
     return submit_status(func, ret);
   if (!r->data) {
     double dot = 0.0;
-    if ((ret = recon_sens_dot(func, r, x, &dot)))
+    if ((ret = recon_sens_dot(func, r, x, subset, &dot)))
       return ret;
-    sum += dot + r->sens_background;
+    sum += dot + (subset < 0 ? r->sens_background : r->sens_subset_background[subset]);
   }
   *nll = sum;
   return SPROJ_OK;
@@ -167,8 +170,6 @@ int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x,
     return ret;
   if (!x || !nll)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "x and nll must not be NULL");
-  if (!recon->data && subset >= 0)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "a listmode objective is of every subset (subset -1), not of subset %d", subset);
   return recon_nll(__func__, recon, x, subset, nll);
 }
 

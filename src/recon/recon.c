@@ -1162,11 +1162,45 @@ static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chun
   return ret;
 }
 
+/* The listmode objective's background terms: the sum of the sensitivity model's background over all its LORs, and
+ * each subset's share, the sum over its sensitivity chunks (lists given) or the whole divided by S (one sensitivity
+ * for all subsets, as the gradient's sensitivity term). */
+static int sens_backgrounds(const char *func, sproj_recon *r, const sproj_chunks *ch, const struct chunk_lists *l)
+{
+  int S = r->subsets.num;
+  r->sens_subset_background = calloc(S, sizeof *r->sens_subset_background);
+  if (!r->sens_subset_background)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  const sproj_model *sm = r->sens_model;
+  if (!sm->add_host)
+    return SPROJ_OK;
+  const float *a = sm->add_host;
+  int64_t per_lor = sm->add_per_lor ? 1 : sm->num_values, n = sm->lors->num_lors * per_lor;
+  for (int64_t i = 0; i < n; i++)
+    r->sens_background += a[i];
+  for (int k = 0; k < S; k++) {
+    if (!l) {
+      r->sens_subset_background[k] = r->sens_background / S;
+      continue;
+    }
+    double sum = 0.0;
+    for (int j = l->start[k]; j < l->start[k + 1]; j++) {
+      int c = l->idx[j];
+      for (int q = ch->range_start[c]; q < ch->range_start[c + 1]; q++)
+        for (int64_t i = ch->range_first[q] * per_lor; i < (ch->range_first[q] + ch->range_count[q]) * per_lor; i++)
+          sum += a[i];
+    }
+    r->sens_subset_background[k] = sum;
+  }
+  return SPROJ_OK;
+}
+
 static void recon_free(sproj_recon *r)
 {
   for (int k = 0; k < r->num_sens; k++)
     sproj_image_drop(r->sens[k]);
   free(r->sens);
+  free(r->sens_subset_background);
   sproj_image_drop(r->xb);
   sproj_image_drop(r->bp);
   if (r->scratch)
@@ -1307,12 +1341,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     goto fail;
   /* Only the listmode objective adds the background of the sensitivity LORs. Summed for every model, it cost a TOF
    * sinogram reconstruction 7 s (4.2 G values of the benchmark, added in one thread) before its first iteration. */
-  if (!cfg->data && r->sens_model->add_host) {
-    const float *a = r->sens_model->add_host;
-    int64_t n = r->sens_model->lors->num_lors * (r->sens_model->add_per_lor ? 1 : r->sens_model->num_values);
-    for (int64_t i = 0; i < n; i++)
-      r->sens_background += a[i];
-  }
+  if (!cfg->data && (ret = sens_backgrounds(func, r, sens_chunks, sens_chunks ? &sens_lists : NULL)))
+    goto fail;
   recon_lists_free(&sens_lists);
   *recon = r;
   return SPROJ_OK;
@@ -1346,8 +1376,9 @@ static double seconds_now(void)
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-/* <sum of the sensitivities, x> on the host: the expected total of the sensitivity LORs, less their background. */
-int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *img, double *dot)
+/* <s, x> on the host, s the sum of the sensitivities (subset -1: the expected total of the sensitivity LORs, less
+ * their background) or the sensitivity subset k's gradient subtracts (sens_factor times its image). */
+int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *img, int subset, double *dot)
 {
   const struct sproj_geom *g = &img->geom;
   size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
@@ -1356,7 +1387,8 @@ int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *img, double *d
   const float *x = (const float *)starpu_vector_get_local_ptr(img->handle);
   double sum = 0.0;
   int ret = SPROJ_OK;
-  for (int k = 0; k < r->num_sens && !ret; k++) {
+  int first = subset < 0 ? 0 : (r->num_sens == 1 ? 0 : subset), end = subset < 0 ? r->num_sens : first + 1;
+  for (int k = first; k < end && !ret; k++) {
     if (starpu_data_acquire_on_node(r->sens[k]->handle, STARPU_MAIN_RAM, STARPU_R) != 0) {
       ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
       break;
@@ -1367,7 +1399,7 @@ int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *img, double *d
     starpu_data_release_on_node(r->sens[k]->handle, STARPU_MAIN_RAM);
   }
   starpu_data_release_on_node(img->handle, STARPU_MAIN_RAM);
-  *dot = sum;
+  *dot = subset < 0 ? sum : (double)r->sens_factor * sum;
   return ret;
 }
 

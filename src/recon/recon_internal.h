@@ -47,6 +47,7 @@ struct sproj_recon {
   sproj_image **sens;            /* one per subset, or one for all */
   float sens_factor;             /* 1, or 1/S when one sensitivity serves S subsets */
   double sens_background;        /* sum of the sensitivity model's background (listmode only: its objective) */
+  double *sens_subset_background; /* listmode: each subset's share of it (its sensitivity LORs', or the sum / S) */
   float max_ratio;               /* > 0: the data terms' quotients capped there (em_ratio.h); 0: none */
   sproj_proj *px;                /* the Hessian's forward projection of its image (made on first use) */
   float *px_host;                /* px's host buffer */
@@ -79,8 +80,9 @@ int recon_submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_hand
 int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struct nll_sums *nll);
 /* Waits for the objective tasks of s and returns the sum of their partial sums, added in order. */
 double recon_nll_sums_finish(struct nll_sums *s);
-/* <sum of the sensitivities, x> on the host (listmode objective). */
-int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *x, double *dot);
+/* <s, x> on the host (listmode objective), s the sum of the sensitivities (subset -1) or subset k's sensitivity term
+ * (the image its gradient subtracts, times sens_factor). */
+int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *x, int subset, double *dot);
 /* The sensitivity image subset k divides by (the one of all subsets, times sens_factor, when there is one). */
 static inline sproj_image *recon_subset_sens(const sproj_recon *r, int k)
 {

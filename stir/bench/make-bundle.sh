@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Makes .device-stir/, what stir/bench/osmaposl-timing.sh needs on a GPU machine beyond .device/ (scripts/
-# device-bundle.sh: starproj's CUDA build and StarPU): starproj_OSMAPOSL, starproj_OSSPS and starproj_forward_project
-# built against a STIR whose "Parallelproj" pair uses a CUDA build of libparallelproj and against starproj's CUDA build in
-# .device/build, STIR's generate_image, all stripped; libparallelproj; the libraries the programs need that a bare
-# CUDA machine may lack (X11's, which STIR links, libgomp, the CUDA runtime); STIR's mMR scanner templates.
+# device-bundle.sh: starproj's CUDA build and StarPU): starproj_OSMAPOSL, starproj_OSSPS, starproj_forward_project and
+# starproj_make_listmode built against a STIR whose "Parallelproj" pair uses a CUDA build of libparallelproj and against
+# starproj's CUDA build in .device/build, STIR's generate_image, all stripped; libparallelproj; the libraries the
+# programs need that a bare CUDA machine may lack (X11's, which STIR links, libgomp, the CUDA runtime); STIR's mMR
+# scanner templates and its test-pack mMR listmode file (whose header starproj_make_listmode copies).
 #
 # usage: stir/bench/make-bundle.sh --stir-prefix DIR --parallelproj-prefix DIR --stir-src SRC [--device DIR] [--jobs N]
 #   --stir-prefix DIR          an installed STIR (lib/cmake/STIR-*, bin/generate_image) configured with
@@ -28,11 +29,11 @@ while [ $# -gt 0 ]; do
     --stir-src) stir_src=$2; shift 2 ;;
     --device) device=$(cd "$2" && pwd); shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,17p' "$0"; exit 0 ;;
     *) echo "make-bundle: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-[ -n "$stir_prefix" ] && [ -n "$pp_prefix" ] && [ -n "$stir_src" ] || { sed -n '9,15p' "$0" >&2; exit 2; }
+[ -n "$stir_prefix" ] && [ -n "$pp_prefix" ] && [ -n "$stir_src" ] || { sed -n '10,16p' "$0" >&2; exit 2; }
 log() { printf 'make-bundle: %s\n' "$*"; }
 [ -f "$device/build/.libs/libstarproj.so.0" ] || { log "no $device/build/.libs/libstarproj.so.0: run scripts/device-bundle.sh"; exit 1; }
 grep -qs 'PARALLELPROJ_CUDA 1' "$pp_prefix"/lib*/cmake/parallelproj/parallelprojConfig.cmake \
@@ -53,15 +54,17 @@ Libs: -L\${libdir} -lstarproj
 PC
 export PKG_CONFIG_PATH="$build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 rm -f "$build/CMakeCache.txt"
-log "building starproj_OSMAPOSL, starproj_OSSPS and starproj_forward_project against $stir_prefix"
+log "building starproj_OSMAPOSL, starproj_OSSPS, starproj_forward_project and starproj_make_listmode against $stir_prefix"
 cmake -S stir -B "$build" -DCMAKE_PREFIX_PATH="$stir_prefix;$pp_prefix" -DCMAKE_BUILD_TYPE=Release -DSTARPROJ_STIR_TESTS=OFF \
   >"$build/cmake.log" 2>&1 || { tail -n 30 "$build/cmake.log"; exit 1; }
-cmake --build "$build" -j "$jobs" --target starproj_OSMAPOSL starproj_OSSPS starproj_forward_project >"$build/build.log" 2>&1 \
+cmake --build "$build" -j "$jobs" --target starproj_OSMAPOSL starproj_OSSPS starproj_forward_project starproj_make_listmode \
+  >"$build/build.log" 2>&1 \
   || { grep -E 'error|Error' "$build/build.log" | head -n 30; exit 1; }
 
 rm -rf .device-stir
 mkdir -p .device-stir/bin .device-stir/lib .device-stir/data
-for p in "$build/starproj_OSMAPOSL" "$build/starproj_OSSPS" "$build/starproj_forward_project" "$stir_prefix/bin/generate_image"; do
+for p in "$build/starproj_OSMAPOSL" "$build/starproj_OSSPS" "$build/starproj_forward_project" "$build/starproj_make_listmode" \
+  "$stir_prefix/bin/generate_image"; do
   strip -o ".device-stir/bin/$(basename "$p")" "$p"
 done
 cp -L "$pp_prefix"/lib*/libparallelproj.so.2 .device-stir/lib/
@@ -79,9 +82,11 @@ while read -r name path; do
 done <<<"$needed"
 strip --strip-unneeded .device-stir/lib/*.so* 2>/dev/null || true
 # STIR's templates (its files, carried as they are): the mMR at span 11 and at span 1 (the largest template STIR has),
-# recon_test_pack's 5-segment mMR
+# recon_test_pack's 5-segment mMR, and recon_test_pack's mMR listmode file (1 MB; STIR's reader opens the data named
+# in the header that starproj_make_listmode copies)
 templates=(examples/Siemens-mMR/template_span11.hs examples/Siemens-mMR/template_span1.hs
-           recon_test_pack/Siemens_mMR_seg2.hs)
+           recon_test_pack/Siemens_mMR_seg2.hs recon_test_pack/PET_ACQ_small.l.hdr.STIR
+           recon_test_pack/small_listmode_file.l)
 if [ -d "$stir_src" ]; then
   for t in "${templates[@]}"; do cp "$stir_src/$t" .device-stir/data/; done
 else

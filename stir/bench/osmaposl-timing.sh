@@ -3,7 +3,9 @@
 # Times STIR's OSMAPOSL with two projector pairs, STIR's "Parallelproj" and our "Starproj", each wrapped in the
 # "Timed" pair (stir/src/ProjectorByBinPairTimed.cxx), on a Siemens mMR-size sinogram, for 1, 7 and 21 subsets:
 # wall time per sub-iteration, the part spent in the projector pair, the rest, one whole iteration; then a markdown
-# table (the last thing printed) and the relative L2 difference between the two pairs' final images.
+# table (the last thing printed) and the relative L2 difference between the two pairs' final images. With PAIRS
+# holding Listmode, also the listmode objective function on listmode data of the same phantom (seconds per
+# sub-iteration and iteration, events per second).
 #
 # Runs from the repository root with a bundle made by stir/bench/make-bundle.sh in .device-stir/ (programs, the
 # libraries they need beyond .device/, STIR's scanner templates) and starproj's GPU build in .device/ (scripts/
@@ -23,8 +25,14 @@
 #             (seg2's segment 0 cut to 101 bins, for CPU tests)
 #   ITERATIONS  iterations per run, default 1 (1 subset: at least 3 sub-iterations)
 #   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above); also
-#             Objective (the objective function using Starproj, OSMAPOSL's updates on its devices: no projector pair)
-#             and RayTracing (STIR's default pair, the ray-tracing matrix, on the host's cores)
+#             Objective (the objective function using Starproj, OSMAPOSL's updates on its devices: no projector pair),
+#             RayTracing (STIR's default pair, the ray-tracing matrix, on the host's cores) and Listmode (the listmode
+#             objective function using Starproj on listmode data drawn from the same projection, below)
+#   EVENTS    Listmode: prompts drawn (Poisson) from the phantom's projection, default 20000000, written as an mMR
+#             listmode file of STIR's test-pack format (ECAT8 32-bit) by starproj_make_listmode on the host's cores;
+#             the listmode objective function reads it with STIR's reader (span 1, 4084 sinograms, 354 M LORs for the
+#             sensitivities)
+#   LM_MAX_SEGMENT  Listmode: its "maximum absolute segment number to process", default -1 (all)
 #   DEVICES   Starproj's devices key, default gpu      CASE_TIMEOUT  seconds per OSMAPOSL run, default 300
 #   VERBOSITY Starproj's verbosity key, default 2 (the times of the per-image steps, in summary.txt)
 #   BUDGET    seconds for the whole script, default 560 (a run gets at most what is left, less 20 s for the table;
@@ -44,6 +52,8 @@ devices=${DEVICES:-gpu}
 verbosity=${VERBOSITY:-2}
 case_timeout=${CASE_TIMEOUT:-300}
 budget=${BUDGET:-560}
+events=${EVENTS:-20000000}
+lm_max_segment=${LM_MAX_SEGMENT:--1}
 started=$(date +%s)
 time_left() { # seconds a run may take now
   local left=$((budget - ($(date +%s) - started) - 20))
@@ -130,6 +140,16 @@ t0=$(date +%s.%N)
 timeout "$(time_left)" "$bin/starproj_forward_project" prompts phantom.hv template.hs forward.par >forward.log 2>&1 \
   || { log "forward projection failed"; tail -n 20 forward.log; exit 1; }
 log "data: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s for the phantom and its projection ($(du -h prompts.s | cut -f1))"
+case " $pairs " in
+  *" Listmode "*)
+    [ -x "$bin/starproj_make_listmode" ] && [ -f "$bundle/data/PET_ACQ_small.l.hdr.STIR" ] \
+      || { log "no starproj_make_listmode or listmode header in $bundle (make the bundle again)"; exit 1; }
+    t0=$(date +%s.%N)
+    timeout "$(time_left)" "$bin/starproj_make_listmode" prompts.hs "$bundle/data/PET_ACQ_small.l.hdr.STIR" events "$events" \
+      >make_listmode.log 2>&1 || { log "starproj_make_listmode failed"; tail -n 20 make_listmode.log; exit 1; }
+    log "listmode data: $(grep -Eo '[0-9]+ prompts read back' make_listmode.log | cut -d' ' -f1) prompts in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s ($(du -h events.l | cut -f1))"
+    ;;
+esac
 
 # --- the reconstructions -------------------------------------------------------------------------------------
 osmaposl_par() { # pair N sub-iterations
@@ -164,6 +184,30 @@ verbosity := $verbosity" ;;
       End Projector Pair Using Matrix Parameters :=
   End Timed Projector Pair Parameters :=" ;;
   esac
+  if [ "$pair" = Listmode ]; then # the listmode objective function: its own sensitivities (the listmode's bins)
+    objective="PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj"
+    cat <<PAR
+OSMAPOSLParameters :=
+objective function type := $objective
+$objective Parameters :=
+list mode filename := events.l.hdr
+maximum absolute segment number to process := $lm_max_segment
+devices := $devices
+verbosity := $((verbosity > 1 ? verbosity : 1))
+zoom := 1
+xy output image size (in pixels) := $xy
+recompute sensitivity := 1
+use subset sensitivities := 1
+end $objective Parameters :=
+output filename prefix := recon_${pair}_${n}
+number of subsets := $n
+start at subset := 0
+number of subiterations := $subiters
+save estimates at subiteration intervals := $subiters
+END :=
+PAR
+    return
+  fi
   [ -f "sens_${n}_0.hv" ] && recompute=0
   cat <<PAR
 OSMAPOSLParameters :=
@@ -200,7 +244,7 @@ for n in $subsets; do
     rc=$?
     log "$pair, $n subsets, $subiters sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
     { echo "== $pair, $n subsets (exit $rc)"
-      grep -E '^starproj_OSMAPOSL: sub-iteration|^starproj_OSMAPOSL: updates|Timed projectors:|^Total Wall|Starproj: ' \
+      grep -E '^starproj_OSMAPOSL: sub-iteration|^starproj_OSMAPOSL: updates|Timed projectors:|^Total Wall|Starproj: |using Starproj: ' \
         "OSMAPOSL_${pair}_${n}.log" \
         | sed 's/^INFO: //'
     } >>"$out/summary.txt"
@@ -209,7 +253,7 @@ for n in $subsets; do
 done
 
 # --- the table -------------------------------------------------------------------------------------------------
-tar -czf "$out/logs.tar.gz" -- *.log *.par template.hs 2>/dev/null
+tar -czf "$out/logs.tar.gz" -- *.log *.par template.hs events.l.hdr 2>/dev/null
 log "$(( $(date +%s) - started )) s in all"
 echo
 python3 "$root/stir/bench/osmaposl_timing_table.py" "$work" "$pairs" "$subsets" | tee "$out/table.md"

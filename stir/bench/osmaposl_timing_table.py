@@ -4,8 +4,8 @@
 # time per sub-iteration, the part of it spent in the projector pair (the "Timed" pair's busy time), the rest, one
 # iteration, the set-up, and the projector time per sub-iteration relative to 1 subset. Means over the
 # sub-iterations after the first (which also warms up), when there are others; with more than one iteration, the
-# last iteration's time too. With --compare it also
-# prints the relative L2 difference between the final images of the two pairs.
+# last iteration's time too. With two pairs (neither of them Listmode), the relative L2 difference between their
+# final images; for the listmode objective function ("Listmode") a table of its own with the events per second.
 # usage: osmaposl_timing_table.py WORKDIR PAIRS SUBSETS   (PAIRS, SUBSETS: space-separated lists)
 import math
 import os
@@ -16,6 +16,7 @@ from array import array
 SUB = re.compile(r"^starproj_OSMAPOSL: sub-iteration (\d+): update ([0-9.eE+-]+) s, in projectors ([0-9.eE+-]+) s, "
                  r"end of sub-iteration ([0-9.eE+-]+) s(?: \(forward projector ([0-9.eE+-]+) s, back projector ([0-9.eE+-]+) s\))?")
 TOTAL = re.compile(r"^Total Wall clock time: ([0-9.eE+-]+) seconds")
+EVENTS = re.compile(r"ListModeData using Starproj: (\d+) prompts of (\d+) records .* read in ([0-9.eE+-]+) s")
 
 
 def parse(path):
@@ -31,6 +32,18 @@ def parse(path):
             if m:
                 total = float(m.group(1))
     return subs, total
+
+
+def parse_events(path):
+    """the listmode objective function's prompts and the seconds STIR's reader took for the list (None: not listmode)"""
+    if not os.path.exists(path):
+        return None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = EVENTS.search(line)
+            if m:
+                return int(m.group(1)), float(m.group(3))
+    return None
 
 
 def read_image(hv):
@@ -67,7 +80,7 @@ def rel_l2(a, b):
 
 def main():
     work, pairs, subsets = sys.argv[1], sys.argv[2].split(), [int(s) for s in sys.argv[3].split()]
-    rows, proj_per_sub = [], {}
+    rows, proj_per_sub, listmode = [], {}, []
     for pair in pairs:
         for n in subsets:
             subs, total = parse(os.path.join(work, "OSMAPOSL_%s_%d.log" % (pair, n)))
@@ -92,6 +105,9 @@ def main():
             later = (sum(subs[k][0] + subs[k][2] for k in last_iteration) if len(last_iteration) == n else float("nan"))
             setup = total - sum(v[0] + v[2] for v in subs.values()) if total is not None else float("nan")
             rows.append((pair, n, len(done), update, proj, fwd, back, update - proj, iteration, later, setup))
+            lm = parse_events(os.path.join(work, "OSMAPOSL_%s_%d.log" % (pair, n)))
+            if lm:
+                listmode.append((pair, n, lm[0], update, iteration, later, setup, lm[1]))
     print("| pair | subsets | sub-iterations | s per sub-iteration | projector s per sub-iteration "
           "| of which forward / back | rest s | iteration s | last iteration s | set-up s "
           "| projector time vs 1 subset (1/subsets) |")
@@ -106,7 +122,16 @@ def main():
         later_text = "%.2f" % later if later == later else "-"
         print("| %s | %d | %d | %.3f | %.3f | %.3f / %.3f | %.3f | %.2f | %s | %.1f | %s |"
               % (pair, n, done, update, proj, fwd, back, rest, iteration, later_text, setup, ratio))
-    if len(pairs) == 2:
+    if listmode:
+        print()
+        print("| listmode | subsets | prompts | s per sub-iteration | events per s (a subset's events / its "
+              "sub-iteration) | iteration s | last iteration s | set-up s | of which reading the list s |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for pair, n, events, update, iteration, later, setup, read in listmode:
+            later_text = "%.2f" % later if later == later else "-"
+            print("| %s | %d | %d | %.3f | %.3g | %.2f | %s | %.1f | %.1f |"
+                  % (pair, n, events, update, events / n / update, iteration, later_text, setup, read))
+    if len(pairs) == 2 and "Listmode" not in pairs:  # listmode data are Poisson draws: another image
         print()
         for n in subsets:
             images = []

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 
 namespace
@@ -82,12 +83,20 @@ main(int argc, char** argv)
   HighResWallClockTimer timer;
   timer.start();
   bool ok;
-  {
-    TimedOSMAPOSL reconstruction(argc > 1 ? argv[1] : "");
-    ok = reconstruction.reconstruct() == Succeeded::yes;
-    std::printf("starproj_OSMAPOSL: updates on starproj's devices: %d, on the host: %d\n",
-                reconstruction.updates_on_devices(), reconstruction.updates_on_host());
-  } // a Timed pair prints its totals as it goes
+  // STIR reports bad parameters and data with error(), which throws: the program then stops with its message (STIR's
+  // own programs would end in std::terminate)
+  try
+    {
+      TimedOSMAPOSL reconstruction(argc > 1 ? argv[1] : "");
+      ok = reconstruction.reconstruct() == Succeeded::yes;
+      std::printf("starproj_OSMAPOSL: updates on starproj's devices: %d, on the host: %d\n",
+                  reconstruction.updates_on_devices(), reconstruction.updates_on_host());
+    } // a Timed pair prints its totals as it goes
+  catch (const std::exception& e)
+    {
+      std::fprintf(stderr, "starproj_OSMAPOSL: stopped: %s\n", e.what());
+      return EXIT_FAILURE;
+    }
   timer.stop();
   if (ok)
     std::cout << "Total Wall clock time: " << timer.value() << " seconds" << std::endl;

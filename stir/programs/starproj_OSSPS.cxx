@@ -10,6 +10,7 @@
 #include "stir/Succeeded.h"
 
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 
 int
@@ -24,10 +25,17 @@ main(int argc, char** argv)
   HighResWallClockTimer timer;
   timer.start();
   bool ok;
-  {
-    OSSPSReconstruction<DiscretisedDensity<3, float>> reconstruction(argv[1]);
-    ok = reconstruction.reconstruct() == Succeeded::yes;
-  }
+  // STIR reports bad parameters and data with error(), which throws: the program then stops with its message
+  try
+    {
+      OSSPSReconstruction<DiscretisedDensity<3, float>> reconstruction(argv[1]);
+      ok = reconstruction.reconstruct() == Succeeded::yes;
+    }
+  catch (const std::exception& e)
+    {
+      std::cerr << "starproj_OSSPS: stopped: " << e.what() << "\n";
+      return EXIT_FAILURE;
+    }
   timer.stop();
   if (ok)
     std::cout << "Total Wall clock time: " << timer.value() << " seconds" << std::endl;

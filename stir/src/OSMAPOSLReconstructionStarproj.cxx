@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// OSMAPOSL with its updates on starproj's devices when the objective function is "...AndProjData using Starproj".
+// OSMAPOSL with its updates on starproj's devices when the objective function is one using Starproj.
 
 #include "stir_starproj/OSMAPOSLReconstructionStarproj.h"
 
 #include "stir/info.h"
 #include "stir/is_null_ptr.h"
-#include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj.h"
+#include "stir_starproj/StarprojObjective.h"
 
 #include <limits>
 
@@ -15,10 +15,10 @@ OSMAPOSLReconstructionStarproj::OSMAPOSLReconstructionStarproj(const std::string
     : OSMAPOSLReconstruction<TargetT>(parameter_filename)
 {}
 
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj*
+StarprojObjectiveOnDevices*
 OSMAPOSLReconstructionStarproj::starproj_objective() const
 {
-  return dynamic_cast<PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj*>(this->objective_function_sptr.get());
+  return dynamic_cast<StarprojObjectiveOnDevices*>(this->objective_function_sptr.get());
 }
 
 bool
@@ -38,7 +38,7 @@ OSMAPOSLReconstructionStarproj::host_needs_estimate() const
 void
 OSMAPOSLReconstructionStarproj::update_estimate(TargetT& current_image_estimate)
 {
-  PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj* f = starproj_objective();
+  StarprojObjectiveOnDevices* f = starproj_objective();
   const bool inter_update_filter = this->inter_update_filter_interval > 0 && !is_null_ptr(this->inter_update_filter_ptr)
                                    && this->subiteration_num % this->inter_update_filter_interval == 0;
   if (!f || !this->objective_function_sptr->prior_is_zero() || inter_update_filter || this->write_update_image)
@@ -64,7 +64,7 @@ OSMAPOSLReconstructionStarproj::update_estimate(TargetT& current_image_estimate)
 void
 OSMAPOSLReconstructionStarproj::end_of_iteration_processing(TargetT& current_estimate)
 {
-  PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj* f = starproj_objective();
+  StarprojObjectiveOnDevices* f = starproj_objective();
   if (f && f->estimate_on_devices())
     {
       if (!host_needs_estimate())

@@ -9,7 +9,6 @@
 #include "stir/RelatedViewgrams.h"
 #include "stir/SegmentByView.h"
 #include "stir/Succeeded.h"
-#include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
 #include "stir/Viewgram.h"
 #include "stir/ViewgramIndices.h"
 #include "stir/error.h"
@@ -35,58 +34,22 @@ const char* const PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj:
 //! accumulate_loglikelihood): starproj applies the same rule (sproj_recon_config::max_ratio).
 static const float stir_max_quotient = 10000.F;
 
-struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Resident
+struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Inputs : StarprojReconInputs
 {
-  std::shared_ptr<StarprojGeometry> geometry;
-  std::vector<float> y, m, a;            // data [lor][tof bin], factor [lor], background m * additive [lor][tof bin]
-  StarprojHostBuffer x_buffer, v_buffer, out_buffer;
-  std::vector<float> scratch;            // a sensitivity on its way to STIR
-  // STIR's sensitivities used by the updates on the devices, uploaded once each
-  struct Uploaded
-  {
-    const void* stir_image;
-    std::unique_ptr<StarprojHostBuffer> buffer;
-    sproj_image* img;
-  };
-  std::vector<Uploaded> sensitivities;
-  sproj_image *x = nullptr, *v = nullptr, *out = nullptr;
+  std::vector<float> y, m, a; // data [lor][tof bin], factor [lor], background m * additive [lor][tof bin]
   sproj_proj* data = nullptr;
   sproj_model* model = nullptr;
-  sproj_recon* recon = nullptr;
-  int rim = -1;
-  int copy_threads = 0;
 
-  explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
-      : geometry(g),
-        x_buffer(g->num_voxels()),
-        v_buffer(g->num_voxels()),
-        out_buffer(g->num_voxels()),
-        scratch(g->num_voxels())
+  ~Inputs() override
   {
-    std::fill(x_buffer.data(), x_buffer.data() + g->num_voxels(), 0.F);
-    starproj_check(sproj_image_register(&x, x_buffer.data(), g->dims(), g->voxel_size(), g->origin()),
-                   "sproj_image_register");
-    starproj_check(sproj_image_register(&v, v_buffer.data(), g->dims(), g->voxel_size(), g->origin()),
-                   "sproj_image_register");
-    starproj_check(sproj_image_register(&out, out_buffer.data(), g->dims(), g->voxel_size(), g->origin()),
-                   "sproj_image_register");
-  }
-  ~Resident()
-  {
-    // the reconstruction first (it uses the model, data and image), then what it used
-    sproj_recon_destroy(recon);
     sproj_model_destroy(model);
     if (data)
       sproj_proj_unregister(data);
-    for (sproj_image* img : {x, v, out})
-      if (img)
-        sproj_image_unregister(img);
-    for (const Uploaded& u : sensitivities)
-      sproj_image_unregister(u.img);
   }
 };
 
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj()
+    : StarprojObjectiveOnDevices("PoissonLogLikelihood using Starproj")
 {
   set_defaults();
 }
@@ -94,15 +57,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::PoissonLogLikelih
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::~PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj()
 {
   if (_settings.verbosity >= 2)
-    _times.report(registered_name);
-  release();
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::release()
-{
-  _resident.reset();
-  _geometry.reset();
+    step_times().report(registered_name);
 }
 
 void
@@ -181,13 +136,14 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       return Succeeded::no;
     }
   release();
-  _times.start();
+  StarprojStepTimes& times = this->times();
+  times.start();
   const int max_segment = this->max_segment_num_to_process;
   shared_ptr<ProjDataInfo> pdi(proj_data.get_proj_data_info_sptr()->clone());
   pdi->reduce_segment_range(-max_segment, max_segment);
-  _geometry = std::make_shared<StarprojGeometry>(pdi, *target_sptr, _settings);
-  _geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
-  _times.mark("set_up: LORs");
+  auto geometry = std::make_shared<StarprojGeometry>(pdi, *target_sptr, _settings);
+  geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
+  times.mark("set_up: LORs");
   if (this->normalisation_sptr->set_up(proj_data.get_exam_info_sptr(), proj_data.get_proj_data_info_sptr())
       != Succeeded::yes)
     {
@@ -195,11 +151,10 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       return Succeeded::no;
     }
 
-  const StarprojGeometry& g = *_geometry;
-  _resident.reset(new Resident(_geometry));
-  Resident& r = *_resident;
-  r.rim = _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1;
-  r.copy_threads = starproj_host_threads();
+  const StarprojGeometry& g = *geometry;
+  make_images(geometry, _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1);
+  std::unique_ptr<Inputs> inputs(new Inputs);
+  Inputs& r = *inputs;
   const int64_t num_lors = g.num_lors();
   const int num_bins = g.num_tof_bins(), num_tang = g.num_tangential_poss(), min_tang = g.min_tangential_pos_num();
   r.y.assign(num_lors * num_bins, 0.F);
@@ -211,13 +166,13 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   // term are read a segment at a time, by view (STIR's usual storage: one read), the views of a segment copied on
   // every core; undo() one viewgram at a time, as STIR calls it (not thread-safe in general), and not at all for a
   // trivial normalisation.
-  _times.mark("set_up: host buffers (pinned images, data arrays)");
-  shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial(new TrivialDataSymmetriesForViewSegmentNumbers);
+  times.mark("set_up: host buffers (pinned images, data arrays)");
+  const shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial = starproj_trivial_viewgram_symmetries();
   const bool trivial_norm = this->normalisation_sptr->is_trivial();
   const ProjDataInfo& data_info = *proj_data.get_proj_data_info_sptr();
   bool tof_dependent_norm = false;
 #ifdef _OPENMP
-  const int threads = r.copy_threads > 0 ? r.copy_threads : omp_get_max_threads();
+  const int threads = copy_threads() > 0 ? copy_threads() : omp_get_max_threads();
 #endif
   for (int seg = -max_segment; seg <= max_segment; ++seg)
     for (int tof = proj_data.get_min_tof_pos_num(); tof <= proj_data.get_max_tof_pos_num(); ++tof)
@@ -227,7 +182,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
         std::unique_ptr<SegmentByView<float>> additive;
         if (!r.a.empty())
           additive.reset(new SegmentByView<float>(this->additive_proj_data_sptr->get_segment_by_view(seg, tof)));
-        _times.mark("set_up: reading the data and additive term (STIR)");
+        times.mark("set_up: reading the data and additive term (STIR)");
         const int bin = tof - g.min_tof_pos_num(), min_axial = g.min_axial_pos_num(seg);
         const int min_view = measured.get_min_view_num(), max_view = measured.get_max_view_num();
 #ifdef _OPENMP
@@ -262,7 +217,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
                     r.a[lor * num_bins + bin] = mf * (*additive)[view][ax][t];
                 }
           }
-        _times.mark("set_up: normalisation and copies into starproj's arrays");
+        times.mark("set_up: normalisation and copies into starproj's arrays");
       }
   if (tof_dependent_norm)
     {
@@ -305,11 +260,12 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   cfg.max_ratio = stir_max_quotient;
   // the subsets' sensitivities are computed here, on the devices, and stay there; STIR takes them as they are when
   // it computes its subset sensitivities (not read from files, not averaged over the subsets)
-  starproj_check(sproj_recon_create(&r.recon, r.x, &cfg), "sproj_recon_create");
-  _sensitivities_are_ours = this->get_recompute_sensitivity();
-  _times.mark("set_up: registration and sensitivities");
+  sproj_recon* recon = nullptr;
+  starproj_check(sproj_recon_create(&recon, resident_x(), &cfg), "sproj_recon_create");
+  adopt(recon, std::move(inputs), this->get_recompute_sensitivity());
+  times.mark("set_up: registration and sensitivities");
   if (_settings.verbosity >= 1)
-    _times.report(registered_name);
+    times.report(registered_name);
   if (_settings.verbosity >= 1)
     info("PoissonLogLikelihood using Starproj: " + std::to_string(num_lors) + " LORs x " + std::to_string(num_bins)
              + " TOF bins, " + std::to_string(this->num_subsets) + " subsets, devices " + _settings.devices,
@@ -318,152 +274,38 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
 }
 
 void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::load(const TargetT& image, sproj_image* img, float* buffer) const
-{
-  if (img == _resident->x)
-    _estimate_on_devices = false; // the caller's estimate replaces the devices'
-
-  starproj_check(sproj_image_sync(img, SPROJ_SYNC_WRITE), "sproj_image_sync");
-  starproj_image_to_array(image, buffer, _resident->rim, _resident->copy_threads);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_to(TargetT& image,
-                                                                      sproj_image* img,
-                                                                      const float* buffer,
-                                                                      float scale) const
-{
-  starproj_check(sproj_image_sync(img, SPROJ_SYNC_READ), "sproj_image_sync");
-  add_array(image, buffer, scale);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_array(TargetT& image, const float* values, float scale) const
-{
-  std::unique_ptr<TargetT> copy(image.get_empty_copy());
-  starproj_array_to_image(values, *copy, _resident->rim, _resident->copy_threads);
-  std::transform(image.begin_all(), image.end_all(), copy->begin_all(), image.begin_all(), [scale](float a, float b) {
-    return a + scale * b;
-  });
-}
-
-void
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_compute_subset_gradient_without_penalty(
     TargetT& gradient, const TargetT& current_estimate, const int subset_num, const bool add_sensitivity)
 {
-  if (!_resident)
-    error("PoissonLogLikelihood using Starproj: gradient before set_up");
-  std::lock_guard<std::mutex> lock(_lock);
-  Resident& r = *_resident;
-  _times.start();
-  load(current_estimate, r.x, r.x_buffer.data());
-  _times.mark("gradient: image in");
-  starproj_check(
-      sproj_recon_gradient(r.recon, subset_num, r.x, r.out, add_sensitivity ? SPROJ_GRADIENT_ADD_SENSITIVITY : 0),
-      "sproj_recon_gradient");
-  starproj_check(sproj_image_sync(r.out, SPROJ_SYNC_READ), "sproj_image_sync");
-  _times.mark("gradient: task graph");
-  starproj_array_to_image(r.out_buffer.data(), gradient, r.rim, r.copy_threads);
-  _times.mark("gradient: image out");
+  this->gradient(gradient, current_estimate, subset_num, add_sensitivity);
 }
 
 double
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_compute_objective_function_without_penalty(
     const TargetT& current_estimate, const int subset_num)
 {
-  if (!_resident)
-    error("PoissonLogLikelihood using Starproj: objective function before set_up");
-  std::lock_guard<std::mutex> lock(_lock);
-  Resident& r = *_resident;
-  _times.start();
-  load(current_estimate, r.x, r.x_buffer.data());
-  double nll = 0;
-  starproj_check(sproj_recon_subset_objective(r.recon, subset_num, r.x, &nll), "sproj_recon_subset_objective");
-  _times.mark("objective value");
-  return -nll;
+  return objective_value(current_estimate, subset_num);
 }
 
 void
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_subset_sensitivity(TargetT& sensitivity,
                                                                                      const int subset_num) const
 {
-  if (!_resident)
-    error("PoissonLogLikelihood using Starproj: sensitivity before set_up");
-  std::lock_guard<std::mutex> lock(_lock);
-  Resident& r = *_resident;
-  starproj_check(sproj_recon_sensitivity(r.recon, subset_num, r.scratch.data()), "sproj_recon_sensitivity");
-  add_array(sensitivity, r.scratch.data(), 1.F);
+  add_sensitivity(sensitivity, subset_num);
 }
 
 void
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::multiplicative_update_on_devices(
     const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi)
 {
-  if (!_resident)
-    error("PoissonLogLikelihood using Starproj: update before set_up");
-  std::lock_guard<std::mutex> lock(_lock);
-  Resident& r = *_resident;
-  _times.start();
-  if (!_estimate_on_devices)
-    load(estimate, r.x, r.x_buffer.data());
-  if (_sensitivities_are_ours && this->get_use_subset_sensitivities())
-    {
-      _times.mark("update: image in");
-      starproj_check(sproj_recon_update(r.recon, subset_num, r.x, r.out, lo, hi), "sproj_recon_update");
-      _estimate_on_devices = true;
-      _times.mark("update: submitted");
-      return;
-    }
-  std::size_t s = 0;
-  while (s < r.sensitivities.size() && r.sensitivities[s].stir_image != &sensitivity)
-    ++s;
-  if (s == r.sensitivities.size())
-    {
-      // never written afterwards: uploaded with the first update that reads it, then resident
-      const StarprojGeometry& g = *r.geometry;
-      std::unique_ptr<StarprojHostBuffer> buffer(new StarprojHostBuffer(g.num_voxels()));
-      starproj_image_to_array(sensitivity, buffer->data(), r.rim, r.copy_threads);
-      sproj_image* img = nullptr;
-      starproj_check(sproj_image_register(&img, buffer->data(), g.dims(), g.voxel_size(), g.origin()),
-                     "sproj_image_register");
-      r.sensitivities.push_back({&sensitivity, std::move(buffer), img});
-    }
-  _times.mark("update: image in");
-  starproj_check(sproj_recon_gradient(r.recon, subset_num, r.x, r.out, SPROJ_GRADIENT_ADD_SENSITIVITY),
-                 "sproj_recon_gradient");
-  starproj_check(sproj_image_update_multiplicative(r.x, r.out, r.sensitivities[s].img, lo, hi),
-                 "sproj_image_update_multiplicative");
-  _estimate_on_devices = true;
-  _times.mark("update: submitted");
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::estimate_to_host(TargetT& estimate)
-{
-  if (!_resident || !_estimate_on_devices)
-    return;
-  std::lock_guard<std::mutex> lock(_lock);
-  Resident& r = *_resident;
-  _times.start();
-  starproj_check(sproj_image_sync(r.x, SPROJ_SYNC_READ), "sproj_image_sync");
-  starproj_array_to_image(r.x_buffer.data(), estimate, r.rim, r.copy_threads);
-  // the caller may change its copy (filters): the next update starts from it
-  _estimate_on_devices = false;
-  _times.mark("estimate to the host");
+  update(estimate, subset_num, sensitivity, lo, hi, own_sensitivities() && this->get_use_subset_sensitivities());
 }
 
 Succeeded
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_add_multiplication_with_approximate_sub_Hessian_without_penalty(
     TargetT& output, const TargetT& input, const int subset_num) const
 {
-  if (!_resident)
-    error("PoissonLogLikelihood using Starproj: Hessian before set_up");
-  std::lock_guard<std::mutex> lock(_lock);
-  Resident& r = *_resident;
-  load(input, r.v, r.v_buffer.data());
-  starproj_check(sproj_recon_hessian_times(r.recon, subset_num, nullptr, r.v, r.out, SPROJ_HESSIAN_APPROXIMATE),
-                 "sproj_recon_hessian_times");
-  add_to(output, r.out, r.out_buffer.data(), -1.F); // starproj's product is that of -L: STIR's is its negative
+  add_hessian_times(output, nullptr, input, subset_num, true);
   return Succeeded::yes;
 }
 
@@ -471,14 +313,7 @@ Succeeded
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_accumulate_sub_Hessian_times_input_without_penalty(
     TargetT& output, const TargetT& current_image_estimate, const TargetT& input, const int subset_num) const
 {
-  if (!_resident)
-    error("PoissonLogLikelihood using Starproj: Hessian before set_up");
-  std::lock_guard<std::mutex> lock(_lock);
-  Resident& r = *_resident;
-  load(current_image_estimate, r.x, r.x_buffer.data());
-  load(input, r.v, r.v_buffer.data());
-  starproj_check(sproj_recon_hessian_times(r.recon, subset_num, r.x, r.v, r.out, 0), "sproj_recon_hessian_times");
-  add_to(output, r.out, r.out_buffer.data(), -1.F);
+  add_hessian_times(output, &current_image_estimate, input, subset_num, false);
   return Succeeded::yes;
 }
 

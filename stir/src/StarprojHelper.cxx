@@ -150,7 +150,8 @@ length_unit(const VoxelsOnCartesianGrid<float>& image)
 
 StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_data_info_sptr,
                                    const DiscretisedDensity<3, float>& density_info,
-                                   const StarprojSettings& settings)
+                                   const StarprojSettings& settings,
+                                   bool upload)
     : _proj_data_info_sptr(proj_data_info_sptr->create_shared_clone()),
       _density_info_sptr(density_info.get_empty_copy())
 {
@@ -271,7 +272,8 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
           starproj_check(tof_status, "sproj_tof_register");
         }
     }
-  starproj_check(sproj_lors_upload(_lors, _chunks, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS), "sproj_lors_upload");
+  if (upload)
+    starproj_check(sproj_lors_upload(_lors, _chunks, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS), "sproj_lors_upload");
   if (settings.verbosity > 1)
     info("Starproj: registered " + std::to_string(_num_lors) + " LORs in " + std::to_string(num_chunks)
          + " viewgrams, image " + std::to_string(_dims[0]) + "x" + std::to_string(_dims[1]) + "x" + std::to_string(_dims[2])

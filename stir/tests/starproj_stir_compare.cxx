@@ -4,6 +4,8 @@
 //                                                max |a - b| <= TOL * max |a| (max over all of A); prints the worst
 //   starproj_stir_compare image A.hv B.hv TOL   ||a - b||_2 <= TOL * ||a||_2; also prints max |a - b| / max |a|
 //   starproj_stir_compare image-max A.hv B.hv TOL   the same, and max |a - b| <= TOL * max |a| too
+//   starproj_stir_compare image-as-far A.hv B.hv C.hv D.hv TOL   A and B differ as much as C and D:
+//                                                | ||a - b||_2 - ||c - d||_2 | <= TOL * ||c - d||_2
 // Exit status 0 when within tolerance, 1 otherwise.
 
 #include "stir/DiscretisedDensity.h"
@@ -109,12 +111,55 @@ compare_image(const std::string& a_name, const std::string& b_name, double tol, 
   return ok ? 0 : 1;
 }
 
+// ||a - b||_2 and ||a||_2; false (with a message) when the images have different characteristics
+static bool
+image_distance(const std::string& a_name, const std::string& b_name, double& diff, double& norm_a)
+{
+  shared_ptr<DiscretisedDensity<3, float>> a(read_from_file<DiscretisedDensity<3, float>>(a_name));
+  shared_ptr<DiscretisedDensity<3, float>> b(read_from_file<DiscretisedDensity<3, float>>(b_name));
+  if (!a->has_same_characteristics(*b))
+    {
+      std::cerr << a_name << " and " << b_name << " have different characteristics\n";
+      return false;
+    }
+  double diff2 = 0, a2 = 0;
+  for (auto ia = a->begin_all_const(), ib = b->begin_all_const(); ia != a->end_all_const(); ++ia, ++ib)
+    {
+      const double d = double(*ia) - double(*ib);
+      diff2 += d * d;
+      a2 += double(*ia) * double(*ia);
+    }
+  diff = std::sqrt(diff2);
+  norm_a = std::sqrt(a2);
+  return true;
+}
+
+static int
+compare_distances(char** names, double tol)
+{
+  double ab, a, cd, c;
+  if (!image_distance(names[0], names[1], ab, a) || !image_distance(names[2], names[3], cd, c))
+    return 1;
+  if (a == 0 || c == 0 || cd == 0)
+    {
+      std::cerr << "an image is all 0, or C and D are equal\n";
+      return 1;
+    }
+  const double rel = std::fabs(ab - cd) / cd;
+  std::cout << "||A-B||/||A|| = " << ab / a << ", ||C-D||/||C|| = " << cd / c << ": the distances differ by " << rel
+            << " of ||C-D|| (tolerance " << tol << ")\n";
+  return std::isfinite(rel) && rel <= tol ? 0 : 1;
+}
+
 int
 main(int argc, char** argv)
 {
+  if (argc == 7 && std::string(argv[1]) == "image-as-far")
+    return compare_distances(argv + 2, std::atof(argv[6]));
   if (argc != 5)
     {
-      std::cerr << "usage: " << argv[0] << " proj|image|image-max A B tolerance\n";
+      std::cerr << "usage: " << argv[0] << " proj|image|image-max A B tolerance\n"
+                << "       " << argv[0] << " image-as-far A B C D tolerance\n";
       return 2;
     }
   const std::string mode = argv[1];

@@ -76,9 +76,13 @@ private:
 class StarprojGeometry
 {
 public:
+  //! upload: copy every LOR to the GPUs now (projectors and sinogram objective functions, which project them at every
+  //! call); a listmode objective function projects its sinogram's LORs once, for the sensitivities, and leaves it to
+  //! those projections
   StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_data_info_sptr,
                    const DiscretisedDensity<3, float>& density_info,
-                   const StarprojSettings& settings);
+                   const StarprojSettings& settings,
+                   bool upload = true);
   ~StarprojGeometry();
   StarprojGeometry(const StarprojGeometry&) = delete;
   StarprojGeometry& operator=(const StarprojGeometry&) = delete;
@@ -88,6 +92,15 @@ public:
 
   int chunk_of(int segment_num, int view_num) const;
   int64_t first_lor(int chunk) const { return _first_lor[chunk]; }
+  //! index of the LOR of (segment, view, axial position, tangential position), which must be in the data
+  int64_t lor_index(int segment_num, int view_num, int axial_pos_num, int tangential_pos_num) const
+  {
+    return _first_lor[chunk_of(segment_num, view_num)] + int64_t(axial_pos_num - min_axial_pos_num(segment_num)) * _num_tang
+           + (tangential_pos_num - _min_tang);
+  }
+  //! the endpoints of LOR lor (3 floats each, starproj's units and axis order)
+  const float* lor_start(int64_t lor) const { return &_xstart[3 * lor]; }
+  const float* lor_end(int64_t lor) const { return &_xend[3 * lor]; }
   int num_chunks() const { return static_cast<int>(_first_lor.size()); }
   int64_t num_lors() const { return _num_lors; }
   int min_axial_pos_num(int segment_num) const;

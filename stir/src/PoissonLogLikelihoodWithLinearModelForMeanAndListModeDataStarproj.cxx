@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: Apache-2.0
+// STIR's Poisson log-likelihood of listmode data on starproj's resident events: set_up reads the list once and
+// registers every prompt's LOR, TOF bin, normalisation factor and additive term; every gradient, value, sensitivity
+// and Hessian product is a starproj task graph.
+
+#include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj.h"
+
+#include "stir/Bin.h"
+#include "stir/ProjData.h"
+#include "stir/ProjDataInfo.h"
+#include "stir/RelatedViewgrams.h"
+#include "stir/SegmentByView.h"
+#include "stir/Succeeded.h"
+#include "stir/Viewgram.h"
+#include "stir/ViewgramIndices.h"
+#include "stir/error.h"
+#include "stir/info.h"
+#include "stir/is_null_ptr.h"
+#include "stir/listmode/ListModeData.h"
+#include "stir/listmode/ListRecord.h"
+#include "stir/recon_buildblock/BinNormalisation.h"
+#include "stir/warning.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
+START_NAMESPACE_STIR
+
+const char* const PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::registered_name
+    = "PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj";
+
+//! STIR's bound on the quotients of its Poisson objective functions (sproj_recon_config::max_ratio)
+static const float stir_max_quotient = 10000.F;
+
+namespace
+{
+// an event while the list is read: its LOR index in the geometry's order and its TOF bin (0 .. bins - 1), one
+// integer, so that sorting a view's events sorts them by LOR (segment, axial position, tangential position)
+inline uint64_t
+event_key(int64_t lor, int tof_bin)
+{
+  return (static_cast<uint64_t>(lor) << 16) | static_cast<uint64_t>(tof_bin);
+}
+inline int64_t
+key_lor(uint64_t key)
+{
+  return static_cast<int64_t>(key >> 16);
+}
+inline int
+key_bin(uint64_t key)
+{
+  return static_cast<int>(key & 0xFFFFu);
+}
+
+double
+seconds_since(std::chrono::steady_clock::time_point t)
+{
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+} // namespace
+
+struct PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::Inputs : StarprojReconInputs
+{
+  // per event, in the order registered (views one after the other, each sorted by LOR)
+  std::vector<float> xs, xe, m, a; // endpoints, normalisation factor, normalisation factor x additive term
+  std::vector<int16_t> bins;       // TOF bin (TOF data only)
+  // per LOR of the scanner's bins (the sensitivity's): normalisation factor and its background summed over TOF bins
+  std::vector<float> lor_m, lor_a;
+  sproj_lors* events = nullptr;
+  sproj_chunks* event_chunks = nullptr;
+  sproj_model *model = nullptr, *sens_model = nullptr;
+
+  ~Inputs() override
+  {
+    sproj_model_destroy(model);
+    sproj_model_destroy(sens_model);
+    if (event_chunks)
+      sproj_chunks_destroy(event_chunks);
+    if (events)
+      sproj_lors_unregister(events);
+  }
+};
+
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj()
+    : StarprojObjectiveOnDevices("PoissonLogLikelihood of listmode data using Starproj")
+{
+  set_defaults();
+}
+
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::~PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj()
+{
+  if (_settings.verbosity >= 2)
+    step_times().report(registered_name);
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_defaults()
+{
+  base_type::set_defaults();
+  _settings = StarprojSettings();
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::initialise_keymap()
+{
+  base_type::initialise_keymap();
+  this->parser.add_start_key("PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj Parameters");
+  this->parser.add_stop_key("End PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj Parameters");
+  this->parser.add_key("num_events_to_use", &this->num_events_to_use);
+  _settings.add_keys(this->parser);
+}
+
+bool
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::post_processing()
+{
+  if (base_type::post_processing())
+    return true;
+  if (this->num_events_to_use < 0)
+    {
+      warning(std::string(registered_name) + ": num_events_to_use must be >= 0 (0: every prompt)");
+      return true;
+    }
+  return !_settings.check();
+}
+
+int
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_num_subsets(const int new_num_subsets)
+{
+  this->already_set_up = this->already_set_up && (this->num_subsets == new_num_subsets);
+  this->num_subsets = std::max(new_num_subsets, 1);
+  return this->num_subsets;
+}
+
+DiscretisedDensity<3, float>*
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::construct_target_ptr() const
+{
+  return this->target_parameter_parser.create(this->get_input_data());
+}
+
+bool
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_subsets_are_approximately_balanced(
+    std::string& warning_message) const
+{
+  // the sensitivities are those of view subsets of the scanner's bins, as the sinogram objective function's
+  const int num_views = this->proj_data_info_sptr ? this->proj_data_info_sptr->get_num_views()
+                                                  : this->get_input_data().get_proj_data_info_sptr()->get_num_views();
+  if (num_views % this->num_subsets == 0)
+    return true;
+  std::ostringstream str;
+  str << warning_message << "the " << num_views << " views do not divide into " << this->num_subsets
+      << " subsets of equal size\n";
+  warning_message = str.str();
+  return false;
+}
+
+Succeeded
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_before_sensitivity(
+    shared_ptr<const TargetT> const& target_sptr)
+{
+  // STIR's error() throws: a bad input (file, geometry, frame, normalisation, no events) is reported here and the
+  // set-up fails the STIR way, so that the reconstruction stops with a message instead of an uncaught exception
+  try
+    {
+      if (is_null_ptr(this->list_mode_data_sptr))
+        {
+          warning(std::string(registered_name) + ": no listmode data (list mode filename, or set_input_data)");
+          return Succeeded::no;
+        }
+      if (base_type::set_up_before_sensitivity(target_sptr) != Succeeded::yes)
+        return Succeeded::no;
+      set_up_events(*target_sptr);
+    }
+  catch (const std::exception& e)
+    {
+      release();
+      warning(std::string(registered_name) + ": set-up failed: " + e.what());
+      return Succeeded::no;
+    }
+  return Succeeded::yes;
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events(const TargetT& target)
+{
+  const std::string who = registered_name;
+  release();
+  _num_events = 0;
+  _subset_events.assign(this->num_subsets, 0);
+  if (this->current_frame_num < 1 || this->current_frame_num > this->frame_defs.get_num_frames())
+    error(who + ": time frame number " + std::to_string(this->current_frame_num) + " outside 1 .. "
+          + std::to_string(this->frame_defs.get_num_frames()));
+  if (this->cache_size > 0 || this->cache_path.size() > 0)
+    warning(who + ": 'max cache size' and 'cache path' are not used: the events are read once and kept by starproj");
+  if (is_null_ptr(this->normalisation_sptr))
+    error(who + ": invalid normalisation object");
+
+  StarprojStepTimes& times = this->times();
+  times.start();
+  const shared_ptr<const ProjDataInfo> pdi_sptr = this->proj_data_info_sptr;
+  const ProjDataInfo& pdi = *pdi_sptr;
+  // the scanner's bins and their LORs (the sensitivity's); uploaded by the sensitivity's own projections
+  auto geometry = std::make_shared<StarprojGeometry>(pdi_sptr, target, _settings, /* upload = */ false);
+  geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
+  const StarprojGeometry& g = *geometry;
+  make_images(geometry, _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1);
+  times.mark("set_up: LORs");
+
+  // the normalisation, as STIR's listmode objective function sets it up: on the bins without TOF (the sensitivity's;
+  // one factor per LOR, which each of its events carries)
+  const shared_ptr<const ProjDataInfo> sens_pdi(pdi.is_tof_data() ? pdi.create_non_tof_clone() : pdi.create_shared_clone());
+  if (this->normalisation_sptr->set_up(this->list_mode_data_sptr->get_exam_info_sptr(), sens_pdi) != Succeeded::yes)
+    error(who + ": the normalisation could not be set up");
+
+  const int min_segment = pdi.get_min_segment_num(), max_segment = pdi.get_max_segment_num();
+  const int min_view = pdi.get_min_view_num(), num_views = pdi.get_num_views();
+  const int min_tang = pdi.get_min_tangential_pos_num(), max_tang = pdi.get_max_tangential_pos_num();
+  const int min_tof = pdi.get_min_tof_pos_num(), max_tof = pdi.get_max_tof_pos_num();
+  const int num_tang = g.num_tangential_poss();
+  const int num_subsets = this->num_subsets;
+
+  // ---- the list, read once: prompts of the frame whose bin is in the data, grouped by view ----
+  const auto read_start = std::chrono::steady_clock::now();
+  std::vector<std::vector<uint64_t>> by_view(num_views);
+  ListModeData& lm = *this->list_mode_data_sptr;
+  if (lm.reset() != Succeeded::yes)
+    error(who + ": could not rewind the listmode data");
+  shared_ptr<ListRecord> record_sptr = lm.get_empty_record_sptr();
+  ListRecord& record = *record_sptr;
+  const double start_time = this->frame_defs.get_start_time(this->current_frame_num);
+  const double end_time = this->frame_defs.get_end_time(this->current_frame_num);
+  double current_time = 0;
+  int64_t outside = 0, records = 0;
+  while (lm.get_next_record(record) == Succeeded::yes)
+    {
+      ++records;
+      if (record.is_time())
+        {
+          current_time = record.time().get_time_in_secs();
+          if (this->do_time_frame && current_time >= end_time)
+            break;
+        }
+      if (current_time < start_time || !record.is_event() || !record.event().is_prompt())
+        continue;
+      Bin bin;
+      bin.set_bin_value(1.F);
+      record.event().get_bin(bin, pdi);
+      const int seg = bin.segment_num(), view = bin.view_num(), ax = bin.axial_pos_num(), t = bin.tangential_pos_num();
+      const int tof = bin.timing_pos_num();
+      if (bin.get_bin_value() <= 0 || seg < min_segment || seg > max_segment || view < min_view
+          || view >= min_view + num_views || ax < pdi.get_min_axial_pos_num(seg) || ax > pdi.get_max_axial_pos_num(seg)
+          || t < min_tang || t > max_tang || tof < min_tof || tof > max_tof)
+        {
+          ++outside;
+          continue;
+        }
+      by_view[view - min_view].push_back(event_key(g.lor_index(seg, view, ax, t), tof - min_tof));
+      ++_num_events;
+      if (this->num_events_to_use > 0 && _num_events >= this->num_events_to_use)
+        break;
+    }
+  const double read_s = seconds_since(read_start);
+  times.mark("set_up: reading the list (STIR)");
+  if (_num_events == 0)
+    error(who + ": no prompt of the time frame falls in the data's bins (" + std::to_string(records) + " records read, "
+          + std::to_string(outside) + " prompts outside the segments processed)");
+
+  // each view's events sorted by LOR (neighbours run through the same voxels), the views one after the other
+  std::vector<int64_t> view_first(num_views + 1, 0);
+  for (int v = 0; v < num_views; ++v)
+    view_first[v + 1] = view_first[v] + static_cast<int64_t>(by_view[v].size());
+  const int threads = copy_threads();
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+  for (int v = 0; v < num_views; ++v)
+    std::sort(by_view[v].begin(), by_view[v].end());
+  times.mark("set_up: sorting the events");
+
+  std::unique_ptr<Inputs> inputs(new Inputs);
+  Inputs& in = *inputs;
+  const int64_t n = _num_events, num_lors = g.num_lors();
+  const bool tof_data = g.is_tof();
+  const bool trivial_norm = this->normalisation_sptr->is_trivial();
+  const bool with_add = !is_null_ptr(this->additive_proj_data_sptr);
+  in.xs.resize(3 * n);
+  in.xe.resize(3 * n);
+  if (tof_data)
+    in.bins.resize(n);
+  if (!trivial_norm)
+    {
+      in.m.resize(n);
+      in.lor_m.assign(num_lors, 1.F);
+    }
+  if (with_add)
+    {
+      in.a.assign(n, 0.F);
+      in.lor_a.assign(num_lors, 0.F);
+    }
+
+  // the normalisation of every bin (undo() of ones, one viewgram at a time as STIR calls it), for the sensitivity
+  if (!trivial_norm)
+    {
+      const shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial = starproj_trivial_viewgram_symmetries();
+      for (int seg = min_segment; seg <= max_segment; ++seg)
+        {
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+          for (int view = min_view; view < min_view + num_views; ++view)
+            {
+              RelatedViewgrams<float> factors = sens_pdi->get_empty_related_viewgrams(ViewgramIndices(view, seg), trivial, false);
+              factors.fill(1.F);
+#ifdef _OPENMP
+#  pragma omp critical(STARPROJ_NORMALISATION)
+#endif
+              this->normalisation_sptr->undo(factors);
+              const Viewgram<float>& vg = *factors.begin();
+              for (int ax = vg.get_min_axial_pos_num(); ax <= vg.get_max_axial_pos_num(); ++ax)
+                for (int t = min_tang; t <= max_tang; ++t)
+                  in.lor_m[g.lor_index(seg, view, ax, t)] = vg[ax][t];
+            }
+        }
+      times.mark("set_up: normalisation");
+    }
+
+  // each event's LOR (the endpoints of its bin's, as the sinogram's), TOF bin and factor
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+  for (int v = 0; v < num_views; ++v)
+    {
+      int64_t e = view_first[v];
+      for (const uint64_t key : by_view[v])
+        {
+          const int64_t lor = key_lor(key);
+          std::memcpy(&in.xs[3 * e], g.lor_start(lor), 3 * sizeof(float));
+          std::memcpy(&in.xe[3 * e], g.lor_end(lor), 3 * sizeof(float));
+          if (tof_data)
+            in.bins[e] = static_cast<int16_t>(key_bin(key));
+          if (!trivial_norm)
+            in.m[e] = in.lor_m[lor];
+          ++e;
+        }
+    }
+  times.mark("set_up: the events' LORs and factors");
+
+  // the additive term (STIR adds it before the normalisation: starproj's background is m times it), a segment and
+  // TOF position at a time: each event's, and each LOR's summed over the TOF positions for the sensitivity LORs
+  if (with_add)
+    {
+      const ProjData& additive = *this->additive_proj_data_sptr;
+      for (int seg = min_segment; seg <= max_segment; ++seg)
+        for (int tof = min_tof; tof <= max_tof; ++tof)
+          {
+            const SegmentByView<float> add_seg = additive.get_segment_by_view(seg, tof);
+            const int min_axial = pdi.get_min_axial_pos_num(seg), max_axial = pdi.get_max_axial_pos_num(seg);
+            const int bin = tof - min_tof;
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+            for (int v = 0; v < num_views; ++v)
+              {
+                const int view = min_view + v;
+                const int64_t first = g.lor_index(seg, view, min_axial, min_tang);
+                for (int ax = min_axial; ax <= max_axial; ++ax)
+                  for (int t = min_tang; t <= max_tang; ++t)
+                    {
+                      const int64_t lor = first + int64_t(ax - min_axial) * num_tang + (t - min_tang);
+                      in.lor_a[lor] += (trivial_norm ? 1.F : in.lor_m[lor]) * add_seg[view][ax][t];
+                    }
+                // this segment's events of the view are one run of the view's sorted events
+                const std::vector<uint64_t>& keys = by_view[v];
+                const int64_t last = first + int64_t(max_axial - min_axial + 1) * num_tang - 1;
+                auto it = std::lower_bound(keys.begin(), keys.end(), event_key(first, 0));
+                const auto end = std::upper_bound(keys.begin(), keys.end(), event_key(last, 0xFFFF));
+                for (; it != end; ++it)
+                  {
+                    if (key_bin(*it) != bin)
+                      continue;
+                    const int64_t lor = key_lor(*it), offset = lor - first;
+                    const int64_t e = view_first[v] + (it - keys.begin());
+                    const float factor = trivial_norm ? 1.F : in.m[e];
+                    in.a[e] = factor * add_seg[view][min_axial + int(offset / num_tang)][min_tang + int(offset % num_tang)];
+                  }
+              }
+          }
+      times.mark("set_up: additive term");
+    }
+  by_view.clear();
+  by_view.shrink_to_fit();
+
+  // ---- registration: one chunk per view with events; subset k = the views min_view + k, + k + S, ... ----
+  std::vector<int64_t> chunk_first, chunk_count;
+  std::vector<int> chunk_view;
+  for (int v = 0; v < num_views; ++v)
+    if (view_first[v + 1] > view_first[v])
+      {
+        chunk_first.push_back(view_first[v]);
+        chunk_count.push_back(view_first[v + 1] - view_first[v]);
+        chunk_view.push_back(v);
+      }
+  std::vector<int> subset_chunks, subset_sizes, sens_chunks, sens_sizes;
+  for (int k = 0; k < num_subsets; ++k)
+    {
+      int size = 0;
+      for (std::size_t c = 0; c < chunk_view.size(); ++c)
+        if (chunk_view[c] % num_subsets == k)
+          {
+            subset_chunks.push_back(static_cast<int>(c));
+            _subset_events[k] += chunk_count[c];
+            ++size;
+          }
+      if (size == 0)
+        error(who + ": subset " + std::to_string(k) + " of " + std::to_string(num_subsets) + " has no events (its views "
+              + "hold none of the " + std::to_string(n) + " prompts): use fewer subsets");
+      subset_sizes.push_back(size);
+      int sens_size = 0;
+      for (int seg = min_segment; seg <= max_segment; ++seg)
+        for (int view = min_view + k; view < min_view + num_views; view += num_subsets)
+          {
+            sens_chunks.push_back(g.chunk_of(seg, view));
+            ++sens_size;
+          }
+      sens_sizes.push_back(sens_size);
+    }
+  starproj_check(tof_data ? sproj_lors_register_events(&in.events, in.xs.data(), in.xe.data(), in.bins.data(), n)
+                          : sproj_lors_register(&in.events, in.xs.data(), in.xe.data(), n),
+                 "sproj_lors_register_events");
+  starproj_check(sproj_chunks_create_ranges(&in.event_chunks,
+                                            in.events,
+                                            static_cast<int>(chunk_first.size()),
+                                            chunk_first.data(),
+                                            chunk_count.data()),
+                 "sproj_chunks_create_ranges");
+  starproj_check(sproj_model_create(&in.model,
+                                    in.events,
+                                    trivial_norm ? nullptr : in.m.data(),
+                                    with_add ? in.a.data() : nullptr,
+                                    tof_data ? g.tof() : nullptr,
+                                    nullptr),
+                 "sproj_model_create");
+  starproj_check(sproj_model_create(&in.sens_model,
+                                    g.lors(),
+                                    trivial_norm ? nullptr : in.lor_m.data(),
+                                    with_add ? in.lor_a.data() : nullptr,
+                                    nullptr,
+                                    nullptr),
+                 "sproj_model_create");
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = in.model;
+  cfg.data = nullptr; // listmode: one count per event
+  cfg.chunks = in.event_chunks;
+  cfg.num_subsets = num_subsets;
+  cfg.subset_chunks = subset_chunks.data();
+  cfg.subset_sizes = subset_sizes.data();
+  cfg.sens_model = in.sens_model;
+  cfg.sens_chunks = g.chunks();
+  cfg.sens_subset_chunks = sens_chunks.data();
+  cfg.sens_subset_sizes = sens_sizes.data();
+  cfg.max_ratio = stir_max_quotient;
+  sproj_recon* recon = nullptr;
+  starproj_check(sproj_recon_create(&recon, resident_x(), &cfg), "sproj_recon_create");
+  adopt(recon, std::move(inputs), this->get_recompute_sensitivity());
+  times.mark("set_up: registration and sensitivities");
+  if (_settings.verbosity >= 1)
+    {
+      times.report(registered_name);
+      std::ostringstream s;
+      s << who << ": " << n << " prompts of " << records << " records (" << outside
+        << " outside the data's bins) read in " << read_s << " s (" << (read_s > 0 ? double(records) / read_s : 0.)
+        << " records/s); " << num_lors << " LORs for the sensitivities, " << g.num_tof_bins() << " TOF bins, "
+        << num_subsets << " subsets of";
+      for (int64_t e : _subset_events)
+        s << ' ' << e;
+      s << " events, devices " << _settings.devices;
+      info(s.str(), 1);
+    }
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_compute_subset_gradient_without_penalty(
+    TargetT& gradient, const TargetT& current_estimate, const int subset_num, const bool add_sensitivity)
+{
+  this->gradient(gradient, current_estimate, subset_num, add_sensitivity);
+}
+
+double
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_compute_objective_function_without_penalty(
+    const TargetT& current_estimate, const int subset_num)
+{
+  return objective_value(current_estimate, subset_num);
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::add_subset_sensitivity(TargetT& sensitivity,
+                                                                                         const int subset_num) const
+{
+  add_sensitivity(sensitivity, subset_num);
+}
+
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::multiplicative_update_on_devices(
+    const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi)
+{
+  update(estimate, subset_num, sensitivity, lo, hi, own_sensitivities() && this->get_use_subset_sensitivities());
+}
+
+Succeeded
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_add_multiplication_with_approximate_sub_Hessian_without_penalty(
+    TargetT&, const TargetT&, const int) const
+{
+  error(std::string(registered_name) + ": no approximate Hessian for listmode data (it takes the expected counts as "
+        + "the measured counts of each bin, which events do not give); use the Hessian at an estimate");
+  return Succeeded::no;
+}
+
+Succeeded
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_accumulate_sub_Hessian_times_input_without_penalty(
+    TargetT& output, const TargetT& current_image_estimate, const TargetT& input, const int subset_num) const
+{
+  add_hessian_times(output, &current_image_estimate, input, subset_num, false);
+  return Succeeded::yes;
+}
+
+END_NAMESPACE_STIR

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// The resident images and the calls the objective functions using Starproj share (StarprojObjective.h).
+
+#include "stir_starproj/StarprojObjective.h"
+
+#include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
+#include "stir/error.h"
+
+#include <algorithm>
+
+START_NAMESPACE_STIR
+
+shared_ptr<DataSymmetriesForViewSegmentNumbers>
+starproj_trivial_viewgram_symmetries()
+{
+  return shared_ptr<DataSymmetriesForViewSegmentNumbers>(new TrivialDataSymmetriesForViewSegmentNumbers);
+}
+
+StarprojObjectiveOnDevices::StarprojObjectiveOnDevices(const char* who)
+    : _who(who)
+{}
+
+StarprojObjectiveOnDevices::~StarprojObjectiveOnDevices()
+{
+  release();
+}
+
+void
+StarprojObjectiveOnDevices::release()
+{
+  // the reconstruction first (it uses the inputs and x), then what it used
+  if (_recon)
+    sproj_recon_destroy(_recon);
+  _recon = nullptr;
+  _inputs.reset();
+  for (sproj_image* img : {_x, _v, _out})
+    if (img)
+      sproj_image_unregister(img);
+  _x = _v = _out = nullptr;
+  for (const Uploaded& u : _sensitivities)
+    sproj_image_unregister(u.img);
+  _sensitivities.clear();
+  _x_buffer.reset();
+  _v_buffer.reset();
+  _out_buffer.reset();
+  _scratch.clear();
+  _geometry.reset();
+  _estimate_on_devices = false;
+  _own_sensitivities = false;
+}
+
+void
+StarprojObjectiveOnDevices::make_images(const std::shared_ptr<StarprojGeometry>& g, int rim)
+{
+  release();
+  _geometry = g;
+  _rim = rim;
+  _copy_threads = starproj_host_threads();
+  const int64_t n = g->num_voxels();
+  _x_buffer.reset(new StarprojHostBuffer(n));
+  _v_buffer.reset(new StarprojHostBuffer(n));
+  _out_buffer.reset(new StarprojHostBuffer(n));
+  _scratch.assign(n, 0.F);
+  starproj_check(sproj_image_register(&_x, _x_buffer->data(), g->dims(), g->voxel_size(), g->origin()),
+                 "sproj_image_register");
+  starproj_check(sproj_image_register(&_v, _v_buffer->data(), g->dims(), g->voxel_size(), g->origin()),
+                 "sproj_image_register");
+  starproj_check(sproj_image_register(&_out, _out_buffer->data(), g->dims(), g->voxel_size(), g->origin()),
+                 "sproj_image_register");
+}
+
+void
+StarprojObjectiveOnDevices::adopt(sproj_recon* recon, std::unique_ptr<StarprojReconInputs> inputs, bool own_sensitivities)
+{
+  _recon = recon;
+  _inputs = std::move(inputs);
+  _own_sensitivities = own_sensitivities;
+}
+
+void
+StarprojObjectiveOnDevices::check_set_up(const char* what) const
+{
+  if (!_recon)
+    error(std::string(_who) + ": " + what + " before set_up");
+}
+
+void
+StarprojObjectiveOnDevices::load(const TargetT& image, sproj_image* img, float* buffer) const
+{
+  if (img == _x)
+    _estimate_on_devices = false; // the caller's estimate replaces the devices'
+  starproj_check(sproj_image_sync(img, SPROJ_SYNC_WRITE), "sproj_image_sync");
+  starproj_image_to_array(image, buffer, _rim, _copy_threads);
+}
+
+void
+StarprojObjectiveOnDevices::add_array(TargetT& image, const float* values, float scale) const
+{
+  std::unique_ptr<TargetT> copy(image.get_empty_copy());
+  starproj_array_to_image(values, *copy, _rim, _copy_threads);
+  std::transform(image.begin_all(), image.end_all(), copy->begin_all(), image.begin_all(), [scale](float a, float b) {
+    return a + scale * b;
+  });
+}
+
+void
+StarprojObjectiveOnDevices::gradient(TargetT& gradient, const TargetT& estimate, int subset, bool add_sensitivity)
+{
+  check_set_up("gradient");
+  std::lock_guard<std::mutex> lock(_lock);
+  _times.start();
+  load(estimate, _x, _x_buffer->data());
+  _times.mark("gradient: image in");
+  starproj_check(sproj_recon_gradient(_recon, subset, _x, _out, add_sensitivity ? SPROJ_GRADIENT_ADD_SENSITIVITY : 0),
+                 "sproj_recon_gradient");
+  starproj_check(sproj_image_sync(_out, SPROJ_SYNC_READ), "sproj_image_sync");
+  _times.mark("gradient: task graph");
+  starproj_array_to_image(_out_buffer->data(), gradient, _rim, _copy_threads);
+  _times.mark("gradient: image out");
+}
+
+double
+StarprojObjectiveOnDevices::objective_value(const TargetT& estimate, int subset)
+{
+  check_set_up("objective function");
+  std::lock_guard<std::mutex> lock(_lock);
+  _times.start();
+  load(estimate, _x, _x_buffer->data());
+  double nll = 0;
+  starproj_check(sproj_recon_subset_objective(_recon, subset, _x, &nll), "sproj_recon_subset_objective");
+  _times.mark("objective value");
+  return -nll;
+}
+
+void
+StarprojObjectiveOnDevices::add_sensitivity(TargetT& sensitivity, int subset) const
+{
+  check_set_up("sensitivity");
+  std::lock_guard<std::mutex> lock(_lock);
+  starproj_check(sproj_recon_sensitivity(_recon, subset, _scratch.data()), "sproj_recon_sensitivity");
+  add_array(sensitivity, _scratch.data(), 1.F);
+}
+
+void
+StarprojObjectiveOnDevices::add_hessian_times(
+    TargetT& output, const TargetT* estimate, const TargetT& input, int subset, bool approximate) const
+{
+  check_set_up("Hessian");
+  std::lock_guard<std::mutex> lock(_lock);
+  if (!approximate)
+    load(*estimate, _x, _x_buffer->data());
+  load(input, _v, _v_buffer->data());
+  starproj_check(
+      sproj_recon_hessian_times(_recon, subset, approximate ? nullptr : _x, _v, _out, approximate ? SPROJ_HESSIAN_APPROXIMATE : 0),
+      "sproj_recon_hessian_times");
+  starproj_check(sproj_image_sync(_out, SPROJ_SYNC_READ), "sproj_image_sync");
+  add_array(output, _out_buffer->data(), -1.F); // starproj's product is that of -L: STIR's is its negative
+}
+
+void
+StarprojObjectiveOnDevices::update(
+    const TargetT& estimate, int subset, const TargetT& sensitivity, float lo, float hi, bool use_own)
+{
+  check_set_up("update");
+  std::lock_guard<std::mutex> lock(_lock);
+  _times.start();
+  if (!_estimate_on_devices)
+    load(estimate, _x, _x_buffer->data());
+  if (use_own)
+    {
+      _times.mark("update: image in");
+      starproj_check(sproj_recon_update(_recon, subset, _x, _out, lo, hi), "sproj_recon_update");
+      _estimate_on_devices = true;
+      _times.mark("update: submitted");
+      return;
+    }
+  std::size_t s = 0;
+  while (s < _sensitivities.size() && _sensitivities[s].stir_image != &sensitivity)
+    ++s;
+  if (s == _sensitivities.size())
+    {
+      // never written afterwards: uploaded with the first update that reads it, then resident
+      const StarprojGeometry& g = *_geometry;
+      std::unique_ptr<StarprojHostBuffer> buffer(new StarprojHostBuffer(g.num_voxels()));
+      starproj_image_to_array(sensitivity, buffer->data(), _rim, _copy_threads);
+      sproj_image* img = nullptr;
+      starproj_check(sproj_image_register(&img, buffer->data(), g.dims(), g.voxel_size(), g.origin()),
+                     "sproj_image_register");
+      _sensitivities.push_back({&sensitivity, std::move(buffer), img});
+    }
+  _times.mark("update: image in");
+  starproj_check(sproj_recon_gradient(_recon, subset, _x, _out, SPROJ_GRADIENT_ADD_SENSITIVITY), "sproj_recon_gradient");
+  starproj_check(sproj_image_update_multiplicative(_x, _out, _sensitivities[s].img, lo, hi),
+                 "sproj_image_update_multiplicative");
+  _estimate_on_devices = true;
+  _times.mark("update: submitted");
+}
+
+void
+StarprojObjectiveOnDevices::estimate_to_host(TargetT& estimate)
+{
+  if (!_recon || !_estimate_on_devices)
+    return;
+  std::lock_guard<std::mutex> lock(_lock);
+  _times.start();
+  starproj_check(sproj_image_sync(_x, SPROJ_SYNC_READ), "sproj_image_sync");
+  starproj_array_to_image(_x_buffer->data(), estimate, _rim, _copy_threads);
+  // the caller may change its copy (filters): the next update starts from it
+  _estimate_on_devices = false;
+  _times.mark("estimate to the host");
+}
+
+END_NAMESPACE_STIR

@@ -40,7 +40,7 @@ for step in $steps; do
       for t in ${TESTS_ONLY:-$(cd tests && ls check_* | grep -vE '\.(o|log|trs)$')}; do
         timeout 300 "./tests/$t" >"$out/$t.log" 2>&1
         echo "$t: exit $? $(grep -hE 'Checks:|SKIPPED' "$out/$t.log" | tr '\n' ' ')"
-        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over|blur|non-TOF|MLEM|OSEM|layouts|lanes)' "$out/$t.log"
+        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over|blur|non-TOF|MLEM|OSEM|layouts|lanes|check_inputs|arrays homed|  forward max)' "$out/$t.log"
         grep -hE ':[FE]:' "$out/$t.log" | head -5
       done ;;
     recon)

@@ -30,15 +30,22 @@ static int node_workers(unsigned node, uint32_t *bits, unsigned *nwords, unsigne
 int sproj_inputs_check_on(const char *func, const struct sproj_input_arg *arg, const starpu_data_handle_t *h,
                           struct sproj_input_result *res, unsigned node)
 {
-  uint32_t bits[(STARPU_NMAXWORKERS + 31) / 32];
   unsigned nwords, where;
   if (arg->nvectors < 1 || arg->nvectors > SPROJ_INPUT_MAX_VECTORS)
     return sproj_fail(SPROJ_ERR_INVALID, func, "%d vectors to check: 1 .. %d", arg->nvectors, SPROJ_INPUT_MAX_VECTORS);
-  if (node_workers(node, bits, &nwords, &where) < 0)
-    return sproj_fail(SPROJ_ERR_NO_DEVICE, func, "no worker serves memory node %u to check the inputs there", node);
+  /* StarPU keeps the task's pointer to its worker bitmap: the bitmap goes with the task (freed by its callback) */
+  uint32_t *bits = malloc(((STARPU_NMAXWORKERS + 31) / 32) * sizeof *bits);
   struct sproj_input_arg *a = malloc(sizeof *a);
-  if (!a)
+  if (!bits || !a) {
+    free(bits);
+    free(a);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  if (node_workers(node, bits, &nwords, &where) < 0) {
+    free(bits);
+    free(a);
+    return sproj_fail(SPROJ_ERR_NO_DEVICE, func, "no worker serves memory node %u to check the inputs there", node);
+  }
   *a = *arg;
   /* the results come home when their handle is unregistered, after the task: a few bytes per vector */
   starpu_data_handle_t out;
@@ -49,9 +56,12 @@ int sproj_inputs_check_on(const char *func, const struct sproj_input_arg *arg, c
   unsigned ctx = where == STARPU_CUDA ? sproj_rt.ctx_gpu : where == STARPU_CPU ? sproj_rt.ctx_cpu : 0;
   int ret = starpu_task_insert(&sproj_input_check_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_DATA_MODE_ARRAY, descr,
                                1 + arg->nvectors, STARPU_EXECUTE_WHERE, (unsigned long long)where, STARPU_SCHED_CTX,
-                               ctx, STARPU_TASK_WORKERIDS, nwords, bits, STARPU_NAME, "input_check", 0);
-  if (ret != 0)
+                               ctx, STARPU_TASK_WORKERIDS, nwords, bits, STARPU_CALLBACK_WITH_ARG_NFREE, free, bits,
+                               STARPU_NAME, "input_check", 0);
+  if (ret != 0) {
     free(a);
+    free(bits);
+  }
   starpu_data_unregister(out); /* waits for the task */
   if (ret == -ENODEV)
     return sproj_fail(SPROJ_ERR_NO_DEVICE, func, "no worker of memory node %u can check the inputs", node);

@@ -4,11 +4,16 @@
 #include "codelets.h"
 #include "input_check.h"
 
-/* The loop, inlined once per kind (a constant there), so that the kind is not tested per element. */
-static inline void scan_kind(const struct sproj_input_arg *a, int kind, const void *data, uint64_t n,
-                             struct sproj_input_result *r)
+/* Elements a block of the host scan holds: a whole block is first tested with comparisons alone over a fixed count
+ * (which the compiler turns into vector instructions), and walked element by element only when some element in it
+ * is not fine, or when it is the last, shorter one. */
+#define SCAN_BLOCK 256
+
+/* Elements first .. end-1 one by one; returns 1 at a fault 1 (nothing after it matters: it is reported first). */
+static inline int scan_elements(const struct sproj_input_arg *a, int kind, const void *data, uint64_t first,
+                                uint64_t end, struct sproj_input_result *r)
 {
-  for (uint64_t i = 0; i < n; i++) {
+  for (uint64_t i = first; i < end; i++) {
     float v;
     int f = sproj_input_fault(a, kind, data, i, &v);
     if (!f) {
@@ -21,8 +26,35 @@ static inline void scan_kind(const struct sproj_input_arg *a, int kind, const vo
       r->value[f - 1] = v;
     }
     if (f == 1)
-      return; /* fault 1 is reported first: nothing after it matters */
+      return 1;
   }
+  return 0;
+}
+
+/* The scan, inlined once per kind (a constant there), so that the kind is not tested per element. */
+static inline __attribute__((always_inline)) void scan_kind(const struct sproj_input_arg *a, int kind,
+                                                            const void *data, uint64_t n,
+                                                            struct sproj_input_result *r)
+{
+  uint64_t b = 0;
+  for (; n - b >= SCAN_BLOCK; b += SCAN_BLOCK) {
+    int all = 1;
+    int16_t max = (int16_t)r->max_bin;
+    for (int j = 0; j < SCAN_BLOCK; j++) {
+      all &= sproj_input_fine(a, kind, data, b + (uint64_t)j);
+      if (kind == SPROJ_INPUT_BINS) {
+        int16_t x = ((const int16_t *)data)[b + (uint64_t)j];
+        max = x > max ? x : max;
+      }
+    }
+    if (all) {
+      r->max_bin = max;
+      continue;
+    }
+    if (scan_elements(a, kind, data, b, b + SCAN_BLOCK, r))
+      return;
+  }
+  scan_elements(a, kind, data, b, n, r);
 }
 
 void sproj_input_scan(const struct sproj_input_arg *a, int kind, const void *data, uint64_t n,

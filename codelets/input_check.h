@@ -53,12 +53,18 @@ SPROJ_HD int sproj_input_finite(float v)
   return fabsf(v) <= FLT_MAX;
 }
 
+/* A coordinate is fine when finite and at most max in magnitude: one comparison, which NaN and infinities fail. */
+SPROJ_HD int sproj_coordinate_fine(float v, float max)
+{
+  return fabsf(v) <= max;
+}
+
 /* A coordinate: 1 not finite, 2 beyond max in magnitude, 0 fine. */
 SPROJ_HD int sproj_coordinate_fault(float v, float max)
 {
-  if (!sproj_input_finite(v))
-    return 1;
-  return fabsf(v) > max ? 2 : 0;
+  if (sproj_coordinate_fine(v, max))
+    return 0;
+  return sproj_input_finite(v) ? 2 : 1;
 }
 
 /* A TOF sigma (one for all LORs or one LOR's) against the bin width and num_sigmas: 1 not finite or not > 0,
@@ -76,12 +82,18 @@ SPROJ_HD int sproj_tof_sigma_fault(float sigma, float bin_width, float num_sigma
   return 0;
 }
 
+/* A TOF centre offset is fine when at most max_ratio bin widths in magnitude (NaN and infinities are not). */
+SPROJ_HD int sproj_tof_offset_fine(float offset, float bin_width, double max_ratio)
+{
+  return fabs((double)offset) <= max_ratio * (double)bin_width;
+}
+
 /* A TOF centre offset: 1 not finite, 2 more than max_ratio bin widths in magnitude, 0 fine. */
 SPROJ_HD int sproj_tof_offset_fault(float offset, float bin_width, double max_ratio)
 {
-  if (!sproj_input_finite(offset))
-    return 1;
-  return fabs((double)offset) > max_ratio * (double)bin_width ? 2 : 0;
+  if (sproj_tof_offset_fine(offset, bin_width, max_ratio))
+    return 0;
+  return sproj_input_finite(offset) ? 2 : 1;
 }
 
 /* Element i of a vector of kind `kind`: its fault (0: none; a sigma's three are one fault here) and its value. */
@@ -99,6 +111,20 @@ SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *a, int kind, const 
   if (kind == SPROJ_INPUT_SIGMA)
     return sproj_tof_sigma_fault(v, a->bin_width, a->num_sigmas, a->max_ratio) != 0;
   return sproj_tof_offset_fault(v, a->bin_width, a->max_ratio);
+}
+
+/* Whether element i is fine, as sproj_input_fault says, in comparisons without branches (a whole block of the host
+ * scan is tested with it first). */
+SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *a, int kind, const void *data, uint64_t i)
+{
+  if (kind == SPROJ_INPUT_BINS)
+    return ((const int16_t *)data)[i] >= 0;
+  float v = ((const float *)data)[i];
+  if (kind == SPROJ_INPUT_COORDS)
+    return sproj_coordinate_fine(v, a->max_coordinate);
+  if (kind == SPROJ_INPUT_SIGMA)
+    return sproj_tof_sigma_fault(v, a->bin_width, a->num_sigmas, a->max_ratio) == 0;
+  return sproj_tof_offset_fine(v, a->bin_width, a->max_ratio);
 }
 
 /* Elements a scan walks in a vector of nx StarPU elements: 3 floats per LOR of a coordinate vector. */

@@ -480,6 +480,10 @@ static starpu_data_handle_t on_gpu(unsigned node, const float *host, uint32_t n,
   starpu_vector_data_register(&src, STARPU_MAIN_RAM, (uintptr_t)host, n, elem);
   ck_assert_int_eq(starpu_data_cpy(dst, src, 0, NULL, NULL), 0);
   starpu_data_unregister(src);
+  /* StarPU's copy task may have run on a CPU worker: written back home, then registered afresh, the array is valid
+   * on the GPU only, as a GPU array a caller registers */
+  starpu_data_unregister(dst);
+  starpu_vector_data_register(&dst, (int)node, p, n, elem);
   return dst;
 }
 

@@ -97,10 +97,12 @@ static int gpu_nodes(unsigned *nodes)
 }
 
 /* A copy of the host array on memory node `node` (or, for main memory, the array itself), registered with that
- * node as its home. */
+ * node as its home and valid there only, as a GPU array a caller registers: the copy is made through a handle that
+ * its unregistration writes back home (StarPU's copy task may run on any worker), then the memory is registered
+ * afresh. */
 static starpu_data_handle_t vector_on(unsigned node, const void *host, uint32_t nx, size_t elem, uintptr_t *mem)
 {
-  starpu_data_handle_t h;
+  starpu_data_handle_t h, src;
   if (node == STARPU_MAIN_RAM) {
     *mem = 0;
     starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)host, nx, elem);
@@ -109,10 +111,11 @@ static starpu_data_handle_t vector_on(unsigned node, const void *host, uint32_t 
   *mem = starpu_malloc_on_node(node, (size_t)nx * elem);
   ck_assert(*mem != 0);
   starpu_vector_data_register(&h, (int)node, *mem, nx, elem);
-  starpu_data_handle_t src;
   starpu_vector_data_register(&src, STARPU_MAIN_RAM, (uintptr_t)host, nx, elem);
   ck_assert_int_eq(starpu_data_cpy(h, src, 0, NULL, NULL), 0);
   starpu_data_unregister(src);
+  starpu_data_unregister(h);
+  starpu_vector_data_register(&h, (int)node, *mem, nx, elem);
   return h;
 }
 

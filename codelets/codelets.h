@@ -346,7 +346,11 @@ struct sproj_scanner_lors_arg {
   int indexed;
 };
 extern struct starpu_codelet sproj_scanner_lors_cl;
+/* Checks of per-LOR inputs where they live (input_check.h). Buffers: one struct sproj_input_result per vector (W),
+ * then the vectors (R); cl_arg: struct sproj_input_arg. */
+extern struct starpu_codelet sproj_input_check_cl;
 #ifdef SPROJ_USE_CUDA
+void sproj_input_check_cuda(void *buffers[], void *cl_arg);
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
 void sproj_em_nll_cuda(void *buffers[], void *cl_arg);
 void sproj_em_update_cuda(void *buffers[], void *cl_arg);

@@ -313,7 +313,9 @@ typedef struct sproj_chunks sproj_chunks;
  * Errors: NULL, EMPTY (num_lors == 0), DIMS (num_lors < 0), OVERFLOW (num_lors > 2^32-1), NONFINITE, RANGE. */
 SPROJ_API int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xend, int64_t num_lors);
 /* Uses a caller's StarPU handles: two vectors of equal length with elemsize 3*sizeof(float); their coordinates are
- * checked as by sproj_lors_register (the handles are acquired for reading once), and they stay the caller's.
+ * checked as by sproj_lors_register, with the same messages, where the vectors live: a vector whose home node is a
+ * GPU's memory by a task on that GPU (only a few bytes of the result come to the host; nothing is copied to main
+ * memory), any other after acquiring it for reading in main memory. They stay the caller's.
  * Errors: NULL, NOT_INIT, INVALID (not vectors, or another element size), MISMATCH (different lengths), EMPTY,
  * NONFINITE, RANGE, STARPU. */
 SPROJ_API int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend);
@@ -444,9 +446,10 @@ typedef struct sproj_tof sproj_tof;
 SPROJ_API int sproj_tof_register(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors, const float *sigma,
                                  const float *center_offset);
 /* The same with the per-LOR arrays in a caller's StarPU vectors of float, one element per LOR of lors (NULL: the
- * scalar in params applies; the handles stay the caller's). Their values are checked as above (each handle is
- * acquired for reading once: a copy on the host when it lives on a GPU). Errors: those of sproj_tof_register,
- * INVALID (not a vector of float), MISMATCH (another length than the LOR set), STARPU. */
+ * scalar in params applies; the handles stay the caller's). Their values are checked as above, where they live (as
+ * sproj_lors_register_handles checks its vectors: on the GPU that is a vector's home, else in main memory).
+ * Errors: those of sproj_tof_register, INVALID (not a vector of float), MISMATCH (another length than the LOR set),
+ * STARPU. */
 SPROJ_API int sproj_tof_register_handles(sproj_tof **tof, const struct sproj_tof_params *params, sproj_lors *lors,
                                          sproj_starpu_handle sigma, sproj_starpu_handle center_offset);
 /* Frees TOF parameters (NULL: no-op), after pending tasks that read their per-LOR arrays; tasks already submitted
@@ -459,9 +462,10 @@ SPROJ_API int sproj_tof_unregister(sproj_tof *tof);
 SPROJ_API int sproj_lors_register_events(sproj_lors **events, const float *xstart, const float *xend, const int16_t *tof_bin,
                                          int64_t num_events);
 /* The same from a caller's StarPU vectors (they stay the caller's): the endpoints as in sproj_lors_register_handles
- * and tof_bin, a vector of as many int16_t elements. The bins are checked as above (the handle is acquired for
- * reading once: a copy on the host when it lives on a GPU). Errors: those of sproj_lors_register_handles, NULL,
- * INVALID (tof_bin not a vector of int16_t), MISMATCH (another length), RANGE (a negative bin). */
+ * and tof_bin, a vector of as many int16_t elements. The bins are checked as above, where they live, with the
+ * endpoints (one task when they share a GPU; endpoint errors come first, unlike sproj_lors_register_events).
+ * Errors: those of sproj_lors_register_handles, NULL, INVALID (tof_bin not a vector of int16_t), MISMATCH (another
+ * length), RANGE (a negative bin). */
 SPROJ_API int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle xstart, sproj_starpu_handle xend,
                                                  sproj_starpu_handle tof_bin);
 

@@ -3,7 +3,7 @@
 # Runs on a GPU machine from the repository root with .device/ carried (see scripts/device-bundle.sh): the test
 # programs, the demo and the non-TOF benchmark. Logs go to $OUT (or /tmp/out).
 # usage: scripts/device-run.sh [tests] [recon] [main-job] [bench-recon] [demo] [bench] [bench-tof] [bench-any] [sweep]
-#   (default: tests demo bench bench-tof)
+#   (default: tests demo bench bench-tof; TESTS_ONLY="check_a check_b" limits the tests step to those programs)
 #   bench-any: bench_nontof and bench_tof with projections on CPU cores and GPUs (sproj_set_devices(SPROJ_DEVICE_ANY))
 #   sweep:     the segment-viewgram jobs under several StarPU settings
 #   seg:       the segment-viewgram jobs with merged calls (default) and without (--no-merge)
@@ -36,10 +36,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 for step in $steps; do
   case $step in
     tests)
-      for t in $(cd tests && ls check_* | grep -vE '\.(o|log|trs)$'); do
+      # TESTS_ONLY="check_a check_b": those test programs only
+      for t in ${TESTS_ONLY:-$(cd tests && ls check_* | grep -vE '\.(o|log|trs)$')}; do
         timeout 300 "./tests/$t" >"$out/$t.log" 2>&1
         echo "$t: exit $? $(grep -hE 'Checks:|SKIPPED' "$out/$t.log" | tr '\n' ' ')"
-        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over|blur|non-TOF|MLEM|OSEM|layouts|lanes)' "$out/$t.log"
+        grep -hE '^(CPU vs|CUDA adj|residency|whole-set|ball|batch|TOF|listmode|sum over|blur|non-TOF|MLEM|OSEM|layouts|lanes|check_inputs|arrays homed|  forward max)' "$out/$t.log"
         grep -hE ':[FE]:' "$out/$t.log" | head -5
       done ;;
     recon)

@@ -480,6 +480,10 @@ static starpu_data_handle_t on_gpu(unsigned node, const float *host, uint32_t n,
   starpu_vector_data_register(&src, STARPU_MAIN_RAM, (uintptr_t)host, n, elem);
   ck_assert_int_eq(starpu_data_cpy(dst, src, 0, NULL, NULL), 0);
   starpu_data_unregister(src);
+  /* StarPU's copy task may have run on a CPU worker: written back home, then registered afresh, the array is valid
+   * on the GPU only, as a GPU array a caller registers */
+  starpu_data_unregister(dst);
+  starpu_vector_data_register(&dst, (int)node, p, n, elem);
   return dst;
 }
 
@@ -525,6 +529,126 @@ START_TEST(test_gpu_homed_arrays)
   }
   free(vals);
   free(ref);
+}
+END_TEST
+
+/* bytes moved between main memory and the GPUs, both ways, since the last call (reading resets the counters) */
+static long long bytes_host_gpus(void)
+{
+  long long sum = 0;
+  for (unsigned node = 0; node < starpu_memory_nodes_get_count(); node++) {
+    if (node == STARPU_MAIN_RAM)
+      continue;
+    int bus[2] = {starpu_bus_get_id(STARPU_MAIN_RAM, node), starpu_bus_get_id(node, STARPU_MAIN_RAM)};
+    for (int k = 0; k < 2; k++) {
+      struct starpu_profiling_bus_info info;
+      if (bus[k] >= 0 && starpu_bus_get_profiling_info(bus[k], &info) == 0)
+        sum += info.transferred_bytes;
+    }
+  }
+  return sum;
+}
+
+/* A one-shot TOF listmode projection on arrays homed on a GPU (events, bins, per-LOR sigma, values, image), as
+ * starproj.parallelproj_core makes one for CuPy arrays: registering (the inputs checked by a task on the GPU),
+ * projecting forward and back and unregistering moves no per-LOR array between host and GPU (only the checks'
+ * results, a few bytes each), and the values and the image are right where they live. */
+START_TEST(test_gpu_homed_oneshot_stays)
+{
+  int wid[STARPU_NMAXWORKERS];
+  ck_assert_int_ge(starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, wid, STARPU_NMAXWORKERS), 1);
+  unsigned node = starpu_worker_get_memory_node(wid[0]);
+  const int64_t n = 20000, nvox = tu_nvox(&g);
+  struct sproj_tof_params par = {5.0f, 29, 3.0f, 4.0f, 1.5f};
+  int16_t *bins = malloc(n * sizeof *bins);
+  float *sigma = tu_alloc(n), *ref = tu_alloc(n), *vals = tu_alloc(n), *ones = tu_alloc(n);
+  float *bref = tu_alloc(nvox), *bgot = tu_alloc(nvox), *zero = tu_alloc(nvox);
+  for (int64_t i = 0; i < n; i++) {
+    bins[i] = (int16_t)tu_randint(0, par.num_bins - 1);
+    ones[i] = 1.0f;
+  }
+  tu_fill_uniform(sigma, n, 3.0f, 5.0f);
+  memset(bref, 0, nvox * sizeof *bref);
+  memset(zero, 0, nvox * sizeof *zero);
+  /* the reference: host arrays */
+  sproj_image *im, *bim;
+  sproj_lors *lors;
+  sproj_proj *proj, *pones;
+  sproj_tof *tof;
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&bim, bref, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register_events(&lors, xs, xe, bins, n), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&proj, ref, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register(&pones, ones, lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_register(&tof, &par, lors, sigma, NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd_tof_lm(im, proj, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_back_tof_lm(bim, pones, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(pones), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  /* the same on the GPU's own memory */
+  uintptr_t ptr[8];
+  const void *host[8] = {img, zero, xs, xe, bins, sigma, zero, ones};
+  const uint32_t count[8] = {(uint32_t)nvox, (uint32_t)nvox, (uint32_t)n, (uint32_t)n, (uint32_t)n, (uint32_t)n,
+                             (uint32_t)n, (uint32_t)n};
+  const size_t elem[8] = {sizeof(float), sizeof(float), 3 * sizeof(float), 3 * sizeof(float), sizeof(int16_t),
+                          sizeof(float), sizeof(float), sizeof(float)};
+  starpu_data_handle_t h[8];
+  for (int k = 0; k < 8; k++)
+    h[k] = on_gpu(node, host[k], count[k], elem[k], &ptr[k]);
+  ck_assert_int_eq(starpu_task_wait_for_all(), 0);
+  starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+  (void)bytes_host_gpus(); /* resets the counters */
+  ck_assert_int_eq(sproj_image_register_handle(&im, h[0], g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register_handle(&bim, h[1], g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register_events_handles(&lors, h[2], h[3], h[4]), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register_handle(&proj, h[6], lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_register_handle(&pones, h[7], lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_register_handles(&tof, &par, lors, h[5], NULL), SPROJ_OK);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd_tof_lm(im, proj, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_back_tof_lm(bim, pones, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(pones), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+  ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+  long long moved = bytes_host_gpus();
+  starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
+  printf("arrays homed on the GPU, TOF listmode one-shot: %lld bytes between host and GPUs (one per-LOR array: %lld)\n",
+         moved, (long long)n * (long long)sizeof(float));
+  ck_assert_msg(moved < 4096, "%lld bytes crossed between host and GPUs", moved);
+  /* the results, where they are, against the host's */
+  starpu_data_handle_t back;
+  starpu_vector_data_register(&back, STARPU_MAIN_RAM, (uintptr_t)vals, (uint32_t)n, sizeof(float));
+  ck_assert_int_eq(starpu_data_cpy(back, h[6], 0, NULL, NULL), 0);
+  starpu_data_unregister(back);
+  starpu_vector_data_register(&back, STARPU_MAIN_RAM, (uintptr_t)bgot, (uint32_t)nvox, sizeof(float));
+  ck_assert_int_eq(starpu_data_cpy(back, h[1], 0, NULL, NULL), 0);
+  starpu_data_unregister(back);
+  double maxv, maxdiff;
+  compare_forward(ref, vals, n, &maxv, &maxdiff);
+  double l2 = tu_rel_l2_ff(bgot, bref, nvox);
+  printf("  forward max difference %.3g (max %.3g), back relative L2 %.3g\n", maxdiff, maxv, l2);
+  ck_assert_msg(l2 < 1e-5, "back projection relative L2 %g", l2);
+  for (int k = 0; k < 8; k++) {
+    size_t bytes = starpu_vector_get_nx(h[k]) * starpu_vector_get_elemsize(h[k]);
+    starpu_data_unregister(h[k]);
+    starpu_free_on_node(node, ptr[k], bytes);
+  }
+  free(bins);
+  free(sigma);
+  free(ref);
+  free(vals);
+  free(ones);
+  free(bref);
+  free(bgot);
+  free(zero);
 }
 END_TEST
 
@@ -615,6 +739,7 @@ int main(void)
   tcase_add_test(tc, test_layouts_same_bits);
   tcase_add_test(tc, test_layouts_sinogram);
   tcase_add_test(tc, test_gpu_homed_arrays);
+  tcase_add_test(tc, test_gpu_homed_oneshot_stays);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);
   sproj_shutdown();

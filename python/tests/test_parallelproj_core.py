@@ -489,4 +489,56 @@ def test_cupy_arrays_run_on_their_gpu():
     # arrays on two devices (host and GPU) are refused, as libparallelproj refuses them
     with pytest.raises(ValueError):
         ppc.joseph3d_fwd(g[0], g[1], s.image, g[3], g[4], gy)
+    _cupy_bad_inputs(cp, s, g, width, sigma, off, bins, nbins)
     sp.shutdown()  # the next tests start their CPU-only runtime again
+
+
+def _what(e):
+    """A starproj.Error's message less the names of the calls that report it (host arrays and GPU arrays are
+    registered through different calls)."""
+    m = e.message
+    while m.startswith("sproj_") and ": " in m:
+        m = m.split(": ", 1)[1]
+    return m
+
+
+def _cupy_bad_inputs(cp, s, g, width, sigma, off, bins, nbins):
+    """Bad coordinates, bins, sigma and offsets in CuPy arrays are found on the GPU and refused with the status and
+    message the same NumPy arrays get, the outputs untouched."""
+    k = s.n // 2 + 7
+
+    def both(call, host_args, gpu_args, out, gout):
+        with pytest.raises(sp.Error) as eh:
+            call(*host_args)
+        before = gout.copy()
+        with pytest.raises(sp.Error) as eg:
+            call(*gpu_args)
+        assert eg.value.status == eh.value.status
+        assert _what(eg.value) == _what(eh.value), (eg.value.message, eh.value.message)
+        assert bool(cp.all(gout == before))
+        return eh.value
+
+    y, gy = np.zeros(s.n, np.float32), cp.full(s.n, 7.0, cp.float32)
+    for value, status in ((np.nan, sp.ERR_NONFINITE), (-np.inf, sp.ERR_NONFINITE), (3e7, sp.ERR_RANGE)):
+        xe = s.xe.copy()
+        xe.reshape(-1, 3)[k, 1] = value
+        e = both(ppc.joseph3d_fwd, (s.xs, xe, s.image, s.origin, s.vs, y),
+                 (g[0], cp.asarray(xe), g[2], g[3], g[4], gy), y, gy)
+        assert e.status == status and str(k) in e.message
+    t, gt = np.zeros((s.n, nbins), np.float32), cp.full((s.n, nbins), 7.0, cp.float32)
+    sig = np.broadcast_to(sigma, s.xs.shape[:-1]).astype(np.float32) if sigma.size == 1 else sigma.copy()
+    sig.reshape(-1)[k] = 0.0
+    e = both(ppc.joseph3d_tof_sino_fwd, (*s.args(), t, width, sig, off, nbins),
+             (*g, gt, width, cp.asarray(sig), cp.asarray(off), nbins), t, gt)
+    assert e.status == sp.ERR_TOF and str(k) in e.message
+    offs = np.zeros(s.xs.shape[:-1], np.float32)
+    offs.reshape(-1)[k] = np.nan
+    e = both(ppc.joseph3d_tof_sino_fwd, (*s.args(), t, width, sigma, offs, nbins),
+             (*g, gt, width, cp.asarray(sigma), cp.asarray(offs), nbins), t, gt)
+    assert e.status == sp.ERR_NONFINITE and str(k) in e.message
+    lm, glm = np.zeros(s.n, np.float32), cp.full(s.n, 7.0, cp.float32)
+    b = bins.copy()
+    b[k] = -2
+    e = both(ppc.joseph3d_tof_lm_fwd, (*s.args(), lm, width, sigma, off, b, nbins),
+             (*g, glm, width, cp.asarray(sigma), cp.asarray(off), cp.asarray(b), nbins), lm, glm)
+    assert e.status == sp.ERR_RANGE and str(k) in e.message

@@ -2,7 +2,6 @@
 /* errors.c: status codes, their descriptions and the per-thread message of the last failure. */
 #include "config.h"
 #include <stdarg.h>
-#include <math.h>
 #include <stdio.h>
 #include "shared.h"
 
@@ -48,12 +47,4 @@ const char *sproj_strerror(int status)
   case SPROJ_ERR_FORMAT: return "a file is not in the expected format";
   default: return "unknown status code";
   }
-}
-
-int64_t sproj_first_nonfinite(const float *v, int64_t n)
-{
-  for (int64_t i = 0; i < n; i++)
-    if (!isfinite(v[i]))
-      return i;
-  return -1;
 }

@@ -11,6 +11,7 @@
 #include "starproj.h"
 #include "shared.h"
 #include "codelets.h"
+#include "input_check.h"
 
 /* ---- runtime state (runtime.c) ---- */
 struct sproj_runtime {
@@ -255,7 +256,16 @@ int sproj_chunk_list(const char *func, const sproj_chunks *ch, int chunk, int **
 int sproj_upload_handles(starpu_data_handle_t *handles, int nhandles, const unsigned *nodes, int nnodes);
 int sproj_release_handles(starpu_data_handle_t *handles, int nhandles, const unsigned *nodes, int nnodes);
 
-/* Checks that every float of an array is finite; returns the index of the first that is not, or -1. */
-int64_t sproj_first_nonfinite(const float *v, int64_t n);
+/* ---- inputs.c: per-LOR inputs (codelets/input_check.h) checked where they live ---- */
+/* The limits of starproj.h the checks hold coordinates, sigma and offset to (lors.c), nvectors 0. */
+struct sproj_input_arg sproj_input_limits(float bin_width, float num_sigmas);
+/* Scans arg->nvectors vectors (kinds in arg) into one result each: those homed on a GPU by a check task on that
+ * GPU, the others in main memory in the calling thread (acquired there, as a host check always did). Returns
+ * SPROJ_OK or a status reported under func; what the results say is the caller's to report. */
+int sproj_inputs_check(const char *func, const struct sproj_input_arg *arg, const starpu_data_handle_t *h,
+                       struct sproj_input_result *res);
+/* The check task alone, on the workers of memory node `node` (CPU workers for main memory), waited for. */
+int sproj_inputs_check_on(const char *func, const struct sproj_input_arg *arg, const starpu_data_handle_t *h,
+                          struct sproj_input_result *res, unsigned node);
 
 #endif

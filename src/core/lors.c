@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lors.c: LOR sets (plain and listmode events) and chunkings (pieces planned as StarPU partitions). */
 #include "config.h"
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,29 +28,42 @@ static int lors_new(const char *func, sproj_lors **out, starpu_data_handle_t xs,
   return SPROJ_OK;
 }
 
-/* Index of the first coordinate beyond SPROJ_MAX_COORDINATE, or -1 (NaN compares false and is found before). */
-static int64_t first_far(const float *v, int64_t n)
+/* What the checks of coordinates, bins, sigma and offset hold them to (codelets/input_check.h). */
+struct sproj_input_arg sproj_input_limits(float bin_width, float num_sigmas)
 {
-  for (int64_t i = 0; i < n; i++)
-    if (fabsf(v[i]) > SPROJ_MAX_COORDINATE)
-      return i;
-  return -1;
+  struct sproj_input_arg a;
+  memset(&a, 0, sizeof a);
+  a.max_coordinate = SPROJ_MAX_COORDINATE;
+  a.bin_width = bin_width;
+  a.num_sigmas = num_sigmas;
+  a.max_ratio = SPROJ_TOF_MAX_RATIO;
+  return a;
+}
+
+/* The first bad coordinate of the two endpoint vectors' scans, as the error it is: a non-finite one anywhere in
+ * xstart, else one beyond SPROJ_MAX_COORDINATE there, then the same for xend. */
+static int coordinates_report(const char *func, const struct sproj_input_result r[2])
+{
+  const char *names[2] = {"xstart", "xend"};
+  for (int e = 0; e < 2; e++) {
+    if (r[e].first[0] != SPROJ_INPUT_NONE)
+      return sproj_fail(SPROJ_ERR_NONFINITE, func, "%s of LOR %lld is not finite", names[e],
+                        (long long)(r[e].first[0] / 3));
+    if (r[e].first[1] != SPROJ_INPUT_NONE)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "%s of LOR %lld has a coordinate %g beyond %g", names[e],
+                        (long long)(r[e].first[1] / 3), r[e].value[1], SPROJ_MAX_COORDINATE);
+  }
+  return SPROJ_OK;
 }
 
 static int check_coordinates(const char *func, const float *xs, const float *xe, int64_t n)
 {
-  const float *ends[2] = {xs, xe};
-  const char *names[2] = {"xstart", "xend"};
-  for (int e = 0; e < 2; e++) {
-    int64_t bad = sproj_first_nonfinite(ends[e], 3 * n);
-    if (bad >= 0)
-      return sproj_fail(SPROJ_ERR_NONFINITE, func, "%s of LOR %lld is not finite", names[e], (long long)(bad / 3));
-    bad = first_far(ends[e], 3 * n);
-    if (bad >= 0)
-      return sproj_fail(SPROJ_ERR_RANGE, func, "%s of LOR %lld has a coordinate %g beyond %g", names[e],
-                        (long long)(bad / 3), ends[e][bad], SPROJ_MAX_COORDINATE);
-  }
-  return SPROJ_OK;
+  struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
+  struct sproj_input_result r[2];
+  sproj_input_scan(&a, SPROJ_INPUT_COORDS, xs, 3 * (uint64_t)n, &r[0]);
+  if (r[0].first[0] == SPROJ_INPUT_NONE && r[0].first[1] == SPROJ_INPUT_NONE)
+    sproj_input_scan(&a, SPROJ_INPUT_COORDS, xe, 3 * (uint64_t)n, &r[1]);
+  return coordinates_report(func, r);
 }
 
 int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xend, int64_t num_lors)
@@ -81,6 +93,16 @@ int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xen
   return ret;
 }
 
+/* A scan of num_events bins as the error it found (a negative bin), else the largest bin in *max. */
+static int bins_report(const char *func, const struct sproj_input_result *r, int *max)
+{
+  if (r->first[0] != SPROJ_INPUT_NONE)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "tof_bin of event %lld is %d: bins are numbered from 0",
+                      (long long)r->first[0], (int)r->value[0]);
+  *max = r->max_bin;
+  return SPROJ_OK;
+}
+
 /* One pass over the bins of num_events events: a negative one is an error, the largest (*max) is checked against each
  * submission's TOF bins. */
 static int scan_bins(const char *func, const int16_t *tof_bin, int64_t num_events, int *max)
@@ -88,14 +110,10 @@ static int scan_bins(const char *func, const int16_t *tof_bin, int64_t num_event
   *max = 0;
   if (num_events <= 0 || num_events > UINT32_MAX)
     return SPROJ_OK; /* the LOR registration names what is wrong with the count */
-  for (int64_t i = 0; i < num_events; i++) {
-    if (tof_bin[i] < 0)
-      return sproj_fail(SPROJ_ERR_RANGE, func, "tof_bin of event %lld is %d: bins are numbered from 0", (long long)i,
-                        tof_bin[i]);
-    if (tof_bin[i] > *max)
-      *max = tof_bin[i];
-  }
-  return SPROJ_OK;
+  struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
+  struct sproj_input_result r;
+  sproj_input_scan(&a, SPROJ_INPUT_BINS, tof_bin, (uint64_t)num_events, &r);
+  return bins_report(func, &r, max);
 }
 
 /* A LOR registration's failure, reported under the events' call's name (the same checks). */
@@ -129,6 +147,24 @@ int sproj_lors_register_events(sproj_lors **events, const float *xstart, const f
   return SPROJ_OK;
 }
 
+/* The checks of two endpoint vectors before their values: vectors of 3 floats, as many of each, at least one.
+ * *n: their LORs. */
+static int check_lor_vectors(const char *func, starpu_data_handle_t xstart, starpu_data_handle_t xend, int64_t *n)
+{
+  if (starpu_data_get_interface_id(xstart) != STARPU_VECTOR_INTERFACE_ID ||
+      starpu_data_get_interface_id(xend) != STARPU_VECTOR_INTERFACE_ID)
+    return sproj_fail(SPROJ_ERR_INVALID, func, "xstart and xend must be StarPU vectors");
+  if (starpu_vector_get_elemsize(xstart) != LOR_BYTES || starpu_vector_get_elemsize(xend) != LOR_BYTES)
+    return sproj_fail(SPROJ_ERR_INVALID, func, "xstart and xend elements must be 3 floats (elemsize %zu)", LOR_BYTES);
+  *n = starpu_vector_get_nx(xstart);
+  if (*n != (int64_t)starpu_vector_get_nx(xend))
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "xstart has %lld LORs, xend %u", (long long)*n,
+                      starpu_vector_get_nx(xend));
+  if (*n == 0)
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "the vectors hold no LOR");
+  return SPROJ_OK;
+}
+
 int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle xstart, sproj_starpu_handle xend,
                                        sproj_starpu_handle tof_bin)
 {
@@ -140,30 +176,37 @@ int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle 
   if (starpu_data_get_interface_id(tof_bin) != STARPU_VECTOR_INTERFACE_ID ||
       starpu_vector_get_elemsize(tof_bin) != sizeof(int16_t))
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "tof_bin must be a StarPU vector of int16_t");
-  sproj_lors *lors;
-  if ((ret = sproj_lors_register_handles(&lors, xstart, xend)))
+  /* the endpoints' failures are sproj_lors_register_handles's, reported under this call's name */
+  const char *lors_func = "sproj_lors_register_handles";
+  int64_t n;
+  if ((ret = check_lor_vectors(lors_func, xstart, xend, &n)))
     return renamed(__func__, ret);
-  if ((int64_t)starpu_vector_get_nx(tof_bin) != lors->num_lors) {
-    sproj_lors_unregister(lors);
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "tof_bin holds %u bins for %lld events", starpu_vector_get_nx(tof_bin),
-                      (long long)lors->num_lors);
-  }
-  /* the bins are checked on the host, as the endpoints are (a copy there when they live on a GPU) */
-  if (starpu_data_acquire_on_node(tof_bin, STARPU_MAIN_RAM, STARPU_R) != 0) {
-    sproj_lors_unregister(lors);
-    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-  }
-  int max;
-  ret = scan_bins(__func__, (const int16_t *)starpu_vector_get_local_ptr(tof_bin), lors->num_lors, &max);
-  starpu_data_release_on_node(tof_bin, STARPU_MAIN_RAM);
-  struct sproj_vec *bins = ret ? NULL : malloc(sizeof *bins);
-  if (!ret && (!bins || sproj_vec_init(bins, lors, tof_bin, 0, 1, 1))) {
-    free(bins);
-    ret = SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
-  }
-  if (ret) {
-    sproj_lors_unregister(lors);
+  int same = (int64_t)starpu_vector_get_nx(tof_bin) == n;
+  /* endpoints and bins in one scan where they live (the bins only when there is one per event) */
+  struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
+  starpu_data_handle_t h[3] = {xstart, xend, tof_bin};
+  struct sproj_input_result r[3];
+  a.nvectors = same ? 3 : 2;
+  a.kind[0] = a.kind[1] = SPROJ_INPUT_COORDS;
+  a.kind[2] = SPROJ_INPUT_BINS;
+  if ((ret = sproj_inputs_check(__func__, &a, h, r)))
     return ret;
+  if ((ret = coordinates_report(lors_func, r)))
+    return renamed(__func__, ret);
+  if (!same)
+    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "tof_bin holds %u bins for %lld events", starpu_vector_get_nx(tof_bin),
+                      (long long)n);
+  int max = 0;
+  if ((ret = bins_report(__func__, &r[2], &max)))
+    return ret;
+  sproj_lors *lors = NULL;
+  if ((ret = lors_new(lors_func, &lors, xstart, xend, n, 0)))
+    return renamed(__func__, ret);
+  struct sproj_vec *bins = malloc(sizeof *bins);
+  if (!bins || sproj_vec_init(bins, lors, tof_bin, 0, 1, 1)) {
+    free(bins);
+    sproj_lors_unregister(lors);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
   }
   lors->bins = bins;
   lors->max_bin = max;
@@ -178,28 +221,16 @@ int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, s
     return ret;
   if (!lors || !xstart || !xend)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "lors, xstart and xend must not be NULL");
-  if (starpu_data_get_interface_id(xstart) != STARPU_VECTOR_INTERFACE_ID ||
-      starpu_data_get_interface_id(xend) != STARPU_VECTOR_INTERFACE_ID)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "xstart and xend must be StarPU vectors");
-  if (starpu_vector_get_elemsize(xstart) != LOR_BYTES || starpu_vector_get_elemsize(xend) != LOR_BYTES)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "xstart and xend elements must be 3 floats (elemsize %zu)", LOR_BYTES);
-  int64_t n = starpu_vector_get_nx(xstart);
-  if (n != (int64_t)starpu_vector_get_nx(xend))
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "xstart has %lld LORs, xend %u", (long long)n, starpu_vector_get_nx(xend));
-  if (n == 0)
-    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "the vectors hold no LOR");
-  /* the coordinates are checked on the host (a copy there when the vectors live on a GPU) */
-  if (starpu_data_acquire_on_node(xstart, STARPU_MAIN_RAM, STARPU_R) != 0)
-    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-  if (starpu_data_acquire_on_node(xend, STARPU_MAIN_RAM, STARPU_R) != 0) {
-    starpu_data_release_on_node(xstart, STARPU_MAIN_RAM);
-    return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-  }
-  ret = check_coordinates(__func__, (const float *)starpu_vector_get_local_ptr(xstart),
-                          (const float *)starpu_vector_get_local_ptr(xend), n);
-  starpu_data_release_on_node(xstart, STARPU_MAIN_RAM);
-  starpu_data_release_on_node(xend, STARPU_MAIN_RAM);
-  if (ret)
+  int64_t n;
+  if ((ret = check_lor_vectors(__func__, xstart, xend, &n)))
+    return ret;
+  /* the coordinates are checked where the vectors live: by a task on the GPU that holds them, else on the host */
+  struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
+  starpu_data_handle_t h[2] = {xstart, xend};
+  struct sproj_input_result r[2];
+  a.nvectors = 2;
+  a.kind[0] = a.kind[1] = SPROJ_INPUT_COORDS;
+  if ((ret = sproj_inputs_check(__func__, &a, h, r)) || (ret = coordinates_report(__func__, r)))
     return ret;
   return lors_new(__func__, lors, xstart, xend, n, 0);
 }

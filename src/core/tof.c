@@ -14,30 +14,51 @@ static int check_params(const char *func, const struct sproj_tof_params *p)
     return sproj_fail(SPROJ_ERR_TOF, func, "num_bins = %d must be 1..%d", p->num_bins, SPROJ_MAX_TOF_BINS);
   if (!isfinite(p->num_sigmas) || !(p->num_sigmas > 0.0f))
     return sproj_fail(SPROJ_ERR_TOF, func, "num_sigmas = %g must be finite and > 0", p->num_sigmas);
-  if (!isfinite(p->center_offset))
+  switch (sproj_tof_offset_fault(p->center_offset, p->bin_width, SPROJ_TOF_MAX_RATIO)) {
+  case 1:
     return sproj_fail(SPROJ_ERR_NONFINITE, func, "center_offset is not finite");
-  if (fabs((double)p->center_offset) > SPROJ_TOF_MAX_RATIO * (double)p->bin_width)
+  case 2:
     return sproj_fail(SPROJ_ERR_TOF, func, "|center_offset| = %g exceeds %g bin widths", fabs(p->center_offset),
                       SPROJ_TOF_MAX_RATIO);
+  }
   return SPROJ_OK;
 }
 
 /* A sigma (scalar or of one LOR) against the bin width and num_sigmas: the ranges the header states. */
 static int check_sigma(const char *func, const struct sproj_tof_params *p, float sigma, int64_t lor)
 {
+  int fault = sproj_tof_sigma_fault(sigma, p->bin_width, p->num_sigmas, SPROJ_TOF_MAX_RATIO);
+  if (!fault)
+    return SPROJ_OK;
   char who[48] = "sigma";
   if (lor >= 0)
     snprintf(who, sizeof who, "sigma of LOR %lld", (long long)lor);
-  if (!isfinite(sigma) || !(sigma > 0.0f))
-    return sproj_fail(SPROJ_ERR_TOF, func, "%s = %g must be finite and > 0", who, sigma);
   /* in double: the quotients of extreme floats overflow float */
   double ratio = (double)sigma / (double)p->bin_width;
-  if (ratio < 1.0 / SPROJ_TOF_MAX_RATIO || ratio > SPROJ_TOF_MAX_RATIO)
+  if (fault == 1)
+    return sproj_fail(SPROJ_ERR_TOF, func, "%s = %g must be finite and > 0", who, sigma);
+  if (fault == 2)
     return sproj_fail(SPROJ_ERR_TOF, func, "%s / bin_width = %g must lie in [%g, %g]", who, ratio,
                       1.0 / SPROJ_TOF_MAX_RATIO, SPROJ_TOF_MAX_RATIO);
-  if ((double)p->num_sigmas * ratio > SPROJ_TOF_MAX_RATIO)
-    return sproj_fail(SPROJ_ERR_TOF, func, "num_sigmas * %s / bin_width = %g exceeds %g", who,
-                      (double)p->num_sigmas * ratio, SPROJ_TOF_MAX_RATIO);
+  return sproj_fail(SPROJ_ERR_TOF, func, "num_sigmas * %s / bin_width = %g exceeds %g", who,
+                    (double)p->num_sigmas * ratio, SPROJ_TOF_MAX_RATIO);
+}
+
+/* The scans of the per-LOR sigma (r[0], when has_sigma) and offset (the next result, when has_offset) as the error
+ * they found: any sigma out of range first, then a non-finite offset, then one too far. */
+static int per_lor_report(const char *func, const struct sproj_tof_params *params, const struct sproj_input_result *r,
+                          int has_sigma, int has_offset)
+{
+  int ret;
+  if (has_sigma && r->first[0] != SPROJ_INPUT_NONE &&
+      (ret = check_sigma(func, params, r->value[0], (int64_t)r->first[0])))
+    return ret;
+  r += has_sigma;
+  if (has_offset && r->first[0] != SPROJ_INPUT_NONE)
+    return sproj_fail(SPROJ_ERR_NONFINITE, func, "center_offset of LOR %lld is not finite", (long long)r->first[0]);
+  if (has_offset && r->first[1] != SPROJ_INPUT_NONE)
+    return sproj_fail(SPROJ_ERR_TOF, func, "|center_offset| of LOR %lld = %g exceeds %g bin widths",
+                      (long long)r->first[1], fabs(r->value[1]), SPROJ_TOF_MAX_RATIO);
   return SPROJ_OK;
 }
 
@@ -45,21 +66,15 @@ static int check_sigma(const char *func, const struct sproj_tof_params *p, float
 static int check_per_lor(const char *func, const struct sproj_tof_params *params, int64_t n, const float *sigma,
                          const float *center_offset)
 {
-  int ret;
+  struct sproj_input_arg a = sproj_input_limits(params->bin_width, params->num_sigmas);
+  struct sproj_input_result r[2];
+  int k = 0;
   if (sigma)
-    for (int64_t i = 0; i < n; i++)
-      if ((ret = check_sigma(func, params, sigma[i], i)))
-        return ret;
-  if (center_offset) {
-    int64_t bad = sproj_first_nonfinite(center_offset, n);
-    if (bad >= 0)
-      return sproj_fail(SPROJ_ERR_NONFINITE, func, "center_offset of LOR %lld is not finite", (long long)bad);
-    for (int64_t i = 0; i < n; i++)
-      if (fabs((double)center_offset[i]) > SPROJ_TOF_MAX_RATIO * (double)params->bin_width)
-        return sproj_fail(SPROJ_ERR_TOF, func, "|center_offset| of LOR %lld = %g exceeds %g bin widths", (long long)i,
-                          fabs(center_offset[i]), SPROJ_TOF_MAX_RATIO);
-  }
-  return SPROJ_OK;
+    sproj_input_scan(&a, SPROJ_INPUT_SIGMA, sigma, (uint64_t)n, &r[k++]);
+  /* an offset is looked at only when every sigma is fine, as the report takes sigma first */
+  if (center_offset && !(sigma && r[0].first[0] != SPROJ_INPUT_NONE))
+    sproj_input_scan(&a, SPROJ_INPUT_OFFSET, center_offset, (uint64_t)n, &r[k++]);
+  return per_lor_report(func, params, r, sigma != NULL, k > (sigma != NULL));
 }
 
 /* The checks every registration starts with. */
@@ -153,24 +168,17 @@ int sproj_tof_register_handles(sproj_tof **tof, const struct sproj_tof_params *p
       return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "%s holds %u values for %lld LORs", names[i], starpu_vector_get_nx(h[i]),
                         (long long)lors->num_lors);
   }
-  /* the values are checked on the host (a copy there when a vector lives on a GPU) */
-  const float *data[2] = {NULL, NULL};
-  int acquired[2] = {0, 0};
-  for (int i = 0; i < 2 && !ret; i++)
-    if (h[i]) {
-      if (starpu_data_acquire_on_node(h[i], STARPU_MAIN_RAM, STARPU_R) != 0)
-        ret = SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
-      else {
-        acquired[i] = 1;
-        data[i] = (const float *)starpu_vector_get_local_ptr(h[i]);
-      }
-    }
-  if (!ret)
-    ret = check_per_lor(__func__, params, lors->num_lors, data[0], data[1]);
+  /* the values are checked where they live: by a task on the GPU that holds a vector, else on the host */
+  struct sproj_input_arg a = sproj_input_limits(params->bin_width, params->num_sigmas);
+  starpu_data_handle_t v[2];
+  struct sproj_input_result r[2];
   for (int i = 0; i < 2; i++)
-    if (acquired[i])
-      starpu_data_release_on_node(h[i], STARPU_MAIN_RAM);
-  if (ret)
+    if (h[i]) {
+      a.kind[a.nvectors] = i ? SPROJ_INPUT_OFFSET : SPROJ_INPUT_SIGMA;
+      v[a.nvectors++] = h[i];
+    }
+  if (a.nvectors && ((ret = sproj_inputs_check(__func__, &a, v, r)) ||
+                     (ret = per_lor_report(__func__, params, r, h[0] != NULL, h[1] != NULL))))
     return ret;
   return tof_new(__func__, tof, params, lors, h[0], h[1], 0);
 }

@@ -1169,6 +1169,9 @@ static void recon_free(sproj_recon *r)
   sproj_image_drop(r->bp);
   if (r->scratch)
     starpu_data_unregister_no_coherency(r->scratch);
+  /* the devices' images go first: dropping an image waits for the tasks that write it, and the back projections
+   * into them are the last tasks to read the forward values, which are discarded next without waiting */
+  recon_devices_drop_images(r);
   /* the forward values stay where they were computed: nothing reads them on the host */
   sproj_proj *temps[2] = {r->p, r->px};
   for (int t = 0; t < 2; t++) {
@@ -1181,6 +1184,7 @@ static void recon_free(sproj_recon *r)
   }
   free(r->p_host);
   free(r->px_host);
+  recon_devices_free(r);
   recon_lists_free(&r->subsets);
   if (r->model)
     __atomic_sub_fetch(&r->model->users, 1, __ATOMIC_RELAXED);
@@ -1290,7 +1294,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     goto fail;
   if (r->blur)
     starpu_vector_data_register(&r->scratch, -1, 0, (uint32_t)nvox, sizeof(float));
-  if ((ret = spread_chunks(func, r)))
+  /* several devices: each owns its shares from now on; else the chunks are spread over the GPUs */
+  if ((ret = recon_devices_create(func, r)) || (!r->dev && (ret = spread_chunks(func, r))))
     goto fail;
 
   if (sens_chunks) {
@@ -1301,6 +1306,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     ret = make_sensitivities(func, r, NULL, NULL);
     r->sens_factor = 1.0f / (float)cfg->num_subsets;
   }
+  if (!ret && r->dev)
+    ret = recon_devices_sensitivities(func, r);
   if (ret)
     goto fail;
   /* Only the listmode objective adds the background of the sensitivity LORs. Summed for every model, it cost a TOF
@@ -1389,9 +1396,11 @@ int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_call
   if (num_iterations < 0)
     return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_iterations = %d is negative", num_iterations);
   double t0 = seconds_now();
+  if (num_iterations > 0 && recon->dev && (ret = recon_devices_begin(recon)))
+    return SPROJ_FAIL(ret, "could not submit the image's slabs");
   for (int it = 0; it < num_iterations; it++) {
     for (int k = 0; k < recon->subsets.num; k++)
-      if ((ret = submit_subset(recon, k)))
+      if ((ret = recon->dev ? recon_devices_subset(recon, k) : submit_subset(recon, k)))
         return ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM ? SPROJ_FAIL(ret, "could not submit subset %d", k)
                                                                  : ret;
     recon->iterations++;

@@ -328,6 +328,27 @@ struct sproj_axpy_arg {
  * kernel would exceed SPROJ_GAUSS_MAX_RADIUS. */
 struct sproj_gauss_arg;
 int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float voxel_size[3], const float fwhm[3]);
+/* ---- an image's slabs (image_slabs.h): several devices' back projections summed slab by slab ---- */
+#define SPROJ_MAX_SLABS 8
+/* cl_arg of the tasks that cut an image into slabs (buffers: image R, nslabs slabs W) or put it together from them
+ * (buffers: image W, nslabs slabs R that cover it): slab s starts at voxel first[s]. */
+struct sproj_slabs_arg {
+  int nslabs;
+  uint32_t first[SPROJ_MAX_SLABS];
+};
+/* cl_arg of the update of one slab of the OS-EM image (buffers: the image's slab RW, the sensitivity's slab R, then
+ * nparts partial back projections of it R, added in that order). */
+struct sproj_slab_update_arg {
+  int nparts;
+  float sens_factor;
+};
+extern struct starpu_codelet sproj_slab_split_cl;
+extern struct starpu_codelet sproj_slab_gather_cl;
+extern struct starpu_codelet sproj_slab_update_cl;
+/* Bytes a task moves through memory, for the models of memory-bound codelets: its buffers' sizes, twice for those
+ * read and written. */
+size_t sproj_task_traffic(struct starpu_task *task, unsigned nimpl);
+
 /* EM ratio (pieces of LORs), EM update (an image) and separable Gaussian blur (buffers: in R, out W, scratch). The
  * Poisson objective (em_nll.h) takes a ratio task's buffers, all read, and one more: SPROJ_NLL_PARTIALS doubles W. */
 extern struct starpu_codelet sproj_em_ratio_cl;
@@ -360,6 +381,9 @@ void sproj_sim_sum_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_draw_cuda(void *buffers[], void *cl_arg);
 void sproj_sim_emit_cuda(void *buffers[], void *cl_arg);
 void sproj_scanner_lors_cuda(void *buffers[], void *cl_arg);
+void sproj_slab_split_cuda(void *buffers[], void *cl_arg);
+void sproj_slab_gather_cuda(void *buffers[], void *cl_arg);
+void sproj_slab_update_cuda(void *buffers[], void *cl_arg);
 #endif
 
 #ifdef __cplusplus

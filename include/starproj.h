@@ -156,6 +156,14 @@ SPROJ_API const char *sproj_scheduler_name(void);
 /* Number of CPU workers and of GPUs driven by StarPU (0 before sproj_init). */
 SPROJ_API int sproj_num_cpu_workers(void);
 SPROJ_API int sproj_num_gpus(void);
+/* Number of devices projections are spread over now (sproj_set_devices): one per GPU when they run on GPUs, one of all
+ * CPU workers when they run on CPU workers; 0 when both kinds are selected or before sproj_init. The environment
+ * variable SPROJ_DEVICES (1 to 8) at sproj_init asks for another number: CPU workers are then split into that many
+ * groups, and with more devices than GPUs (or CPU workers) devices share them. Shared devices compute what as many
+ * separate ones would (their shares of the work, their sums), which lets a machine without GPUs, or with one, run
+ * and test the paths of several; they are not faster. Devices own chunks (sproj_chunks_set_device) and a
+ * reconstruction's shares of its data (starproj_recon.h). */
+SPROJ_API int sproj_num_devices(void);
 
 /* Task granularity. A request (one chunk, a list of chunks or the whole LOR set) is cut into tasks of at
  * most task_lors LORs, and large chunks into enough pieces to keep every worker busy. 0 restores the
@@ -358,6 +366,13 @@ SPROJ_API int sproj_chunks_destroy(sproj_chunks *chunks);
  * Errors: NULL, NOT_INIT, MISMATCH (chunking of another set), RANGE (chunk), NO_DEVICE. */
 SPROJ_API int sproj_lors_upload(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
 SPROJ_API int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, int gpu);
+/* Gives one chunk (or SPROJ_ALL_CHUNKS) a home: device 0..sproj_num_devices()-1, or -1 for none (the default). Every
+ * task on the chunk's LORs submitted from now on (projections, and the reconstruction's tasks on them) runs on that
+ * device's workers, under any scheduler: its LORs, values and per-LOR inputs move there once and stay, and a
+ * forward projection's values stay there until they are read. A task never mixes chunks of two homes. Homes name
+ * devices of the kind projections run on; with both kinds selected (SPROJ_DEVICE_ANY) they are not used.
+ * Errors: NULL, NOT_INIT, RANGE (chunk), NO_DEVICE (device outside -1..sproj_num_devices()-1). */
+SPROJ_API int sproj_chunks_set_device(sproj_chunks *chunks, int chunk, int device);
 
 /* ---- projection vectors ------------------------------------------------------------------------------- */
 typedef struct sproj_proj sproj_proj;

@@ -21,6 +21,19 @@ GPU, and its GPUs are made up, each running a task S times faster than one of th
 models' times / S; the projection models as a straight line through the CPU's measured sizes, used at every size),
 with host links of 50 GB/s. Nothing of such a machine is measured.
 
+Codelets the source has no model of, which several simulated GPUs run and one never does (the slabs of OS-EM over
+several devices: starproj_slab_split, starproj_slab_gather, starproj_slab_update), get one assumed from the source's
+image kernels (image_zero, image_add, em_update): each is a memory-bound pass over its buffers, so its time is a
+fixed cost plus the bytes it moves (its size, codelets/image_slabs.c: the buffers' sizes, twice for those read and
+written) at the bandwidth those kernels reached, fixed cost and bandwidth fitted to them (the new MACHINE says which).
+
+--fit-sizes: a projection or ratio model whose curve StarPU could not fit (a, b, c NaN; it then knows only the sizes
+it measured, and a simulation stops at any other) gets the straight line a size + c through its measured sizes' means
+(least squares, weighted by their counts), valid from half the smallest to twice the largest size measured; the new
+MACHINE gives each line and its largest difference to a measured mean. StarPU then uses the line at every size in
+that range, measured or not. For the task sizes of several devices' owned shares, which a one-GPU recording did not
+cut; an assumption until a recording covers them.
+
 --fill-unmeasured: a task size StarPU saw but never measured (a history entry with 0 measurements: the run stops
 there, "not calibrated enough") gets the mean of the nearest measured size of its codelet scaled by the size ratio,
 and the new MACHINE lists each such entry. An assumption, for predictions only; recording more calibration runs is
@@ -28,7 +41,7 @@ the cure.
 
 usage: scripts/simulated-platform.py --from DIR --gpus N [--host NAME] [--out DIR] [--pair DIR] [--nvlink-gbs B]
                                      [--nvlink-latency-us L] [--host-gbs B] [--cores N] [--test-gpus-from-cpu S]
-                                     [--fill-unmeasured]
+                                     [--fill-unmeasured] [--fit-sizes]
   --out DIR  where the new folder goes (default: next to --from, named after --host; default host
              <source host>-<N>gpu-derived)
 """
@@ -154,6 +167,107 @@ def fill_unmeasured(model):
     return "\n".join(lines), filled
 
 
+HIST = re.compile(r"[0-9a-f]{8}")
+
+
+def cuda_history(model):
+    """(size, mean, n) of the measured history entries of a model's CUDA implementation (its cuda0_impl0 section)."""
+    at = model.find("# Model for cuda0_impl0")
+    if at < 0:
+        return []
+    rows = []
+    for line in model[at:].split("\n")[1:]:
+        if line.startswith("# Model for"):
+            break
+        w = line.split()
+        if len(w) == 8 and HIST.fullmatch(w[0]) and int(w[7]) > 0 and float(w[3]) > 0:
+            rows.append((float(w[1]), float(w[3]), int(w[7])))
+    return rows
+
+
+def fit_sizes(model):
+    """The model with a line a x + c in place of a NaN curve (see --fit-sizes), and a description, or (model, None)."""
+    lines = model.split("\n")
+    for i, line in enumerate(lines):
+        if not line.startswith("# a\t") or i + 1 >= len(lines):
+            continue
+        abc = lines[i + 1].split()
+        if len(abc) != 3 or not any("nan" in v for v in abc):
+            continue
+        pts = cuda_history(model)
+        if len(pts) < 2:
+            return model, None
+        sw = sum(w for _, _, w in pts)
+        mx = sum(x * w for x, _, w in pts) / sw
+        my = sum(y * w for _, y, w in pts) / sw
+        vx = sum(w * (x - mx) ** 2 for x, _, w in pts)
+        slope = sum(w * (x - mx) * (y - my) for x, y, w in pts) / vx if vx > 0 else 0.0
+        icpt = my - slope * mx
+        if slope <= 0 or icpt < 0:
+            return model, None  # no sensible line: the measured sizes only, as before
+        worst = max(abs(icpt + slope * x - y) / y for x, y, _ in pts)
+        lines[i + 1] = f"{slope:e}\t{1.0:e}\t{icpt:e}"
+        # the regression statistics line before: n and the range StarPU checks a size against (0.9 minx .. 1.1 maxx)
+        for j in range(i - 1, 0, -1):
+            if lines[j - 1].startswith("# sumlnx"):
+                f = lines[j].split()
+                lo, hi = min(x for x, _, _ in pts), max(x for x, _, _ in pts)
+                lines[j] = "\t".join(f[:6] + [str(max(int(f[6]), sum(w for _, _, w in pts))), str(int(lo / 2)),
+                                             str(int(hi * 2))])
+                break
+        desc = (f"{slope * 1e6:.4g} us per million + {icpt:.1f} us over {len(pts)} sizes {min(x for x, _, _ in pts):.4g}"
+                f" .. {max(x for x, _, _ in pts):.4g}, at most {100 * worst:.1f}% from a measured mean")
+        return "\n".join(lines), desc
+    return model, None
+
+
+# the buffers' bytes a memory-bound image kernel moves for each byte StarPU counts as its size (sproj_task_traffic:
+# buffers read and written count twice): image_zero writes one image, image_add reads two and writes one (its first
+# read-write), em_update reads three and writes one
+IMAGE_KERNELS = {"starproj_image_zero": 1.0, "starproj_image_add": 1.5, "starproj_em_update": 4.0 / 3.0}
+SLAB_CODELETS = ("starproj_slab_split", "starproj_slab_gather", "starproj_slab_update")
+
+
+def slab_model(fixed_us, us_per_byte):
+    """A model file (format 45) of one CUDA implementation with no measurement and the line fixed + bytes / bandwidth,
+    valid from 1 byte to 1 TB."""
+    return "\n".join([
+        "##################", "# Performance Model Version", "45", "", "####################", "# COMBs",
+        "# number of combinations", "1", "####################", "# COMB_0", "# number of types devices", "1",
+        "####################", "# DEV_0", "# device type (CPU - 0, CUDA - 1, OPENCL - 2, MPI_MS - 5, TCPIP_MS - 6)", "1",
+        "####################", "# DEV_0", "# device id ", "0", "####################", "# DEV_0", "# number of cores ",
+        "1", "##########", "# number of implementations", "1", "#####", "# Model for cuda0_impl0 (Comb0)",
+        "# number of entries", "0",
+        "# sumlnx\tsumlnx2\t\tsumlny\t\tsumlnxlny\talpha\t\tbeta\t\tn\tminx\t\tmaxx",
+        "0.000000e+00\t0.000000e+00\t0.000000e+00\t0.000000e+00\tnan\tnan\t100\t1\t1000000000000",
+        "# a\t\tb\t\tc", f"{us_per_byte:e}\t{1.0:e}\t{fixed_us:e}", "# not multiple-regression-base", "0",
+        "# hash\t\tsize\t\tflops\t\tmean (us or J)\tdev (us or J)\tsum\t\tsum2\t\tn", ""])
+
+
+def assumed_slabs(cdst, host):
+    """Writes the slab codelets' models the folder lacks (see the module's help); returns the description or None."""
+    d45 = os.path.join(cdst, "45")
+    if not os.path.isdir(d45) or all(os.path.exists(os.path.join(d45, f"{c}.{host}")) for c in SLAB_CODELETS):
+        return None
+    pts = []
+    for name, per_byte in IMAGE_KERNELS.items():
+        path = os.path.join(d45, f"{name}.{host}")
+        if os.path.exists(path):
+            with open(path) as f:
+                pts += [(size * per_byte, mean, name) for size, mean, _ in cuda_history(f.read())]
+    if not pts:
+        return None
+    # the fixed cost: a little below the quickest of them (a launch and a synchronisation); the bandwidth: what they
+    # moved over what they took beyond it, pooled
+    fixed = 0.9 * min(4.0, min(t for _, t, _ in pts))
+    us_per_byte = sum(t - fixed for _, t, _ in pts) / sum(b for b, _, _ in pts)
+    for c in SLAB_CODELETS:
+        with open(os.path.join(d45, f"{c}.{host}"), "w") as f:
+            f.write(slab_model(fixed, us_per_byte))
+    return (f"{fixed:.1f} us + bytes moved at {1e-6 / us_per_byte:.2f} TB/s, from "
+            + ", ".join(f"{n[9:]} {b / 1e6:.1f} MB in {t:.1f} us" for b, t, n in pts))
+
+
 def write_matrix(path, title, n, value):
     with open(path, "w") as f:
         f.write("# " + "\t".join(f"to {title(j)}" for j in range(n)) + "\n")
@@ -178,6 +292,7 @@ def main():
     ap.add_argument("--cores", type=int)
     ap.add_argument("--test-gpus-from-cpu", type=float)
     ap.add_argument("--fill-unmeasured", action="store_true")
+    ap.add_argument("--fit-sizes", action="store_true")
     ap.add_argument("-h", "--help", action="store_true")
     if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
         print(__doc__)
@@ -234,14 +349,14 @@ def main():
     if os.path.isdir(cdst):
         shutil.rmtree(cdst)
     copied = 0
-    filled = []
+    filled, fitted = [], []
     for dirpath, _, files in os.walk(os.path.join(src, "codelets")):
         rel = os.path.relpath(dirpath, os.path.join(src, "codelets"))
         for f in files:
             if f.endswith("." + shost):
                 os.makedirs(os.path.join(cdst, rel), exist_ok=True)
                 dst = os.path.join(cdst, rel, f[: -len(shost)] + host)
-                if test or a.fill_unmeasured:
+                if test or a.fill_unmeasured or a.fit_sizes:
                     with open(os.path.join(dirpath, f)) as fi:
                         text = fi.read()
                     if test:
@@ -249,11 +364,16 @@ def main():
                     if a.fill_unmeasured:
                         text, done = fill_unmeasured(text)
                         filled += [f"{f[: -len(shost) - 1]} {d}" for d in done]
+                    if a.fit_sizes:
+                        text, line = fit_sizes(text)
+                        if line:
+                            fitted.append(f"{f[: -len(shost) - 1]}: {line}")
                     with open(dst, "w") as fo:
                         fo.write(text)
                 else:
                     shutil.copyfile(os.path.join(dirpath, f), dst)
                 copied += 1
+    slabs = assumed_slabs(cdst, host)
     bus = os.path.join(out, "bus", host)
     with open(bus + ".config", "w") as f:
         f.write("# Current configuration\n")
@@ -333,6 +453,10 @@ def main():
         f.write(f"cores: {cores}\n")
         for d in filled:
             f.write(f"unmeasured task size filled (--fill-unmeasured, assumed): {d}\n")
+        for d in fitted:
+            f.write(f"line through the measured sizes (--fit-sizes, assumed between them): {d}\n")
+        if slabs:
+            f.write(f"slab codelets (not recorded, assumed memory-bound): {slabs}\n")
     print(f"simulated-platform: {out} ({host}: {a.gpus} GPUs, {cores} cores, {copied} models"
           f"{', %d unmeasured sizes filled' % len(filled) if filled else ''})")
     return 0

@@ -63,6 +63,7 @@ static int image_new(const char *func, sproj_image **out, starpu_data_handle_t h
   img->owns_handle = owns;
   img->geom = *geom;
   img->reproducible = sproj_rt.reproducible;
+  img->owner = -1;
   /* back projections accumulate through StarPU's reduction mode */
   starpu_data_set_reduction_methods(handle, &sproj_image_add_cl, &sproj_image_zero_cl);
   sproj_count_object(1);

@@ -34,10 +34,46 @@ struct sproj_runtime {
   uint32_t *gpu_set_workers;  /* for 2..SPROJ_MAX_STICKY_GPUS GPUs: the CUDA workers of each set of GPUs (bit g of
                                  the set's index: GPU g), words_per_set words each, as StarPU worker bitmaps */
   unsigned words_per_set;
+  struct sproj_devices *gpu_devices, *cpu_devices; /* devices.c: who owns work on each kind of worker */
 };
 
 /* Most GPUs for which tasks follow their LORs (sproj_workers_holding). */
 #define SPROJ_MAX_STICKY_GPUS 8
+
+/* ---- devices (devices.c): the owners of work ----
+ * A device is a memory node and the workers that run tasks there: a GPU and its CUDA workers, or, when projections
+ * run on CPU workers, a group of them ($SPROJ_DEVICES groups, default 1; all on main memory, so that a machine
+ * without GPUs runs the several-device paths, as stand-ins, and computes what they compute; with more devices than
+ * GPUs, devices share GPUs the same way). Chunks homed on a device
+ * (ch->piece_home) run every task there under any scheduler (sproj_workers_holding), so that their LORs, inputs and
+ * results stay there. */
+#define SPROJ_MAX_DEVICES 8
+struct sproj_devices {
+  int n;                               /* devices of this kind */
+  unsigned long long where;            /* STARPU_CUDA or STARPU_CPU */
+  unsigned node[SPROJ_MAX_DEVICES];    /* memory node of each */
+  int nworkers[SPROJ_MAX_DEVICES];     /* workers of each */
+  int first_worker[SPROJ_MAX_DEVICES]; /* one of them (the first) */
+  unsigned words;                      /* words of each worker bitmap */
+  uint32_t *bitmap;                    /* n bitmaps of words words */
+  unsigned turn[SPROJ_MAX_DEVICES];    /* which of a device's workers takes its next task (atomic) */
+};
+/* Builds both kinds' devices once the workers are known (sproj_init), frees them (sproj_shutdown). */
+int sproj_devices_make(void);
+void sproj_devices_free(void);
+/* The devices tasks of kind where (STARPU_CUDA or STARPU_CPU) run on; NULL for any other where (both kinds). */
+const struct sproj_devices *sproj_devices_for(unsigned long long where);
+/* The devices projections run on now (sproj_rt.where): their number (0 when both kinds are selected). */
+int sproj_device_count(void);
+/* The worker bitmap of device d of the current devices, *len words; NULL with *len = 0 when d is not one. */
+const uint32_t *sproj_device_workers(int d, unsigned *len);
+/* One worker of device d of the current devices, the next in turn at each call (for STARPU_EXECUTE_ON_WORKER); -1
+ * when d is not one. */
+int sproj_device_worker(int d);
+/* Memory node of device d of the current devices. */
+unsigned sproj_device_node(int d);
+/* Home device of piece p of ch for tasks of kind where: -1 when it has none or where is not the devices' kind. */
+int sproj_piece_home(const sproj_chunks *ch, unsigned long long where, int p);
 
 /* Counts a projection task of `lors` LORs taken by the calling worker, and whether it works on the image's
  * principal-axis copies (for sproj_worker_stats). */
@@ -52,13 +88,18 @@ int sproj_flush_pending(void);
  * calling up. sproj_flush_held() runs the registered flush (SPROJ_OK when none). */
 void sproj_register_held(int (*flush)(void), int (*stop)(void));
 int sproj_flush_held(void);
-/* For a task bound to GPUs alone (where == STARPU_CUDA) whose first LORs are piece p of ch: the CUDA workers of the
- * GPUs the piece was uploaded to (ch->piece_gpus), or when it was not, of the GPUs that hold a valid copy of its run,
- * as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of *len words that lives until sproj_shutdown; NULL with
- * *len = 0 for any other where, when the set is every GPU or none, or with one GPU.
- * GPU tasks on a LOR piece run where the piece was uploaded or already is, so that the LORs stay resident there
- * instead of being copied to every GPU as the tasks move. Always NULL under a scheduler the caller named. */
-const uint32_t *sproj_workers_holding(unsigned long long where, const sproj_chunks *ch, int p, unsigned *len);
+/* Where a task whose first LORs are piece p of ch runs. When the piece has a home device (any kind, any scheduler,
+ * sproj_piece_home): *worker, one of that device's workers in turn, for STARPU_EXECUTE_ON_WORKER, which every StarPU
+ * policy obeys (several of StarPU 1.4's modular policies and heteroprio never run a task whose workers are restricted
+ * by STARPU_TASK_WORKERIDS: they stall or stop on an assertion), and NULL. Else *worker = -1 and, for a task bound to
+ * GPUs alone (where == STARPU_CUDA): the CUDA workers of the GPUs the piece was uploaded to (ch->piece_gpus), or when
+ * it was not, of the GPUs that hold a valid copy of its run, as a StarPU worker bitmap (STARPU_TASK_WORKERIDS) of
+ * *len words that lives until sproj_shutdown; NULL with *len = 0 for any other where, when the set is every GPU or
+ * none, or with one GPU. GPU tasks on a LOR piece run where the piece was uploaded or already is, so that the LORs
+ * stay resident there instead of being copied to every GPU as the tasks move; NULL under a scheduler the caller
+ * named. */
+const uint32_t *sproj_workers_holding(unsigned long long where, const sproj_chunks *ch, int p, unsigned *len,
+                                      int *worker);
 /* Counts, for every memory node, the workers of the kinds in where (STARPU_CPU / STARPU_CUDA mask) it serves. */
 void sproj_workers_per_node(unsigned where, unsigned workers_on[STARPU_MAXNODES]);
 /* Whether some GPU that projections may run on has less memory (or a lower STARPU_LIMIT_CUDA_MEM) than bytes. */
@@ -70,6 +111,14 @@ int sproj_gpu_nodes(const char *func, int gpu, unsigned nodes[STARPU_MAXCUDADEVS
 /* Fewest pieces a chunk of n LORs is cut into, and the LOR target of one task of a request of total LORs. */
 int64_t sproj_pieces_for(int64_t n);
 int64_t sproj_task_target(int64_t total);
+/* The same for work spread over `spread` devices instead of all of them (1: a chunk or request one device owns). */
+int64_t sproj_pieces_for_spread(int64_t n, int spread);
+int64_t sproj_task_target_spread(int64_t total, int spread);
+/* How many devices a request of the listed chunks of ch is spread over: the distinct homes of their pieces (0 when
+ * none has one, in which case the request is spread over every worker as before). */
+int sproj_request_spread(const sproj_chunks *ch, unsigned long long where, const int *list, int num);
+/* The same for every piece of ch. */
+int sproj_chunking_spread(const sproj_chunks *ch, unsigned long long where);
 /* The grouping rule of projection tasks (submit.c) and of the reconstruction's ratio and objective tasks (recon.c):
  * a task holding npieces pieces of lors LORs is submitted before a piece of next LORs joins it when it is full
  * (SPROJ_MAX_PIECES) or the piece would take it past the target; a single piece larger than the target makes a task
@@ -99,6 +148,9 @@ struct sproj_image {
   int reproducible;           /* back projections accumulate in fixed point (sproj_image_set_reproducible) */
   starpu_data_handle_t acc;   /* their 64-bit accumulator, one per voxel (NULL until first needed) */
   starpu_data_handle_t copies;/* scratch of the principal-axis copies (NULL until first needed) */
+  int owner;                  /* the device whose tasks alone add into it (a reconstruction's partial image), or -1:
+                               * back projections then add into it one task at a time, with no per-worker buffers
+                               * whose reduction StarPU might run on another device */
 };
 
 /* A chunking applied to one per-LOR vector: a StarPU partition plan, one child per piece. */
@@ -176,6 +228,9 @@ struct sproj_chunks {
   /* per piece: the GPUs its LORs were uploaded to by sproj_lors_upload (bit g: GPU g; read and written with atomics),
    * where its tasks then run even when its run is on other GPUs too */
   uint8_t *piece_gpus;
+  /* per piece: its home device (sproj_chunks_set_device, or an owned chunking's), -1 for none; read and written with
+   * atomics. A task holds pieces of one home only. */
+  int8_t *piece_home;
 };
 
 /* Most LORs of a run of several pieces (6 MB of coordinates): small enough that a call on one small chunk moves
@@ -218,6 +273,12 @@ int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *
  * first/count (range_start NULL: one range per chunk), reporting errors under func's name. */
 int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
                              const int *range_start, const int64_t *first, const int64_t *count);
+/* The same for a chunking the library owns whose chunk c is homed on device home[c] of the current devices: each
+ * chunk is cut as for one device (sproj_pieces_for_spread), and runs of LORs never span two homes, so that no LOR is
+ * needed on two devices. Not counted among the set's chunkings: free it with sproj_chunks_release. */
+int sproj_chunks_build_owned(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
+                             const int *range_start, const int64_t *first, const int64_t *count, const int8_t *home);
+void sproj_chunks_release(sproj_chunks *ch);
 
 /* ---- any.c: CPU core or GPUs for each task under SPROJ_DEVICE_ANY ---- */
 struct sproj_any_note;

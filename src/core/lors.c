@@ -382,6 +382,7 @@ void sproj_chunks_free(sproj_chunks *ch)
   free(ch->run_first);
   free(ch->run_len);
   free(ch->piece_gpus);
+  free(ch->piece_home);
   free(ch->count);
   free(ch->range_start);
   free(ch->range_first);
@@ -401,8 +402,8 @@ static int64_t range_pieces(int64_t chunk_pieces, int64_t count, int64_t total)
   return (chunk_pieces * count + total - 1) / total;
 }
 
-/* Groups the pieces into runs: a piece joins the run before it when its LORs follow that run's and the run stays
- * within SPROJ_RUN_LORS. */
+/* Groups the pieces into runs: a piece joins the run before it when its LORs follow that run's, the run stays
+ * within SPROJ_RUN_LORS and (for chunks homed when built) both have one home. */
 static int make_runs(sproj_chunks *ch)
 {
   unsigned n = ch->npieces ? ch->npieces : 1;
@@ -416,7 +417,7 @@ static int make_runs(sproj_chunks *ch)
   unsigned nruns = 0;
   for (unsigned p = 0; p < ch->npieces; p++) {
     if (nruns > 0 && ch->piece_first[p] == ch->run_first[nruns - 1] + ch->run_len[nruns - 1] &&
-        ch->run_len[nruns - 1] + (int64_t)ch->piece_len[p] <= SPROJ_RUN_LORS) {
+        ch->run_len[nruns - 1] + (int64_t)ch->piece_len[p] <= SPROJ_RUN_LORS && ch->piece_home[p] == ch->piece_home[p - 1]) {
       ch->piece_at[p] = ch->run_len[nruns - 1];
       ch->run_len[nruns - 1] += ch->piece_len[p];
     } else {
@@ -432,10 +433,12 @@ static int make_runs(sproj_chunks *ch)
 }
 
 /* Builds a chunking from validated ranges (chunk c: ranges rs[c] .. rs[c+1]-1, ranges that continue the previous
- * one of their chunk already merged): cuts ranges into pieces, plans and activates them on the LORs. */
+ * one of their chunk already merged): cuts ranges into pieces, plans and activates them on the LORs. With home,
+ * chunk c is homed on device home[c] and cut as for one device. */
 static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, int num, const int *rs,
-                        const int64_t *first, const int64_t *count)
+                        const int64_t *first, const int64_t *count, const int8_t *home)
 {
+  int spread = home ? 1 : 0;
   sproj_chunks *ch = calloc(1, sizeof *ch);
   if (!ch)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
@@ -457,7 +460,7 @@ static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, 
     ch->count[c] = total;
     ch->range_start[c] = rs[c];
     ch->piece_start[c] = (int)npieces;
-    int64_t chunk_pieces = sproj_pieces_for(total);
+    int64_t chunk_pieces = sproj_pieces_for_spread(total, spread);
     if (chunk_pieces > INT32_MAX / 2)
       npieces = INT32_MAX; /* also keeps chunk_pieces * count in range_pieces below 2^62 */
     for (int r = rs[c]; r < rs[c + 1] && npieces <= INT32_MAX / 2; r++) {
@@ -475,11 +478,14 @@ static int chunks_build(const char *func, sproj_chunks **out, sproj_lors *lors, 
   ch->npieces = (unsigned)npieces;
   ch->piece_first = malloc(npieces * sizeof *ch->piece_first);
   ch->piece_len = malloc(npieces * sizeof *ch->piece_len);
-  if (!ch->piece_first || !ch->piece_len)
+  ch->piece_home = malloc((npieces ? npieces : 1) * sizeof *ch->piece_home);
+  if (!ch->piece_first || !ch->piece_len || !ch->piece_home)
     goto nomem;
   for (int c = 0; c < num; c++) {
-    int64_t chunk_pieces = sproj_pieces_for(ch->count[c]);
+    int64_t chunk_pieces = sproj_pieces_for_spread(ch->count[c], spread);
     int piece = ch->piece_start[c];
+    for (int q = ch->piece_start[c]; q < ch->piece_start[c + 1]; q++)
+      ch->piece_home[q] = home ? home[c] : -1;
     for (int r = rs[c]; r < rs[c + 1]; r++) {
       int64_t np = range_pieces(chunk_pieces, count[r], ch->count[c]);
       /* equal pieces, the first ones one LOR longer */
@@ -526,8 +532,8 @@ static const char *range_name(char *buf, size_t size, const int *rs, int r, int 
   return buf;
 }
 
-int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
-                             const int *range_start, const int64_t *first, const int64_t *count)
+static int build_lists(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int *range_start,
+                       const int64_t *first, const int64_t *count, const int8_t *home)
 {
   char a[48], b[48];
   if (num_chunks == 0)
@@ -586,7 +592,7 @@ int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors
   }
   merged_rs[num_chunks] = m;
   sproj_chunks *ch;
-  if ((ret = chunks_build(func, &ch, lors, num_chunks, merged_rs, mfirst, mcount)))
+  if ((ret = chunks_build(func, &ch, lors, num_chunks, merged_rs, mfirst, mcount, home)))
     goto out;
   pthread_mutex_lock(&lors->lock);
   lors->nchunkings++;
@@ -598,6 +604,18 @@ out:
   free(mfirst);
   free(mcount);
   return ret;
+}
+
+int sproj_chunks_build_lists(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
+                             const int *range_start, const int64_t *first, const int64_t *count)
+{
+  return build_lists(func, chunks, lors, num_chunks, range_start, first, count, NULL);
+}
+
+int sproj_chunks_build_owned(const char *func, sproj_chunks **chunks, sproj_lors *lors, int num_chunks,
+                             const int *range_start, const int64_t *first, const int64_t *count, const int8_t *home)
+{
+  return build_lists(func, chunks, lors, num_chunks, range_start, first, count, home);
 }
 
 int sproj_chunks_create_ranges(sproj_chunks **chunks, sproj_lors *lors, int num_chunks, const int64_t *first,
@@ -800,9 +818,15 @@ int sproj_chunks_destroy(sproj_chunks *chunks)
     return ret;
   if (!chunks)
     return SPROJ_OK;
-  sproj_lors *lors = chunks->lors;
-  if (chunks == lors->whole)
+  if (chunks == chunks->lors->whole)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "the whole-set chunking belongs to its LOR set");
+  sproj_chunks_release(chunks);
+  return SPROJ_OK;
+}
+
+void sproj_chunks_release(sproj_chunks *chunks)
+{
+  sproj_lors *lors = chunks->lors;
   pthread_mutex_lock(&lors->lock);
   for (int i = 0; i < lors->nvecs; i++)
     sproj_vec_forget(lors->vecs[i], chunks->id);
@@ -811,7 +835,6 @@ int sproj_chunks_destroy(sproj_chunks *chunks)
   lors->nchunkings--;
   pthread_mutex_unlock(&lors->lock);
   sproj_chunks_free(chunks);
-  return SPROJ_OK;
 }
 
 int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks *ch, const sproj_chunks **out)
@@ -827,7 +850,7 @@ int sproj_resolve_chunks(const char *func, sproj_lors *lors, const sproj_chunks 
   if (!lors->whole) {
     int64_t first = 0;
     int starts[2] = {0, 1};
-    ret = chunks_build(func, &lors->whole, lors, 1, starts, &first, &lors->num_lors);
+    ret = chunks_build(func, &lors->whole, lors, 1, starts, &first, &lors->num_lors, NULL);
   }
   pthread_mutex_unlock(&lors->lock);
   *out = lors->whole;
@@ -947,3 +970,25 @@ int sproj_lors_release(sproj_lors *lors, const sproj_chunks *chunks, int chunk, 
   return lors_residency(__func__, lors, chunks, chunk, gpu, 0);
 }
 
+
+int sproj_chunks_set_device(sproj_chunks *chunks, int chunk, int device)
+{
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!chunks)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "chunks is NULL");
+  int n = sproj_device_count();
+  if (device < -1 || device >= n)
+    return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "device %d: projections run on %d devices now (0..%d, or -1 for none)",
+                      device, n, n - 1);
+  int *list, num;
+  if ((ret = sproj_chunk_list(__func__, chunks, chunk, &list, &num)))
+    return ret;
+  /* tasks submitted from now on read it; a task already queued keeps the workers it was given */
+  for (int i = 0; i < num; i++)
+    for (int p = chunks->piece_start[list[i]]; p < chunks->piece_start[list[i] + 1]; p++)
+      __atomic_store_n(&chunks->piece_home[p], (int8_t)device, __ATOMIC_RELAXED);
+  free(list);
+  return SPROJ_OK;
+}

@@ -278,9 +278,14 @@ static void make_gpu_sets(void)
   sproj_rt.words_per_set = words;
 }
 
-const uint32_t *sproj_workers_holding(unsigned long long where, const sproj_chunks *ch, int p, unsigned *len)
+const uint32_t *sproj_workers_holding(unsigned long long where, const sproj_chunks *ch, int p, unsigned *len, int *worker)
 {
   *len = 0;
+  /* homes name devices of the kind projections run on; a task of a picked kind (both kinds selected) has none */
+  int home = where == sproj_rt.where ? sproj_piece_home(ch, where, p) : -1;
+  *worker = home >= 0 ? sproj_device_worker(home) : -1;
+  if (home >= 0)
+    return NULL;
   if (where != STARPU_CUDA || !sproj_rt.gpu_set_workers)
     return NULL;
   unsigned all = (1u << sproj_rt.ngpus) - 1u, set = __atomic_load_n(&ch->piece_gpus[p], __ATOMIC_RELAXED) & all;
@@ -311,6 +316,8 @@ static uint64_t layout_max_voxels(void)
   }
   return best;
 }
+
+static void make_contexts_delete(void);
 
 int sproj_init(const struct sproj_config *cfg)
 {
@@ -437,6 +444,14 @@ int sproj_init(const struct sproj_config *cfg)
   sproj_rt.layout_max_voxels = layout_max_voxels();
   if (!sched_chosen)
     make_gpu_sets();
+  if (sproj_devices_make() != SPROJ_OK) {
+    make_contexts_delete();
+    if (owns)
+      starpu_shutdown();
+    free(sproj_rt.gpu_set_workers);
+    memset(&sproj_rt, 0, sizeof sproj_rt);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  }
   sproj_rt.initialized = 1;
 
   if (c.verbose)
@@ -498,6 +513,7 @@ int sproj_shutdown(void)
   if (sproj_rt.owns_starpu)
     starpu_shutdown();
   free(sproj_rt.gpu_set_workers);
+  sproj_devices_free();
   memset(&sproj_rt, 0, sizeof sproj_rt);
   return SPROJ_OK;
 }
@@ -576,32 +592,45 @@ int sproj_set_merge_calls(int on)
   return set_switch(__func__, &sproj_rt.merge_calls, on);
 }
 
-/* Workers a single request should be spread over: every GPU, or every CPU core when there is none. */
-static int64_t split_target(void)
+/* Workers a single request should be spread over: every GPU, or every CPU core when there is none; or the devices
+ * that own its chunks (spread > 0). */
+static int64_t split_target(int spread)
 {
+  if (spread > 0)
+    return spread;
   if (sproj_rt.ngpus > 0 && (sproj_rt.where & STARPU_CUDA))
     return sproj_rt.split_gpus > 0 ? sproj_rt.split_gpus : sproj_rt.ngpus;
   return sproj_rt.ncpu > 0 ? 2 * (int64_t)sproj_rt.ncpu : 1;
 }
 
-int64_t sproj_pieces_for(int64_t n)
+int64_t sproj_pieces_for_spread(int64_t n, int spread)
 {
   int64_t by_size = (n + sproj_rt.task_lors - 1) / sproj_rt.task_lors;
   int64_t by_workers = (n + MIN_PIECE_LORS - 1) / MIN_PIECE_LORS;
-  if (by_workers > split_target())
-    by_workers = split_target();
+  if (by_workers > split_target(spread))
+    by_workers = split_target(spread);
   int64_t pieces = by_size > by_workers ? by_size : by_workers;
   return pieces > 0 ? pieces : 1;
 }
 
-int64_t sproj_task_target(int64_t total)
+int64_t sproj_pieces_for(int64_t n)
 {
-  int64_t target = total / split_target();
+  return sproj_pieces_for_spread(n, 0);
+}
+
+int64_t sproj_task_target_spread(int64_t total, int spread)
+{
+  int64_t target = total / split_target(spread);
   if (target < MIN_PIECE_LORS)
     target = MIN_PIECE_LORS;
   if (target > sproj_rt.task_lors)
     target = sproj_rt.task_lors;
   return target;
+}
+
+int64_t sproj_task_target(int64_t total)
+{
+  return sproj_task_target_spread(total, 0);
 }
 
 int sproj_gpu_memory_below(size_t bytes)

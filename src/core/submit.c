@@ -52,6 +52,7 @@ struct task_group {
                                 * large tasks may use it */
   int64_t copies_min_lors;     /* the fewest LORs of a task that does */
   int shift;                   /* the scratch serves as the shifted image (listmode back projection) */
+  int home;                    /* the home device of the pieces collected (-1: none) */
 };
 
 /* A chunk listed several times in one request must not put a piece's handles several times into one task: StarPU
@@ -145,9 +146,10 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
     g->descr[nbuffers].handle = g->copies;
     g->descr[nbuffers++].mode = STARPU_SCRATCH;
   }
-  /* on GPUs, a task runs where its first LORs are, when some GPUs hold them and others do not */
+  /* on its pieces' home device; or on GPUs, where its first LORs are, when some GPUs hold them and others do not */
   unsigned nwords = 0;
-  const uint32_t *workers = sproj_workers_holding(where, g->ch, (int)g->piece[0], &nwords);
+  int worker;
+  const uint32_t *workers = sproj_workers_holding(where, g->ch, (int)g->piece[0], &nwords, &worker);
   /* a picked task's note times it, for the rates the next picks use */
   struct sproj_any_note *note = NULL;
   if (picked && !(note = sproj_any_queued(g->lors, g->back, where == STARPU_CPU, scratch))) {
@@ -157,7 +159,8 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
   sproj_task_queued(1);
   int ret = starpu_task_insert(
     cl, STARPU_CL_ARGS, task, sizeof *task, STARPU_DATA_MODE_ARRAY, g->descr, nbuffers, STARPU_EXECUTE_WHERE, where,
-    STARPU_SCHED_CTX, ctx, STARPU_TASK_WORKERIDS, nwords, workers, STARPU_PROLOGUE_CALLBACK_POP,
+    STARPU_SCHED_CTX, ctx, STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers,
+    STARPU_PROLOGUE_CALLBACK_POP,
     note ? count_task_any : count_task, STARPU_PROLOGUE_CALLBACK_POP_ARG_NFREE,
     note ? (void *)note : (void *)(intptr_t)(2 * g->lors + scratch), STARPU_CALLBACK_WITH_ARG_NFREE,
     note ? sproj_any_done : NULL, note, 0);
@@ -181,6 +184,10 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
 static int back_mode(const char *func, const sproj_image *img, size_t elemsize, enum starpu_data_access_mode *mode)
 {
   size_t bytes = (size_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2] * elemsize;
+  if (img->owner >= 0) {
+    *mode = STARPU_RW;
+    return SPROJ_OK;
+  }
   unsigned workers_on[STARPU_MAXNODES];
   sproj_workers_per_node(sproj_rt.where, workers_on);
   *mode = STARPU_REDUX;
@@ -214,7 +221,8 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
   int64_t total = 0;
   for (int i = 0; i < num; i++)
     total += ch->count[list[i]];
-  int64_t target = sproj_task_target(total);
+  /* a request on chunks that devices own is cut as for those devices, one task per device when it fits */
+  int64_t target = sproj_task_target_spread(total, sproj_request_spread(ch, sproj_rt.where, list, num));
 
   /* the read-only per-LOR vectors: their plans are activated once, under their own locks */
   if ((rq->kind == SPROJ_KIND_TOF_LM && sproj_vec_children(lors->bins, ch, &bins)) ||
@@ -296,8 +304,11 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
     ret = sproj_fail(ret, func, "out of memory");
   for (int i = 0; i < num && !ret; i++) {
     for (int p = ch->piece_start[list[i]]; p < ch->piece_start[list[i] + 1] && !ret; p++) {
-      if (sproj_task_full(g->task.arg.npieces, g->lors, ch->piece_len[p], target) || group_holds(g, (unsigned)p))
+      int home = sproj_piece_home(ch, sproj_rt.where, p);
+      if (sproj_task_full(g->task.arg.npieces, g->lors, ch->piece_len[p], target) || group_holds(g, (unsigned)p) ||
+          (g->task.arg.npieces > 0 && home != g->home))
         ret = group_submit(func, g, cl);
+      g->home = home;
       struct starpu_data_descr *d = g->descr + 1 + bpp * g->task.arg.npieces;
       starpu_data_handle_t h[MAX_BUFFERS_PER_PIECE] = {values[p]};
       int k = 1;

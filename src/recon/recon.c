@@ -445,13 +445,14 @@ static int ratio_task(const sproj_chunks *ch, struct starpu_data_descr *descr, s
     }
     descr[nbuf++].mode = STARPU_W;
   }
-  /* on GPUs, where the task's first LORs are (as the projections: sproj_workers_holding) */
+  /* where the task's first LORs are (as the projections: sproj_workers_holding) */
   unsigned nwords = 0;
-  const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
+  int worker;
+  const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords, &worker);
   return recon_insert_status(starpu_task_insert(nll ? &sproj_em_nll_cl : &sproj_em_ratio_cl, STARPU_CL_ARGS, a, sizeof *a,
                                           STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
-                                          STARPU_TASK_WORKERIDS, nwords, workers, 0));
+                                          STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers, 0));
 }
 
 /* Ratio tasks (kind, enum sproj_ratio_kind) over the pieces of one list of chunks, grouped by the rule of projection
@@ -472,10 +473,10 @@ int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struc
   int64_t total = 0;
   for (int i = 0; i < num; i++)
     total += ch->count[list[i]];
-  int64_t target = sproj_task_target(total);
+  int64_t target = sproj_task_target_spread(total, sproj_request_spread(ch, sproj_rt.where, list, num));
   struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, with_a, md->add_per_lor, kind,
                                 r->max_ratio};
-  int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0;
+  int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0, home = -1;
   int64_t lors = 0;
   sproj_proj *px = kind == SPROJ_RATIO_HESSIAN ? r->px : NULL;
 
@@ -490,9 +491,12 @@ int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struc
     ret = SPROJ_ERR_NOMEM;
   for (int i = 0; i < num && !ret; i++) {
     for (int q = ch->piece_start[list[i]]; q < ch->piece_start[list[i] + 1] && !ret; q++) {
-      if (sproj_task_full(arg.npieces, lors, ch->piece_len[q], target) &&
+      /* a task holds pieces of one home, as the projections' tasks */
+      int q_home = sproj_piece_home(ch, sproj_rt.where, q);
+      if ((sproj_task_full(arg.npieces, lors, ch->piece_len[q], target) || (arg.npieces > 0 && q_home != home)) &&
           (ret = ratio_task(ch, descr, &arg, bpp, first, nll)))
         break;
+      home = q_home;
       if (arg.npieces == 0) {
         first = q;
         lors = 0;
@@ -545,7 +549,7 @@ static int submit_sim(const char *func, const sproj_model *md, sproj_proj *data,
   struct starpu_data_descr *descr = malloc((size_t)(bpp * SPROJ_MAX_PIECES + 1) * sizeof *descr);
   if (!descr)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  int64_t lors = 0, target = sproj_task_target(ch->lors->num_lors);
+  int64_t lors = 0, target = sproj_task_target_spread(ch->lors->num_lors, sproj_chunking_spread(ch, sproj_rt.where));
   pthread_mutex_lock(&data->vec.lock);
   if (arg.has_sums)
     pthread_mutex_lock(&sums->vec.lock);
@@ -553,7 +557,8 @@ static int submit_sim(const char *func, const sproj_model *md, sproj_proj *data,
     ret = SPROJ_ERR_NOMEM;
   for (unsigned q = 0; q <= ch->npieces && !ret; q++) {
     /* a task is submitted when full, and after the last piece */
-    if (arg.npieces > 0 && (q == ch->npieces || sproj_task_full(arg.npieces, lors, ch->piece_len[q], target))) {
+    if (arg.npieces > 0 && (q == ch->npieces || sproj_task_full(arg.npieces, lors, ch->piece_len[q], target) ||
+                            sproj_piece_home(ch, sproj_rt.where, (int)q) != sproj_piece_home(ch, sproj_rt.where, first))) {
       struct sproj_sim_arg *a = malloc(sizeof *a);
       if (!a) {
         ret = SPROJ_ERR_NOMEM;
@@ -569,11 +574,13 @@ static int submit_sim(const char *func, const sproj_model *md, sproj_proj *data,
         descr[nbuf++].mode = STARPU_W;
       }
       unsigned nwords = 0;
-      const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords);
+      int worker;
+      const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, first, &nwords, &worker);
       ret = recon_insert_status(starpu_task_insert(partials ? &sproj_sim_sum_cl : &sproj_sim_draw_cl, STARPU_CL_ARGS, a,
                                              sizeof *a, STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
                                              (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
-                                             STARPU_TASK_WORKERIDS, nwords, workers, 0));
+                                             STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers,
+                                             0));
       arg.npieces = 0;
     }
     if (q == ch->npieces || ret)
@@ -736,11 +743,12 @@ static int emit_bins(const char *func, const sproj_model *md, sproj_proj *data, 
     }
     *a = (struct sproj_emit_arg){1, md->num_values};
     unsigned nwords = 0;
-    const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, (int)q, &nwords);
+    int worker;
+    const uint32_t *workers = sproj_workers_holding(sproj_rt.where, ch, (int)q, &nwords, &worker);
     ret = recon_insert_status(starpu_task_insert(&sproj_sim_emit_cl, STARPU_CL_ARGS, a, sizeof *a, STARPU_R, dc[q], STARPU_R,
                                            oc[q], STARPU_W, out[q], STARPU_EXECUTE_WHERE,
                                            (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
-                                           STARPU_TASK_WORKERIDS, nwords, workers, 0));
+                                           STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers, 0));
   }
   pthread_mutex_unlock(&data->vec.lock);
   for (unsigned q = 0; out && q < ch->npieces; q++)
@@ -1205,6 +1213,9 @@ static void recon_free(sproj_recon *r)
   sproj_image_drop(r->bp);
   if (r->scratch)
     starpu_data_unregister_no_coherency(r->scratch);
+  /* the devices' images go first: dropping an image waits for the tasks that write it, and the back projections
+   * into them are the last tasks to read the forward values, which are discarded next without waiting */
+  recon_devices_drop_images(r);
   /* the forward values stay where they were computed: nothing reads them on the host */
   sproj_proj *temps[2] = {r->p, r->px};
   for (int t = 0; t < 2; t++) {
@@ -1217,6 +1228,7 @@ static void recon_free(sproj_recon *r)
   }
   free(r->p_host);
   free(r->px_host);
+  recon_devices_free(r);
   recon_lists_free(&r->subsets);
   if (r->model)
     __atomic_sub_fetch(&r->model->users, 1, __ATOMIC_RELAXED);
@@ -1326,7 +1338,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     goto fail;
   if (r->blur)
     starpu_vector_data_register(&r->scratch, -1, 0, (uint32_t)nvox, sizeof(float));
-  if ((ret = spread_chunks(func, r)))
+  /* several devices: each owns its shares from now on; else the chunks are spread over the GPUs */
+  if ((ret = recon_devices_create(func, r)) || (!r->dev && (ret = spread_chunks(func, r))))
     goto fail;
 
   if (sens_chunks) {
@@ -1337,6 +1350,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
     ret = make_sensitivities(func, r, NULL, NULL);
     r->sens_factor = 1.0f / (float)cfg->num_subsets;
   }
+  if (!ret && r->dev)
+    ret = recon_devices_sensitivities(func, r);
   if (ret)
     goto fail;
   /* Only the listmode objective adds the background of the sensitivity LORs. Summed for every model, it cost a TOF
@@ -1423,9 +1438,11 @@ int sproj_recon_iterate(sproj_recon *recon, int num_iterations, sproj_recon_call
   if (num_iterations < 0)
     return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_iterations = %d is negative", num_iterations);
   double t0 = seconds_now();
+  if (num_iterations > 0 && recon->dev && (ret = recon_devices_begin(recon)))
+    return SPROJ_FAIL(ret, "could not submit the image's slabs");
   for (int it = 0; it < num_iterations; it++) {
     for (int k = 0; k < recon->subsets.num; k++)
-      if ((ret = submit_subset(recon, k)))
+      if ((ret = recon->dev ? recon_devices_subset(recon, k) : submit_subset(recon, k)))
         return ret == SPROJ_ERR_STARPU || ret == SPROJ_ERR_NOMEM ? SPROJ_FAIL(ret, "could not submit subset %d", k)
                                                                  : ret;
     recon->iterations++;

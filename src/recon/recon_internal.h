@@ -54,6 +54,7 @@ struct sproj_recon {
   int iterations;
   int objective;
   struct sproj_recon_hook hook;  /* distributed layer: reduction of each back projection (reduce NULL: none) */
+  struct recon_devices *dev;     /* OS-EM over several devices (recon_devices.c), NULL on one */
 };
 
 /* The partial sums of objective tasks: one StarPU vector of SPROJ_NLL_PARTIALS doubles per task, on the host. */
@@ -92,5 +93,20 @@ static inline sproj_image *recon_subset_sens(const sproj_recon *r, int k)
 int recon_submit_blurred(sproj_recon *r, sproj_image *x, sproj_image **src);
 /* The Poisson negative log-likelihood of x over subset k (k = -1: every subset). */
 int recon_nll(const char *func, sproj_recon *r, sproj_image *x, int subset, double *nll);
+
+/* ---- several devices (recon_devices.c) ----
+ * create: when the projections run on several devices (sproj_num_devices) and the reconstruction allows it, sets
+ * r->dev and replaces r->chunks and r->subsets by the owned chunking (subset k: chunks k * n .. k * n + n - 1, chunk
+ * k * n + d homed on device d) before the sensitivities are made; else leaves r->dev NULL. sensitivities: cuts them
+ * into the devices' slabs once made. begin: at the start of each sproj_recon_iterate. subset: OS-EM update k as tasks.
+ * drop_images: drops the devices' images and slabs, waiting for the tasks that write them (before r->p and r->px are
+ * discarded: the back projections into them read r->p). free: undoes the rest of create (after r->p and r->px are
+ * gone, whose plans on the owned chunking it would otherwise gather). */
+int recon_devices_create(const char *func, sproj_recon *r);
+int recon_devices_sensitivities(const char *func, sproj_recon *r);
+int recon_devices_begin(sproj_recon *r);
+int recon_devices_subset(sproj_recon *r, int k);
+void recon_devices_drop_images(sproj_recon *r);
+void recon_devices_free(sproj_recon *r);
 
 #endif

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* recon_devices.c: OS-EM over several devices. Each device owns an equal share of every subset's LORs for the whole
+ * run (their data, factors and forward values stay on it), back-projects its share into an image of its own, and the
+ * devices' images are summed slab by slab: device s adds up slab s of every device's image and updates slab s of the
+ * estimate, then every device gathers the updated slabs into its own copy of the estimate. */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "recon_internal.h"
+
+struct recon_devices {
+  int n;                                   /* devices */
+  sproj_chunks *owned;                     /* chunk k * n + d: device d's share of subset k */
+  const sproj_chunks *user_chunks;         /* the caller's chunking and subsets, which the owned ones replace */
+  struct chunk_lists user_subsets;
+  uint32_t first[SPROJ_MAX_DEVICES + 1];   /* slab s: voxels first[s] .. first[s+1]-1 */
+  sproj_image *x[SPROJ_MAX_DEVICES];       /* each device's copy of the estimate; x[0] is the caller's image */
+  sproj_image *xb[SPROJ_MAX_DEVICES];      /* with a resolution model: its blurred copy */
+  sproj_image *bp[SPROJ_MAX_DEVICES];      /* each device's back projection of its share (and blurred, bpb) */
+  sproj_image *bpb[SPROJ_MAX_DEVICES];
+  starpu_data_handle_t xs[SPROJ_MAX_DEVICES]; /* slab s of the estimate, device s's, current after each update */
+  starpu_data_handle_t *bs;                /* [d * n + s]: slab s of device d's back projection */
+  starpu_data_handle_t *ss;                /* [k * n + s]: slab s of sensitivity k */
+  int nsens;
+  int fresh;                               /* the first subset of an iterate call reads the caller's image */
+};
+
+/* ---- tasks on one device ---- */
+/* (one of its workers in turn, as the projections of its chunks: sproj_workers_holding) */
+static int on_device(struct starpu_codelet *cl, int d, void *arg, size_t argsize, struct starpu_data_descr *descr,
+                     int nbuffers)
+{
+  return recon_insert_status(starpu_task_insert(cl, STARPU_CL_ARGS, arg, argsize, STARPU_DATA_MODE_ARRAY, descr, nbuffers,
+                                                STARPU_EXECUTE_WHERE, (unsigned long long)sproj_rt.where,
+                                                STARPU_SCHED_CTX, sproj_rt.ctx, STARPU_EXECUTE_ON_WORKER,
+                                                sproj_device_worker(d), 0));
+}
+
+static int zero_on(int d, starpu_data_handle_t h)
+{
+  struct starpu_data_descr descr = {h, STARPU_W};
+  return on_device(&sproj_image_zero_cl, d, NULL, 0, &descr, 1);
+}
+
+static int gauss_on(sproj_recon *r, int d, starpu_data_handle_t in, starpu_data_handle_t out)
+{
+  struct sproj_gauss_arg *arg = malloc(sizeof *arg);
+  if (!arg)
+    return SPROJ_ERR_NOMEM;
+  *arg = r->gauss;
+  struct starpu_data_descr descr[3] = {{in, STARPU_R}, {out, STARPU_W}, {r->scratch, STARPU_SCRATCH}};
+  return on_device(&sproj_gauss3d_cl, d, arg, sizeof *arg, descr, 3);
+}
+
+/* Slabs of img (slab[s] for s in first_slab .. first_slab + count - 1) cut (to_slabs) or put together, on device d. */
+static int slabs_on(const struct recon_devices *D, int d, starpu_data_handle_t img, const starpu_data_handle_t *slab,
+                    int first_slab, int count, int to_slabs)
+{
+  struct sproj_slabs_arg *arg = calloc(1, sizeof *arg);
+  if (!arg)
+    return SPROJ_ERR_NOMEM;
+  struct starpu_data_descr descr[1 + SPROJ_MAX_DEVICES];
+  descr[0] = (struct starpu_data_descr){img, to_slabs ? STARPU_R : STARPU_W};
+  arg->nslabs = count;
+  for (int i = 0; i < count; i++) {
+    arg->first[i] = D->first[first_slab + i];
+    descr[1 + i] = (struct starpu_data_descr){slab[i], to_slabs ? STARPU_W : STARPU_R};
+  }
+  return on_device(to_slabs ? &sproj_slab_split_cl : &sproj_slab_gather_cl, d, arg, sizeof *arg, descr, 1 + count);
+}
+
+/* ---- set-up ---- */
+/* Whether the reconstruction can run over the devices: several, the image in several slabs, no distributed reduction
+ * (its hook sums one image per subset), not reproducible (its sums are fixed-point ones of one image), and no chunk
+ * in two subsets (the shares would overlap). */
+static int devices_apply(const sproj_recon *r)
+{
+  int n = sproj_device_count();
+  const struct sproj_geom *g = &r->x->geom;
+  if (n < 2 || r->hook.reduce || r->x->reproducible || (int64_t)g->n[0] * g->n[1] * g->n[2] < n)
+    return 0;
+  const sproj_chunks *ch = r->chunks;
+  char *seen = calloc((size_t)ch->num_chunks, 1);
+  if (!seen)
+    return 0;
+  int ok = 1;
+  for (int j = 0; j < r->subsets.start[r->subsets.num] && ok; j++)
+    ok = !seen[r->subsets.idx[j]]++;
+  for (int k = 0; k < r->subsets.num && ok; k++) {
+    int64_t lors = 0;
+    for (int j = r->subsets.start[k]; j < r->subsets.start[k + 1]; j++)
+      lors += ch->count[r->subsets.idx[j]];
+    ok = lors >= n; /* every device gets at least one LOR of every subset */
+  }
+  free(seen);
+  return ok;
+}
+
+/* The owned chunking: subset k's LORs, its chunks' ranges in the subset's order, cut into n consecutive shares of
+ * (nearly) equal LOR counts, share d homed on device d. */
+static int build_owned(const char *func, sproj_recon *r, struct recon_devices *D)
+{
+  const sproj_chunks *ch = r->chunks;
+  int n = D->n, S = r->subsets.num, nchunks = S * n;
+  int max_ranges = 0;
+  for (int j = 0; j < r->subsets.start[S]; j++) {
+    int c = r->subsets.idx[j];
+    max_ranges += ch->range_start[c + 1] - ch->range_start[c];
+  }
+  /* a share may start and end inside a range: at most one range more per share */
+  int cap = max_ranges + nchunks;
+  int *rs = malloc((size_t)(nchunks + 1) * sizeof *rs);
+  int64_t *first = malloc((size_t)cap * sizeof *first), *count = malloc((size_t)cap * sizeof *count);
+  int8_t *home = malloc((size_t)nchunks * sizeof *home);
+  int ret = SPROJ_OK;
+  if (!rs || !first || !count || !home) {
+    ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    goto out;
+  }
+  int nr = 0;
+  for (int k = 0; k < S; k++) {
+    int64_t total = 0, done = 0;
+    for (int j = r->subsets.start[k]; j < r->subsets.start[k + 1]; j++)
+      total += ch->count[r->subsets.idx[j]];
+    int d = 0;
+    int64_t end = total / n; /* where share d ends, in the subset's LORs */
+    rs[k * n] = nr;
+    home[k * n] = 0;
+    for (int j = r->subsets.start[k]; j < r->subsets.start[k + 1]; j++) {
+      int c = r->subsets.idx[j];
+      for (int q = ch->range_start[c]; q < ch->range_start[c + 1]; q++) {
+        int64_t at = ch->range_first[q], left = ch->range_count[q];
+        while (left > 0) {
+          int64_t take = end - done < left ? end - done : left;
+          first[nr] = at;
+          count[nr++] = take;
+          at += take;
+          left -= take;
+          done += take;
+          if (done == end && d < n - 1) {
+            d++;
+            rs[k * n + d] = nr;
+            home[k * n + d] = (int8_t)d;
+            end = total * (d + 1) / n;
+          }
+        }
+      }
+    }
+  }
+  rs[nchunks] = nr;
+  ret = sproj_chunks_build_owned(func, &D->owned, ch->lors, nchunks, rs, first, count, home);
+out:
+  free(rs);
+  free(first);
+  free(count);
+  free(home);
+  return ret;
+}
+
+/* Copies each device's LORs and per-LOR inputs (TOF bins, data, factors, background) to it ahead of the first task,
+ * when the devices are GPUs that can hold their shares four times over (the projections would move them anyway). */
+static int upload_shares(const char *func, sproj_recon *r, struct recon_devices *D)
+{
+  const sproj_chunks *ch = D->owned;
+  const sproj_model *md = r->model;
+  if (sproj_rt.where != STARPU_CUDA)
+    return SPROJ_OK;
+  int64_t lors = ch->lors->num_lors;
+  size_t per_lor = 6 * sizeof(float) + (ch->lors->bins ? sizeof(int16_t) : 0) +
+                   (size_t)md->num_values * sizeof(float) * (r->data != NULL) +
+                   (md->add ? (size_t)(md->add_per_lor ? 1 : md->num_values) * sizeof(float) : 0) +
+                   (md->mult ? sizeof(float) : 0);
+  if (sproj_gpu_memory_below(4 * (size_t)(lors / D->n + 1) * per_lor))
+    return SPROJ_OK;
+  starpu_data_handle_t *arrays[4];
+  int narrays = 0;
+  if ((ch->lors->bins && sproj_vec_children(ch->lors->bins, ch, &arrays[narrays++])) ||
+      (r->data && sproj_vec_children(&r->data->vec, ch, &arrays[narrays++])) ||
+      (md->mult && sproj_vec_children(md->mult, ch, &arrays[narrays++])) ||
+      (md->add && sproj_vec_children(md->add, ch, &arrays[narrays++])))
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  int S = r->subsets.num, ret = SPROJ_OK;
+  int *list = malloc((size_t)S * sizeof *list);
+  if (!list)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  for (int d = 0; d < D->n && !ret; d++) {
+    for (int k = 0; k < S; k++)
+      list[k] = k * D->n + d;
+    unsigned node = sproj_device_node(d);
+    int nh = 0, nr = 0;
+    starpu_data_handle_t *h = narrays ? sproj_piece_handles(ch, list, S, arrays, narrays, &nh) : NULL;
+    starpu_data_handle_t *runs = sproj_run_handles(ch, list, S, &nr);
+    if ((narrays && !h) || !runs)
+      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+    if (!ret)
+      ret = sproj_upload_handles(runs, nr, &node, 1);
+    if (!ret && nh)
+      ret = sproj_upload_handles(h, nh, &node, 1);
+    free(h);
+    free(runs);
+  }
+  free(list);
+  return ret;
+}
+
+static int temp_image(const char *func, sproj_image **out, const sproj_image *like, int owner)
+{
+  int ret = recon_temp_image(func, out, like);
+  if (!ret)
+    (*out)->owner = owner;
+  return ret;
+}
+
+static int slab_handle(starpu_data_handle_t *h, const struct recon_devices *D, int s)
+{
+  starpu_vector_data_register(h, -1, 0, D->first[s + 1] - D->first[s], sizeof(float));
+  return *h ? SPROJ_OK : SPROJ_ERR_STARPU;
+}
+
+int recon_devices_create(const char *func, sproj_recon *r)
+{
+  if (!devices_apply(r))
+    return SPROJ_OK;
+  struct recon_devices *D = calloc(1, sizeof *D);
+  if (!D)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  int n = D->n = sproj_device_count(), ret;
+  const struct sproj_geom *g = &r->x->geom;
+  uint64_t nvox = (uint64_t)g->n[0] * g->n[1] * g->n[2];
+  for (int s = 0; s <= n; s++)
+    D->first[s] = (uint32_t)(nvox * (uint64_t)s / (uint64_t)n);
+  r->dev = D; /* from here on recon_devices_free undoes whatever was made */
+  if ((ret = build_owned(func, r, D)))
+    return ret;
+  /* the reconstruction now works on the owned chunking: subset k is chunks k * n .. k * n + n - 1 */
+  D->user_chunks = r->chunks;
+  D->user_subsets = r->subsets;
+  struct chunk_lists owned = {r->subsets.num, malloc((size_t)(r->subsets.num + 1) * sizeof(int)),
+                              malloc((size_t)r->subsets.num * n * sizeof(int))};
+  if (!owned.start || !owned.idx) {
+    recon_lists_free(&owned);
+    r->subsets = (struct chunk_lists){0};
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  for (int k = 0; k <= owned.num; k++)
+    owned.start[k] = k * n;
+  for (int c = 0; c < owned.num * n; c++)
+    owned.idx[c] = c;
+  r->chunks = D->owned;
+  r->subsets = owned;
+  D->x[0] = r->x;
+  for (int d = 0; d < n; d++) {
+    if ((d > 0 && (ret = temp_image(func, &D->x[d], r->x, -1))) || (ret = temp_image(func, &D->bp[d], r->x, d)) ||
+        (r->blur && ((ret = temp_image(func, &D->xb[d], r->x, -1)) || (ret = temp_image(func, &D->bpb[d], r->x, -1)))))
+      return ret;
+  }
+  D->bs = calloc((size_t)n * n, sizeof *D->bs);
+  if (!D->bs)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  for (int s = 0; s < n; s++) {
+    if (slab_handle(&D->xs[s], D, s))
+      return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+    for (int d = 0; d < n; d++)
+      if (slab_handle(&D->bs[d * n + s], D, s))
+        return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+  }
+  return upload_shares(func, r, D);
+}
+
+int recon_devices_sensitivities(const char *func, sproj_recon *r)
+{
+  struct recon_devices *D = r->dev;
+  int n = D->n, ret = SPROJ_OK;
+  D->ss = calloc((size_t)r->num_sens * n, sizeof *D->ss);
+  if (!D->ss)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  D->nsens = r->num_sens;
+  /* slab s of each sensitivity lives on device s, which updates that slab */
+  for (int k = 0; k < r->num_sens && !ret; k++)
+    for (int s = 0; s < n && !ret; s++) {
+      if (slab_handle(&D->ss[k * n + s], D, s))
+        return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+      ret = slabs_on(D, s, r->sens[k]->handle, &D->ss[k * n + s], s, 1, 1);
+    }
+  return ret ? sproj_fail(ret, func, "could not submit the sensitivity's slabs") : SPROJ_OK;
+}
+
+void recon_devices_drop_images(sproj_recon *r)
+{
+  struct recon_devices *D = r->dev;
+  if (!D)
+    return;
+  for (int d = 0; d < D->n; d++) {
+    if (d > 0)
+      sproj_image_drop(D->x[d]);
+    sproj_image_drop(D->xb[d]);
+    sproj_image_drop(D->bp[d]);
+    sproj_image_drop(D->bpb[d]);
+    D->x[d] = D->xb[d] = D->bp[d] = D->bpb[d] = NULL;
+  }
+  for (int i = 0; i < D->n; i++)
+    if (D->xs[i])
+      starpu_data_unregister_no_coherency(D->xs[i]);
+  for (int i = 0; D->bs && i < D->n * D->n; i++)
+    if (D->bs[i])
+      starpu_data_unregister_no_coherency(D->bs[i]);
+  for (int i = 0; D->ss && i < D->nsens * D->n; i++)
+    if (D->ss[i])
+      starpu_data_unregister_no_coherency(D->ss[i]);
+  free(D->bs);
+  free(D->ss);
+  memset(D->xs, 0, sizeof D->xs);
+  D->bs = D->ss = NULL;
+}
+
+void recon_devices_free(sproj_recon *r)
+{
+  struct recon_devices *D = r->dev;
+  if (!D)
+    return;
+  recon_devices_drop_images(r);
+  if (D->user_chunks) {
+    recon_lists_free(&r->subsets);
+    r->subsets = D->user_subsets;
+    r->chunks = D->user_chunks;
+  }
+  if (D->owned)
+    sproj_chunks_release(D->owned);
+  free(D);
+  r->dev = NULL;
+}
+
+/* ---- iterations ---- */
+int recon_devices_begin(sproj_recon *r)
+{
+  struct recon_devices *D = r->dev;
+  int ret = SPROJ_OK;
+  /* the caller's image may have changed since the last call: each device takes its slab of it, and the first subset
+   * projects it */
+  for (int s = 0; s < D->n && !ret; s++)
+    ret = slabs_on(D, s, r->x->handle, &D->xs[s], s, 1, 1);
+  D->fresh = 1;
+  return ret;
+}
+
+int recon_devices_subset(sproj_recon *r, int k)
+{
+  struct recon_devices *D = r->dev;
+  int n = D->n, ret = SPROJ_OK;
+  /* each device: forward, ratio and back projection of its share, its image cut into slabs */
+  for (int d = 0; d < n && !ret; d++) {
+    int c = k * n + d;
+    sproj_image *src = D->fresh ? r->x : D->x[d], *part = D->bp[d];
+    if (r->blur && !(ret = gauss_on(r, d, src->handle, D->xb[d]->handle)))
+      src = D->xb[d];
+    if (ret || (ret = zero_on(d, D->bp[d]->handle)) || (ret = recon_model_project(r->model, 0, src, r->p, D->owned, &c, 1)) ||
+        (ret = recon_submit_terms(r, &c, 1, SPROJ_RATIO_EM, NULL)) ||
+        (ret = recon_model_project(r->model, 1, D->bp[d], r->p, D->owned, &c, 1)))
+      break;
+    if (r->blur && !(ret = gauss_on(r, d, D->bp[d]->handle, D->bpb[d]->handle)))
+      part = D->bpb[d];
+    if (!ret)
+      ret = slabs_on(D, d, part->handle, &D->bs[d * n], 0, n, 1);
+  }
+  /* each device: the update of its slab from every device's slab of it, added in device order */
+  int sk = r->num_sens == 1 ? 0 : k;
+  for (int s = 0; s < n && !ret; s++) {
+    struct sproj_slab_update_arg *arg = malloc(sizeof *arg);
+    if (!arg)
+      return SPROJ_ERR_NOMEM;
+    *arg = (struct sproj_slab_update_arg){n, r->sens_factor};
+    struct starpu_data_descr descr[2 + SPROJ_MAX_DEVICES];
+    descr[0] = (struct starpu_data_descr){D->xs[s], STARPU_RW};
+    descr[1] = (struct starpu_data_descr){D->ss[sk * n + s], STARPU_R};
+    for (int d = 0; d < n; d++)
+      descr[2 + d] = (struct starpu_data_descr){D->bs[d * n + s], STARPU_R};
+    ret = on_device(&sproj_slab_update_cl, s, arg, sizeof *arg, descr, 2 + n);
+  }
+  /* each device: the new estimate from every device's slab (device 0's copy is the caller's image) */
+  for (int d = 0; d < n && !ret; d++)
+    ret = slabs_on(D, d, D->x[d]->handle, D->xs, 0, n, 0);
+  D->fresh = 0;
+  return ret;
+}

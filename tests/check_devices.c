@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_devices.c: work owned by several devices, computed on CPU workers grouped as stand-ins for GPUs
+ * (SPROJ_DEVICES): projections of chunks homed on devices equal those of one device bit for bit and run where their
+ * homes are; OS-EM over 2, 3 and 8 devices (each owning a share of every subset, the devices' back projections
+ * summed slab by slab) equals OS-EM on one device within the rounding of those sums; the shares stay on their devices
+ * under every scheduling policy StarPU offers; bad input. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <starpu.h>
+#include "recon_scene.h"
+
+static struct scene sc;
+static float *ybar;      /* noise-free non-TOF data of the phantom */
+static float *tof_ybar;  /* noise-free TOF sinogram data of the phantom */
+static float *counts;    /* integer counts of it (listmode) */
+static int ncpu;         /* CPU workers each test starts */
+
+/* Starts starproj on ncpu CPU workers split into n devices (scheduler sched, NULL: starproj's choice). */
+static void start(int n, const char *sched)
+{
+  char v[16];
+  snprintf(v, sizeof v, "%d", n);
+  setenv("SPROJ_DEVICES", v, 1);
+  struct sproj_config cfg;
+  sproj_config_init(&cfg);
+  cfg.ncpu = ncpu;
+  cfg.ncuda = 0;
+  cfg.sched = sched;
+  EXPECT(sproj_init(&cfg), SPROJ_OK);
+  unsetenv("SPROJ_DEVICES");
+}
+
+static void stop(void)
+{
+  EXPECT(sproj_shutdown(), SPROJ_OK);
+}
+
+/* LORs each worker projected since the last reset. */
+static void worker_lors(int64_t *lors)
+{
+  for (int w = 0; w < ncpu; w++) {
+    struct sproj_worker_stats st;
+    EXPECT(sproj_worker_stats(w, &st), SPROJ_OK);
+    ck_assert_int_eq(st.is_gpu, 0);
+    lors[w] = st.lors;
+  }
+}
+
+/* The worker a device of n runs on when there is one worker per device, or fewer workers than devices. */
+static int worker_of(int d, int n)
+{
+  return n <= ncpu ? d * ncpu / n : d % ncpu;
+}
+
+/* ---- devices and homes ---- */
+/* SPROJ_DEVICES sets the count (1..8; anything else means 1), a device is never without a worker, and homes are
+ * checked. */
+START_TEST(test_device_count)
+{
+  ck_assert_int_eq(sproj_num_devices(), 0);
+  ck_assert_int_eq(sproj_chunks_set_device(NULL, 0, 0), SPROJ_ERR_NOT_INIT);
+  const char *bad[] = {"0", "9", "-2", "two"};
+  for (int i = 0; i < 4; i++) {
+    setenv("SPROJ_DEVICES", bad[i], 1);
+    EXPECT(tu_init(ncpu, 0), SPROJ_OK);
+    ck_assert_msg(sproj_num_devices() == 1, "SPROJ_DEVICES=%s gave %d devices", bad[i], sproj_num_devices());
+    stop();
+  }
+  unsetenv("SPROJ_DEVICES");
+  for (int n = 1; n <= 8; n++) {
+    start(n, NULL);
+    ck_assert_int_eq(sproj_num_devices(), n);
+    sproj_lors *lors;
+    sproj_chunks *views;
+    EXPECT(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+    EXPECT(scene_views(&sc, lors, &views), SPROJ_OK);
+    EXPECT(sproj_chunks_set_device(views, SPROJ_ALL_CHUNKS, n - 1), SPROJ_OK);
+    EXPECT(sproj_chunks_set_device(views, 0, -1), SPROJ_OK);
+    EXPECT(sproj_chunks_set_device(views, 3, n), SPROJ_ERR_NO_DEVICE);
+    EXPECT(sproj_chunks_set_device(views, 3, -2), SPROJ_ERR_NO_DEVICE);
+    EXPECT(sproj_chunks_set_device(views, sc.nviews, 0), SPROJ_ERR_RANGE);
+    EXPECT(sproj_chunks_set_device(views, -5, 0), SPROJ_ERR_RANGE);
+    EXPECT(sproj_chunks_set_device(NULL, 0, 0), SPROJ_ERR_NULL);
+    EXPECT(sproj_chunks_destroy(views), SPROJ_OK);
+    EXPECT(sproj_lors_unregister(lors), SPROJ_OK);
+    stop();
+  }
+}
+END_TEST
+
+/* Forward projections (non-TOF: _i = 0, TOF sinogram: 1) of views homed on n devices (view v on device v % n) equal
+ * those of one device bit for bit, each device's LORs were projected by its worker alone, and the back projection of
+ * the same values equals one device's within float rounding of sums in another order. */
+START_TEST(test_homes_project)
+{
+  const int tof = _i, nb = tof ? sc.tof.num_bins : 1;
+  const int64_t nval = sc.nlors * nb, nvox = tu_nvox(&sc.g);
+  float *ref = tu_alloc(nval), *got = tu_alloc(nval), *bref = tu_alloc(nvox), *bgot = tu_alloc(nvox);
+  float *img = scene_copy(sc.truth, nvox), *vals = tu_alloc(nval);
+  for (int64_t i = 0; i < nval; i++)
+    vals[i] = 0.5f + (float)(i % 17) / 16.0f;
+  const int ns[] = {1, 2, 3, 8};
+  for (int t = 0; t < 4; t++) {
+    int n = ns[t];
+    start(n, NULL);
+    sproj_image *im, *bim;
+    sproj_lors *lors;
+    sproj_chunks *views;
+    sproj_proj *p, *pv;
+    sproj_tof *tp = NULL;
+    float *out = n == 1 ? ref : got, *bout = n == 1 ? bref : bgot;
+    memset(bout, 0, (size_t)nvox * sizeof *bout);
+    EXPECT(sproj_image_register(&im, img, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+    EXPECT(sproj_image_register(&bim, bout, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+    EXPECT(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+    EXPECT(scene_views(&sc, lors, &views), SPROJ_OK);
+    if (tof) {
+      EXPECT(sproj_tof_register(&tp, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
+      EXPECT(sproj_proj_register_tof(&p, out, lors, nb), SPROJ_OK);
+      EXPECT(sproj_proj_register_tof(&pv, vals, lors, nb), SPROJ_OK);
+    } else {
+      EXPECT(sproj_proj_register(&p, out, lors), SPROJ_OK);
+      EXPECT(sproj_proj_register(&pv, vals, lors), SPROJ_OK);
+    }
+    for (int v = 0; v < sc.nviews; v++)
+      EXPECT(sproj_chunks_set_device(views, v, v % n), SPROJ_OK);
+    EXPECT(sproj_stats_reset(), SPROJ_OK);
+    EXPECT(tof ? sproj_fwd_tof_sino(im, p, views, SPROJ_ALL_CHUNKS, tp) : sproj_fwd(im, p, views, SPROJ_ALL_CHUNKS),
+           SPROJ_OK);
+    EXPECT(sproj_wait_all(), SPROJ_OK);
+    int64_t lors_on[64] = {0}, expect[64] = {0};
+    worker_lors(lors_on);
+    for (int v = 0; v < sc.nviews; v++)
+      expect[worker_of(v % n, n)] += sc.per_view;
+    for (int w = 0; w < ncpu; w++)
+      ck_assert_msg(n == 1 || lors_on[w] == expect[w], "%d devices: worker %d projected %lld LORs, its devices own %lld",
+                    n, w, (long long)lors_on[w], (long long)expect[w]);
+    EXPECT(tof ? sproj_back_tof_sino(bim, pv, views, SPROJ_ALL_CHUNKS, tp) : sproj_back(bim, pv, views, SPROJ_ALL_CHUNKS),
+           SPROJ_OK);
+    EXPECT(sproj_proj_unregister(p), SPROJ_OK);
+    EXPECT(sproj_proj_unregister(pv), SPROJ_OK);
+    EXPECT(sproj_image_unregister(im), SPROJ_OK);
+    EXPECT(sproj_image_unregister(bim), SPROJ_OK);
+    EXPECT(sproj_tof_unregister(tp), SPROJ_OK);
+    EXPECT(sproj_chunks_destroy(views), SPROJ_OK);
+    EXPECT(sproj_lors_unregister(lors), SPROJ_OK);
+    stop();
+    if (n == 1)
+      continue;
+    int64_t differ = 0;
+    for (int64_t i = 0; i < nval; i++)
+      differ += memcmp(&ref[i], &got[i], sizeof *ref) != 0;
+    double db = tu_rel_l2_ff(bgot, bref, nvox);
+    printf("%s, %d devices: %lld of %lld forward values differ from one device's; back projection %.2e (relative L2)\n",
+           tof ? "TOF sinogram" : "non-TOF", n, (long long)differ, (long long)nval, db);
+    ck_assert_msg(differ == 0, "%lld forward values differ", (long long)differ);
+    ck_assert_msg(db <= 1e-6, "back projection differs by %.3g", db);
+  }
+  free(ref);
+  free(got);
+  free(bref);
+  free(bgot);
+  free(img);
+  free(vals);
+}
+END_TEST
+
+/* ---- OS-EM over several devices ---- */
+/* LORs device d owns of a subset of total LORs over n devices (recon_devices.c: consecutive equal shares). */
+static int64_t share(int64_t total, int d, int n)
+{
+  return total * (d + 1) / n - total * d / n;
+}
+
+/* The LORs each worker must have projected in an OS-EM of S interleaved subsets of views over n devices: every LOR
+ * of its devices' shares twice per iteration (forward, back) and once for its subset's sensitivity. */
+static void osem_expect(int S, int n, int iters, int64_t *expect)
+{
+  memset(expect, 0, (size_t)ncpu * sizeof *expect);
+  for (int k = 0; k < S; k++) {
+    int64_t total = (int64_t)((sc.nviews - k + S - 1) / S) * sc.per_view;
+    for (int d = 0; d < n; d++)
+      expect[worker_of(d, n)] += (2 * iters + 1) * share(total, d, n);
+  }
+}
+
+struct osem_case {
+  const char *name;
+  int tof;          /* 0, 1 (TOF sinogram); listmode: lm */
+  int lm;
+  int blur;
+  int S;
+};
+static const struct osem_case cases[] = {
+  {"non-TOF, 4 subsets", 0, 0, 0, 4},
+  {"non-TOF, resolution model, 4 subsets", 0, 0, 1, 4},
+  {"TOF sinogram, 2 subsets", 1, 0, 0, 2},
+  {"non-TOF MLEM", 0, 0, 0, 1},
+  {"TOF listmode, 4 subsets", 1, 1, 0, 4},
+};
+
+static void run_case(const struct osem_case *c, int iters, float *x)
+{
+  const float fwhm[3] = {6.0f, 6.0f, 6.0f};
+  if (c->lm) {
+    scene_run_lm(&sc, c->tof, c->S, 1, counts, iters, x, NULL);
+    return;
+  }
+  scene_run_sino(&sc, c->tof, c->blur ? fwhm : NULL, c->S, NULL, c->tof ? tof_ybar : ybar, iters, x, NULL, NULL);
+}
+
+/* Each case on 1 device, then on 2, 3 and 8: the images after 3 iterations agree within 1e-5 (relative L2; measured
+ * below 1e-6: the devices' back projections are added in another order than one device's tasks add theirs), and for
+ * the sinograms each worker projected exactly the LORs its devices own (listmode's sensitivity runs over the scanner's
+ * LORs, which no device owns, so only the result is compared there). */
+START_TEST(test_osem_devices)
+{
+  const struct osem_case *c = &cases[_i];
+  const int iters = 3, ns[] = {2, 3, 8};
+  int64_t nvox = tu_nvox(&sc.g);
+  float *one = tu_alloc(nvox), *x = tu_alloc(nvox);
+  start(1, NULL);
+  run_case(c, iters, one);
+  stop();
+  for (int t = 0; t < 3; t++) {
+    int n = ns[t];
+    start(n, NULL);
+    EXPECT(sproj_stats_reset(), SPROJ_OK);
+    run_case(c, iters, x);
+    int64_t lors_on[64], expect[64];
+    worker_lors(lors_on);
+    stop();
+    double d = tu_rel_l2_ff(x, one, nvox), maxdiff = 0.0;
+    for (int64_t v = 0; v < nvox; v++)
+      maxdiff = fmax(maxdiff, fabs((double)x[v] - one[v]));
+    printf("OSEM %s on %d devices against one: %.2e relative L2, largest voxel difference %.2e (max %.3g)\n", c->name,
+           n, d, maxdiff, tu_max_abs(one, nvox));
+    ck_assert_msg(d <= 1e-5, "%d devices: %.3g from one device", n, d);
+    if (!c->lm) {
+      osem_expect(c->S, n, iters, expect);
+      for (int w = 0; w < ncpu; w++)
+        ck_assert_msg(lors_on[w] == expect[w], "%d devices: worker %d projected %lld LORs, its devices own %lld", n, w,
+                      (long long)lors_on[w], (long long)expect[w]);
+    }
+  }
+  free(one);
+  free(x);
+}
+END_TEST
+
+/* One OS-EM of S interleaved subsets of views over n devices, iters iterations, in x (set to 1 first), through plain
+ * status checks (it runs in a child process, where Check's assertions cannot report): 0, or the line that failed. */
+static int plain_osem(int S, int n, int iters, float *x, int64_t *lors_on)
+{
+  sproj_lors *lors = NULL;
+  sproj_chunks *views = NULL;
+  sproj_model *model = NULL;
+  sproj_image *img = NULL;
+  sproj_proj *y = NULL;
+  sproj_recon *r = NULL;
+  struct sproj_recon_config cfg;
+  for (int64_t v = 0; v < tu_nvox(&sc.g); v++)
+    x[v] = 1.0f;
+#define TRY(call)                                                                                                    \
+  if ((call) != SPROJ_OK)                                                                                            \
+    return __LINE__;
+  TRY(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors));
+  TRY(scene_views(&sc, lors, &views));
+  TRY(sproj_model_create(&model, lors, sc.mult, sc.add, NULL, NULL));
+  TRY(sproj_image_register(&img, x, sc.g.n, sc.g.vs, sc.g.origin));
+  TRY(sproj_proj_register(&y, ybar, lors));
+  sproj_recon_config_init(&cfg);
+  cfg.model = model;
+  cfg.data = y;
+  cfg.chunks = views;
+  cfg.num_subsets = S;
+  TRY(sproj_stats_reset());
+  TRY(sproj_recon_create(&r, img, &cfg));
+  TRY(sproj_recon_iterate(r, iters, NULL, NULL));
+  TRY(sproj_recon_destroy(r));
+  TRY(sproj_image_unregister(img));
+  TRY(sproj_proj_unregister(y));
+  TRY(sproj_model_destroy(model));
+  TRY(sproj_chunks_destroy(views));
+  TRY(sproj_lors_unregister(lors));
+  for (int w = 0; w < ncpu; w++) {
+    struct sproj_worker_stats st;
+    TRY(sproj_worker_stats(w, &st));
+    lors_on[w] = st.lors;
+  }
+#undef TRY
+  (void)n;
+  return 0;
+}
+
+/* What became of one policy's run (test_placement_policies). */
+enum placement { PLACED, MOVED, WRONG, FAILED, HUNG };
+static const char *const placement_name[] = {"placed", "moved shares", "wrong image", "failed", "did not finish"};
+
+/* The shares stay on their devices under every scheduling policy StarPU 1.4 offers (those starproj-bench runs:
+ * every predefined one but graph_test, which schedules only on request): an OS-EM of 2 subsets over 2 devices, one
+ * per CPU worker, each policy in a child process of its own (a policy that never runs a task would hang the test):
+ * each worker projected exactly what its device owns and the image matches starproj's own scheduler's within
+ * rounding. (Restricted with STARPU_TASK_WORKERIDS instead of given one worker, the tasks stalled 14 of these policies
+ * or stopped them on an assertion.) */
+START_TEST(test_placement_policies)
+{
+  if (ncpu < 2) {
+    printf("placement under each policy: needs 2 CPU workers, this machine has %d\n", ncpu);
+    return;
+  }
+  int64_t nvox = tu_nvox(&sc.g);
+  const int S = 2, iters = 1, n = 2;
+  float *ref = mmap(NULL, (size_t)nvox * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  float *x = mmap(NULL, (size_t)nvox * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert(ref != MAP_FAILED && x != MAP_FAILED);
+  int64_t lors_on[64], expect[64];
+  start(n, NULL);
+  ck_assert_int_eq(plain_osem(S, n, iters, ref, lors_on), 0);
+  stop();
+  osem_expect(S, n, iters, expect);
+  char names[64][32];
+  int np = 0, bad = 0;
+  for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p && np < 64; p++)
+    if (strcmp((*p)->policy_name, "graph_test"))
+      snprintf(names[np++], sizeof names[0], "%s", (*p)->policy_name);
+  for (int i = 0; i < np; i++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+      /* Check's handler of SIGALRM would end the whole process group */
+      signal(SIGALRM, SIG_DFL);
+      alarm(120);
+      char v[16];
+      snprintf(v, sizeof v, "%d", n);
+      setenv("SPROJ_DEVICES", v, 1);
+      struct sproj_config cfg;
+      sproj_config_init(&cfg);
+      cfg.ncpu = ncpu;
+      cfg.ncuda = 0;
+      cfg.sched = names[i];
+      if (sproj_init(&cfg) != SPROJ_OK || plain_osem(S, n, iters, x, lors_on) || sproj_shutdown() != SPROJ_OK)
+        _exit(FAILED);
+      for (int w = 0; w < ncpu; w++)
+        if (lors_on[w] != expect[w])
+          _exit(MOVED);
+      _exit(tu_rel_l2_ff(x, ref, nvox) <= 1e-5 ? PLACED : WRONG);
+    }
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    enum placement got = WIFEXITED(status) && WEXITSTATUS(status) <= HUNG ? (enum placement)WEXITSTATUS(status)
+                         : WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? HUNG : FAILED;
+    if (got != PLACED) {
+      bad++;
+      printf("policy %s: %s\n", names[i], placement_name[got]);
+    }
+  }
+  printf("placement: %d of %d policies kept every share on its device\n", np - bad, np);
+  ck_assert_msg(bad == 0, "%d policies did not", bad);
+  munmap(ref, (size_t)nvox * sizeof(float));
+  munmap(x, (size_t)nvox * sizeof(float));
+}
+END_TEST
+
+int main(void)
+{
+  setenv("STARPU_SILENT", "1", 0);
+  if (tu_init(-1, 0) != SPROJ_OK) {
+    fprintf(stderr, "sproj_init: %s\n", sproj_last_error());
+    return 99;
+  }
+  ncpu = sproj_num_cpu_workers();
+  if (ncpu > 64)
+    ncpu = 64;
+  tu_seed(2024);
+  scene_build(&sc);
+  ybar = tu_alloc(sc.nlors);
+  counts = tu_alloc(sc.nlors * sc.tof.num_bins);
+  tof_ybar = tu_alloc(sc.nlors * sc.tof.num_bins);
+  if (scene_expected(&sc, sc.truth, 0, ybar) != SPROJ_OK || scene_expected(&sc, sc.truth, 1, tof_ybar) != SPROJ_OK)
+    return 99;
+  scene_counts(tof_ybar, sc.nlors * sc.tof.num_bins, counts);
+  if (sproj_shutdown() != SPROJ_OK)
+    return 99;
+  printf("scene: %d views x %d LORs, image %dx%dx%d, %d CPU workers\n", sc.nviews, (int)sc.per_view, sc.g.n[0],
+         sc.g.n[1], sc.g.n[2], ncpu);
+  Suite *s = suite_create("devices");
+  TCase *tc = tcase_create("devices");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_device_count);
+  tcase_add_loop_test(tc, test_homes_project, 0, 2);
+  tcase_add_loop_test(tc, test_osem_devices, 0, (int)(sizeof cases / sizeof *cases));
+  tcase_add_test(tc, test_placement_policies);
+  suite_add_tcase(s, tc);
+  int ret = tu_run(s);
+  free(ybar);
+  free(tof_ybar);
+  free(counts);
+  scene_free(&sc);
+  return ret;
+}

@@ -18,7 +18,7 @@ static struct {
   pthread_mutex_t lock;
   pthread_cond_t wake;
   pthread_t thread;
-  int running, quiet, tty;
+  int running, quiet, tty, detail;
   const char *prog;
   const char *phase;         /* current phase (NULL: none) */
   double t0;                 /* its start */
@@ -135,10 +135,32 @@ void progress_phase(const char *name)
 /* A step of a second or more gets a line of its own when it ends (lock held). */
 static void step_done(double t)
 {
-  if (pr.what && pr.phase && !pr.quiet && t - pr.step_t0 >= 1.0) {
-    clear_bar();
+  if (!pr.what || !pr.phase || pr.quiet || (!pr.detail && t - pr.step_t0 < 1.0))
+    return;
+  clear_bar();
+  if (!pr.detail) {
     printf("  %s: %s %.2f s\n", pr.phase, pr.what, t - pr.step_t0);
+    return;
   }
+  /* resident pages now (statm's second field) and the peak so far */
+  long size = -1, pages = -1;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%ld %ld", &size, &pages) != 2)
+      pages = -1;
+    fclose(f);
+  }
+  struct rusage ru;
+  double now_gb = pages >= 0 ? (double)pages * (double)sysconf(_SC_PAGESIZE) / 1e9 : -1.0;
+  double peak_gb = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 / 1e9 : -1.0;
+  printf("  %s: %s %.2f s; host memory %.2f GB, peak %.2f GB\n", pr.phase, pr.what, t - pr.step_t0, now_gb, peak_gb);
+}
+
+void progress_detail(int on)
+{
+  pthread_mutex_lock(&pr.lock);
+  pr.detail = on;
+  pthread_mutex_unlock(&pr.lock);
 }
 
 void progress_step(const char *what, double fraction)

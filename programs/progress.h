@@ -10,6 +10,9 @@
 /* Starts the reporter (quiet: phases and progress print nothing); hooks the library's long calls
  * (sproj_set_progress). prog names the program in the lines it prints. */
 void progress_start(const char *prog, int quiet);
+/* Every step of a phase gets its line when it ends, however short, with the host memory the process holds then and
+ * its peak so far (starproj-recon --verbose); by default only steps of a second or more, with their time alone. */
+void progress_detail(int on);
 /* Begins phase name (ending the one before); a progress line appears once it has run a second. */
 void progress_phase(const char *name);
 /* Step what (NULL: the phase itself) of the current phase is fraction (0 .. 1) done. Any thread. */

@@ -803,6 +803,33 @@ START_TEST(test_model_simulate)
   else
     ck_assert_ptr_null(bin);
   printf("listmode events drawn by tasks: %lld, equal to sproj_sample_listmode_sorted's\n", (long long)num);
+  /* the same from values of the library's own (sproj_proj_create): no host array, refused by sync, the same events */
+  {
+    sproj_proj *own = NULL;
+    int32_t *lor3 = NULL;
+    int16_t *bin3 = NULL;
+    int64_t num3 = -3;
+    ck_assert_int_eq(sproj_proj_create(&own, lors, nb), SPROJ_OK);
+    ck_assert_int_eq(sproj_model_expected(md, img, own, views, NULL), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_sync(own, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_ERR_INVALID);
+    ck_assert_int_eq(sproj_model_draw_events(md, own, views, scale, seed, &lor3, &bin3, &num3), SPROJ_OK);
+    ck_assert_int_eq(num3, num);
+    ck_assert_int_eq(memcmp(lor3, lor, (size_t)num * sizeof *lor), 0);
+    if (tof)
+      ck_assert_int_eq(memcmp(bin3, bin, (size_t)num * sizeof *bin), 0);
+    ck_assert_int_eq(sproj_proj_discard(own), SPROJ_OK);
+    sproj_free(lor3);
+    sproj_free(bin3);
+    ck_assert_int_eq(sproj_proj_create(&own, lors, nb), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_unregister(own), SPROJ_OK);
+    own = NULL;
+    ck_assert_int_eq(sproj_proj_create(NULL, lors, nb), SPROJ_ERR_NULL);
+    ck_assert_int_eq(sproj_proj_create(&own, NULL, nb), SPROJ_ERR_NULL);
+    ck_assert_int_eq(sproj_proj_create(&own, lors, 0), SPROJ_ERR_EMPTY);
+    ck_assert_int_eq(sproj_proj_create(&own, lors, -2), SPROJ_ERR_DIMS);
+    ck_assert_int_eq(sproj_proj_create(&own, lors, SPROJ_MAX_TOF_BINS + 1), SPROJ_ERR_TOF);
+    ck_assert_ptr_null(own);
+  }
   sproj_free(lor);
   sproj_free(bin);
   sproj_free(lor2);

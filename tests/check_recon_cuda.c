@@ -129,6 +129,23 @@ START_TEST(test_simulate_cpu_vs_cuda)
     if (tof)
       ck_assert_int_eq(memcmp(bin, bin2, (size_t)num * sizeof *bin), 0);
     printf("listmode events drawn on CUDA: %lld, equal to sproj_sample_listmode_sorted's\n", (long long)num);
+    /* from values of the library's own (sproj_proj_create): the same events */
+    sproj_proj *own;
+    int32_t *lor3;
+    int16_t *bin3 = NULL;
+    int64_t num3;
+    ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_CUDA), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_create(&own, lors, nb), SPROJ_OK);
+    ck_assert_int_eq(sproj_model_expected(md, img, own, views, NULL), SPROJ_OK);
+    ck_assert_int_eq(sproj_model_draw_events(md, own, views, 0.8f, 77, &lor3, &bin3, &num3), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_discard(own), SPROJ_OK);
+    ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
+    ck_assert_int_eq(num3, num);
+    ck_assert_int_eq(memcmp(lor3, lor, (size_t)num * sizeof *lor), 0);
+    if (tof)
+      ck_assert_int_eq(memcmp(bin3, bin, (size_t)num * sizeof *bin), 0);
+    sproj_free(lor3);
+    sproj_free(bin3);
     sproj_free(lor);
     sproj_free(lor2);
     sproj_free(bin);

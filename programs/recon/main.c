@@ -29,6 +29,7 @@ int main(int argc, char **argv)
       /* reading large inputs is a phase of the run's table */
       if (o.input || o.input_lm) {
         progress_start("starproj-recon", o.quiet);
+        progress_detail(o.verbose);
         progress_phase("reading");
       }
       if (!(rc = read_inputs(&o, &in)) && !(rc = check_inputs(&o, &in, &r.l)))
@@ -44,8 +45,10 @@ int main(int argc, char **argv)
   }
 
   catch_signals();
-  if (!o.input && !o.input_lm)
+  if (!o.input && !o.input_lm) {
     progress_start("starproj-recon", o.quiet);
+    progress_detail(o.verbose);
+  }
   progress_phase("starting StarPU");
   start_starpu(&o, &r.l);
   progress_phase("geometry");

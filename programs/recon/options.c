@@ -49,7 +49,8 @@ static const char *usage_text =
   "  --output DIR          output folder (default starproj-recon-out), created if missing\n"
   "  --save-data           also write the simulated sinogram or listmode (raw + text header) and its factors\n"
   "  --save-iterations     write the image after every iteration (recon_iter<N>.nii)\n"
-  "  --verbose             StarPU's own messages; --quiet: only errors\n"
+  "  --verbose             StarPU's own messages, and every step of a phase with its time and the host memory\n"
+  "                        held at its end; --quiet: only errors\n"
   "  --help                this text\n"
   "\n"
   "Exit status: 0 on success, 2 for bad options, 1 when reading, computing or writing fails.\n";

@@ -86,10 +86,15 @@ void simulate(const struct options *o, struct run *r)
   sproj_model *model;
   make_model(o, r, &model);
   /* The preview brings a non-TOF sinogram home: into memory faulted in beforehand on every core (a GPU's copy into
-   * fresh pages waits on their faults one at a time). A TOF sinogram, and listmode's counts, stay where they are made. */
-  r->counts = !o->tof && !o->listmode ? alloc_or_die(bytes) : lazy_alloc(bytes);
-  TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
-             : sproj_proj_register(&r->data, r->counts, r->lors));
+   * fresh pages waits on their faults one at a time). A TOF sinogram stays where it is made unless it is saved. */
+  if (o->listmode) {
+    /* listmode's counts never come home: values of the library's own where the LORs are (a GPU) */
+    TRY(sproj_proj_create(&r->data, r->lors, o->tof ? l->nbins : 1));
+  } else {
+    r->counts = !o->tof ? alloc_or_die(bytes) : lazy_alloc(bytes);
+    TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
+               : sproj_proj_register(&r->data, r->counts, r->lors));
+  }
   sproj_image *img;
   TRY(sproj_image_register(&img, r->phantom, o->dims, l->vs, l->origin));
   progress_step("projecting the phantom", -1.0);
@@ -112,11 +117,10 @@ void simulate(const struct options *o, struct run *r)
     progress_step("the Poisson counts and their events", -1.0);
     TRY(sproj_model_draw_events(model, r->data, r->views, scale, o->seed, &r->ev_lor, o->tof ? &r->ev_bin : NULL,
                                 &r->nevents));
+    progress_step("the simulation's model and data let go", -1.0);
     TRY(sproj_model_destroy(model));
     TRY(sproj_proj_discard(r->data));
     r->data = NULL;
-    free(r->counts);
-    r->counts = NULL;
   } else {
     progress_step(o->noise_free ? "the expected counts" : "the expected and Poisson counts", -1.0);
     TRY(sproj_model_draw(model, r->data, r->views, scale, o->seed, !o->noise_free, r->lor_sums_proj));

@@ -3,6 +3,7 @@
  * sync and unregistration. */
 #include "config.h"
 #include <stdlib.h>
+#include <sys/mman.h>
 #include "internal.h"
 
 static int proj_new(const char *func, sproj_proj **out, starpu_data_handle_t handle, sproj_lors *lors, int owns,
@@ -49,6 +50,59 @@ static int proj_register(const char *func, sproj_proj **proj, float *values, spr
   if (ret)
     starpu_data_unregister_no_coherency(handle);
   return ret;
+}
+
+/* Values of the library's own where the LOR set lives: nothing of them is on the host unless a task runs there. */
+int sproj_proj_create(sproj_proj **proj, sproj_lors *lors, int num_tof_bins)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!proj || !lors)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "proj and lors must not be NULL");
+  if (num_tof_bins == 0)
+    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "num_tof_bins is 0");
+  if (num_tof_bins < 0)
+    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_tof_bins = %d is negative", num_tof_bins);
+  if (num_tof_bins > SPROJ_MAX_TOF_BINS)
+    return SPROJ_FAIL(SPROJ_ERR_TOF, "num_tof_bins = %d exceeds %d", num_tof_bins, SPROJ_MAX_TOF_BINS);
+  size_t elem = (size_t)num_tof_bins * sizeof(float), bytes = (size_t)lors->num_lors * elem;
+  unsigned node = lors->gpu_xs ? lors->gpu_node : STARPU_MAIN_RAM;
+  uintptr_t mem = 0;
+  if (node == STARPU_MAIN_RAM) {
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    mem = m == MAP_FAILED ? 0 : (uintptr_t)m;
+  } else {
+    mem = starpu_malloc_on_node(node, bytes);
+  }
+  if (!mem)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no room for %zu bytes of values on memory node %u", bytes, node);
+  starpu_data_handle_t handle;
+  starpu_vector_data_register(&handle, (int)node, mem, (uint32_t)lors->num_lors, elem);
+  ret = proj_new(__func__, proj, handle, lors, 1, num_tof_bins);
+  if (ret) {
+    starpu_data_unregister_no_coherency(handle);
+    if (node == STARPU_MAIN_RAM)
+      munmap((void *)mem, bytes);
+    else
+      starpu_free_on_node(node, mem, bytes);
+    return ret;
+  }
+  (*proj)->own = mem;
+  (*proj)->own_node = node;
+  (*proj)->own_bytes = bytes;
+  return SPROJ_OK;
+}
+
+/* Frees the values of a sproj_proj_create projection (its handle unregistered) and the object. */
+static void proj_free(sproj_proj *proj)
+{
+  if (proj->own && proj->own_node == STARPU_MAIN_RAM)
+    munmap((void *)proj->own, proj->own_bytes);
+  else if (proj->own)
+    starpu_free_on_node(proj->own_node, proj->own, proj->own_bytes);
+  free(proj);
+  sproj_count_object(-1);
 }
 
 int sproj_proj_register(sproj_proj **proj, float *values, sproj_lors *lors)
@@ -198,6 +252,8 @@ int sproj_proj_sync(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int
     return SPROJ_FAIL(SPROJ_ERR_NULL, "proj is NULL");
   if (mode != SPROJ_SYNC_READ && mode != SPROJ_SYNC_WRITE)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "mode %d must be SPROJ_SYNC_READ or SPROJ_SYNC_WRITE", mode);
+  if (proj->own)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "proj was made by sproj_proj_create: its values have no host array");
   enum starpu_data_access_mode m = mode == SPROJ_SYNC_WRITE ? STARPU_RW : STARPU_R;
   proj->model_made = 0;
   if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
@@ -256,8 +312,7 @@ int sproj_proj_unregister(sproj_proj *proj)
   if (!proj)
     return SPROJ_OK;
   sproj_vec_fini(&proj->vec, 0);
-  free(proj);
-  sproj_count_object(-1);
+  proj_free(proj);
   return SPROJ_OK;
 }
 
@@ -271,8 +326,7 @@ int sproj_proj_discard(sproj_proj *proj)
   if (!proj->vec.owns_handle)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "proj was made from the caller's StarPU handle: use sproj_proj_unregister");
   sproj_vec_discard(&proj->vec);
-  free(proj);
-  sproj_count_object(-1);
+  proj_free(proj);
   return SPROJ_OK;
 }
 

@@ -920,6 +920,7 @@ int sproj_model_draw_events(const sproj_model *model, sproj_proj *data, const sp
       ret = SPROJ_FAIL(SPROJ_ERR_INVALID, "the chunking's chunks overlap: a LOR would be drawn twice");
       goto done;
     }
+  sproj_progress_report("drawing the counts", 0.0);
   if ((ret = sproj_proj_register(&sp, sums, model->lors)) ||
       (ret = sproj_model_draw(model, data, chunks, scale, seed, 1, sp)) ||
       (ret = sproj_proj_sync(sp, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ)))
@@ -976,8 +977,11 @@ int sproj_model_draw_events(const sproj_model *model, sproj_proj *data, const sp
   starpu_pause();
   sproj_run_blocks("placing the events", 0, pl.nblocks, place_write, &pl);
   starpu_resume();
-  if (bins)
+  if (bins) {
+    sproj_progress_report("the events' TOF bins", 0.0);
     ret = emit_bins(__func__, model, data, ch, off, piece_event, ends, bins);
+    sproj_progress_report("the events' TOF bins", 1.0);
+  }
   free(ends);
   if (ret)
     goto done;

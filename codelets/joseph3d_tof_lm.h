@@ -28,6 +28,47 @@ SPROJ_HD void sproj_tof_lm_planes(const struct sproj_ray *r, const struct sproj_
     *k1 = r->last;
 }
 
+/* ---- libparallelproj's listmode projection (convention SPROJ_TOF_ARG_PARALLELPROJ) ----------------------------
+ * An event in bin b weighs its LOR's sample in plane k by the Gaussian integrated over one bin at the sample's
+ * distance from the centre of bin b, and is normalised by the sum of these weights over every plane within
+ * num_sigmas sigma of that centre, planes outside the image included (they count in the sum, not in the value),
+ * times the bin width. This is what libparallelproj 2.x's listmode projectors compute, in the same float operations
+ * and order, so that its windows end at the same planes; its TOF sinogram's normalisation is per sample over bins,
+ * so there an event is not its LOR's sinogram bin. */
+
+/* Planes beyond the image's that the sum counts on either side, at most: a window that reaches further (num_sigmas
+ * sigma across thousands of voxel planes) describes no scanner, and the bound keeps an event's work finite. */
+#define SPROJ_TOF_PP_MAX_OUTSIDE 16384
+
+/* Planes k0..k1 within num_sigmas sigma of bin b's centre, as libparallelproj rounds them (then bounded). */
+SPROJ_HD void sproj_tof_pp_planes(const struct sproj_ray *r, const struct sproj_tof_line *l, const float *xs,
+                                  const float *xe, const struct sproj_tof_arg *t, float sigma, int b, int *k0, int *k1)
+{
+  float sign = xe[r->axis] >= xs[r->axis] ? 1.0f : -1.0f;
+  float reach = t->num_sigmas * sigma / t->bin_width;
+  float lo = (((float)b - sign * reach) - l->bt) / l->at, hi = (((float)b + sign * reach) - l->bt) / l->at;
+  /* into the bound before converting to int (NaN included) */
+  float kmin = (float)(r->first - SPROJ_TOF_PP_MAX_OUTSIDE), kmax = (float)(r->last + SPROJ_TOF_PP_MAX_OUTSIDE);
+  lo = fminf(fmaxf(lo, kmin), kmax);
+  hi = fmaxf(fminf(hi, kmax), kmin);
+  *k0 = (int)floorf(lo);
+  *k1 = (int)ceilf(hi);
+}
+
+/* Weight of the sample in plane k for bin b; denom = sqrt(2) sigma. */
+SPROJ_HD float sproj_tof_pp_weight(const struct sproj_tof_line *l, int k, int b, float bin_width, float denom)
+{
+  /* the clamp keeps far samples (weight 0) and NaN finite, as sproj_tof_sample_at does */
+  float it_f = fminf(fmaxf(k * l->at + l->bt, -SPROJ_TOF_MAX_COORD), SPROJ_TOF_MAX_COORD);
+  float dist = fabsf(it_f - (float)b) * bin_width;
+  return 0.5f * (erff((dist + 0.5f * bin_width) / denom) - erff((dist - 0.5f * bin_width) / denom));
+}
+
+SPROJ_HD float sproj_tof_pp_denom(float sigma)
+{
+  return 1.414213562373095f * sigma;
+}
+
 /* The ray and TOF line of an event in bin b and the planes k0..k1 the projectors walk for it: 0 when its LOR
  * samples no plane (as sproj_ray_setup). */
 SPROJ_HD int sproj_tof_lm_setup(const float *xs, const float *xe, const struct sproj_geom *g,
@@ -36,7 +77,10 @@ SPROJ_HD int sproj_tof_lm_setup(const float *xs, const float *xe, const struct s
 {
   if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, r, l))
     return 0;
-  sproj_tof_lm_planes(r, l, b, k0, k1);
+  if (t->convention == SPROJ_TOF_ARG_PARALLELPROJ)
+    sproj_tof_pp_planes(r, l, xs, xe, t, sigma, b, k0, k1);
+  else
+    sproj_tof_lm_planes(r, l, b, k0, k1);
   return 1;
 }
 

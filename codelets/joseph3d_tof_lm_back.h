@@ -13,6 +13,18 @@ SPROJ_HD void joseph3d_tof_lm_back_lor(struct sproj_out img, const struct sproj_
   int k0, k1;
   if (value == 0.0f || !sproj_tof_lm_setup(xs, xe, g, t, sigma, offset, b, &r, &l, &k0, &k1))
     return;
+  if (t->convention == SPROJ_TOF_ARG_PARALLELPROJ) {
+    /* the window's sum first, then the planes inside the image (joseph3d_tof_lm_fwd.h) */
+    float denom = sproj_tof_pp_denom(sigma), sum = 0.0f;
+    for (int k = k0; k <= k1; k++)
+      sum += sproj_tof_pp_weight(&l, k, b, t->bin_width, denom);
+    if (!(sum > 0.0f))
+      return;
+    float v = value * t->bin_width / sum;
+    for (int k = k0 > r.first ? k0 : r.first; k <= k1 && k <= r.last; k++)
+      sproj_ray_scatter(img, &r, k, v * sproj_tof_pp_weight(&l, k, b, t->bin_width, denom));
+    return;
+  }
   for (int k = k0; k <= k1; k++) {
     float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);
     if (w == 0.0f)

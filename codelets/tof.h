@@ -37,6 +37,12 @@
 /* Largest |TOF coordinate| of a sample, in bins, before the window is computed (see sproj_tof_sample_at). */
 #define SPROJ_TOF_MAX_COORD 8388608.0f
 
+/* Conventions of sproj_tof_arg.convention: starproj's (starproj.h), or libparallelproj 2.x's as its code computes
+ * them (sproj_tof_set_convention): the centre offset along the principal axis, and its own listmode projection
+ * (joseph3d_tof_lm.h). Tasks of one request share one convention, so the branches on it never split a warp. */
+#define SPROJ_TOF_ARG_STARPROJ 0
+#define SPROJ_TOF_ARG_PARALLELPROJ 1
+
 /* TOF parameters of a projection task (scalars; per-LOR sigma / offset come as buffers). */
 struct sproj_tof_arg {
   float bin_width;
@@ -45,6 +51,7 @@ struct sproj_tof_arg {
   float center_offset;  /* used when per_lor_offset is 0 */
   int num_bins;
   int per_lor_sigma, per_lor_offset;
+  int convention;       /* SPROJ_TOF_ARG_* */
 };
 
 /* The TOF coordinate (in bins) of the sample in plane k: k * at + bt. */
@@ -62,8 +69,17 @@ SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj
   float costheta = g->voxel_size[a] / r->cf;
   float sign = xe[a] >= xs[a] ? 1.0f : -1.0f;
   /* centre of bin 0 projected on the principal axis; the offset runs along the LOR towards xend */
-  float tof_origin = 0.5f * (xs[a] + xe[a]) - sign * (0.5f * t->num_bins - 0.5f) * (t->bin_width * costheta) +
-                     sign * offset * costheta;
+  float tof_origin;
+  if (t->convention == SPROJ_TOF_ARG_PARALLELPROJ)
+    /* libparallelproj's: the offset runs along the principal axis (towards xend only where xend's coordinate is the
+     * larger), and the centre is summed in double as its workers sum it, so that its listmode windows
+     * (sproj_tof_pp_planes) end at the very planes its own end at */
+    tof_origin = (float)(0.5 * (double)(xs[a] + xe[a]) -
+                         (double)sign * (0.5 * t->num_bins - 0.5) * (double)(t->bin_width * costheta) +
+                         (double)(offset * costheta));
+  else
+    tof_origin = 0.5f * (xs[a] + xe[a]) - sign * (0.5f * t->num_bins - 0.5f) * (t->bin_width * costheta) +
+                 sign * offset * costheta;
   float tof_slope = sign * t->bin_width * costheta;
   l->at = sign * r->cf / t->bin_width;
   l->bt = (g->origin[a] - tof_origin) / tof_slope;

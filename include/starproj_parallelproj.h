@@ -51,6 +51,26 @@ extern "C" {
  * its own work only.
  */
 
+/* ---- libparallelproj's TOF numbers ----------------------------------------------------------------------------
+ * starproj's TOF conventions (starproj.h) differ from what libparallelproj 2.x's code computes in two places:
+ *   - the centre offset: starproj moves the bins along the LOR towards xend; libparallelproj along the LOR's
+ *     principal axis, which is towards xend only where xend's coordinate on that axis is the larger (elsewhere its
+ *     +offset is starproj's -offset);
+ *   - listmode: starproj projects an event to exactly its LOR's TOF-sinogram bin; libparallelproj weighs the samples
+ *     of the planes within num_sigmas sigma of the event's bin by the Gaussian integrated over one bin and
+ *     normalises over those planes (those outside the image included), 1e-3 to 5e-3 of the largest value away.
+ * sproj_tof_set_convention(tof, SPROJ_TOF_CONVENTION_PARALLELPROJ) makes every projection with tof compute
+ * libparallelproj's numbers instead, for ports that must reproduce them (Python's starproj.parallelproj_core does):
+ * its listmode forward values in the same float operations (on CPU workers bit for bit, as measured against its CPU
+ * build), its TOF sinogram and the back projections within 1e-5 of the largest value. Only where a listmode window
+ * reaches more than 16384 voxel planes beyond the image does its normalisation stop there. Requests submitted
+ * before the call keep the convention they were submitted with; SPROJ_TOF_CONVENTION_STARPROJ (the default) goes
+ * back. The calls of this header keep starproj's conventions. Errors: NOT_INIT, NULL, INVALID (another
+ * convention). */
+#define SPROJ_TOF_CONVENTION_STARPROJ 0
+#define SPROJ_TOF_CONVENTION_PARALLELPROJ 1
+SPROJ_API int sproj_tof_set_convention(sproj_tof *tof, int convention);
+
 /* Non-TOF forward projection: projection_values[i] = line integral of image along LOR i (overwritten). */
 SPROJ_API int sproj_pp_joseph3d_fwd(const float *lor_start, const float *lor_end, const float *image, const float *image_origin,
                                     const float *voxel_size, float *projection_values, size_t num_lors, const int *image_dim,

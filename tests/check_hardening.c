@@ -49,7 +49,7 @@ static void run_extreme(const struct extreme *e, const float *xs, const float *x
   static float img[GUARD + N16 * N16 * N16 + GUARD], out[GUARD + MAXB + GUARD];
   static unsigned long long acc[GUARD + N16 * N16 * N16 + GUARD];
   struct sproj_geom g = {{N16, N16, N16}, {2.0f, 2.0f, 2.0f}, {-15.0f, -15.0f, -15.0f}};
-  struct sproj_tof_arg t = {e->bin_width, e->num_sigmas, e->sigma, e->offset, num_bins, 0, 0};
+  struct sproj_tof_arg t = {e->bin_width, e->num_sigmas, e->sigma, e->offset, num_bins, 0, 0, 0};
   for (int i = 0; i < GUARD; i++) {
     img[i] = img[GUARD + N16 * N16 * N16 + i] = out[i] = out[GUARD + MAXB + i] = 12345.0f;
     acc[i] = acc[GUARD + N16 * N16 * N16 + i] = 12345u;
@@ -60,14 +60,17 @@ static void run_extreme(const struct extreme *e, const float *xs, const float *x
   /* back projections add into the float image and into a fixed-point accumulator (reproducible mode) */
   const struct sproj_out targets[2] = {{image, NULL, NULL}, {NULL, acc + GUARD, NULL}};
 
-  joseph3d_tof_sino_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, bins, 1);
-  for (int o = 0; o < 2; o++)
-    joseph3d_tof_sino_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, bins);
-  for (int b = 0; b < num_bins; b += num_bins > 1 ? num_bins - 1 : 1) {
-    float v = joseph3d_tof_lm_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, b);
-    (void)v;
+  /* in starproj's convention and in libparallelproj's (sproj_tof_set_convention) */
+  for (t.convention = SPROJ_TOF_ARG_STARPROJ; t.convention <= SPROJ_TOF_ARG_PARALLELPROJ; t.convention++) {
+    joseph3d_tof_sino_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, bins, 1);
     for (int o = 0; o < 2; o++)
-      joseph3d_tof_lm_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, b, 1.0f);
+      joseph3d_tof_sino_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, bins);
+    for (int b = 0; b < num_bins; b += num_bins > 1 ? num_bins - 1 : 1) {
+      float v = joseph3d_tof_lm_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, b);
+      (void)v;
+      for (int o = 0; o < 2; o++)
+        joseph3d_tof_lm_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, b, 1.0f);
+    }
   }
   float v = joseph3d_fwd_lor(image, &g, xs, xe);
   ck_assert_msg(isfinite(v), "non-TOF forward gave %g", v);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_tof.c: TOF-sinogram and TOF-listmode projectors against the double-precision reference, against the
- * non-TOF projector and each other; adjointness, chunking, per-LOR parameters, the centre offset's direction, and
- * bad input. */
+ * non-TOF projector and each other; adjointness, chunking, per-LOR parameters, the centre offset's direction,
+ * libparallelproj's convention (sproj_tof_set_convention), and bad input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
+#include "starproj_parallelproj.h"
 #include "testutil.h"
 
 #define N 6000
@@ -15,6 +16,8 @@ static struct tu_geom g;
 static float *img, *xs, *xe;
 static struct sproj_tof_params par;
 static unsigned char *ambiguous;
+/* the convention the helpers below register their TOF parameters with */
+static int convention = SPROJ_TOF_CONVENTION_STARPROJ;
 
 static void setup(void)
 {
@@ -51,6 +54,7 @@ static void tof_sino_fwd(const struct sproj_tof_params *p, const float *sigma, c
   ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, N), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_register_tof(&proj, out, lors, p->num_bins), SPROJ_OK);
   ck_assert_int_eq(sproj_tof_register(&tof, p, lors, sigma, offset), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_set_convention(tof, convention), SPROJ_OK);
   ck_assert_int_eq(sproj_fwd_tof_sino(im, proj, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
   ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
@@ -70,6 +74,7 @@ static void tof_lm_fwd(const struct sproj_tof_params *p, const int16_t *bins, co
   ck_assert_int_eq(sproj_lors_register_events(&ev, xs, xe, bins, N), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_register(&proj, out, ev), SPROJ_OK);
   ck_assert_int_eq(sproj_tof_register(&tof, p, ev, sigma, offset), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_set_convention(tof, convention), SPROJ_OK);
   ck_assert_int_eq(sproj_fwd_tof_lm(im, proj, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_unregister(proj), SPROJ_OK);
   ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
@@ -189,10 +194,11 @@ START_TEST(test_lm_equals_sino_bin)
 }
 END_TEST
 
-/* <Ax, y> = <x, A^T y> for the TOF-sinogram (i = 0) and listmode (i = 1) pairs, 1e-5 relative. */
+/* <Ax, y> = <x, A^T y> for the TOF-sinogram (even i) and listmode (odd i) pairs, in starproj's convention (i < 2)
+ * and libparallelproj's, 1e-5 relative. */
 START_TEST(test_adjointness)
 {
-  const int nb = par.num_bins, lm = _i == 1;
+  const int nb = par.num_bins, lm = _i % 2 == 1, pp = _i >= 2;
   const int64_t nvox = tu_nvox(&g), nval = lm ? N : (int64_t)N * nb;
   float *ax = tu_alloc(nval), *y = tu_alloc(nval), *aty = tu_alloc(nvox);
   int16_t *bins = malloc(N * sizeof *bins);
@@ -215,7 +221,11 @@ START_TEST(test_adjointness)
     ck_assert_int_eq(sproj_proj_register_tof(&pax, ax, lors, nb), SPROJ_OK);
     ck_assert_int_eq(sproj_proj_register_tof(&py, y, lors, nb), SPROJ_OK);
   }
-  ck_assert_int_eq(sproj_tof_register(&tof, &par, NULL, NULL, NULL), SPROJ_OK);
+  struct sproj_tof_params p = par;
+  p.center_offset = 0.6f * par.bin_width;
+  ck_assert_int_eq(sproj_tof_register(&tof, &p, NULL, NULL, NULL), SPROJ_OK);
+  if (pp)
+    ck_assert_int_eq(sproj_tof_set_convention(tof, SPROJ_TOF_CONVENTION_PARALLELPROJ), SPROJ_OK);
   if (lm) {
     ck_assert_int_eq(sproj_fwd_tof_lm(im, pax, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
     ck_assert_int_eq(sproj_back_tof_lm(bim, py, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
@@ -230,8 +240,8 @@ START_TEST(test_adjointness)
   ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
   double lhs = tu_dot_ff(ax, y, nval), rhs = tu_dot_ff(img, aty, nvox), rel = fabs(lhs - rhs) / fabs(lhs);
-  printf("TOF %s adjointness: <Ax,y> %.10g, <x,A^T y> %.10g, relative difference %.2e\n", lm ? "listmode" : "sinogram",
-         lhs, rhs, rel);
+  printf("TOF %s adjointness (%s): <Ax,y> %.10g, <x,A^T y> %.10g, relative difference %.2e\n",
+         lm ? "listmode" : "sinogram", pp ? "libparallelproj's convention" : "starproj's", lhs, rhs, rel);
   ck_assert_msg(lhs > 0.0, "nothing projected");
   ck_assert_msg(rel <= 1e-5, "relative difference %.3g", rel);
   free(ax);
@@ -375,6 +385,114 @@ START_TEST(test_offset_direction)
 }
 END_TEST
 
+/* libparallelproj's convention moves the bins by the offset along the principal axis: a LOR whose principal
+ * coordinate decreases gets, with +offset, starproj's values with -offset. Per LOR within 1e-5 of its largest bin,
+ * except where the two sum the centre of bin 0 in different precision (float, double) and a sample's window then
+ * ends one bin apart (a bin at the window's edge, ~1e-3 of the LOR's largest): at most 1 LOR in 1000. */
+START_TEST(test_pp_offset_along_axis)
+{
+  const int nb = par.num_bins;
+  float *a = tu_alloc((int64_t)N * nb), *b = tu_alloc((int64_t)N * nb), *c = tu_alloc((int64_t)N * nb);
+  float *offset = tu_alloc(N);
+  struct sproj_tof_params p = par;
+  p.center_offset = 0.7f * par.bin_width;
+  int decreasing = 0;
+  for (int i = 0; i < N; i++) {
+    const float *s = xs + 3 * i, *e = xe + 3 * i;
+    float d[3] = {e[0] - s[0], e[1] - s[1], e[2] - s[2]}, q[3] = {d[0] * d[0], d[1] * d[1], d[2] * d[2]};
+    int ax = q[1] >= q[0] && q[1] >= q[2] ? 1 : q[2] >= q[0] && q[2] >= q[1] ? 2 : 0; /* starproj.h's tie order */
+    offset[i] = d[ax] >= 0.0f ? p.center_offset : -p.center_offset;
+    decreasing += d[ax] < 0.0f;
+  }
+  convention = SPROJ_TOF_CONVENTION_PARALLELPROJ;
+  tof_sino_fwd(&p, NULL, NULL, a);
+  convention = SPROJ_TOF_CONVENTION_STARPROJ;
+  tof_sino_fwd(&p, NULL, offset, b); /* starproj's convention with the offset's sign of libparallelproj's */
+  tof_sino_fwd(&p, NULL, NULL, c);   /* and with the offset as given */
+  int off_lors = 0, differs = 0, compared = 0;
+  double worst = 0.0;
+  for (int i = 0; i < N; i++) {
+    const float *va = a + (size_t)i * nb, *vb = b + (size_t)i * nb, *vc = c + (size_t)i * nb;
+    double maxb = tu_max_abs(vb, nb), d = 0.0, dc = 0.0;
+    for (int k = 0; k < nb; k++) {
+      d = fmax(d, fabs((double)va[k] - vb[k]));
+      dc = fmax(dc, fabs((double)va[k] - vc[k]));
+    }
+    if (maxb == 0.0)
+      continue;
+    compared++;
+    if (d > 1e-5 * maxb) {
+      off_lors++;
+      ck_assert_msg(d <= 1e-2 * maxb, "LOR %d: libparallelproj's convention %.3g of the largest bin away", i,
+                    d / maxb);
+    }
+    worst = fmax(worst, d / maxb);
+    differs += offset[i] < 0.0f && dc > 1e-3 * maxb;
+  }
+  printf("libparallelproj's offset: %d LORs compared (%d decreasing), %d beyond 1e-5 (worst %.2e); with the "
+         "offset as given %d decreasing LORs differ by > 1e-3\n", compared, decreasing, off_lors, worst, differs);
+  ck_assert_msg(compared > N / 2 && decreasing > N / 4, "%d LORs compared, %d decreasing", compared, decreasing);
+  ck_assert_msg(off_lors <= N / 1000, "%d LORs beyond 1e-5", off_lors);
+  ck_assert_msg(differs > decreasing / 2, "only %d of %d decreasing LORs differ", differs, decreasing);
+  free(a);
+  free(b);
+  free(c);
+  free(offset);
+}
+END_TEST
+
+/* libparallelproj's listmode projection against the double-precision reference of its definition, with scalar
+ * (i = 0) and per-LOR (i = 1) sigma and offset: 1e-4 of each value plus 1e-5 of the largest (float erf and TOF
+ * coordinates, as in test_sino_matches_reference); and it is not the LOR's sinogram bin, which starproj's own
+ * convention gives. */
+START_TEST(test_pp_listmode_reference)
+{
+  const int nb = par.num_bins;
+  float *lm = tu_alloc(N), *own = tu_alloc(N), *sigma = NULL, *offset = NULL;
+  int16_t *bins = malloc(N * sizeof *bins);
+  struct sproj_tof_params p = par;
+  p.center_offset = -0.4f * par.bin_width;
+  if (_i == 1) {
+    sigma = tu_alloc(N);
+    offset = tu_alloc(N);
+    random_per_lor(sigma, offset);
+  }
+  for (int i = 0; i < N; i++)
+    bins[i] = (int16_t)tu_randint(0, nb - 1);
+  convention = SPROJ_TOF_CONVENTION_PARALLELPROJ;
+  tof_lm_fwd(&p, bins, sigma, offset, lm);
+  convention = SPROJ_TOF_CONVENTION_STARPROJ;
+  tof_lm_fwd(&p, bins, sigma, offset, own);
+  double *ref = malloc(N * sizeof *ref), maxref = 0.0, worst = 0.0, maxdiff_own = 0.0;
+  for (int i = 0; i < N; i++) {
+    ref[i] = tu_ref_tof_lm_pp_lor(img, &g, xs + 3 * i, xe + 3 * i, p.bin_width, nb, p.num_sigmas,
+                                  sigma ? sigma[i] : p.sigma, offset ? offset[i] : p.center_offset, bins[i]);
+    maxref = fmax(maxref, fabs(ref[i]));
+  }
+  int compared = 0;
+  for (int i = 0; i < N; i++) {
+    if (ambiguous[i])
+      continue;
+    double d = fabs(lm[i] - ref[i]);
+    ck_assert_msg(d <= 1e-4 * fabs(ref[i]) + 1e-5 * maxref, "event %d (bin %d): %.9g, reference %.9g", i, bins[i],
+                  lm[i], ref[i]);
+    worst = fmax(worst, d / maxref);
+    maxdiff_own = fmax(maxdiff_own, fabs((double)own[i] - ref[i]));
+    compared += ref[i] != 0.0;
+  }
+  printf("libparallelproj's listmode: %d events with counts, worst %.2e of the largest; starproj's own %.2e away\n",
+         compared, worst, maxdiff_own / maxref);
+  ck_assert_msg(compared > N / 10, "only %d events have counts", compared);
+  ck_assert_msg(maxdiff_own > 1e-4 * maxref, "the conventions gave the same listmode values");
+  free(lm);
+  free(own);
+  free(ref);
+  free(bins);
+  free(sigma);
+  free(offset);
+}
+END_TEST
+
 #define EXPECT(call, status)                                                                                    \
   do {                                                                                                         \
     int rc_ = (call);                                                                                          \
@@ -413,6 +531,12 @@ START_TEST(test_bad_input)
   }
   EXPECT(sproj_tof_register(&tof, &par, NULL, sigma, NULL), SPROJ_ERR_NULL);
   ck_assert_ptr_eq(tof, (sproj_tof *)0x1234);
+  EXPECT(sproj_tof_set_convention(NULL, SPROJ_TOF_CONVENTION_PARALLELPROJ), SPROJ_ERR_NULL);
+  ck_assert_int_eq(sproj_tof_register(&tof, &par, NULL, NULL, NULL), SPROJ_OK);
+  EXPECT(sproj_tof_set_convention(tof, 2), SPROJ_ERR_INVALID);
+  EXPECT(sproj_tof_set_convention(tof, -1), SPROJ_ERR_INVALID);
+  ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
+  tof = (sproj_tof *)0x1234;
 
   sproj_image *im;
   sproj_lors *lors, *other, *ev;
@@ -578,10 +702,12 @@ int main(void)
   tcase_add_loop_test(tc, test_sino_matches_reference, 0, 3);
   tcase_add_test(tc, test_sum_over_bins_is_nontof);
   tcase_add_loop_test(tc, test_lm_equals_sino_bin, 0, 2);
-  tcase_add_loop_test(tc, test_adjointness, 0, 2);
+  tcase_add_loop_test(tc, test_adjointness, 0, 4);
   tcase_add_test(tc, test_chunked_equals_one_call);
   tcase_add_test(tc, test_per_lor_arrays_equal_scalar);
   tcase_add_test(tc, test_offset_direction);
+  tcase_add_test(tc, test_pp_offset_along_axis);
+  tcase_add_loop_test(tc, test_pp_listmode_reference, 0, 2);
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_handles_equal_pointers);
   suite_add_tcase(s, tc);

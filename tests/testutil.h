@@ -51,6 +51,14 @@ void tu_ref_back(double *img, const struct tu_geom *g, const float *xs, const fl
 void tu_ref_tof_sino_lor(const float *img, const struct tu_geom *g, const float *xs, const float *xe, float bin_width,
                          int num_bins, float num_sigmas, float sigma, float offset, double *out);
 
+/* Independent double-precision listmode projection of an event in bin `bin` as libparallelproj 2.x defines it
+ * (sproj_tof_set_convention's PARALLELPROJ): the samples of the planes within num_sigmas sigma of the bin's centre,
+ * weighted by the Gaussian integrated over one bin and normalised over those planes (outside the image too), times
+ * the bin width; the offset along the principal axis. Only the window's planes are chosen in float, as
+ * libparallelproj does. */
+double tu_ref_tof_lm_pp_lor(const float *img, const struct tu_geom *g, const float *xs, const float *xe, float bin_width,
+                            int num_bins, float num_sigmas, float sigma, float offset, int bin);
+
 /* Ball of radius r around c (world units), value 1, with partial-volume fractions from s^3 sub-samples. */
 void tu_ball_image(float *img, const struct tu_geom *g, const double c[3], double r, int s);
 

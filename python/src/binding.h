@@ -11,6 +11,7 @@
 
 #include <starpu.h>
 #include <starproj.h>
+#include <starproj_parallelproj.h>
 #include <starproj_recon.h>
 
 #include "dlpack_abi.h"

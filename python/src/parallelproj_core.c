@@ -338,6 +338,9 @@ static int pp_run(pp_call *c)
       st = sproj_tof_register(&r.tof, &c->tof, sigma || offset ? r.lors : NULL, sigma ? sigma->ptr : NULL,
                               offset ? offset->ptr : NULL);
     }
+    /* libparallelproj's numbers: its centre offset along the principal axis and its listmode normalisation */
+    if (!st)
+      st = sproj_tof_set_convention(r.tof, SPROJ_TOF_CONVENTION_PARALLELPROJ);
   }
   if (!st) {
     unsigned want = gpu ? SPROJ_DEVICE_CUDA : SPROJ_DEVICE_CPU;

@@ -254,6 +254,7 @@ struct sproj_proj {
 
 struct sproj_tof {
   struct sproj_tof_params params;
+  int convention;           /* SPROJ_TOF_ARG_* (codelets/tof.h), from sproj_tof_set_convention */
   sproj_lors *lors;         /* set of the per-LOR arrays (NULL when there are none) */
   struct sproj_vec *sigma, *center_offset;
 };

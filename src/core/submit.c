@@ -240,7 +240,7 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
   if (rq->tof) {
     const struct sproj_tof_params *p = &rq->tof->params;
     g->task.arg.tof = (struct sproj_tof_arg){p->bin_width, p->num_sigmas, p->sigma, p->center_offset, p->num_bins,
-                                        sigma != NULL, offset != NULL};
+                                        sigma != NULL, offset != NULL, rq->tof->convention};
   }
   int bpp = sproj_buffers_per_piece(&g->task.arg);
   /* back projections add into the image, or in reproducible mode into its fixed-point accumulator */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "internal.h"
+#include "starproj_parallelproj.h"
 
 static int check_params(const char *func, const struct sproj_tof_params *p)
 {
@@ -181,6 +182,28 @@ int sproj_tof_register_handles(sproj_tof **tof, const struct sproj_tof_params *p
                      (ret = per_lor_report(__func__, params, r, h[0] != NULL, h[1] != NULL))))
     return ret;
   return tof_new(__func__, tof, params, lors, h[0], h[1], 0);
+}
+
+int sproj_tof_set_convention(sproj_tof *tof, int convention)
+{
+  /* requests held back to merge take their parameters when their tasks are made: those go out now, with the
+   * convention they were submitted with */
+  int ret = sproj_check_init_flush(__func__);
+  if (ret)
+    return ret;
+  if (!tof)
+    return sproj_fail(SPROJ_ERR_NULL, __func__, "tof must not be NULL");
+  switch (convention) {
+  case SPROJ_TOF_CONVENTION_STARPROJ:
+    tof->convention = SPROJ_TOF_ARG_STARPROJ;
+    return SPROJ_OK;
+  case SPROJ_TOF_CONVENTION_PARALLELPROJ:
+    tof->convention = SPROJ_TOF_ARG_PARALLELPROJ;
+    return SPROJ_OK;
+  }
+  return sproj_fail(SPROJ_ERR_INVALID, __func__, "convention = %d is neither SPROJ_TOF_CONVENTION_STARPROJ (%d) nor "
+                    "SPROJ_TOF_CONVENTION_PARALLELPROJ (%d)", convention, SPROJ_TOF_CONVENTION_STARPROJ,
+                    SPROJ_TOF_CONVENTION_PARALLELPROJ);
 }
 
 int sproj_tof_unregister(sproj_tof *tof)

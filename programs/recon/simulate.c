@@ -87,8 +87,9 @@ void simulate(const struct options *o, struct run *r)
   make_model(o, r, &model);
   /* The preview brings a non-TOF sinogram home: into memory faulted in beforehand on every core (a GPU's copy into
    * fresh pages waits on their faults one at a time). A TOF sinogram stays where it is made unless it is saved. */
-  if (o->listmode) {
-    /* listmode's counts never come home: values of the library's own where the LORs are (a GPU) */
+  if (o->listmode || (o->tof && !o->save_data)) {
+    /* counts that never come home (listmode's, and a TOF sinogram's unless it is saved: its preview takes the sums
+     * over its bins): values of the library's own where the LORs are (a GPU) */
     TRY(sproj_proj_create(&r->data, r->lors, o->tof ? l->nbins : 1));
   } else {
     r->counts = !o->tof ? alloc_or_die(bytes) : lazy_alloc(bytes);

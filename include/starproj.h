@@ -388,13 +388,13 @@ SPROJ_API int sproj_proj_register_handle(sproj_proj **proj, sproj_starpu_handle 
  * of sproj_proj_register_tof for num_tof_bins (EMPTY, DIMS, TOF). */
 SPROJ_API int sproj_proj_register_tof_handle(sproj_proj **proj, sproj_starpu_handle handle, sproj_lors *lors,
                                              int num_tof_bins);
-/* Values of the library's own for the LORs of lors (num_tof_bins per LOR: 1, or a TOF sinogram's bins), kept where
- * the set lives and never brought to the host: on the GPU that is the home of a set made there
- * (sproj_scanner_lors_create), else in host memory that only tasks running there touch. For data made and used on the
- * devices (drawn by sproj_model_expected and sproj_model_draw, projected, reconstructed from); their contents are
- * unspecified until written. sproj_proj_sync refuses them (INVALID); sproj_proj_discard or sproj_proj_unregister
- * frees them. Errors: NULL, NOT_INIT, EMPTY, DIMS, TOF (num_tof_bins as sproj_proj_register_tof), NOMEM (no room
- * where the set lives). */
+/* Values of the library's own for the LORs of lors (num_tof_bins per LOR: 1, or a TOF sinogram's bins), with no
+ * array of the caller's: host memory the library maps lazily, whose pages exist only where values are written on the
+ * host or come home, so that data made and used on the GPUs (drawn there by sproj_model_expected and
+ * sproj_model_draw, projected, reconstructed from, dropped by sproj_proj_discard) need no host array of their size.
+ * Their contents are unspecified until written. sproj_proj_sync refuses them (INVALID); sproj_proj_discard or
+ * sproj_proj_unregister frees them. Errors: NULL, NOT_INIT, EMPTY, DIMS, TOF (num_tof_bins as
+ * sproj_proj_register_tof), NOMEM. */
 SPROJ_API int sproj_proj_create(sproj_proj **proj, sproj_lors *lors, int num_tof_bins);
 /* Copies the values of a chunk (or all chunks; chunks NULL: the whole vector) to GPUs / drops the copies. */
 SPROJ_API int sproj_proj_upload(sproj_proj *proj, const sproj_chunks *chunks, int chunk, int gpu);

@@ -83,8 +83,7 @@ static void preview_sinogram(const struct run *r, struct preview *pv)
   const struct layout *l = &r->l;
   int planes;
   pv->sino = NULL;
-  if ((!r->counts && !(r->counts_on_devices && r->lor_sums)) ||
-      sproj_scanner_segment_planes(l->scanner, 0, &planes) != SPROJ_OK)
+  if (!r->counts || sproj_scanner_segment_planes(l->scanner, 0, &planes) != SPROJ_OK)
     return;
   /* counts made on the devices: a TOF sinogram's sums over bins come home (one value per LOR), a non-TOF one itself */
   const float *counts = r->counts;

@@ -86,16 +86,12 @@ void simulate(const struct options *o, struct run *r)
   sproj_model *model;
   make_model(o, r, &model);
   /* The preview brings a non-TOF sinogram home: into memory faulted in beforehand on every core (a GPU's copy into
-   * fresh pages waits on their faults one at a time). A TOF sinogram stays where it is made unless it is saved. */
-  if (o->listmode || (o->tof && !o->save_data)) {
-    /* counts that never come home (listmode's, and a TOF sinogram's unless it is saved: its preview takes the sums
-     * over its bins): values of the library's own where the LORs are (a GPU) */
-    TRY(sproj_proj_create(&r->data, r->lors, o->tof ? l->nbins : 1));
-  } else {
-    r->counts = !o->tof ? alloc_or_die(bytes) : lazy_alloc(bytes);
-    TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
-               : sproj_proj_register(&r->data, r->counts, r->lors));
-  }
+   * fresh pages waits on their faults one at a time). A TOF sinogram, and listmode's counts, stay where they are made:
+   * their host pages exist only where values come home. (Values homed on the GPU instead were measured worse: StarPU
+   * 1.4 gave their projection 6 - 19 GB of host buffers, doc/benchmarks.md.) */
+  r->counts = !o->tof && !o->listmode ? alloc_or_die(bytes) : lazy_alloc(bytes);
+  TRY(o->tof ? sproj_proj_register_tof(&r->data, r->counts, r->lors, l->nbins)
+             : sproj_proj_register(&r->data, r->counts, r->lors));
   sproj_image *img;
   TRY(sproj_image_register(&img, r->phantom, o->dims, l->vs, l->origin));
   progress_step("projecting the phantom", -1.0);
@@ -122,6 +118,8 @@ void simulate(const struct options *o, struct run *r)
     TRY(sproj_model_destroy(model));
     TRY(sproj_proj_discard(r->data));
     r->data = NULL;
+    free(r->counts);
+    r->counts = NULL;
   } else {
     progress_step(o->noise_free ? "the expected counts" : "the expected and Poisson counts", -1.0);
     TRY(sproj_model_draw(model, r->data, r->views, scale, o->seed, !o->noise_free, r->lor_sums_proj));

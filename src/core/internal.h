@@ -245,10 +245,8 @@ struct sproj_proj {
    * and >= 0 wherever they are, and a reconstruction need not gather them on the host to check them; cleared by
    * sproj_proj_sync, after which the caller may have written them */
   int model_made;
-  /* sproj_proj_create: the values' memory, the library's, at the LOR set's home (memory node own_node; on the host a
-   * mapping made lazily), freed with the object */
+  /* sproj_proj_create: the values' memory, the library's (a host mapping made lazily), freed with the object */
   uintptr_t own;
-  unsigned own_node;
   size_t own_bytes;
 };
 

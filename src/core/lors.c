@@ -371,8 +371,8 @@ int sproj_lors_unregister(sproj_lors *lors)
 /* ---- chunkings ---------------------------------------------------------------------------------------- */
 void sproj_chunks_free(sproj_chunks *ch)
 {
-  /* gathered at the set's home (StarPU's partition_clean gathers in main memory, which for a set on a GPU meant a
-   * host copy of its endpoints) */
+  /* gathered at the set's home (StarPU's partition_clean gathers in main memory, which for a set on a GPU would make
+   * a host copy of its endpoints) */
   int home = starpu_data_get_home_node(ch->lors->xs);
   if (ch->xs_runs)
     starpu_data_partition_clean_node(ch->lors->xs, ch->nruns, ch->xs_runs, home >= 0 ? home : STARPU_MAIN_RAM);

@@ -52,7 +52,9 @@ static int proj_register(const char *func, sproj_proj **proj, float *values, spr
   return ret;
 }
 
-/* Values of the library's own where the LOR set lives: nothing of them is on the host unless a task runs there. */
+/* Values of the library's own in host memory mapped lazily: a page exists once a task on the host writes it or
+ * values come home into it. (Homed on the GPU of a set made there instead, StarPU 1.4 gave their forward projection
+ * 6 - 19 GB of host buffers on the H200 host: doc/benchmarks.md.) */
 int sproj_proj_create(sproj_proj **proj, sproj_lors *lors, int num_tof_bins)
 {
   int ret = sproj_check_init(__func__);
@@ -67,29 +69,18 @@ int sproj_proj_create(sproj_proj **proj, sproj_lors *lors, int num_tof_bins)
   if (num_tof_bins > SPROJ_MAX_TOF_BINS)
     return SPROJ_FAIL(SPROJ_ERR_TOF, "num_tof_bins = %d exceeds %d", num_tof_bins, SPROJ_MAX_TOF_BINS);
   size_t elem = (size_t)num_tof_bins * sizeof(float), bytes = (size_t)lors->num_lors * elem;
-  unsigned node = lors->gpu_xs ? lors->gpu_node : STARPU_MAIN_RAM;
-  uintptr_t mem = 0;
-  if (node == STARPU_MAIN_RAM) {
-    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    mem = m == MAP_FAILED ? 0 : (uintptr_t)m;
-  } else {
-    mem = starpu_malloc_on_node(node, bytes);
-  }
-  if (!mem)
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no room for %zu bytes of values on memory node %u", bytes, node);
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no room for %zu bytes of values", bytes);
   starpu_data_handle_t handle;
-  starpu_vector_data_register(&handle, (int)node, mem, (uint32_t)lors->num_lors, elem);
+  starpu_vector_data_register(&handle, STARPU_MAIN_RAM, (uintptr_t)m, (uint32_t)lors->num_lors, elem);
   ret = proj_new(__func__, proj, handle, lors, 1, num_tof_bins);
   if (ret) {
     starpu_data_unregister_no_coherency(handle);
-    if (node == STARPU_MAIN_RAM)
-      munmap((void *)mem, bytes);
-    else
-      starpu_free_on_node(node, mem, bytes);
+    munmap(m, bytes);
     return ret;
   }
-  (*proj)->own = mem;
-  (*proj)->own_node = node;
+  (*proj)->own = (uintptr_t)m;
   (*proj)->own_bytes = bytes;
   return SPROJ_OK;
 }
@@ -97,10 +88,8 @@ int sproj_proj_create(sproj_proj **proj, sproj_lors *lors, int num_tof_bins)
 /* Frees the values of a sproj_proj_create projection (its handle unregistered) and the object. */
 static void proj_free(sproj_proj *proj)
 {
-  if (proj->own && proj->own_node == STARPU_MAIN_RAM)
+  if (proj->own)
     munmap((void *)proj->own, proj->own_bytes);
-  else if (proj->own)
-    starpu_free_on_node(proj->own_node, proj->own, proj->own_bytes);
   free(proj);
   sproj_count_object(-1);
 }

@@ -188,8 +188,8 @@ static void plan_release_top(starpu_data_handle_t handle, struct sproj_plan *pla
 }
 
 /* Where a vector's pieces are gathered: its home node. StarPU's starpu_data_partition_clean gathers in main memory
- * whatever the home, which for a vector homed on a GPU allocated (and pinned) a host copy of the whole vector and
- * brought the pieces there: 1.6 - 18 GB of host memory for a TOF sinogram on an H200 host. */
+ * whatever the home, which for a vector homed on a GPU (a caller's CUDA array, a LOR set made there) would make a host
+ * copy of it. */
 static int gather_node(starpu_data_handle_t handle)
 {
   int home = starpu_data_get_home_node(handle);

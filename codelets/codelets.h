@@ -220,6 +220,7 @@ struct sproj_ratio_arg {
   int a_per_lor;  /* the background holds one value per LOR, spread over its num_bins bins (em_background) */
   int kind;       /* enum sproj_ratio_kind; SPROJ_RATIO_HESSIAN adds a buffer px after p in every piece */
   float max_ratio; /* > 0: quotients capped there, expected counts floored at y / max_ratio (em_ratio.h); 0: none */
+  float a_flat;    /* without a background buffer (has_a 0): the background of every value (em_background) */
 };
 static inline int sproj_ratio_buffers_per_piece(const struct sproj_ratio_arg *arg)
 {
@@ -268,6 +269,7 @@ struct sproj_sim_arg {
   int has_m, has_a, a_per_lor, has_sums;
   int noise;      /* draw: Poisson counts (else the expected counts) */
   float scale;    /* draw: the expected counts are scale * m * p + a */
+  float a_flat;   /* without a background buffer (has_a 0): the background of every value (em_background) */
   uint64_t seed;
   int64_t first_value[SPROJ_MAX_PIECES]; /* per piece: index of its first value in the whole vector */
 };

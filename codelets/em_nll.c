@@ -13,7 +13,7 @@ static void em_nll_cpu(void *buffers[], void *cl_arg)
     struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
     size_t n = (size_t)pc.n * (size_t)arg->num_bins;
     for (size_t k = 0; k < n; k++)
-      sum += em_nll_at(pc.p, pc.y, pc.m, pc.a, arg->a_per_lor, arg->num_bins, arg->max_ratio, k);
+      sum += em_nll_at(pc.p, pc.y, pc.m, pc.a, arg->a_per_lor, arg->a_flat, arg->num_bins, arg->max_ratio, k);
   }
   out[0] = sum;
   for (int j = 1; j < SPROJ_NLL_PARTIALS; j++)

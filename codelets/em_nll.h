@@ -14,11 +14,11 @@
  * the expected counts ybar = m p + a, sinogram data y give ybar - y log ybar (+infinity where y > 0 and ybar <= 0), a listmode event
  * (y NULL: one count) -log ybar (+infinity where ybar <= 0), its ybar being counted once for all by <s, x>. With
  * cap > 0 (em_ratio_capped) ybar is taken as at least y / cap, as STIR takes it, so that no term is infinite. */
-SPROJ_HD double em_nll_at(const float *p, const float *y, const float *m, const float *a, int a_per_lor, int num_bins,
-                          float cap, size_t k)
+SPROJ_HD double em_nll_at(const float *p, const float *y, const float *m, const float *a, int a_per_lor, float a_flat,
+                          int num_bins, float cap, size_t k)
 {
   size_t i = k / (size_t)num_bins;
-  double ybar = (m ? (double)m[i] : 1.0) * (double)p[k] + (double)em_background(a, a_per_lor, num_bins, i, k);
+  double ybar = (m ? (double)m[i] : 1.0) * (double)p[k] + (double)em_background(a, a_per_lor, a_flat, num_bins, i, k);
   double c = y ? (double)y[k] : 1.0;
   if (cap > 0.0f && ybar < c / (double)cap)
     ybar = c / (double)cap;

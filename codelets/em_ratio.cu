@@ -17,13 +17,13 @@ static_assert(sizeof(struct ratio_table) + sizeof(struct sproj_ratio_arg) <= 409
               "the ratio table no longer fits in the kernel parameters");
 
 __global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins, int a_per_lor,
-                                       int kind, float cap)
+                                       float a_flat, int kind, float cap)
 {
   /* piece of this block: the last one whose first block is not after it */
   int lo = sproj_block_piece(t.block_start, t.npieces);
   unsigned long long k = (unsigned long long)(blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
   if (k < t.n[lo])
-    em_term_at(t.p[lo], t.px[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, num_bins, kind, cap, (size_t)k);
+    em_term_at(t.p[lo], t.px[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, a_flat, num_bins, kind, cap, (size_t)k);
 }
 
 extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
@@ -47,6 +47,6 @@ extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
   if (blocks == 0)
     return;
   em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins, arg->a_per_lor,
-                                                                                  arg->kind, arg->max_ratio);
+                                                                                  arg->a_flat, arg->kind, arg->max_ratio);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

@@ -56,11 +56,11 @@ SPROJ_HD float em_approx_hessian_value(float p, float y, float m, float cap)
 }
 
 /* The background of value k (LOR i, one of its num_bins TOF bins): a holds num_bins values per LOR, or with
- * a_per_lor one per LOR, spread evenly over its bins (a NULL: 0). */
-SPROJ_HD float em_background(const float *a, int a_per_lor, int num_bins, size_t i, size_t k)
+ * a_per_lor one per LOR, spread evenly over its bins (a NULL: a_flat for every value). */
+SPROJ_HD float em_background(const float *a, int a_per_lor, float a_flat, int num_bins, size_t i, size_t k)
 {
   if (!a)
-    return 0.0f;
+    return a_flat;
   return a_per_lor ? a[i] / (float)num_bins : a[k];
 }
 
@@ -69,23 +69,23 @@ SPROJ_HD float em_background(const float *a, int a_per_lor, int num_bins, size_t
  * thread takes one value, so that neighbouring threads touch neighbouring floats of every array (a thread per LOR
  * strides by num_bins floats). */
 SPROJ_HD void em_term_at(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
-                         int num_bins, int kind, float cap, size_t k)
+                         float a_flat, int num_bins, int kind, float cap, size_t k)
 {
   size_t i = k / (size_t)num_bins;
   float yk = y ? y[k] : 1.0f, mi = m ? m[i] : 1.0f;
   if (kind == SPROJ_EM_TERM_APPROX_HESSIAN)
     p[k] = em_approx_hessian_value(p[k], yk, mi, cap);
   else if (kind == SPROJ_EM_TERM_HESSIAN)
-    p[k] = em_hessian_value(p[k], px[k], yk, mi, em_background(a, a_per_lor, num_bins, i, k), cap);
+    p[k] = em_hessian_value(p[k], px[k], yk, mi, em_background(a, a_per_lor, a_flat, num_bins, i, k), cap);
   else
-    p[k] = em_ratio_capped(p[k], yk, mi, em_background(a, a_per_lor, num_bins, i, k), cap);
+    p[k] = em_ratio_capped(p[k], yk, mi, em_background(a, a_per_lor, a_flat, num_bins, i, k), cap);
 }
 
 /* LOR i of a piece: its num_bins values. */
 SPROJ_HD void em_term_lor(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
-                          int num_bins, int kind, float cap, uint32_t i)
+                          float a_flat, int num_bins, int kind, float cap, uint32_t i)
 {
   for (int b = 0; b < num_bins; b++)
-    em_term_at(p, px, y, m, a, a_per_lor, num_bins, kind, cap, (size_t)i * (size_t)num_bins + (size_t)b);
+    em_term_at(p, px, y, m, a, a_per_lor, a_flat, num_bins, kind, cap, (size_t)i * (size_t)num_bins + (size_t)b);
 }
 #endif

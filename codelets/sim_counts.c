@@ -32,7 +32,7 @@ static void sim_draw_cpu(void *buffers[], void *cl_arg)
       double s = 0.0;
       for (size_t b = 0; b < nb; b++) {
         size_t k = i * nb + b;
-        float v = sim_value(pc.p[k], pc.m ? pc.m[i] : 1.0f, em_background(pc.a, arg->a_per_lor, arg->num_bins, i, k),
+        float v = sim_value(pc.p[k], pc.m ? pc.m[i] : 1.0f, em_background(pc.a, arg->a_per_lor, arg->a_flat, arg->num_bins, i, k),
                             arg->scale, arg->noise, arg->seed, (uint64_t)arg->first_value[q] + k);
         pc.p[k] = v;
         s += v;

@@ -66,7 +66,7 @@ extern "C" void sproj_sim_sum_cuda(void *buffers[], void *cl_arg)
 }
 
 __global__ static void sim_draw_kernel(const __grid_constant__ struct sim_table t, int num_bins, int a_per_lor,
-                                       float scale, int noise, unsigned long long seed)
+                                       float a_flat, float scale, int noise, unsigned long long seed)
 {
   int lo = sproj_block_piece(t.block_start, t.npieces);
   unsigned i = (blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
@@ -76,7 +76,7 @@ __global__ static void sim_draw_kernel(const __grid_constant__ struct sim_table 
   double s = 0.0;
   for (size_t bin = 0; bin < nb; bin++) {
     size_t k = (size_t)i * nb + bin;
-    float v = sim_value(t.p[lo][k], t.m[lo] ? t.m[lo][i] : 1.0f, em_background(t.a[lo], a_per_lor, num_bins, i, k),
+    float v = sim_value(t.p[lo][k], t.m[lo] ? t.m[lo][i] : 1.0f, em_background(t.a[lo], a_per_lor, a_flat, num_bins, i, k),
                         scale, noise, seed, t.first[lo] + k);
     t.p[lo][k] = v;
     s += v;
@@ -93,7 +93,7 @@ extern "C" void sproj_sim_draw_cuda(void *buffers[], void *cl_arg)
   if (blocks == 0)
     return;
   sim_draw_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-    t, arg->num_bins, arg->a_per_lor, arg->scale, arg->noise, (unsigned long long)arg->seed);
+    t, arg->num_bins, arg->a_per_lor, arg->a_flat, arg->scale, arg->noise, (unsigned long long)arg->seed);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 

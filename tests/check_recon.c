@@ -60,7 +60,7 @@ START_TEST(test_ratio_codelet)
       d[4 * q + k] = (struct starpu_data_descr){.handle = h[q][k], .mode = k == 0 ? STARPU_RW : STARPU_R};
   }
   struct sproj_ratio_arg *arg = malloc(sizeof *arg);
-  *arg = (struct sproj_ratio_arg){2, NB, 1, 1, 1, 0, SPROJ_RATIO_EM, 0.0f};
+  *arg = (struct sproj_ratio_arg){2, NB, 1, 1, 1, 0, SPROJ_RATIO_EM, 0.0f, 0.0f};
   ck_assert_int_eq(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, d,
                                       8, STARPU_EXECUTE_WHERE, (unsigned long long)STARPU_CPU, 0), 0);
   for (int q = 0; q < 2; q++)
@@ -528,6 +528,162 @@ START_TEST(test_lm_equals_sino)
 }
 END_TEST
 
+/* A flat background (sproj_model_set_flat_background) is the same model as a background array holding that value
+ * everywhere: OS-EM images and objectives bit for bit equal, non-TOF and TOF sinograms (the value per bin) and TOF
+ * listmode (per event); the simulated expected counts too; bad values and a model in use refused. */
+static void flat_recon(int kind, const float *data, int64_t nev, float *ex, float *exe, int16_t *eb, float *em,
+                       float *ea, int64_t *first, int64_t *count, float c, int flat, float *x, double *nll)
+{
+  const int tof = kind > 0, lm = kind == 2;
+  sproj_lors *lors, *events = NULL;
+  sproj_chunks *views, *evchunks = NULL;
+  sproj_tof *t = NULL;
+  sproj_model *md, *sens = NULL;
+  sproj_image *img;
+  sproj_proj *y = NULL;
+  sproj_recon *r;
+  int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * (tof && !lm ? sc.tof.num_bins : 1);
+  for (int64_t v = 0; v < nvox; v++)
+    x[v] = 1.0f;
+  float *arr = NULL;
+  ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+  ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
+  if (tof)
+    ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
+  if (lm) {
+    ck_assert_int_eq(sproj_lors_register_events(&events, ex, exe, eb, nev), SPROJ_OK);
+    ck_assert_int_eq(sproj_chunks_create_ranges(&evchunks, events, sc.nviews, first, count), SPROJ_OK);
+    for (int64_t e = 0; e < nev; e++)
+      ea[e] = c;
+    EXPECT(sproj_model_create(&md, events, em, flat ? NULL : ea, t, NULL), SPROJ_OK);
+    EXPECT(sproj_model_create(&sens, lors, sc.mult, NULL, NULL, NULL), SPROJ_OK);
+  } else {
+    arr = tu_alloc(nval);
+    for (int64_t k = 0; k < nval; k++)
+      arr[k] = c;
+    EXPECT(sproj_model_create(&md, lors, sc.mult, flat ? NULL : arr, t, NULL), SPROJ_OK);
+    ck_assert_int_eq(tof ? sproj_proj_register_tof(&y, (float *)data, lors, sc.tof.num_bins)
+                         : sproj_proj_register(&y, (float *)data, lors), SPROJ_OK);
+  }
+  if (flat)
+    EXPECT(sproj_model_set_flat_background(md, c), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_register(&img, x, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = md;
+  cfg.data = y;
+  cfg.chunks = lm ? evchunks : views;
+  cfg.sens_model = sens;
+  cfg.num_subsets = 2;
+  cfg.objective = 1;
+  struct trace tr = {0};
+  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
+  if (flat) /* in use now */
+    EXPECT(sproj_model_set_flat_background(md, c), SPROJ_ERR_BUSY);
+  EXPECT(sproj_recon_iterate(r, 2, scene_record, &tr), SPROJ_OK);
+  *nll = tr.nll[1];
+  EXPECT(sproj_recon_destroy(r), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+  if (y)
+    ck_assert_int_eq(sproj_proj_unregister(y), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(md), SPROJ_OK);
+  ck_assert_int_eq(sproj_model_destroy(sens), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+  ck_assert_int_eq(sproj_chunks_destroy(evchunks), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(events), SPROJ_OK);
+  free(arr);
+}
+
+START_TEST(test_flat_background)
+{
+  const int kind = _i, tof = kind > 0;
+  const int nb = tof ? sc.tof.num_bins : 1;
+  int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * nb;
+  float *ybar = tu_alloc(nval), *counts = tu_alloc(nval), *xa = tu_alloc(nvox), *xf = tu_alloc(nvox);
+  ck_assert_int_eq(scene_expected(&sc, sc.truth, tof, ybar), SPROJ_OK);
+  tu_seed(91);
+  scene_counts(ybar, nval, counts);
+  float *ex = NULL, *exe = NULL, *em = NULL, *ea = NULL;
+  int16_t *eb = NULL;
+  int64_t first[256], count[256], nev = 0;
+  if (kind == 2)
+    nev = scene_events(&sc, counts, nb, &ex, &exe, &eb, &em, &ea, first, count);
+  const float c = 0.0371f;
+  double na, nf;
+  flat_recon(kind, counts, nev, ex, exe, eb, em, ea, first, count, c, 0, xa, &na);
+  flat_recon(kind, counts, nev, ex, exe, eb, em, ea, first, count, c, 1, xf, &nf);
+  /* a background of 0 instead: what a flat value that did not reach the tasks would give */
+  double n0;
+  float *x0 = tu_alloc(nvox);
+  flat_recon(kind, counts, nev, ex, exe, eb, em, ea, first, count, 0.0f, 1, x0, &n0);
+  double d = tu_rel_l2_ff(xf, xa, nvox), d0 = tu_rel_l2_ff(x0, xa, nvox);
+  printf("flat background (%s): OS-EM image %.2e from the array's (%.2e without background), objectives %.12g / "
+         "%.12g (%.12g)\n", kind == 0 ? "non-TOF" : kind == 1 ? "TOF sinogram" : "TOF listmode", d, d0, na, nf, n0);
+  /* the two differ only in the order of the back projections' sums (CPU workers) */
+  ck_assert_msg(d <= 1e-5, "flat background: %.3g from the array's image", d);
+  ck_assert_msg(fabs(nf - na) <= 1e-8 * fabs(na), "objectives %.17g (array) and %.17g (flat)", na, nf);
+  ck_assert_msg(d0 > 100 * d && fabs(n0 - na) > 1e-6 * fabs(na), "the background changes nothing: %.3g", d0);
+  free(x0);
+  if (kind < 2) {
+    /* the simulated expected counts of the phantom: the same */
+    sproj_lors *lors;
+    sproj_chunks *views;
+    sproj_tof *t = NULL;
+    sproj_model *ma, *mf;
+    sproj_image *img;
+    sproj_proj *pa, *pf;
+    float *arr = tu_alloc(nval), *va = tu_alloc(nval), *vf = tu_alloc(nval);
+    for (int64_t k = 0; k < nval; k++)
+      arr[k] = c;
+    ck_assert_int_eq(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
+    ck_assert_int_eq(scene_views(&sc, lors, &views), SPROJ_OK);
+    if (tof)
+      ck_assert_int_eq(sproj_tof_register(&t, &sc.tof, NULL, NULL, NULL), SPROJ_OK);
+    EXPECT(sproj_model_create(&ma, lors, sc.mult, arr, t, NULL), SPROJ_OK);
+    EXPECT(sproj_model_create(&mf, lors, sc.mult, NULL, t, NULL), SPROJ_OK);
+    EXPECT(sproj_model_set_flat_background(mf, c), SPROJ_OK);
+    EXPECT(sproj_model_set_flat_background(ma, c), SPROJ_ERR_INVALID);
+    EXPECT(sproj_model_set_flat_background(mf, NAN), SPROJ_ERR_NONFINITE);
+    EXPECT(sproj_model_set_flat_background(mf, -1.0f), SPROJ_ERR_RANGE);
+    EXPECT(sproj_model_set_flat_background(NULL, c), SPROJ_ERR_NULL);
+    ck_assert_int_eq(sproj_image_register(&img, sc.truth, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+    ck_assert_int_eq(tof ? sproj_proj_register_tof(&pa, va, lors, nb) : sproj_proj_register(&pa, va, lors), SPROJ_OK);
+    ck_assert_int_eq(tof ? sproj_proj_register_tof(&pf, vf, lors, nb) : sproj_proj_register(&pf, vf, lors), SPROJ_OK);
+    EXPECT(sproj_model_expected(ma, img, pa, views, NULL), SPROJ_OK);
+    EXPECT(sproj_model_expected(mf, img, pf, views, NULL), SPROJ_OK);
+    EXPECT(sproj_model_draw(ma, pa, views, 1.0f, 5, 0, NULL), SPROJ_OK);
+    EXPECT(sproj_model_draw(mf, pf, views, 1.0f, 5, 0, NULL), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_unregister(pa), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_unregister(pf), SPROJ_OK);
+    ck_assert_int_eq(memcmp(va, vf, (size_t)nval * sizeof *va), 0);
+    int64_t above = 0;
+    for (int64_t k = 0; k < nval; k++)
+      above += va[k] >= c;
+    ck_assert_int_eq(above, nval); /* the background is in them */
+    ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+    ck_assert_int_eq(sproj_model_destroy(ma), SPROJ_OK);
+    ck_assert_int_eq(sproj_model_destroy(mf), SPROJ_OK);
+    ck_assert_int_eq(sproj_tof_unregister(t), SPROJ_OK);
+    ck_assert_int_eq(sproj_chunks_destroy(views), SPROJ_OK);
+    ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+    free(arr);
+    free(va);
+    free(vf);
+  }
+  free(ybar);
+  free(counts);
+  free(xa);
+  free(xf);
+  free(ex);
+  free(exe);
+  free(eb);
+  free(em);
+  free(ea);
+}
+END_TEST
+
 /* Between subsets nothing waits on the host: with every worker paused, sproj_recon_iterate still submits 3
  * iterations of 4 subsets and returns (a host sync inside would never return), leaving at least 7 tasks per subset
  * queued (blur, forward, ratio, zero, back, blur, update, with the projections cut into several tasks). Once the
@@ -891,6 +1047,7 @@ int main(void)
   tcase_add_test(tc, test_tof_mlem);
   tcase_add_test(tc, test_image_blur);
   tcase_add_loop_test(tc, test_lm_equals_sino, 0, 2);
+  tcase_add_loop_test(tc, test_flat_background, 0, 3);
   tcase_add_test(tc, test_sim_exp_log);
   tcase_add_loop_test(tc, test_model_simulate, 0, 2);
   tcase_add_test(tc, test_asynchronous);

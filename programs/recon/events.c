@@ -41,7 +41,7 @@ static void deal_block(void *ctx, int64_t first, int64_t end, int64_t block)
   }
 }
 
-/* Each dealt event's background, from its LOR's (and TOF bin's), or a simulation's flat one. */
+/* Each dealt event's background, from its LOR's (and TOF bin's); a simulation's flat one is the model's (run.c). */
 static void background_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
   (void)block;
@@ -51,9 +51,7 @@ static void background_block(void *ctx, int64_t first, int64_t end, int64_t bloc
   for (int64_t d = first; d < end; d++) {
     const int64_t l = r->ev_lor_chunked[d];
     float a = 0.0f;
-    if (r->add_flat)
-      a = j->tof ? r->flat_add / (float)nbins : r->flat_add;
-    else if (r->add)
+    if (r->add)
       a = r->add_per_bin ? r->add[l * nbins + r->ev_bin_chunked[d]] : j->tof ? r->add[l] / (float)nbins : r->add[l];
     r->ev_add[d] = a;
   }
@@ -115,6 +113,9 @@ void event_arrays(const struct options *o, struct run *r)
     release(r->add, (size_t)r->l.si.num_lors * sizeof(float));
     r->add = NULL;
   }
+  /* ... and so is each event's: the model takes it as one value (sproj_model_set_flat_background), not 4 bytes an event */
+  if (r->add_flat)
+    return;
   r->ev_add = lazy_alloc((size_t)n * sizeof(float));
   TRY(sproj_pause());
   parallel_blocks("the events' background", n, 1 << 16, background_block, &j);
@@ -130,7 +131,8 @@ static void order_chunk(struct run *r, int64_t f, int64_t m, int64_t *order, int
   TRY(sproj_scanner_lors_at(r->l.scanner, m, idx, xs, xe));
   TRY(sproj_lors_order(xs, xe, m, r->l.vs, order));
   TRY(sproj_reorder(r->ev_lor_chunked + f, sizeof(int32_t), m, order));
-  TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
+  if (r->ev_add)
+    TRY(sproj_reorder(r->ev_add + f, sizeof(float), m, order));
   if (r->ev_bin_chunked)
     TRY(sproj_reorder(r->ev_bin_chunked + f, sizeof(int16_t), m, order));
 }

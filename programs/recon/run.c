@@ -236,6 +236,8 @@ void reconstruct(const struct options *o, struct run *r)
     event_arrays(o, r);
     event_chunks(o, r);
     TRY(sproj_model_create(&r->model, r->events, r->ev_mult, r->ev_add, r->tof, fwhm));
+    if (r->add_flat) /* each event's share of a flat background: its LOR's, or its TOF bin's */
+      TRY(sproj_model_set_flat_background(r->model, o->tof ? r->flat_add / (float)r->l.nbins : r->flat_add));
     TRY(sproj_model_create(&r->sens_model, r->lors, r->mult, NULL, NULL, fwhm));
     cfg.chunks = r->ev_chunks;
     cfg.sens_model = r->sens_model;

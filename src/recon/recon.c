@@ -163,6 +163,26 @@ int sproj_model_create_tof_uniform_add(sproj_model **model, sproj_lors *lors, co
   return model_create(__func__, model, lors, mult, add, 1, tof, fwhm_mm);
 }
 
+int sproj_model_set_flat_background(sproj_model *model, float value)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!model)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "model must not be NULL");
+  if (model->add)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "the model has a background array: a flat one would replace it");
+  if (!isfinite(value))
+    return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "the background is not finite");
+  if (value < 0.0f)
+    return SPROJ_FAIL(SPROJ_ERR_RANGE, "the background %g must be >= 0", value);
+  int users = __atomic_load_n(&model->users, __ATOMIC_RELAXED);
+  if (users > 0)
+    return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d reconstructions use the model", users);
+  model->add_flat = value;
+  return SPROJ_OK;
+}
+
 int sproj_model_destroy(sproj_model *model)
 {
   int ret = sproj_check_init_flush(__func__);
@@ -475,7 +495,7 @@ int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struc
     total += ch->count[list[i]];
   int64_t target = sproj_task_target_spread(total, sproj_request_spread(ch, sproj_rt.where, list, num));
   struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, with_a, md->add_per_lor, kind,
-                                r->max_ratio};
+                                r->max_ratio, kind == SPROJ_RATIO_APPROX_HESSIAN ? 0.0f : md->add_flat};
   int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0, home = -1;
   int64_t lors = 0;
   sproj_proj *px = kind == SPROJ_RATIO_HESSIAN ? r->px : NULL;
@@ -667,7 +687,8 @@ int sproj_model_expected(const sproj_model *model, sproj_image *img, sproj_proj 
   if (!trues)
     return SPROJ_OK;
   struct nll_sums partials = {0};
-  struct sproj_sim_arg proto = {.num_bins = model->num_values, .a_per_lor = model->add_per_lor};
+  struct sproj_sim_arg proto = {.num_bins = model->num_values, .a_per_lor = model->add_per_lor,
+                                .a_flat = model->add_flat};
   ret = submit_sim(__func__, model, out, chunks, &proto, NULL, &partials);
   double sum = recon_nll_sums_finish(&partials); /* waits for the tasks submitted */
   if (ret)
@@ -694,7 +715,8 @@ int sproj_model_draw(const sproj_model *model, sproj_proj *data, const sproj_chu
     return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "lor_sums must hold one value per LOR of the model's LOR set");
   if (lor_sums == data)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "lor_sums must not be the data");
-  struct sproj_sim_arg proto = {.num_bins = model->num_values, .a_per_lor = model->add_per_lor, .noise = noise != 0,
+  struct sproj_sim_arg proto = {.num_bins = model->num_values, .a_per_lor = model->add_per_lor,
+                                .a_flat = model->add_flat, .noise = noise != 0,
                                 .scale = scale, .seed = seed};
   if ((ret = submit_sim(__func__, model, data, chunks, &proto, lor_sums, NULL)))
     return ret;
@@ -1184,10 +1206,26 @@ static int sens_backgrounds(const char *func, sproj_recon *r, const sproj_chunks
   if (!r->sens_subset_background)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   const sproj_model *sm = r->sens_model;
-  if (!sm->add_host)
+  if (!sm->add_host && sm->add_flat == 0.0f)
     return SPROJ_OK;
   const float *a = sm->add_host;
-  int64_t per_lor = sm->add_per_lor ? 1 : sm->num_values, n = sm->lors->num_lors * per_lor;
+  /* a flat background: the same value in every one of the model's values */
+  int64_t per_lor = a && sm->add_per_lor ? 1 : sm->num_values, n = sm->lors->num_lors * per_lor;
+  if (!a) {
+    r->sens_background = (double)sm->add_flat * (double)n;
+    for (int k = 0; k < S; k++) {
+      int64_t m = 0;
+      if (!l) {
+        r->sens_subset_background[k] = r->sens_background / S;
+        continue;
+      }
+      for (int j = l->start[k]; j < l->start[k + 1]; j++)
+        for (int q = ch->range_start[l->idx[j]]; q < ch->range_start[l->idx[j] + 1]; q++)
+          m += ch->range_count[q] * per_lor;
+      r->sens_subset_background[k] = (double)sm->add_flat * (double)m;
+    }
+    return SPROJ_OK;
+  }
   for (int64_t i = 0; i < n; i++)
     r->sens_background += a[i];
   for (int k = 0; k < S; k++) {

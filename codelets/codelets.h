@@ -337,14 +337,23 @@ struct sproj_slabs_arg {
   uint32_t first[SPROJ_MAX_SLABS];
 };
 /* cl_arg of the update of one slab of the OS-EM image (buffers: the image's slab RW, the sensitivity's slab R, then
- * nparts partial back projections of it R, added in that order). */
+ * nparts partial back projections of it R, added in that order): part g's values of the slab start at its element
+ * part_at[g] (0 for a slab, the slab's first voxel for a whole image). */
 struct sproj_slab_update_arg {
   int nparts;
   float sens_factor;
+  uint32_t part_at[SPROJ_MAX_SLABS];
+};
+/* cl_arg of one step of the recursive halving (buffers: this device's partial sums R, the partner's partial sums of
+ * the step's voxels R, the half sent on W, the half kept W): this device's sums of the step's voxels start at its
+ * element own_at; the half sent on is the step's voxels from out_at, the half kept those from keep_at. */
+struct sproj_slab_halve_arg {
+  uint32_t own_at, out_at, keep_at;
 };
 extern struct starpu_codelet sproj_slab_split_cl;
 extern struct starpu_codelet sproj_slab_gather_cl;
 extern struct starpu_codelet sproj_slab_update_cl;
+extern struct starpu_codelet sproj_slab_halve_cl;
 /* Bytes a task moves through memory, for the models of memory-bound codelets: its buffers' sizes, twice for those
  * read and written. */
 size_t sproj_task_traffic(struct starpu_task *task, unsigned nimpl);
@@ -384,6 +393,7 @@ void sproj_scanner_lors_cuda(void *buffers[], void *cl_arg);
 void sproj_slab_split_cuda(void *buffers[], void *cl_arg);
 void sproj_slab_gather_cuda(void *buffers[], void *cl_arg);
 void sproj_slab_update_cuda(void *buffers[], void *cl_arg);
+void sproj_slab_halve_cuda(void *buffers[], void *cl_arg);
 #endif
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* image_slabs.c: CPU codelets, codelet structs and performance models of an image's slabs: cut an image into slabs,
- * put slabs together into an image, and update one slab of the OS-EM image from the devices' partial back
- * projections of it. */
+ * put slabs together into an image, add two devices' partial sums in a step of the recursive halving, and update one
+ * slab of the OS-EM image from the devices' partial back projections of it. */
 #include "config.h"
 #include <string.h>
 #include "codelets.h"
@@ -47,23 +47,55 @@ static void slab_update_cpu(void *buffers[], void *cl_arg)
   const float *sens = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
   const float *part[SPROJ_MAX_SLABS];
   for (int g = 0; g < arg->nparts; g++)
-    part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]);
+    part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]) + arg->part_at[g];
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
   for (uint32_t i = 0; i < n; i++)
     x[i] = slab_update_value(x[i], part, arg->nparts, i, sens[i], arg->sens_factor);
 }
 
+/* Buffers: this device's partial sums (R), the partner's of the step's voxels (R), the half sent on (W), the half
+ * kept (W). */
+static void slab_halve_cpu(void *buffers[], void *cl_arg)
+{
+  const struct sproj_slab_halve_arg *arg = cl_arg;
+  const float *own = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]) + arg->own_at;
+  const float *in = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+  for (int h = 0; h < 2; h++) {
+    float *half = (float *)STARPU_VECTOR_GET_PTR(buffers[2 + h]);
+    uint32_t at = h ? arg->keep_at : arg->out_at, n = STARPU_VECTOR_GET_NX(buffers[2 + h]);
+    for (uint32_t i = 0; i < n; i++)
+      half[i] = slab_pair_sum(own + at, in + at, i);
+  }
+}
+
+/* The bytes an update moves: its slab read and written, the sensitivity's slab and each part's values of the slab
+ * (a part may be a whole image, of which it reads one slab). */
+static size_t slab_update_traffic(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  return starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, 0)) * (STARPU_TASK_GET_NBUFFERS(task) + 1);
+}
+
+/* The bytes a halving step moves: the step's voxels read twice (this device's sums, which may be part of a whole
+ * image, and the partner's) and written once (the two halves). */
+static size_t slab_halve_traffic(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  return 3 * starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, 1));
+}
+
 /* Memory-bound copies and sums: a regression on the bytes they move (sproj_task_traffic), which also covers slab
  * sizes never measured where a history model would stop a simulation. */
-#define SLAB_MODEL(var, sym)                                                                                           \
+#define SLAB_MODEL(var, sym, traffic)                                                                                  \
   static struct starpu_perfmodel var = {                                                                             \
     .type = STARPU_NL_REGRESSION_BASED,                                                                              \
     .symbol = sym,                                                                                                   \
-    .size_base = sproj_task_traffic,                                                                                 \
+    .size_base = traffic,                                                                                            \
   }
-SLAB_MODEL(slab_split_model, "starproj_slab_split");
-SLAB_MODEL(slab_gather_model, "starproj_slab_gather");
-SLAB_MODEL(slab_update_model, "starproj_slab_update");
+SLAB_MODEL(slab_split_model, "starproj_slab_split", sproj_task_traffic);
+SLAB_MODEL(slab_gather_model, "starproj_slab_gather", sproj_task_traffic);
+SLAB_MODEL(slab_update_model, "starproj_slab_update", slab_update_traffic);
+SLAB_MODEL(slab_halve_model, "starproj_slab_halve", slab_halve_traffic);
 
 struct starpu_codelet sproj_slab_split_cl = {
   .cpu_funcs = {slab_split_cpu},
@@ -90,4 +122,14 @@ struct starpu_codelet sproj_slab_update_cl = {
   .nbuffers = STARPU_VARIABLE_NBUFFERS,
   .model = &slab_update_model,
   .name = "slab_update",
+};
+
+struct starpu_codelet sproj_slab_halve_cl = {
+  .cpu_funcs = {slab_halve_cpu},
+  .cpu_funcs_name = {"slab_halve_cpu"},
+  SPROJ_CUDA_IMPL(sproj_slab_halve_cuda)
+  .nbuffers = 4,
+  .modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_W},
+  .model = &slab_halve_model,
+  .name = "slab_halve",
 };

@@ -354,9 +354,6 @@ extern struct starpu_codelet sproj_slab_split_cl;
 extern struct starpu_codelet sproj_slab_gather_cl;
 extern struct starpu_codelet sproj_slab_update_cl;
 extern struct starpu_codelet sproj_slab_halve_cl;
-/* Bytes a task moves through memory, for the models of memory-bound codelets: its buffers' sizes, twice for those
- * read and written. */
-size_t sproj_task_traffic(struct starpu_task *task, unsigned nimpl);
 
 /* EM ratio (pieces of LORs), EM update (an image) and separable Gaussian blur (buffers: in R, out W, scratch). The
  * Poisson objective (em_nll.h) takes a ratio task's buffers, all read, and one more: SPROJ_NLL_PARTIALS doubles W. */

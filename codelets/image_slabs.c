@@ -7,18 +7,6 @@
 #include "codelets.h"
 #include "image_slabs.h"
 
-size_t sproj_task_traffic(struct starpu_task *task, unsigned nimpl)
-{
-  (void)nimpl;
-  size_t bytes = 0;
-  for (unsigned b = 0; b < STARPU_TASK_GET_NBUFFERS(task); b++) {
-    size_t size = starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, b));
-    /* a buffer read and written crosses the memory twice */
-    bytes += (STARPU_TASK_GET_MODE(task, b) & STARPU_RW) == STARPU_RW ? 2 * size : size;
-  }
-  return bytes;
-}
-
 /* Buffers: the image (R), then arg->nslabs slabs (W), slab s from voxel arg->first[s]. */
 static void slab_split_cpu(void *buffers[], void *cl_arg)
 {
@@ -68,6 +56,16 @@ static void slab_halve_cpu(void *buffers[], void *cl_arg)
   }
 }
 
+/* The bytes a cut or a gather moves: each piece read and written once (a cut may read only part of its image). */
+static size_t slab_copy_traffic(struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  size_t bytes = 0;
+  for (unsigned b = 1; b < STARPU_TASK_GET_NBUFFERS(task); b++)
+    bytes += 2 * starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, b));
+  return bytes;
+}
+
 /* The bytes an update moves: its slab read and written, the sensitivity's slab and each part's values of the slab
  * (a part may be a whole image, of which it reads one slab). */
 static size_t slab_update_traffic(struct starpu_task *task, unsigned nimpl)
@@ -84,16 +82,16 @@ static size_t slab_halve_traffic(struct starpu_task *task, unsigned nimpl)
   return 3 * starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, 1));
 }
 
-/* Memory-bound copies and sums: a regression on the bytes they move (sproj_task_traffic), which also covers slab
- * sizes never measured where a history model would stop a simulation. */
+/* Memory-bound copies and sums: a regression on the bytes they move (the traffic functions above), which also covers
+ * slab sizes never measured where a history model would stop a simulation. */
 #define SLAB_MODEL(var, sym, traffic)                                                                                  \
   static struct starpu_perfmodel var = {                                                                             \
     .type = STARPU_NL_REGRESSION_BASED,                                                                              \
     .symbol = sym,                                                                                                   \
     .size_base = traffic,                                                                                            \
   }
-SLAB_MODEL(slab_split_model, "starproj_slab_split", sproj_task_traffic);
-SLAB_MODEL(slab_gather_model, "starproj_slab_gather", sproj_task_traffic);
+SLAB_MODEL(slab_split_model, "starproj_slab_split", slab_copy_traffic);
+SLAB_MODEL(slab_gather_model, "starproj_slab_gather", slab_copy_traffic);
 SLAB_MODEL(slab_update_model, "starproj_slab_update", slab_update_traffic);
 SLAB_MODEL(slab_halve_model, "starproj_slab_halve", slab_halve_traffic);
 

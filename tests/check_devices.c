@@ -3,8 +3,9 @@
  * (SPROJ_DEVICES): projections of chunks homed on devices equal those of one device bit for bit and run where their
  * homes are; OS-EM over 2, 3, 4, 6 and 8 devices (each owning a share of every subset, the devices' back projections
  * summed slab by slab: by recursive halving and doubling on 2, 4 and 8, directly on 3 and 6) equals OS-EM on one
- * device within the rounding of those sums, and gives the same image bit for bit when run again; the shares stay on
- * their devices under every scheduling policy StarPU offers; bad input. */
+ * device within the rounding of those sums, and gives the same image bit for bit when run again; the direct exchange
+ * forced on 4 and 8 (SPROJ_SLAB_EXCHANGE=direct) agrees with the halving; the shares stay on their devices under every
+ * scheduling policy StarPU offers; bad input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,37 @@ START_TEST(test_osem_repeatable)
 }
 END_TEST
 
+/* SPROJ_SLAB_EXCHANGE=direct makes 4 and 8 devices sum directly instead of by halving and doubling: the images differ
+ * in the rounding of the sums only (relative L2 within 1e-6 of each other; some voxels differ, so the exchange did
+ * change). */
+START_TEST(test_osem_exchanges)
+{
+  const int ns[] = {4, 8}, iters = 3;
+  int64_t nvox = tu_nvox(&sc.g);
+  float *tree = tu_alloc(nvox), *direct = tu_alloc(nvox);
+  for (int t = 0; t < 2; t++) {
+    start(ns[t], NULL);
+    run_case(&cases[0], iters, tree);
+    stop();
+    setenv("SPROJ_SLAB_EXCHANGE", "direct", 1);
+    start(ns[t], NULL);
+    run_case(&cases[0], iters, direct);
+    stop();
+    unsetenv("SPROJ_SLAB_EXCHANGE");
+    int64_t differ = 0;
+    for (int64_t v = 0; v < nvox; v++)
+      differ += memcmp(&tree[v], &direct[v], sizeof *tree) != 0;
+    double d = tu_rel_l2_ff(direct, tree, nvox);
+    printf("OSEM %s on %d devices, direct exchange against halving and doubling: %.2e relative L2, %lld of %lld voxels "
+           "differ\n", cases[0].name, ns[t], d, (long long)differ, (long long)nvox);
+    ck_assert_msg(d <= 1e-6, "%d devices: the exchanges differ by %.3g", ns[t], d);
+    ck_assert_msg(differ > 0, "%d devices: SPROJ_SLAB_EXCHANGE=direct changed nothing", ns[t]);
+  }
+  free(tree);
+  free(direct);
+}
+END_TEST
+
 /* One OS-EM of S interleaved subsets of views over n devices, iters iterations, in x (set to 1 first), through plain
  * status checks (it runs in a child process, where Check's assertions cannot report): 0, or the line that failed. */
 static int plain_osem(int S, int n, int iters, float *x, int64_t *lors_on)
@@ -426,6 +458,7 @@ int main(void)
   tcase_add_loop_test(tc, test_homes_project, 0, 2);
   tcase_add_loop_test(tc, test_osem_devices, 0, (int)(sizeof cases / sizeof *cases));
   tcase_add_test(tc, test_osem_repeatable);
+  tcase_add_test(tc, test_osem_exchanges);
   tcase_add_test(tc, test_placement_policies);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -299,9 +299,11 @@ int recon_devices_create(const char *func, sproj_recon *r)
         (r->blur && ((ret = temp_image(func, &D->xb[d], r->x, -1)) || (ret = temp_image(func, &D->bpb[d], r->x, -1)))))
       return ret;
   }
+  /* SPROJ_SLAB_EXCHANGE=direct: the direct exchange on any count, to compare the two */
+  const char *exchange = getenv("SPROJ_SLAB_EXCHANGE");
   while ((1 << D->levels) < n)
     D->levels++;
-  if ((1 << D->levels) != n)
+  if ((1 << D->levels) != n || (exchange && !strcmp(exchange, "direct")))
     D->levels = 0;
   for (int s = 0; s < n; s++)
     if (slab_handle(&D->xs[s], D, s))

@@ -345,10 +345,12 @@ struct sproj_slab_update_arg {
   uint32_t part_at[SPROJ_MAX_SLABS];
 };
 /* cl_arg of one step of the recursive halving (buffers: this device's partial sums R, the partner's partial sums of
- * the step's voxels R, the half sent on W, the half kept W): this device's sums of the step's voxels start at its
- * element own_at; the half sent on is the step's voxels from out_at, the half kept those from keep_at. */
+ * the step's voxels R, then nout sums W: the half sent on and the half kept, or all of the step's voxels): this
+ * device's sums of the step's voxels start at its element own_at; the first sum written is the step's voxels from
+ * out_at, the second those from keep_at. */
 struct sproj_slab_halve_arg {
   uint32_t own_at, out_at, keep_at;
+  int nout;
 };
 extern struct starpu_codelet sproj_slab_split_cl;
 extern struct starpu_codelet sproj_slab_gather_cl;

@@ -41,14 +41,14 @@ static void slab_update_cpu(void *buffers[], void *cl_arg)
     x[i] = slab_update_value(x[i], part, arg->nparts, i, sens[i], arg->sens_factor);
 }
 
-/* Buffers: this device's partial sums (R), the partner's of the step's voxels (R), the half sent on (W), the half
- * kept (W). */
+/* Buffers: this device's partial sums (R), the partner's of the step's voxels (R), then arg->nout sums (W): the half
+ * sent on and the half kept, or the whole step. */
 static void slab_halve_cpu(void *buffers[], void *cl_arg)
 {
   const struct sproj_slab_halve_arg *arg = cl_arg;
   const float *own = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]) + arg->own_at;
   const float *in = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-  for (int h = 0; h < 2; h++) {
+  for (int h = 0; h < arg->nout; h++) {
     float *half = (float *)STARPU_VECTOR_GET_PTR(buffers[2 + h]);
     uint32_t at = h ? arg->keep_at : arg->out_at, n = STARPU_VECTOR_GET_NX(buffers[2 + h]);
     for (uint32_t i = 0; i < n; i++)
@@ -75,7 +75,7 @@ static size_t slab_update_traffic(struct starpu_task *task, unsigned nimpl)
 }
 
 /* The bytes a halving step moves: the step's voxels read twice (this device's sums, which may be part of a whole
- * image, and the partner's) and written once (the two halves). */
+ * image, and the partner's) and written once (the two halves, or the whole). */
 static size_t slab_halve_traffic(struct starpu_task *task, unsigned nimpl)
 {
   (void)nimpl;
@@ -126,8 +126,7 @@ struct starpu_codelet sproj_slab_halve_cl = {
   .cpu_funcs = {slab_halve_cpu},
   .cpu_funcs_name = {"slab_halve_cpu"},
   SPROJ_CUDA_IMPL(sproj_slab_halve_cuda)
-  .nbuffers = 4,
-  .modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_W},
+  .nbuffers = STARPU_VARIABLE_NBUFFERS,
   .model = &slab_halve_model,
   .name = "slab_halve",
 };

@@ -69,7 +69,7 @@ extern "C" void sproj_slab_halve_cuda(void *buffers[], void *cl_arg)
   const struct sproj_slab_halve_arg *arg = (const struct sproj_slab_halve_arg *)cl_arg;
   const float *own = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]) + arg->own_at;
   const float *in = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-  for (int h = 0; h < 2; h++) {
+  for (int h = 0; h < arg->nout; h++) {
     uint32_t at = h ? arg->keep_at : arg->out_at, n = STARPU_VECTOR_GET_NX(buffers[2 + h]);
     unsigned blocks = sproj_stride_blocks(n);
     if (blocks == 0)

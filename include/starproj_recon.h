@@ -290,10 +290,11 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * every subset's LORs for the whole run (uploaded to its GPU once when it can hold its share four times over), with
  * a back projection and a copy of the estimate of its own, and pieces of images for the sums (memory: up to about
  * five images more per device).
- * The devices' back projections of a subset are summed by recursive halving when their number is a power of two
- * (log2 n image pieces received per device), each device updating one slab of the image, and the updated slabs
- * gathered by recursive doubling; other counts send every slab to its device directly (n - 1 pieces; the
- * environment variable SPROJ_SLAB_EXCHANGE=direct forces that on any count, to compare). The order of the sums is
+ * The devices' back projections of a subset are summed by recursive halving when their number is a power of two,
+ * the two devices of each pair updating the pair's two slabs of the image, and the updated slabs gathered by
+ * recursive doubling (2 log2 n - 1 image pieces received per device and subset); other counts send every slab to its
+ * device directly (2 (n - 1) pieces; the environment variable SPROJ_SLAB_EXCHANGE=direct forces that on any count,
+ * to compare). The order of the sums is
  * fixed by the device count, so a run repeats bit for bit; the image differs from one device's by the rounding of
  * the sums (about 1e-6 relative).
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,

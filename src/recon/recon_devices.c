@@ -3,9 +3,9 @@
  * run (their data, factors and forward values stay on it), back-projects its share into an image of its own, and the
  * devices' images are summed slab by slab: device s ends with the sum of slab s of every device's image and updates
  * slab s of the estimate, then every device gathers the updated slabs into its own copy of the estimate. With a power
- * of two of devices the sum is a recursive halving (reduce-scatter) and the gather a recursive doubling (all-gather):
- * log2 n copies per device each way; otherwise every device sends each slab to its owner directly (n - 1 copies per
- * device each way). */
+ * of two of devices the sum is a recursive halving (reduce-scatter) whose last step lets both devices of a pair update
+ * the pair's two slabs, and the gather a recursive doubling (all-gather): 2 log2 n - 1 copies into each device;
+ * otherwise every device sends each slab to its owner directly (2 (n - 1) copies into each device). */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +21,14 @@ struct recon_devices {
   sproj_image *xb[SPROJ_MAX_DEVICES];      /* with a resolution model: its blurred copy */
   sproj_image *bp[SPROJ_MAX_DEVICES];      /* each device's back projection of its share (and blurred, bpb) */
   sproj_image *bpb[SPROJ_MAX_DEVICES];
-  starpu_data_handle_t xs[SPROJ_MAX_DEVICES]; /* slab s of the estimate, device s's, current after each update */
+  starpu_data_handle_t xs[SPROJ_MAX_DEVICES]; /* the slabs of the estimate device d updates, current after it */
   starpu_data_handle_t *bs;                /* direct: [d * n + s]: slab s of device d's back projection */
   int levels;                              /* log2 n for a power of two n (halving and doubling), else 0 (direct) */
   /* halving and doubling, device d, level j: what d sends at halving step j, what it keeps after it (j >= 1), and
-   * what it knows after doubling step j (j >= 1); see recon_devices_subset */
+   * what it knows after doubling step j (j >= 1); its pair's two slabs summed over every device; see
+   * halve_update_double */
   starpu_data_handle_t sent[SPROJ_MAX_DEVICES][3], kept[SPROJ_MAX_DEVICES][3], known[SPROJ_MAX_DEVICES][3];
+  starpu_data_handle_t pair[SPROJ_MAX_DEVICES];
   starpu_data_handle_t *ss;                /* [k * n + s]: slab s of sensitivity k */
   int nsens;
   int fresh;                               /* the first subset of an iterate call reads the caller's image */
@@ -106,6 +108,17 @@ static int sent_slab(int n, int d, int j)
 static int partner(int n, int d, int j)
 {
   return d ^ half_of(n, j);
+}
+
+/* The slabs device d updates: its own with the direct exchange, its pair's two (d and d ^ 1) with halving and
+ * doubling, whose last step sums both slabs on both devices of a pair instead of halving them once more. */
+static int update_slab(const struct recon_devices *D, int d)
+{
+  return D->levels ? d & ~1 : d;
+}
+static int update_count(const struct recon_devices *D)
+{
+  return D->levels ? 2 : 1;
 }
 
 /* ---- set-up ---- */
@@ -305,18 +318,22 @@ int recon_devices_create(const char *func, sproj_recon *r)
     D->levels++;
   if ((1 << D->levels) != n || (exchange && !strcmp(exchange, "direct")))
     D->levels = 0;
-  for (int s = 0; s < n; s++)
-    if (slab_handle(&D->xs[s], D, s))
+  for (int d = 0; d < n; d++)
+    if (slabs_handle(&D->xs[d], D, update_slab(D, d), update_count(D)))
       return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
   if (D->levels) {
-    for (int d = 0; d < n; d++)
-      for (int j = 0; j < D->levels; j++) {
+    int L = D->levels;
+    for (int d = 0; d < n; d++) {
+      for (int j = 0; j < L - 1; j++) {
         int h = half_of(n, j);
         if (slabs_handle(&D->sent[d][j], D, sent_slab(n, d, j), h) ||
             (j > 0 && slabs_handle(&D->kept[d][j], D, kept_slab(n, d, j), h)) ||
             (j > 0 && slabs_handle(&D->known[d][j], D, kept_slab(n, d, j - 1), 2 * h)))
           return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
       }
+      if (L > 1 && slabs_handle(&D->pair[d], D, update_slab(D, d), 2))
+        return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+    }
     return upload_shares(func, r, D);
   }
   D->bs = calloc((size_t)n * n, sizeof *D->bs);
@@ -337,12 +354,12 @@ int recon_devices_sensitivities(const char *func, sproj_recon *r)
   if (!D->ss)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   D->nsens = r->num_sens;
-  /* slab s of each sensitivity lives on device s, which updates that slab */
+  /* the slabs of each sensitivity device d updates live on device d */
   for (int k = 0; k < r->num_sens && !ret; k++)
-    for (int s = 0; s < n && !ret; s++) {
-      if (slab_handle(&D->ss[k * n + s], D, s))
+    for (int d = 0; d < n && !ret; d++) {
+      if (slabs_handle(&D->ss[k * n + d], D, update_slab(D, d), update_count(D)))
         return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
-      ret = slabs_on(D, s, r->sens[k]->handle, &D->ss[k * n + s], s, 1, 1);
+      ret = slabs_on(D, d, r->sens[k]->handle, &D->ss[k * n + d], update_slab(D, d), 1, 1);
     }
   return ret ? sproj_fail(ret, func, "could not submit the sensitivity's slabs") : SPROJ_OK;
 }
@@ -371,8 +388,8 @@ void recon_devices_drop_images(sproj_recon *r)
       starpu_data_unregister_no_coherency(D->ss[i]);
   for (int d = 0; d < D->n; d++)
     for (int j = 0; j < D->levels; j++) {
-      starpu_data_handle_t *h[3] = {&D->sent[d][j], &D->kept[d][j], &D->known[d][j]};
-      for (int i = 0; i < 3; i++)
+      starpu_data_handle_t *h[4] = {&D->sent[d][j], &D->kept[d][j], &D->known[d][j], &D->pair[d]};
+      for (int i = 0; i < 4; i++)
         if (*h[i]) {
           starpu_data_unregister_no_coherency(*h[i]);
           *h[i] = NULL;
@@ -406,10 +423,10 @@ int recon_devices_begin(sproj_recon *r)
 {
   struct recon_devices *D = r->dev;
   int ret = SPROJ_OK;
-  /* the caller's image may have changed since the last call: each device takes its slab of it, and the first subset
-   * projects it */
-  for (int s = 0; s < D->n && !ret; s++)
-    ret = slabs_on(D, s, r->x->handle, &D->xs[s], s, 1, 1);
+  /* the caller's image may have changed since the last call: each device takes the slabs it updates of it, and the
+   * first subset projects it */
+  for (int d = 0; d < D->n && !ret; d++)
+    ret = slabs_on(D, d, r->x->handle, &D->xs[d], update_slab(D, d), 1, 1);
   D->fresh = 1;
   return ret;
 }
@@ -420,32 +437,37 @@ static starpu_data_handle_t summand(const struct recon_devices *D, int d)
   return (D->bpb[d] ? D->bpb[d] : D->bp[d])->handle;
 }
 
-/* Halving step 0 on device d: the half of its back projection bp it sends on. */
+/* Halving step 0 on device d: the half of its back projection bp it sends on (none with 2 devices, whose one step
+ * is the pair's, below). */
 static int halving_start(const struct recon_devices *D, int d, starpu_data_handle_t bp)
 {
-  return slabs_on(D, d, bp, &D->sent[d][0], sent_slab(D->n, d, 0), 1, 1);
+  return D->levels > 1 ? slabs_on(D, d, bp, &D->sent[d][0], sent_slab(D->n, d, 0), 1, 1) : SPROJ_OK;
 }
 
-/* The rest of the halving (steps 1 .. levels - 1, each adding the partner's half to the half kept), the update of
- * slab d on each device d from its last sums and its last partner's (sensitivity sk), and the doubling, which ends in
- * each device's copy of the estimate. Every sum adds the two partial sums of a pair of devices, so the order of the
- * additions is a tree that the device count fixes: the same result from run to run whichever device runs first. */
+/* The rest of the halving, the update and the doubling. Halving steps 1 .. levels - 2 add the partner's half to the
+ * half kept and cut the sum again; the last step, between the devices d and d ^ 1 of a pair, adds the partner's sums
+ * of the pair's two slabs to the device's own (pair[d]), and each device of the pair updates both slabs from its sums
+ * and its partner's: one exchange of two slabs instead of a halving step and a doubling step of one slab each. The
+ * doubling (steps levels - 2 .. 0) then ends in each device's copy of the estimate. Every sum adds the partial sums
+ * of two devices, which float addition gives alike in either order, so the sums follow a tree that the device count
+ * fixes: the same result from run to run whichever device runs first, and on both devices of a pair. */
 static int halve_update_double(sproj_recon *r, struct recon_devices *D, int sk)
 {
   int n = D->n, L = D->levels, ret = SPROJ_OK;
   for (int j = 1; j < L && !ret; j++)
     for (int d = 0; d < n && !ret; d++) {
       /* what d holds before step j: slabs from base; after step 0 the half of its own image it kept */
-      int base = kept_slab(n, d, j - 1);
+      int base = kept_slab(n, d, j - 1), last = j == L - 1;
       starpu_data_handle_t own = j == 1 ? summand(D, d) : D->kept[d][j - 1];
       struct sproj_slab_halve_arg *arg = malloc(sizeof *arg);
       if (!arg)
         return SPROJ_ERR_NOMEM;
-      *arg = (struct sproj_slab_halve_arg){j == 1 ? D->first[base] : 0, D->first[sent_slab(n, d, j)] - D->first[base],
-                                           D->first[kept_slab(n, d, j)] - D->first[base]};
+      *arg = (struct sproj_slab_halve_arg){j == 1 ? D->first[base] : 0,
+                                           last ? 0 : D->first[sent_slab(n, d, j)] - D->first[base],
+                                           D->first[kept_slab(n, d, j)] - D->first[base], last ? 1 : 2};
       struct starpu_data_descr descr[4] = {{own, STARPU_R}, {D->sent[partner(n, d, j - 1)][j - 1], STARPU_R},
-                                           {D->sent[d][j], STARPU_W}, {D->kept[d][j], STARPU_W}};
-      ret = on_device(&sproj_slab_halve_cl, d, arg, sizeof *arg, descr, 4);
+                                           {last ? D->pair[d] : D->sent[d][j], STARPU_W}, {D->kept[d][j], STARPU_W}};
+      ret = on_device(&sproj_slab_halve_cl, d, arg, sizeof *arg, descr, last ? 3 : 4);
     }
   for (int d = 0; d < n && !ret; d++) {
     struct sproj_slab_update_arg *arg = calloc(1, sizeof *arg);
@@ -453,24 +475,24 @@ static int halve_update_double(sproj_recon *r, struct recon_devices *D, int sk)
       return SPROJ_ERR_NOMEM;
     arg->nparts = 2;
     arg->sens_factor = r->sens_factor;
-    starpu_data_handle_t own = D->kept[d][L - 1];
-    if (L == 1) { /* two devices: the half kept is in the device's own image */
-      own = summand(D, d);
-      arg->part_at[0] = D->first[d];
-    }
-    struct starpu_data_descr descr[4] = {{D->xs[d], STARPU_RW}, {D->ss[sk * n + d], STARPU_R}, {own, STARPU_R},
-                                         {D->sent[partner(n, d, L - 1)][L - 1], STARPU_R}};
+    /* two devices: the pair's slabs are the whole image, summed by nothing but this update */
+    struct starpu_data_descr descr[4] = {{D->xs[d], STARPU_RW}, {D->ss[sk * n + d], STARPU_R},
+                                         {L > 1 ? D->pair[d] : summand(D, d), STARPU_R},
+                                         {L > 1 ? D->pair[d ^ 1] : summand(D, d ^ 1), STARPU_R}};
     ret = on_device(&sproj_slab_update_cl, d, arg, sizeof *arg, descr, 4);
   }
-  for (int j = L - 1; j >= 0 && !ret; j--)
+  for (int j = L - 2; j >= 0 && !ret; j--)
     for (int d = 0; d < n && !ret; d++) {
       int p = partner(n, d, j), base = j ? kept_slab(n, d, j - 1) : 0;
-      starpu_data_handle_t piece[2] = {j == L - 1 ? D->xs[d] : D->known[d][j + 1],
-                                       j == L - 1 ? D->xs[p] : D->known[p][j + 1]};
+      starpu_data_handle_t piece[2] = {j == L - 2 ? D->xs[d] : D->known[d][j + 1],
+                                       j == L - 2 ? D->xs[p] : D->known[p][j + 1]};
       uint32_t first[2] = {D->first[kept_slab(n, d, j)] - D->first[base],
                            D->first[sent_slab(n, d, j)] - D->first[base]};
       ret = pieces_on(d, j ? D->known[d][j] : D->x[d]->handle, piece, first, 2, 0);
     }
+  /* two devices: the updated pair is the whole image */
+  for (int d = 0; d < n && L == 1 && !ret; d++)
+    ret = slabs_on(D, d, D->x[d]->handle, &D->xs[d], 0, 1, 0);
   return ret;
 }
 

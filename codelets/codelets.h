@@ -337,12 +337,10 @@ struct sproj_slabs_arg {
   uint32_t first[SPROJ_MAX_SLABS];
 };
 /* cl_arg of the update of one slab of the OS-EM image (buffers: the image's slab RW, the sensitivity's slab R, then
- * nparts partial back projections of it R, added in that order): part g's values of the slab start at its element
- * part_at[g] (0 for a slab, the slab's first voxel for a whole image). */
+ * nparts partial back projections of it R, added in that order). */
 struct sproj_slab_update_arg {
   int nparts;
   float sens_factor;
-  uint32_t part_at[SPROJ_MAX_SLABS];
 };
 /* cl_arg of one step of the recursive halving (buffers: this device's partial sums R, the partner's partial sums of
  * the step's voxels R, then nout sums W: the half sent on and the half kept, or all of the step's voxels): this

@@ -35,7 +35,7 @@ static void slab_update_cpu(void *buffers[], void *cl_arg)
   const float *sens = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
   const float *part[SPROJ_MAX_SLABS];
   for (int g = 0; g < arg->nparts; g++)
-    part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]) + arg->part_at[g];
+    part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]);
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
   for (uint32_t i = 0; i < n; i++)
     x[i] = slab_update_value(x[i], part, arg->nparts, i, sens[i], arg->sens_factor);
@@ -66,8 +66,7 @@ static size_t slab_copy_traffic(struct starpu_task *task, unsigned nimpl)
   return bytes;
 }
 
-/* The bytes an update moves: its slab read and written, the sensitivity's slab and each part's values of the slab
- * (a part may be a whole image, of which it reads one slab). */
+/* The bytes an update moves: its slab read and written, the sensitivity's slab and each part. */
 static size_t slab_update_traffic(struct starpu_task *task, unsigned nimpl)
 {
   (void)nimpl;

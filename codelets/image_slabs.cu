@@ -57,7 +57,7 @@ extern "C" void sproj_slab_update_cuda(void *buffers[], void *cl_arg)
     return;
   struct slab_parts p = {};
   for (int g = 0; g < arg->nparts; g++)
-    p.part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]) + arg->part_at[g];
+    p.part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]);
   slab_update_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
     (float *)STARPU_VECTOR_GET_PTR(buffers[0]), (const float *)STARPU_VECTOR_GET_PTR(buffers[1]), p, arg->nparts,
     arg->sens_factor, n);

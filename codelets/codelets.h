@@ -344,12 +344,18 @@ struct sproj_slab_update_arg {
   int nparts;
   float sens_factor;
 };
+/* cl_arg of one step of the recursive halving (buffers: this device's partial sums R, the partner's partial sums of
+ * the step's voxels R, then nout sums W: the half sent on and the half kept, or all of the step's voxels): this
+ * device's sums of the step's voxels start at its element own_at; the first sum written is the step's voxels from
+ * out_at, the second those from keep_at. */
+struct sproj_slab_halve_arg {
+  uint32_t own_at, out_at, keep_at;
+  int nout;
+};
 extern struct starpu_codelet sproj_slab_split_cl;
 extern struct starpu_codelet sproj_slab_gather_cl;
 extern struct starpu_codelet sproj_slab_update_cl;
-/* Bytes a task moves through memory, for the models of memory-bound codelets: its buffers' sizes, twice for those
- * read and written. */
-size_t sproj_task_traffic(struct starpu_task *task, unsigned nimpl);
+extern struct starpu_codelet sproj_slab_halve_cl;
 
 /* EM ratio (pieces of LORs), EM update (an image) and separable Gaussian blur (buffers: in R, out W, scratch). The
  * Poisson objective (em_nll.h) takes a ratio task's buffers, all read, and one more: SPROJ_NLL_PARTIALS doubles W. */
@@ -386,6 +392,7 @@ void sproj_scanner_lors_cuda(void *buffers[], void *cl_arg);
 void sproj_slab_split_cuda(void *buffers[], void *cl_arg);
 void sproj_slab_gather_cuda(void *buffers[], void *cl_arg);
 void sproj_slab_update_cuda(void *buffers[], void *cl_arg);
+void sproj_slab_halve_cuda(void *buffers[], void *cl_arg);
 #endif
 
 #ifdef __cplusplus

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* image_slabs.cu: an image's slabs on the GPU, queued on StarPU's stream: copies between an image and its slabs, and
- * the OS-EM update of one slab from the devices' partial back projections of it. */
+/* image_slabs.cu: an image's slabs on the GPU, queued on StarPU's stream: copies between an image and its slabs, a step
+ * of the recursive halving, and the OS-EM update of one slab from the devices' partial back projections of it. */
 #include "config.h"
 #include "cuda_pieces.h"
 #include "image_slabs.h"
@@ -15,6 +15,13 @@ __global__ static void slab_update_kernel(float *__restrict__ x, const float *__
 {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
     x[i] = slab_update_value(x[i], p.part, nparts, i, sens[i], sens_factor);
+}
+
+__global__ static void slab_pair_kernel(float *__restrict__ half, const float *__restrict__ own,
+                                        const float *__restrict__ in, uint32_t n)
+{
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    half[i] = slab_pair_sum(own, in, i);
 }
 
 /* One device-to-device copy per slab: the copy engine's own path, no kernel. */
@@ -55,4 +62,20 @@ extern "C" void sproj_slab_update_cuda(void *buffers[], void *cl_arg)
     (float *)STARPU_VECTOR_GET_PTR(buffers[0]), (const float *)STARPU_VECTOR_GET_PTR(buffers[1]), p, arg->nparts,
     arg->sens_factor, n);
   SPROJ_CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void sproj_slab_halve_cuda(void *buffers[], void *cl_arg)
+{
+  const struct sproj_slab_halve_arg *arg = (const struct sproj_slab_halve_arg *)cl_arg;
+  const float *own = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]) + arg->own_at;
+  const float *in = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+  for (int h = 0; h < arg->nout; h++) {
+    uint32_t at = h ? arg->keep_at : arg->out_at, n = STARPU_VECTOR_GET_NX(buffers[2 + h]);
+    unsigned blocks = sproj_stride_blocks(n);
+    if (blocks == 0)
+      continue;
+    slab_pair_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+      (float *)STARPU_VECTOR_GET_PTR(buffers[2 + h]), own + at, in + at, n);
+    SPROJ_CUDA_CHECK_LAUNCH();
+  }
 }

@@ -290,10 +290,18 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * they are read there). x, the models, the data and the chunkings must outlive the reconstruction. Memory: the
  * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
  * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size as its home
- * in main memory). With two or more GPUs, projections on GPUs alone and the default scheduler, create uploads
- * each chunk's LORs and per-LOR inputs to one GPU, each subset's chunks spread evenly over the GPUs (when a GPU can
- * hold its share four times over): every task then runs where its LORs are, and between iterations only images
- * cross between GPUs.
+ * in main memory). With two or more devices (sproj_num_devices: GPUs, or groups of CPU workers with SPROJ_DEVICES),
+ * no chunk in two subsets, no reproducible image and no distributed reduction, each device owns an equal share of
+ * every subset's LORs for the whole run (uploaded to its GPU once when it can hold its share four times over), with
+ * a back projection and a copy of the estimate of its own, and pieces of images for the sums (memory: up to about
+ * five images more per device).
+ * The devices' back projections of a subset are summed by recursive halving when their number is a power of two,
+ * the two devices of each pair updating the pair's two slabs of the image, and the updated slabs gathered by
+ * recursive doubling (2 log2 n - 1 image pieces received per device and subset); other counts send every slab to its
+ * device directly (2 (n - 1) pieces; the environment variable SPROJ_SLAB_EXCHANGE=direct forces that on any count,
+ * to compare). The order of the sums is
+ * fixed by the device count, so a run repeats bit for bit; the image differs from one device's by the rounding of
+ * the sums (about 1e-6 relative).
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
  * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
  * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, max_ratio < 0, a blur kernel wider

@@ -22,10 +22,11 @@ models' times / S; the projection models as a straight line through the CPU's me
 with host links of 50 GB/s. Nothing of such a machine is measured.
 
 Codelets the source has no model of, which several simulated GPUs run and one never does (the slabs of OS-EM over
-several devices: starproj_slab_split, starproj_slab_gather, starproj_slab_update), get one assumed from the source's
-image kernels (image_zero, image_add, em_update): each is a memory-bound pass over its buffers, so its time is a
-fixed cost plus the bytes it moves (its size, codelets/image_slabs.c: the buffers' sizes, twice for those read and
-written) at the bandwidth those kernels reached, fixed cost and bandwidth fitted to them (the new MACHINE says which).
+several devices: starproj_slab_split, starproj_slab_gather, starproj_slab_update, starproj_slab_halve), get one
+assumed from the source's image kernels (image_zero, image_add, em_update): each is a memory-bound pass over its
+buffers, so its time is a fixed cost plus the bytes it moves (its size, codelets/image_slabs.c: the bytes it reads
+and writes) at the bandwidth those kernels reached, fixed cost and bandwidth fitted to them (the new MACHINE says
+which).
 
 --fit-sizes: a projection or ratio model whose curve StarPU could not fit (a, b, c NaN; it then knows only the sizes
 it measured, and a simulation stops at any other) gets the straight line a size + c through its measured sizes' means
@@ -221,11 +222,11 @@ def fit_sizes(model):
     return model, None
 
 
-# the buffers' bytes a memory-bound image kernel moves for each byte StarPU counts as its size (sproj_task_traffic:
-# buffers read and written count twice): image_zero writes one image, image_add reads two and writes one (its first
+# the bytes a memory-bound image kernel moves (read plus written, as the slab codelets' sizes count them,
+# codelets/image_slabs.c) for each byte StarPU counts as its size: image_zero writes one image, image_add reads two and writes one (its first
 # read-write), em_update reads three and writes one
 IMAGE_KERNELS = {"starproj_image_zero": 1.0, "starproj_image_add": 1.5, "starproj_em_update": 4.0 / 3.0}
-SLAB_CODELETS = ("starproj_slab_split", "starproj_slab_gather", "starproj_slab_update")
+SLAB_CODELETS = ("starproj_slab_split", "starproj_slab_gather", "starproj_slab_update", "starproj_slab_halve")
 
 
 def slab_model(fixed_us, us_per_byte):

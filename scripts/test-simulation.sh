@@ -5,8 +5,8 @@
 # a handful of tiny configurations on simulated machines recorded in perfmodels/ at scale tiny: CPU workers on every
 # such folder recorded without a GPU, and, for every folder recorded on a GPU, its node and the 2, 4 and 8-GPU nodes
 # scripts/simulated-platform.py derives from it; then 1 to 8 made-up GPUs (the CPU models sped up) so that the
-# GPU path runs before a GPU machine is recorded. Also checks that a bad --simulate is refused. About a minute on
-# 2 cores once StarPU is built (StarPU over SimGrid: about 7 minutes on 2 loaded cores, once per machine).
+# GPU path runs before a GPU machine is recorded. Also checks that a bad --simulate is refused. About 6 s on 2 cores
+# once starproj is built over SimGrid (StarPU over SimGrid: about 7 minutes on 2 loaded cores, once per machine).
 # usage: scripts/test-simulation.sh [--simgrid-prefix DIR]   (default /usr/local/starpu-simgrid)
 set -uo pipefail
 cd "$(dirname "$0")/.."

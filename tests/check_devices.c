@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_devices.c: work owned by several devices, computed on CPU workers grouped as stand-ins for GPUs
  * (SPROJ_DEVICES): projections of chunks homed on devices equal those of one device bit for bit and run where their
- * homes are; OS-EM over 2, 3 and 8 devices (each owning a share of every subset, the devices' back projections
- * summed slab by slab) equals OS-EM on one device within the rounding of those sums; the shares stay on their devices
- * under every scheduling policy StarPU offers; bad input. */
+ * homes are; OS-EM over 2, 3, 4, 6 and 8 devices (each owning a share of every subset, the devices' back projections
+ * summed slab by slab: by recursive halving and doubling on 2, 4 and 8, directly on 3 and 6) equals OS-EM on one
+ * device within the rounding of those sums, and gives the same image bit for bit when run again; the direct exchange
+ * forced on 4 and 8 (SPROJ_SLAB_EXCHANGE=direct) agrees with the halving; the shares stay on their devices under every
+ * scheduling policy StarPU offers; bad input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,20 +230,21 @@ static void run_case(const struct osem_case *c, int iters, float *x)
   scene_run_sino(&sc, c->tof, c->blur ? fwhm : NULL, c->S, NULL, c->tof ? tof_ybar : ybar, iters, x, NULL, NULL);
 }
 
-/* Each case on 1 device, then on 2, 3 and 8: the images after 3 iterations agree within 1e-5 (relative L2; measured
- * below 1e-6: the devices' back projections are added in another order than one device's tasks add theirs), and for
- * the sinograms each worker projected exactly the LORs its devices own (listmode's sensitivity runs over the scanner's
- * LORs, which no device owns, so only the result is compared there). */
+/* Each case on 1 device, then on 2, 3, 4, 6 and 8 (halving and doubling on 2, 4, 8; the direct exchange on 3, 6): the
+ * images after 3 iterations agree within 1e-5 (relative L2; measured 0.4-1.6e-6: the devices' back projections are
+ * added in another order than one device's tasks add theirs), and for the sinograms each worker projected exactly the
+ * LORs its devices own (listmode's sensitivity runs over the scanner's LORs, which no device owns, so only the result
+ * is compared there). */
 START_TEST(test_osem_devices)
 {
   const struct osem_case *c = &cases[_i];
-  const int iters = 3, ns[] = {2, 3, 8};
+  const int iters = 3, ns[] = {2, 3, 4, 6, 8};
   int64_t nvox = tu_nvox(&sc.g);
   float *one = tu_alloc(nvox), *x = tu_alloc(nvox);
   start(1, NULL);
   run_case(c, iters, one);
   stop();
-  for (int t = 0; t < 3; t++) {
+  for (int t = 0; t < (int)(sizeof ns / sizeof *ns); t++) {
     int n = ns[t];
     start(n, NULL);
     EXPECT(sproj_stats_reset(), SPROJ_OK);
@@ -265,6 +268,63 @@ START_TEST(test_osem_devices)
   }
   free(one);
   free(x);
+}
+END_TEST
+
+/* The devices' sums are added in an order the device count fixes, whichever device or worker runs first: OS-EM with
+ * a resolution model (the blurred back projections are the summands) run twice on n devices gives the same image bit
+ * for bit (0 voxels differ), for the halving and doubling (2, 4, 8) and the direct exchange (3, 6). */
+START_TEST(test_osem_repeatable)
+{
+  const int ns[] = {2, 3, 4, 6, 8}, iters = 2;
+  int64_t nvox = tu_nvox(&sc.g);
+  float *a = tu_alloc(nvox), *b = tu_alloc(nvox);
+  for (int t = 0; t < (int)(sizeof ns / sizeof *ns); t++) {
+    for (int run = 0; run < 2; run++) {
+      start(ns[t], NULL);
+      run_case(&cases[1], iters, run ? b : a);
+      stop();
+    }
+    int64_t differ = 0;
+    for (int64_t v = 0; v < nvox; v++)
+      differ += memcmp(&a[v], &b[v], sizeof *a) != 0;
+    printf("OSEM %s on %d devices, run twice: %lld of %lld voxels differ\n", cases[1].name, ns[t], (long long)differ,
+           (long long)nvox);
+    ck_assert_msg(differ == 0, "%d devices: %lld voxels differ between two runs", ns[t], (long long)differ);
+  }
+  free(a);
+  free(b);
+}
+END_TEST
+
+/* SPROJ_SLAB_EXCHANGE=direct makes 4 and 8 devices sum directly instead of by halving and doubling: the images differ
+ * in the rounding of the sums only (relative L2 within 1e-6 of each other; some voxels differ, so the exchange did
+ * change). */
+START_TEST(test_osem_exchanges)
+{
+  const int ns[] = {4, 8}, iters = 3;
+  int64_t nvox = tu_nvox(&sc.g);
+  float *tree = tu_alloc(nvox), *direct = tu_alloc(nvox);
+  for (int t = 0; t < 2; t++) {
+    start(ns[t], NULL);
+    run_case(&cases[0], iters, tree);
+    stop();
+    setenv("SPROJ_SLAB_EXCHANGE", "direct", 1);
+    start(ns[t], NULL);
+    run_case(&cases[0], iters, direct);
+    stop();
+    unsetenv("SPROJ_SLAB_EXCHANGE");
+    int64_t differ = 0;
+    for (int64_t v = 0; v < nvox; v++)
+      differ += memcmp(&tree[v], &direct[v], sizeof *tree) != 0;
+    double d = tu_rel_l2_ff(direct, tree, nvox);
+    printf("OSEM %s on %d devices, direct exchange against halving and doubling: %.2e relative L2, %lld of %lld voxels "
+           "differ\n", cases[0].name, ns[t], d, (long long)differ, (long long)nvox);
+    ck_assert_msg(d <= 1e-6, "%d devices: the exchanges differ by %.3g", ns[t], d);
+    ck_assert_msg(differ > 0, "%d devices: SPROJ_SLAB_EXCHANGE=direct changed nothing", ns[t]);
+  }
+  free(tree);
+  free(direct);
 }
 END_TEST
 
@@ -411,6 +471,8 @@ int main(void)
   tcase_add_test(tc, test_device_count);
   tcase_add_loop_test(tc, test_homes_project, 0, 2);
   tcase_add_loop_test(tc, test_osem_devices, 0, (int)(sizeof cases / sizeof *cases));
+  tcase_add_test(tc, test_osem_repeatable);
+  tcase_add_test(tc, test_osem_exchanges);
   tcase_add_test(tc, test_placement_policies);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* recon_devices.c: OS-EM over several devices. Each device owns an equal share of every subset's LORs for the whole
  * run (their data, factors and forward values stay on it), back-projects its share into an image of its own, and the
- * devices' images are summed slab by slab: device s adds up slab s of every device's image and updates slab s of the
- * estimate, then every device gathers the updated slabs into its own copy of the estimate. */
+ * devices' images are summed slab by slab: device s ends with the sum of slab s of every device's image and updates
+ * slab s of the estimate, then every device gathers the updated slabs into its own copy of the estimate. With a power
+ * of two of devices the sum is a recursive halving (reduce-scatter) whose last step lets both devices of a pair update
+ * the pair's two slabs, and the gather a recursive doubling (all-gather): 2 log2 n - 1 copies into each device;
+ * otherwise every device sends each slab to its owner directly (2 (n - 1) copies into each device). */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +21,14 @@ struct recon_devices {
   sproj_image *xb[SPROJ_MAX_DEVICES];      /* with a resolution model: its blurred copy */
   sproj_image *bp[SPROJ_MAX_DEVICES];      /* each device's back projection of its share (and blurred, bpb) */
   sproj_image *bpb[SPROJ_MAX_DEVICES];
-  starpu_data_handle_t xs[SPROJ_MAX_DEVICES]; /* slab s of the estimate, device s's, current after each update */
-  starpu_data_handle_t *bs;                /* [d * n + s]: slab s of device d's back projection */
+  starpu_data_handle_t xs[SPROJ_MAX_DEVICES]; /* the slabs of the estimate device d updates, current after it */
+  starpu_data_handle_t *bs;                /* direct: [d * n + s]: slab s of device d's back projection */
+  int levels;                              /* log2 n for a power of two n (halving and doubling), else 0 (direct) */
+  /* halving and doubling, device d, level j: what d sends at halving step j, what it keeps after it (j >= 1), and
+   * what it knows after doubling step j (j >= 1); its pair's two slabs summed over every device; see
+   * halve_update_double */
+  starpu_data_handle_t sent[SPROJ_MAX_DEVICES][3], kept[SPROJ_MAX_DEVICES][3], known[SPROJ_MAX_DEVICES][3];
+  starpu_data_handle_t pair[SPROJ_MAX_DEVICES];
   starpu_data_handle_t *ss;                /* [k * n + s]: slab s of sensitivity k */
   int nsens;
   int fresh;                               /* the first subset of an iterate call reads the caller's image */
@@ -52,9 +61,9 @@ static int gauss_on(sproj_recon *r, int d, starpu_data_handle_t in, starpu_data_
   return on_device(&sproj_gauss3d_cl, d, arg, sizeof *arg, descr, 3);
 }
 
-/* Slabs of img (slab[s] for s in first_slab .. first_slab + count - 1) cut (to_slabs) or put together, on device d. */
-static int slabs_on(const struct recon_devices *D, int d, starpu_data_handle_t img, const starpu_data_handle_t *slab,
-                    int first_slab, int count, int to_slabs)
+/* Pieces of img (piece[i] from voxel first[i] of img, i < count) cut (to_slabs) or put together, on device d. */
+static int pieces_on(int d, starpu_data_handle_t img, const starpu_data_handle_t *piece, const uint32_t *first,
+                     int count, int to_slabs)
 {
   struct sproj_slabs_arg *arg = calloc(1, sizeof *arg);
   if (!arg)
@@ -63,10 +72,53 @@ static int slabs_on(const struct recon_devices *D, int d, starpu_data_handle_t i
   descr[0] = (struct starpu_data_descr){img, to_slabs ? STARPU_R : STARPU_W};
   arg->nslabs = count;
   for (int i = 0; i < count; i++) {
-    arg->first[i] = D->first[first_slab + i];
-    descr[1 + i] = (struct starpu_data_descr){slab[i], to_slabs ? STARPU_W : STARPU_R};
+    arg->first[i] = first[i];
+    descr[1 + i] = (struct starpu_data_descr){piece[i], to_slabs ? STARPU_W : STARPU_R};
   }
   return on_device(to_slabs ? &sproj_slab_split_cl : &sproj_slab_gather_cl, d, arg, sizeof *arg, descr, 1 + count);
+}
+
+/* Slabs first_slab .. first_slab + count - 1 of img (handles slab[0 .. count-1]) cut or put together, on device d. */
+static int slabs_on(const struct recon_devices *D, int d, starpu_data_handle_t img, const starpu_data_handle_t *slab,
+                    int first_slab, int count, int to_slabs)
+{
+  return pieces_on(d, img, slab, &D->first[first_slab], count, to_slabs);
+}
+
+/* ---- halving and doubling (n = 2^levels devices) ---- */
+/* At level j a device pairs with the device whose number differs in bit levels - 1 - j (n / 2 apart first). Before
+ * halving step j, device d holds partial sums of the 2h slabs from (d / 2h) 2h, h = n >> (j + 1); it keeps the half
+ * that holds slab d and sends the other half to its partner, which keeps that one; after the last step it holds the
+ * sum of slab d. The doubling runs the steps backwards: at step j each device sends the slabs it knows (the half it
+ * kept at halving step j) and receives its partner's. */
+static int half_of(int n, int j)
+{
+  return n >> (j + 1);
+}
+static int kept_slab(int n, int d, int j)
+{
+  int h = half_of(n, j);
+  return d / h * h;
+}
+static int sent_slab(int n, int d, int j)
+{
+  int h = half_of(n, j);
+  return (d / h ^ 1) * h;
+}
+static int partner(int n, int d, int j)
+{
+  return d ^ half_of(n, j);
+}
+
+/* The slabs device d updates: its own with the direct exchange, its pair's two (d and d ^ 1) with halving and
+ * doubling, whose last step sums both slabs on both devices of a pair instead of halving them once more. */
+static int update_slab(const struct recon_devices *D, int d)
+{
+  return D->levels ? d & ~1 : d;
+}
+static int update_count(const struct recon_devices *D)
+{
+  return D->levels ? 2 : 1;
 }
 
 /* ---- set-up ---- */
@@ -211,10 +263,16 @@ static int temp_image(const char *func, sproj_image **out, const sproj_image *li
   return ret;
 }
 
+/* A handle of slabs s .. s + count - 1, in memory StarPU allocates where it is used. */
+static int slabs_handle(starpu_data_handle_t *h, const struct recon_devices *D, int s, int count)
+{
+  starpu_vector_data_register(h, -1, 0, D->first[s + count] - D->first[s], sizeof(float));
+  return *h ? SPROJ_OK : SPROJ_ERR_STARPU;
+}
+
 static int slab_handle(starpu_data_handle_t *h, const struct recon_devices *D, int s)
 {
-  starpu_vector_data_register(h, -1, 0, D->first[s + 1] - D->first[s], sizeof(float));
-  return *h ? SPROJ_OK : SPROJ_ERR_STARPU;
+  return slabs_handle(h, D, s, 1);
 }
 
 int recon_devices_create(const char *func, sproj_recon *r)
@@ -254,16 +312,37 @@ int recon_devices_create(const char *func, sproj_recon *r)
         (r->blur && ((ret = temp_image(func, &D->xb[d], r->x, -1)) || (ret = temp_image(func, &D->bpb[d], r->x, -1)))))
       return ret;
   }
+  /* SPROJ_SLAB_EXCHANGE=direct: the direct exchange on any count, to compare the two */
+  const char *exchange = getenv("SPROJ_SLAB_EXCHANGE");
+  while ((1 << D->levels) < n)
+    D->levels++;
+  if ((1 << D->levels) != n || (exchange && !strcmp(exchange, "direct")))
+    D->levels = 0;
+  for (int d = 0; d < n; d++)
+    if (slabs_handle(&D->xs[d], D, update_slab(D, d), update_count(D)))
+      return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+  if (D->levels) {
+    int L = D->levels;
+    for (int d = 0; d < n; d++) {
+      for (int j = 0; j < L - 1; j++) {
+        int h = half_of(n, j);
+        if (slabs_handle(&D->sent[d][j], D, sent_slab(n, d, j), h) ||
+            (j > 0 && slabs_handle(&D->kept[d][j], D, kept_slab(n, d, j), h)) ||
+            (j > 0 && slabs_handle(&D->known[d][j], D, kept_slab(n, d, j - 1), 2 * h)))
+          return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+      }
+      if (L > 1 && slabs_handle(&D->pair[d], D, update_slab(D, d), 2))
+        return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+    }
+    return upload_shares(func, r, D);
+  }
   D->bs = calloc((size_t)n * n, sizeof *D->bs);
   if (!D->bs)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  for (int s = 0; s < n; s++) {
-    if (slab_handle(&D->xs[s], D, s))
-      return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+  for (int s = 0; s < n; s++)
     for (int d = 0; d < n; d++)
       if (slab_handle(&D->bs[d * n + s], D, s))
         return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
-  }
   return upload_shares(func, r, D);
 }
 
@@ -275,12 +354,12 @@ int recon_devices_sensitivities(const char *func, sproj_recon *r)
   if (!D->ss)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   D->nsens = r->num_sens;
-  /* slab s of each sensitivity lives on device s, which updates that slab */
+  /* the slabs of each sensitivity device d updates live on device d */
   for (int k = 0; k < r->num_sens && !ret; k++)
-    for (int s = 0; s < n && !ret; s++) {
-      if (slab_handle(&D->ss[k * n + s], D, s))
+    for (int d = 0; d < n && !ret; d++) {
+      if (slabs_handle(&D->ss[k * n + d], D, update_slab(D, d), update_count(D)))
         return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
-      ret = slabs_on(D, s, r->sens[k]->handle, &D->ss[k * n + s], s, 1, 1);
+      ret = slabs_on(D, d, r->sens[k]->handle, &D->ss[k * n + d], update_slab(D, d), 1, 1);
     }
   return ret ? sproj_fail(ret, func, "could not submit the sensitivity's slabs") : SPROJ_OK;
 }
@@ -307,6 +386,15 @@ void recon_devices_drop_images(sproj_recon *r)
   for (int i = 0; D->ss && i < D->nsens * D->n; i++)
     if (D->ss[i])
       starpu_data_unregister_no_coherency(D->ss[i]);
+  for (int d = 0; d < D->n; d++)
+    for (int j = 0; j < D->levels; j++) {
+      starpu_data_handle_t *h[4] = {&D->sent[d][j], &D->kept[d][j], &D->known[d][j], &D->pair[d]};
+      for (int i = 0; i < 4; i++)
+        if (*h[i]) {
+          starpu_data_unregister_no_coherency(*h[i]);
+          *h[i] = NULL;
+        }
+    }
   free(D->bs);
   free(D->ss);
   memset(D->xs, 0, sizeof D->xs);
@@ -335,11 +423,100 @@ int recon_devices_begin(sproj_recon *r)
 {
   struct recon_devices *D = r->dev;
   int ret = SPROJ_OK;
-  /* the caller's image may have changed since the last call: each device takes its slab of it, and the first subset
-   * projects it */
-  for (int s = 0; s < D->n && !ret; s++)
-    ret = slabs_on(D, s, r->x->handle, &D->xs[s], s, 1, 1);
+  /* the caller's image may have changed since the last call: each device takes the slabs it updates of it, and the
+   * first subset projects it */
+  for (int d = 0; d < D->n && !ret; d++)
+    ret = slabs_on(D, d, r->x->handle, &D->xs[d], update_slab(D, d), 1, 1);
   D->fresh = 1;
+  return ret;
+}
+
+/* The image device d's back projection of a subset ends in (blurred with a resolution model). */
+static starpu_data_handle_t summand(const struct recon_devices *D, int d)
+{
+  return (D->bpb[d] ? D->bpb[d] : D->bp[d])->handle;
+}
+
+/* Halving step 0 on device d: the half of its back projection bp it sends on (none with 2 devices, whose one step
+ * is the pair's, below). */
+static int halving_start(const struct recon_devices *D, int d, starpu_data_handle_t bp)
+{
+  return D->levels > 1 ? slabs_on(D, d, bp, &D->sent[d][0], sent_slab(D->n, d, 0), 1, 1) : SPROJ_OK;
+}
+
+/* The rest of the halving, the update and the doubling. Halving steps 1 .. levels - 2 add the partner's half to the
+ * half kept and cut the sum again; the last step, between the devices d and d ^ 1 of a pair, adds the partner's sums
+ * of the pair's two slabs to the device's own (pair[d]), and each device of the pair updates both slabs from its sums
+ * and its partner's: one exchange of two slabs instead of a halving step and a doubling step of one slab each. The
+ * doubling (steps levels - 2 .. 0) then ends in each device's copy of the estimate. Every sum adds the partial sums
+ * of two devices, which float addition gives alike in either order, so the sums follow a tree that the device count
+ * fixes: the same result from run to run whichever device runs first, and on both devices of a pair. */
+static int halve_update_double(sproj_recon *r, struct recon_devices *D, int sk)
+{
+  int n = D->n, L = D->levels, ret = SPROJ_OK;
+  for (int j = 1; j < L && !ret; j++)
+    for (int d = 0; d < n && !ret; d++) {
+      /* what d holds before step j: slabs from base; after step 0 the half of its own image it kept */
+      int base = kept_slab(n, d, j - 1), last = j == L - 1;
+      starpu_data_handle_t own = j == 1 ? summand(D, d) : D->kept[d][j - 1];
+      struct sproj_slab_halve_arg *arg = malloc(sizeof *arg);
+      if (!arg)
+        return SPROJ_ERR_NOMEM;
+      *arg = (struct sproj_slab_halve_arg){j == 1 ? D->first[base] : 0,
+                                           last ? 0 : D->first[sent_slab(n, d, j)] - D->first[base],
+                                           D->first[kept_slab(n, d, j)] - D->first[base], last ? 1 : 2};
+      struct starpu_data_descr descr[4] = {{own, STARPU_R}, {D->sent[partner(n, d, j - 1)][j - 1], STARPU_R},
+                                           {last ? D->pair[d] : D->sent[d][j], STARPU_W}, {D->kept[d][j], STARPU_W}};
+      ret = on_device(&sproj_slab_halve_cl, d, arg, sizeof *arg, descr, last ? 3 : 4);
+    }
+  for (int d = 0; d < n && !ret; d++) {
+    struct sproj_slab_update_arg *arg = calloc(1, sizeof *arg);
+    if (!arg)
+      return SPROJ_ERR_NOMEM;
+    arg->nparts = 2;
+    arg->sens_factor = r->sens_factor;
+    /* two devices: the pair's slabs are the whole image, summed by nothing but this update */
+    struct starpu_data_descr descr[4] = {{D->xs[d], STARPU_RW}, {D->ss[sk * n + d], STARPU_R},
+                                         {L > 1 ? D->pair[d] : summand(D, d), STARPU_R},
+                                         {L > 1 ? D->pair[d ^ 1] : summand(D, d ^ 1), STARPU_R}};
+    ret = on_device(&sproj_slab_update_cl, d, arg, sizeof *arg, descr, 4);
+  }
+  for (int j = L - 2; j >= 0 && !ret; j--)
+    for (int d = 0; d < n && !ret; d++) {
+      int p = partner(n, d, j), base = j ? kept_slab(n, d, j - 1) : 0;
+      starpu_data_handle_t piece[2] = {j == L - 2 ? D->xs[d] : D->known[d][j + 1],
+                                       j == L - 2 ? D->xs[p] : D->known[p][j + 1]};
+      uint32_t first[2] = {D->first[kept_slab(n, d, j)] - D->first[base],
+                           D->first[sent_slab(n, d, j)] - D->first[base]};
+      ret = pieces_on(d, j ? D->known[d][j] : D->x[d]->handle, piece, first, 2, 0);
+    }
+  /* two devices: the updated pair is the whole image */
+  for (int d = 0; d < n && L == 1 && !ret; d++)
+    ret = slabs_on(D, d, D->x[d]->handle, &D->xs[d], 0, 1, 0);
+  return ret;
+}
+
+/* The direct exchange (any device count): device s updates slab s from every device's slab of it, added in device
+ * order (sensitivity sk), then every device gathers the updated slabs into its copy of the estimate (device 0's copy
+ * is the caller's image). */
+static int direct_update_gather(sproj_recon *r, struct recon_devices *D, int sk)
+{
+  int n = D->n, ret = SPROJ_OK;
+  for (int s = 0; s < n && !ret; s++) {
+    struct sproj_slab_update_arg *arg = calloc(1, sizeof *arg);
+    if (!arg)
+      return SPROJ_ERR_NOMEM;
+    arg->nparts = n;
+    arg->sens_factor = r->sens_factor;
+    struct starpu_data_descr descr[2 + SPROJ_MAX_DEVICES];
+    descr[0] = (struct starpu_data_descr){D->xs[s], STARPU_RW};
+    descr[1] = (struct starpu_data_descr){D->ss[sk * n + s], STARPU_R};
+    for (int d = 0; d < n; d++)
+      descr[2 + d] = (struct starpu_data_descr){D->bs[d * n + s], STARPU_R};
+    ret = on_device(&sproj_slab_update_cl, s, arg, sizeof *arg, descr, 2 + n);
+  }
+  for (int d = 0; d < n && !ret; d++)
+    ret = slabs_on(D, d, D->x[d]->handle, D->xs, 0, n, 0);
   return ret;
 }
 
@@ -347,7 +524,7 @@ int recon_devices_subset(sproj_recon *r, int k)
 {
   struct recon_devices *D = r->dev;
   int n = D->n, ret = SPROJ_OK;
-  /* each device: forward, ratio and back projection of its share, its image cut into slabs */
+  /* each device: forward, ratio and back projection of its share, then the first cut of its image for the exchange */
   for (int d = 0; d < n && !ret; d++) {
     int c = k * n + d;
     sproj_image *src = D->fresh ? r->x : D->x[d], *part = D->bp[d];
@@ -360,25 +537,10 @@ int recon_devices_subset(sproj_recon *r, int k)
     if (r->blur && !(ret = gauss_on(r, d, D->bp[d]->handle, D->bpb[d]->handle)))
       part = D->bpb[d];
     if (!ret)
-      ret = slabs_on(D, d, part->handle, &D->bs[d * n], 0, n, 1);
+      ret = D->levels ? halving_start(D, d, part->handle) : slabs_on(D, d, part->handle, &D->bs[d * n], 0, n, 1);
   }
-  /* each device: the update of its slab from every device's slab of it, added in device order */
-  int sk = r->num_sens == 1 ? 0 : k;
-  for (int s = 0; s < n && !ret; s++) {
-    struct sproj_slab_update_arg *arg = malloc(sizeof *arg);
-    if (!arg)
-      return SPROJ_ERR_NOMEM;
-    *arg = (struct sproj_slab_update_arg){n, r->sens_factor};
-    struct starpu_data_descr descr[2 + SPROJ_MAX_DEVICES];
-    descr[0] = (struct starpu_data_descr){D->xs[s], STARPU_RW};
-    descr[1] = (struct starpu_data_descr){D->ss[sk * n + s], STARPU_R};
-    for (int d = 0; d < n; d++)
-      descr[2 + d] = (struct starpu_data_descr){D->bs[d * n + s], STARPU_R};
-    ret = on_device(&sproj_slab_update_cl, s, arg, sizeof *arg, descr, 2 + n);
-  }
-  /* each device: the new estimate from every device's slab (device 0's copy is the caller's image) */
-  for (int d = 0; d < n && !ret; d++)
-    ret = slabs_on(D, d, D->x[d]->handle, D->xs, 0, n, 0);
+  if (!ret)
+    ret = (D->levels ? halve_update_double : direct_update_gather)(r, D, r->num_sens == 1 ? 0 : k);
   D->fresh = 0;
   return ret;
 }

@@ -17,8 +17,10 @@ static inline int scan_elements(const struct sproj_input_arg *a, int kind, const
     float v;
     int f = sproj_input_fault(a, kind, data, i, &v);
     if (!f) {
-      if (kind == SPROJ_INPUT_BINS && (int32_t)v > r->max_bin)
-        r->max_bin = (int32_t)v;
+      if (sproj_input_is_bins(kind)) {
+        r->max_bin = (int32_t)v > r->max_bin ? (int32_t)v : r->max_bin;
+        r->min_bin = (int32_t)v < r->min_bin ? (int32_t)v : r->min_bin;
+      }
       continue;
     }
     if (r->first[f - 1] == SPROJ_INPUT_NONE) {
@@ -39,16 +41,18 @@ static inline __attribute__((always_inline)) void scan_kind(const struct sproj_i
   uint64_t b = 0;
   for (; n - b >= SCAN_BLOCK; b += SCAN_BLOCK) {
     int all = 1;
-    int16_t max = (int16_t)r->max_bin;
+    int16_t max = (int16_t)r->max_bin, min = (int16_t)r->min_bin;
     for (int j = 0; j < SCAN_BLOCK; j++) {
       all &= sproj_input_fine(a, kind, data, b + (uint64_t)j);
-      if (kind == SPROJ_INPUT_BINS) {
+      if (sproj_input_is_bins(kind)) {
         int16_t x = ((const int16_t *)data)[b + (uint64_t)j];
         max = x > max ? x : max;
+        min = x < min ? x : min;
       }
     }
     if (all) {
       r->max_bin = max;
+      r->min_bin = min;
       continue;
     }
     if (scan_elements(a, kind, data, b, b + SCAN_BLOCK, r))
@@ -62,14 +66,16 @@ void sproj_input_scan(const struct sproj_input_arg *a, int kind, const void *dat
 {
   r->first[0] = r->first[1] = SPROJ_INPUT_NONE;
   r->value[0] = r->value[1] = 0.0f;
-  r->max_bin = 0;
-  r->unused = 0;
+  r->max_bin = r->min_bin = 0;
   switch (kind) {
   case SPROJ_INPUT_COORDS:
     scan_kind(a, SPROJ_INPUT_COORDS, data, n, r);
     break;
   case SPROJ_INPUT_BINS:
     scan_kind(a, SPROJ_INPUT_BINS, data, n, r);
+    break;
+  case SPROJ_INPUT_ANY_BINS:
+    scan_kind(a, SPROJ_INPUT_ANY_BINS, data, n, r);
     break;
   case SPROJ_INPUT_SIGMA:
     scan_kind(a, SPROJ_INPUT_SIGMA, data, n, r);

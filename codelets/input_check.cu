@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* input_check.cu: the check codelet on a GPU: per vector, the first element of each fault (an atomic minimum over
- * the element indices), the largest bin, and the values of the elements found, queued on StarPU's stream. */
+ * the element indices), the largest and smallest bins, and the values of the elements found, queued on StarPU's
+ * stream. */
 #include "config.h"
 #include "cuda_pieces.h"
 #include "input_check.h"
@@ -23,8 +24,7 @@ __global__ static void input_init_kernel(struct sproj_input_result *r, int nvect
     return;
   r[k].first[0] = r[k].first[1] = SPROJ_INPUT_NONE;
   r[k].value[0] = r[k].value[1] = 0.0f;
-  r[k].max_bin = 0;
-  r[k].unused = 0;
+  r[k].max_bin = r[k].min_bin = 0;
 }
 
 /* Vector blockIdx.y, its elements strided over the blocks along x. */
@@ -34,21 +34,28 @@ __global__ static void input_scan_kernel(const __grid_constant__ struct sproj_in
   const int k = blockIdx.y, kind = t.kind[k];
   const void *data = t.data[k];
   const unsigned long long n = t.n[k], stride = (unsigned long long)gridDim.x * blockDim.x;
-  int max_bin = 0;
+  int max_bin = 0, min_bin = 0;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     float v;
     int f = sproj_input_fault(&a, kind, data, i, &v);
-    if (f)
+    if (f) {
       atomicMin(&r[k].first[f - 1], i);
-    else if (kind == SPROJ_INPUT_BINS && (int)v > max_bin)
-      max_bin = (int)v;
+    } else if (sproj_input_is_bins(kind)) {
+      max_bin = max(max_bin, (int)v);
+      min_bin = min(min_bin, (int)v);
+    }
   }
-  if (kind == SPROJ_INPUT_BINS) {
-    /* every thread of the block is here (kind is the block's): the warp's largest, then one atomic per warp */
-    for (int d = 16; d > 0; d >>= 1)
+  if (sproj_input_is_bins(kind)) {
+    /* every thread of the block is here (kind is the block's): the warp's largest and smallest, then one atomic
+     * each per warp */
+    for (int d = 16; d > 0; d >>= 1) {
       max_bin = max(max_bin, __shfl_down_sync(0xffffffffu, max_bin, d));
+      min_bin = min(min_bin, __shfl_down_sync(0xffffffffu, min_bin, d));
+    }
     if ((threadIdx.x & 31u) == 0 && max_bin > 0)
       atomicMax(&r[k].max_bin, max_bin);
+    if ((threadIdx.x & 31u) == 0 && min_bin < 0)
+      atomicMin(&r[k].min_bin, min_bin);
   }
 }
 

@@ -17,8 +17,15 @@ extern "C" {
 #endif
 
 /* What a vector holds: 3 floats per LOR (an endpoint), an int16 TOF bin per event, a float sigma or centre offset
- * per LOR. */
-enum sproj_input_kind { SPROJ_INPUT_COORDS = 0, SPROJ_INPUT_BINS = 1, SPROJ_INPUT_SIGMA = 2, SPROJ_INPUT_OFFSET = 3 };
+ * per LOR. TOF bins come in two kinds: starproj's (a negative bin is a fault) and libparallelproj's (any int16 bin
+ * is fine: its listmode places bin b at b bin widths from bin 0, whatever b). */
+enum sproj_input_kind {
+  SPROJ_INPUT_COORDS = 0,
+  SPROJ_INPUT_BINS = 1,
+  SPROJ_INPUT_SIGMA = 2,
+  SPROJ_INPUT_OFFSET = 3,
+  SPROJ_INPUT_ANY_BINS = 4
+};
 
 /* Most vectors one check task scans. */
 #define SPROJ_INPUT_MAX_VECTORS 4
@@ -35,17 +42,24 @@ struct sproj_input_arg {
   double max_ratio;            /* sigma and offset: the bound on sigma / bin_width and |offset| / bin_width */
 };
 
-/* What a scan found in one vector. A kind has one or two faults (below); first[f - 1] is the first element (a float
- * of a coordinate vector, else a LOR or event) with fault f, SPROJ_INPUT_NONE when none has it, and value[f - 1]
- * that element's value (a bin as a float). max_bin: the largest bin of a bin vector with no negative bin, else
- * meaningless. A scan may stop at the first element with fault 1, which is reported before any fault 2: first[1] is
- * exact only when first[0] is SPROJ_INPUT_NONE. */
+/* What a scan found in one vector. A kind has no, one or two faults (below); first[f - 1] is the first element (a
+ * float of a coordinate vector, else a LOR or event) with fault f, SPROJ_INPUT_NONE when none has it, and
+ * value[f - 1] that element's value (a bin as a float). min_bin .. max_bin: a range that holds 0 and every bin of a
+ * bin vector with no fault (the smallest bin when below 0, the largest when above), else meaningless. A scan may
+ * stop at the first element with fault 1, which is reported before any fault 2: first[1] is exact only when first[0]
+ * is SPROJ_INPUT_NONE. */
 struct sproj_input_result {
   unsigned long long first[2];
   float value[2];
   int32_t max_bin;
-  int32_t unused;
+  int32_t min_bin;
 };
+
+/* A vector of TOF bins, of either kind. */
+SPROJ_HD int sproj_input_is_bins(int kind)
+{
+  return kind == SPROJ_INPUT_BINS || kind == SPROJ_INPUT_ANY_BINS;
+}
 
 /* Finite, written so that no compiler option that assumes finite math can drop the test. */
 SPROJ_HD int sproj_input_finite(float v)
@@ -99,10 +113,10 @@ SPROJ_HD int sproj_tof_offset_fault(float offset, float bin_width, double max_ra
 /* Element i of a vector of kind `kind`: its fault (0: none; a sigma's three are one fault here) and its value. */
 SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *a, int kind, const void *data, uint64_t i, float *value)
 {
-  if (kind == SPROJ_INPUT_BINS) {
+  if (sproj_input_is_bins(kind)) {
     int16_t b = ((const int16_t *)data)[i];
     *value = (float)b;
-    return b < 0;
+    return kind == SPROJ_INPUT_BINS && b < 0;
   }
   float v = ((const float *)data)[i];
   *value = v;
@@ -119,6 +133,8 @@ SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *a, int kind, const v
 {
   if (kind == SPROJ_INPUT_BINS)
     return ((const int16_t *)data)[i] >= 0;
+  if (kind == SPROJ_INPUT_ANY_BINS)
+    return 1;
   float v = ((const float *)data)[i];
   if (kind == SPROJ_INPUT_COORDS)
     return sproj_coordinate_fine(v, a->max_coordinate);

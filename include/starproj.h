@@ -481,7 +481,8 @@ SPROJ_API int sproj_tof_unregister(sproj_tof *tof);
 
 /* Registers listmode events: a LOR set whose LOR i carries the TOF bin tof_bin[i] (0 .. num_bins-1 of the TOF
  * parameters it is projected with; checked at submission). Errors: those of sproj_lors_register, NULL, RANGE
- * (a negative bin). */
+ * (a negative bin). Events in libparallelproj's convention, whose bins may be any int16_t:
+ * sproj_lors_register_events_convention (starproj_parallelproj.h). */
 SPROJ_API int sproj_lors_register_events(sproj_lors **events, const float *xstart, const float *xend, const int16_t *tof_bin,
                                          int64_t num_events);
 /* The same from a caller's StarPU vectors (they stay the caller's): the endpoints as in sproj_lors_register_handles
@@ -532,7 +533,8 @@ SPROJ_API int sproj_fwd_tof_sino_chunks(sproj_image *img, sproj_proj *proj, cons
 SPROJ_API int sproj_back_tof_sino_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
                                          int num, const sproj_tof *tof);
 /* TOF listmode forward / back projection of chunks of events (sproj_lors_register_events), one value per event.
- * Errors: as above, plus INVALID (a LOR set without bins), RANGE (an event's bin >= tof's num_bins). */
+ * Errors: as above, plus INVALID (a LOR set without bins), RANGE (an event's bin outside 0 .. tof's num_bins-1;
+ * with tof in libparallelproj's convention, sproj_tof_set_convention, any bin is projected). */
 SPROJ_API int sproj_fwd_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk, const sproj_tof *tof);
 SPROJ_API int sproj_back_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk, const sproj_tof *tof);
 SPROJ_API int sproj_fwd_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,

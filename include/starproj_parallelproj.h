@@ -52,24 +52,41 @@ extern "C" {
  */
 
 /* ---- libparallelproj's TOF numbers ----------------------------------------------------------------------------
- * starproj's TOF conventions (starproj.h) differ from what libparallelproj 2.x's code computes in two places:
+ * starproj's TOF conventions (starproj.h) differ from what libparallelproj 2.x's code computes in three places:
  *   - the centre offset: starproj moves the bins along the LOR towards xend; libparallelproj along the LOR's
  *     principal axis, which is towards xend only where xend's coordinate on that axis is the larger (elsewhere its
  *     +offset is starproj's -offset);
  *   - listmode: starproj projects an event to exactly its LOR's TOF-sinogram bin; libparallelproj weighs the samples
  *     of the planes within num_sigmas sigma of the event's bin by the Gaussian integrated over one bin and
- *     normalises over those planes (those outside the image included), 1e-3 to 5e-3 of the largest value away.
+ *     normalises over those planes (those outside the image included), 1e-3 to 5e-3 of the largest value away;
+ *   - listmode bins: starproj's lie in 0 .. num_bins-1; libparallelproj takes any (registered with
+ *     sproj_lors_register_events_convention, below).
  * sproj_tof_set_convention(tof, SPROJ_TOF_CONVENTION_PARALLELPROJ) makes every projection with tof compute
  * libparallelproj's numbers instead, for ports that must reproduce them (Python's starproj.parallelproj_core does):
  * its listmode forward values in the same float operations (on CPU workers bit for bit, as measured against its CPU
  * build), its TOF sinogram and the back projections within 1e-5 of the largest value. Only where a listmode window
- * reaches more than 16384 voxel planes beyond the image does its normalisation stop there. Requests submitted
- * before the call keep the convention they were submitted with; SPROJ_TOF_CONVENTION_STARPROJ (the default) goes
+ * reaches more than 16384 voxel planes beyond the image does its normalisation stop there. Listmode events then
+ * may carry any bin. Requests submitted before the call keep the convention they were submitted with; SPROJ_TOF_CONVENTION_STARPROJ (the default) goes
  * back. The calls of this header keep starproj's conventions. Errors: NOT_INIT, NULL, INVALID (another
  * convention). */
 #define SPROJ_TOF_CONVENTION_STARPROJ 0
 #define SPROJ_TOF_CONVENTION_PARALLELPROJ 1
 SPROJ_API int sproj_tof_set_convention(sproj_tof *tof, int convention);
+
+/* Listmode events whose bins follow a convention: SPROJ_TOF_CONVENTION_STARPROJ registers them exactly as
+ * sproj_lors_register_events / sproj_lors_register_events_handles do (a negative bin is refused), and
+ * SPROJ_TOF_CONVENTION_PARALLELPROJ takes every int16_t bin, as libparallelproj's listmode does: it places bin b
+ * b bin widths from the centre of bin 0, whatever b, so that bins outside 0 .. num_bins-1 lie beyond the ends of
+ * its TOF sinogram (libparallelproj's own tests project bins -2 .. 2 with 27 bins). Projected with TOF parameters in
+ * libparallelproj's convention, such events give its values; a submission with parameters in starproj's convention
+ * refuses any bin outside 0 .. num_bins-1 (RANGE), whichever the registration. The bins are checked (and their
+ * range noted) as the plain registrations check them: host arrays in the calling thread, vectors where they live.
+ * Errors: those of the plain registrations, INVALID (another convention). */
+SPROJ_API int sproj_lors_register_events_convention(sproj_lors **events, const float *xstart, const float *xend,
+                                                    const int16_t *tof_bin, int64_t num_events, int convention);
+SPROJ_API int sproj_lors_register_events_handles_convention(sproj_lors **events, sproj_starpu_handle xstart,
+                                                            sproj_starpu_handle xend, sproj_starpu_handle tof_bin,
+                                                            int convention);
 
 /* Non-TOF forward projection: projection_values[i] = line integral of image along LOR i (overwritten). */
 SPROJ_API int sproj_pp_joseph3d_fwd(const float *lor_start, const float *lor_end, const float *image, const float *image_origin,

@@ -5,7 +5,8 @@
 # pytest's summary line. With --with-parallelproj, also builds libparallelproj's own Python module (parallelproj_core:
 # its CPU library, OpenMP, and its nanobind binding, nanobind from PyPI) once into build/parallelproj, which
 # tests/test_parallelproj_core.py compares starproj.parallelproj_core with call for call (skipped without it).
-# usage: scripts/test-python.sh [--prefix DIR] [--with-parallelproj SRC]
+# With --build-only it stops once the binding is built (scripts/test-parallelproj-package.sh uses it).
+# usage: scripts/test-python.sh [--prefix DIR] [--with-parallelproj SRC] [--build-only]
 #   DIR: where StarPU is (default /usr/local); SRC: libparallelproj's source, a folder or a .tar.gz
 set -euo pipefail
 caller=$(pwd)
@@ -13,12 +14,14 @@ cd "$(dirname "$0")/.."
 root=$PWD
 starpu=/usr/local
 pp_src=
+build_only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) starpu=$2; shift 2 ;;
     --prefix=*) starpu=${1#--prefix=}; shift ;;
     --with-parallelproj) pp_src=$2; shift 2 ;;
     --with-parallelproj=*) pp_src=${1#--with-parallelproj=}; shift ;;
+    --build-only) build_only=1; shift ;;
     *) echo "test-python.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -69,6 +72,7 @@ if [ -n "$pp_src" ]; then
   fi
   export STARPROJ_TEST_PARALLELPROJ=$pp/build
 fi
+[ -z "$build_only" ] || exit 0
 
 # no LD_LIBRARY_PATH: the extension finds libstarproj and StarPU through its rpath. Run from the repository root so
 # that `import starproj` gets the installed package, not the python/ source folder.

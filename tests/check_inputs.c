@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_inputs.c: the checks of per-LOR inputs (codelets/input_check.h). The check codelet on CPU workers, and on
  * every GPU StarPU drives, finds the same first bad element, with its value, as the host's scan and as a plain
- * reference written here: coordinates NaN, infinite or beyond SPROJ_MAX_COORDINATE, negative bins (and the largest
- * bin), sigma <= 0, not finite or out of its ratio bounds, offsets not finite or too far. The registrations give the
- * same status and message for host pointers, host-homed vectors and GPU-homed ones, and leave a GPU-homed vector
- * with no copy in main memory. */
+ * reference written here: coordinates NaN, infinite or beyond SPROJ_MAX_COORDINATE, negative bins (and the range of
+ * the bins, also in libparallelproj's convention, which refuses none), sigma <= 0, not finite or out of its ratio
+ * bounds, offsets not finite or too far. The registrations give the same status and message for host pointers,
+ * host-homed vectors and GPU-homed ones, and leave a GPU-homed vector with no copy in main memory. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "starproj_parallelproj.h"
 #include "testutil.h"
 #include "../src/core/internal.h"
 
@@ -21,7 +22,7 @@
 struct ref {
   int64_t first[2]; /* -1: none */
   float value[2];
-  int max_bin;
+  int min_bin, max_bin;
 };
 
 static void ref_note(struct ref *r, int f, int64_t i, float v)
@@ -34,7 +35,7 @@ static void ref_note(struct ref *r, int f, int64_t i, float v)
 
 static struct ref ref_floats(int kind, const float *v, int64_t n)
 {
-  struct ref r = {{-1, -1}, {0, 0}, 0};
+  struct ref r = {{-1, -1}, {0, 0}, 0, 0};
   for (int64_t i = 0; i < n; i++) {
     double x = v[i];
     int finite = !isnan(v[i]) && !isinf(v[i]);
@@ -57,14 +58,20 @@ static struct ref ref_floats(int kind, const float *v, int64_t n)
   return r;
 }
 
-static struct ref ref_bins(const int16_t *b, int64_t n)
+/* Bins in starproj's convention (kind SPROJ_INPUT_BINS: a negative one is a fault) or libparallelproj's (any is
+ * fine); the range holds 0 and every bin. */
+static struct ref ref_bins(int kind, const int16_t *b, int64_t n)
 {
-  struct ref r = {{-1, -1}, {0, 0}, 0};
+  struct ref r = {{-1, -1}, {0, 0}, 0, 0};
   for (int64_t i = 0; i < n; i++) {
-    if (b[i] < 0)
+    if (kind == SPROJ_INPUT_BINS && b[i] < 0) {
       ref_note(&r, 0, i, b[i]);
-    else if (b[i] > r.max_bin)
+      continue;
+    }
+    if (b[i] > r.max_bin)
       r.max_bin = b[i];
+    if (b[i] < r.min_bin)
+      r.min_bin = b[i];
   }
   return r;
 }
@@ -83,8 +90,10 @@ static void expect_same(const char *who, int kind, const struct sproj_input_resu
       ck_assert_msg((isnan(got->value[f]) && isnan(want->value[f])) || got->value[f] == want->value[f],
                     "%s, kind %d, fault %d: value %g, expected %g", who, kind, f + 1, got->value[f], want->value[f]);
   }
-  if (kind == SPROJ_INPUT_BINS && want->first[0] < 0)
+  if (sproj_input_is_bins(kind) && want->first[0] < 0) {
     ck_assert_msg(got->max_bin == want->max_bin, "%s: largest bin %d, expected %d", who, got->max_bin, want->max_bin);
+    ck_assert_msg(got->min_bin == want->min_bin, "%s: smallest bin %d, expected %d", who, got->min_bin, want->min_bin);
+  }
 }
 
 /* ---- vectors in main memory and on GPUs ---- */
@@ -140,11 +149,11 @@ static void expect_not_on_host(starpu_data_handle_t h)
  * each against the reference. */
 static void scan_everywhere(int kind, const void *data, uint32_t nx)
 {
-  size_t elem = kind == SPROJ_INPUT_COORDS ? 3 * sizeof(float)
-                : kind == SPROJ_INPUT_BINS   ? sizeof(int16_t)
-                                             : sizeof(float);
+  size_t elem = kind == SPROJ_INPUT_COORDS      ? 3 * sizeof(float)
+                : sproj_input_is_bins(kind) ? sizeof(int16_t)
+                                            : sizeof(float);
   uint64_t n = sproj_input_elements(kind, nx);
-  struct ref want = kind == SPROJ_INPUT_BINS ? ref_bins(data, (int64_t)n) : ref_floats(kind, data, (int64_t)n);
+  struct ref want = sproj_input_is_bins(kind) ? ref_bins(kind, data, (int64_t)n) : ref_floats(kind, data, (int64_t)n);
   struct sproj_input_arg a = sproj_input_limits(BIN_WIDTH, NUM_SIGMAS);
   a.nvectors = 1;
   a.kind[0] = kind;
@@ -222,7 +231,9 @@ START_TEST(test_coordinates)
 }
 END_TEST
 
-#define NBIN_CASES 4
+/* Each case in starproj's convention (a negative bin is reported) and in libparallelproj's (none is: the range of
+ * the bins, smallest and largest, is). */
+#define NBIN_CASES 5
 START_TEST(test_bins)
 {
   int16_t *b = malloc(NEVENTS * sizeof *b);
@@ -241,8 +252,14 @@ START_TEST(test_bins)
     b[NEVENTS - 1] = -1;
     b[12] = INT16_MAX; /* a large bin before the negative one: the negative one is reported */
     break;
+  case 4: /* negative bins everywhere (libparallelproj's package draws -2 .. 2), the smallest once at the end */
+    for (int64_t i = 0; i < NEVENTS; i++)
+      b[i] = (int16_t)tu_randint(-2, 2);
+    b[NEVENTS - 1] = -5;
+    break;
   }
   scan_everywhere(SPROJ_INPUT_BINS, b, NEVENTS);
+  scan_everywhere(SPROJ_INPUT_ANY_BINS, b, NEVENTS);
   free(b);
 }
 END_TEST
@@ -309,7 +326,7 @@ START_TEST(test_one_task_many_vectors)
   a.kind[2] = SPROJ_INPUT_BINS;
   a.kind[3] = SPROJ_INPUT_SIGMA;
   struct ref want[4] = {ref_floats(SPROJ_INPUT_COORDS, xs, 3 * NLORS), ref_floats(SPROJ_INPUT_COORDS, xe, 3 * NLORS),
-                        ref_bins(b, 7), ref_floats(SPROJ_INPUT_SIGMA, sig, NLORS)};
+                        ref_bins(SPROJ_INPUT_BINS, b, 7), ref_floats(SPROJ_INPUT_SIGMA, sig, NLORS)};
   ck_assert_int_eq(want[1].first[0], 4444);
   ck_assert_int_eq(want[2].max_bin, 9);
   unsigned nodes[STARPU_MAXCUDADEVS + 1] = {STARPU_MAIN_RAM};
@@ -342,19 +359,36 @@ static const char *what(const char *msg)
   return msg;
 }
 
-/* Registers LORs (with bins: events) from host pointers (with `pointers`), then as vectors homed on each node;
- * every attempt must give status `want` and the same message as the first. (Events from pointers have their bins
- * checked before their endpoints, from vectors after: a case with both wrong leaves the pointers out.) */
-static void register_everywhere(const float *xs, const float *xe, const int16_t *bins, int want, int pointers)
+/* The bins events were registered with: their range, as the reference finds it in that convention. */
+static void expect_bin_range(const sproj_lors *lors, const int16_t *bins, int convention)
+{
+  if (!bins)
+    return;
+  int kind = convention == SPROJ_TOF_CONVENTION_PARALLELPROJ ? SPROJ_INPUT_ANY_BINS : SPROJ_INPUT_BINS;
+  struct ref want = ref_bins(kind, bins, NLORS);
+  ck_assert_int_eq(lors->min_bin, want.min_bin);
+  ck_assert_int_eq(lors->max_bin, want.max_bin);
+}
+
+/* Registers LORs (with bins: events; in a convention unless it is -1, else through the plain calls) from host
+ * pointers (with `pointers`), then as vectors homed on each node; every attempt must give status `want` and the same
+ * message as the first. (Events from pointers have their bins checked before their endpoints, from vectors after:
+ * a case with both wrong leaves the pointers out.) */
+static void register_everywhere(const float *xs, const float *xe, const int16_t *bins, int convention, int want,
+                                int pointers)
 {
   char first[512] = "";
   sproj_lors *lors = NULL;
   int ret;
   if (pointers) {
-    ret = bins ? sproj_lors_register_events(&lors, xs, xe, bins, NLORS) : sproj_lors_register(&lors, xs, xe, NLORS);
+    ret = !bins              ? sproj_lors_register(&lors, xs, xe, NLORS)
+          : convention < 0 ? sproj_lors_register_events(&lors, xs, xe, bins, NLORS)
+                             : sproj_lors_register_events_convention(&lors, xs, xe, bins, NLORS, convention);
     ck_assert_int_eq(ret, want);
-    if (!ret)
+    if (!ret) {
+      expect_bin_range(lors, bins, convention);
       ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+    }
     snprintf(first, sizeof first, "%s", what(sproj_last_error()));
   }
   unsigned nodes[STARPU_MAXCUDADEVS + 1] = {STARPU_MAIN_RAM};
@@ -365,9 +399,12 @@ static void register_everywhere(const float *xs, const float *xe, const int16_t 
     starpu_data_handle_t he = vector_on(nodes[i], xe, NLORS, 3 * sizeof(float), &m[1]);
     starpu_data_handle_t hb = bins ? vector_on(nodes[i], bins, NLORS, sizeof(int16_t), &m[2]) : NULL;
     lors = NULL;
-    ret = bins ? sproj_lors_register_events_handles(&lors, hs, he, hb) : sproj_lors_register_handles(&lors, hs, he);
+    ret = !bins              ? sproj_lors_register_handles(&lors, hs, he)
+          : convention < 0 ? sproj_lors_register_events_handles(&lors, hs, he, hb)
+                             : sproj_lors_register_events_handles_convention(&lors, hs, he, hb, convention);
     ck_assert_msg(ret == want, "memory node %u: status %d, expected %d (%s)", nodes[i], ret, want, sproj_last_error());
     if (!ret) {
+      expect_bin_range(lors, bins, convention);
       ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
     } else {
       if (!pointers && i == 0)
@@ -393,23 +430,37 @@ START_TEST(test_lors_registrations)
 {
   float *xs = coords(), *xe = coords();
   int16_t *b = calloc(NLORS, sizeof *b);
-  register_everywhere(xs, xe, NULL, SPROJ_OK, 1);
-  register_everywhere(xs, xe, b, SPROJ_OK, 1);
+  const int plain = -1, own = SPROJ_TOF_CONVENTION_STARPROJ, pp = SPROJ_TOF_CONVENTION_PARALLELPROJ;
+  b[777] = 40;
+  register_everywhere(xs, xe, NULL, plain, SPROJ_OK, 1);
+  register_everywhere(xs, xe, b, plain, SPROJ_OK, 1);
+  register_everywhere(xs, xe, b, pp, SPROJ_OK, 1);
   xe[3 * 500 + 1] = 3e7f;
-  register_everywhere(xs, xe, NULL, SPROJ_ERR_RANGE, 1);
+  register_everywhere(xs, xe, NULL, plain, SPROJ_ERR_RANGE, 1);
   ck_assert_str_eq(what(sproj_last_error()), "xend of LOR 500 has a coordinate 3e+07 beyond 1e+07");
   xe[3 * 400 + 2] = NAN;
-  register_everywhere(xs, xe, NULL, SPROJ_ERR_NONFINITE, 1);
+  register_everywhere(xs, xe, NULL, plain, SPROJ_ERR_NONFINITE, 1);
   ck_assert_str_eq(what(sproj_last_error()), "xend of LOR 400 is not finite");
-  register_everywhere(xs, xe, b, SPROJ_ERR_NONFINITE, 1);
+  register_everywhere(xs, xe, b, plain, SPROJ_ERR_NONFINITE, 1);
+  register_everywhere(xs, xe, b, pp, SPROJ_ERR_NONFINITE, 1);
   xe[3 * 400 + 2] = 1.0f;
   xe[3 * 500 + 1] = 1.0f;
   b[NLORS - 2] = -7;
-  register_everywhere(xs, xe, b, SPROJ_ERR_RANGE, 1);
+  register_everywhere(xs, xe, b, plain, SPROJ_ERR_RANGE, 1);
   ck_assert_str_eq(what(sproj_last_error()), "tof_bin of event 100001 is -7: bins are numbered from 0");
+  register_everywhere(xs, xe, b, own, SPROJ_ERR_RANGE, 1);
+  ck_assert_str_eq(what(sproj_last_error()), "tof_bin of event 100001 is -7: bins are numbered from 0");
+  /* libparallelproj's convention takes every bin and notes their range, -7 .. 40 */
+  b[3] = -2;
+  register_everywhere(xs, xe, b, pp, SPROJ_OK, 1);
   xs[3 * 99 + 0] = -INFINITY; /* vectors: the endpoints are reported before the bins */
-  register_everywhere(xs, xe, b, SPROJ_ERR_NONFINITE, 0);
+  register_everywhere(xs, xe, b, plain, SPROJ_ERR_NONFINITE, 0);
   ck_assert_str_eq(what(sproj_last_error()), "xstart of LOR 99 is not finite");
+  /* neither convention */
+  sproj_lors *lors = (sproj_lors *)0x1234;
+  ck_assert_int_eq(sproj_lors_register_events_convention(&lors, xs, xe, b, NLORS, 2), SPROJ_ERR_INVALID);
+  ck_assert_int_eq(sproj_lors_register_events_handles_convention(&lors, NULL, NULL, NULL, -1), SPROJ_ERR_INVALID);
+  ck_assert_ptr_eq(lors, (sproj_lors *)0x1234);
   free(xs);
   free(xe);
   free(b);

@@ -62,7 +62,7 @@ static void tof_sino_fwd(const struct sproj_tof_params *p, const float *sigma, c
   ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
 }
 
-/* Listmode forward projection of events (LOR i, bin bins[i]) into one value each. */
+/* Listmode forward projection of events (LOR i, bin bins[i], registered in the convention) into one value each. */
 static void tof_lm_fwd(const struct sproj_tof_params *p, const int16_t *bins, const float *sigma, const float *offset,
                        float *out)
 {
@@ -71,7 +71,7 @@ static void tof_lm_fwd(const struct sproj_tof_params *p, const int16_t *bins, co
   sproj_proj *proj;
   sproj_tof *tof;
   ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
-  ck_assert_int_eq(sproj_lors_register_events(&ev, xs, xe, bins, N), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register_events_convention(&ev, xs, xe, bins, N, convention), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_register(&proj, out, ev), SPROJ_OK);
   ck_assert_int_eq(sproj_tof_register(&tof, p, ev, sigma, offset), SPROJ_OK);
   ck_assert_int_eq(sproj_tof_set_convention(tof, convention), SPROJ_OK);
@@ -195,15 +195,16 @@ START_TEST(test_lm_equals_sino_bin)
 END_TEST
 
 /* <Ax, y> = <x, A^T y> for the TOF-sinogram (even i) and listmode (odd i) pairs, in starproj's convention (i < 2)
- * and libparallelproj's, 1e-5 relative. */
+ * and libparallelproj's, 1e-5 relative; i = 5: listmode in libparallelproj's convention with bins outside
+ * 0 .. num_bins-1 (7 bins of the usual width around the LORs' midpoints, the events' bins -10 .. 16). */
 START_TEST(test_adjointness)
 {
-  const int nb = par.num_bins, lm = _i % 2 == 1, pp = _i >= 2;
+  const int lm = _i % 2 == 1, pp = _i >= 2, outside = _i == 5, nb = outside ? 7 : par.num_bins;
   const int64_t nvox = tu_nvox(&g), nval = lm ? N : (int64_t)N * nb;
   float *ax = tu_alloc(nval), *y = tu_alloc(nval), *aty = tu_alloc(nvox);
   int16_t *bins = malloc(N * sizeof *bins);
   for (int i = 0; i < N; i++)
-    bins[i] = (int16_t)tu_randint(0, nb - 1);
+    bins[i] = (int16_t)(outside ? tu_randint(-10, nb + 9) : tu_randint(0, nb - 1));
   tu_fill_uniform(y, nval, 0.0f, 1.0f);
   memset(aty, 0, nvox * sizeof *aty);
   sproj_image *im, *bim;
@@ -213,7 +214,9 @@ START_TEST(test_adjointness)
   ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
   ck_assert_int_eq(sproj_image_register(&bim, aty, g.n, g.vs, g.origin), SPROJ_OK);
   if (lm) {
-    ck_assert_int_eq(sproj_lors_register_events(&lors, xs, xe, bins, N), SPROJ_OK);
+    ck_assert_int_eq(sproj_lors_register_events_convention(&lors, xs, xe, bins, N,
+                                                           outside ? SPROJ_TOF_CONVENTION_PARALLELPROJ
+                                                                   : SPROJ_TOF_CONVENTION_STARPROJ), SPROJ_OK);
     ck_assert_int_eq(sproj_proj_register(&pax, ax, lors), SPROJ_OK);
     ck_assert_int_eq(sproj_proj_register(&py, y, lors), SPROJ_OK);
   } else {
@@ -223,6 +226,7 @@ START_TEST(test_adjointness)
   }
   struct sproj_tof_params p = par;
   p.center_offset = 0.6f * par.bin_width;
+  p.num_bins = nb;
   ck_assert_int_eq(sproj_tof_register(&tof, &p, NULL, NULL, NULL), SPROJ_OK);
   if (pp)
     ck_assert_int_eq(sproj_tof_set_convention(tof, SPROJ_TOF_CONVENTION_PARALLELPROJ), SPROJ_OK);
@@ -240,8 +244,9 @@ START_TEST(test_adjointness)
   ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(bim), SPROJ_OK);
   double lhs = tu_dot_ff(ax, y, nval), rhs = tu_dot_ff(img, aty, nvox), rel = fabs(lhs - rhs) / fabs(lhs);
-  printf("TOF %s adjointness (%s): <Ax,y> %.10g, <x,A^T y> %.10g, relative difference %.2e\n",
-         lm ? "listmode" : "sinogram", pp ? "libparallelproj's convention" : "starproj's", lhs, rhs, rel);
+  printf("TOF %s adjointness (%s%s): <Ax,y> %.10g, <x,A^T y> %.10g, relative difference %.2e\n",
+         lm ? "listmode" : "sinogram", pp ? "libparallelproj's convention" : "starproj's",
+         outside ? ", bins outside 0 .. num_bins-1" : "", lhs, rhs, rel);
   ck_assert_msg(lhs > 0.0, "nothing projected");
   ck_assert_msg(rel <= 1e-5, "relative difference %.3g", rel);
   free(ax);
@@ -442,34 +447,42 @@ START_TEST(test_pp_offset_along_axis)
 END_TEST
 
 /* libparallelproj's listmode projection against the double-precision reference of its definition, with scalar
- * (i = 0) and per-LOR (i = 1) sigma and offset: 1e-4 of each value plus 1e-5 of the largest (float erf and TOF
+ * (i = 0) and per-LOR (i = 1, 2) sigma and offset: 1e-4 of each value plus 1e-5 of the largest (float erf and TOF
  * coordinates, as in test_sino_matches_reference); and it is not the LOR's sinogram bin, which starproj's own
- * convention gives. */
+ * convention gives. i = 2: 7 bins around the LORs' midpoints and events in bins -10 .. 16, most of them outside
+ * 0 .. 6, which libparallelproj places beyond the ends (its own package projects bins -2 .. 2 with 27 bins); the
+ * events of a fifth of them past either end must reach the image. */
 START_TEST(test_pp_listmode_reference)
 {
-  const int nb = par.num_bins;
+  const int outside = _i == 2, nb = outside ? 7 : par.num_bins;
   float *lm = tu_alloc(N), *own = tu_alloc(N), *sigma = NULL, *offset = NULL;
   int16_t *bins = malloc(N * sizeof *bins);
   struct sproj_tof_params p = par;
   p.center_offset = -0.4f * par.bin_width;
-  if (_i == 1) {
+  p.num_bins = nb;
+  if (_i >= 1) {
     sigma = tu_alloc(N);
     offset = tu_alloc(N);
     random_per_lor(sigma, offset);
   }
   for (int i = 0; i < N; i++)
-    bins[i] = (int16_t)tu_randint(0, nb - 1);
+    bins[i] = (int16_t)(outside ? tu_randint(-10, nb + 9) : tu_randint(0, nb - 1));
   convention = SPROJ_TOF_CONVENTION_PARALLELPROJ;
   tof_lm_fwd(&p, bins, sigma, offset, lm);
   convention = SPROJ_TOF_CONVENTION_STARPROJ;
-  tof_lm_fwd(&p, bins, sigma, offset, own);
+  if (outside) { /* starproj's convention has no value for them */
+    for (int i = 0; i < N; i++)
+      own[i] = NAN;
+  } else {
+    tof_lm_fwd(&p, bins, sigma, offset, own);
+  }
   double *ref = malloc(N * sizeof *ref), maxref = 0.0, worst = 0.0, maxdiff_own = 0.0;
   for (int i = 0; i < N; i++) {
     ref[i] = tu_ref_tof_lm_pp_lor(img, &g, xs + 3 * i, xe + 3 * i, p.bin_width, nb, p.num_sigmas,
                                   sigma ? sigma[i] : p.sigma, offset ? offset[i] : p.center_offset, bins[i]);
     maxref = fmax(maxref, fabs(ref[i]));
   }
-  int compared = 0;
+  int compared = 0, beyond = 0, beyond_counts = 0;
   for (int i = 0; i < N; i++) {
     if (ambiguous[i])
       continue;
@@ -477,13 +490,23 @@ START_TEST(test_pp_listmode_reference)
     ck_assert_msg(d <= 1e-4 * fabs(ref[i]) + 1e-5 * maxref, "event %d (bin %d): %.9g, reference %.9g", i, bins[i],
                   lm[i], ref[i]);
     worst = fmax(worst, d / maxref);
-    maxdiff_own = fmax(maxdiff_own, fabs((double)own[i] - ref[i]));
+    if (!outside)
+      maxdiff_own = fmax(maxdiff_own, fabs((double)own[i] - ref[i]));
     compared += ref[i] != 0.0;
+    beyond += bins[i] < 0 || bins[i] >= nb;
+    beyond_counts += (bins[i] < 0 || bins[i] >= nb) && ref[i] != 0.0;
   }
-  printf("libparallelproj's listmode: %d events with counts, worst %.2e of the largest; starproj's own %.2e away\n",
-         compared, worst, maxdiff_own / maxref);
+  printf("libparallelproj's listmode: %d events with counts (%d of %d beyond the bins' ends), worst %.2e of the "
+         "largest", compared, beyond_counts, beyond, worst);
+  if (!outside)
+    printf("; starproj's own %.2e away", maxdiff_own / maxref);
+  printf("\n");
   ck_assert_msg(compared > N / 10, "only %d events have counts", compared);
-  ck_assert_msg(maxdiff_own > 1e-4 * maxref, "the conventions gave the same listmode values");
+  if (outside)
+    ck_assert_msg(beyond_counts > beyond / 5, "only %d of %d events beyond the bins' ends have counts", beyond_counts,
+                  beyond);
+  else
+    ck_assert_msg(maxdiff_own > 1e-4 * maxref, "the conventions gave the same listmode values");
   free(lm);
   free(own);
   free(ref);
@@ -557,6 +580,13 @@ START_TEST(test_bad_input)
   EXPECT(sproj_lors_register_events(&ev, xs, xe, bins, N), SPROJ_ERR_RANGE);
   EXPECT(sproj_lors_register_events(&ev, xs, xe, NULL, N), SPROJ_ERR_NULL);
   EXPECT(sproj_lors_register_events(&ev, xs, xe, bins, 0), SPROJ_ERR_EMPTY);
+  EXPECT(sproj_lors_register_events_convention(&ev, xs, xe, bins, N, SPROJ_TOF_CONVENTION_STARPROJ), SPROJ_ERR_RANGE);
+  EXPECT(sproj_lors_register_events_convention(&ev, xs, xe, bins, N, 7), SPROJ_ERR_INVALID);
+  EXPECT(sproj_lors_register_events_convention(&ev, xs, xe, NULL, N, SPROJ_TOF_CONVENTION_PARALLELPROJ),
+         SPROJ_ERR_NULL);
+  sproj_lors *ppev; /* bin -1 is libparallelproj's */
+  ck_assert_int_eq(sproj_lors_register_events_convention(&ppev, xs, xe, bins, N, SPROJ_TOF_CONVENTION_PARALLELPROJ),
+                   SPROJ_OK);
   bins[9] = (int16_t)par.num_bins; /* valid at registration, out of range for par at submission */
   ck_assert_int_eq(sproj_lors_register_events(&ev, xs, xe, bins, N), SPROJ_OK);
 
@@ -571,6 +601,11 @@ START_TEST(test_bad_input)
   ck_assert_int_eq(sproj_proj_register_tof(&tproj, values, lors, par.num_bins), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_register(&plain, lmv, lors), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_register(&lmproj, lmv, ev), SPROJ_OK);
+  sproj_proj *ppproj;
+  float *ppv = tu_alloc(N);
+  for (int i = 0; i < N; i++)
+    ppv[i] = NAN;
+  ck_assert_int_eq(sproj_proj_register(&ppproj, ppv, ppev), SPROJ_OK);
   sproj_tof *good, *fewer, *foreign;
   p = par;
   p.num_bins = par.num_bins - 1;
@@ -588,6 +623,10 @@ START_TEST(test_bad_input)
   EXPECT(sproj_fwd_tof_lm(im, plain, NULL, SPROJ_ALL_CHUNKS, good), SPROJ_ERR_INVALID);
   EXPECT(sproj_fwd_tof_lm(im, lmproj, NULL, SPROJ_ALL_CHUNKS, good), SPROJ_ERR_RANGE); /* bin num_bins */
   EXPECT(sproj_back_tof_lm(im, lmproj, NULL, SPROJ_ALL_CHUNKS, good), SPROJ_ERR_RANGE);
+  EXPECT(sproj_fwd_tof_lm(im, ppproj, NULL, SPROJ_ALL_CHUNKS, good), SPROJ_ERR_RANGE); /* bin -1, starproj's tof */
+  ck_assert_str_eq(sproj_last_error(), "sproj_fwd_tof_lm: an event has TOF bin -1: in starproj's TOF convention bins "
+                   "are numbered from 0 (libparallelproj's, sproj_tof_set_convention, takes any)");
+  EXPECT(sproj_back_tof_lm(im, ppproj, NULL, SPROJ_ALL_CHUNKS, good), SPROJ_ERR_RANGE);
   int list[1] = {0};
   EXPECT(sproj_fwd_tof_lm_chunks(im, lmproj, NULL, list, 1, NULL), SPROJ_ERR_NULL);
   EXPECT(sproj_fwd_tof_sino_chunks(im, tproj, NULL, list, 0, good), SPROJ_ERR_EMPTY);
@@ -596,7 +635,15 @@ START_TEST(test_bad_input)
   for (int64_t i = 0; i < (int64_t)N * par.num_bins; i++)
     ck_assert_msg(isnan(values[i]), "value %lld written by a failing call", (long long)i);
   for (int i = 0; i < N; i++)
-    ck_assert_msg(isnan(lmv[i]), "event %d written by a failing call", i);
+    ck_assert_msg(isnan(lmv[i]) && isnan(ppv[i]), "event %d written by a failing call", i);
+  /* in libparallelproj's convention both sets project, bins -1 and num_bins included */
+  ck_assert_int_eq(sproj_tof_set_convention(good, SPROJ_TOF_CONVENTION_PARALLELPROJ), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd_tof_lm(im, ppproj, NULL, SPROJ_ALL_CHUNKS, good), SPROJ_OK);
+  ck_assert_int_eq(sproj_fwd_tof_lm(im, lmproj, NULL, SPROJ_ALL_CHUNKS, good), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(ppproj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_sync(lmproj, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ), SPROJ_OK);
+  for (int i = 0; i < N; i++)
+    ck_assert_msg(isfinite(ppv[i]) && isfinite(lmv[i]), "event %d: %g, %g", i, ppv[i], lmv[i]);
 
   ck_assert_int_eq(sproj_tof_unregister(good), SPROJ_OK);
   ck_assert_int_eq(sproj_tof_unregister(fewer), SPROJ_OK);
@@ -604,12 +651,15 @@ START_TEST(test_bad_input)
   ck_assert_int_eq(sproj_proj_unregister(tproj), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_unregister(plain), SPROJ_OK);
   ck_assert_int_eq(sproj_proj_unregister(lmproj), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(ppproj), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(ppev), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_unregister(other), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_unregister(ev), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
   free(values);
   free(lmv);
+  free(ppv);
 }
 END_TEST
 
@@ -703,11 +753,12 @@ int main(void)
   tcase_add_test(tc, test_sum_over_bins_is_nontof);
   tcase_add_loop_test(tc, test_lm_equals_sino_bin, 0, 2);
   tcase_add_loop_test(tc, test_adjointness, 0, 4);
+  tcase_add_loop_test(tc, test_adjointness, 5, 6);
   tcase_add_test(tc, test_chunked_equals_one_call);
   tcase_add_test(tc, test_per_lor_arrays_equal_scalar);
   tcase_add_test(tc, test_offset_direction);
   tcase_add_test(tc, test_pp_offset_along_axis);
-  tcase_add_loop_test(tc, test_pp_listmode_reference, 0, 2);
+  tcase_add_loop_test(tc, test_pp_listmode_reference, 0, 3);
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_handles_equal_pointers);
   suite_add_tcase(s, tc);

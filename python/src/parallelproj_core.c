@@ -306,8 +306,10 @@ static int pp_run(pp_call *c)
       st = pp_handle(&c->xe, n, 3 * sizeof(float));
     if (!st && lm)
       st = pp_handle(&c->bins, n, sizeof(int16_t));
+    /* listmode bins as libparallelproj takes them: any int16 (see the TOF parameters' convention below) */
     if (!st)
-      st = lm ? sproj_lors_register_events_handles(&r.lors, c->xs.handle, c->xe.handle, c->bins.handle)
+      st = lm ? sproj_lors_register_events_handles_convention(&r.lors, c->xs.handle, c->xe.handle, c->bins.handle,
+                                                              SPROJ_TOF_CONVENTION_PARALLELPROJ)
               : sproj_lors_register_handles(&r.lors, c->xs.handle, c->xe.handle);
     if (!st)
       st = pp_handle(&c->values, n, (size_t)(sino ? c->tof.num_bins : 1) * sizeof(float));
@@ -317,7 +319,8 @@ static int pp_run(pp_call *c)
   } else {
     st = sproj_image_register(&r.img, c->img.ptr, c->dims, c->voxel_size, c->origin);
     if (!st)
-      st = lm ? sproj_lors_register_events(&r.lors, c->xs.ptr, c->xe.ptr, c->bins.ptr, (int64_t)n)
+      st = lm ? sproj_lors_register_events_convention(&r.lors, c->xs.ptr, c->xe.ptr, c->bins.ptr, (int64_t)n,
+                                                      SPROJ_TOF_CONVENTION_PARALLELPROJ)
               : sproj_lors_register(&r.lors, c->xs.ptr, c->xe.ptr, (int64_t)n);
     if (!st)
       st = sino ? sproj_proj_register_tof(&r.proj, c->values.ptr, r.lors, c->tof.num_bins)
@@ -338,7 +341,8 @@ static int pp_run(pp_call *c)
       st = sproj_tof_register(&r.tof, &c->tof, sigma || offset ? r.lors : NULL, sigma ? sigma->ptr : NULL,
                               offset ? offset->ptr : NULL);
     }
-    /* libparallelproj's numbers: its centre offset along the principal axis and its listmode normalisation */
+    /* libparallelproj's numbers: its centre offset along the principal axis, its listmode normalisation and its
+     * listmode bins outside 0 .. num_tof_bins-1 */
     if (!st)
       st = sproj_tof_set_convention(r.tof, SPROJ_TOF_CONVENTION_PARALLELPROJ);
   }
@@ -453,8 +457,9 @@ static PyObject *pp_call_run(const char *name, int kind, int back, PyObject *con
     "(num_tof_bins,). tof_sigma and tof_center_offset: shape (1,) (every LOR) or lor_start.shape[:-1].")      \
   X(joseph3d_tof_sino_back, SINO, 1, "TOF-sinogram back projection, ADDED to image.")                         \
   X(joseph3d_tof_lm_fwd, LM, 0,                                                                               \
-    "TOF listmode forward projection of events (num_events, 3) in bins tof_bin_index (int16, 0 .. "           \
-    "num_tof_bins-1) into projection_values (num_events,), overwritten.")                                    \
+    "TOF listmode forward projection of events (num_events, 3) in bins tof_bin_index (int16; any bin, those "  \
+    "outside 0 .. num_tof_bins-1 beyond the ends as in libparallelproj) into projection_values (num_events,), " \
+    "overwritten.")                                                                                           \
   X(joseph3d_tof_lm_back, LM, 1, "TOF listmode back projection, ADDED to image.")
 
 #define PP_DOC_TAIL                                                                                           \

@@ -11,8 +11,9 @@ are functions of the C extension itself (no Python layer in between). Where the 
 NumPy arrays (or any buffer) on starproj's CPU workers, CuPy or PyTorch CUDA arrays (DLPack) on the GPU that holds
 them, in place (no copy). ``device_id`` and ``threads_per_block`` are accepted and ignored. starproj starts on the
 first call with its defaults (``starproj.init()`` first chooses otherwise) and stops at exit. The library's own
-refusals (a non-finite coordinate, a non-positive voxel size, TOF parameters out of range, a listmode bin outside
-0 .. num_tof_bins-1) raise ``starproj.Error``, leaving the outputs untouched.
+refusals (a non-finite coordinate, a non-positive voxel size, TOF parameters out of range) raise ``starproj.Error``,
+leaving the outputs untouched. Listmode bins may be any int16, as in libparallelproj: a bin outside
+0 .. num_tof_bins-1 lies beyond the ends of the TOF sinogram, its value libparallelproj's.
 
 Each call registers its arrays, projects and unregisters them, as libparallelproj copies them to the GPU and back at
 each call. Code that projects many chunks of one image, or the same LORs again and again, gains by keeping them

@@ -269,6 +269,56 @@ def test_tof_listmode(ref, nbins, sigma_per_lor, offset_per_lor, num_sigmas):
         assert not close(lm_ref, at_bin, 1e-4)[0]  # the two definitions really differ
 
 
+@needs_ref
+@pytest.mark.parametrize("nbins,sigma_per_lor,offset_per_lor", [(5, False, False), (27, True, True), (1, True, False)])
+def test_tof_listmode_bins_outside_the_range(ref, nbins, sigma_per_lor, offset_per_lor):
+    """Listmode bins outside 0 .. num_tof_bins-1 (libparallelproj's own package projects bins -2 .. 2 with 27 bins):
+    libparallelproj places bin b b bin widths from bin 0 whatever b, and this module gives its values, forward bit
+    for bit on CPU and back within 1e-5 of the largest value, for bins a few bin widths beyond either end (many of
+    them within reach of the image: values that are not 0) and for int16's extremes (windows far outside the image:
+    0). starproj's own listmode calls keep refusing such bins."""
+    s = Scene(70 + nbins, (800,))
+    # the bins span half the image's smallest side, so that bins beyond either end still cross the image; sigma of
+    # ~1.3 voxels (a kernel narrower than the planes' spacing makes libparallelproj's listmode divide 0 by 0)
+    width = np.float32(0.5 * float(np.min(np.array(s.shape) * s.vs)) / nbins)
+    vs = float(s.vs.mean())
+    sigma = (1.3 * vs * (s.rng.uniform(0.7, 1.4, s.n) if sigma_per_lor else np.ones(1))).astype(np.float32)
+    off = (0.5 * width * (s.rng.uniform(-1, 1, s.n) if offset_per_lor else np.ones(1))).astype(np.float32)
+    bins = s.rng.integers(-8, nbins + 8, s.n).astype(np.int16)
+    bins[:4] = [-32768, 32767, -1, nbins]
+    outside = (bins < 0) | (bins >= nbins)
+    lm_ref = np.full(s.n, np.nan, np.float32)
+    lm = np.full(s.n, np.nan, np.float32)
+    ref.joseph3d_tof_lm_fwd(*s.args(), lm_ref, width, sigma, off, bins, nbins)
+    ppc.joseph3d_tof_lm_fwd(*s.args(), lm, width, sigma, off, bins, nbins)
+    assert np.array_equal(lm_ref, lm), close(lm_ref, lm)[1]  # measured bit for bit, as for bins inside
+    assert np.all(np.isfinite(lm)) and lm[0] == 0 and lm[1] == 0
+    assert np.count_nonzero(lm[outside]) > 0.2 * np.count_nonzero(outside)
+    y = s.rng.uniform(0.5, 1.5, s.n).astype(np.float32)
+    y[~outside] = 0  # the bins outside alone
+    ia = np.ones(s.shape, np.float32)
+    ib = np.ones(s.shape, np.float32)
+    ref.joseph3d_tof_lm_back(*s.args()[:2], ia, s.origin, s.vs, y, width, sigma, off, bins, nbins)
+    ppc.joseph3d_tof_lm_back(*s.args()[:2], ib, s.origin, s.vs, y, width, sigma, off, bins, nbins)
+    assert float(np.abs(ia - 1).max()) > 0.1
+    ok, err = close(ia - 1, ib - 1)
+    assert ok, err
+    # starproj's own calls: a negative bin is refused where the events are registered, a bin past the end where
+    # they are projected
+    with pytest.raises(sp.Error) as e:
+        sp.Lors(s.xs, s.xe, bins)
+    assert e.value.status == sp.ERR_RANGE and "-32768" in e.value.message
+    high = np.clip(bins, 0, None).astype(np.int16)
+    events = sp.Lors(s.xs, s.xe, high)
+    tof = sp.Tof(nbins, float(width), float(sigma[0]), 3.0, 0.0)
+    own = np.full(s.n, 7.0, np.float32)
+    with sp.Image(s.image, s.vs, s.origin) as img, sp.Proj(events, own) as p:
+        with pytest.raises(sp.Error) as e:
+            sp.fwd_tof_lm(img, p, tof)
+    assert e.value.status == sp.ERR_RANGE and "32767" in e.value.message
+    assert np.all(own == 7.0)
+
+
 def _bad_cases():
     """(name, call(m, arrays), outputs it must leave untouched) for arguments libparallelproj refuses."""
     f = np.float32
@@ -380,13 +430,15 @@ def test_library_refusals_leave_outputs_untouched(rt):
     assert e.value.status == sp.ERR_VOXEL_SIZE
     assert np.array_equal(img, s.image)
     bins = np.full(s.n, 3, np.int16)
-    bins[5] = 9  # outside 0 .. num_tof_bins-1
     one = np.ones(1, np.float32)
+    sigma = np.full(s.n, 2.0, np.float32)
+    sigma[5] = 0.0  # listmode bins may be anything (as in libparallelproj), a per-event sigma may not
     with pytest.raises(sp.Error) as e:
-        ppc.joseph3d_tof_lm_fwd(*s.args(), y, 2.0, one, one * 0, bins, 9)
+        ppc.joseph3d_tof_lm_fwd(*s.args(), y, 2.0, sigma, one * 0, bins, 9)
+    assert e.value.status == sp.ERR_TOF and "5" in e.value.message
     assert np.all(y == 7.0)
     with pytest.raises(sp.Error):
-        ppc.joseph3d_tof_lm_back(s.xs, s.xe, img, s.origin, s.vs, y, 2.0, one, one * 0, bins, 9)
+        ppc.joseph3d_tof_lm_back(s.xs, s.xe, img, s.origin, s.vs, y, 2.0, sigma, one * 0, bins, 9)
     assert np.array_equal(img, s.image)
     with pytest.raises(sp.Error) as e:  # sigma <= 0
         ppc.joseph3d_tof_sino_fwd(*s.args(), np.zeros((s.n, 4), np.float32), 2.0, one * 0, one, 4)
@@ -512,7 +564,7 @@ def test_cupy_arrays_run_on_their_gpu():
     # arrays on two devices (host and GPU) are refused, as libparallelproj refuses them
     with pytest.raises(ValueError):
         ppc.joseph3d_fwd(g[0], g[1], s.image, g[3], g[4], gy)
-    _cupy_bad_inputs(cp, s, g, width, sigma, off, bins, nbins)
+    _cupy_bad_inputs(cp, s, g, width, sigma, off, nbins)
     sp.shutdown()  # the next tests start their CPU-only runtime again
 
 
@@ -525,9 +577,10 @@ def _what(e):
     return m
 
 
-def _cupy_bad_inputs(cp, s, g, width, sigma, off, bins, nbins):
-    """Bad coordinates, bins, sigma and offsets in CuPy arrays are found on the GPU and refused with the status and
-    message the same NumPy arrays get, the outputs untouched."""
+def _cupy_bad_inputs(cp, s, g, width, sigma, off, nbins):
+    """Bad coordinates, sigma and offsets in CuPy arrays are found on the GPU and refused with the status and
+    message the same NumPy arrays get, the outputs untouched; listmode bins outside 0 .. nbins-1, which are fine,
+    give the host's values."""
     k = s.n // 2 + 7
 
     def both(call, host_args, gpu_args, out, gout):
@@ -559,9 +612,19 @@ def _cupy_bad_inputs(cp, s, g, width, sigma, off, bins, nbins):
     e = both(ppc.joseph3d_tof_sino_fwd, (*s.args(), t, width, sigma, offs, nbins),
              (*g, gt, width, cp.asarray(sigma), cp.asarray(offs), nbins), t, gt)
     assert e.status == sp.ERR_NONFINITE and str(k) in e.message
+    # listmode bins outside 0 .. nbins-1 are no error (libparallelproj's convention): the GPU gives the host's values
+    b = s.rng.integers(-6, nbins + 6, s.n).astype(np.int16)
+    b[:2] = [-32768, 32767]
     lm, glm = np.zeros(s.n, np.float32), cp.full(s.n, 7.0, cp.float32)
-    b = bins.copy()
-    b[k] = -2
-    e = both(ppc.joseph3d_tof_lm_fwd, (*s.args(), lm, width, sigma, off, b, nbins),
-             (*g, glm, width, cp.asarray(sigma), cp.asarray(off), cp.asarray(b), nbins), lm, glm)
-    assert e.status == sp.ERR_RANGE and str(k) in e.message
+    ppc.joseph3d_tof_lm_fwd(*s.args(), lm, width, sigma, off, b, nbins)
+    ppc.joseph3d_tof_lm_fwd(*g, glm, width, cp.asarray(sigma), cp.asarray(off), cp.asarray(b), nbins)
+    ok, err = close(lm, cp.asnumpy(glm))
+    assert ok, err
+    assert np.count_nonzero(lm[(b < 0) | (b >= nbins)]) > 100
+    img = np.zeros(s.shape, np.float32)
+    ppc.joseph3d_tof_lm_back(s.xs, s.xe, img, s.origin, s.vs, lm, width, sigma, off, b, nbins)
+    gimg = cp.zeros(s.shape, cp.float32)
+    ppc.joseph3d_tof_lm_back(g[0], g[1], gimg, g[3], g[4], cp.asarray(lm), width, cp.asarray(sigma), cp.asarray(off),
+                             cp.asarray(b), nbins)
+    ok, err = close(img, cp.asnumpy(gimg))
+    assert ok, err

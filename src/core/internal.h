@@ -190,7 +190,8 @@ struct sproj_lors {
   unsigned gpu_node;
   size_t own_bytes;
   struct sproj_vec *bins;   /* listmode: int16 TOF bin of each event (NULL for plain LOR sets) */
-  int max_bin;              /* largest event bin */
+  int min_bin, max_bin;     /* a range that holds 0 and every event bin (min_bin < 0 only for events registered in
+                             * libparallelproj's convention) */
   pthread_mutex_t lock;     /* guards the fields below */
   int nchunkings;           /* user chunkings alive */
   sproj_chunks *whole;      /* chunking used by whole-set requests (created on first use) */
@@ -204,6 +205,10 @@ struct sproj_lors {
  * to a chunking's partition happens there too (on a host home, every chunking made of a set written on a GPU would
  * bring it home first). Its handles are unregistered without bringing anything home. */
 int sproj_lors_create_unfilled(const char *func, sproj_lors **lors, int64_t n, int gpu);
+
+/* The bins of listmode events against the TOF parameters they are projected with: in starproj's convention each
+ * must lie in 0 .. num_bins-1 (RANGE), in libparallelproj's any bin is fine. */
+int sproj_events_check_bins(const char *func, const sproj_lors *events, const sproj_tof *tof);
 
 /* A chunking: chunks made of pieces; every piece is one StarPU child of each vector handle. */
 struct sproj_chunks {

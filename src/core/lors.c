@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "internal.h"
+#include "starproj_parallelproj.h"
 
 static uint64_t next_chunking_id = 1;
 
@@ -93,27 +94,59 @@ int sproj_lors_register(sproj_lors **lors, const float *xstart, const float *xen
   return ret;
 }
 
-/* A scan of num_events bins as the error it found (a negative bin), else the largest bin in *max. */
-static int bins_report(const char *func, const struct sproj_input_result *r, int *max)
+/* A scan of num_events bins as the error it found (a negative bin, in starproj's convention), else the range that
+ * holds 0 and every bin in *min .. *max. */
+static int bins_report(const char *func, const struct sproj_input_result *r, int *min, int *max)
 {
   if (r->first[0] != SPROJ_INPUT_NONE)
     return sproj_fail(SPROJ_ERR_RANGE, func, "tof_bin of event %lld is %d: bins are numbered from 0",
                       (long long)r->first[0], (int)r->value[0]);
+  *min = r->min_bin;
   *max = r->max_bin;
   return SPROJ_OK;
 }
 
-/* One pass over the bins of num_events events: a negative one is an error, the largest (*max) is checked against each
- * submission's TOF bins. */
-static int scan_bins(const char *func, const int16_t *tof_bin, int64_t num_events, int *max)
+/* One pass over the bins of num_events events (kind SPROJ_INPUT_BINS or SPROJ_INPUT_ANY_BINS): a fault is an error,
+ * the range *min .. *max is checked against each submission's TOF parameters. */
+static int scan_bins(const char *func, const int16_t *tof_bin, int64_t num_events, int kind, int *min, int *max)
 {
-  *max = 0;
+  *min = *max = 0;
   if (num_events <= 0 || num_events > UINT32_MAX)
     return SPROJ_OK; /* the LOR registration names what is wrong with the count */
   struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
   struct sproj_input_result r;
-  sproj_input_scan(&a, SPROJ_INPUT_BINS, tof_bin, (uint64_t)num_events, &r);
-  return bins_report(func, &r, max);
+  sproj_input_scan(&a, kind, tof_bin, (uint64_t)num_events, &r);
+  return bins_report(func, &r, min, max);
+}
+
+/* The kind of bin vector events registered in a convention (SPROJ_TOF_CONVENTION_*) hold. */
+static int bins_kind(const char *func, int convention, int *kind)
+{
+  switch (convention) {
+  case SPROJ_TOF_CONVENTION_STARPROJ:
+    *kind = SPROJ_INPUT_BINS;
+    return SPROJ_OK;
+  case SPROJ_TOF_CONVENTION_PARALLELPROJ:
+    *kind = SPROJ_INPUT_ANY_BINS;
+    return SPROJ_OK;
+  }
+  return sproj_fail(SPROJ_ERR_INVALID, func, "convention = %d is neither SPROJ_TOF_CONVENTION_STARPROJ (%d) nor "
+                    "SPROJ_TOF_CONVENTION_PARALLELPROJ (%d)", convention, SPROJ_TOF_CONVENTION_STARPROJ,
+                    SPROJ_TOF_CONVENTION_PARALLELPROJ);
+}
+
+int sproj_events_check_bins(const char *func, const sproj_lors *events, const sproj_tof *tof)
+{
+  /* libparallelproj's listmode places bin b at b bin widths from bin 0, whatever b */
+  if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ)
+    return SPROJ_OK;
+  if (events->min_bin < 0)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d: in starproj's TOF convention bins are numbered "
+                      "from 0 (libparallelproj's, sproj_tof_set_convention, takes any)", events->min_bin);
+  if (events->max_bin >= tof->params.num_bins)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d, the TOF parameters have %d bins",
+                      events->max_bin, tof->params.num_bins);
+  return SPROJ_OK;
 }
 
 /* A LOR registration's failure, reported under the events' call's name (the same checks). */
@@ -124,27 +157,44 @@ static int renamed(const char *func, int ret)
   return sproj_fail(ret, func, "%s", why);
 }
 
+/* Events from host pointers, their bins of kind `kind`. */
+static int register_events(const char *func, sproj_lors **events, const float *xstart, const float *xend,
+                           const int16_t *tof_bin, int64_t num_events, int kind)
+{
+  if (!events || !xstart || !xend || !tof_bin)
+    return sproj_fail(SPROJ_ERR_NULL, func, "events, xstart, xend and tof_bin must not be NULL");
+  int min, max, ret;
+  if ((ret = scan_bins(func, tof_bin, num_events, kind, &min, &max)))
+    return ret;
+  sproj_lors *lors;
+  if ((ret = sproj_lors_register(&lors, xstart, xend, num_events)))
+    return renamed(func, ret);
+  lors->min_bin = min;
+  lors->max_bin = max;
+  if (sproj_vec_register_ro(&lors->bins, lors, tof_bin, sizeof(int16_t), 1)) {
+    sproj_lors_unregister(lors);
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  *events = lors;
+  return SPROJ_OK;
+}
+
 int sproj_lors_register_events(sproj_lors **events, const float *xstart, const float *xend, const int16_t *tof_bin,
                                int64_t num_events)
 {
   int ret = sproj_check_init(__func__);
   if (ret)
     return ret;
-  if (!events || !xstart || !xend || !tof_bin)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "events, xstart, xend and tof_bin must not be NULL");
-  int max;
-  if ((ret = scan_bins(__func__, tof_bin, num_events, &max)))
+  return register_events(__func__, events, xstart, xend, tof_bin, num_events, SPROJ_INPUT_BINS);
+}
+
+int sproj_lors_register_events_convention(sproj_lors **events, const float *xstart, const float *xend,
+                                          const int16_t *tof_bin, int64_t num_events, int convention)
+{
+  int kind = SPROJ_INPUT_BINS, ret = sproj_check_init(__func__);
+  if (ret || (ret = bins_kind(__func__, convention, &kind)))
     return ret;
-  sproj_lors *lors;
-  if ((ret = sproj_lors_register(&lors, xstart, xend, num_events)))
-    return renamed(__func__, ret);
-  lors->max_bin = max;
-  if (sproj_vec_register_ro(&lors->bins, lors, tof_bin, sizeof(int16_t), 1)) {
-    sproj_lors_unregister(lors);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
-  }
-  *events = lors;
-  return SPROJ_OK;
+  return register_events(__func__, events, xstart, xend, tof_bin, num_events, kind);
 }
 
 /* The checks of two endpoint vectors before their values: vectors of 3 floats, as many of each, at least one.
@@ -165,22 +215,21 @@ static int check_lor_vectors(const char *func, starpu_data_handle_t xstart, star
   return SPROJ_OK;
 }
 
-int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle xstart, sproj_starpu_handle xend,
-                                       sproj_starpu_handle tof_bin)
+/* Events from a caller's vectors, their bins of kind `kind`. */
+static int register_events_handles(const char *func, sproj_lors **events, starpu_data_handle_t xstart,
+                                   starpu_data_handle_t xend, starpu_data_handle_t tof_bin, int kind)
 {
-  int ret = sproj_check_init(__func__);
-  if (ret)
-    return ret;
+  int ret;
   if (!events || !xstart || !xend || !tof_bin)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "events, xstart, xend and tof_bin must not be NULL");
+    return sproj_fail(SPROJ_ERR_NULL, func, "events, xstart, xend and tof_bin must not be NULL");
   if (starpu_data_get_interface_id(tof_bin) != STARPU_VECTOR_INTERFACE_ID ||
       starpu_vector_get_elemsize(tof_bin) != sizeof(int16_t))
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "tof_bin must be a StarPU vector of int16_t");
+    return sproj_fail(SPROJ_ERR_INVALID, func, "tof_bin must be a StarPU vector of int16_t");
   /* the endpoints' failures are sproj_lors_register_handles's, reported under this call's name */
   const char *lors_func = "sproj_lors_register_handles";
   int64_t n;
   if ((ret = check_lor_vectors(lors_func, xstart, xend, &n)))
-    return renamed(__func__, ret);
+    return renamed(func, ret);
   int same = (int64_t)starpu_vector_get_nx(tof_bin) == n;
   /* endpoints and bins in one scan where they live (the bins only when there is one per event) */
   struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
@@ -188,30 +237,50 @@ int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle 
   struct sproj_input_result r[3];
   a.nvectors = same ? 3 : 2;
   a.kind[0] = a.kind[1] = SPROJ_INPUT_COORDS;
-  a.kind[2] = SPROJ_INPUT_BINS;
-  if ((ret = sproj_inputs_check(__func__, &a, h, r)))
+  a.kind[2] = kind;
+  if ((ret = sproj_inputs_check(func, &a, h, r)))
     return ret;
   if ((ret = coordinates_report(lors_func, r)))
-    return renamed(__func__, ret);
+    return renamed(func, ret);
   if (!same)
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "tof_bin holds %u bins for %lld events", starpu_vector_get_nx(tof_bin),
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "tof_bin holds %u bins for %lld events", starpu_vector_get_nx(tof_bin),
                       (long long)n);
-  int max = 0;
-  if ((ret = bins_report(__func__, &r[2], &max)))
+  int min = 0, max = 0;
+  if ((ret = bins_report(func, &r[2], &min, &max)))
     return ret;
   sproj_lors *lors = NULL;
   if ((ret = lors_new(lors_func, &lors, xstart, xend, n, 0)))
-    return renamed(__func__, ret);
+    return renamed(func, ret);
   struct sproj_vec *bins = malloc(sizeof *bins);
   if (!bins || sproj_vec_init(bins, lors, tof_bin, 0, 1, 1)) {
     free(bins);
     sproj_lors_unregister(lors);
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   lors->bins = bins;
+  lors->min_bin = min;
   lors->max_bin = max;
   *events = lors;
   return SPROJ_OK;
+}
+
+int sproj_lors_register_events_handles(sproj_lors **events, sproj_starpu_handle xstart, sproj_starpu_handle xend,
+                                       sproj_starpu_handle tof_bin)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  return register_events_handles(__func__, events, xstart, xend, tof_bin, SPROJ_INPUT_BINS);
+}
+
+int sproj_lors_register_events_handles_convention(sproj_lors **events, sproj_starpu_handle xstart,
+                                                  sproj_starpu_handle xend, sproj_starpu_handle tof_bin,
+                                                  int convention)
+{
+  int kind = SPROJ_INPUT_BINS, ret = sproj_check_init(__func__);
+  if (ret || (ret = bins_kind(__func__, convention, &kind)))
+    return ret;
+  return register_events_handles(__func__, events, xstart, xend, tof_bin, kind);
 }
 
 int sproj_lors_register_handles(sproj_lors **lors, sproj_starpu_handle xstart, sproj_starpu_handle xend)

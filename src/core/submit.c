@@ -374,9 +374,7 @@ static int check_args(const char *func, const struct sproj_request *rq, const sp
     if (proj->num_bins != 1)
       return sproj_fail(SPROJ_ERR_MISMATCH, func, "listmode takes one value per event, proj holds %d",
                         proj->num_bins);
-    if (lors->max_bin >= num_bins)
-      return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d, the TOF parameters have %d bins",
-                        lors->max_bin, num_bins);
+    return sproj_events_check_bins(func, lors, rq->tof);
   }
   return SPROJ_OK;
 }

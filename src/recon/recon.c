@@ -112,9 +112,8 @@ static int model_create(const char *func, sproj_model **model, sproj_lors *lors,
   int lm = tof && lors->bins;
   if (tof && tof->lors && tof->lors != lors)
     return sproj_fail(SPROJ_ERR_MISMATCH, func, "the per-LOR TOF parameters belong to another LOR set");
-  if (lm && lors->max_bin >= tof->params.num_bins)
-    return sproj_fail(SPROJ_ERR_RANGE, func, "an event has TOF bin %d, the TOF parameters have %d bins", lors->max_bin,
-                      tof->params.num_bins);
+  if (lm && (ret = sproj_events_check_bins(func, lors, tof)))
+    return ret;
   int num_values = tof && !lm ? tof->params.num_bins : 1;
   if (fwhm_mm)
     for (int k = 0; k < 3; k++) {

@@ -425,7 +425,12 @@ int sproj_init(const struct sproj_config *cfg)
     memset(&sproj_rt, 0, sizeof sproj_rt);
     return ret;
   }
-  sproj_rt.task_lors = c.task_lors ? c.task_lors : default_task_lors();
+  /* SPROJ_TASK_LORS=N (1..2^32-1) in place of the automatic size, to compare task sizes without a program change */
+  const char *env_task = getenv("SPROJ_TASK_LORS");
+  long long task_env = env_task ? atoll(env_task) : 0;
+  sproj_rt.task_lors = c.task_lors                            ? c.task_lors
+                       : task_env > 0 && task_env <= UINT32_MAX ? task_env
+                                                              : default_task_lors();
   /* a StarPU the caller started runs the scheduler the caller chose */
   int sched_chosen = !owns || c.sched != NULL || (env_sched && *env_sched);
   make_contexts(sched_chosen);

@@ -22,6 +22,18 @@ static int proj_new(const char *func, sproj_proj **out, starpu_data_handle_t han
   return SPROJ_OK;
 }
 
+/* The values per LOR every projection vector takes: 1, or a TOF sinogram's 1 .. SPROJ_MAX_TOF_BINS bins. */
+static int check_num_bins(const char *func, int num_bins)
+{
+  if (num_bins == 0)
+    return sproj_fail(SPROJ_ERR_EMPTY, func, "num_tof_bins is 0");
+  if (num_bins < 0)
+    return sproj_fail(SPROJ_ERR_DIMS, func, "num_tof_bins = %d is negative", num_bins);
+  if (num_bins > SPROJ_MAX_TOF_BINS)
+    return sproj_fail(SPROJ_ERR_TOF, func, "num_tof_bins = %d exceeds %d", num_bins, SPROJ_MAX_TOF_BINS);
+  return SPROJ_OK;
+}
+
 static int proj_register(const char *func, sproj_proj **proj, float *values, sproj_lors *lors, int num_bins)
 {
   int ret = sproj_check_init(func);
@@ -29,12 +41,8 @@ static int proj_register(const char *func, sproj_proj **proj, float *values, spr
     return ret;
   if (!proj || !values || !lors)
     return sproj_fail(SPROJ_ERR_NULL, func, "proj, values and lors must not be NULL");
-  if (num_bins == 0)
-    return sproj_fail(SPROJ_ERR_EMPTY, func, "num_tof_bins is 0");
-  if (num_bins < 0)
-    return sproj_fail(SPROJ_ERR_DIMS, func, "num_tof_bins = %d is negative", num_bins);
-  if (num_bins > SPROJ_MAX_TOF_BINS)
-    return sproj_fail(SPROJ_ERR_TOF, func, "num_tof_bins = %d exceeds %d", num_bins, SPROJ_MAX_TOF_BINS);
+  if ((ret = check_num_bins(func, num_bins)))
+    return ret;
   starpu_data_handle_t handle;
   /* one element per LOR: its num_bins values, so that chunks of LORs are chunks of the vector */
   starpu_vector_data_register(&handle, STARPU_MAIN_RAM, (uintptr_t)values, (uint32_t)lors->num_lors,
@@ -62,12 +70,8 @@ int sproj_proj_create(sproj_proj **proj, sproj_lors *lors, int num_tof_bins)
     return ret;
   if (!proj || !lors)
     return SPROJ_FAIL(SPROJ_ERR_NULL, "proj and lors must not be NULL");
-  if (num_tof_bins == 0)
-    return SPROJ_FAIL(SPROJ_ERR_EMPTY, "num_tof_bins is 0");
-  if (num_tof_bins < 0)
-    return SPROJ_FAIL(SPROJ_ERR_DIMS, "num_tof_bins = %d is negative", num_tof_bins);
-  if (num_tof_bins > SPROJ_MAX_TOF_BINS)
-    return SPROJ_FAIL(SPROJ_ERR_TOF, "num_tof_bins = %d exceeds %d", num_tof_bins, SPROJ_MAX_TOF_BINS);
+  if ((ret = check_num_bins(__func__, num_tof_bins)))
+    return ret;
   size_t elem = (size_t)num_tof_bins * sizeof(float), bytes = (size_t)lors->num_lors * elem;
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED)
@@ -113,12 +117,8 @@ static int proj_register_handle(const char *func, sproj_proj **proj, starpu_data
     return ret;
   if (!proj || !handle || !lors)
     return sproj_fail(SPROJ_ERR_NULL, func, "proj, handle and lors must not be NULL");
-  if (num_bins == 0)
-    return sproj_fail(SPROJ_ERR_EMPTY, func, "num_tof_bins is 0");
-  if (num_bins < 0)
-    return sproj_fail(SPROJ_ERR_DIMS, func, "num_tof_bins = %d is negative", num_bins);
-  if (num_bins > SPROJ_MAX_TOF_BINS)
-    return sproj_fail(SPROJ_ERR_TOF, func, "num_tof_bins = %d exceeds %d", num_bins, SPROJ_MAX_TOF_BINS);
+  if ((ret = check_num_bins(func, num_bins)))
+    return ret;
   if (starpu_data_get_interface_id(handle) != STARPU_VECTOR_INTERFACE_ID)
     return sproj_fail(SPROJ_ERR_INVALID, func, "the handle is not a StarPU vector");
   size_t elemsize = (size_t)num_bins * sizeof(float);

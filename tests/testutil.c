@@ -477,6 +477,19 @@ int64_t tu_total_tasks(void)
 }
 
 /* ---- TOF reference ---- */
+/* The principal axis a's correction factor, cosine and direction in float, as parallelproj computes them. */
+static void ref_tof_frame(const struct tu_geom *g, const float *xs, const float *xe, int a, float *cf_f,
+                          float *costheta, float *sign)
+{
+  float sq[3];
+  for (int k = 0; k < 3; k++)
+    sq[k] = (xe[k] - xs[k]) * (xe[k] - xs[k]);
+  float sum = sq[0] + sq[1] + sq[2];
+  *cf_f = g->vs[a] / sqrtf(sq[a] / sum);
+  *costheta = g->vs[a] / *cf_f;
+  *sign = xe[a] >= xs[a] ? 1.0f : -1.0f;
+}
+
 void tu_ref_tof_sino_lor(const float *img, const struct tu_geom *g, const float *xs, const float *xe, float bin_width,
                          int num_bins, float num_sigmas, float sigma, float offset, double *out)
 {
@@ -488,15 +501,8 @@ void tu_ref_tof_sino_lor(const float *img, const struct tu_geom *g, const float 
     return;
   int a = r.axis;
   /* Which bins a sample reaches is parallelproj's float convention: emulate it exactly (window only). */
-  float df[3], sq[3];
-  for (int k = 0; k < 3; k++) {
-    df[k] = xe[k] - xs[k];
-    sq[k] = df[k] * df[k];
-  }
-  float sum = sq[0] + sq[1] + sq[2];
-  float cf_f = g->vs[a] / sqrtf(sq[a] / sum);
-  float costheta = g->vs[a] / cf_f;
-  float sign = xe[a] >= xs[a] ? 1.0f : -1.0f;
+  float cf_f, costheta, sign;
+  ref_tof_frame(g, xs, xe, a, &cf_f, &costheta, &sign);
   float tof_origin = 0.5f * (xs[a] + xe[a]) - sign * (0.5f * num_bins - 0.5f) * (bin_width * costheta) +
                      sign * offset * costheta;
   float tof_slope = sign * bin_width * costheta;
@@ -544,15 +550,8 @@ double tu_ref_tof_lm_pp_lor(const float *img, const struct tu_geom *g, const flo
     return 0.0;
   int a = r.axis;
   /* the window's planes as libparallelproj rounds them (in float, its centre of bin 0 in double) */
-  float df[3], sq[3];
-  for (int k = 0; k < 3; k++) {
-    df[k] = xe[k] - xs[k];
-    sq[k] = df[k] * df[k];
-  }
-  float sum = sq[0] + sq[1] + sq[2];
-  float cf_f = g->vs[a] / sqrtf(sq[a] / sum);
-  float costheta = g->vs[a] / cf_f;
-  float sign = xe[a] >= xs[a] ? 1.0f : -1.0f;
+  float cf_f, costheta, sign;
+  ref_tof_frame(g, xs, xe, a, &cf_f, &costheta, &sign);
   float tof_origin = (float)(0.5 * (double)(xs[a] + xe[a]) -
                              (double)sign * (0.5 * num_bins - 0.5) * (double)(bin_width * costheta) +
                              (double)(offset * costheta));

@@ -221,6 +221,11 @@ struct sproj_ratio_arg {
   int kind;       /* enum sproj_ratio_kind; SPROJ_RATIO_HESSIAN adds a buffer px after p in every piece */
   float max_ratio; /* > 0: quotients capped there, expected counts floored at y / max_ratio (em_ratio.h); 0: none */
   float a_flat;    /* without a background buffer (has_a 0): the background of every value (em_background) */
+  /* STIR's small-value rule (em_small_zero): with has_small the task's last buffer (after the objective's partial
+   * sums) holds the largest numerators of each group, num_bins floats per group, piece q's group being slot[q] */
+  int has_small;
+  float small_fraction;
+  int32_t slot[SPROJ_MAX_PIECES];
 };
 static inline int sproj_ratio_buffers_per_piece(const struct sproj_ratio_arg *arg)
 {
@@ -259,6 +264,24 @@ static inline struct sproj_ratio_piece sproj_ratio_piece_get(void *buffers[], co
     pc.a = (const float *)STARPU_VECTOR_GET_PTR(b[k++]);
   return pc;
 }
+/* piece q's largest numerators (em_small_zero), the task's buffer `last` holding them; NULL without the rule */
+static inline const float *sproj_ratio_small(void *buffers[], const struct sproj_ratio_arg *arg, int last, int q)
+{
+  if (!arg->has_small)
+    return NULL;
+  return (const float *)STARPU_VECTOR_GET_PTR(buffers[last]) + (size_t)arg->slot[q] * (size_t)arg->num_bins;
+}
+/* cl_arg of a task of the small-value rule's maxima (em_small.h): for each piece its forward values p (R, with
+ * has_p) and its data y (R, with has_y); the last buffer, in STARPU_REDUX mode, num_bins floats per group, takes the
+ * largest numerator (at least 0) of kind (enum sproj_ratio_kind) over the values of each TOF bin of piece q, in
+ * group slot[q]. Its reduction keeps the larger of two values (sproj_vec_max_cl). */
+struct sproj_small_arg {
+  int npieces;
+  int num_bins;
+  int kind;
+  int has_p, has_y;
+  int32_t slot[SPROJ_MAX_PIECES];
+};
 /* cl_arg of a simulation task (sim_counts.h) over pieces of a data vector. Its buffers are, for each piece: the
  * values p (forward values; replaced by the data in a draw task, read in a sum task), then when present the per-LOR
  * factor m, the background a (as a ratio task's) and, in a draw task with has_sums, the per-LOR sums of the data over
@@ -361,6 +384,8 @@ extern struct starpu_codelet sproj_slab_halve_cl;
  * Poisson objective (em_nll.h) takes a ratio task's buffers, all read, and one more: SPROJ_NLL_PARTIALS doubles W. */
 extern struct starpu_codelet sproj_em_ratio_cl;
 extern struct starpu_codelet sproj_em_nll_cl;
+extern struct starpu_codelet sproj_em_small_cl;
+extern struct starpu_codelet sproj_vec_max_cl;
 extern struct starpu_codelet sproj_em_update_cl;
 extern struct starpu_codelet sproj_image_axpy_cl;
 extern struct starpu_codelet sproj_gauss3d_cl;
@@ -382,6 +407,8 @@ extern struct starpu_codelet sproj_input_check_cl;
 void sproj_input_check_cuda(void *buffers[], void *cl_arg);
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
 void sproj_em_nll_cuda(void *buffers[], void *cl_arg);
+void sproj_em_small_cuda(void *buffers[], void *cl_arg);
+void sproj_vec_max_cuda(void *buffers[], void *cl_arg);
 void sproj_em_update_cuda(void *buffers[], void *cl_arg);
 void sproj_image_axpy_cuda(void *buffers[], void *cl_arg);
 void sproj_gauss3d_cuda(void *buffers[], void *cl_arg);

@@ -7,13 +7,16 @@
 static void em_nll_cpu(void *buffers[], void *cl_arg)
 {
   const struct sproj_ratio_arg *arg = cl_arg;
-  double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[sproj_ratio_buffers_per_piece(arg) * arg->npieces]);
+  int parts = sproj_ratio_buffers_per_piece(arg) * arg->npieces;
+  double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[parts]);
   double sum = 0.0;
   for (int q = 0; q < arg->npieces; q++) {
     struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
+    const float *smax = sproj_ratio_small(buffers, arg, parts + 1, q);
     size_t n = (size_t)pc.n * (size_t)arg->num_bins;
     for (size_t k = 0; k < n; k++)
-      sum += em_nll_at(pc.p, pc.y, pc.m, pc.a, arg->a_per_lor, arg->a_flat, arg->num_bins, arg->max_ratio, k);
+      sum += em_nll_at(pc.p, pc.y, pc.m, pc.a, arg->a_per_lor, arg->a_flat, arg->num_bins, arg->max_ratio, smax,
+                       arg->small_fraction, k);
   }
   out[0] = sum;
   for (int j = 1; j < SPROJ_NLL_PARTIALS; j++)

@@ -9,25 +9,27 @@ struct nll_table {
   int npieces;
   unsigned long long n[SPROJ_MAX_PIECES]; /* values (LORs x bins) */
   const float *p[SPROJ_MAX_PIECES], *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
+  const float *smax[SPROJ_MAX_PIECES]; /* the small-value rule's largest numerators of the piece's group (or NULL) */
 };
-static_assert(sizeof(struct nll_table) + 2 * sizeof(void *) + 2 * sizeof(int) + 2 * sizeof(float) <= 4096,
+static_assert(sizeof(struct nll_table) + 2 * sizeof(void *) + 2 * sizeof(int) + 3 * sizeof(float) <= 4096,
               "the objective table no longer fits in the kernel parameters");
 
 __global__ static void em_nll_kernel(const __grid_constant__ struct nll_table t, int num_bins, int a_per_lor,
-                                     float a_flat, float cap, double *partial)
+                                     float a_flat, float cap, float frac, double *partial)
 {
   double s = 0.0;
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (int q = 0; q < t.npieces; q++)
     for (unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; k < t.n[q]; k += stride)
-      s += em_nll_at(t.p[q], t.y[q], t.m[q], t.a[q], a_per_lor, a_flat, num_bins, cap, (size_t)k);
+      s += em_nll_at(t.p[q], t.y[q], t.m[q], t.a[q], a_per_lor, a_flat, num_bins, cap, t.smax[q], frac, (size_t)k);
   sproj_block_sum(s, partial);
 }
 
 extern "C" void sproj_em_nll_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_ratio_arg *arg = (const struct sproj_ratio_arg *)cl_arg;
-  double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[sproj_ratio_buffers_per_piece(arg) * arg->npieces]);
+  int parts = sproj_ratio_buffers_per_piece(arg) * arg->npieces;
+  double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[parts]);
   struct nll_table t;
   unsigned long long total = 0;
   t.npieces = arg->npieces;
@@ -38,12 +40,14 @@ extern "C" void sproj_em_nll_cuda(void *buffers[], void *cl_arg)
     t.y[q] = pc.y;
     t.m[q] = pc.m;
     t.a[q] = pc.a;
+    t.smax[q] = sproj_ratio_small(buffers, arg, parts + 1, q);
     total += t.n[q];
   }
   cudaStream_t stream = starpu_cuda_get_local_stream();
   unsigned blocks = sproj_partials_grid(out, SPROJ_NLL_PARTIALS, total, stream);
   if (blocks == 0)
     return;
-  em_nll_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, arg->a_per_lor, arg->a_flat, arg->max_ratio, out);
+  em_nll_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, arg->a_per_lor, arg->a_flat, arg->max_ratio,
+                                                         arg->small_fraction, out);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

@@ -12,18 +12,20 @@ struct ratio_table {
   unsigned long long n[SPROJ_MAX_PIECES]; /* values (LORs x bins) */
   float *p[SPROJ_MAX_PIECES];
   const float *px[SPROJ_MAX_PIECES], *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
+  const float *smax[SPROJ_MAX_PIECES]; /* the small-value rule's largest numerators of the piece's group (or NULL) */
 };
-static_assert(sizeof(struct ratio_table) + sizeof(struct sproj_ratio_arg) <= 4096,
+static_assert(sizeof(struct ratio_table) + 4 * sizeof(int) + 3 * sizeof(float) <= 4096,
               "the ratio table no longer fits in the kernel parameters");
 
 __global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins, int a_per_lor,
-                                       float a_flat, int kind, float cap)
+                                       float a_flat, int kind, float cap, float frac)
 {
   /* piece of this block: the last one whose first block is not after it */
   int lo = sproj_block_piece(t.block_start, t.npieces);
   unsigned long long k = (unsigned long long)(blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
   if (k < t.n[lo])
-    em_term_at(t.p[lo], t.px[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, a_flat, num_bins, kind, cap, (size_t)k);
+    em_term_at(t.p[lo], t.px[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, a_flat, num_bins, kind, cap, t.smax[lo], frac,
+               (size_t)k);
 }
 
 extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
@@ -31,6 +33,7 @@ extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
   const struct sproj_ratio_arg *arg = (const struct sproj_ratio_arg *)cl_arg;
   struct ratio_table t;
   unsigned blocks = 0;
+  int last = sproj_ratio_buffers_per_piece(arg) * arg->npieces;
   t.npieces = arg->npieces;
   for (int q = 0; q < arg->npieces; q++) {
     struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
@@ -41,12 +44,14 @@ extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
     t.y[q] = pc.y;
     t.m[q] = pc.m;
     t.a[q] = pc.a;
+    t.smax[q] = sproj_ratio_small(buffers, arg, last, q);
     blocks += (unsigned)((t.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
   }
   t.block_start[arg->npieces] = blocks;
   if (blocks == 0)
     return;
   em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins, arg->a_per_lor,
-                                                                                  arg->a_flat, arg->kind, arg->max_ratio);
+                                                                                  arg->a_flat, arg->kind, arg->max_ratio,
+                                                                                  arg->small_fraction);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

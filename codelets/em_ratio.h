@@ -64,16 +64,34 @@ SPROJ_HD float em_background(const float *a, int a_per_lor, float a_flat, int nu
   return a_per_lor ? a[i] / (float)num_bins : a[k];
 }
 
+/* STIR's small-value rule (divide_and_truncate, accumulate_loglikelihood): a quotient whose numerator, as STIR
+ * writes it (before the multiplicative factor: the count y for the EM ratio and the objective, y times the
+ * direction's forward value p for the Hessian, p for its approximation), is at or below a fraction of the largest
+ * numerator of its group of values (STIR: 1e-6 of its viewgram's) counts as a zero numerator. */
+SPROJ_HD float em_small_numerator(int kind, float p, float y)
+{
+  return kind == SPROJ_EM_TERM_APPROX_HESSIAN ? p : kind == SPROJ_EM_TERM_HESSIAN ? y * p : y;
+}
+
+/* Whether value k's numerator falls under the rule: smax NULL (no rule), or the largest numerators (at least 0) of
+ * the value's group, one per TOF bin, times frac. */
+SPROJ_HD int em_small_zero(int kind, float p, float y, const float *smax, float frac, int num_bins, size_t k)
+{
+  return smax && !(em_small_numerator(kind, p, y) > frac * smax[k % (size_t)num_bins]);
+}
+
 /* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins): p, px (the Hessian's image, NULL otherwise) and y
- * (NULL: 1 per value, listmode events) hold num_bins values per LOR, m (NULL: 1) one, a as em_background. A CUDA
- * thread takes one value, so that neighbouring threads touch neighbouring floats of every array (a thread per LOR
- * strides by num_bins floats). */
+ * (NULL: 1 per value, listmode events) hold num_bins values per LOR, m (NULL: 1) one, a as em_background; smax and
+ * frac as em_small_zero (a zero numerator gives 0). A CUDA thread takes one value, so that neighbouring threads touch
+ * neighbouring floats of every array (a thread per LOR strides by num_bins floats). */
 SPROJ_HD void em_term_at(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
-                         float a_flat, int num_bins, int kind, float cap, size_t k)
+                         float a_flat, int num_bins, int kind, float cap, const float *smax, float frac, size_t k)
 {
   size_t i = k / (size_t)num_bins;
   float yk = y ? y[k] : 1.0f, mi = m ? m[i] : 1.0f;
-  if (kind == SPROJ_EM_TERM_APPROX_HESSIAN)
+  if (em_small_zero(kind, p[k], yk, smax, frac, num_bins, k))
+    p[k] = 0.0f;
+  else if (kind == SPROJ_EM_TERM_APPROX_HESSIAN)
     p[k] = em_approx_hessian_value(p[k], yk, mi, cap);
   else if (kind == SPROJ_EM_TERM_HESSIAN)
     p[k] = em_hessian_value(p[k], px[k], yk, mi, em_background(a, a_per_lor, a_flat, num_bins, i, k), cap);
@@ -83,9 +101,10 @@ SPROJ_HD void em_term_at(float *p, const float *px, const float *y, const float 
 
 /* LOR i of a piece: its num_bins values. */
 SPROJ_HD void em_term_lor(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
-                          float a_flat, int num_bins, int kind, float cap, uint32_t i)
+                          float a_flat, int num_bins, int kind, float cap, const float *smax, float frac, uint32_t i)
 {
   for (int b = 0; b < num_bins; b++)
-    em_term_at(p, px, y, m, a, a_per_lor, a_flat, num_bins, kind, cap, (size_t)i * (size_t)num_bins + (size_t)b);
+    em_term_at(p, px, y, m, a, a_per_lor, a_flat, num_bins, kind, cap, smax, frac,
+               (size_t)i * (size_t)num_bins + (size_t)b);
 }
 #endif

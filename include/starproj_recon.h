@@ -281,6 +281,17 @@ struct sproj_recon_config {
                                     * Poisson objective functions follow (STIR uses 10000): y = 0 gives a quotient of
                                     * 0, every quotient is at most max_ratio, and the objective takes ybar as at least
                                     * y / max_ratio (so no term is infinite) */
+  float small_fraction;            /* 0 (default): no rule. In [0, 1) (STIR: 1e-6), sinogram data only: STIR's
+                                    * small-value rule (its divide_and_truncate and accumulate_loglikelihood, applied
+                                    * per viewgram): a term whose numerator as STIR writes it -- the count y for the
+                                    * gradient's ratio and the objective, y times the direction's forward value for
+                                    * the Hessian, that forward value for the approximate Hessian -- is at or below
+                                    * small_fraction times the largest such numerator of its chunk (per TOF bin)
+                                    * counts as having a zero numerator: 0 in the ratios and Hessians, ybar alone in
+                                    * the objective. The data's largest values are taken at create, the Hessians' at
+                                    * each call (a pass over the subset's values and a reduction before its terms).
+                                    * The reconstruction then keeps the caller's chunks on several devices (no
+                                    * owned shares, below) */
 };
 /* Fills cfg with zeros / NULL (num_subsets 1). */
 SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
@@ -291,8 +302,8 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
  * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size as its home
  * in main memory). With two or more devices (sproj_num_devices: GPUs, or groups of CPU workers with SPROJ_DEVICES),
- * no chunk in two subsets, no reproducible image and no distributed reduction, each device owns an equal share of
- * every subset's LORs for the whole run (uploaded to its GPU once when it can hold its share four times over), with
+ * no chunk in two subsets, no reproducible image, no distributed reduction and no small_fraction, each device owns an
+ * equal share of every subset's LORs for the whole run (uploaded to its GPU once when it can hold its share four times over), with
  * a back projection and a copy of the estimate of its own, and pieces of images for the sums (memory: up to about
  * five images more per device).
  * The devices' back projections of a subset are summed by recursive halving when their number is a power of two,
@@ -304,8 +315,9 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * the sums (about 1e-6 relative).
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
  * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
- * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, max_ratio < 0, a blur kernel wider
- * than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite in x, the data or max_ratio), EMPTY (a subset of 0 chunks),
+ * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, max_ratio < 0, small_fraction
+ * outside [0, 1), a blur kernel wider than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite
+ * in x, the data, max_ratio or small_fraction), EMPTY (a subset of 0 chunks),
  * INVALID (a sens_model on listmode events), NOMEM, STARPU. */
 SPROJ_API int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_objective.c: the objective function's pieces on a reconstruction (subset gradients, Hessian products, subset
  * objectives) against double-precision references on the host, against each other (finite differences, symmetry,
- * sums over subsets, one EM update), with STIR's quotient rule, on listmode events against the sinogram of the same
+ * sums over subsets, one EM update), with STIR's quotient and small-value rules, on listmode events against the sinogram of the same
  * events, the multiplicative update, and their bad input. */
 #include <math.h>
 #include <stdio.h>
@@ -397,6 +397,137 @@ START_TEST(test_stir_rule)
 }
 END_TEST
 
+/* The library's projection along every LOR of o (TOF bins with tof): forward of img into values, or with back the
+ * back projection of values into img (overwritten). */
+static void project_all(const struct scene_osem *o, int tof, int back, float *img, float *values)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *buf = back ? img : scene_copy(img, nvox);
+  if (back)
+    memset(buf, 0, nvox * sizeof *buf);
+  sproj_image *ii = image(buf);
+  sproj_proj *p;
+  EXPECT(tof ? sproj_proj_register_tof(&p, values, o->lors, sc.tof.num_bins) : sproj_proj_register(&p, values, o->lors),
+         SPROJ_OK);
+  if (back)
+    EXPECT(tof ? sproj_back_tof_sino(ii, p, NULL, SPROJ_ALL_CHUNKS, o->tof) : sproj_back(ii, p, NULL, SPROJ_ALL_CHUNKS),
+           SPROJ_OK);
+  else
+    EXPECT(tof ? sproj_fwd_tof_sino(ii, p, NULL, SPROJ_ALL_CHUNKS, o->tof) : sproj_fwd(ii, p, NULL, SPROJ_ALL_CHUNKS),
+           SPROJ_OK);
+  EXPECT(sproj_proj_unregister(p), SPROJ_OK);
+  EXPECT(sproj_image_unregister(ii), SPROJ_OK);
+  if (!back)
+    free(buf);
+}
+
+/* STIR's small-value rule (cfg.small_fraction 1e-6, with the quotient cap 10000), non-TOF (_i = 0) and TOF (_i = 1),
+ * subset 1 of 4: the gradient with the sensitivity left in, both Hessian products and the subset objective against
+ * the rule applied on the host, view by view (a chunk) and TOF bin by TOF bin, to the library's own forward values of
+ * the direction and the image (its projectors are checked elsewhere), the terms in double, back projected by the
+ * library. The direction is the phantom plus 1e-9 everywhere, so that the LORs (and TOF bins) that miss the phantom
+ * have forward values below 1e-6 of their view's largest, and every fifth count is 0, where the approximate Hessian's
+ * quotient is either the cap or, under the rule, 0. Tolerances: 1e-5 relative L2 (float terms against double ones),
+ * 1e-7 for the objective; the rule must zero more than 100 such terms and change the approximate Hessian by more than
+ * 1e-3 (relative L2). _i = 2, 3: the same with tasks of at most 500 LORs, so that each view is cut into pieces whose
+ * largest values different tasks gather. */
+START_TEST(test_small_rule)
+{
+  const int k = 1, tof = _i & 1;
+  if (_i >= 2)
+    EXPECT(sproj_set_task_lors(500), SPROJ_OK);
+  const float frac = 1e-6f, cap = 10000.0f;
+  int nb = tof ? sc.tof.num_bins : 1;
+  int64_t nvox = tu_nvox(&sc.g), nval = sc.nlors * nb, zeroed = 0;
+  float *data = make_data(tof), *x = estimate(), *x0 = scene_copy(x, nvox), *v = tu_alloc(nvox);
+  for (int64_t j = 0; j < nval; j += 5)
+    data[j] = 0.0f;
+  for (int64_t j = 0; j < nvox; j++)
+    v[j] = sc.truth[j] + 1e-9f;
+  float *out[3], *ref[3], *terms[3], *plain = tu_alloc(nvox), *px = tu_alloc(nval), *pv = tu_alloc(nval);
+  sproj_image *oi[3];
+  for (int q = 0; q < 3; q++) {
+    out[q] = tu_alloc(nvox);
+    ref[q] = tu_alloc(nvox);
+    terms[q] = calloc(nval, sizeof(float));
+    oi[q] = image(out[q]);
+  }
+  struct scene_osem o, o0;
+  scene_osem_open_rule(&o, &sc, tof, x, data, NULL, S, cap, frac);
+  scene_osem_open_capped(&o0, &sc, tof, x0, data, NULL, S, cap);
+  sproj_image *vi = image(v), *pli = image(plain);
+  double nll = 0.0;
+  EXPECT(sproj_recon_gradient(o.r, k, o.img, oi[0], SPROJ_GRADIENT_ADD_SENSITIVITY), SPROJ_OK);
+  EXPECT(sproj_recon_hessian_times(o.r, k, o.img, vi, oi[1], 0), SPROJ_OK);
+  EXPECT(sproj_recon_hessian_times(o.r, k, NULL, vi, oi[2], SPROJ_HESSIAN_APPROXIMATE), SPROJ_OK);
+  EXPECT(sproj_recon_hessian_times(o0.r, k, NULL, vi, pli, SPROJ_HESSIAN_APPROXIMATE), SPROJ_OK);
+  EXPECT(sproj_recon_subset_objective(o.r, k, o.img, &nll), SPROJ_OK);
+  for (int q = 0; q < 3; q++)
+    EXPECT(sproj_image_unregister(oi[q]), SPROJ_OK);
+  EXPECT(sproj_image_unregister(pli), SPROJ_OK);
+  EXPECT(sproj_image_unregister(vi), SPROJ_OK);
+  project_all(&o, tof, 0, x, px);
+  project_all(&o, tof, 0, v, pv);
+
+  /* the rule on the host: numerators y, y (A v), A v (floats, as STIR's), each view's and bin's largest */
+  double ref_nll = 0.0;
+  for (int w = k; w < sc.nviews; w += S)
+    for (int b = 0; b < nb; b++) {
+      float largest[3] = {0.0f, 0.0f, 0.0f};
+      for (int64_t i = w * sc.per_view; i < (w + 1) * sc.per_view; i++) {
+        int64_t j = i * nb + b;
+        float num[3] = {data[j], data[j] * pv[j], pv[j]};
+        for (int q = 0; q < 3; q++)
+          largest[q] = num[q] > largest[q] ? num[q] : largest[q];
+      }
+      for (int64_t i = w * sc.per_view; i < (w + 1) * sc.per_view; i++) {
+        int64_t j = i * nb + b;
+        float num[3] = {data[j], data[j] * pv[j], pv[j]};
+        int zero[3];
+        for (int q = 0; q < 3; q++)
+          zero[q] = !(num[q] > frac * largest[q]);
+        double m = sc.mult[i], a = tof ? sc.add_tof[j] : sc.add[i], y = data[j], ybar = m * px[j] + a;
+        double n1 = m * m * y * pv[j], d1 = ybar * ybar, n2 = m * m * pv[j];
+        terms[0][j] = zero[0] ? 0.0f : (float)(m * y > cap * ybar ? cap : m * y / ybar);
+        terms[1][j] = zero[1] || !(n1 > 0.0) ? 0.0f : (float)(n1 > cap * d1 ? cap : n1 / d1);
+        terms[2][j] = zero[2] || !(n2 > 0.0) ? 0.0f : (float)(n2 > cap * y ? cap : n2 / y);
+        zeroed += zero[2] && pv[j] > 0.0f && y == 0.0;
+        double yb = fmax(ybar, y / cap);
+        ref_nll += zero[0] ? yb : yb - y * log(yb);
+      }
+    }
+  static const char *const what[3] = {"gradient plus sensitivity", "Hessian product", "approximate Hessian product"};
+  for (int q = 0; q < 3; q++) {
+    project_all(&o, tof, 1, ref[q], terms[q]);
+    double e = tu_rel_l2_ff(out[q], ref[q], nvox);
+    printf("%s%s, small-value rule, %s: relative L2 %.3g against the host's rule\n", tof ? "TOF" : "non-TOF",
+           _i >= 2 ? " (pieces of 500 LORs)" : "", what[q], e);
+    ck_assert_msg(tu_max_abs(ref[q], nvox) > 0.0 && e <= 1e-5, "%s: relative L2 %g", what[q], e);
+  }
+  double change = tu_rel_l2_ff(plain, out[2], nvox);
+  printf("objective %.12g (host %.12g); %lld quotients of 0 counts zeroed, the approximate Hessian changed by %.3g\n",
+         nll, ref_nll, (long long)zeroed, change);
+  ck_assert_msg(fabs(nll - ref_nll) <= 1e-7 * fabs(ref_nll), "objective %.12g, host %.12g", nll, ref_nll);
+  ck_assert_msg(zeroed > 100 && change > 1e-3, "the rule zeroed %lld quotients, changed the product by %g",
+                (long long)zeroed, change);
+  scene_osem_close(&o);
+  scene_osem_close(&o0);
+  EXPECT(sproj_set_task_lors(0), SPROJ_OK);
+  for (int q = 0; q < 3; q++) {
+    free(out[q]);
+    free(ref[q]);
+    free(terms[q]);
+  }
+  free(plain);
+  free(px);
+  free(pv);
+  free(data);
+  free(x);
+  free(x0);
+  free(v);
+}
+END_TEST
+
 /* sproj_image_update_multiplicative against the same float operations on the host (equal: one division, one product,
  * the bounds as comparisons): bounded, unbounded (infinite bounds), den = 0 gives 0; and its refusals, which leave x
  * as it was. */
@@ -655,6 +786,12 @@ START_TEST(test_bad_input)
   EXPECT(sproj_recon_create(&r, xi, &cfg), SPROJ_ERR_RANGE);
   cfg.max_ratio = NAN;
   EXPECT(sproj_recon_create(&r, xi, &cfg), SPROJ_ERR_NONFINITE);
+  cfg.max_ratio = 0.0f;
+  float bad_fraction[] = {-1e-6f, 1.0f, 2.0f, NAN, INFINITY};
+  for (int i = 0; i < 5; i++) {
+    cfg.small_fraction = bad_fraction[i];
+    EXPECT(sproj_recon_create(&r, xi, &cfg), isfinite(bad_fraction[i]) ? SPROJ_ERR_RANGE : SPROJ_ERR_NONFINITE);
+  }
   ck_assert(r == NULL);
   EXPECT(sproj_image_unregister(xi), SPROJ_OK);
   EXPECT(sproj_image_unregister(gi), SPROJ_OK);
@@ -687,6 +824,7 @@ int main(void)
   tcase_add_test(tc, test_em_from_pieces);
   tcase_add_test(tc, test_recon_update);
   tcase_add_test(tc, test_stir_rule);
+  tcase_add_loop_test(tc, test_small_rule, 0, 4);
   tcase_add_loop_test(tc, test_listmode_pieces, 0, 2);
   tcase_add_test(tc, test_update_multiplicative);
   tcase_add_test(tc, test_bad_input);

@@ -60,7 +60,8 @@ START_TEST(test_ratio_codelet)
       d[4 * q + k] = (struct starpu_data_descr){.handle = h[q][k], .mode = k == 0 ? STARPU_RW : STARPU_R};
   }
   struct sproj_ratio_arg *arg = malloc(sizeof *arg);
-  *arg = (struct sproj_ratio_arg){2, NB, 1, 1, 1, 0, SPROJ_RATIO_EM, 0.0f, 0.0f};
+  *arg = (struct sproj_ratio_arg){.npieces = 2, .num_bins = NB, .has_y = 1, .has_m = 1, .has_a = 1,
+                                  .kind = SPROJ_RATIO_EM};
   ck_assert_int_eq(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, d,
                                       8, STARPU_EXECUTE_WHERE, (unsigned long long)STARPU_CPU, 0), 0);
   for (int q = 0; q < 2; q++)

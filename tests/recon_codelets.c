@@ -78,7 +78,8 @@ double scene_nll(unsigned where, const struct nll_input *in, int listmode)
   starpu_vector_data_register(&out, STARPU_MAIN_RAM, (uintptr_t)part, SPROJ_NLL_PARTIALS, sizeof(double));
   d[k++] = (struct starpu_data_descr){.handle = out, .mode = STARPU_W};
   struct sproj_ratio_arg *arg = malloc(sizeof *arg);
-  *arg = (struct sproj_ratio_arg){2, nb, !listmode, 1, 1, 0, SPROJ_RATIO_EM, 0.0f, 0.0f};
+  *arg = (struct sproj_ratio_arg){.npieces = 2, .num_bins = nb, .has_y = !listmode, .has_m = 1, .has_a = 1,
+                                  .kind = SPROJ_RATIO_EM};
   ck_assert_int_eq(starpu_task_insert(&sproj_em_nll_cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, d, k,
                                       STARPU_EXECUTE_WHERE, (unsigned long long)where, 0), 0);
   starpu_data_unregister(out);

@@ -315,6 +315,12 @@ void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float
 void scene_osem_open_capped(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data,
                             const float *fwhm, int S, float max_ratio)
 {
+  scene_osem_open_rule(o, s, tof, x, data, fwhm, S, max_ratio, 0.0f);
+}
+
+void scene_osem_open_rule(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data, const float *fwhm,
+                          int S, float max_ratio, float small_fraction)
+{
   o->tof = NULL;
   ck_assert_int_eq(sproj_lors_register(&o->lors, s->xs, s->xe, s->nlors), SPROJ_OK);
   ck_assert_int_eq(scene_views(s, o->lors, &o->views), SPROJ_OK);
@@ -331,6 +337,7 @@ void scene_osem_open_capped(struct scene_osem *o, const struct scene *s, int tof
   cfg.chunks = o->views;
   cfg.num_subsets = S;
   cfg.max_ratio = max_ratio;
+  cfg.small_fraction = small_fraction;
   EXPECT(sproj_recon_create(&o->r, o->img, &cfg), SPROJ_OK);
 }
 void scene_osem_close(struct scene_osem *o)

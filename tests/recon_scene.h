@@ -75,6 +75,9 @@ void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float
 /* The same with the configuration's max_ratio (sproj_recon_config). */
 void scene_osem_open_capped(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data,
                             const float *fwhm, int S, float max_ratio);
+/* The same with STIR's small-value rule as well (sproj_recon_config.small_fraction). */
+void scene_osem_open_rule(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data, const float *fwhm,
+                          int S, float max_ratio, float small_fraction);
 void scene_osem_close(struct scene_osem *o);
 
 /* Sinogram reconstruction of data (non-TOF; TOF with tof = 1; tof = 2: TOF with the background given per LOR,

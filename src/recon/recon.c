@@ -447,9 +447,9 @@ double recon_nll_sums_finish(struct nll_sums *s)
 }
 
 /* Submits the ratio (or objective) task of the arg->npieces pieces collected in descr, the first of them piece
- * first, and empties arg. */
+ * first, with the small-value rule's maxima (or NULL) last, and empties arg. */
 static int ratio_task(const sproj_chunks *ch, struct starpu_data_descr *descr, struct sproj_ratio_arg *arg, int bpp,
-                      int first, struct nll_sums *nll)
+                      int first, struct nll_sums *nll, starpu_data_handle_t small)
 {
   struct sproj_ratio_arg *a = malloc(sizeof *a);
   if (!a)
@@ -464,6 +464,8 @@ static int ratio_task(const sproj_chunks *ch, struct starpu_data_descr *descr, s
     }
     descr[nbuf++].mode = STARPU_W;
   }
+  if (small)
+    descr[nbuf++] = (struct starpu_data_descr){.handle = small, .mode = STARPU_R};
   /* where the task's first LORs are (as the projections: sproj_workers_holding) */
   unsigned nwords = 0;
   int worker;
@@ -474,29 +476,79 @@ static int ratio_task(const sproj_chunks *ch, struct starpu_data_descr *descr, s
                                           STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers, 0));
 }
 
+void recon_groups_free(struct term_groups *g)
+{
+  free(g->start);
+  free(g->piece);
+  free(g->chunk);
+  memset(g, 0, sizeof *g);
+}
+
+int recon_groups_make(const sproj_chunks *ch, const int *list, int num, struct term_groups *g)
+{
+  int npieces = 0;
+  int64_t total = 0;
+  for (int i = 0; i < num; i++) {
+    npieces += ch->piece_start[list[i] + 1] - ch->piece_start[list[i]];
+    total += ch->count[list[i]];
+  }
+  memset(g, 0, sizeof *g);
+  g->start = malloc(((size_t)npieces + 1) * sizeof *g->start);
+  g->piece = malloc(((size_t)npieces + 1) * sizeof *g->piece);
+  g->chunk = malloc(((size_t)npieces + 1) * sizeof *g->chunk);
+  if (!g->start || !g->piece || !g->chunk) {
+    recon_groups_free(g);
+    return SPROJ_ERR_NOMEM;
+  }
+  int64_t target = sproj_task_target_spread(total, sproj_request_spread(ch, sproj_rt.where, list, num));
+  int64_t lors = 0;
+  int n = 0, in_task = 0, home = -1;
+  for (int i = 0; i < num; i++)
+    for (int q = ch->piece_start[list[i]]; q < ch->piece_start[list[i] + 1]; q++) {
+      /* a task holds pieces of one home, as the projections' tasks */
+      int q_home = sproj_piece_home(ch, sproj_rt.where, q);
+      if (sproj_task_full(in_task, lors, ch->piece_len[q], target) || (in_task > 0 && q_home != home)) {
+        g->start[++g->num] = n;
+        in_task = 0;
+        lors = 0;
+      }
+      home = q_home;
+      g->piece[n] = q;
+      g->chunk[n++] = list[i];
+      in_task++;
+      lors += ch->piece_len[q];
+    }
+  if (in_task > 0)
+    g->start[++g->num] = n;
+  g->start[0] = 0;
+  return SPROJ_OK;
+}
+
 /* Ratio tasks (kind, enum sproj_ratio_kind) over the pieces of one list of chunks, grouped by the rule of projection
  * tasks (sproj_task_full), so that each covers the pieces of one forward task and runs where it ran; or, with nll,
  * objective tasks over the same buffers (read only), each adding its partial sums to nll. The Hessian reads r->px
- * beside r->p; its approximation needs no background. */
+ * beside r->p; its approximation needs no background. With the small-value rule every task also reads the largest
+ * numerators of the chunks (small_rule.c). */
 int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struct nll_sums *nll)
 {
   const sproj_chunks *ch = r->chunks;
   const sproj_model *md = r->model;
   int with_a = md->add != NULL && kind != SPROJ_RATIO_APPROX_HESSIAN;
-  starpu_data_handle_t *pc, *xc = NULL, *yc = NULL, *mc = NULL, *ac = NULL;
+  starpu_data_handle_t *pc, *xc = NULL, *yc = NULL, *mc = NULL, *ac = NULL, small = NULL;
   if ((md->mult && sproj_vec_children(md->mult, ch, &mc)) || (with_a && sproj_vec_children(md->add, ch, &ac)))
     return SPROJ_ERR_NOMEM;
-  struct starpu_data_descr *descr = malloc((RATIO_MAX_BUFFERS * SPROJ_MAX_PIECES + 1) * sizeof *descr);
-  if (!descr)
+  struct term_groups g;
+  if (recon_groups_make(ch, list, num, &g))
     return SPROJ_ERR_NOMEM;
-  int64_t total = 0;
-  for (int i = 0; i < num; i++)
-    total += ch->count[list[i]];
-  int64_t target = sproj_task_target_spread(total, sproj_request_spread(ch, sproj_rt.where, list, num));
-  struct sproj_ratio_arg arg = {0, md->num_values, r->data != NULL, md->mult != NULL, with_a, md->add_per_lor, kind,
-                                r->max_ratio, kind == SPROJ_RATIO_APPROX_HESSIAN ? 0.0f : md->add_flat};
-  int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK, first = 0, home = -1;
-  int64_t lors = 0;
+  struct starpu_data_descr *descr = malloc((RATIO_MAX_BUFFERS * SPROJ_MAX_PIECES + 2) * sizeof *descr);
+  if (!descr) {
+    recon_groups_free(&g);
+    return SPROJ_ERR_NOMEM;
+  }
+  struct sproj_ratio_arg arg = {.num_bins = md->num_values, .has_y = r->data != NULL, .has_m = md->mult != NULL,
+                                .has_a = with_a, .a_per_lor = md->add_per_lor, .kind = kind, .max_ratio = r->max_ratio,
+                                .a_flat = kind == SPROJ_RATIO_APPROX_HESSIAN ? 0.0f : md->add_flat};
+  int bpp = sproj_ratio_buffers_per_piece(&arg), ret = SPROJ_OK;
   sproj_proj *px = kind == SPROJ_RATIO_HESSIAN ? r->px : NULL;
 
   /* the partitions of written vectors change with the chunking in use: hold their locks (p, px, then the data) */
@@ -508,18 +560,13 @@ int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struc
   if (sproj_vec_children_locked(&r->p->vec, ch, &pc) || (px && sproj_vec_children_locked(&px->vec, ch, &xc)) ||
       (r->data && sproj_vec_children_locked(&r->data->vec, ch, &yc)))
     ret = SPROJ_ERR_NOMEM;
-  for (int i = 0; i < num && !ret; i++) {
-    for (int q = ch->piece_start[list[i]]; q < ch->piece_start[list[i] + 1] && !ret; q++) {
-      /* a task holds pieces of one home, as the projections' tasks */
-      int q_home = sproj_piece_home(ch, sproj_rt.where, q);
-      if ((sproj_task_full(arg.npieces, lors, ch->piece_len[q], target) || (arg.npieces > 0 && q_home != home)) &&
-          (ret = ratio_task(ch, descr, &arg, bpp, first, nll)))
-        break;
-      home = q_home;
-      if (arg.npieces == 0) {
-        first = q;
-        lors = 0;
-      }
+  if (!ret)
+    ret = recon_small_submit(r, kind, &g, pc, yc, &small);
+  arg.has_small = small != NULL;
+  arg.small_fraction = r->small_fraction;
+  for (int t = 0; t < g.num && !ret; t++) {
+    for (int j = g.start[t]; j < g.start[t + 1]; j++) {
+      int q = g.piece[j];
       struct starpu_data_descr *d = descr + bpp * arg.npieces;
       int k = 0;
       d[k++] = (struct starpu_data_descr){.handle = pc[q], .mode = nll ? STARPU_R : STARPU_RW};
@@ -531,18 +578,17 @@ int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struc
         d[k++] = (struct starpu_data_descr){.handle = mc[q], .mode = STARPU_R};
       if (ac)
         d[k++] = (struct starpu_data_descr){.handle = ac[q], .mode = STARPU_R};
-      arg.npieces++;
-      lors += ch->piece_len[q];
+      arg.slot[arg.npieces++] = g.chunk[j];
     }
+    ret = ratio_task(ch, descr, &arg, bpp, g.piece[g.start[t]], nll, small);
   }
-  if (!ret && arg.npieces > 0)
-    ret = ratio_task(ch, descr, &arg, bpp, first, nll);
   if (r->data)
     pthread_mutex_unlock(&r->data->vec.lock);
   if (px)
     pthread_mutex_unlock(&px->vec.lock);
   pthread_mutex_unlock(&r->p->vec.lock);
   free(descr);
+  recon_groups_free(&g);
   return ret;
 }
 
@@ -1269,6 +1315,7 @@ static void recon_free(sproj_recon *r)
   }
   free(r->p_host);
   free(r->px_host);
+  recon_small_free(r);
   recon_devices_free(r);
   recon_lists_free(&r->subsets);
   if (r->model)
@@ -1308,6 +1355,11 @@ static int check_config(const char *func, sproj_image *x, const struct sproj_rec
     return sproj_fail(SPROJ_ERR_NONFINITE, func, "cfg->max_ratio is not finite");
   if (c->max_ratio < 0.0f)
     return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->max_ratio %g is negative (0: no cap)", c->max_ratio);
+  if (!isfinite(c->small_fraction))
+    return sproj_fail(SPROJ_ERR_NONFINITE, func, "cfg->small_fraction is not finite");
+  if (c->small_fraction < 0.0f || c->small_fraction >= 1.0f)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->small_fraction %g is outside 0 .. 1 (0: no rule; STIR: 1e-6)",
+                      c->small_fraction);
   return SPROJ_OK;
 }
 
@@ -1371,6 +1423,7 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
   r->blur = gauss.radius[0] > 0 || gauss.radius[1] > 0 || gauss.radius[2] > 0;
   r->objective = cfg->objective != 0;
   r->max_ratio = cfg->max_ratio;
+  r->small_fraction = cfg->data ? cfg->small_fraction : 0.0f;
   r->sens_factor = 1.0f;
   if (hook)
     r->hook = *hook;
@@ -1380,7 +1433,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
   if (r->blur)
     starpu_vector_data_register(&r->scratch, -1, 0, (uint32_t)nvox, sizeof(float));
   /* several devices: each owns its shares from now on; else the chunks are spread over the GPUs */
-  if ((ret = recon_devices_create(func, r)) || (!r->dev && (ret = spread_chunks(func, r))))
+  if ((ret = recon_devices_create(func, r)) || (!r->dev && (ret = spread_chunks(func, r))) ||
+      (ret = recon_small_create(func, r)))
     goto fail;
 
   if (sens_chunks) {

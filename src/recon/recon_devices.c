@@ -129,7 +129,9 @@ static int devices_apply(const sproj_recon *r)
 {
   int n = sproj_device_count();
   const struct sproj_geom *g = &r->x->geom;
-  if (n < 2 || r->hook.reduce || r->x->reproducible || (int64_t)g->n[0] * g->n[1] * g->n[2] < n)
+  /* the small-value rule's groups are the caller's chunks, which the owned chunking cuts across */
+  if (n < 2 || r->hook.reduce || r->x->reproducible || r->small_fraction > 0.0f ||
+      (int64_t)g->n[0] * g->n[1] * g->n[2] < n)
     return 0;
   const sproj_chunks *ch = r->chunks;
   char *seen = calloc((size_t)ch->num_chunks, 1);

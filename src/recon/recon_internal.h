@@ -50,6 +50,9 @@ struct sproj_recon {
   double sens_background;        /* sum of the sensitivity model's background (listmode only: its objective) */
   double *sens_subset_background; /* listmode: each subset's share of it (its sensitivity LORs', or the sum / S) */
   float max_ratio;               /* > 0: the data terms' quotients capped there (em_ratio.h); 0: none */
+  float small_fraction;          /* > 0: STIR's small-value rule (small_rule.c); 0: none */
+  starpu_data_handle_t small_data, small_work; /* its largest numerators: the data's, a Hessian call's (NULL: none) */
+  float *small_data_host, *small_work_host;
   sproj_proj *px;                /* the Hessian's forward projection of its image (made on first use) */
   float *px_host;                /* px's host buffer */
   int iterations;
@@ -78,6 +81,22 @@ int recon_insert_status(int starpu_ret);
 /* Tasks on images: zeros, the resolution model's blur (in -> out). */
 int recon_submit_zero(starpu_data_handle_t h);
 int recon_submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_handle_t out);
+/* The pieces of a list of chunks grouped into tasks as the projections group them (sproj_task_full; one home per
+ * task): task t holds pieces piece[start[t] .. start[t+1]), piece[j] belonging to chunk chunk[j]. */
+struct term_groups {
+  int num;
+  int *start, *piece, *chunk;
+};
+int recon_groups_make(const sproj_chunks *ch, const int *list, int num, struct term_groups *g);
+void recon_groups_free(struct term_groups *g);
+/* STIR's small-value rule (small_rule.c). create: with r->small_fraction > 0 and sinogram data, its vectors, and the
+ * data's largest numerators gathered by tasks. submit: *small = the vector the data-term tasks of kind read (NULL
+ * without the rule), after the tasks that gather a Hessian's (pc: the forward values of the pieces, yc: the data).
+ * free: unregisters the vectors. */
+int recon_small_create(const char *func, sproj_recon *r);
+int recon_small_submit(const sproj_recon *r, int kind, const struct term_groups *g, const starpu_data_handle_t *pc,
+                       const starpu_data_handle_t *yc, starpu_data_handle_t *small);
+void recon_small_free(sproj_recon *r);
 /* Data-term tasks over r->p (kind: enum sproj_ratio_kind), or objective tasks adding to nll (kind SPROJ_RATIO_EM). */
 int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struct nll_sums *nll);
 /* Waits for the objective tasks of s and returns the sum of their partial sums, added in order. */

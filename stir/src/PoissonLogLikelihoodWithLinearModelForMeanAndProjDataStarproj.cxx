@@ -33,6 +33,9 @@ const char* const PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj:
 //! STIR's bound on the quotients of its Poisson objective functions (its divide_and_truncate and
 //! accumulate_loglikelihood): starproj applies the same rule (sproj_recon_config::max_ratio).
 static const float stir_max_quotient = 10000.F;
+//! STIR's small-value rule in the same functions: a numerator at most this fraction of the largest of its viewgram
+//! counts as 0 (sproj_recon_config::small_fraction; a chunk here is one viewgram, its TOF bins apart).
+static const float stir_small_fraction = 1e-6F;
 
 struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Inputs : StarprojReconInputs
 {
@@ -258,6 +261,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   cfg.subset_chunks = subset_chunks.data();
   cfg.subset_sizes = subset_sizes.data();
   cfg.max_ratio = stir_max_quotient;
+  cfg.small_fraction = stir_small_fraction;
   // the subsets' sensitivities are computed here, on the devices, and stay there; STIR takes them as they are when
   // it computes its subset sensitivities (not read from files, not averaged over the subsets)
   sproj_recon* recon = nullptr;

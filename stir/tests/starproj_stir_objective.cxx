@@ -6,9 +6,7 @@
 //
 // usage: starproj_stir_objective DATA.hs IMAGE.hv NUM_SUBSETS TOLERANCE [options]
 //   --norm-and-additive        a normalisation (factors in [0.5, 1.5) per LOR) and an additive sinogram (~10%)
-//   --approximate-hessian-tolerance T   the tolerance of the approximate Hessian product (default TOLERANCE): STIR
-//                              counts a quotient as 0 where the forward projection is at most 1e-6 of its viewgram's
-//                              largest, a rule starproj does not follow
+//   --approximate-hessian-tolerance T   the tolerance of the approximate Hessian product (default TOLERANCE)
 //   --check-subsets N          compare subsets 0 .. N-1 only (default all)
 // With TOF data the Hessian products are not compared: STIR's take timing position 0 for every TOF bin (its
 // get_empty_related_viewgrams and get_related_viewgrams replace the index's timing position by their own argument).

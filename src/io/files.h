@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* files.h: what starproj's file writers and readers share: inputs opened without blocking, atomic output through
- * temporary files, and the registry of temporaries that sproj_io_remove_temporaries empties (not installed). */
+/* files.h: what starproj's file writers and readers share (not installed): inputs opened without blocking and two
+ * small helpers (input.c), atomic output through temporary files and the registry of temporaries that
+ * sproj_io_remove_temporaries empties (atomic.c). */
 #ifndef SPROJ_FILES_H
 #define SPROJ_FILES_H
 
 #include <stdint.h>
 #include <stdio.h>
+
+/* ---- text ---- */
+/* A new string printed like printf, or NULL when out of memory. */
+char *sproj_str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- input ---- */
 /* Opens path for reading without ever blocking and only if it is a regular file: a FIFO would block open() until
@@ -24,6 +29,8 @@ struct sproj_outfile {
   int slot;          /* its entry in the registry of temporaries, -1 if none */
 };
 
+/* The next of this process's numbers for names of its own: no two calls answer the same (until it wraps). */
+unsigned sproj_out_number(void);
 /* Creates the temporary file ".<name>.tmp-<pid>-<n>" for path (mode 0666 less the umask, like fopen), registered
  * for sproj_io_remove_temporaries, after removing the temporaries for the same target that dead processes left. */
 int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out);
@@ -54,6 +61,10 @@ void sproj_remove_stale_temporaries(const char *path);
 int sproj_pid_suffix(const char *name, const char *prefix, long *pid);
 /* 1 if no process pid exists (kill(pid, 0) fails with ESRCH); a process of another user counts as alive. */
 int sproj_pid_dead(long pid);
+/* The folder of path ("." when it has none) as a new string (NULL when out of memory), and its last component. */
+char *sproj_folder_of(const char *path, const char **name);
+/* Removes the regular file name in the open folder folder_fd, if it still is one. */
+void sproj_remove_entry(int folder_fd, const char *name);
 
 /* 1 on a little-endian host. */
 int sproj_host_little_endian(void);

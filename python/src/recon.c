@@ -136,14 +136,15 @@ static PyObject *Recon_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
   (void)type;
   static char *names[] = {"image",      "model",       "chunks",        "data",         "num_subsets", "subsets",
-                          "sens_model", "sens_chunks", "sens_subsets",  "objective",    "max_ratio",   NULL};
+                          "sens_model", "sens_chunks", "sens_subsets",  "objective",    "max_ratio",
+                          "small_fraction", NULL};
   PyObject *img_o, *model_o, *chunks_o, *data_o = Py_None, *subsets_o = Py_None, *smodel_o = Py_None,
                                          *schunks_o = Py_None, *ssubsets_o = Py_None;
   int num_subsets = 1, objective = 0;
-  float max_ratio = 0.0f;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|OiOOOOpf:Recon", names, &img_o, &model_o, &chunks_o, &data_o,
+  float max_ratio = 0.0f, small_fraction = 0.0f;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|OiOOOOpff:Recon", names, &img_o, &model_o, &chunks_o, &data_o,
                                    &num_subsets, &subsets_o, &smodel_o, &schunks_o, &ssubsets_o, &objective,
-                                   &max_ratio))
+                                   &max_ratio, &small_fraction))
     return NULL;
   sp_obj *img = sp_open(img_o, K_IMAGE, "image");
   sp_obj *mdl = img ? sp_open(model_o, K_MODEL, "model") : NULL;
@@ -170,6 +171,7 @@ static PyObject *Recon_new(PyTypeObject *type, PyObject *args, PyObject *kw)
   cfg.sens_chunks = schunks ? schunks->h : NULL;
   cfg.objective = objective;
   cfg.max_ratio = max_ratio;
+  cfg.small_fraction = small_fraction;
   if (subsets_o != Py_None) {
     int n;
     if (sp_subsets(subsets_o, "subsets", &o->ints[0], &o->ints[1], &n) < 0)

@@ -238,3 +238,50 @@ def test_objective_pieces_match_numpy(rt):
         assert np.abs(ref).max() > 0
         assert np.linalg.norm(got - ref) <= 1e-4 * np.linalg.norm(ref)
     assert abs(nll - nll_ref) <= 1e-6 * abs(nll_ref)
+
+
+def test_small_value_rule_matches_numpy(rt):
+    """Recon(max_ratio=10000, small_fraction=1e-6): the approximate Hessian follows STIR's rules, written with NumPy on
+    the binding's forward values view by view (a chunk): a forward value of the direction at most 1e-6 of its view's
+    largest gives 0, else m^2 (A v) / y, capped at 10000 (so 10000 where y = 0). The direction is the phantom plus
+    1e-9, every fifth count 0: the rule decides thousands of quotients, and without it the product differs."""
+    s = scanner()
+    xs, xe = s.lors()
+    n = len(xs)
+    rng = np.random.default_rng(2)
+    mult = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    add = np.full(n, 0.2, np.float32)
+    lors = sp.Lors(xs, xe)
+    views = s.chunks_views(lors)
+    per_view = n // 64
+    A_fwd, A_back = projections(lors, views, n)
+    y = np.floor(mult * A_fwd(phantom()) + add + rng.uniform(0, 1, n)).astype(np.float32)
+    y[::5] = 0
+    v0 = (phantom() + np.float32(1e-9)).astype(np.float32)
+    av = A_fwd(v0).reshape(64, per_view)
+    zero = ~(av > np.float32(1e-6) * np.maximum(av.max(axis=1, keepdims=True), 0))
+    odd = np.zeros((64, per_view), bool)
+    odd[1::2] = True
+    m, yd, avd = mult.astype(np.float64), y.astype(np.float64), av.reshape(-1).astype(np.float64)
+    num = m * m * avd
+    q = np.where(num > 10000 * yd, 10000, num / np.where(yd > 0, yd, 1))
+    q = np.where(odd.reshape(-1) & ~zero.reshape(-1) & (num > 0), q, 0)
+    ref = A_back(q)
+    assert np.sum(odd & zero & (av > 0) & (y.reshape(64, per_view) == 0)) > 100
+    results = []
+    for frac in (1e-6, 0.0):
+        x, ha, v = np.ones(DIMS, np.float32), np.zeros(DIMS, np.float32), v0.copy()
+        with sp.Image(x, VS, ORIGIN) as X, sp.Proj(lors, y) as Y, sp.Model(lors, mult, add) as M, \
+                sp.Recon(X, M, views, data=Y, num_subsets=2, max_ratio=10000, small_fraction=frac) as R, \
+                sp.Image(ha, VS, ORIGIN) as HA, sp.Image(v, VS, ORIGIN) as V:
+            R.hessian_times(1, None, V, HA, approximate=True)
+            HA.sync()
+        results.append(ha)
+    assert np.linalg.norm(results[0] - ref) <= 1e-5 * np.linalg.norm(ref)
+    assert np.linalg.norm(results[1] - ref) > 1e-3 * np.linalg.norm(ref)
+    for bad in (-1.0, 1.0, float("nan")):
+        with sp.Image(np.ones(DIMS, np.float32), VS, ORIGIN) as X, sp.Proj(lors, y) as Y, \
+                sp.Model(lors, mult, add) as M:
+            with pytest.raises(sp.Error) as e:
+                sp.Recon(X, M, views, data=Y, num_subsets=2, small_fraction=bad)
+            assert e.value.status in (sp.ERR_RANGE, sp.ERR_NONFINITE)

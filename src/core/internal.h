@@ -119,7 +119,7 @@ int64_t sproj_task_target_spread(int64_t total, int spread);
 int sproj_request_spread(const sproj_chunks *ch, unsigned long long where, const int *list, int num);
 /* The same for every piece of ch. */
 int sproj_chunking_spread(const sproj_chunks *ch, unsigned long long where);
-/* The grouping rule of projection tasks (submit.c) and of the reconstruction's ratio and objective tasks (recon.c):
+/* The grouping rule of projection tasks (submit.c) and of the reconstruction's ratio and objective tasks (terms.c):
  * a task holding npieces pieces of lors LORs is submitted before a piece of next LORs joins it when it is full
  * (SPROJ_MAX_PIECES) or the piece would take it past the target; a single piece larger than the target makes a task
  * of its own. */

@@ -337,12 +337,16 @@ struct sproj_emit_arg {
   int npieces;
   int num_bins;
 };
-/* cl_arg of an update task (buffers: image RW, back-projected ratio R, sensitivity R): EM's rule (em_update_value),
- * or with bounded OSMAPOSL's (osl_update_value, relative change within [lo, hi], the sensitivity times sens_factor). */
+/* cl_arg of an update task (buffers: image RW, back-projected ratio or gradient R, sensitivity or denominator R):
+ * EM's rule (em_update_value), OSMAPOSL's with kind SPROJ_UPDATE_OSL (osl_update_value, relative change within
+ * [lo, hi], the sensitivity times sens_factor), or the separable paraboloidal surrogates' additive step with kind
+ * SPROJ_UPDATE_SPS (sps_update_value: num_scale and step, the result within [lo, hi]). */
+enum sproj_update_kind { SPROJ_UPDATE_EM = 0, SPROJ_UPDATE_OSL = 1, SPROJ_UPDATE_SPS = 2 };
 struct sproj_update_arg {
   float sens_factor;
-  int bounded;
+  int kind;
   float lo, hi;
+  float num_scale, step;
 };
 /* cl_arg of an image axpy task (buffers: y RW, x R): y <- y + alpha * x. */
 struct sproj_axpy_arg {

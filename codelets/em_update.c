@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_update.c: CPU codelet, codelet struct and performance model of the multiplicative image updates (EM, OSMAPOSL). */
+/* em_update.c: CPU codelet, codelet struct and performance model of the image updates (EM, OSMAPOSL, OSSPS). */
 #include "config.h"
 #include "codelets.h"
 #include "em_update.h"
@@ -11,12 +11,8 @@ static void em_update_cpu(void *buffers[], void *cl_arg)
   const float *bp = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
   const float *sens = (const float *)STARPU_VECTOR_GET_PTR(buffers[2]);
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[0]);
-  if (arg->bounded)
-    for (uint32_t i = 0; i < n; i++)
-      x[i] = osl_update_value(x[i], bp[i], sens[i], arg->sens_factor, arg->lo, arg->hi);
-  else
-    for (uint32_t i = 0; i < n; i++)
-      x[i] = em_update_value(x[i], bp[i], sens[i], arg->sens_factor);
+  for (uint32_t i = 0; i < n; i++)
+    x[i] = update_value(arg->kind, x[i], bp[i], sens[i], arg->sens_factor, arg->num_scale, arg->step, arg->lo, arg->hi);
 }
 
 static struct starpu_perfmodel em_update_model = {

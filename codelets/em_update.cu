@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_update.cu: CUDA kernel of the multiplicative image updates (EM, OSMAPOSL), queued on StarPU's stream. */
+/* em_update.cu: CUDA kernel of the image updates (EM, OSMAPOSL, OSSPS), queued on StarPU's stream. */
 #include "config.h"
 #include "cuda_pieces.h"
 #include "em_update.h"
@@ -8,8 +8,7 @@ __global__ static void em_update_kernel(float *__restrict__ x, const float *__re
                                         const float *__restrict__ sens, struct sproj_update_arg arg, uint32_t n)
 {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    x[i] = arg.bounded ? osl_update_value(x[i], bp[i], sens[i], arg.sens_factor, arg.lo, arg.hi)
-                       : em_update_value(x[i], bp[i], sens[i], arg.sens_factor);
+    x[i] = update_value(arg.kind, x[i], bp[i], sens[i], arg.sens_factor, arg.num_scale, arg.step, arg.lo, arg.hi);
 }
 
 extern "C" void sproj_em_update_cuda(void *buffers[], void *cl_arg)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* em_update.h: the multiplicative update of one voxel: EM's x * bp / sens, or OSMAPOSL's x * clamp(num / den) (host +
- * CUDA). */
+/* em_update.h: the update of one voxel: EM's x * bp / sens, OSMAPOSL's x * clamp(num / den), or the separable
+ * paraboloidal surrogates' clamp(x + step * num / den) (host + CUDA). */
 #ifndef SPROJ_EM_UPDATE_H
 #define SPROJ_EM_UPDATE_H
 #include "joseph3d_ray.h"
@@ -31,5 +31,29 @@ SPROJ_HD float osl_update_value(float x, float num, float den, float den_factor,
   else if (lo > u)
     u = lo;
   return x * u;
+}
+
+/* OSSPS's step (STIR's OSSPSReconstruction): x + ((num * num_scale) / den) * step, in that order of float operations,
+ * then bounded to [lo, hi] (above hi gives hi, below lo gives lo). A voxel whose den is not positive keeps x (STIR
+ * makes every denominator positive first), bounded alike. */
+SPROJ_HD float sps_update_value(float x, float num, float den, float num_scale, float step, float lo, float hi)
+{
+  float v = den > 0.0f ? x + ((num * num_scale) / den) * step : x;
+  if (v > hi)
+    v = hi;
+  else if (lo > v)
+    v = lo;
+  return v;
+}
+
+/* Voxel i's update of kind (enum sproj_update_kind, codelets.h), as its arguments say. */
+SPROJ_HD float update_value(int kind, float x, float num, float den, float sens_factor, float num_scale, float step,
+                            float lo, float hi)
+{
+  if (kind == 2)
+    return sps_update_value(x, num, den, num_scale, step, lo, hi);
+  if (kind == 1)
+    return osl_update_value(x, num, den, sens_factor, lo, hi);
+  return em_update_value(x, num, den, sens_factor);
 }
 #endif

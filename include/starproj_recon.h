@@ -404,6 +404,14 @@ SPROJ_API int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj
  * Errors: NULL, NOT_INIT, MISMATCH (images of different geometries), INVALID (an image twice), NONFINITE (lo or hi
  * NaN), RANGE (lo > hi), NOMEM, STARPU. */
 SPROJ_API int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi);
+/* x <- min(max(x + ((num * num_scale) / den) * step, lo), hi) voxel by voxel (in that order of float operations; x
+ * kept, then bounded, where den is not positive), by a task where the images are: the additive step of separable
+ * paraboloidal surrogates (STIR's OSSPS: num a subset gradient, sproj_recon_gradient without the sensitivity,
+ * num_scale the number of subsets, den the precomputed denominator from the approximate Hessian, made positive,
+ * step the relaxation, lo 0 and hi the upper bound). Asynchronous; needs sproj_init.
+ * Errors: those of sproj_image_update_multiplicative, and NONFINITE (num_scale or step not finite). */
+SPROJ_API int sproj_image_update_additive(sproj_image *x, sproj_image *num, sproj_image *den, float num_scale, float step,
+                                          float lo, float hi);
 /* One OSMAPOSL update of subset k with the reconstruction's own sensitivity s_k (sproj_recon_sensitivity): work <-
  * the gradient plus sensitivity at x (sproj_recon_gradient with SPROJ_GRADIENT_ADD_SENSITIVITY), then x <- x *
  * min(max(work / s_k, lo), hi) (0 where s_k is 0), all tasks: nothing crosses to the host. With lo = 0 and hi =

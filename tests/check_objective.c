@@ -588,6 +588,53 @@ START_TEST(test_update_multiplicative)
 }
 END_TEST
 
+/* sproj_image_update_additive against the same float operations on the host (equal: a product, a division, a
+ * product, a sum and the bounds as comparisons): OSSPS's step with a negative and positive gradient, bounded to
+ * [0, 2.5], a denominator of 0 keeps x; and its refusals, which leave x as it was. */
+START_TEST(test_update_additive)
+{
+  int64_t nvox = tu_nvox(&sc.g), clamped = 0, kept = 0;
+  float *x = tu_alloc(nvox), *num = tu_alloc(nvox), *den = tu_alloc(nvox), *ref = tu_alloc(nvox);
+  tu_fill_uniform(x, nvox, 0.0f, 2.0f);
+  tu_fill_uniform(num, nvox, -3.0f, 3.0f);
+  tu_fill_uniform(den, nvox, 0.5f, 30.0f);
+  for (int64_t v = 0; v < nvox; v += 7)
+    den[v] = v % 2 ? 0.0f : -1.0f;
+  const float scale = 4.0f, step = 0.9f, lo = 0.0f, hi = 2.5f;
+  for (int64_t v = 0; v < nvox; v++) {
+    float u = den[v] > 0.0f ? x[v] + ((num[v] * scale) / den[v]) * step : x[v];
+    ref[v] = u > hi ? hi : (lo > u ? lo : u);
+    clamped += ref[v] != u;
+    kept += !(den[v] > 0.0f);
+  }
+  float *xc = scene_copy(x, nvox);
+  sproj_image *xi = image(xc), *ni = image(num), *di = image(den);
+  EXPECT(sproj_image_update_additive(xi, ni, di, scale, step, lo, hi), SPROJ_OK);
+  sync_read(xi);
+  for (int64_t v = 0; v < nvox; v++)
+    ck_assert_msg(xc[v] == ref[v], "voxel %lld: %.9g, host %.9g", (long long)v, xc[v], ref[v]);
+  printf("additive update: %lld of %lld voxels bounded, %lld kept (denominator not positive), equal to the host's\n",
+         (long long)clamped, (long long)nvox, (long long)kept);
+  ck_assert(clamped > nvox / 20 && kept > nvox / 10);
+  memcpy(xc, x, nvox * sizeof *xc);
+  EXPECT(sproj_image_sync(xi, SPROJ_SYNC_WRITE), SPROJ_OK);
+  EXPECT(sproj_image_update_additive(xi, NULL, di, scale, step, lo, hi), SPROJ_ERR_NULL);
+  EXPECT(sproj_image_update_additive(xi, xi, di, scale, step, lo, hi), SPROJ_ERR_INVALID);
+  EXPECT(sproj_image_update_additive(xi, ni, di, scale, step, hi, lo), SPROJ_ERR_RANGE);
+  EXPECT(sproj_image_update_additive(xi, ni, di, NAN, step, lo, hi), SPROJ_ERR_NONFINITE);
+  EXPECT(sproj_image_update_additive(xi, ni, di, scale, INFINITY, lo, hi), SPROJ_ERR_NONFINITE);
+  sync_read(xi);
+  ck_assert_msg(memcmp(xc, x, nvox * sizeof *x) == 0, "a refused update changed x");
+  for (sproj_image **i = (sproj_image *[]){xi, ni, di, NULL}; *i; i++)
+    EXPECT(sproj_image_unregister(*i), SPROJ_OK);
+  free(xc);
+  free(x);
+  free(num);
+  free(den);
+  free(ref);
+}
+END_TEST
+
 /* A listmode reconstruction of one event per count of the sinogram data: the events in view order, one chunk per view
  * (so listmode subset k holds the events of the sinogram's subset k), each event with its LOR's m and a (TOF: its bin's
  * a), and the sinogram's LORs with m and their background summed over the TOF bins as sensitivity model; per-subset
@@ -827,6 +874,7 @@ int main(void)
   tcase_add_loop_test(tc, test_small_rule, 0, 4);
   tcase_add_loop_test(tc, test_listmode_pieces, 0, 2);
   tcase_add_test(tc, test_update_multiplicative);
+  tcase_add_test(tc, test_update_additive);
   tcase_add_test(tc, test_bad_input);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -173,16 +173,22 @@ int sproj_recon_subset_objective(sproj_recon *recon, int subset, sproj_image *x,
   return recon_nll(__func__, recon, x, subset, nll);
 }
 
+/* An update task of arg's kind where the images are (x RW, num and den R); arg is handed to the task. */
+static int submit_image_update(sproj_image *x, sproj_image *num, sproj_image *den, struct sproj_update_arg *arg)
+{
+  return recon_insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, x->handle, STARPU_R, num->handle, STARPU_R,
+                                                den->handle, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
+                                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+}
+
 /* x <- x * bound(num / (den * den_factor)) by a task where the images are. */
 static int submit_bounded_update(sproj_image *x, sproj_image *num, sproj_image *den, float den_factor, float lo, float hi)
 {
   struct sproj_update_arg *arg = calloc(1, sizeof *arg);
   if (!arg)
     return SPROJ_ERR_NOMEM;
-  *arg = (struct sproj_update_arg){den_factor, 1, lo, hi};
-  return recon_insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, x->handle, STARPU_R, num->handle, STARPU_R,
-                                                den->handle, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
-                                                (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+  *arg = (struct sproj_update_arg){.sens_factor = den_factor, .kind = SPROJ_UPDATE_OSL, .lo = lo, .hi = hi};
+  return submit_image_update(x, num, den, arg);
 }
 
 static int check_bounds(const char *func, float lo, float hi)
@@ -210,18 +216,40 @@ int sproj_recon_update(sproj_recon *recon, int subset, sproj_image *x, sproj_ima
   return submit_status(__func__, ret);
 }
 
-int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi)
+/* The checks both image updates make on their images and bounds. */
+static int check_update(const char *func, sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi)
 {
-  int ret = sproj_check_init_flush(__func__);
+  int ret = sproj_check_init_flush(func);
   if (ret)
     return ret;
   if (!x || !num || !den)
-    return SPROJ_FAIL(SPROJ_ERR_NULL, "x, num and den must not be NULL");
+    return sproj_fail(SPROJ_ERR_NULL, func, "x, num and den must not be NULL");
   if (!same_geometry(&x->geom, &num->geom) || !same_geometry(&x->geom, &den->geom))
-    return SPROJ_FAIL(SPROJ_ERR_MISMATCH, "x, num and den must have one geometry");
+    return sproj_fail(SPROJ_ERR_MISMATCH, func, "x, num and den must have one geometry");
   if (x == num || x == den || num == den)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "x, num and den must be three images");
-  if ((ret = check_bounds(__func__, lo, hi)))
+    return sproj_fail(SPROJ_ERR_INVALID, func, "x, num and den must be three images");
+  return check_bounds(func, lo, hi);
+}
+
+int sproj_image_update_multiplicative(sproj_image *x, sproj_image *num, sproj_image *den, float lo, float hi)
+{
+  int ret = check_update(__func__, x, num, den, lo, hi);
+  if (ret)
     return ret;
   return submit_status(__func__, submit_bounded_update(x, num, den, 1.0f, lo, hi));
+}
+
+int sproj_image_update_additive(sproj_image *x, sproj_image *num, sproj_image *den, float num_scale, float step, float lo,
+                                float hi)
+{
+  int ret = check_update(__func__, x, num, den, lo, hi);
+  if (ret)
+    return ret;
+  if (!isfinite(num_scale) || !isfinite(step))
+    return SPROJ_FAIL(SPROJ_ERR_NONFINITE, "num_scale %g and step %g must be finite", num_scale, step);
+  struct sproj_update_arg *arg = calloc(1, sizeof *arg);
+  if (!arg)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  *arg = (struct sproj_update_arg){.kind = SPROJ_UPDATE_SPS, .lo = lo, .hi = hi, .num_scale = num_scale, .step = step};
+  return submit_status(__func__, submit_image_update(x, num, den, arg));
 }

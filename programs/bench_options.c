@@ -291,7 +291,8 @@ static int check_workloads(const char *arg, struct plan *pl)
   int n;
   if (!arg) {
     for (int j = 0; j < NUM_WORKLOADS; j++)
-      pl->wl[pl->nw++] = j;
+      if (!workloads[j].named_only)
+        pl->wl[pl->nw++] = j;
     return 0;
   }
   if (split_list("--workloads", arg, &pl->copies[1], names, NUM_WORKLOADS * 4, &n))

@@ -21,20 +21,24 @@ const struct scale scales[] = {
   {"full", "vision600", 0, 0, {215, 215, 71}, 2.78f, 40000000, 34, 8, 16, {25.4f, 29, 3.0f, 24.5f, 0.0f}},
 };
 const struct workload workloads[] = {
-  {"fwd-whole", "forward projection of the whole sinogram, one call", 0},
-  {"back-whole", "back projection of the whole sinogram, one call", 0},
-  {"fwd-views", "forward projection, one call per view", 0},
-  {"back-views", "back projection, one call per view", 0},
-  {"fwd-segvg", "forward projection, one call per segment viewgram", 0},
-  {"back-segvg", "back projection, one call per segment viewgram", 0},
-  {"fwd-segvg-batch", "forward, one call per segment viewgram inside sproj_batch_begin/end", 0},
-  {"back-segvg-batch", "back, one call per segment viewgram inside sproj_batch_begin/end", 0},
-  {"tof-sino", "TOF sinogram forward + back projection of one OSEM subset's views", 0},
-  {"tof-lm", "TOF listmode forward + back projection of random events", 0},
-  {"osem", "one OSEM iteration (sproj_recon_*), non-TOF, with m and a", 0},
-  {"cold", "forward + back of the whole sinogram with no data resident on the GPUs (transfers paid)", 0},
-  {"memlimit", "forward + back of the whole sinogram, STARPU_LIMIT_CUDA_MEM below the data size", 1},
-  {"threads", "many host threads submitting per-view forward + back calls at once", 0},
+  {"fwd-whole", "forward projection of the whole sinogram, one call", 0, 0},
+  {"back-whole", "back projection of the whole sinogram, one call", 0, 0},
+  {"fwd-views", "forward projection, one call per view", 0, 0},
+  {"back-views", "back projection, one call per view", 0, 0},
+  {"fwd-segvg", "forward projection, one call per segment viewgram", 0, 0},
+  {"back-segvg", "back projection, one call per segment viewgram", 0, 0},
+  {"fwd-segvg-batch", "forward, one call per segment viewgram inside sproj_batch_begin/end", 0, 0},
+  {"back-segvg-batch", "back, one call per segment viewgram inside sproj_batch_begin/end", 0, 0},
+  {"tof-sino", "TOF sinogram forward + back projection of one OSEM subset's views", 0, 0},
+  {"tof-lm", "TOF listmode forward + back projection of random events", 0, 0},
+  {"osem", "one OSEM iteration (sproj_recon_*), non-TOF, with m and a", 0, 0},
+  {"cold", "forward + back of the whole sinogram with no data resident on the GPUs (transfers paid)", 0, 0},
+  {"memlimit", "forward + back of the whole sinogram, STARPU_LIMIT_CUDA_MEM below the data size", 1, 0},
+  {"threads", "many host threads submitting per-view forward + back calls at once", 0, 0},
+  {"fwd-owned", "forward projection of the whole sinogram, blocks homed on the devices; values left where made", 0, 1},
+  {"tof-sino-owned", "tof-sino, views homed on the devices; values left where made, image summed on GPU 0", 0, 1},
+  {"tof-lm-owned", "tof-lm, event blocks homed on the devices; values left where made, image summed on GPU 0", 0, 1},
+  {"osem-tof", "one OSEM iteration (sproj_recon_*), TOF sinogram, with m and a", 0, 1},
 };
 
 /* everything one configuration's process holds */
@@ -62,6 +66,7 @@ static struct {
   sproj_recon *recon;
   sproj_image *ximg;
   int64_t nvalues;            /* values of proj */
+  int owned;                  /* the chunks are homed on the devices (the *-owned workloads) */
 } W;
 
 /* The scale's scanner: a preset, for tiny with fewer rings (4 mm apart, centred on 0) and radial bins. */
@@ -204,16 +209,101 @@ static void setup_osem(void)
   CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
 }
 
+/* The GPU device d's work runs on: devices beyond the GPUs share them (SPROJ_DEVICES), as starproj assigns them. */
+static int device_gpu(int d)
+{
+  return d % sproj_num_gpus();
+}
+
+/* Homes the chunks on the devices, chunk c on device c * n / nchunks (contiguous runs of chunks, as even as the count
+ * allows), and puts on each device's GPU what its tasks read: its LORs, the back projection's input values, and the
+ * image on every GPU. Untimed: the owned workloads time what happens once the data are where they are used. With both
+ * kinds of worker selected there are no devices (sproj_num_devices 0): the chunks stay unhomed, as a sinogram's. */
+static void home_chunks(int upload_values)
+{
+  int n = sproj_num_devices(), gpus = sproj_num_gpus() > 0 && (sproj_get_devices() & SPROJ_DEVICE_CUDA);
+  W.owned = 1;
+  if (n < 1)
+    return;
+  for (int c = 0; c < W.nchunks; c++) {
+    int d = (int)((int64_t)c * n / W.nchunks);
+    CHECK(sproj_chunks_set_device(W.chunks, c, d));
+    if (gpus) {
+      CHECK(sproj_lors_upload(W.lors, W.chunks, c, device_gpu(d)));
+      if (upload_values)
+        CHECK(sproj_proj_upload(W.proj2, W.chunks, c, device_gpu(d)));
+    }
+  }
+  if (gpus)
+    CHECK(sproj_image_upload(W.img, SPROJ_ALL_GPUS));
+}
+
+/* The LOR set cut into as many equal blocks as one device's tasks of it (the largest task, sproj_get_task_lors), at
+ * least one per device: every device projects whole blocks, of the task size one GPU runs (the one the performance
+ * models recorded on one GPU measured), and the blocks spread as evenly as their count allows (140 blocks of the
+ * benchmark sinogram on 8 GPUs: 17 or 18 each; 39 blocks of its 40 M events: 4 or 5). */
+static void make_owned_blocks(void)
+{
+  int64_t task = sproj_get_task_lors();
+  int64_t nb = (W.nlors + task - 1) / task;
+  if (nb < sproj_num_devices())
+    nb = sproj_num_devices();
+  CHECK(sproj_chunks_create_blocks(&W.chunks, W.lors, (int)nb));
+  W.nchunks = (int)nb;
+}
+
+/* OSEM with TOF: the whole sinogram's LORs, one chunk per view, TOF data = the phantom's TOF projection (made where
+ * the tasks run, sproj_model_expected: the library's own values, no host array of the 17 GB they take at full scale),
+ * m as osem's and a uniform background per LOR spread over its bins. */
+static void setup_osem_tof(void)
+{
+  setup_sinogram();
+  CHECK(sproj_scanner_chunks_views(&W.chunks, W.scanner, W.lors));
+  W.nchunks = W.si.num_views;
+  CHECK(sproj_tof_register(&W.tof, &W.sc->tof, NULL, NULL, NULL));
+  W.mult = pinned((size_t)W.nlors * 4);
+  W.add = pinned((size_t)W.nlors * 4);
+  for (int64_t i = 0; i < W.nlors; i++) {
+    W.mult[i] = 0.5f + 0.5f * (float)((i * 2654435761u) % 1000) / 1000.0f;
+    W.add[i] = 0.01f * (float)W.sc->tof.num_bins;
+  }
+  CHECK(sproj_model_create_tof_uniform_add(&W.model, W.lors, W.mult, W.add, W.tof, NULL));
+  CHECK(sproj_proj_create(&W.proj2, W.lors, W.sc->tof.num_bins));
+  CHECK(sproj_model_expected(W.model, W.img, W.proj2, W.chunks, NULL));
+  W.x = pinned((size_t)W.nvox * 4);
+  for (int i = 0; i < W.nvox; i++)
+    W.x[i] = 1.0f;
+  CHECK(sproj_image_register(&W.ximg, W.x, W.sc->dims, W.vs, W.origin));
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = W.model;
+  cfg.data = W.proj2;
+  cfg.chunks = W.chunks;
+  cfg.num_subsets = W.sc->subsets;
+  CHECK(sproj_recon_create(&W.recon, W.ximg, &cfg));
+  CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
+}
+
 static void setup(void)
 {
   const char *name = workloads[W.workload].name;
   setup_images();
-  if (!strcmp(name, "tof-sino")) {
+  if (!strncmp(name, "tof-sino", 8)) {
     setup_tof_sino();
+    if (!strcmp(name, "tof-sino-owned"))
+      home_chunks(1);
     return;
   }
-  if (!strcmp(name, "tof-lm")) {
+  if (!strncmp(name, "tof-lm", 6)) {
     setup_tof_lm();
+    if (!strcmp(name, "tof-lm-owned")) {
+      make_owned_blocks();
+      home_chunks(1);
+    }
+    return;
+  }
+  if (!strcmp(name, "osem-tof")) {
+    setup_osem_tof();
     return;
   }
   setup_sinogram();
@@ -231,6 +321,10 @@ static void setup(void)
   }
   if (!strcmp(name, "osem"))
     setup_osem();
+  if (!strcmp(name, "fwd-owned")) {
+    make_owned_blocks();
+    home_chunks(0);
+  }
 }
 
 struct thread_arg {
@@ -280,15 +374,18 @@ static void submit(void)
     if (batch)
       CHECK(sproj_batch_end());
   }
-  else if (!strcmp(name, "tof-sino")) {
+  else if (!strcmp(name, "fwd-owned"))
+    CHECK(sproj_fwd(W.img, W.proj, W.chunks, SPROJ_ALL_CHUNKS));
+  else if (!strncmp(name, "tof-sino", 8)) {
     CHECK(sproj_fwd_tof_sino(W.img, W.proj, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
     CHECK(sproj_back_tof_sino(W.back, W.proj2, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
   }
-  else if (!strcmp(name, "tof-lm")) {
-    CHECK(sproj_fwd_tof_lm(W.img, W.proj, NULL, SPROJ_ALL_CHUNKS, W.tof));
-    CHECK(sproj_back_tof_lm(W.back, W.proj2, NULL, SPROJ_ALL_CHUNKS, W.tof));
+  else if (!strncmp(name, "tof-lm", 6)) {
+    /* the plain workload projects the whole set as one chunk, the owned one its homed blocks */
+    CHECK(sproj_fwd_tof_lm(W.img, W.proj, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
+    CHECK(sproj_back_tof_lm(W.back, W.proj2, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
   }
-  else if (!strcmp(name, "osem"))
+  else if (!strncmp(name, "osem", 4))
     CHECK(sproj_recon_iterate(W.recon, 1, NULL, NULL));
   else if (!strcmp(name, "cold") || !strcmp(name, "memlimit")) {
     CHECK(sproj_fwd(W.img, W.proj, NULL, SPROJ_ALL_CHUNKS));
@@ -311,13 +408,37 @@ static void submit(void)
   }
 }
 
-/* Waits for the run and brings its results to the host: the run ends when the caller could use them. */
+/* The memory node of GPU 0, or main memory without GPU workers. */
+static unsigned gpu0_node(void)
+{
+  for (unsigned w = 0; w < starpu_worker_get_count(); w++)
+    if (starpu_worker_get_type((int)w) == STARPU_CUDA_WORKER && starpu_worker_get_devid((int)w) == 0)
+      return starpu_worker_get_memory_node(w);
+  return STARPU_MAIN_RAM;
+}
+
+/* Waits for the run and brings its results to the host: the run ends when the caller could use them. The owned
+ * workloads end when their results are complete where they are made: forward values on the devices that computed
+ * them, the back-projected image (the sum of the devices' contributions) on GPU 0. */
 static void finish(void)
 {
   const char *name = workloads[W.workload].name;
   CHECK(sproj_wait_all());
-  if (!strcmp(name, "osem")) {
+  if (!strncmp(name, "osem", 4)) {
     CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
+    return;
+  }
+  if (W.owned) {
+    if (strncmp(name, "fwd", 3)) {
+      /* the back projection's sum (StarPU's reduction of the workers' images) made on GPU 0, left there */
+      starpu_data_handle_t h = sproj_image_handle(W.back);
+      unsigned node = gpu0_node();
+      if (starpu_data_acquire_on_node(h, (int)node, STARPU_R) != 0) {
+        fprintf(stderr, PROG ": cannot acquire the back projection on memory node %u\n", node);
+        exit(1);
+      }
+      starpu_data_release_on_node(h, (int)node);
+    }
     return;
   }
   if (strncmp(name, "back", 4))
@@ -332,7 +453,14 @@ static void checksums(double *a, double *b, double *tol)
 {
   const char *name = workloads[W.workload].name;
   double sa = 0.0, sb = 0.0;
-  if (!strcmp(name, "osem")) {
+  if (W.owned && !SIMULATED) {
+    /* untimed: the owned runs leave their results on the devices */
+    if (strncmp(name, "back", 4))
+      CHECK(sproj_proj_sync(W.proj, NULL, 0, SPROJ_SYNC_READ));
+    if (strncmp(name, "fwd", 3))
+      CHECK(sproj_image_sync(W.back, SPROJ_SYNC_READ));
+  }
+  if (!strncmp(name, "osem", 4)) {
     for (int i = 0; i < W.nvox; i++)
       sa += W.x[i] * (1.0 + (i % 7));
     *a = sa, *b = 0.0;

@@ -491,7 +491,8 @@ static void list_all(int gpus)
 {
   printf("workloads:\n");
   for (int i = 0; i < NUM_WORKLOADS; i++)
-    printf("  %-17s %s%s\n", workloads[i].name, workloads[i].what, workloads[i].needs_gpu ? " (GPUs only)" : "");
+    printf("  %-17s %s%s%s\n", workloads[i].name, workloads[i].what, workloads[i].needs_gpu ? " (GPUs only)" : "",
+           workloads[i].named_only ? " (only when named)" : "");
   printf("policies of this StarPU build (plus 'default': starproj's own choice, no STARPU_SCHED):\n ");
   for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); p && *p; p++)
     printf(" %s%s", (*p)->policy_name, model_based((*p)->policy_name) ? "*" : "");

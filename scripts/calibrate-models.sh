@@ -16,8 +16,8 @@
 # call) both are packed, also when the script stops early: OUT/perfmodels.tar.gz (unpack it in the repository's
 # root: perfmodels/<host>-<scale>/...) and OUT/calibration-logs.tar.gz (logs/...), and the loose folders removed.
 # usage: scripts/calibrate-models.sh [--host NAME] [--build DIR] [--scales a,b] [--workers SET] [--splits a,b]
-#                                    [--workloads a,b] [--scheds x,y] [--calibration-runs N] [--repeats N] [--out DIR]
-#                                    [--pack | --no-pack]
+#                                    [--devices a,b] [--workloads a,b] [--scheds x,y] [--calibration-runs N]
+#                                    [--repeats N] [--out DIR] [--pack | --no-pack]
 #   --host NAME    the name the models are recorded under (STARPU_HOSTNAME; default: this machine's hostname)
 #   --build DIR    the build holding starproj-bench (default .device/build when present, else build)
 #   --scales a,b   the harness's scales (default full,tiny: tiny for CI's simulated run); --workers SET its worker
@@ -25,6 +25,9 @@
 #                  GPUs); with gpu:w1, starproj's default of 4 workers per GPU (set gpu) is calibrated (the sums of
 #                  per-worker images) and measured too, to set the simulation against what users run
 #   --splits a,b   GPU counts whose task sizes are calibrated (default 1,2,4,8 with GPUs; none on CPU workers)
+#   --devices a,b  device counts calibrated besides (SPROJ_DEVICES: the GPUs there are presented as that many
+#                  devices, so that work the devices own, an OS-EM's shares and the *-owned workloads' chunks, runs the
+#                  task sizes and the codelets, slabs included, of that many GPUs; default none)
 #   --workloads    default fwd-whole,back-whole,tof-sino,tof-lm,osem (the whole-set jobs, TOF, OSEM)
 #   --scheds       policies measured (default dmda: starproj's choice with GPUs); the models are shared
 #   --calibration-runs N  runs with STARPU_CALIBRATE=1 per workload, split and policy (default 10: StarPU trusts a
@@ -37,6 +40,7 @@ host=$(hostname)
 build=
 scales=full,tiny
 splits=
+devices=
 workers=
 wls=fwd-whole,back-whole,tof-sino,tof-lm,osem
 scheds=dmda
@@ -50,6 +54,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --scales) scales=$2; shift 2 ;;
     --splits) splits=$2; shift 2 ;;
+    --devices) devices=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --workloads) wls=$2; shift 2 ;;
     --scheds) scheds=$2; shift 2 ;;
@@ -58,7 +63,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --pack) pack=yes; shift ;;
     --no-pack) pack=no; shift ;;
-    -h|--help) sed -n '3,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,36p' "$0"; exit 0 ;;
     *) echo "calibrate-models: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -102,7 +107,8 @@ trap 'exit 130' INT
 export STARPU_SILENT=1
 # one model for all GPUs of a kind: the simulated machines have more GPUs than the one calibrated on
 export STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1
-unset STARPU_NCPU STARPU_NCUDA STARPU_NWORKER_PER_CUDA STARPU_LIMIT_CUDA_MEM STARPU_PERF_MODEL_DIR SPROJ_SPLIT_GPUS
+unset STARPU_NCPU STARPU_NCUDA STARPU_NWORKER_PER_CUDA STARPU_LIMIT_CUDA_MEM STARPU_PERF_MODEL_DIR SPROJ_SPLIT_GPUS \
+  SPROJ_DEVICES
 
 gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -123,7 +129,7 @@ set_env() {
 set_env "$workers"
 [ -n "$splits" ] || { [ "$workers" = cpu ] && splits=0 || splits=1,2,4,8; }
 
-echo "calibrate-models: host name $host, scales $scales, workers $workers, splits $splits, $gpus GPUs; $(date -u '+%F %T') UTC"
+echo "calibrate-models: host name $host, scales $scales, workers $workers, splits $splits, devices ${devices:-none}, $gpus GPUs; $(date -u '+%F %T') UTC"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -8
 # copies what StarPU recorded for one scale ($1) under the name $2, with the measured makespans ($3)
 save() {
@@ -138,7 +144,7 @@ save() {
   cp "$3" "$dest/measured.tsv"
   {
     echo "host name: $2"
-    echo "recorded: $(date -u '+%F') by scripts/calibrate-models.sh --scales $1 --workers $workers --splits $splits --workloads $wls --scheds $scheds --calibration-runs $calib --repeats $repeats"
+    echo "recorded: $(date -u '+%F') by scripts/calibrate-models.sh --scales $1 --workers $workers --splits $splits${devices:+ --devices $devices} --workloads $wls --scheds $scheds --calibration-runs $calib --repeats $repeats"
     grep -hom1 'starpu_version=[^[:space:]]*' "$out"/logs/*-"$1"-*-measure-*.rec 2>/dev/null | head -n 1 | sed 's/=/: /'
     grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
     echo "cores: $(nproc)"
@@ -169,6 +175,11 @@ for scale in ${scales//,/ }; do
           { rc=$?; tail -n 3 "$log-calibrate-$split.log"; }
       done
       unset SPROJ_SPLIT_GPUS
+      for dev in ${devices//,/ }; do
+        SPROJ_DEVICES=$dev STARPU_CALIBRATE=1 timeout 600 "$bench" --child "$wl" --scale "$scale" --workers "$workers" \
+          --phase calibrate --repeats "$calib" --warmups 0 --timeout 600 >"$log-calibrate-d$dev.rec" \
+          2>"$log-calibrate-d$dev.log" || { rc=$?; tail -n 3 "$log-calibrate-d$dev.log"; }
+      done
       # with several CUDA workers per GPU, back projections sum per-worker images (image_zero, image_add): one
       # worker alone never runs them, and simulations of several GPUs do
       if [ -n "$also" ]; then

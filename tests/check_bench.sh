@@ -304,5 +304,24 @@ interrupt_case() {
 interrupt_case TERM
 interrupt_case INT
 
+# the workloads where devices own their shares, over 2 devices of CPU workers (SPROJ_DEVICES): the forward values
+# equal those of the plain workloads bit for bit, the back projections within their tolerance; named ones only (the
+# defaults above ran none of them); osem-tof runs
+out="$dir/owned"
+pairs="fwd-whole:fwd-owned tof-sino:tof-sino-owned tof-lm:tof-lm-owned"
+log=$(SPROJ_DEVICES=2 timeout 300 "$prog" --scale tiny --workers cpu --scheds eager --repeats 1 --warmups 0 \
+      --workloads fwd-whole,fwd-owned,tof-sino,tof-sino-owned,tof-lm,tof-lm-owned,osem-tof --output "$out" 2>&1); rc=$?
+if [ $rc -ne 0 ]; then ko "owned workloads exited $rc: $(echo "$log" | tail -n 5)"
+else
+  for p in $pairs; do
+    awk -F, -v a="${p%%:*}" -v b="${p##*:}" 'NR > 1 && $10 == "measure" && $12 == "ok" { ca[$6] = $30; cb[$6] = $31; t = $32 }
+      END { d = cb[a] - cb[b]; if (d < 0) d = -d; m = cb[a] < 0 ? -cb[a] : cb[a]
+            exit !((a in ca) && (b in ca) && ca[a] == ca[b] && ca[a] != 0 && d <= t * m) }' "$out/results.csv" \
+      && ok || ko "owned workload ${p##*:} disagrees with ${p%%:*}: $(grep -E ",(${p%%:*}|${p##*:})," "$out/results.csv")"
+  done
+  grep -q ',osem-tof,eager,eager,cpu,measure,0,ok,' "$out/results.csv" && ok || ko "osem-tof did not run"
+fi
+if timeout 60 "$prog" --list | grep -q '^  fwd-owned .*(only when named)'; then ok; else ko "--list does not mark fwd-owned"; fi
+
 echo "check_bench: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -318,6 +318,15 @@ int sproj_upload_handles(starpu_data_handle_t *handles, int nhandles, const unsi
   int fit[STARPU_MAXCUDADEVS];
   for (int g = 0; g < nnodes; g++)
     fit[g] = handles_that_fit(handles, nhandles, nodes[g]);
+  /* after the tasks submitted on them: a fetch waits only for those already running, so a handle still to be
+   * written, or a piece of a partition still to be made (a vector repartitioned for other chunks while the tasks that
+   * wrote it on the GPUs are pending), has no value to fetch yet (StarPU 1.4 then aborts). Acquired on no node, they
+   * wait for those tasks and move nothing. */
+  for (int h = 0; h < nhandles; h++) {
+    if (starpu_data_acquire_on_node(handles[h], STARPU_ACQUIRE_NO_NODE, STARPU_R) != 0)
+      return sproj_fail(SPROJ_ERR_STARPU, "upload", "starpu_data_acquire_on_node failed");
+    starpu_data_release_on_node(handles[h], STARPU_ACQUIRE_NO_NODE);
+  }
   /* queue every copy first so that they overlap, then wait for each */
   for (int g = 0; g < nnodes; g++)
     for (int h = 0; h < fit[g]; h++)

@@ -17,7 +17,8 @@
 #      with the Parallelproj pair: sensitivities, gradients, values, Hessian products (starproj_stir_objective)
 #   8. OSMAPOSL on that objective function with its updates on starproj's devices: images within 1e-4 of 3., and
 #      with subset sensitivities
-#   9. OSSPS on that objective function against OSSPS on STIR's with Parallelproj: within 1e-4
+#   9. OSSPS on that objective function, its updates on starproj's devices, against OSSPS on STIR's with
+#      Parallelproj (updates on the host): within 1e-4
 #  10. the listmode objective function "PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj"
 #      against the sinogram objective functions on the same events histogrammed by STIR's LmToProjData: STIR's mMR
 #      listmode file, and listmode sources made from the projected phantom (non-TOF, TOF): within 1e-5
@@ -193,6 +194,9 @@ check OSMAPOSL_objective_subsets "$bin/starproj_stir_compare" image recon_Parall
 run OSSPS_Parallelproj "$bin/starproj_OSSPS" OSSPS_Parallelproj.par
 run OSSPS_Objective "$bin/starproj_OSSPS" OSSPS_Objective.par
 check OSSPS_objective "$bin/starproj_stir_compare" image ossps_Parallelproj_8.hv ossps_Objective_8.hv 1e-4
+check ossps_updates_on_devices grep -E "^starproj_OSSPS: updates on starproj's devices: 8, on the host: 0" OSSPS_Objective.log
+check ossps_parallelproj_on_host grep -E "^starproj_OSSPS: updates on starproj's devices: 0, on the host: 8" \
+  OSSPS_Parallelproj.log
 if [ "$tof" = yes ]; then
   check objective_tof "$bin/starproj_stir_objective" fwd_tof_Parallelproj.hs phantom.hv 4 1e-5 --check-subsets 1
 fi

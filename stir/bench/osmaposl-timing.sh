@@ -26,6 +26,7 @@
 #   ITERATIONS  iterations per run, default 1 (1 subset: at least 3 sub-iterations)
 #   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above); also
 #             Objective (the objective function using Starproj, OSMAPOSL's updates on its devices: no projector pair),
+#             OSSPS (STIR's OSSPS on that objective function, its updates on the devices: starproj_OSSPS),
 #             RayTracing (STIR's default pair, the ray-tracing matrix, on the host's cores) and Listmode (the listmode
 #             objective function using Starproj on listmode data drawn from the same projection, below)
 #   EVENTS    Listmode: prompts drawn (Poisson) from the phantom's projection, default 20000000, written as an mMR
@@ -169,7 +170,7 @@ osmaposl_par() { # pair N sub-iterations
       End Projector Pair Using $pair Parameters :=
   End Timed Projector Pair Parameters :="
   case $pair in
-    Objective) # starproj's objective function: no projector pair, the updates on the devices
+    Objective|OSSPS) # starproj's objective function: no projector pair, the updates on the devices
       objective="PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj"
       projectors="devices := $devices
 verbosity := $verbosity" ;;
@@ -209,8 +210,10 @@ PAR
     return
   fi
   [ -f "sens_${n}_0.hv" ] && recompute=0
+  local method=OSMAPOSL extra=
+  [ "$pair" = OSSPS ] && method=OSSPS extra="relaxation parameter := 1"
   cat <<PAR
-OSMAPOSLParameters :=
+${method}Parameters :=
 objective function type := $objective
 $objective Parameters :=
 input file := prompts.hs
@@ -226,6 +229,7 @@ number of subsets := $n
 start at subset := 0
 number of subiterations := $subiters
 save estimates at subiteration intervals := $subiters
+$extra
 END :=
 PAR
 }
@@ -240,11 +244,13 @@ for n in $subsets; do
       continue
     fi
     t0=$(date +%s.%N)
-    timeout "$limit" "$bin/starproj_OSMAPOSL" "OSMAPOSL_${pair}_${n}.par" >"OSMAPOSL_${pair}_${n}.log" 2>&1
+    program=starproj_OSMAPOSL
+    [ "$pair" = OSSPS ] && program=starproj_OSSPS
+    timeout "$limit" "$bin/$program" "OSMAPOSL_${pair}_${n}.par" >"OSMAPOSL_${pair}_${n}.log" 2>&1
     rc=$?
     log "$pair, $n subsets, $subiters sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
     { echo "== $pair, $n subsets (exit $rc)"
-      grep -E '^starproj_OSMAPOSL: sub-iteration|^starproj_OSMAPOSL: updates|Timed projectors:|^Total Wall|Starproj: |using Starproj: ' \
+      grep -E '^starproj_(OSMAPOSL|OSSPS): sub-iteration|^starproj_(OSMAPOSL|OSSPS): updates|Timed projectors:|^Total Wall|Starproj: |using Starproj: ' \
         "OSMAPOSL_${pair}_${n}.log" \
         | sed 's/^INFO: //'
     } >>"$out/summary.txt"

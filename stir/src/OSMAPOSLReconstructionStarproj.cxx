@@ -3,37 +3,13 @@
 
 #include "stir_starproj/OSMAPOSLReconstructionStarproj.h"
 
-#include "stir/info.h"
-#include "stir/is_null_ptr.h"
-#include "stir_starproj/StarprojObjective.h"
-
 #include <limits>
 
 START_NAMESPACE_STIR
 
 OSMAPOSLReconstructionStarproj::OSMAPOSLReconstructionStarproj(const std::string& parameter_filename)
-    : OSMAPOSLReconstruction<TargetT>(parameter_filename)
+    : StarprojIterativeOnDevices<OSMAPOSLReconstruction<TargetT>>(parameter_filename)
 {}
-
-StarprojObjectiveOnDevices*
-OSMAPOSLReconstructionStarproj::starproj_objective() const
-{
-  return dynamic_cast<StarprojObjectiveOnDevices*>(this->objective_function_sptr.get());
-}
-
-bool
-OSMAPOSLReconstructionStarproj::host_needs_estimate() const
-{
-  const int n = this->subiteration_num;
-  if (n == this->num_subiterations)
-    return true; // the result, the post-filter, the last save
-  if (this->report_objective_function_values_interval > 0 && n % this->report_objective_function_values_interval == 0)
-    return true;
-  if (this->inter_iteration_filter_interval > 0 && !is_null_ptr(this->inter_iteration_filter_ptr)
-      && n % this->inter_iteration_filter_interval == 0)
-    return true;
-  return !this->_disable_output && n % this->save_interval == 0;
-}
 
 void
 OSMAPOSLReconstructionStarproj::update_estimate(TargetT& current_image_estimate)
@@ -43,10 +19,7 @@ OSMAPOSLReconstructionStarproj::update_estimate(TargetT& current_image_estimate)
                                    && this->subiteration_num % this->inter_update_filter_interval == 0;
   if (!f || !this->objective_function_sptr->prior_is_zero() || inter_update_filter || this->write_update_image)
     {
-      if (f)
-        f->estimate_to_host(current_image_estimate);
-      ++_on_host;
-      OSMAPOSLReconstruction<TargetT>::update_estimate(current_image_estimate);
+      update_on_host(current_image_estimate);
       return;
     }
   const int subset_num = this->get_subset_num();
@@ -58,25 +31,7 @@ OSMAPOSLReconstructionStarproj::update_estimate(TargetT& current_image_estimate)
       hi = static_cast<float>(this->maximum_relative_change);
     }
   f->multiplicative_update_on_devices(current_image_estimate, subset_num, this->get_subset_sensitivity(subset_num), lo, hi);
-  ++_on_devices;
-}
-
-void
-OSMAPOSLReconstructionStarproj::end_of_iteration_processing(TargetT& current_estimate)
-{
-  StarprojObjectiveOnDevices* f = starproj_objective();
-  if (f && f->estimate_on_devices())
-    {
-      if (!host_needs_estimate())
-        {
-          info(this->method_info() + " subiteration #" + std::to_string(this->subiteration_num)
-                   + " completed (the estimate stays on starproj's devices)",
-               2);
-          return;
-        }
-      f->estimate_to_host(current_estimate);
-    }
-  OSMAPOSLReconstruction<TargetT>::end_of_iteration_processing(current_estimate);
+  counted_on_devices();
 }
 
 END_NAMESPACE_STIR

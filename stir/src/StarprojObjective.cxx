@@ -37,9 +37,9 @@ StarprojObjectiveOnDevices::release()
     if (img)
       sproj_image_unregister(img);
   _x = _v = _out = nullptr;
-  for (const Uploaded& u : _sensitivities)
+  for (const Uploaded& u : _uploaded)
     sproj_image_unregister(u.img);
-  _sensitivities.clear();
+  _uploaded.clear();
   _x_buffer.reset();
   _v_buffer.reset();
   _out_buffer.reset();
@@ -174,26 +174,44 @@ StarprojObjectiveOnDevices::update(
       _times.mark("update: submitted");
       return;
     }
-  std::size_t s = 0;
-  while (s < _sensitivities.size() && _sensitivities[s].stir_image != &sensitivity)
-    ++s;
-  if (s == _sensitivities.size())
-    {
-      // never written afterwards: uploaded with the first update that reads it, then resident
-      const StarprojGeometry& g = *_geometry;
-      std::unique_ptr<StarprojHostBuffer> buffer(new StarprojHostBuffer(g.num_voxels()));
-      starproj_image_to_array(sensitivity, buffer->data(), _rim, _copy_threads);
-      sproj_image* img = nullptr;
-      starproj_check(sproj_image_register(&img, buffer->data(), g.dims(), g.voxel_size(), g.origin()),
-                     "sproj_image_register");
-      _sensitivities.push_back({&sensitivity, std::move(buffer), img});
-    }
+  sproj_image* den = resident_copy(sensitivity);
   _times.mark("update: image in");
   starproj_check(sproj_recon_gradient(_recon, subset, _x, _out, SPROJ_GRADIENT_ADD_SENSITIVITY), "sproj_recon_gradient");
-  starproj_check(sproj_image_update_multiplicative(_x, _out, _sensitivities[s].img, lo, hi),
-                 "sproj_image_update_multiplicative");
+  starproj_check(sproj_image_update_multiplicative(_x, _out, den, lo, hi), "sproj_image_update_multiplicative");
   _estimate_on_devices = true;
   _times.mark("update: submitted");
+}
+
+void
+StarprojObjectiveOnDevices::additive_update_on_devices(const TargetT& estimate, int subset, const TargetT& denominator,
+                                                       float num_scale, float step, float lo, float hi)
+{
+  check_set_up("additive update");
+  std::lock_guard<std::mutex> lock(_lock);
+  _times.start();
+  if (!_estimate_on_devices)
+    load(estimate, _x, _x_buffer->data());
+  sproj_image* den = resident_copy(denominator);
+  _times.mark("update: image in");
+  starproj_check(sproj_recon_gradient(_recon, subset, _x, _out, 0), "sproj_recon_gradient");
+  starproj_check(sproj_image_update_additive(_x, _out, den, num_scale, step, lo, hi), "sproj_image_update_additive");
+  _estimate_on_devices = true;
+  _times.mark("update: submitted");
+}
+
+sproj_image*
+StarprojObjectiveOnDevices::resident_copy(const TargetT& image)
+{
+  for (const Uploaded& u : _uploaded)
+    if (u.stir_image == &image)
+      return u.img;
+  const StarprojGeometry& g = *_geometry;
+  std::unique_ptr<StarprojHostBuffer> buffer(new StarprojHostBuffer(g.num_voxels()));
+  starproj_image_to_array(image, buffer->data(), _rim, _copy_threads);
+  sproj_image* img = nullptr;
+  starproj_check(sproj_image_register(&img, buffer->data(), g.dims(), g.voxel_size(), g.origin()), "sproj_image_register");
+  _uploaded.push_back({&image, std::move(buffer), img});
+  return img;
 }
 
 void

@@ -54,6 +54,12 @@ public:
   virtual void
   multiplicative_update_on_devices(const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi)
       = 0;
+  //! OSSPS's step without a prior, done where the data are: estimate <- min(max(estimate + ((subset gradient *
+  //! num_scale) / denominator) * step, lo), hi), the subset gradient being the one compute_sub_gradient gives
+  //! (starproj's subset gradient, without the sensitivity), denominator STIR's image (positive), uploaded once. The
+  //! estimate is read and left as by multiplicative_update_on_devices. Asynchronous.
+  void additive_update_on_devices(const TargetT& estimate, int subset_num, const TargetT& denominator, float num_scale,
+                                  float step, float lo, float hi);
   //! true while the devices hold a newer estimate than the host
   bool estimate_on_devices() const { return _estimate_on_devices; }
   //! brings the devices' estimate home (waits); the host's is then the current one
@@ -102,7 +108,7 @@ private:
   std::unique_ptr<StarprojHostBuffer> _x_buffer, _v_buffer, _out_buffer;
   mutable std::vector<float> _scratch; // a sensitivity on its way to STIR
   sproj_image *_x = nullptr, *_v = nullptr, *_out = nullptr;
-  std::vector<Uploaded> _sensitivities;
+  std::vector<Uploaded> _uploaded; // resident copies of STIR images (resident_copy)
   sproj_recon* _recon = nullptr;
   std::unique_ptr<StarprojReconInputs> _inputs;
   int _rim = -1;
@@ -117,6 +123,9 @@ private:
   void load(const TargetT& image, sproj_image* img, float* buffer) const;
   //! adds scale times a host array in starproj's order to a STIR image (zero outside the kept cylinder)
   void add_array(TargetT& image, const float* values, float scale) const;
+  //! the resident copy of a STIR image the caller never writes again (a sensitivity, a denominator): uploaded with
+  //! the first update that reads it
+  sproj_image* resident_copy(const TargetT& image);
 };
 
 END_NAMESPACE_STIR

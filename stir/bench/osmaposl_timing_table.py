@@ -28,7 +28,9 @@ def parse(path):
         for line in f:
             m = SUB.match(line)
             if m:
-                subs[int(m.group(1))] = tuple(float(m.group(i) or ("0" if i == 3 else "nan")) for i in (2, 3, 4, 5, 6))
+                # the projector times starproj_OSSPS does not print are 0: it uses no projector pair
+                subs[int(m.group(1))] = tuple(float(m.group(i) or ("0" if i in (3, 5, 6) else "nan"))
+                                              for i in (2, 3, 4, 5, 6))
             m = TOTAL.match(line)
             if m:
                 total = float(m.group(1))

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -241,9 +242,19 @@ int sproj_out_create(const char *func, const char *path, struct sproj_outfile *h
   size_t len = strlen(path);
   if (slot >= 0 && len < TEMP_PATH_MAX)
     memcpy(temporaries[slot].data, path, len + 1);
+  /* a handler on this thread must find the file either not there yet or counted: signals wait for the two steps
+   * (a handler that came between them left the new file, a name nothing refers to, which check_io's interrupted
+   * writer caught under load). A process signal that another thread takes in that instant may still leave it: the
+   * next write of the base removes it (raw_cleanup). */
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &saved);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int err = errno;
   if (fd >= 0 && slot >= 0 && len < TEMP_PATH_MAX)
     atomic_store(&temporaries[slot].has_data, 1);
+  pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  errno = err;
   out->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
   if (!out->fp) {
     int err = errno;

@@ -182,6 +182,23 @@ static void setup_tof_lm(void)
   CHECK(sproj_proj_register(&W.proj2, W.y2, W.lors));
 }
 
+/* The OSEM workloads' reconstruction of W.proj2 with W.model over W.chunks, from an image of ones (W.ximg). */
+static void create_recon(void)
+{
+  W.x = pinned((size_t)W.nvox * 4);
+  for (int i = 0; i < W.nvox; i++)
+    W.x[i] = 1.0f;
+  CHECK(sproj_image_register(&W.ximg, W.x, W.sc->dims, W.vs, W.origin));
+  struct sproj_recon_config cfg;
+  sproj_recon_config_init(&cfg);
+  cfg.model = W.model;
+  cfg.data = W.proj2;
+  cfg.chunks = W.chunks;
+  cfg.num_subsets = W.sc->subsets;
+  CHECK(sproj_recon_create(&W.recon, W.ximg, &cfg));
+  CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
+}
+
 /* OSEM's data m * A x + a from the phantom (computed here, before anything is timed), its model and reconstruction */
 static void setup_osem(void)
 {
@@ -194,19 +211,8 @@ static void setup_osem(void)
     W.add[i] = 0.01f;
     W.y2[i] = W.mult[i] * W.y2[i] + W.add[i];
   }
-  W.x = pinned((size_t)W.nvox * 4);
-  for (int i = 0; i < W.nvox; i++)
-    W.x[i] = 1.0f;
-  CHECK(sproj_image_register(&W.ximg, W.x, W.sc->dims, W.vs, W.origin));
   CHECK(sproj_model_create(&W.model, W.lors, W.mult, W.add, NULL, NULL));
-  struct sproj_recon_config cfg;
-  sproj_recon_config_init(&cfg);
-  cfg.model = W.model;
-  cfg.data = W.proj2;
-  cfg.chunks = W.chunks;
-  cfg.num_subsets = W.sc->subsets;
-  CHECK(sproj_recon_create(&W.recon, W.ximg, &cfg));
-  CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
+  create_recon();
 }
 
 /* The GPU device d's work runs on: devices beyond the GPUs share them (SPROJ_DEVICES), as starproj assigns them. */
@@ -270,18 +276,7 @@ static void setup_osem_tof(void)
   CHECK(sproj_model_create_tof_uniform_add(&W.model, W.lors, W.mult, W.add, W.tof, NULL));
   CHECK(sproj_proj_create(&W.proj2, W.lors, W.sc->tof.num_bins));
   CHECK(sproj_model_expected(W.model, W.img, W.proj2, W.chunks, NULL));
-  W.x = pinned((size_t)W.nvox * 4);
-  for (int i = 0; i < W.nvox; i++)
-    W.x[i] = 1.0f;
-  CHECK(sproj_image_register(&W.ximg, W.x, W.sc->dims, W.vs, W.origin));
-  struct sproj_recon_config cfg;
-  sproj_recon_config_init(&cfg);
-  cfg.model = W.model;
-  cfg.data = W.proj2;
-  cfg.chunks = W.chunks;
-  cfg.num_subsets = W.sc->subsets;
-  CHECK(sproj_recon_create(&W.recon, W.ximg, &cfg));
-  CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
+  create_recon();
 }
 
 static void setup(void)

@@ -13,8 +13,7 @@ import re
 import sys
 from array import array
 
-# starproj_OSSPS prints no projector time: it runs on the objective function using Starproj, with no projector pair
-SUB = re.compile(r"^starproj_(?:OSMAPOSL|OSSPS): sub-iteration (\d+): update ([0-9.eE+-]+) s, (?:in projectors ([0-9.eE+-]+) s, )?"
+SUB = re.compile(r"^starproj_(?:OSMAPOSL|OSSPS): sub-iteration (\d+): update ([0-9.eE+-]+) s, in projectors ([0-9.eE+-]+) s, "
                  r"end of sub-iteration ([0-9.eE+-]+) s(?: \(forward projector ([0-9.eE+-]+) s, back projector ([0-9.eE+-]+) s\))?")
 TOTAL = re.compile(r"^Total Wall clock time: ([0-9.eE+-]+) seconds")
 EVENTS = re.compile(r"ListModeData using Starproj: (\d+) prompts of (\d+) records .* read in ([0-9.eE+-]+) s")
@@ -28,9 +27,7 @@ def parse(path):
         for line in f:
             m = SUB.match(line)
             if m:
-                # the projector times starproj_OSSPS does not print are 0: it uses no projector pair
-                subs[int(m.group(1))] = tuple(float(m.group(i) or ("0" if i in (3, 5, 6) else "nan"))
-                                              for i in (2, 3, 4, 5, 6))
+                subs[int(m.group(1))] = tuple(float(m.group(i) or "nan") for i in (2, 3, 4, 5, 6))
             m = TOTAL.match(line)
             if m:
                 total = float(m.group(1))

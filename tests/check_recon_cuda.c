@@ -340,14 +340,18 @@ START_TEST(test_objective_cpu_vs_cuda)
 }
 END_TEST
 
-/* The multiplicative update (sproj_image_update_multiplicative) on a GPU equals the CPU's: one division, one product
- * and two comparisons per voxel, the same IEEE operations (at most one ulp of the product apart if contracted). */
+/* The image updates on a GPU equal the CPU's: the multiplicative one (_i = 0, sproj_image_update_multiplicative: one
+ * division, one product and two comparisons per voxel, at most one ulp of the product apart if contracted) and the
+ * additive one (_i = 1, sproj_image_update_additive, OSSPS's step: a product, a division, a product and a sum, at
+ * most one ulp of the larger term apart if the last product and the sum are contracted). */
 START_TEST(test_update_cpu_vs_cuda)
 {
   int64_t nvox = tu_nvox(&sc.g);
   float *x0 = tu_alloc(nvox), *num = tu_alloc(nvox), *den = tu_alloc(nvox), *out[2];
   tu_fill_uniform(x0, nvox, 0.0f, 2.0f);
-  tu_fill_uniform(num, nvox, 0.0f, 3.0f);
+  const int additive = _i;
+  const float scale = 4.0f, step = 0.9f, lo = additive ? 0.0f : 0.7f, hi = additive ? 2.5f : 1.6f;
+  tu_fill_uniform(num, nvox, additive ? -3.0f : 0.0f, 3.0f);
   tu_fill_uniform(den, nvox, 0.5f, 1.5f);
   for (int64_t v = 0; v < nvox; v += 7)
     den[v] = 0.0f;
@@ -358,15 +362,23 @@ START_TEST(test_update_cpu_vs_cuda)
     EXPECT(sproj_image_register(&xi, out[dev], sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
     EXPECT(sproj_image_register(&ni, num, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
     EXPECT(sproj_image_register(&di, den, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
-    EXPECT(sproj_image_update_multiplicative(xi, ni, di, 0.7f, 1.6f), SPROJ_OK);
+    if (additive)
+      EXPECT(sproj_image_update_additive(xi, ni, di, scale, step, lo, hi), SPROJ_OK);
+    else
+      EXPECT(sproj_image_update_multiplicative(xi, ni, di, lo, hi), SPROJ_OK);
     for (sproj_image **i = (sproj_image *[]){xi, ni, di, NULL}; *i; i++)
       EXPECT(sproj_image_unregister(*i), SPROJ_OK);
   }
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
   double worst = 0.0;
-  for (int64_t v = 0; v < nvox; v++)
-    worst = fmax(worst, fabs((double)out[1][v] - out[0][v]) / fmax(fabs((double)out[0][v]), 1e-30));
-  printf("multiplicative update: CPU vs CUDA largest relative difference %.3g\n", worst);
+  for (int64_t v = 0; v < nvox; v++) {
+    /* the size the ulp is taken of: the result, or for the additive step the larger of x and the added term */
+    double size = fabs((double)out[0][v]);
+    if (additive && den[v] > 0.0f)
+      size = fmax(fabs((double)x0[v]), fabs((double)num[v] * scale / den[v] * step));
+    worst = fmax(worst, fabs((double)out[1][v] - out[0][v]) / fmax(size, 1e-30));
+  }
+  printf("%s update: CPU vs CUDA largest relative difference %.3g\n", additive ? "additive" : "multiplicative", worst);
   ck_assert_msg(worst <= 2.4e-7, "CPU and CUDA updates differ by %.3g", worst);
   free(x0);
   free(num);
@@ -480,7 +492,7 @@ int main(void)
   tcase_add_loop_test(tc, test_recon_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_recon_residency);
   tcase_add_loop_test(tc, test_objective_cpu_vs_cuda, 0, 4);
-  tcase_add_test(tc, test_update_cpu_vs_cuda);
+  tcase_add_loop_test(tc, test_update_cpu_vs_cuda, 0, 2);
   tcase_add_loop_test(tc, test_simulate_cpu_vs_cuda, 0, 2);
   tcase_add_test(tc, test_recon_data_made_on_gpu);
   suite_add_tcase(s, tc);

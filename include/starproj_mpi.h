@@ -25,7 +25,9 @@ extern "C" {
  *    (StarPU-MPI's reduction or an MPI_Allreduce, sproj_mpi_set_reduce), and every rank adds the same sum.
  *  - OSEM / LM-OSEM (sproj_mpi_recon_*) run the single-process reconstruction of starproj.h on each rank's LORs,
  *    with the back projection of every subset (and every sensitivity) summed across ranks before the update, so that
- *    every rank applies the identical multiplicative update to its copy of the image.
+ *    every rank applies the identical multiplicative update to its copy of the image. A rank with a power of two of
+ *    devices (sproj_num_devices) runs them as sproj_recon_create describes, and sums across ranks each device's slab
+ *    of the image, summed over the rank's devices first, instead of the whole image.
  *
  * Collective calls (marked so below) must be made by every rank of the communicator, in the same order, with the same
  * global arguments (chunk counts, owners, subsets, reduction method). They validate their arguments on each rank and

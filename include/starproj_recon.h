@@ -302,7 +302,8 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * sensitivities (one image per subset, or one), two or three working images (on the devices only) and one vector of
  * the data's shape for the expected counts (resident where the tasks run, with a host buffer of its size as its home
  * in main memory). With two or more devices (sproj_num_devices: GPUs, or groups of CPU workers with SPROJ_DEVICES),
- * no chunk in two subsets, no reproducible image, no distributed reduction and no small_fraction, each device owns an
+ * no chunk in two subsets, no reproducible image, no small_fraction, and no distributed reduction unless their number is
+ * a power of two (starproj_mpi.h's reconstruction), each device owns an
  * equal share of every subset's LORs for the whole run (uploaded to its GPU once when it can hold its share four times over), with
  * a back projection and a copy of the estimate of its own, and pieces of images for the sums (memory: up to about
  * five images more per device).

@@ -623,8 +623,9 @@ int main(int argc, char **argv)
   scene_free(&g_s);
   OK(sproj_mpi_comm_destroy(g_comm));
   if (g_rank == 0)
-    printf("check_mpi: %d ranks: forward bit for bit, back projection, OSEM (non-TOF, TOF) and TOF LM-OSEM within "
-           "%g of one process, with both reductions; the collectives; bad input on one rank failed on all\n", g_size, TOL);
+    printf("check_mpi: %d ranks of %d devices: forward bit for bit, back projection, OSEM (non-TOF, TOF) and TOF "
+           "LM-OSEM within %g of one process, with both reductions; the collectives; bad input on one rank failed on "
+           "all\n", g_size, sproj_num_devices(), TOL);
   /* the layer finalised MPI only if it had initialised it: here the test did */
   MPI_Finalize();
   return 0;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# check_mpi.sh: tests/check_mpi under mpirun with 1, 2 and 4 ranks (oversubscribed, one CPU worker per rank), each
+# check_mpi.sh: tests/check_mpi under mpirun with 1, 2 and 4 ranks (oversubscribed, one CPU worker per rank), and 2
+# ranks of 2 and of 4 devices, each
 # under a timeout so that a hang fails instead of waiting; skips (exit 77) when the distributed layer was not built.
 prog=tests/check_mpi
 if [ ! -x "$prog" ]; then
@@ -31,13 +32,16 @@ if [ -n "${ASAN_OPTIONS:-}" ]; then
   export ASAN_OPTIONS
 fi
 status=0
-for np in 1 2 4; do
-  echo "check_mpi.sh: $mpirun -np $np $prog"
-  timeout -k 5 100 "$mpirun" --oversubscribe --bind-to none -np "$np" "$prog"
+# ranks of one device each, then 2 ranks of 2 and of 4 devices (SPROJ_DEVICES: stand-ins sharing the rank's worker),
+# whose OSEM sums each device's slab across the ranks (the halving's one step further)
+for run in 1x1 2x1 4x1 2x2 2x4; do
+  np=${run%x*} devices=${run#*x}
+  echo "check_mpi.sh: SPROJ_DEVICES=$devices $mpirun -np $np $prog"
+  SPROJ_DEVICES=$devices timeout -k 5 100 "$mpirun" --oversubscribe --bind-to none -np "$np" "$prog"
   rc=$?
   if [ $rc -ne 0 ]; then
-    [ $rc -eq 124 ] && echo "check_mpi.sh: $np ranks: timed out after 100 s"
-    echo "check_mpi.sh: $np ranks failed (exit $rc)"
+    [ $rc -eq 124 ] && echo "check_mpi.sh: $np ranks of $devices devices: timed out after 100 s"
+    echo "check_mpi.sh: $np ranks of $devices devices failed (exit $rc)"
     status=1
   fi
 done

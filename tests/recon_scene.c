@@ -4,6 +4,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+/* the hook the distributed layer gives a reconstruction: libstarproj's, not public */
+#include "../src/core/shared.h"
+
+const struct sproj_recon_hook *scene_hook;
 
 #define RING_RADIUS 80.0
 #define NRINGS 4
@@ -232,7 +236,8 @@ void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, co
     cfg.subset_sizes = &size;
   }
   cfg.objective = trace != NULL;
-  EXPECT(sproj_recon_create(&r, img, &cfg), SPROJ_OK);
+  EXPECT(scene_hook ? sproj_recon_create_hooked("scene_run_sino", &r, img, &cfg, scene_hook)
+                    : sproj_recon_create(&r, img, &cfg), SPROJ_OK);
   if (sens)
     EXPECT(sproj_recon_sensitivity(r, 0, sens), SPROJ_OK);
   if (trace)

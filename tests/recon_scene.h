@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include "testutil.h"
 
+struct sproj_recon_hook;
+
 struct scene {
   struct tu_geom g;          /* image */
   int nviews, nrad, nplanes;
@@ -86,6 +88,9 @@ void scene_osem_close(struct scene_osem *o);
  * result; trace (not NULL) gets the objective of each iteration; sens (not NULL) subset 0's sensitivity. */
 void scene_run_sino(const struct scene *s, int tof, const float *fwhm, int S, const int *order, float *data, int iters,
                     float *x, struct trace *trace, float *sens);
+/* Not NULL: scene_run_sino creates its reconstruction with this hook, as the distributed layer would
+ * (sproj_recon_create_hooked). */
+extern const struct sproj_recon_hook *scene_hook;
 /* Listmode reconstruction of one event per count with the sinogram's LORs and m as sensitivity model: S subsets of
  * interleaved per-view event chunks, per-subset sensitivities over the same views when per_subset. */
 void scene_run_lm(const struct scene *s, int tof, int S, int per_subset, const float *counts, int iters, float *x,

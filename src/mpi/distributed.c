@@ -814,21 +814,21 @@ static void recon_free(sproj_mpi_recon *R)
   free(R);
 }
 
-/* The reconstruction's hook: agree (a rank that failed meets the others here), then sum img across ranks. */
-static int recon_reduce(void *user, sproj_image *img)
+/* The reconstruction's hooks: agree (a rank that failed meets the others here), then sum h (an image, or a device's
+ * part of one) across ranks. */
+static int recon_reduce_handle(sproj_mpi_recon *R, starpu_data_handle_t h)
 {
-  sproj_mpi_recon *R = user;
   int status = SPROJ_OK, i = 0;
-  while (i < R->ntags && R->tagged[i] != sproj_image_handle(img))
+  while (i < R->ntags && R->tagged[i] != h)
     i++;
   if (i == R->cap_tags) {
     int cap = R->cap_tags ? 2 * R->cap_tags : 8;
     int64_t *t = realloc(R->tags, cap * sizeof *t);
-    starpu_data_handle_t *h = t ? realloc(R->tagged, cap * sizeof *h) : NULL;
+    starpu_data_handle_t *th = t ? realloc(R->tagged, cap * sizeof *th) : NULL;
     if (t)
       R->tags = t;
-    if (h) {
-      R->tagged = h;
+    if (th) {
+      R->tagged = th;
       R->cap_tags = cap;
     } else {
       status = sproj_fail(SPROJ_ERR_NOMEM, R->func, "out of memory");
@@ -841,13 +841,23 @@ static int recon_reduce(void *user, sproj_image *img)
     return status;
   }
   if (i == R->ntags) {
-    R->tagged[i] = sproj_image_handle(img);
+    R->tagged[i] = h;
     R->tags[i] = -1;
   }
-  status = reduce_image(R->comm, sproj_image_handle(img), &R->tags[i]);
+  status = reduce_image(R->comm, h, &R->tags[i]);
   if (i == R->ntags && R->tags[i] >= 0)
     R->ntags++;
   return status ? sproj_fail(status, R->func, "the reduction across ranks failed") : SPROJ_OK;
+}
+
+static int recon_reduce(void *user, sproj_image *img)
+{
+  return recon_reduce_handle(user, sproj_image_handle(img));
+}
+
+static int recon_reduce_part(void *user, sproj_starpu_handle part)
+{
+  return recon_reduce_handle(user, part);
 }
 
 /* Ends a collective reconstruction call that returned ret on this rank: a rank that failed by itself agrees once
@@ -969,7 +979,7 @@ int sproj_mpi_recon_create(sproj_mpi_recon **recon, sproj_mpi_comm *comm, const 
   struct sproj_recon_config local = *cfg;
   local.subset_chunks = idx;
   local.subset_sizes = sizes;
-  struct sproj_recon_hook hook = {recon_reduce, R};
+  struct sproj_recon_hook hook = {recon_reduce, recon_reduce_part, R};
   status = sproj_recon_create_hooked(func, &R->r, x, &local, &hook);
   free(idx);
   free(sizes);

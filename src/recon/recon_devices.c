@@ -5,7 +5,10 @@
  * slab s of the estimate, then every device gathers the updated slabs into its own copy of the estimate. With a power
  * of two of devices the sum is a recursive halving (reduce-scatter) whose last step lets both devices of a pair update
  * the pair's two slabs, and the gather a recursive doubling (all-gather): 2 log2 n - 1 copies into each device;
- * otherwise every device sends each slab to its owner directly (2 (n - 1) copies into each device). */
+ * otherwise every device sends each slab to its owner directly (2 (n - 1) copies into each device). In a
+ * reconstruction over several processes (a hook that sums parts of the image across them) the halving runs one step
+ * further, so that each device holds its process's sum of its own slab, which the hook sums across the processes
+ * before the device updates it: each process sends one image's worth in all, split over its devices. */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +27,14 @@ struct recon_devices {
   starpu_data_handle_t xs[SPROJ_MAX_DEVICES]; /* the slabs of the estimate device d updates, current after it */
   starpu_data_handle_t *bs;                /* direct: [d * n + s]: slab s of device d's back projection */
   int levels;                              /* log2 n for a power of two n (halving and doubling), else 0 (direct) */
+  int pairs;                               /* halving: the last step updates a pair's two slabs on both devices (1), or
+                                            * halves once more and each device updates its slab (0: with a hook) */
+  int cuts;                                /* halving steps that cut: levels - 1 with pairs, else levels */
   /* halving and doubling, device d, level j: what d sends at halving step j, what it keeps after it (j >= 1), and
-   * what it knows after doubling step j (j >= 1); its pair's two slabs summed over every device; see
-   * halve_update_double */
+   * what it knows after doubling step j (j >= 1); the slabs it updates (its pair's two, or its own) summed over
+   * every device of the process (sum); see halve_update_double */
   starpu_data_handle_t sent[SPROJ_MAX_DEVICES][3], kept[SPROJ_MAX_DEVICES][3], known[SPROJ_MAX_DEVICES][3];
-  starpu_data_handle_t pair[SPROJ_MAX_DEVICES];
+  starpu_data_handle_t sum[SPROJ_MAX_DEVICES];
   starpu_data_handle_t *ss;                /* [k * n + s]: slab s of sensitivity k */
   int nsens;
   int fresh;                               /* the first subset of an iterate call reads the caller's image */
@@ -111,26 +117,38 @@ static int partner(int n, int d, int j)
 }
 
 /* The slabs device d updates: its own with the direct exchange, its pair's two (d and d ^ 1) with halving and
- * doubling, whose last step sums both slabs on both devices of a pair instead of halving them once more. */
+ * doubling, whose last step sums both slabs on both devices of a pair instead of halving them once more (pairs). */
 static int update_slab(const struct recon_devices *D, int d)
 {
-  return D->levels ? d & ~1 : d;
+  return D->pairs ? d & ~1 : d;
 }
 static int update_count(const struct recon_devices *D)
 {
-  return D->levels ? 2 : 1;
+  return D->pairs ? 2 : 1;
+}
+
+/* log2 n when the sum over n devices is a halving and doubling (n a power of two, unless SPROJ_SLAB_EXCHANGE=direct
+ * asks for the direct exchange on any count, to compare the two), else 0. */
+static int halving_levels(int n)
+{
+  const char *exchange = getenv("SPROJ_SLAB_EXCHANGE");
+  int levels = 0;
+  while ((1 << levels) < n)
+    levels++;
+  return (1 << levels) != n || (exchange && !strcmp(exchange, "direct")) ? 0 : levels;
 }
 
 /* ---- set-up ---- */
-/* Whether the reconstruction can run over the devices: several, the image in several slabs, no distributed reduction
- * (its hook sums one image per subset), not reproducible (its sums are fixed-point ones of one image), and no chunk
- * in two subsets (the shares would overlap). */
+/* Whether the reconstruction can run over the devices: several, the image in several slabs, a distributed reduction
+ * only with a halving (its hook then sums each device's slab across processes), not reproducible (its sums are
+ * fixed-point ones of one image), and no chunk in two subsets (the shares would overlap). */
 static int devices_apply(const sproj_recon *r)
 {
   int n = sproj_device_count();
   const struct sproj_geom *g = &r->x->geom;
   /* the small-value rule's groups are the caller's chunks, which the owned chunking cuts across */
-  if (n < 2 || r->hook.reduce || r->x->reproducible || r->small_fraction > 0.0f ||
+  if (n < 2 || (r->hook.reduce && (!r->hook.reduce_part || !halving_levels(n))) || r->x->reproducible ||
+      r->small_fraction > 0.0f ||
       (int64_t)g->n[0] * g->n[1] * g->n[2] < n)
     return 0;
   const sproj_chunks *ch = r->chunks;
@@ -314,27 +332,26 @@ int recon_devices_create(const char *func, sproj_recon *r)
         (r->blur && ((ret = temp_image(func, &D->xb[d], r->x, -1)) || (ret = temp_image(func, &D->bpb[d], r->x, -1)))))
       return ret;
   }
-  /* SPROJ_SLAB_EXCHANGE=direct: the direct exchange on any count, to compare the two */
-  const char *exchange = getenv("SPROJ_SLAB_EXCHANGE");
-  while ((1 << D->levels) < n)
-    D->levels++;
-  if ((1 << D->levels) != n || (exchange && !strcmp(exchange, "direct")))
-    D->levels = 0;
+  D->levels = halving_levels(n);
+  D->pairs = D->levels && !r->hook.reduce_part;
+  D->cuts = D->levels - D->pairs;
   for (int d = 0; d < n; d++)
     if (slabs_handle(&D->xs[d], D, update_slab(D, d), update_count(D)))
       return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
   if (D->levels) {
-    int L = D->levels;
     for (int d = 0; d < n; d++) {
-      for (int j = 0; j < L - 1; j++) {
+      for (int j = 0; j < D->cuts; j++) {
         int h = half_of(n, j);
         if (slabs_handle(&D->sent[d][j], D, sent_slab(n, d, j), h) ||
             (j > 0 && slabs_handle(&D->kept[d][j], D, kept_slab(n, d, j), h)) ||
             (j > 0 && slabs_handle(&D->known[d][j], D, kept_slab(n, d, j - 1), 2 * h)))
           return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
       }
-      if (L > 1 && slabs_handle(&D->pair[d], D, update_slab(D, d), 2))
+      if (D->cuts && slabs_handle(&D->sum[d], D, update_slab(D, d), update_count(D)))
         return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
+      /* summed across processes by the hook, as an image would be */
+      if (r->hook.reduce_part)
+        starpu_data_set_reduction_methods(D->sum[d], &sproj_image_add_cl, &sproj_image_zero_cl);
     }
     return upload_shares(func, r, D);
   }
@@ -390,7 +407,7 @@ void recon_devices_drop_images(sproj_recon *r)
       starpu_data_unregister_no_coherency(D->ss[i]);
   for (int d = 0; d < D->n; d++)
     for (int j = 0; j < D->levels; j++) {
-      starpu_data_handle_t *h[4] = {&D->sent[d][j], &D->kept[d][j], &D->known[d][j], &D->pair[d]};
+      starpu_data_handle_t *h[4] = {&D->sent[d][j], &D->kept[d][j], &D->known[d][j], &D->sum[d]};
       for (int i = 0; i < 4; i++)
         if (*h[i]) {
           starpu_data_unregister_no_coherency(*h[i]);
@@ -439,61 +456,66 @@ static starpu_data_handle_t summand(const struct recon_devices *D, int d)
   return (D->bpb[d] ? D->bpb[d] : D->bp[d])->handle;
 }
 
-/* Halving step 0 on device d: the half of its back projection bp it sends on (none with 2 devices, whose one step
- * is the pair's, below). */
+/* Halving step 0 on device d: the half of its back projection bp it sends on (none with 2 devices and pairs, whose
+ * one step is the pair's, below). */
 static int halving_start(const struct recon_devices *D, int d, starpu_data_handle_t bp)
 {
-  return D->levels > 1 ? slabs_on(D, d, bp, &D->sent[d][0], sent_slab(D->n, d, 0), 1, 1) : SPROJ_OK;
+  return D->cuts ? slabs_on(D, d, bp, &D->sent[d][0], sent_slab(D->n, d, 0), 1, 1) : SPROJ_OK;
 }
 
-/* The rest of the halving, the update and the doubling. Halving steps 1 .. levels - 2 add the partner's half to the
- * half kept and cut the sum again; the last step, between the devices d and d ^ 1 of a pair, adds the partner's sums
- * of the pair's two slabs to the device's own (pair[d]), and each device of the pair updates both slabs from its sums
- * and its partner's: one exchange of two slabs instead of a halving step and a doubling step of one slab each. The
- * doubling (steps levels - 2 .. 0) then ends in each device's copy of the estimate. Every sum adds the partial sums
- * of two devices, which float addition gives alike in either order, so the sums follow a tree that the device count
- * fixes: the same result from run to run whichever device runs first, and on both devices of a pair. */
+/* The rest of the halving, the update and the doubling. Halving steps 1 .. cuts - 1 add the partner's half to the
+ * half kept and cut the sum again; the last step adds the partner's sums to the device's own (sum[d]): with pairs,
+ * between the devices d and d ^ 1 of a pair, of the pair's two slabs, and each device of the pair updates both slabs
+ * from its sums and its partner's (one exchange of two slabs instead of a halving step and a doubling step of one slab
+ * each); without, of its own slab, which the hook sums across processes before the device updates it. The doubling
+ * (steps cuts - 1 .. 0) then ends in each device's copy of the estimate. Every sum adds the partial sums of two
+ * devices, which float addition gives alike in either order, so the sums follow a tree that the device count fixes:
+ * the same result from run to run whichever device runs first, and on both devices of a pair. */
 static int halve_update_double(sproj_recon *r, struct recon_devices *D, int sk)
 {
-  int n = D->n, L = D->levels, ret = SPROJ_OK;
-  for (int j = 1; j < L && !ret; j++)
+  int n = D->n, H = D->cuts, ret = SPROJ_OK;
+  for (int j = 1; j <= H && !ret; j++)
     for (int d = 0; d < n && !ret; d++) {
       /* what d holds before step j: slabs from base; after step 0 the half of its own image it kept */
-      int base = kept_slab(n, d, j - 1), last = j == L - 1;
+      int base = kept_slab(n, d, j - 1), last = j == H;
       starpu_data_handle_t own = j == 1 ? summand(D, d) : D->kept[d][j - 1];
       struct sproj_slab_halve_arg *arg = malloc(sizeof *arg);
       if (!arg)
         return SPROJ_ERR_NOMEM;
       *arg = (struct sproj_slab_halve_arg){j == 1 ? D->first[base] : 0,
                                            last ? 0 : D->first[sent_slab(n, d, j)] - D->first[base],
-                                           D->first[kept_slab(n, d, j)] - D->first[base], last ? 1 : 2};
+                                           last ? 0 : D->first[kept_slab(n, d, j)] - D->first[base], last ? 1 : 2};
       struct starpu_data_descr descr[4] = {{own, STARPU_R}, {D->sent[partner(n, d, j - 1)][j - 1], STARPU_R},
-                                           {last ? D->pair[d] : D->sent[d][j], STARPU_W}, {D->kept[d][j], STARPU_W}};
+                                           {last ? D->sum[d] : D->sent[d][j], STARPU_W}, {D->kept[d][j], STARPU_W}};
       ret = on_device(&sproj_slab_halve_cl, d, arg, sizeof *arg, descr, last ? 3 : 4);
     }
+  /* across processes: each device's slab, in device order on every process */
+  for (int d = 0; d < n && !ret && !D->pairs; d++)
+    ret = r->hook.reduce_part(r->hook.user, D->sum[d]);
   for (int d = 0; d < n && !ret; d++) {
     struct sproj_slab_update_arg *arg = calloc(1, sizeof *arg);
     if (!arg)
       return SPROJ_ERR_NOMEM;
-    arg->nparts = 2;
+    arg->nparts = D->pairs ? 2 : 1;
     arg->sens_factor = r->sens_factor;
-    /* two devices: the pair's slabs are the whole image, summed by nothing but this update */
+    /* two devices with pairs: the pair's slabs are the whole image, summed by nothing but this update */
     struct starpu_data_descr descr[4] = {{D->xs[d], STARPU_RW}, {D->ss[sk * n + d], STARPU_R},
-                                         {L > 1 ? D->pair[d] : summand(D, d), STARPU_R},
-                                         {L > 1 ? D->pair[d ^ 1] : summand(D, d ^ 1), STARPU_R}};
-    ret = on_device(&sproj_slab_update_cl, d, arg, sizeof *arg, descr, 4);
+                                         {H ? D->sum[d] : summand(D, d), STARPU_R},
+                                         {H ? D->sum[d ^ 1] : summand(D, d ^ 1), STARPU_R}};
+    ret = on_device(&sproj_slab_update_cl, d, arg, sizeof *arg, descr, 2 + arg->nparts);
   }
-  for (int j = L - 2; j >= 0 && !ret; j--)
+  /* the doubling: with pairs from the pair's two slabs, else from each device's own */
+  for (int j = H - 1; j >= 0 && !ret; j--)
     for (int d = 0; d < n && !ret; d++) {
       int p = partner(n, d, j), base = j ? kept_slab(n, d, j - 1) : 0;
-      starpu_data_handle_t piece[2] = {j == L - 2 ? D->xs[d] : D->known[d][j + 1],
-                                       j == L - 2 ? D->xs[p] : D->known[p][j + 1]};
+      starpu_data_handle_t piece[2] = {j == H - 1 ? D->xs[d] : D->known[d][j + 1],
+                                       j == H - 1 ? D->xs[p] : D->known[p][j + 1]};
       uint32_t first[2] = {D->first[kept_slab(n, d, j)] - D->first[base],
                            D->first[sent_slab(n, d, j)] - D->first[base]};
       ret = pieces_on(d, j ? D->known[d][j] : D->x[d]->handle, piece, first, 2, 0);
     }
-  /* two devices: the updated pair is the whole image */
-  for (int d = 0; d < n && L == 1 && !ret; d++)
+  /* two devices with pairs: the updated pair is the whole image */
+  for (int d = 0; d < n && !H && !ret; d++)
     ret = slabs_on(D, d, D->x[d]->handle, &D->xs[d], 0, 1, 0);
   return ret;
 }

@@ -592,6 +592,7 @@ int main(int argc, char **argv)
   sproj_config_init(&cfg);
   cfg.ncpu = 1;
   OK(sproj_mpi_comm_create(&g_comm, MPI_COMM_WORLD, &cfg));
+  int devices = sproj_num_devices();
   int r, n, method;
   OK(sproj_mpi_comm_rank(g_comm, &r));
   OK(sproj_mpi_comm_size(g_comm, &n));
@@ -625,7 +626,7 @@ int main(int argc, char **argv)
   if (g_rank == 0)
     printf("check_mpi: %d ranks of %d devices: forward bit for bit, back projection, OSEM (non-TOF, TOF) and TOF "
            "LM-OSEM within %g of one process, with both reductions; the collectives; bad input on one rank failed on "
-           "all\n", g_size, sproj_num_devices(), TOL);
+           "all\n", g_size, devices, TOL);
   /* the layer finalised MPI only if it had initialised it: here the test did */
   MPI_Finalize();
   return 0;

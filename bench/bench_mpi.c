@@ -57,16 +57,32 @@ static double clock_now(void)
 
 static const char *usage_text =
   "usage: mpirun -np P bench_mpi [--scanner small|vision600] [--subsets N] [--devices cpu|gpu|any]\n"
-  "                  [--reduce starpu|allreduce|both] [--jobs fwdback,osem,reduce] [--image N0xN1xN2]\n"
+  "                  [--reduce starpu|allreduce|both] [--jobs fwdback,osem,osem-tof,reduce] [--image N0xN1xN2]\n"
   "                  [--repeat N] [--help]\n"
   "  Times the distributed layer on P ranks, each owning a balanced block of the scanner's views:\n"
   "    fwdback  forward projection of the whole sinogram, then its back projection summed across ranks\n"
   "    osem     one OSEM iteration (non-TOF, N subsets of interleaved views, default 34; 4 for small)\n"
+  "    osem-tof one TOF OSEM iteration of the same subsets (29 bins for vision600, 15 for small), its data the\n"
+  "             phantom's TOF projection made where the tasks run, factors m and a uniform background as the\n"
+  "             single-node harness's osem-tof (run only when named)\n"
   "    reduce   a back projection of one LOR per rank: the sum of one image across ranks alone\n"
   "  Each job runs once to warm up, then --repeat times (default 3); the time of a repetition is the slowest\n"
   "  rank's, the table shows the median and the bytes all ranks sent each other in one repetition (counted by the\n"
   "  library from what it reduces). Image: 215x215x71 voxels of 2.78 mm for vision600, 64x64x16 of 2.5 mm for small.\n"
   "  Devices: the workers projections run on (StarPU's STARPU_NCPU / STARPU_NCUDA choose how many).\n";
+
+/* Whether the comma-separated list jobs names job. */
+static int has_job(const char *jobs, const char *job)
+{
+  size_t n = strlen(job);
+  for (const char *p = jobs; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && !strncmp(p, job, n))
+      return 1;
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
 
 static int bad(const char *what, const char *arg)
 {
@@ -164,7 +180,7 @@ int main(int argc, char **argv)
       for (const char *p = optarg; *p;) {
         size_t len = strcspn(p, ",");
         if (!((len == 7 && !strncmp(p, "fwdback", 7)) || (len == 4 && !strncmp(p, "osem", 4)) ||
-              (len == 6 && !strncmp(p, "reduce", 6)))) {
+              (len == 8 && !strncmp(p, "osem-tof", 8)) || (len == 6 && !strncmp(p, "reduce", 6)))) {
           status = bad("unknown job in", optarg);
           break;
         }
@@ -243,6 +259,12 @@ int main(int argc, char **argv)
   MCHECK(sproj_malloc_pinned((void **)&xe, (size_t)nlors * 3 * sizeof(float)));
   MCHECK(sproj_malloc_pinned((void **)&values, (size_t)nlors * sizeof(float)));
   MCHECK(sproj_malloc_pinned((void **)&data, (size_t)nlors * sizeof(float)));
+  /* osem-tof's factors and background (one value per LOR each) */
+  float *mult = NULL, *addv = NULL;
+  if (has_job(jobs, "osem-tof")) {
+    MCHECK(sproj_malloc_pinned((void **)&mult, (size_t)nlors * sizeof(float)));
+    MCHECK(sproj_malloc_pinned((void **)&addv, (size_t)nlors * sizeof(float)));
+  }
   MCHECK(sproj_scanner_view_lors(scanner, views, nlocal, xs, xe, 0));
   sproj_lors *lors;
   sproj_chunks *chunks;
@@ -266,9 +288,9 @@ int main(int argc, char **argv)
 
   if (rank == 0) {
     printf("# bench_mpi: %d ranks, scanner %s (%lld LORs, %d views; rank 0 holds %lld), image %dx%dx%d, %d subsets,\n"
-           "# per rank %d CPU workers and %d GPUs, projections on %s, scheduler %s; %d repetitions\n",
+           "# per rank %d CPU workers and %d GPUs (%d devices), projections on %s, scheduler %s; %d repetitions\n",
            nranks, scanner_name, (long long)info.num_lors, info.num_views, (long long)nlors, dims[0], dims[1], dims[2],
-           subsets, sproj_num_cpu_workers(), sproj_num_gpus(),
+           subsets, sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_devices(),
            !devices_given ? "the default" : devices == SPROJ_DEVICE_CPU ? "cpu" : devices == SPROJ_DEVICE_CUDA ? "gpu" : "any",
            sproj_scheduler_name(), repeat);
     printf("%-10s %-10s %5s %10s %10s %10s %14s\n", "job", "reduce", "ranks", "median_s", "min_s", "max_s",
@@ -282,14 +304,14 @@ int main(int argc, char **argv)
   }
 
   /* data for the OSEM job: the phantom's forward projection, on each rank for its views */
-  if (strstr(jobs, "osem")) {
+  if (has_job(jobs, "osem")) {
     MCHECK(sproj_mpi_fwd(comm, img, y, chunks, NULL));
     MCHECK(sproj_proj_sync(y, NULL, SPROJ_ALL_CHUNKS, SPROJ_SYNC_READ));
   }
 
   for (int m = 0; m < 2 && methods[m]; m++) {
     MCHECK(sproj_mpi_set_reduce(comm, methods[m]));
-    if (strstr(jobs, "fwdback")) {
+    if (has_job(jobs, "fwdback")) {
       int64_t bytes = 0;
       for (int i = -1; i < repeat; i++) {
         MCHECK(sproj_mpi_barrier(comm));
@@ -312,19 +334,43 @@ int main(int argc, char **argv)
       row("back", methods[m], tb, repeat, bytes);
       row("fwd+back", methods[m], t, repeat, bytes);
     }
-    if (strstr(jobs, "osem")) {
+    for (int tof = 0; tof < 2; tof++) {
+      if (!has_job(jobs, tof ? "osem-tof" : "osem"))
+        continue;
       for (int64_t v = 0; v < nvox; v++)
         x[v] = 1.0f;
       sproj_image *xi;
       sproj_model *model;
       sproj_mpi_recon *recon;
+      sproj_tof *tofp = NULL;
+      sproj_proj *ytof = NULL;
       MCHECK(sproj_image_register(&xi, x, dims, vs, origin));
       MCHECK(sproj_image_upload(xi, SPROJ_ALL_GPUS));
-      MCHECK(sproj_model_create(&model, lors, NULL, NULL, NULL, NULL));
+      if (tof) {
+        /* the single-node harness's osem-tof: its TOF parameters, m and a uniform background per LOR; the data the
+         * phantom's TOF projection by the model, made where the tasks run (no host array of nlors x bins) */
+        struct sproj_tof_params tp = small ? (struct sproj_tof_params){15.0f, 15, 3.0f, 12.0f, 0.0f}
+                                           : (struct sproj_tof_params){25.4f, 29, 3.0f, 24.5f, 0.0f};
+        MCHECK(sproj_tof_register(&tofp, &tp, NULL, NULL, NULL));
+        /* m of each LOR from its global number, as one process would have it */
+        for (int j = 0, i = 0; j < nlocal; j++) {
+          int64_t g0, count;
+          MCHECK(sproj_mpi_dist_local_chunk(dist, j, NULL, &g0, NULL, &count));
+          for (int64_t k = 0; k < count; k++, i++) {
+            mult[i] = 0.5f + 0.5f * (float)(((uint64_t)(g0 + k) * 2654435761u) % 1000) / 1000.0f;
+            addv[i] = 0.01f * (float)tp.num_bins;
+          }
+        }
+        MCHECK(sproj_model_create_tof_uniform_add(&model, lors, mult, addv, tofp, NULL));
+        MCHECK(sproj_proj_create(&ytof, lors, tp.num_bins));
+        MCHECK(sproj_model_expected(model, img, ytof, chunks, NULL));
+      } else {
+        MCHECK(sproj_model_create(&model, lors, NULL, NULL, NULL, NULL));
+      }
       struct sproj_recon_config cfg;
       sproj_recon_config_init(&cfg);
       cfg.model = model;
-      cfg.data = y;
+      cfg.data = tof ? ytof : y;
       cfg.chunks = chunks;
       cfg.num_subsets = subsets;
       MCHECK(sproj_mpi_recon_create(&recon, comm, dist, xi, &cfg));
@@ -341,12 +387,16 @@ int main(int argc, char **argv)
           t[i] = it;
         bytes = bytes_all();
       }
-      row("osem_iter", methods[m], t, repeat, bytes);
+      row(tof ? "osemtof_it" : "osem_iter", methods[m], t, repeat, bytes);
       MCHECK(sproj_mpi_recon_destroy(recon));
       MCHECK(sproj_model_destroy(model));
       MCHECK(sproj_image_unregister(xi));
+      if (tof) {
+        MCHECK(sproj_proj_unregister(ytof));
+        MCHECK(sproj_tof_unregister(tofp));
+      }
     }
-    if (strstr(jobs, "reduce")) {
+    if (has_job(jobs, "reduce")) {
       /* one LOR across the image's centre per rank: the back projection is nothing, the sum across ranks is all */
       float s[3] = {origin[0] - vs[0], 0.0f, 0.0f}, e[3] = {-origin[0] + vs[0], 0.0f, 0.0f}, one = 1.0f;
       sproj_lors *l1;
@@ -381,6 +431,10 @@ int main(int argc, char **argv)
   MCHECK(sproj_free_pinned(xe, (size_t)nlors * 3 * sizeof(float)));
   MCHECK(sproj_free_pinned(values, (size_t)nlors * sizeof(float)));
   MCHECK(sproj_free_pinned(data, (size_t)nlors * sizeof(float)));
+  if (mult) {
+    MCHECK(sproj_free_pinned(mult, (size_t)nlors * sizeof(float)));
+    MCHECK(sproj_free_pinned(addv, (size_t)nlors * sizeof(float)));
+  }
   MCHECK(sproj_mpi_dist_destroy(dist));
   MCHECK(sproj_scanner_destroy(scanner));
   MCHECK(sproj_mpi_comm_destroy(comm));

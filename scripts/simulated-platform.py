@@ -33,7 +33,9 @@ it measured, and a simulation stops at any other) gets the straight line a size 
 (least squares, weighted by their counts), valid from half the smallest to twice the largest size measured; the new
 MACHINE gives each line and its largest difference to a measured mean. StarPU then uses the line at every size in
 that range, measured or not. For the task sizes of several devices' owned shares, which a one-GPU recording did not
-cut; an assumption until a recording covers them.
+cut; an assumption until a recording covers them. A slab codelet recorded with a curve (StarPU's fit, or the line
+above; a recording with the GPU presented as several devices) has it used from 1 byte on: the sizes of a
+distributed reconstruction's slabs (one slab per device instead of a pair's two) lie below those measured.
 
 --fill-unmeasured: a task size StarPU saw but never measured (a history entry with 0 measurements: the run stops
 there, "not calibrated enough") gets the mean of the nearest measured size of its codelet scaled by the size ratio,
@@ -229,6 +231,23 @@ IMAGE_KERNELS = {"starproj_image_zero": 1.0, "starproj_image_add": 1.5, "starpro
 SLAB_CODELETS = ("starproj_slab_split", "starproj_slab_gather", "starproj_slab_update", "starproj_slab_halve")
 
 
+def widen_slab_curve(model):
+    """A slab codelet's model with its curve's range (StarPU checks a size against 0.9 minx .. 1.1 maxx) starting at 1
+    byte, and a description; (model, None) when it has no valid curve."""
+    lines = model.split("\n")
+    for i, line in enumerate(lines):
+        if not line.startswith("# sumlnx") or i + 3 >= len(lines) or not lines[i + 2].startswith("# a\t"):
+            continue
+        f, abc = lines[i + 1].split(), lines[i + 3].split()
+        if len(f) != 9 or len(abc) != 3 or any("nan" in v for v in abc):
+            return model, None
+        lo, hi = float(f[7]), float(f[8])
+        lines[i + 1] = "\t".join(f[:7] + ["1", str(int(hi))])
+        a, b, c = (float(v) for v in abc)
+        return "\n".join(lines), f"{a:.4g} size^{b:.4g} + {c:.3g} us, valid {lo:.4g} .. {hi:.4g} bytes, now from 1 byte"
+    return model, None
+
+
 def slab_model(fixed_us, us_per_byte):
     """A model file (format 45) of one CUDA implementation with no measurement and the line fixed + bytes / bandwidth,
     valid from 1 byte to 1 TB."""
@@ -350,7 +369,7 @@ def main():
     if os.path.isdir(cdst):
         shutil.rmtree(cdst)
     copied = 0
-    filled, fitted = [], []
+    filled, fitted, widened = [], [], []
     for dirpath, _, files in os.walk(os.path.join(src, "codelets")):
         rel = os.path.relpath(dirpath, os.path.join(src, "codelets"))
         for f in files:
@@ -369,6 +388,10 @@ def main():
                         text, line = fit_sizes(text)
                         if line:
                             fitted.append(f"{f[: -len(shost) - 1]}: {line}")
+                        if f[: -len(shost) - 1] in SLAB_CODELETS:
+                            text, line = widen_slab_curve(text)
+                            if line:
+                                widened.append(f"{f[: -len(shost) - 1]}: {line}")
                     with open(dst, "w") as fo:
                         fo.write(text)
                 else:
@@ -456,6 +479,8 @@ def main():
             f.write(f"unmeasured task size filled (--fill-unmeasured, assumed): {d}\n")
         for d in fitted:
             f.write(f"line through the measured sizes (--fit-sizes, assumed between them): {d}\n")
+        for d in widened:
+            f.write(f"recorded slab curve used below its sizes (--fit-sizes, assumed): {d}\n")
         if slabs:
             f.write(f"slab codelets (not recorded, assumed memory-bound): {slabs}\n")
     print(f"simulated-platform: {out} ({host}: {a.gpus} GPUs, {cores} cores, {copied} models"

@@ -9,7 +9,9 @@
 # usage: scripts/smpi-run.sh --nodes N --models DIR [--bandwidth BW] [--latency LAT] [--build DIR] [--prefix DIR]
 #                            [--log FILE] [-- bench_mpi arguments]
 #   --nodes N       simulated nodes, one rank each (1..1024)
-#   --models DIR    a folder of perfmodels/ recorded for bench_mpi (scripts/calibrate-mpi-models.sh)
+#   --models DIR    a folder of perfmodels/ recorded for bench_mpi (scripts/calibrate-mpi-models.sh), or a node derived
+#                   from a recording by scripts/simulated-platform.py --fit-sizes (its GPUs and their links as that
+#                   script states; task sizes bench_mpi's shares run that were not measured are taken from its lines)
 #   --bandwidth BW  each node's link, and the switch's per transfer (SimGrid units; default 25GBps: InfiniBand HDR,
 #                   200 Gb/s, as doc/scaling-model.md assumes)
 #   --latency LAT   each link's latency (default 2us)
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix=${2:-}; shift 2 || die "--prefix needs a value" ;;
     --log) logfile=${2:-}; shift 2 || die "--log needs a value" ;;
     --) shift; break ;;
-    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,18p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (bench_mpi's go after --)" ;;
   esac
 done
@@ -43,10 +45,13 @@ done
 [[ "$lat" =~ ^[0-9]+(\.[0-9]+)?(s|ms|us|ns)$ ]] || die "--latency needs a SimGrid time such as 1us"
 [ -n "$models" ] && [ -d "$models" ] || die "--models needs a folder of perfmodels/"
 models=$(cd "$models" && pwd)
-host=$(basename "$models")
+# a derived node names its host in MACHINE; a recorded one is named by its folder
+host=$(sed -n 's/^host name: //p' "$models/MACHINE" 2>/dev/null | head -n 1)
+[ -n "$host" ] || host=$(basename "$models")
 [ -f "$models/bus/$host.platform.v4.xml" ] || die "$models has no bus/$host.platform.v4.xml (not a recorded machine)"
 grep -q '^program: bench_mpi' "$models/MACHINE" 2>/dev/null ||
-  die "$models was not recorded for bench_mpi (scripts/calibrate-mpi-models.sh)"
+  grep -q '^line through the measured sizes (--fit-sizes' "$models/MACHINE" 2>/dev/null ||
+  die "$models was neither recorded for bench_mpi (scripts/calibrate-mpi-models.sh) nor derived with --fit-sizes"
 smpirun=$prefix/bin/starpu_smpirun
 [ -x "$smpirun" ] || die "no starpu_smpirun in $prefix/bin (scripts/install-deps.sh --with-smpi)"
 bench=$build/bench/bench_mpi
@@ -67,8 +72,20 @@ cat >"$work/cluster.xml" <<EOF
 </platform>
 EOF
 for ((i = 0; i < nodes; i++)); do echo "node$i"; done >"$work/hosts"
+# starpu_smpirun joins each node's platform into the cluster with StarPU's stylesheet, which knows the recorded
+# form (platform version 4, an AS); a derived node's (version 4.1, a zone) is given to it in that form
+if ! grep -q '^program: bench_mpi' "$models/MACHINE"; then
+  mkdir -p "$work/models/bus"
+  ln -s "$models/codelets" "$work/models/codelets"
+  for f in "$models"/bus/"$host".*; do ln -s "$f" "$work/models/bus/"; done
+  rm "$work/models/bus/$host.platform.v4.xml"
+  sed -e 's|^<platform version="4.1">| <platform version="4">|' -e 's|<zone id="AS0" routing="Full">|<AS  id="AS0"  routing="Full">|' \
+      -e 's|</zone>|</AS>|' -e '/^<!--.*-->$/d' "$models/bus/$host.platform.v4.xml" >"$work/models/bus/$host.platform.v4.xml"
+  models=$work/models
+fi
 [ -n "$logfile" ] || logfile=$work/smpi.log
-STARPU_PERF_MODEL_DIR=$models STARPU_HOSTNAME=$host \
+# one model serves every GPU of a node, as in starproj-bench's simulations
+STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1 STARPU_PERF_MODEL_DIR=$models STARPU_HOSTNAME=$host \
   "$smpirun" -platform "$work/cluster.xml" -hostfile "$work/hosts" -np "$nodes" "$bench" "$@" 2>"$logfile"
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$logfile" = "$work/smpi.log" ]; then

@@ -980,7 +980,8 @@ int sproj_mpi_recon_create(sproj_mpi_recon **recon, sproj_mpi_comm *comm, const 
   local.subset_chunks = idx;
   local.subset_sizes = sizes;
   struct sproj_recon_hook hook = {recon_reduce, recon_reduce_part, R};
-  status = sproj_recon_create_hooked(func, &R->r, x, &local, &hook);
+  /* one rank: nothing to sum across ranks, nor to agree on; the reconstruction is one process's */
+  status = sproj_recon_create_hooked(func, &R->r, x, &local, c->size > 1 ? &hook : NULL);
   free(idx);
   free(sizes);
   if (status != SPROJ_OK)

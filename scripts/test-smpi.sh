@@ -7,8 +7,9 @@
 # repetition) on 2 simulated nodes of perfmodels/cpu-2core-mpi, and its reduction job alone on 3 (the task sizes of
 # the other jobs are recorded for rank counts that divide the 64 views only), and checks the tables: every job, a
 # positive makespan, forward + back = forward and back, and the bytes each reduction sends (which also checks the
-# layer's collectives over StarPU-MPI on an even and an odd number of ranks: the totals are their sums). Well
-# under a minute once StarPU is built.
+# layer's collectives over StarPU-MPI on an even and an odd number of ranks: the totals are their sums); then one TOF
+# OSEM iteration on 2 simulated nodes of 2 H200 (derived from perfmodels/h200-1gpu-tof-full), whose ranks sum each
+# device's slab across the nodes. About a minute once StarPU is built.
 # usage: scripts/test-smpi.sh [--smpi-prefix DIR]   (default /usr/local/starpu-smpi)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -82,4 +83,21 @@ for n in 2 3; do
       }
       exit bad }' "$out/run$n.txt" || fail "bench_mpi's table on $n nodes"
 done
+# nodes of GPUs: 2 nodes of 2 H200 derived from the TOF recording (its lines over task sizes, the GPU links assumed),
+# one TOF OSEM iteration of the benchmark scanner: each rank's 2 devices own their shares, and each device's slab
+# (half the image) is summed across the ranks, so the bytes are one image's ring per rank and subset (the layer
+# counts 2 (P-1)/P of each slab per rank); the run must end with a positive makespan
+t=$(date +%s)
+python3 scripts/simulated-platform.py --from perfmodels/h200-1gpu-tof-full --gpus 2 --fit-sizes --fill-unmeasured \
+  --out "$out/h200-tof-2gpu" >/dev/null || fail "simulated-platform.py (2 H200 from the TOF recording)"
+models=$out/h200-tof-2gpu
+STARPU_SCHED=dmda run --nodes 2 --log "$out/gpu.log" -- --scanner vision600 --devices gpu --reduce allreduce \
+  --repeat 1 --jobs osem-tof >"$out/gpu.txt" ||
+  { grep -v '^  ->' "$out/gpu.log" | tail -n 20; fail "TOF OSEM on 2 simulated nodes of 2 H200"; }
+echo "== 2 simulated nodes of 2 H200 ($(( $(date +%s) - t )) s): simulated makespan, s; bytes sent =="
+awk '!/^#/ && NR > 3 { printf "   %-10s %-10s %10s %14s\n", $1, $2, $4, $7 }' "$out/gpu.txt"
+grep -q '^# per rank .* 2 GPUs (2 devices), projections on gpu' "$out/gpu.txt" || fail "the ranks did not run 2 GPUs each"
+# 215 x 215 x 71 voxels in 2 slabs (1640987 and 1640988 voxels): per slab and rank 2 (2-1)/2 x 4 bytes per voxel
+awk '!/^#/ && $1 == "osemtof_it" { found = 1; if ($4 + 0 <= 0 || $7 != 34 * 2 * (1640987 + 1640988) * 4) bad = 1 }
+     END { exit !found || bad }' "$out/gpu.txt" || { cat "$out/gpu.txt"; fail "TOF OSEM's table on 2 nodes of 2 H200"; }
 echo "test-smpi: passed ($(( $(date +%s) - t0 )) s)"

@@ -16,6 +16,9 @@
 #                   200 Gb/s, as doc/scaling-model.md assumes)
 #   --latency LAT   each link's latency (default 2us)
 #   --build DIR     the SMPI build (default build-smpi); --prefix DIR its StarPU (default /usr/local/starpu-smpi)
+#   --factors F     smpi (default): SMPI's size-dependent bandwidth and latency factors on every link, the node's own
+#                   (host to GPU, GPU to GPU) included; none: every link at its bandwidth and latency, as the
+#                   single-node simulation (starproj-bench --simulate) runs a node's links
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=
@@ -25,6 +28,7 @@ lat=2us
 build=$root/build-smpi
 prefix=/usr/local/starpu-smpi
 logfile=
+factors=smpi
 die() { echo "smpi-run: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,8 +39,9 @@ while [ $# -gt 0 ]; do
     --build) build=${2:-}; shift 2 || die "--build needs a value" ;;
     --prefix) prefix=${2:-}; shift 2 || die "--prefix needs a value" ;;
     --log) logfile=${2:-}; shift 2 || die "--log needs a value" ;;
+    --factors) factors=${2:-}; shift 2 || die "--factors needs a value" ;;
     --) shift; break ;;
-    -h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,21p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (bench_mpi's go after --)" ;;
   esac
 done
@@ -44,6 +49,7 @@ done
 [[ "$bw" =~ ^[0-9]+(\.[0-9]+)?[kMGT]?[Bb]ps$ ]] || die "--bandwidth needs a SimGrid bandwidth such as 12.5GBps"
 [[ "$lat" =~ ^[0-9]+(\.[0-9]+)?(s|ms|us|ns)$ ]] || die "--latency needs a SimGrid time such as 1us"
 [ -n "$models" ] && [ -d "$models" ] || die "--models needs a folder of perfmodels/"
+case "$factors" in smpi|none) ;; *) die "--factors needs smpi or none" ;; esac
 models=$(cd "$models" && pwd)
 # a derived node names its host in MACHINE; a recorded one is named by its folder
 host=$(sed -n 's/^host name: //p' "$models/MACHINE" 2>/dev/null | head -n 1)
@@ -84,9 +90,12 @@ if ! grep -q '^program: bench_mpi' "$models/MACHINE"; then
   models=$work/models
 fi
 [ -n "$logfile" ] || logfile=$work/smpi.log
+plain=
+[ "$factors" = none ] && plain=1
 # one model serves every GPU of a node, as in starproj-bench's simulations
 STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1 STARPU_PERF_MODEL_DIR=$models STARPU_HOSTNAME=$host \
-  "$smpirun" -platform "$work/cluster.xml" -hostfile "$work/hosts" -np "$nodes" "$bench" "$@" 2>"$logfile"
+  "$smpirun" -platform "$work/cluster.xml" -hostfile "$work/hosts" -np "$nodes" "$bench" "$@" \
+  ${plain:+"--cfg=smpi/bw-factor:0:1" "--cfg=smpi/lat-factor:0:1"} 2>"$logfile"
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$logfile" = "$work/smpi.log" ]; then
   grep -v '^  ->' "$logfile" | tail -n 25 >&2

@@ -91,7 +91,7 @@ t=$(date +%s)
 python3 scripts/simulated-platform.py --from perfmodels/h200-1gpu-tof-full --gpus 2 --fit-sizes --fill-unmeasured \
   --out "$out/h200-tof-2gpu" >/dev/null || fail "simulated-platform.py (2 H200 from the TOF recording)"
 models=$out/h200-tof-2gpu
-STARPU_SCHED=dmda run --nodes 2 --log "$out/gpu.log" -- --scanner vision600 --devices gpu --reduce allreduce \
+STARPU_SCHED=dmda run --nodes 2 --factors none --log "$out/gpu.log" -- --scanner vision600 --devices gpu --reduce allreduce \
   --repeat 1 --jobs osem-tof >"$out/gpu.txt" ||
   { grep -v '^  ->' "$out/gpu.log" | tail -n 20; fail "TOF OSEM on 2 simulated nodes of 2 H200"; }
 echo "== 2 simulated nodes of 2 H200 ($(( $(date +%s) - t )) s): simulated makespan, s; bytes sent =="

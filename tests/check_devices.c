@@ -304,7 +304,7 @@ END_TEST
  * update divides the subset's back projection by its sensitivity, both doubled: the image must come out as without a
  * hook, within the rounding of the devices' sums. */
 struct doubling {
-  int images, parts;
+  int images, calls, parts;
   int64_t part_voxels;
   const char *part_not_host; /* what went wrong, if anything */
 };
@@ -330,18 +330,21 @@ static int double_image(void *user, sproj_image *img)
   double_handle(sproj_image_handle(img), dbl);
   return SPROJ_OK;
 }
-static int double_part(void *user, sproj_starpu_handle part)
+static int double_parts(void *user, const sproj_starpu_handle *parts, int n)
 {
   struct doubling *dbl = user;
-  dbl->parts++;
-  dbl->part_voxels += starpu_vector_get_nx(part);
-  double_handle(part, dbl);
+  dbl->calls++;
+  for (int i = 0; i < n; i++) {
+    dbl->parts++;
+    dbl->part_voxels += starpu_vector_get_nx(parts[i]);
+    double_handle(parts[i], dbl);
+  }
   return SPROJ_OK;
 }
 
 /* Non-TOF and TOF sinogram OS-EM with the doubling hook on 1, 2, 4 and 8 devices: on several devices the halving
- * runs one step further and the hook gets each device's slab (n parts per subset, covering the image once) instead
- * of the image; the sensitivities still come to it whole. The images agree with one device's without a hook within
+ * runs one step further and the hook gets every device's slab in one call per subset (n parts, covering the image
+ * once) instead of the image; the sensitivities still come to it whole. The images agree with one device's without a hook within
  * 1e-5 (relative L2; the rounding of the sums, as in test_osem_devices). 3 devices (no halving) keep the single
  * path, where the hook gets every subset's whole back projection. */
 START_TEST(test_osem_hooked)
@@ -353,7 +356,7 @@ START_TEST(test_osem_hooked)
   start(1, NULL);
   run_case(c, iters, one);
   stop();
-  struct sproj_recon_hook hook = {double_image, double_part, &g_dbl};
+  struct sproj_recon_hook hook = {double_image, double_parts, &g_dbl};
   for (int t = 0; t < (int)(sizeof ns / sizeof *ns); t++) {
     int n = ns[t], halving = n == 2 || n == 4 || n == 8;
     memset(&g_dbl, 0, sizeof g_dbl);
@@ -370,6 +373,7 @@ START_TEST(test_osem_hooked)
     ck_assert_msg(d <= 1e-5, "%d devices with a hook: %.3g from one device", n, d);
     int subsets = c->S * iters;
     ck_assert_int_eq(g_dbl.images, c->S + (halving ? 0 : subsets));
+    ck_assert_int_eq(g_dbl.calls, halving ? subsets : 0);
     ck_assert_int_eq(g_dbl.parts, halving ? n * subsets : 0);
     ck_assert_int_eq(g_dbl.part_voxels, halving ? nvox * subsets : 0);
   }

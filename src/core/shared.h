@@ -78,11 +78,11 @@ SPROJ_SHARED void sproj_proj_release_acquired(sproj_proj *proj);
  * non-zero return fails the call that submitted the back projection with that status. */
 struct sproj_recon_hook {
   int (*reduce)(void *user, sproj_image *img);
-  /* With several devices (a power of two of them) each device's part of a subset's back projection, already summed
-   * over this process's devices, instead of the whole image: part is a StarPU vector of floats (one slab of the
-   * image, on the device that updates it, with the image's reduction methods), to be made the sum over processes in
-   * the same way; the parts of one subset are given in device order. NULL: the devices are not used with a hook. */
-  int (*reduce_part)(void *user, sproj_starpu_handle part);
+  /* With several devices (a power of two of them) the devices' parts of a subset's back projection, each already
+   * summed over this process's devices, instead of the whole image: parts[0 .. n-1] are StarPU vectors of floats
+   * (slab d of the image on device d, which updates it; with the image's reduction methods), each to be made the sum
+   * over processes in the same way. NULL: the devices are not used with a hook. */
+  int (*reduce_parts)(void *user, const sproj_starpu_handle *parts, int n);
   void *user;
 };
 /* sproj_recon_create with a hook (NULL: none), reporting errors as func. */

@@ -3,6 +3,7 @@
  * from StarPU-MPI sends and receives, since there the program's thread is a SimGrid actor of its own that SMPI does
  * not count as an MPI process (only the rank's first actor, which StarPU-MPI's progression occupies, may call MPI). */
 #include "config.h"
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,23 @@ int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type
   if (!type_size(type) || op < SPROJ_MPI_SUM || op > SPROJ_MPI_MAX)
     return SPROJ_ERR_INVALID;
   return MPI_Allreduce(MPI_IN_PLACE, values, count, dt, mop, k->comm) == MPI_SUCCESS ? SPROJ_OK : SPROJ_ERR_STARPU;
+}
+
+int sproj_coll_sum_parts(struct sproj_coll *k, float *const *parts, const int *counts, int n)
+{
+  MPI_Request *req = malloc((size_t)(n > 0 ? n : 1) * sizeof *req);
+  if (!req)
+    return SPROJ_ERR_NOMEM;
+  int started = 0, ok = 1;
+  for (; started < n && ok; started++)
+    ok = MPI_Iallreduce(MPI_IN_PLACE, parts[started], counts[started], MPI_FLOAT, MPI_SUM, k->comm,
+                        &req[started]) == MPI_SUCCESS;
+  /* the ones started are finished whatever happened to the others */
+  if (!ok)
+    started--;
+  ok = MPI_Waitall(started, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS && ok;
+  free(req);
+  return ok ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
 int sproj_coll_gatherv(struct sproj_coll *k, const float *mine, float *all, const int *counts, const int *displs,
@@ -196,6 +214,32 @@ int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type
   int ring = (size_t)count * type_size(type) >= (size_t)65536 * k->size && 2 * (k->size - 1) <= SPROJ_COLL_STEPS;
   int ret = ring ? allreduce_ring(k, values, count, type, op) : allreduce_tree(k, values, count, type, op);
   k->seq++;
+  return ret;
+}
+
+int sproj_coll_sum_parts(struct sproj_coll *k, float *const *parts, const int *counts, int n)
+{
+  /* packed: the collectives here are blocking, and n allreduces one after the other would pay n times the steps */
+  size_t total = 0;
+  for (int i = 0; i < n; i++)
+    total += (size_t)counts[i];
+  if (total > (size_t)INT_MAX)
+    return SPROJ_ERR_INVALID;
+  float *all = malloc((total ? total : 1) * sizeof *all);
+  if (!all)
+    return SPROJ_ERR_NOMEM;
+  size_t at = 0;
+  for (int i = 0; i < n; i++) {
+    memcpy(all + at, parts[i], (size_t)counts[i] * sizeof *all);
+    at += (size_t)counts[i];
+  }
+  int ret = sproj_coll_allreduce(k, all, (int)total, SPROJ_MPI_FLOAT, SPROJ_MPI_SUM);
+  at = 0;
+  for (int i = 0; i < n && !ret; i++) {
+    memcpy(parts[i], all + at, (size_t)counts[i] * sizeof *all);
+    at += (size_t)counts[i];
+  }
+  free(all);
   return ret;
 }
 

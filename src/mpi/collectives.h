@@ -28,6 +28,9 @@ int sproj_coll_barrier(struct sproj_coll *k);
 /* values (count elements of type, enum sproj_mpi_type) becomes, on every rank, the element-wise op (enum
  * sproj_mpi_op) over the ranks' values */
 int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type, int op);
+/* parts[i] (counts[i] floats, i < n) each becomes, on every rank, its sum over the ranks: MPI's non-blocking
+ * allreduces, all in flight at once, on a machine; over SMPI one allreduce of the parts packed together */
+int sproj_coll_sum_parts(struct sproj_coll *k, float *const *parts, const int *counts, int n);
 /* the ranks' float arrays (mine: counts[rank] of them) put at displs[r] of all on root, or on every rank (root -1) */
 int sproj_coll_gatherv(struct sproj_coll *k, const float *mine, float *all, const int *counts, const int *displs,
                        int root);

@@ -11,6 +11,9 @@
 #include "starproj_mpi.h"
 #include "collectives.h"
 
+/* the most parts of an image a rank's devices sum across ranks at once (one per device) */
+#define SPROJ_MPI_MAX_PARTS 64
+
 struct sproj_mpi_comm {
   MPI_Comm comm;         /* this library's collectives: agreements, allreduce, gather */
   MPI_Comm starpu_comm;  /* StarPU-MPI's traffic, apart from the caller's and ours */
@@ -44,7 +47,7 @@ struct sproj_mpi_recon {
   const char *func;      /* the call in progress, for messages */
   int agreed_failure;    /* this call has made its last agreement, which reported a failure */
   int agreed_status;     /* the status it reported */
-  starpu_data_handle_t *tagged; /* the reconstruction's images registered with StarPU-MPI ... */
+  starpu_data_handle_t *tagged; /* what the reconstruction summed across ranks (images, devices' parts) ... */
   int64_t *tags;                /* ... and their tags (freed with it) */
   int ntags, cap_tags;
   sproj_recon_callback callback;
@@ -393,6 +396,32 @@ static int reduce_allreduce(sproj_mpi_comm *c, starpu_data_handle_t h)
   else
     free(v);
   c->bytes_sent += 2 * (int64_t)(c->size - 1) * (int64_t)n * (int64_t)sizeof(float) / c->size;
+  return ok && reduced ? SPROJ_OK : SPROJ_ERR_STARPU;
+}
+
+/* The same for several parts at once (a process's devices' slabs of one image): each brought to the host, all summed
+ * by one call of the collectives (MPI's allreduces in flight together), each released. */
+static int reduce_parts_allreduce(sproj_mpi_comm *c, const starpu_data_handle_t *parts, int n)
+{
+  float *v[SPROJ_MPI_MAX_PARTS];
+  int counts[SPROJ_MPI_MAX_PARTS], held[SPROJ_MPI_MAX_PARTS], ok = 1;
+  for (int i = 0; i < n; i++) {
+    counts[i] = (int)starpu_vector_get_nx(parts[i]);
+    held[i] = starpu_data_acquire_on_node(parts[i], STARPU_MAIN_RAM, STARPU_RW) == 0;
+    /* a part this rank cannot reach still takes part, with zeros, so that the others finish */
+    v[i] = held[i] ? (float *)starpu_vector_get_local_ptr(parts[i]) : calloc((size_t)counts[i] + 1, sizeof(float));
+    ok = ok && held[i] && v[i];
+    if (!v[i])
+      counts[i] = 0;
+    c->bytes_sent += 2 * (int64_t)(c->size - 1) * (int64_t)counts[i] * (int64_t)sizeof(float) / c->size;
+  }
+  int reduced = sproj_coll_sum_parts(&c->coll, v, counts, n) == SPROJ_OK;
+  for (int i = 0; i < n; i++) {
+    if (held[i])
+      starpu_data_release_on_node(parts[i], STARPU_MAIN_RAM);
+    else
+      free(v[i]);
+  }
   return ok && reduced ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
@@ -808,56 +837,76 @@ static void recon_free(sproj_mpi_recon *R)
     sproj_recon_destroy(R->r);
   /* the images are unregistered: their tags can go */
   for (int i = 0; i < R->ntags; i++)
-    starpu_mpi_tags_free(R->tags[i]);
+    if (R->tags[i] >= 0)
+      starpu_mpi_tags_free(R->tags[i]);
   free(R->tags);
   free(R->tagged);
   free(R);
 }
 
-/* The reconstruction's hooks: agree (a rank that failed meets the others here), then sum h (an image, or a device's
- * part of one) across ranks. */
-static int recon_reduce_handle(sproj_mpi_recon *R, starpu_data_handle_t h)
+/* The reconstruction's hooks: agree (a rank that failed meets the others here), then sum an image, or the parts of
+ * one that a rank's devices hold, across ranks. Each handle keeps its StarPU-MPI tag (for the StarPU-MPI method) in
+ * R->tags, found by slot. */
+static int slot(sproj_mpi_recon *R, starpu_data_handle_t h, int *at)
 {
-  int status = SPROJ_OK, i = 0;
+  int i = 0;
   while (i < R->ntags && R->tagged[i] != h)
     i++;
-  if (i == R->cap_tags) {
-    int cap = R->cap_tags ? 2 * R->cap_tags : 8;
+  if (i == R->ntags && i == R->cap_tags) {
+    int cap = R->cap_tags ? 2 * R->cap_tags : 16;
     int64_t *t = realloc(R->tags, cap * sizeof *t);
-    starpu_data_handle_t *th = t ? realloc(R->tagged, cap * sizeof *th) : NULL;
     if (t)
       R->tags = t;
-    if (th) {
-      R->tagged = th;
-      R->cap_tags = cap;
-    } else {
-      status = sproj_fail(SPROJ_ERR_NOMEM, R->func, "out of memory");
-    }
-  }
-  /* after a successful agreement every rank reduces: nothing may fail between the two */
-  if ((status = agree_status(R->func, R->comm, status))) {
-    R->agreed_failure = 1;
-    R->agreed_status = status;
-    return status;
+    starpu_data_handle_t *th = t ? realloc(R->tagged, cap * sizeof *th) : NULL;
+    if (!th)
+      return sproj_fail(SPROJ_ERR_NOMEM, R->func, "out of memory");
+    R->tagged = th;
+    R->cap_tags = cap;
   }
   if (i == R->ntags) {
     R->tagged[i] = h;
     R->tags[i] = -1;
-  }
-  status = reduce_image(R->comm, h, &R->tags[i]);
-  if (i == R->ntags && R->tags[i] >= 0)
     R->ntags++;
-  return status ? sproj_fail(status, R->func, "the reduction across ranks failed") : SPROJ_OK;
+  }
+  *at = i;
+  return SPROJ_OK;
+}
+
+static int agreed(sproj_mpi_recon *R, int status)
+{
+  /* after a successful agreement every rank reduces: nothing may fail between the two */
+  if ((status = agree_status(R->func, R->comm, status))) {
+    R->agreed_failure = 1;
+    R->agreed_status = status;
+  }
+  return status;
 }
 
 static int recon_reduce(void *user, sproj_image *img)
 {
-  return recon_reduce_handle(user, sproj_image_handle(img));
+  sproj_mpi_recon *R = user;
+  int i = 0, status = slot(R, sproj_image_handle(img), &i);
+  if ((status = agreed(R, status)))
+    return status;
+  status = reduce_image(R->comm, sproj_image_handle(img), &R->tags[i]);
+  return status ? sproj_fail(status, R->func, "the reduction across ranks failed") : SPROJ_OK;
 }
 
-static int recon_reduce_part(void *user, sproj_starpu_handle part)
+static int recon_reduce_parts(void *user, const sproj_starpu_handle *parts, int n)
 {
-  return recon_reduce_handle(user, part);
+  sproj_mpi_recon *R = user;
+  int at[SPROJ_MPI_MAX_PARTS], status = n > SPROJ_MPI_MAX_PARTS ? sproj_fail(SPROJ_ERR_INVALID, R->func, "%d parts", n)
+                                                                 : SPROJ_OK;
+  for (int i = 0; i < n && !status; i++)
+    status = slot(R, parts[i], &at[i]);
+  if ((status = agreed(R, status)))
+    return status;
+  if (R->comm->reduce == SPROJ_MPI_REDUCE_STARPU)
+    for (int i = 0; i < n && !status; i++)
+      status = reduce_image(R->comm, parts[i], &R->tags[at[i]]);
+  else
+    status = reduce_parts_allreduce(R->comm, parts, n);
+  return status ? sproj_fail(status, R->func, "the reduction across ranks failed") : SPROJ_OK;
 }
 
 /* Ends a collective reconstruction call that returned ret on this rank: a rank that failed by itself agrees once
@@ -979,7 +1028,7 @@ int sproj_mpi_recon_create(sproj_mpi_recon **recon, sproj_mpi_comm *comm, const 
   struct sproj_recon_config local = *cfg;
   local.subset_chunks = idx;
   local.subset_sizes = sizes;
-  struct sproj_recon_hook hook = {recon_reduce, recon_reduce_part, R};
+  struct sproj_recon_hook hook = {recon_reduce, recon_reduce_parts, R};
   /* one rank: nothing to sum across ranks, nor to agree on; the reconstruction is one process's */
   status = sproj_recon_create_hooked(func, &R->r, x, &local, c->size > 1 ? &hook : NULL);
   free(idx);

@@ -147,7 +147,7 @@ static int devices_apply(const sproj_recon *r)
   int n = sproj_device_count();
   const struct sproj_geom *g = &r->x->geom;
   /* the small-value rule's groups are the caller's chunks, which the owned chunking cuts across */
-  if (n < 2 || (r->hook.reduce && (!r->hook.reduce_part || !halving_levels(n))) || r->x->reproducible ||
+  if (n < 2 || (r->hook.reduce && (!r->hook.reduce_parts || !halving_levels(n))) || r->x->reproducible ||
       r->small_fraction > 0.0f ||
       (int64_t)g->n[0] * g->n[1] * g->n[2] < n)
     return 0;
@@ -333,7 +333,7 @@ int recon_devices_create(const char *func, sproj_recon *r)
       return ret;
   }
   D->levels = halving_levels(n);
-  D->pairs = D->levels && !r->hook.reduce_part;
+  D->pairs = D->levels && !r->hook.reduce_parts;
   D->cuts = D->levels - D->pairs;
   for (int d = 0; d < n; d++)
     if (slabs_handle(&D->xs[d], D, update_slab(D, d), update_count(D)))
@@ -350,7 +350,7 @@ int recon_devices_create(const char *func, sproj_recon *r)
       if (D->cuts && slabs_handle(&D->sum[d], D, update_slab(D, d), update_count(D)))
         return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
       /* summed across processes by the hook, as an image would be */
-      if (r->hook.reduce_part)
+      if (r->hook.reduce_parts)
         starpu_data_set_reduction_methods(D->sum[d], &sproj_image_add_cl, &sproj_image_zero_cl);
     }
     return upload_shares(func, r, D);
@@ -489,9 +489,9 @@ static int halve_update_double(sproj_recon *r, struct recon_devices *D, int sk)
                                            {last ? D->sum[d] : D->sent[d][j], STARPU_W}, {D->kept[d][j], STARPU_W}};
       ret = on_device(&sproj_slab_halve_cl, d, arg, sizeof *arg, descr, last ? 3 : 4);
     }
-  /* across processes: each device's slab, in device order on every process */
-  for (int d = 0; d < n && !ret && !D->pairs; d++)
-    ret = r->hook.reduce_part(r->hook.user, D->sum[d]);
+  /* across processes: every device's slab, in one call */
+  if (!ret && !D->pairs)
+    ret = r->hook.reduce_parts(r->hook.user, D->sum, n);
   for (int d = 0; d < n && !ret; d++) {
     struct sproj_slab_update_arg *arg = calloc(1, sizeof *arg);
     if (!arg)

@@ -29,6 +29,7 @@
 #   --devices       where bench_mpi projects (default cpu; gpu: one CUDA worker per GPU, the runs of --runs)
 #   --runs          RANKSxDEVICES@SUBSETS,... (default 1x1@S for each S of --subsets)
 #   --jobs          bench_mpi's jobs (default its own: fwdback,osem,reduce)
+#   --reduce        bench_mpi's --reduce (default both)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cores=$(nproc 2>/dev/null || echo 1)
@@ -41,6 +42,7 @@ out=/tmp/out
 devices=cpu
 runs=
 jobs=
+reduce=both
 while [ $# -gt 0 ]; do
   case "$1" in
     --host) host=$2; shift 2 ;;
@@ -52,7 +54,8 @@ while [ $# -gt 0 ]; do
     --devices) devices=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '3,31p' "$0"; exit 0 ;;
+    --reduce) reduce=$2; shift 2 ;;
+    -h|--help) sed -n '3,32p' "$0"; exit 0 ;;
     *) echo "calibrate-mpi-models: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +65,7 @@ case "$scanner" in small|vision600) ;; *) echo "calibrate-mpi-models: --scanner 
   { echo "calibrate-mpi-models: --subsets needs numbers >= 1, e.g. 1,4,16" >&2; exit 2; }
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "calibrate-mpi-models: --repeat needs a number >= 1" >&2; exit 2; }
 case "$devices" in cpu|gpu) ;; *) echo "calibrate-mpi-models: --devices cpu or gpu" >&2; exit 2 ;; esac
+case "$reduce" in both|allreduce|starpu) ;; *) echo "calibrate-mpi-models: --reduce both, allreduce or starpu" >&2; exit 2 ;; esac
 [ -n "$runs" ] || runs=$(echo "$subsets" | sed 's/\([0-9]*\)/1x1@\1/g')
 [[ "$runs" =~ ^[1-9][0-9]*x[1-8]@[1-9][0-9]*(,[1-9][0-9]*x[1-8]@[1-9][0-9]*)*$ ]] ||
   { echo "calibrate-mpi-models: --runs needs RANKSxDEVICES@SUBSETS,... (devices 1..8), e.g. 1x1@34,2x8@136" >&2; exit 2; }
@@ -89,11 +93,15 @@ for run in ${runs//,/ }; do
   dev=${dev%@*}
   log=$out/logs/bench_mpi-${np}x${dev}-subsets$s.txt
   echo "calibrate-mpi-models: $np ranks of $dev devices, --subsets $s"
-  # the ranks share this machine's GPUs and cores; SPROJ_DEVICES presents its GPUs as dev devices in each
-  SPROJ_DEVICES=$dev mpirun "${runas[@]}" --oversubscribe --bind-to none -np "$np" \
+  # the ranks share this machine's GPUs and cores; SPROJ_DEVICES presents its GPUs as dev devices in each. Several
+  # ranks share the cores too: StarPU's idle CPU workers poll, and ranks each with a worker per core starve the MPI
+  # progress (an iteration of 2 ranks on 16 cores took 19 s instead of about 1): a few CPU workers each
+  ncpu=
+  [ "$np" -gt 1 ] && ncpu=$(( cores / np > 3 ? cores / np - 2 : 1 ))
+  env SPROJ_DEVICES="$dev" ${ncpu:+STARPU_NCPU=$ncpu} mpirun "${runas[@]}" --oversubscribe --bind-to none -np "$np" \
     -x STARPU_HOME -x STARPU_HOSTNAME -x STARPU_CALIBRATE -x STARPU_HISTORY_MAX_ERROR -x STARPU_NWORKER_PER_CUDA \
-    -x STARPU_WORKERS_NOBIND -x STARPU_MPI_NOBIND -x SPROJ_DEVICES "$bench" --scanner "$scanner" --devices "$devices" \
-    --reduce both --subsets "$s" --repeat "$repeat" ${jobs:+--jobs "$jobs"} >"$log" 2>&1 ||
+    -x STARPU_WORKERS_NOBIND -x STARPU_MPI_NOBIND -x SPROJ_DEVICES ${ncpu:+-x STARPU_NCPU} "$bench" --scanner "$scanner" \
+    --devices "$devices" --reduce "$reduce" --subsets "$s" --repeat "$repeat" ${jobs:+--jobs "$jobs"} >"$log" 2>&1 ||
     { tail -n 20 "$log"; echo "calibrate-mpi-models: bench_mpi ($run) failed" >&2; exit 1; }
 done
 src=$home/.starpu/sampling
@@ -109,7 +117,7 @@ done
 {
   echo "host name: $host"
   echo "recorded: $(date -u +%Y-%m-%d) by scripts/calibrate-mpi-models.sh --scanner $scanner --devices $devices" \
-    "--runs $runs --repeat $repeat${jobs:+ --jobs $jobs}"
+    "--runs $runs --repeat $repeat --reduce $reduce${jobs:+ --jobs $jobs}"
   echo "program: bench_mpi (the ranks of --runs, STARPU_CALIBRATE=1, one CUDA worker per GPU, STARPU_HISTORY_MAX_ERROR=$STARPU_HISTORY_MAX_ERROR;" \
     "non-linear regressions written as NaN: per-size means)"
   echo "starpu_version: $(pkg-config --modversion starpu-1.4 2>/dev/null || echo unknown)"

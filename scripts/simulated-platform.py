@@ -30,12 +30,14 @@ which).
 
 --fit-sizes: a projection or ratio model whose curve StarPU could not fit (a, b, c NaN; it then knows only the sizes
 it measured, and a simulation stops at any other) gets the straight line a size + c through its measured sizes' means
-(least squares, weighted by their counts), valid from half the smallest to twice the largest size measured; the new
+(least squares, weighted by their counts), valid from half the smallest (--fit-below K: the smallest / K) to twice the
+largest size measured; the new
 MACHINE gives each line and its largest difference to a measured mean. StarPU then uses the line at every size in
 that range, measured or not. For the task sizes of several devices' owned shares, which a one-GPU recording did not
 cut; an assumption until a recording covers them. A slab codelet recorded with a curve (StarPU's fit, or the line
 above; a recording with the GPU presented as several devices) has it used from 1 byte on: the sizes of a
-distributed reconstruction's slabs (one slab per device instead of a pair's two) lie below those measured.
+distributed reconstruction's slabs (one slab per device instead of a pair's two) lie below those measured. With
+--fit-below K the other curves StarPU fitted are used down to their smallest size / K as well.
 
 --fill-unmeasured: a task size StarPU saw but never measured (a history entry with 0 measurements: the run stops
 there, "not calibrated enough") gets the mean of the nearest measured size of its codelet scaled by the size ratio,
@@ -44,7 +46,7 @@ the cure.
 
 usage: scripts/simulated-platform.py --from DIR --gpus N [--host NAME] [--out DIR] [--pair DIR] [--nvlink-gbs B]
                                      [--nvlink-latency-us L] [--host-gbs B] [--cores N] [--test-gpus-from-cpu S]
-                                     [--fill-unmeasured] [--fit-sizes]
+                                     [--fill-unmeasured] [--fit-sizes [--fit-below K]]
   --out DIR  where the new folder goes (default: next to --from, named after --host; default host
              <source host>-<N>gpu-derived)
 """
@@ -188,8 +190,9 @@ def cuda_history(model):
     return rows
 
 
-def fit_sizes(model):
-    """The model with a line a x + c in place of a NaN curve (see --fit-sizes), and a description, or (model, None)."""
+def fit_sizes(model, below=2.0):
+    """The model with a line a x + c in place of a NaN curve (see --fit-sizes), valid from the smallest size measured
+    / below to twice the largest, and a description, or (model, None)."""
     lines = model.split("\n")
     for i, line in enumerate(lines):
         if not line.startswith("# a\t") or i + 1 >= len(lines):
@@ -215,7 +218,7 @@ def fit_sizes(model):
             if lines[j - 1].startswith("# sumlnx"):
                 f = lines[j].split()
                 lo, hi = min(x for x, _, _ in pts), max(x for x, _, _ in pts)
-                lines[j] = "\t".join(f[:6] + [str(max(int(f[6]), sum(w for _, _, w in pts))), str(int(lo / 2)),
+                lines[j] = "\t".join(f[:6] + [str(max(int(f[6]), sum(w for _, _, w in pts))), str(int(lo / below)),
                                              str(int(hi * 2))])
                 break
         desc = (f"{slope * 1e6:.4g} us per million + {icpt:.1f} us over {len(pts)} sizes {min(x for x, _, _ in pts):.4g}"
@@ -231,9 +234,9 @@ IMAGE_KERNELS = {"starproj_image_zero": 1.0, "starproj_image_add": 1.5, "starpro
 SLAB_CODELETS = ("starproj_slab_split", "starproj_slab_gather", "starproj_slab_update", "starproj_slab_halve")
 
 
-def widen_slab_curve(model):
-    """A slab codelet's model with its curve's range (StarPU checks a size against 0.9 minx .. 1.1 maxx) starting at 1
-    byte, and a description; (model, None) when it has no valid curve."""
+def widen_curve(model, below=None):
+    """The model with its curve's range (StarPU checks a size against 0.9 minx .. 1.1 maxx) starting at 1 byte, or at
+    the smallest size / below, and a description; (model, None) when it has no valid curve."""
     lines = model.split("\n")
     for i, line in enumerate(lines):
         if not line.startswith("# sumlnx") or i + 3 >= len(lines) or not lines[i + 2].startswith("# a\t"):
@@ -242,9 +245,12 @@ def widen_slab_curve(model):
         if len(f) != 9 or len(abc) != 3 or any("nan" in v for v in abc):
             return model, None
         lo, hi = float(f[7]), float(f[8])
-        lines[i + 1] = "\t".join(f[:7] + ["1", str(int(hi))])
+        new_lo = max(1, int(lo / below)) if below else 1
+        if new_lo >= lo:
+            return model, None
+        lines[i + 1] = "\t".join(f[:7] + [str(new_lo), str(int(hi))])
         a, b, c = (float(v) for v in abc)
-        return "\n".join(lines), f"{a:.4g} size^{b:.4g} + {c:.3g} us, valid {lo:.4g} .. {hi:.4g} bytes, now from 1 byte"
+        return "\n".join(lines), f"{a:.4g} size^{b:.4g} + {c:.3g} us, valid {lo:.4g} .. {hi:.4g} bytes, now from {new_lo}"
     return model, None
 
 
@@ -313,6 +319,7 @@ def main():
     ap.add_argument("--test-gpus-from-cpu", type=float)
     ap.add_argument("--fill-unmeasured", action="store_true")
     ap.add_argument("--fit-sizes", action="store_true")
+    ap.add_argument("--fit-below", type=float, default=2.0)
     ap.add_argument("-h", "--help", action="store_true")
     if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
         print(__doc__)
@@ -323,6 +330,8 @@ def main():
         fail("bad arguments (see --help)")
     if not 1 <= a.gpus <= 8:
         fail("--gpus takes 1 to 8 (StarPU is built for at most 8 CUDA devices)")
+    if not 1.0 <= a.fit_below <= 1e6:
+        fail("--fit-below takes a factor from 1 to 1000000")
     src = os.path.abspath(a.src)
     shost = one_host(src)
     cfg = read_config(src, shost)
@@ -385,11 +394,12 @@ def main():
                         text, done = fill_unmeasured(text)
                         filled += [f"{f[: -len(shost) - 1]} {d}" for d in done]
                     if a.fit_sizes:
-                        text, line = fit_sizes(text)
+                        text, line = fit_sizes(text, a.fit_below)
                         if line:
                             fitted.append(f"{f[: -len(shost) - 1]}: {line}")
-                        if f[: -len(shost) - 1] in SLAB_CODELETS:
-                            text, line = widen_slab_curve(text)
+                        slab = f[: -len(shost) - 1] in SLAB_CODELETS
+                        if slab or a.fit_below != 2.0:
+                            text, line = widen_curve(text, None if slab else a.fit_below)
                             if line:
                                 widened.append(f"{f[: -len(shost) - 1]}: {line}")
                     with open(dst, "w") as fo:
@@ -478,9 +488,11 @@ def main():
         for d in filled:
             f.write(f"unmeasured task size filled (--fill-unmeasured, assumed): {d}\n")
         for d in fitted:
-            f.write(f"line through the measured sizes (--fit-sizes, assumed between them): {d}\n")
+            f.write(f"line through the measured sizes (--fit-sizes, assumed between them, and from the smallest / "
+                    f"{a.fit_below:g}): {d}\n")
         for d in widened:
-            f.write(f"recorded slab curve used below its sizes (--fit-sizes, assumed): {d}\n")
+            f.write(f"curve used below its sizes (--fit-sizes, assumed; slab codelets from 1 byte, others to the "
+                    f"smallest / --fit-below): {d}\n")
         if slabs:
             f.write(f"slab codelets (not recorded, assumed memory-bound): {slabs}\n")
     print(f"simulated-platform: {out} ({host}: {a.gpus} GPUs, {cores} cores, {copied} models"

@@ -485,6 +485,14 @@ def main():
                 f"(to / from the GPU, measured on {shost}), GPU to GPU {d2d_bw / 1000:.1f} GB/s, {d2d_lat:.1f} us "
                 f"({'measured on ' + os.path.basename(os.path.abspath(a.pair)) if a.pair else 'assumed'})\n")
         f.write(f"cores: {cores}\n")
+        # what the source's models were recorded with (scripts/smpi-run.sh takes nodes recorded for bench_mpi)
+        try:
+            with open(os.path.join(src, "MACHINE")) as fm:
+                for line in fm:
+                    if line.startswith("program: "):
+                        f.write("source " + line)
+        except OSError:
+            pass
         for d in filled:
             f.write(f"unmeasured task size filled (--fill-unmeasured, assumed): {d}\n")
         for d in fitted:

@@ -10,8 +10,8 @@
 #                            [--log FILE] [-- bench_mpi arguments]
 #   --nodes N       simulated nodes, one rank each (1..1024)
 #   --models DIR    a folder of perfmodels/ recorded for bench_mpi (scripts/calibrate-mpi-models.sh), or a node derived
-#                   from a recording by scripts/simulated-platform.py --fit-sizes (its GPUs and their links as that
-#                   script states; task sizes bench_mpi's shares run that were not measured are taken from its lines)
+#                   by scripts/simulated-platform.py from such a recording, or from another with --fit-sizes (its GPUs
+#                   and their links as that script states; sizes not measured are taken from its lines)
 #   --bandwidth BW  each node's link, and the switch's per transfer (SimGrid units; default 25GBps: InfiniBand HDR,
 #                   200 Gb/s, as doc/scaling-model.md assumes)
 #   --latency LAT   each link's latency (default 2us)
@@ -55,9 +55,9 @@ models=$(cd "$models" && pwd)
 host=$(sed -n 's/^host name: //p' "$models/MACHINE" 2>/dev/null | head -n 1)
 [ -n "$host" ] || host=$(basename "$models")
 [ -f "$models/bus/$host.platform.v4.xml" ] || die "$models has no bus/$host.platform.v4.xml (not a recorded machine)"
-grep -q '^program: bench_mpi' "$models/MACHINE" 2>/dev/null ||
+grep -q '^\(source \)\?program: bench_mpi' "$models/MACHINE" 2>/dev/null ||
   grep -q '^line through the measured sizes (--fit-sizes' "$models/MACHINE" 2>/dev/null ||
-  die "$models was neither recorded for bench_mpi (scripts/calibrate-mpi-models.sh) nor derived with --fit-sizes"
+  die "$models was neither recorded for bench_mpi (scripts/calibrate-mpi-models.sh), nor derived from such a recording, nor derived with --fit-sizes"
 smpirun=$prefix/bin/starpu_smpirun
 [ -x "$smpirun" ] || die "no starpu_smpirun in $prefix/bin (scripts/install-deps.sh --with-smpi)"
 bench=$build/bench/bench_mpi
@@ -92,8 +92,11 @@ fi
 [ -n "$logfile" ] || logfile=$work/smpi.log
 plain=
 [ "$factors" = none ] && plain=1
-# one model serves every GPU of a node, as in starproj-bench's simulations
-STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1 STARPU_PERF_MODEL_DIR=$models STARPU_HOSTNAME=$host \
+# one model serves every GPU of a node, as in starproj-bench's simulations; a task size measured fewer than 10 times
+# (StarPU's minimum to trust it) is used as measured: a recording of a few repetitions holds some (bench_mpi's
+# one-LOR back projection of its reduce job), and the simulation would stop there
+STARPU_PERF_MODEL_HOMOGENEOUS_CUDA=1 STARPU_CALIBRATE_MINIMUM=${STARPU_CALIBRATE_MINIMUM:-1} \
+  STARPU_PERF_MODEL_DIR=$models STARPU_HOSTNAME=$host \
   "$smpirun" -platform "$work/cluster.xml" -hostfile "$work/hosts" -np "$nodes" "$bench" "$@" \
   ${plain:+"--cfg=smpi/bw-factor:0:1" "--cfg=smpi/lat-factor:0:1"} 2>"$logfile"
 rc=$?

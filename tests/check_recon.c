@@ -622,9 +622,11 @@ START_TEST(test_flat_background)
   double d = tu_rel_l2_ff(xf, xa, nvox), d0 = tu_rel_l2_ff(x0, xa, nvox);
   printf("flat background (%s): OS-EM image %.2e from the array's (%.2e without background), objectives %.12g / "
          "%.12g (%.12g)\n", kind == 0 ? "non-TOF" : kind == 1 ? "TOF sinogram" : "TOF listmode", d, d0, na, nf, n0);
-  /* the two differ only in the order of the back projections' sums (CPU workers) */
+  /* the two differ only in the order of the back projections' sums (CPU workers), which moves the images by up to
+   * ~2e-6 and the objectives by up to 1.2e-8 relative (seen once: TOF listmode, 2 CPU workers): 1e-7,
+   * an order below what a background that did not reach the tasks changes (more than 1e-6, asserted below) */
   ck_assert_msg(d <= 1e-5, "flat background: %.3g from the array's image", d);
-  ck_assert_msg(fabs(nf - na) <= 1e-8 * fabs(na), "objectives %.17g (array) and %.17g (flat)", na, nf);
+  ck_assert_msg(fabs(nf - na) <= 1e-7 * fabs(na), "objectives %.17g (array) and %.17g (flat)", na, nf);
   ck_assert_msg(d0 > 100 * d && fabs(n0 - na) > 1e-6 * fabs(na), "the background changes nothing: %.3g", d0);
   free(x0);
   if (kind < 2) {

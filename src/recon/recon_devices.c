@@ -486,7 +486,8 @@ static int halve_update_double(sproj_recon *r, struct recon_devices *D, int sk)
                                            last ? 0 : D->first[sent_slab(n, d, j)] - D->first[base],
                                            last ? 0 : D->first[kept_slab(n, d, j)] - D->first[base], last ? 1 : 2};
       struct starpu_data_descr descr[4] = {{own, STARPU_R}, {D->sent[partner(n, d, j - 1)][j - 1], STARPU_R},
-                                           {last ? D->sum[d] : D->sent[d][j], STARPU_W}, {D->kept[d][j], STARPU_W}};
+                                           {last ? D->sum[d] : D->sent[d][j], STARPU_W},
+                                           {last ? NULL : D->kept[d][j], STARPU_W}}; /* no kept[][levels] */
       ret = on_device(&sproj_slab_halve_cl, d, arg, sizeof *arg, descr, last ? 3 : 4);
     }
   /* across processes: every device's slab, in one call */

@@ -29,7 +29,6 @@ struct recon_devices {
   int levels;                              /* log2 n for a power of two n (halving and doubling), else 0 (direct) */
   int pairs;                               /* halving: the last step updates a pair's two slabs on both devices (1), or
                                             * halves once more and each device updates its slab (0: with a hook) */
-  int cuts;                                /* halving steps that cut: levels - 1 with pairs, else levels */
   /* halving and doubling, device d, level j: what d sends at halving step j, what it keeps after it (j >= 1), and
    * what it knows after doubling step j (j >= 1); the slabs it updates (its pair's two, or its own) summed over
    * every device of the process (sum); see halve_update_double */
@@ -125,6 +124,12 @@ static int update_slab(const struct recon_devices *D, int d)
 static int update_count(const struct recon_devices *D)
 {
   return D->pairs ? 2 : 1;
+}
+
+/* The halving steps that cut: every level but the pair's last with pairs, else every level. */
+static int cuts(const struct recon_devices *D)
+{
+  return D->levels - D->pairs;
 }
 
 /* log2 n when the sum over n devices is a halving and doubling (n a power of two, unless SPROJ_SLAB_EXCHANGE=direct
@@ -334,20 +339,19 @@ int recon_devices_create(const char *func, sproj_recon *r)
   }
   D->levels = halving_levels(n);
   D->pairs = D->levels && !r->hook.reduce_parts;
-  D->cuts = D->levels - D->pairs;
   for (int d = 0; d < n; d++)
     if (slabs_handle(&D->xs[d], D, update_slab(D, d), update_count(D)))
       return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
   if (D->levels) {
     for (int d = 0; d < n; d++) {
-      for (int j = 0; j < D->cuts; j++) {
+      for (int j = 0; j < cuts(D); j++) {
         int h = half_of(n, j);
         if (slabs_handle(&D->sent[d][j], D, sent_slab(n, d, j), h) ||
             (j > 0 && slabs_handle(&D->kept[d][j], D, kept_slab(n, d, j), h)) ||
             (j > 0 && slabs_handle(&D->known[d][j], D, kept_slab(n, d, j - 1), 2 * h)))
           return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
       }
-      if (D->cuts && slabs_handle(&D->sum[d], D, update_slab(D, d), update_count(D)))
+      if (cuts(D) && slabs_handle(&D->sum[d], D, update_slab(D, d), update_count(D)))
         return sproj_fail(SPROJ_ERR_STARPU, func, "could not register a slab");
       /* summed across processes by the hook, as an image would be */
       if (r->hook.reduce_parts)
@@ -460,7 +464,7 @@ static starpu_data_handle_t summand(const struct recon_devices *D, int d)
  * one step is the pair's, below). */
 static int halving_start(const struct recon_devices *D, int d, starpu_data_handle_t bp)
 {
-  return D->cuts ? slabs_on(D, d, bp, &D->sent[d][0], sent_slab(D->n, d, 0), 1, 1) : SPROJ_OK;
+  return cuts(D) ? slabs_on(D, d, bp, &D->sent[d][0], sent_slab(D->n, d, 0), 1, 1) : SPROJ_OK;
 }
 
 /* The rest of the halving, the update and the doubling. Halving steps 1 .. cuts - 1 add the partner's half to the
@@ -473,7 +477,7 @@ static int halving_start(const struct recon_devices *D, int d, starpu_data_handl
  * the same result from run to run whichever device runs first, and on both devices of a pair. */
 static int halve_update_double(sproj_recon *r, struct recon_devices *D, int sk)
 {
-  int n = D->n, H = D->cuts, ret = SPROJ_OK;
+  int n = D->n, H = cuts(D), ret = SPROJ_OK;
   for (int j = 1; j <= H && !ret; j++)
     for (int d = 0; d < n && !ret; d++) {
       /* what d holds before step j: slabs from base; after step 0 the half of its own image it kept */

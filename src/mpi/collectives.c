@@ -219,12 +219,17 @@ int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type
 
 int sproj_coll_sum_parts(struct sproj_coll *k, float *const *parts, const int *counts, int n)
 {
-  /* packed: the collectives here are blocking, and n allreduces one after the other would pay n times the steps */
+  /* packed: the collectives here are blocking, and n allreduces one after the other would pay n times the steps;
+   * one part, or parts too many for one count, are summed in place one after the other */
   size_t total = 0;
   for (int i = 0; i < n; i++)
     total += (size_t)counts[i];
-  if (total > (size_t)INT_MAX)
-    return SPROJ_ERR_INVALID;
+  if (n == 1 || total > (size_t)INT_MAX) {
+    int ret = SPROJ_OK;
+    for (int i = 0; i < n && !ret; i++)
+      ret = sproj_coll_allreduce(k, parts[i], counts[i], SPROJ_MPI_FLOAT, SPROJ_MPI_SUM);
+    return ret;
+  }
   float *all = malloc((total ? total : 1) * sizeof *all);
   if (!all)
     return SPROJ_ERR_NOMEM;

@@ -376,46 +376,31 @@ int sproj_mpi_allreduce(sproj_mpi_comm *comm, void *values, int count, int type,
 }
 
 /* ---- summing an image across ranks -------------------------------------------------------------------------- */
-/* MPI_Allreduce of the image on the host, once the back projection into it has finished. */
-static int reduce_allreduce(sproj_mpi_comm *c, starpu_data_handle_t h)
+/* MPI_Allreduce on the host of n parts (a process's image, or its devices' slabs of one image), once the back
+ * projections into them have finished: each brought to the host and cut into pieces MPI can count (INT_MAX floats;
+ * a vector of up to 2^32 - 1 floats makes at most 3), all summed by one call of the collectives (MPI's allreduces in
+ * flight together), each released. */
+#define PIECES_PER_PART 3
+static int reduce_allreduce(sproj_mpi_comm *c, const starpu_data_handle_t *parts, int n)
 {
-  uint32_t n = starpu_vector_get_nx(h);
-  int ok = starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, STARPU_RW) == 0, reduced = 1;
-  /* a rank that cannot reach its image still takes part, with zeros, so that the others finish */
-  float *v = ok ? (float *)starpu_vector_get_local_ptr(h) : calloc(n, sizeof *v);
-  if (!v)
-    v = calloc(n, sizeof *v);
-  for (uint32_t done = 0; done < n;) {
-    int part = n - done > (uint32_t)INT_MAX ? INT_MAX : (int)(n - done);
-    if (sproj_coll_allreduce(&c->coll, v + done, part, SPROJ_MPI_FLOAT, SPROJ_MPI_SUM) != SPROJ_OK)
-      reduced = 0;
-    done += (uint32_t)part;
-  }
-  if (ok)
-    starpu_data_release_on_node(h, STARPU_MAIN_RAM);
-  else
-    free(v);
-  c->bytes_sent += 2 * (int64_t)(c->size - 1) * (int64_t)n * (int64_t)sizeof(float) / c->size;
-  return ok && reduced ? SPROJ_OK : SPROJ_ERR_STARPU;
-}
-
-/* The same for several parts at once (a process's devices' slabs of one image): each brought to the host, all summed
- * by one call of the collectives (MPI's allreduces in flight together), each released. */
-static int reduce_parts_allreduce(sproj_mpi_comm *c, const starpu_data_handle_t *parts, int n)
-{
-  float *v[SPROJ_MPI_MAX_PARTS];
-  int counts[SPROJ_MPI_MAX_PARTS], held[SPROJ_MPI_MAX_PARTS], ok = 1;
+  float *v[SPROJ_MPI_MAX_PARTS], *piece[PIECES_PER_PART * SPROJ_MPI_MAX_PARTS] = {NULL};
+  int held[SPROJ_MPI_MAX_PARTS], counts[PIECES_PER_PART * SPROJ_MPI_MAX_PARTS] = {0}, pieces = 0, ok = 1;
   for (int i = 0; i < n; i++) {
-    counts[i] = (int)starpu_vector_get_nx(parts[i]);
+    uint32_t nx = starpu_vector_get_nx(parts[i]);
     held[i] = starpu_data_acquire_on_node(parts[i], STARPU_MAIN_RAM, STARPU_RW) == 0;
     /* a part this rank cannot reach still takes part, with zeros, so that the others finish */
-    v[i] = held[i] ? (float *)starpu_vector_get_local_ptr(parts[i]) : calloc((size_t)counts[i] + 1, sizeof(float));
+    v[i] = held[i] ? (float *)starpu_vector_get_local_ptr(parts[i]) : calloc((size_t)nx + 1, sizeof(float));
     ok = ok && held[i] && v[i];
-    if (!v[i])
-      counts[i] = 0;
-    c->bytes_sent += 2 * (int64_t)(c->size - 1) * (int64_t)counts[i] * (int64_t)sizeof(float) / c->size;
+    for (uint32_t done = 0; done < nx;) {
+      uint32_t left = nx - done;
+      int count = left > (uint32_t)INT_MAX ? INT_MAX : (int)left;
+      piece[pieces] = v[i] ? v[i] + done : NULL;
+      counts[pieces++] = v[i] ? count : 0;
+      done += (uint32_t)count;
+    }
+    c->bytes_sent += 2 * (int64_t)(c->size - 1) * (int64_t)nx * (int64_t)sizeof(float) / c->size;
   }
-  int reduced = sproj_coll_sum_parts(&c->coll, v, counts, n) == SPROJ_OK;
+  int reduced = sproj_coll_sum_parts(&c->coll, piece, counts, pieces) == SPROJ_OK;
   for (int i = 0; i < n; i++) {
     if (held[i])
       starpu_data_release_on_node(parts[i], STARPU_MAIN_RAM);
@@ -471,16 +456,19 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
   return SPROJ_OK;
 }
 
-/* Makes h (on every rank) the sum over ranks of the ranks' values of h, with the communicator's method. *tag is h's
- * StarPU-MPI tag, -1 until the StarPU-MPI method registers it. */
-static int reduce_image(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag)
+/* Makes each of the n parts (on every rank) the sum over ranks of the ranks' values of it, with the communicator's
+ * method. tags[i] is parts[i]'s StarPU-MPI tag, -1 until the StarPU-MPI method registers it. */
+static int reduce_parts(sproj_mpi_comm *c, const starpu_data_handle_t *parts, int n, int64_t *const *tags)
 {
   /* one rank holds the sum already: no trip through the host (1 rank x several GPUs stays as fast as one process) */
   if (c->size == 1)
     return SPROJ_OK;
-  if (c->reduce == SPROJ_MPI_REDUCE_STARPU)
-    return reduce_starpu(c, h, tag);
-  return reduce_allreduce(c, h);
+  if (c->reduce != SPROJ_MPI_REDUCE_STARPU)
+    return reduce_allreduce(c, parts, n);
+  int status = SPROJ_OK;
+  for (int i = 0; i < n && !status; i++)
+    status = reduce_starpu(c, parts[i], tags[i]);
+  return status;
 }
 
 /* ---- distributions ------------------------------------------------------------------------------------------ */
@@ -746,7 +734,9 @@ int sproj_mpi_back(sproj_mpi_comm *comm, sproj_image *img, sproj_proj *proj, con
     status = sproj_project(1, part, proj, chunks, tof);
   if ((status = agree_status(__func__, c, status)))
     return status;
-  if ((status = reduce_image(c, sproj_image_handle(part), &c->scratch_tag)))
+  starpu_data_handle_t h = sproj_image_handle(part);
+  int64_t *tag = &c->scratch_tag;
+  if ((status = reduce_parts(c, &h, 1, &tag)))
     return SPROJ_FAIL(status, "the reduction across ranks failed");
   if ((status = sproj_image_submit_add(__func__, img, sproj_image_handle(part))))
     return status;
@@ -888,24 +878,24 @@ static int recon_reduce(void *user, sproj_image *img)
   int i = 0, status = slot(R, sproj_image_handle(img), &i);
   if ((status = agreed(R, status)))
     return status;
-  status = reduce_image(R->comm, sproj_image_handle(img), &R->tags[i]);
+  starpu_data_handle_t h = sproj_image_handle(img);
+  int64_t *tag = &R->tags[i];
+  status = reduce_parts(R->comm, &h, 1, &tag);
   return status ? sproj_fail(status, R->func, "the reduction across ranks failed") : SPROJ_OK;
 }
 
 static int recon_reduce_parts(void *user, const sproj_starpu_handle *parts, int n)
 {
   sproj_mpi_recon *R = user;
-  int at[SPROJ_MPI_MAX_PARTS], status = n > SPROJ_MPI_MAX_PARTS ? sproj_fail(SPROJ_ERR_INVALID, R->func, "%d parts", n)
-                                                                 : SPROJ_OK;
-  for (int i = 0; i < n && !status; i++)
-    status = slot(R, parts[i], &at[i]);
+  int64_t *tags[SPROJ_MPI_MAX_PARTS];
+  int status = n > SPROJ_MPI_MAX_PARTS ? sproj_fail(SPROJ_ERR_INVALID, R->func, "%d parts", n) : SPROJ_OK;
+  for (int i = 0, at = 0; i < n && !status; i++) {
+    status = slot(R, parts[i], &at);
+    tags[i] = &R->tags[at];
+  }
   if ((status = agreed(R, status)))
     return status;
-  if (R->comm->reduce == SPROJ_MPI_REDUCE_STARPU)
-    for (int i = 0; i < n && !status; i++)
-      status = reduce_image(R->comm, parts[i], &R->tags[at[i]]);
-  else
-    status = reduce_parts_allreduce(R->comm, parts, n);
+  status = reduce_parts(R->comm, parts, n, tags);
   return status ? sproj_fail(status, R->func, "the reduction across ranks failed") : SPROJ_OK;
 }
 

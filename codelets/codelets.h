@@ -138,6 +138,7 @@ extern struct starpu_codelet sproj_joseph3d_tof_lm_back_cl;
 /* Reduction methods of image handles: zero a per-worker buffer; add one buffer into another. */
 extern struct starpu_codelet sproj_image_zero_cl;
 extern struct starpu_codelet sproj_image_add_cl;
+extern struct starpu_codelet sproj_image_add_ordered_cl; /* the same add, STARPU_RW without STARPU_COMMUTE */
 #ifdef SPROJ_GPU_CODELETS
 extern struct starpu_codelet sproj_image_add_gpu_cl; /* sproj_image_add_cl on CUDA workers only */
 #endif

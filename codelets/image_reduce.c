@@ -64,6 +64,18 @@ struct starpu_codelet sproj_image_add_cl = {
   .name = "image_add",
 };
 
+/* The same add in the order the tasks were submitted: sums of partial images on the workers that hold them, whose
+ * order of additions fixes the rounding (the same model: the same work) */
+struct starpu_codelet sproj_image_add_ordered_cl = {
+  .cpu_funcs = {image_add_cpu},
+  .cpu_funcs_name = {"image_add_cpu"},
+  SPROJ_CUDA_IMPL(sproj_image_add_cuda)
+  .nbuffers = 2,
+  .modes = {STARPU_RW, STARPU_R},
+  .model = &image_add_model,
+  .name = "image_add_ordered",
+};
+
 #ifdef SPROJ_GPU_CODELETS
 /* The same add on CUDA workers only: the reduction of back projections that ran on GPUs alone (sproj_rt.where), whose
  * per-worker buffers all live on GPUs. StarPU submits the reduction's tasks outside starproj's scheduling contexts,

@@ -110,8 +110,9 @@ START_TEST(test_device_count)
 END_TEST
 
 /* Forward projections (non-TOF: _i = 0, TOF sinogram: 1) of views homed on n devices (view v on device v % n) equal
- * those of one device bit for bit, each device's LORs were projected by its worker alone, and the back projection of
- * the same values equals one device's within float rounding of sums in another order. */
+ * those of one device bit for bit, each device's LORs were projected by its worker alone, and back projections of the
+ * same values (twice, into an image that already holds values: the workers' partials are zeroed at every call and
+ * added to what the image holds) equal one device's within float rounding of sums in another order. */
 START_TEST(test_homes_project)
 {
   const int tof = _i, nb = tof ? sc.tof.num_bins : 1;
@@ -130,7 +131,8 @@ START_TEST(test_homes_project)
     sproj_proj *p, *pv;
     sproj_tof *tp = NULL;
     float *out = n == 1 ? ref : got, *bout = n == 1 ? bref : bgot;
-    memset(bout, 0, (size_t)nvox * sizeof *bout);
+    for (int64_t v = 0; v < nvox; v++)
+      bout[v] = 0.25f;
     EXPECT(sproj_image_register(&im, img, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
     EXPECT(sproj_image_register(&bim, bout, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
     EXPECT(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors), SPROJ_OK);
@@ -157,8 +159,15 @@ START_TEST(test_homes_project)
     for (int w = 0; w < ncpu; w++)
       ck_assert_msg(n == 1 || lors_on[w] == expect[w], "%d devices: unit %d of workers projected %lld LORs, its devices own %lld",
                     n, w, (long long)lors_on[w], (long long)expect[w]);
-    EXPECT(tof ? sproj_back_tof_sino(bim, pv, views, SPROJ_ALL_CHUNKS, tp) : sproj_back(bim, pv, views, SPROJ_ALL_CHUNKS),
-           SPROJ_OK);
+    for (int twice = 0; twice < 2; twice++)
+      EXPECT(tof ? sproj_back_tof_sino(bim, pv, views, SPROJ_ALL_CHUNKS, tp)
+                 : sproj_back(bim, pv, views, SPROJ_ALL_CHUNKS), SPROJ_OK);
+    EXPECT(sproj_wait_all(), SPROJ_OK);
+    worker_lors(lors_on);
+    fold_units(lors_on, n);
+    for (int w = 0; w < ncpu; w++)
+      ck_assert_msg(n == 1 || lors_on[w] == 3 * expect[w], "%d devices: unit %d of workers projected %lld LORs forward "
+                    "and back, its devices own %lld", n, w, (long long)lors_on[w], (long long)expect[w]);
     EXPECT(sproj_proj_unregister(p), SPROJ_OK);
     EXPECT(sproj_proj_unregister(pv), SPROJ_OK);
     EXPECT(sproj_image_unregister(im), SPROJ_OK);
@@ -463,6 +472,38 @@ static int plain_osem(int S, int n, int iters, float *x, int64_t *lors_on)
 }
 
 /* What became of one policy's run (test_placement_policies). */
+/* A back projection of views homed on n devices (view v on device v % n) into out (which holds 0.25 everywhere
+ * first): 0, or the line of the call that failed. */
+static int homed_back(int n, float *out)
+{
+  sproj_lors *lors = NULL;
+  sproj_chunks *views = NULL;
+  sproj_image *img = NULL;
+  sproj_proj *p = NULL;
+  float *vals = tu_alloc(sc.nlors);
+  for (int64_t i = 0; i < sc.nlors; i++)
+    vals[i] = 0.5f + (float)(i % 13) / 12.0f;
+  for (int64_t v = 0; v < tu_nvox(&sc.g); v++)
+    out[v] = 0.25f;
+#define TRY(call)                                                                                                    \
+  if ((call) != SPROJ_OK)                                                                                            \
+    return __LINE__;
+  TRY(sproj_lors_register(&lors, sc.xs, sc.xe, sc.nlors));
+  TRY(scene_views(&sc, lors, &views));
+  for (int v = 0; v < sc.nviews; v++)
+    TRY(sproj_chunks_set_device(views, v, v % n));
+  TRY(sproj_image_register(&img, out, sc.g.n, sc.g.vs, sc.g.origin));
+  TRY(sproj_proj_register(&p, vals, lors));
+  TRY(sproj_back(img, p, views, SPROJ_ALL_CHUNKS));
+  TRY(sproj_image_unregister(img));
+  TRY(sproj_proj_unregister(p));
+  TRY(sproj_chunks_destroy(views));
+  TRY(sproj_lors_unregister(lors));
+#undef TRY
+  free(vals);
+  return 0;
+}
+
 enum placement { PLACED, MOVED, WRONG, FAILED, HUNG };
 static const char *const placement_name[] = {"placed", "moved shares", "wrong image", "failed", "did not finish"};
 
@@ -470,7 +511,8 @@ static const char *const placement_name[] = {"placed", "moved shares", "wrong im
  * every predefined one but graph_test, which schedules only on request): an OS-EM of 2 subsets over 2 devices, one
  * per CPU worker, each policy in a child process of its own (a policy that never runs a task would hang the test):
  * each worker projected exactly what its device owns and the image matches starproj's own scheduler's within
- * rounding. (Restricted with STARPU_TASK_WORKERIDS instead of given one worker, the tasks stalled 14 of these policies
+ * rounding; then a back projection of views homed on the 2 devices, whose partial images are summed on the devices'
+ * workers, matches starproj's scheduler's within 1e-6. (Restricted with STARPU_TASK_WORKERIDS instead of given one worker, the tasks stalled 14 of these policies
  * or stopped them on an assertion.) */
 START_TEST(test_placement_policies)
 {
@@ -482,10 +524,13 @@ START_TEST(test_placement_policies)
   const int S = 2, iters = 1, n = 2;
   float *ref = mmap(NULL, (size_t)nvox * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   float *x = mmap(NULL, (size_t)nvox * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ck_assert(ref != MAP_FAILED && x != MAP_FAILED);
+  float *bref = tu_alloc(nvox);
+  float *bx = mmap(NULL, (size_t)nvox * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert(ref != MAP_FAILED && x != MAP_FAILED && bx != MAP_FAILED);
   int64_t lors_on[64], expect[64];
   start(n, NULL);
   ck_assert_int_eq(plain_osem(S, n, iters, ref, lors_on), 0);
+  ck_assert_int_eq(homed_back(n, bref), 0);
   stop();
   osem_expect(S, n, iters, expect);
   char names[64][32];
@@ -514,7 +559,12 @@ START_TEST(test_placement_policies)
       for (int w = 0; w < ncpu; w++)
         if (lors_on[w] != expect[w])
           _exit(MOVED);
-      _exit(tu_rel_l2_ff(x, ref, nvox) <= 1e-5 ? PLACED : WRONG);
+      if (tu_rel_l2_ff(x, ref, nvox) > 1e-5)
+        _exit(WRONG);
+      /* the homed back projection's partial images summed on the devices' workers (submit.c) under this policy */
+      if (sproj_init(&cfg) != SPROJ_OK || homed_back(n, bx) || sproj_shutdown() != SPROJ_OK)
+        _exit(FAILED);
+      _exit(tu_rel_l2_ff(bx, bref, nvox) <= 1e-6 ? PLACED : WRONG);
     }
     int status;
     ck_assert(waitpid(pid, &status, 0) == pid);
@@ -529,6 +579,8 @@ START_TEST(test_placement_policies)
   ck_assert_msg(bad == 0, "%d policies did not", bad);
   munmap(ref, (size_t)nvox * sizeof(float));
   munmap(x, (size_t)nvox * sizeof(float));
+  munmap(bx, (size_t)nvox * sizeof(float));
+  free(bref);
 }
 END_TEST
 

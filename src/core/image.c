@@ -64,6 +64,7 @@ static int image_new(const char *func, sproj_image **out, starpu_data_handle_t h
   img->geom = *geom;
   img->reproducible = sproj_rt.reproducible;
   img->owner = -1;
+  pthread_mutex_init(&img->parts_lock, NULL);
   /* back projections accumulate through StarPU's reduction mode */
   starpu_data_set_reduction_methods(handle, &sproj_image_add_cl, &sproj_image_zero_cl);
   sproj_count_object(1);
@@ -161,6 +162,22 @@ int sproj_image_zero(sproj_image *img)
   return sproj_image_submit_zero(__func__, img);
 }
 
+/* Unregisters an image's scratch handles (each waits for the tasks still using it) and frees the object. */
+static void image_free(sproj_image *img)
+{
+  if (img->acc)
+    starpu_data_unregister_no_coherency(img->acc);
+  if (img->copies)
+    starpu_data_unregister_no_coherency(img->copies);
+  for (unsigned w = 0; w < img->nparts; w++)
+    if (img->parts[w])
+      starpu_data_unregister_no_coherency(img->parts[w]);
+  free(img->parts);
+  pthread_mutex_destroy(&img->parts_lock);
+  sproj_count_object(-1);
+  free(img);
+}
+
 int sproj_image_unregister(sproj_image *img)
 {
   int ret = sproj_check_init_flush(__func__);
@@ -176,14 +193,9 @@ int sproj_image_unregister(sproj_image *img)
   if (starpu_data_acquire_on_node(img->handle, home, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
   starpu_data_release_on_node(img->handle, home);
-  if (img->acc)
-    starpu_data_unregister_no_coherency(img->acc);
-  if (img->copies)
-    starpu_data_unregister_no_coherency(img->copies);
   if (img->owns_handle)
     starpu_data_unregister(img->handle);
-  sproj_count_object(-1);
-  free(img);
+  image_free(img);
   return SPROJ_OK;
 }
 
@@ -193,13 +205,8 @@ void sproj_image_drop(sproj_image *img)
     return;
   /* without these two, each dropped image left its buffers on every GPU that back-projected into it until StarPU
    * stopped (and a simulated 8-GPU node never finished stopping: its CUDA workers freed them side by side) */
-  if (img->acc)
-    starpu_data_unregister_no_coherency(img->acc);
-  if (img->copies)
-    starpu_data_unregister_no_coherency(img->copies);
   starpu_data_unregister_no_coherency(img->handle);
-  sproj_count_object(-1);
-  free(img);
+  image_free(img);
 }
 
 int sproj_image_set_reproducible(sproj_image *img, int on)
@@ -253,6 +260,23 @@ starpu_data_handle_t sproj_image_copies(sproj_image *img)
   starpu_data_handle_t h = img->copies;
   pthread_mutex_unlock(&lock);
   return h;
+}
+
+starpu_data_handle_t sproj_image_part(sproj_image *img, int w)
+{
+  unsigned nworkers = starpu_worker_get_count();
+  if (w < 0 || (unsigned)w >= nworkers)
+    return NULL;
+  if (!img->parts) {
+    if (!(img->parts = calloc(nworkers, sizeof *img->parts)))
+      return NULL;
+    img->nparts = nworkers;
+  }
+  if (!img->parts[w]) {
+    uint32_t nvox = (uint32_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2];
+    starpu_vector_data_register(&img->parts[w], -1, 0, nvox, sizeof(float));
+  }
+  return img->parts[w];
 }
 
 sproj_starpu_handle sproj_image_handle(const sproj_image *img)

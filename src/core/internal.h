@@ -141,6 +141,9 @@ int sproj_image_accumulator(const char *func, struct sproj_image *img, starpu_da
 /* The scratch handle of an image's principal-axis copies (2 x sproj_layout_copy_stride(voxels) floats), made on
  * first use; NULL when the image is too large for them (runtime.c's layout_max_voxels). */
 starpu_data_handle_t sproj_image_copies(struct sproj_image *img);
+/* Worker w's partial image of img (registered on first use, allocated by StarPU where w writes it; NULL when w is
+ * not a worker or memory is short). The caller holds img->parts_lock. */
+starpu_data_handle_t sproj_image_part(struct sproj_image *img, int w);
 struct sproj_image {
   starpu_data_handle_t handle;
   struct sproj_geom geom;
@@ -151,6 +154,10 @@ struct sproj_image {
   int owner;                  /* the device whose tasks alone add into it (a reconstruction's partial image), or -1:
                                * back projections then add into it one task at a time, with no per-worker buffers
                                * whose reduction StarPU might run on another device */
+  starpu_data_handle_t *parts;/* per worker: its sum of one call's back projections of chunks homed on its device
+                               * (sproj_image_part; NULL until first needed), nparts of them */
+  unsigned nparts;
+  pthread_mutex_t parts_lock; /* held by the call that zeroes, fills and sums them */
 };
 
 /* A chunking applied to one per-LOR vector: a StarPU partition plan, one child per piece. */

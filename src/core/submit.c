@@ -53,6 +53,14 @@ struct task_group {
   int64_t copies_min_lors;     /* the fewest LORs of a task that does */
   int shift;                   /* the scratch serves as the shifted image (listmode back projection) */
   int home;                    /* the home device of the pieces collected (-1: none) */
+  /* A back projection into an image of pieces homed on devices adds each task's sum into a partial image of the
+   * worker that runs it (zeroed before its first task of the call), and sum_parts adds those up into the image after
+   * the call's tasks, on the workers that hold them: placed by starproj under any policy, not by StarPU's reduction,
+   * whose additions the policy places. */
+  sproj_image *sums;           /* the image whose partials the homed tasks write, or NULL */
+  struct starpu_data_descr image; /* the image as the other tasks access it */
+  int nused;                   /* workers whose partial this call zeroed, in order of first use, and their devices */
+  int used[STARPU_NMAXWORKERS], used_dev[STARPU_NMAXWORKERS];
 };
 
 /* A chunk listed several times in one request must not put a piece's handles several times into one task: StarPU
@@ -99,6 +107,86 @@ static void count_task_any(void *note)
   int layout, cpu;
   sproj_any_taken(note, &lors, &layout, &cpu);
   sproj_task_taken(lors, layout);
+}
+
+/* A task on one worker writing dst (mode) from src (NULL: none) with codelet cl. */
+static int on_worker(struct starpu_codelet *cl, int worker, starpu_data_handle_t dst, enum starpu_data_access_mode mode,
+                     starpu_data_handle_t src)
+{
+  struct starpu_data_descr descr[2] = {{dst, mode}, {src, STARPU_R}};
+  return starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, descr, src ? 2 : 1, STARPU_EXECUTE_WHERE,
+                            (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
+                            STARPU_EXECUTE_ON_WORKER, worker, 0) == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
+}
+
+/* The image a task adds into: its worker's partial when its pieces are homed on a device (zeroed on the worker before
+ * the worker's first task of the call), else the image itself. */
+static int image_of_task(const char *func, struct task_group *g, int worker)
+{
+  if (!g->sums || worker < 0) {
+    g->descr[0] = g->image;
+    return SPROJ_OK;
+  }
+  starpu_data_handle_t h = sproj_image_part(g->sums, worker);
+  if (!h)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for a worker's partial image");
+  int seen = 0;
+  for (int i = 0; i < g->nused && !seen; i++)
+    seen = g->used[i] == worker;
+  if (!seen) {
+    if (on_worker(&sproj_image_zero_cl, worker, h, STARPU_W, NULL))
+      return sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused the task that zeroes a partial image");
+    g->used[g->nused] = worker;
+    g->used_dev[g->nused++] = g->home;
+  }
+  g->descr[0] = (struct starpu_data_descr){h, STARPU_RW};
+  return SPROJ_OK;
+}
+
+/* Adds the partials idx[1..m-1] (indices into g->used) into idx[0]'s in a binary tree, each addition on the worker
+ * of the partial it adds into. */
+static int add_tree(struct task_group *g, const int *idx, int m)
+{
+  for (int step = 1; step < m; step *= 2)
+    for (int i = 0; i + step < m; i += 2 * step) {
+      int into = g->used[idx[i]];
+      if (on_worker(&sproj_image_add_ordered_cl, into, g->sums->parts[into], STARPU_RW,
+                    g->sums->parts[g->used[idx[i + step]]]))
+        return SPROJ_ERR_STARPU;
+    }
+  return SPROJ_OK;
+}
+
+/* Sums the call's partials into the image where they are: each device's in a tree on that device (no copies), then
+ * the devices' sums in a tree over the devices (one image-sized copy into a device per pair, log2 of the devices in a
+ * row), then the first device's sum into the image on that device. The order of the additions is fixed by the
+ * workers and devices used, so that a call repeats bit for bit. */
+static int sum_parts(const char *func, struct task_group *g)
+{
+  int order[STARPU_NMAXWORKERS], roots[STARPU_NMAXWORKERS], n = g->nused, nroots = 0;
+  /* by device, then worker */
+  for (int i = 0; i < n; i++) {
+    int j = i;
+    while (j > 0 && (g->used_dev[order[j - 1]] > g->used_dev[i] ||
+                     (g->used_dev[order[j - 1]] == g->used_dev[i] && g->used[order[j - 1]] > g->used[i]))) {
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = i;
+  }
+  int ret = SPROJ_OK;
+  for (int a = 0, b; a < n && !ret; a = b) {
+    for (b = a; b < n && g->used_dev[order[b]] == g->used_dev[order[a]]; b++)
+      ;
+    ret = add_tree(g, order + a, b - a);
+    roots[nroots++] = order[a];
+  }
+  if (!ret && nroots)
+    ret = add_tree(g, roots, nroots);
+  if (!ret && nroots)
+    ret = on_worker(&sproj_image_add_cl, g->used[roots[0]], g->image.handle, STARPU_RW | STARPU_COMMUTE,
+                    g->sums->parts[g->used[roots[0]]]);
+  return ret ? sproj_fail(SPROJ_ERR_STARPU, func, "StarPU refused a task that sums partial images") : SPROJ_OK;
 }
 
 static int group_submit(const char *func, struct task_group *g, struct starpu_codelet *cl)
@@ -150,6 +238,11 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
   unsigned nwords = 0;
   int worker;
   const uint32_t *workers = sproj_workers_holding(where, g->ch, (int)g->piece[0], &nwords, &worker);
+  int ret = image_of_task(func, g, worker);
+  if (ret) {
+    free(task);
+    return ret;
+  }
   /* a picked task's note times it, for the rates the next picks use */
   struct sproj_any_note *note = NULL;
   if (picked && !(note = sproj_any_queued(g->lors, g->back, where == STARPU_CPU, scratch))) {
@@ -157,7 +250,7 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for a task's note");
   }
   sproj_task_queued(1);
-  int ret = starpu_task_insert(
+  ret = starpu_task_insert(
     cl, STARPU_CL_ARGS, task, sizeof *task, STARPU_DATA_MODE_ARRAY, g->descr, nbuffers, STARPU_EXECUTE_WHERE, where,
     STARPU_SCHED_CTX, ctx, STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers,
     STARPU_PROLOGUE_CALLBACK_POP,
@@ -222,7 +315,8 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
   for (int i = 0; i < num; i++)
     total += ch->count[list[i]];
   /* a request on chunks that devices own is cut as for those devices, one task per device when it fits */
-  int64_t target = sproj_task_target_spread(total, sproj_request_spread(ch, sproj_rt.where, list, num));
+  int spread = sproj_request_spread(ch, sproj_rt.where, list, num);
+  int64_t target = sproj_task_target_spread(total, spread);
 
   /* the read-only per-LOR vectors: their plans are activated once, under their own locks */
   if ((rq->kind == SPROJ_KIND_TOF_LM && sproj_vec_children(lors->bins, ch, &bins)) ||
@@ -264,6 +358,13 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
                                                                                   : &sproj_image_add_cl,
                                       &sproj_image_zero_cl);
 #endif
+  g->image = g->descr[0];
+  /* homed pieces of a back projection into the image (not into a device's own image, nor in fixed point, nor one task
+   * at a time for want of memory) sum through the workers' partials */
+  if (rq->back && !acc && g->image.mode == STARPU_REDUX && spread > 0) {
+    g->sums = img;
+    pthread_mutex_lock(&img->parts_lock);
+  }
   struct starpu_codelet *cl = codelet_of(rq);
   enum starpu_data_access_mode values_mode = rq->back ? STARPU_R : STARPU_W;
   /* Principal-axis copies (joseph3d_ray.h) for the non-TOF projectors on GPUs, whose time goes into the image
@@ -329,6 +430,12 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
   }
   if (!ret)
     ret = group_submit(func, g, cl);
+  /* a call that failed leaves its partials out of the image */
+  if (g->sums) {
+    if (!ret)
+      ret = sum_parts(func, g);
+    pthread_mutex_unlock(&img->parts_lock);
+  }
   /* the call's fixed-point sum goes into the image once, in float, after all its tasks */
   if (!ret && acc &&
       starpu_task_insert(&sproj_fixed_flush_cl, STARPU_RW, img->handle, STARPU_RW, acc, STARPU_EXECUTE_WHERE,

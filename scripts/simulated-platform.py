@@ -44,9 +44,17 @@ there, "not calibrated enough") gets the mean of the nearest measured size of it
 and the new MACHINE lists each such entry. An assumption, for predictions only; recording more calibration runs is
 the cure.
 
+--hidden SYMBOL=US (repeatable): several CUDA workers per GPU, which StarPU's simulator cannot run (it runs one: its
+drivers block in simulation), as a correction of the models: every task of codelet SYMBOL on a GPU takes US
+microseconds less than recorded with one worker, the part of it that the next task, run beside it by another worker
+of the same GPU, hides (the kernel's tail, the worker's issue and synchronisation). US is measured on the real GPU as
+(T1 - Tk) / n over a workload of n tasks of that codelet alone, once with one worker and once with k (doc/simulation.md
+gives the values and their validation). The correction holds where a GPU has another task ready beside each one; the
+new MACHINE lists each.
+
 usage: scripts/simulated-platform.py --from DIR --gpus N [--host NAME] [--out DIR] [--pair DIR] [--nvlink-gbs B]
                                      [--nvlink-latency-us L] [--host-gbs B] [--cores N] [--test-gpus-from-cpu S]
-                                     [--fill-unmeasured] [--fit-sizes [--fit-below K]]
+                                     [--fill-unmeasured] [--fit-sizes [--fit-below K]] [--hidden SYMBOL=US ...]
   --out DIR  where the new folder goes (default: next to --from, named after --host; default host
              <source host>-<N>gpu-derived)
 """
@@ -190,6 +198,37 @@ def cuda_history(model):
     return rows
 
 
+def hide(model, us):
+    """The model with us microseconds taken off every measured mean of its CUDA implementation and off the constant
+    of its fitted curve (a x^b + c, when a and b are numbers), and a description; None when a mean would not stay
+    above half of what was recorded."""
+    at = model.find("# Model for cuda0_impl0")
+    if at < 0:
+        return model, None
+    head, lines = model[:at], model[at:].split("\n")
+    means = []
+    for i, line in enumerate(lines[1:], 1):
+        if line.startswith("# Model for"):
+            break
+        w = line.split()
+        if line.startswith("# a\t") and i + 1 < len(lines):
+            abc = lines[i + 1].split()
+            if len(abc) == 3 and not any("nan" in v for v in abc[:2]):
+                lines[i + 1] = "\t".join(abc[:2] + [f"{float(abc[2]) - us:e}"])
+        elif len(w) == 8 and HIST.fullmatch(w[0]) and int(w[7]) > 0 and float(w[3]) > 0:
+            mean, dev, n = float(w[3]), float(w[4]), int(w[7])
+            if mean - us < 0.5 * mean:
+                return model, None
+            means.append(mean)
+            m = mean - us
+            w[3:7] = [f"{m:e}", f"{dev:e}", f"{m * n:e}", f"{(dev * dev + m * m) * n:e}"]
+            lines[i] = "\t".join(w)
+    if not means:
+        return model, None
+    return head + "\n".join(lines), (f"{us:g} us less per task (several CUDA workers per GPU, --hidden), "
+                                     f"{len(means)} sizes of {min(means):.1f} .. {max(means):.1f} us recorded")
+
+
 def fit_sizes(model, below=2.0):
     """The model with a line a x + c in place of a NaN curve (see --fit-sizes), valid from the smallest size measured
     / below to twice the largest, and a description, or (model, None)."""
@@ -320,6 +359,7 @@ def main():
     ap.add_argument("--fill-unmeasured", action="store_true")
     ap.add_argument("--fit-sizes", action="store_true")
     ap.add_argument("--fit-below", type=float, default=2.0)
+    ap.add_argument("--hidden", action="append", default=[])
     ap.add_argument("-h", "--help", action="store_true")
     if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
         print(__doc__)
@@ -332,6 +372,12 @@ def main():
         fail("--gpus takes 1 to 8 (StarPU is built for at most 8 CUDA devices)")
     if not 1.0 <= a.fit_below <= 1e6:
         fail("--fit-below takes a factor from 1 to 1000000")
+    hidden = {}
+    for h in a.hidden:
+        m = re.fullmatch(r"(starproj_[a-z0-9_]+)=([0-9]+(?:\.[0-9]*)?)", h)
+        if not m or not 0.0 <= float(m.group(2)) <= 1e6:
+            fail(f"--hidden takes SYMBOL=US (a codelet's model symbol, microseconds from 0 to 1000000), not '{h}'")
+        hidden[m.group(1)] = float(m.group(2))
     src = os.path.abspath(a.src)
     shost = one_host(src)
     cfg = read_config(src, shost)
@@ -378,14 +424,15 @@ def main():
     if os.path.isdir(cdst):
         shutil.rmtree(cdst)
     copied = 0
-    filled, fitted, widened = [], [], []
+    filled, fitted, widened, hid = [], [], [], []
     for dirpath, _, files in os.walk(os.path.join(src, "codelets")):
         rel = os.path.relpath(dirpath, os.path.join(src, "codelets"))
         for f in files:
             if f.endswith("." + shost):
                 os.makedirs(os.path.join(cdst, rel), exist_ok=True)
                 dst = os.path.join(cdst, rel, f[: -len(shost)] + host)
-                if test or a.fill_unmeasured or a.fit_sizes:
+                symbol = f[: -len(shost) - 1]
+                if test or a.fill_unmeasured or a.fit_sizes or symbol in hidden:
                     with open(os.path.join(dirpath, f)) as fi:
                         text = fi.read()
                     if test:
@@ -402,11 +449,20 @@ def main():
                             text, line = widen_curve(text, None if slab else a.fit_below)
                             if line:
                                 widened.append(f"{f[: -len(shost) - 1]}: {line}")
+                    if symbol in hidden:
+                        text, line = hide(text, hidden[symbol])
+                        if not line:
+                            fail(f"--hidden {symbol}: its model has no CUDA sizes, or one would lose half its time or "
+                                 "more")
+                        hid.append(f"{symbol}: {line}")
                     with open(dst, "w") as fo:
                         fo.write(text)
                 else:
                     shutil.copyfile(os.path.join(dirpath, f), dst)
                 copied += 1
+    missing = sorted(set(hidden) - {h.split(":")[0] for h in hid})
+    if missing:
+        fail(f"--hidden names codelets {src} has no model of: {', '.join(missing)}")
     slabs = assumed_slabs(cdst, host)
     bus = os.path.join(out, "bus", host)
     with open(bus + ".config", "w") as f:
@@ -503,6 +559,8 @@ def main():
                     f"smallest / --fit-below): {d}\n")
         if slabs:
             f.write(f"slab codelets (not recorded, assumed memory-bound): {slabs}\n")
+        for d in hid:
+            f.write(f"correction for several CUDA workers per GPU (--hidden, measured on the source's GPU): {d}\n")
     print(f"simulated-platform: {out} ({host}: {a.gpus} GPUs, {cores} cores, {copied} models"
           f"{', %d unmeasured sizes filled' % len(filled) if filled else ''})")
     return 0

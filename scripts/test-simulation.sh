@@ -91,4 +91,31 @@ if [ -d "$cpu" ]; then
     simulate "$out/test-$n" gpu "made-up-$n-gpus"
   done
 fi
+# several CUDA workers per GPU as a correction of the models (--hidden): every recorded CUDA mean of the codelet 99 us
+# less, the others untouched, the MACHINE saying so; a codelet without a model, a malformed value and one that would
+# take half a task's time or more are refused
+src=perfmodels/h200-1gpu-full
+if [ -d "$src" ]; then
+  python3 scripts/simulated-platform.py --from "$src" --gpus 1 --hidden starproj_joseph3d_back=99 --host hid \
+    --out "$out/hid" >/dev/null || fail "simulated-platform.py --hidden"
+  python3 - "$src" "$out/hid" <<'PY' || fail "--hidden: the means are not 99 us less"
+import glob, sys
+def means(folder, symbol):
+    f = glob.glob(f"{folder}/codelets/*/{symbol}.*")[0]
+    text = open(f).read()
+    text = text[text.find("# Model for cuda0_impl0"):]
+    return [float(l.split()[3]) for l in text.split("\n")[1:] if len(l.split()) == 8 and not l.startswith("#")
+            and int(l.split()[7]) > 0]
+for sym, less in (("starproj_joseph3d_back", 99.0), ("starproj_joseph3d_fwd", 0.0)):
+    a, b = means(sys.argv[1], sym), means(sys.argv[2], sym)
+    assert a and len(a) == len(b) and all(abs(x - y - less) < 1e-3 for x, y in zip(a, b)), sym
+PY
+  grep -q '^correction for several CUDA workers per GPU .*starproj_joseph3d_back: 99 us less' "$out/hid/MACHINE" ||
+    fail "--hidden: not in MACHINE"
+  for bad in starproj_nothing=5 starproj_joseph3d_back=-1 starproj_joseph3d_back=abc starproj_joseph3d_fwd=100; do
+    if python3 scripts/simulated-platform.py --from "$src" --gpus 1 --hidden "$bad" --out "$out/hid-bad" \
+      >/dev/null 2>&1; then fail "--hidden $bad was accepted"; fi
+  done
+  echo "== --hidden: models corrected as asked, bad values refused =="
+fi
 echo "test-simulation: $runs simulated matrices passed ($(( $(date +%s) - t0 )) s in all)"

@@ -2,6 +2,7 @@
 /* bench_mpi.c: the distributed layer's jobs timed per rank count: whole-sinogram forward + back projection, one OSEM
  * iteration, and the reduction of one image alone, with the bytes the ranks send each other. */
 #include <getopt.h>
+#include <math.h>
 #include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -398,11 +399,45 @@ int main(int argc, char **argv)
     }
     if (has_job(jobs, "reduce")) {
       /* one LOR across the image's centre per rank: the back projection is nothing, the sum across ranks is all */
-      float s[3] = {origin[0] - vs[0], 0.0f, 0.0f}, e[3] = {-origin[0] + vs[0], 0.0f, 0.0f}, one = 1.0f;
+      /* the checks: the layer's allreduce of an image's worth of floats, rank r contributing r + 1 times small
+       * integers, must give P (P + 1) / 2 times them exactly (a range summed twice, lost or misplaced shows); and
+       * on a machine (a simulation runs no kernels) rank r back-projects its LOR with the value r + 1, so that the
+       * first sum must be P (P + 1) / 2 times one rank's back projection of the value 1 in every voxel */
+      double k = (double)nranks * (nranks + 1) / 2;
+      if (m == 0) {
+        float *sum = malloc(nvox * sizeof *sum);
+        for (int64_t v = 0; v < nvox; v++)
+          sum[v] = (float)((rank + 1) * (v % 7 + 1));
+        MCHECK(sproj_mpi_allreduce(comm, sum, (int)nvox, SPROJ_MPI_FLOAT, SPROJ_MPI_SUM));
+        int64_t wrong = 0;
+        for (int64_t v = 0; v < nvox; v++)
+          wrong += sum[v] != (float)(k * (double)(v % 7 + 1));
+        double all = (double)wrong;
+        MCHECK(sproj_mpi_allreduce(comm, &all, 1, SPROJ_MPI_DOUBLE, SPROJ_MPI_SUM));
+        if (rank == 0)
+          printf("# allreduce of %lld floats over %d ranks: %.0f wrong on all ranks together%s\n", (long long)nvox,
+                 nranks, all, all == 0.0 ? "" : ": WRONG");
+        free(sum);
+        if (all != 0.0)
+          stop_all(1);
+      }
+      float s[3] = {origin[0] - vs[0], 0.0f, 0.0f}, e[3] = {-origin[0] + vs[0], 0.0f, 0.0f}, one = (float)(rank + 1);
+      float unit = 1.0f, *base = calloc(nvox, sizeof *base);
       sproj_lors *l1;
-      sproj_proj *p1;
+      sproj_proj *p1, *pu;
+      sproj_image *bimg;
       MCHECK(sproj_lors_register(&l1, s, e, 1));
       MCHECK(sproj_proj_register(&p1, &one, l1));
+      MCHECK(sproj_proj_register(&pu, &unit, l1));
+#ifndef STARPU_SIMGRID
+      MCHECK(sproj_image_register(&bimg, base, dims, vs, origin));
+      MCHECK(sproj_back(bimg, pu, NULL, 0));
+      MCHECK(sproj_image_unregister(bimg));
+#else
+      (void)bimg;
+#endif
+      MCHECK(sproj_proj_unregister(pu));
+      MCHECK(sproj_image_zero(back));
       int64_t bytes = 0;
       for (int i = -1; i < repeat; i++) {
         MCHECK(sproj_mpi_barrier(comm));
@@ -414,7 +449,27 @@ int main(int argc, char **argv)
         if (i >= 0)
           t[i] = r;
         bytes = bytes_all();
+#ifndef STARPU_SIMGRID
+        if (i == -1) {
+          double err = 0.0, top = 0.0;
+          for (int64_t v = 0; v < nvox; v++) {
+            double want = k * base[v], d = fabs((double)acc[v] - want);
+            err = d > err ? d : err;
+            top = fabs(want) > top ? fabs(want) : top;
+          }
+          double worst[2] = {err, -top};
+          MCHECK(sproj_mpi_allreduce(comm, worst, 2, SPROJ_MPI_DOUBLE, SPROJ_MPI_MAX));
+          int good = top > 0.0 && worst[0] <= 1e-6 * -worst[1];
+          if (rank == 0)
+            printf("# reduce (%s): the sum over %d ranks is %g x one rank's back projection within %.2e of its "
+                   "largest voxel on every rank%s\n", methods[m] == SPROJ_MPI_REDUCE_STARPU ? "starpu" : "allreduce",
+                   nranks, k, worst[0] / -worst[1], good ? "" : ": WRONG");
+          if (!good)
+            stop_all(1);
+        }
+#endif
       }
+      free(base);
       row("reduce", methods[m], t, repeat, bytes);
       MCHECK(sproj_proj_unregister(p1));
       MCHECK(sproj_lors_unregister(l1));

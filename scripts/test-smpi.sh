@@ -4,11 +4,12 @@
 # missing (scripts/install-deps.sh --with-smpi; skipped when its prefix holds a matching build), builds bench_mpi
 # against it in build-smpi (smpicc, static, configure in cross mode: its programs run under smpirun only), checks
 # that bad arguments end the simulation with status 2, then runs bench_mpi (small scanner, both reductions, one
-# repetition) on 2 simulated nodes of perfmodels/cpu-2core-mpi, and its reduction job alone on 3 (the task sizes of
-# the other jobs are recorded for rank counts that divide the 64 views only), and checks the tables: every job, a
-# positive makespan, forward + back = forward and back, and the bytes each reduction sends (which also checks the
-# layer's collectives over StarPU-MPI on an even and an odd number of ranks: the totals are their sums); then one TOF
-# OSEM iteration on 2 simulated nodes of 2 H200 (derived from perfmodels/h200-1gpu-tof-full), whose ranks sum each
+# repetition) on 2 simulated nodes of perfmodels/cpu-2core-mpi, and its reduction job alone on 3 and 4 (the task
+# sizes of the other jobs are recorded for rank counts that divide the 64 views only), and checks the tables: every
+# job, a positive makespan, forward + back = forward and back, the bytes each reduction sends (which also checks the
+# layer's collectives over StarPU-MPI on an even and an odd number of ranks: the totals are their sums), and the sums
+# themselves (bench_mpi's check of the layer's allreduce: the ring on 3 ranks, recursive halving and doubling on 4);
+# then one TOF OSEM iteration on 2 simulated nodes of 2 H200 (derived from perfmodels/h200-1gpu-tof-full), whose ranks sum each
 # device's slab across the nodes. About a minute once StarPU is built.
 # usage: scripts/test-smpi.sh [--smpi-prefix DIR]   (default /usr/local/starpu-smpi)
 set -uo pipefail
@@ -56,7 +57,7 @@ grep -q "unknown scanner 'nope'" "$out/bad.log" || fail "bench_mpi --scanner nop
 
 # the image is 64x64x16 floats: 262144 bytes
 image=262144
-for n in 2 3; do
+for n in 2 3 4; do
   t=$(date +%s)
   if [ "$n" -eq 2 ]; then jobs=fwdback,osem,reduce rows=10; else jobs=reduce rows=2; fi
   run --nodes "$n" --log "$out/run$n.log" -- --scanner small --devices cpu --reduce both --repeat 1 --jobs "$jobs" \
@@ -82,6 +83,10 @@ for n in 2 3; do
         if (d > 2e-4 || d < -2e-4) { print "fwd+back differs from fwd and back by " d " s (" k[2] ")"; bad = 1 }
       }
       exit bad }' "$out/run$n.txt" || fail "bench_mpi's table on $n nodes"
+  # the sums themselves (a simulation runs no kernels: the layer's allreduce of an image's worth, rank r adding r + 1
+  # times small integers; the ring on 3 nodes, recursive halving and doubling on 2 and 4)
+  grep -q "^# allreduce of 65536 floats over $n ranks: 0 wrong on all ranks together\$" "$out/run$n.txt" ||
+    fail "bench_mpi's allreduce on $n nodes: $(grep '^# allreduce' "$out/run$n.txt")"
 done
 # nodes of GPUs: 2 nodes of 2 H200 derived from the TOF recording (its lines over task sizes, the GPU links assumed),
 # one TOF OSEM iteration of the benchmark scanner: each rank's 2 devices own their shares, and each device's slab

@@ -410,16 +410,20 @@ static int reduce_allreduce(sproj_mpi_comm *c, const starpu_data_handle_t *parts
   return ok && reduced ? SPROJ_OK : SPROJ_ERR_STARPU;
 }
 
-/* StarPU-MPI: the image is MPI data owned by rank 0 (registered with a new tag on first use: *tag < 0), every rank
- * is declared a contributor of a STARPU_REDUX access, starpu_mpi_redux_data sums the contributions at rank 0 with the
- * image's reduction codelet, and rank 0 sends the sum to every rank. All of it is submitted into the task graph.
- * The sum goes out by plain detached sends rather than starpu_mpi_get_data_on_all_nodes_detached: that one records
- * the copies in StarPU-MPI's cache, and clearing the cache at the next reduction would invalidate the next
- * contribution along with the stale copy. */
+/* StarPU-MPI: the image is MPI data owned by rank 0 (registered on first use with two new tags, *tag < 0: the
+ * reduction's and the broadcast's), every rank is declared a contributor of a STARPU_REDUX access, StarPU-MPI sums the
+ * contributions into rank 0 with the image's reduction codelet in a binary tree (log2 P levels; its default, a flat
+ * tree, brings P - 1 images into rank 0's link), and the sum goes back out from rank 0 down a binomial tree (rank r
+ * receives it from r less its highest set bit and passes it on to r + 2^k for every 2^k above that bit: log2 P levels
+ * instead of P - 1 sends from rank 0). All of it is submitted into the task graph; each rank sends one image in the
+ * reduction (but rank 0) and one per child in the broadcast, 2 (P - 1) images in all as before. The sum goes out by
+ * plain detached sends rather than starpu_mpi_get_data_on_all_nodes_detached: that one records the copies in
+ * StarPU-MPI's cache, and clearing the cache at the next reduction would invalidate the next contribution along with
+ * the stale copy. */
 static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag)
 {
   if (*tag < 0) {
-    int64_t t = starpu_mpi_tags_allocate(1);
+    int64_t t = starpu_mpi_tags_allocate(2);
     if (t < 0)
       return SPROJ_ERR_STARPU;
     starpu_mpi_data_register_comm(h, t, 0, c->starpu_comm);
@@ -427,29 +431,33 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
   }
   /* The back projections were submitted by starproj's submission layer (starpu_task_insert, each rank its own
    * tasks), so StarPU-MPI has not seen them: record for every rank what starpu_mpi_task_insert records for a task
-   * that rank executed with a STARPU_REDUX access, the contributors starpu_mpi_redux_data then sums. */
+   * that rank executed with a STARPU_REDUX access, the contributors the reduction then sums. */
   struct starpu_data_descr descr = {h, STARPU_REDUX};
   for (int r = 0; r < c->size; r++) {
     struct starpu_mpi_task_exchange_params params = {.do_execute = r == c->rank, .xrank = r, .priority = 0};
     if (starpu_mpi_task_exchange_data_after_execution(c->starpu_comm, &descr, 1, params) != 0)
       return SPROJ_ERR_STARPU;
   }
-  if (starpu_mpi_redux_data(c->starpu_comm, h) != 0)
+  if (starpu_mpi_redux_data_tree(c->starpu_comm, h, 2) != 0)
     return SPROJ_ERR_STARPU;
-  int64_t bytes = (int64_t)starpu_vector_get_nx(h) * (int64_t)sizeof(float);
-  if (c->rank == 0) {
-    for (int r = 1; r < c->size; r++)
+  int64_t bytes = (int64_t)starpu_vector_get_nx(h) * (int64_t)sizeof(float), btag = *tag + 1;
+  int top = 0;
+  while (top < 30 && (2 << top) <= c->rank)
+    top++;
+  int bit = c->rank ? 1 << top : 0;
+  if (c->rank) {
+    if (starpu_mpi_irecv_detached(h, c->rank - bit, btag, c->starpu_comm, NULL, NULL) != 0)
+      return SPROJ_ERR_STARPU;
+    c->bytes_sent += bytes; /* its part of the reduction */
+  }
+  for (int64_t m = bit ? 2 * (int64_t)bit : 1; c->rank + m < c->size; m *= 2) {
 #ifdef STARPU_SIMGRID
-      /* synchronous over SMPI: data that arrive before their receive is posted can wait there forever (the
-       * layer's collectives, collectives.c) */
-      if (starpu_mpi_issend_detached(h, r, *tag, c->starpu_comm, NULL, NULL) != 0)
+    /* synchronous over SMPI: data that arrive before their receive is posted can wait there forever (the layer's
+     * collectives, collectives.c) */
+    if (starpu_mpi_issend_detached(h, c->rank + (int)m, btag, c->starpu_comm, NULL, NULL) != 0)
 #else
-      if (starpu_mpi_isend_detached(h, r, *tag, c->starpu_comm, NULL, NULL) != 0)
+    if (starpu_mpi_isend_detached(h, c->rank + (int)m, btag, c->starpu_comm, NULL, NULL) != 0)
 #endif
-        return SPROJ_ERR_STARPU;
-    c->bytes_sent += (int64_t)(c->size - 1) * bytes;
-  } else {
-    if (starpu_mpi_irecv_detached(h, 0, *tag, c->starpu_comm, NULL, NULL) != 0)
       return SPROJ_ERR_STARPU;
     c->bytes_sent += bytes;
   }

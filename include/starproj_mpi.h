@@ -48,9 +48,10 @@ typedef struct sproj_mpi_comm sproj_mpi_comm;
 enum sproj_mpi_reduce {
   SPROJ_MPI_REDUCE_DEFAULT = 0,   /* the faster of the two on the measurements in doc/scaling-model.md (allreduce) */
   SPROJ_MPI_REDUCE_ALLREDUCE = 1, /* wait for the local back projection, MPI_Allreduce of the image on the host */
-  SPROJ_MPI_REDUCE_STARPU = 2     /* StarPU-MPI: the image is MPI data owned by rank 0, starpu_mpi_redux_data sums the
-                                   * ranks' contributions there, and rank 0 sends the sum to every rank, all as part of
-                                   * the task graph (the submitting thread does not wait) */
+  SPROJ_MPI_REDUCE_STARPU = 2     /* StarPU-MPI: the image is MPI data owned by rank 0, StarPU-MPI's reduction sums the
+                                   * ranks' contributions there in a binary tree, and the sum goes back to every rank
+                                   * down a binomial tree, all as part of the task graph (the submitting thread does
+                                   * not wait) */
 };
 
 /* Creates the communicator: MPI (initialised here with MPI_THREAD_MULTIPLE if the caller has not initialised it,

@@ -439,16 +439,16 @@ def main():
                         text = test_gpu_model(text, test)
                     if a.fill_unmeasured:
                         text, done = fill_unmeasured(text)
-                        filled += [f"{f[: -len(shost) - 1]} {d}" for d in done]
+                        filled += [f"{symbol} {d}" for d in done]
                     if a.fit_sizes:
                         text, line = fit_sizes(text, a.fit_below)
                         if line:
-                            fitted.append(f"{f[: -len(shost) - 1]}: {line}")
-                        slab = f[: -len(shost) - 1] in SLAB_CODELETS
+                            fitted.append(f"{symbol}: {line}")
+                        slab = symbol in SLAB_CODELETS
                         if slab or a.fit_below != 2.0:
                             text, line = widen_curve(text, None if slab else a.fit_below)
                             if line:
-                                widened.append(f"{f[: -len(shost) - 1]}: {line}")
+                                widened.append(f"{symbol}: {line}")
                     if symbol in hidden:
                         text, line = hide(text, hidden[symbol])
                         if not line:

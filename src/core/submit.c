@@ -159,8 +159,9 @@ static int add_tree(struct task_group *g, const int *idx, int m)
 
 /* Sums the call's partials into the image where they are: each device's in a tree on that device (no copies), then
  * the devices' sums in a tree over the devices (one image-sized copy into a device per pair, log2 of the devices in a
- * row), then the first device's sum into the image on that device. The order of the additions is fixed by the
- * workers and devices used, so that a call repeats bit for bit. */
+ * row), then the first device's sum into the image on that device. The order of the additions follows from the
+ * workers and devices used, not from the order the tasks end in (with one worker per device a call repeats bit for
+ * bit; with several, which worker takes which task follows the devices' turns). */
 static int sum_parts(const char *func, struct task_group *g)
 {
   int order[STARPU_NMAXWORKERS], roots[STARPU_NMAXWORKERS], n = g->nused, nroots = 0;

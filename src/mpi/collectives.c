@@ -252,8 +252,9 @@ int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type
     return SPROJ_OK;
   /* By size, as MPI libraries choose: for blocks of 64 KiB or more per rank (and steps whose tags fit) recursive
    * halving and doubling on a power of two of ranks, the ring on others; else the tree. The ring's 2 (P-1) steps
-   * each cost a message's latency (tens of us through StarPU-MPI), which small blocks do not repay: a 256 KiB image on 64 ranks took 126 steps of 4 KiB, and the simulation of them 10
-   * minutes, where the tree takes 12 steps of the whole image. */
+   * each cost a message's latency (tens of us through StarPU-MPI), which small blocks do not repay: a 256 KiB image
+   * on 64 ranks took 126 steps of 4 KiB, and the simulation of them 10 minutes, where the tree takes 12 steps of the
+   * whole image. */
   int large = (size_t)count * type_size(type) >= (size_t)65536 * k->size && 2 * (k->size - 1) <= SPROJ_COLL_STEPS;
   int ret = !large                          ? allreduce_tree(k, values, count, type, op)
             : (k->size & (k->size - 1)) == 0 ? allreduce_halving(k, values, count, type, op)

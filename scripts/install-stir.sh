@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds and installs STIR (its static libraries and the few programs the tests use) for the "Starproj" projector pair in stir/, with STIR's own
+# Builds and installs STIR (its libraries, static or shared, and the few programs the tests use) for the "Starproj" projector pair in stir/, with STIR's own
 # "Parallelproj" projector pair on a CPU (OpenMP) build of libparallelproj, so that the two pairs can be compared.
 # Sources are a source tree or a tarball given on the command line; nothing is downloaded. Skips when the prefix
 # already holds a STIR (and, when asked for, a libparallelproj). Called by install-deps.sh --with-stir.
 #
-# usage: scripts/install-stir.sh --with-stir SRC [--with-parallelproj SRC] [--prefix DIR] [--jobs N]
+# usage: scripts/install-stir.sh --with-stir SRC [--with-parallelproj SRC] [--prefix DIR] [--jobs N] [--shared]
 #   --with-stir SRC          STIR's source: a folder or a .tar.gz (top folder STIR/)
+#   --shared                 STIR's libraries as shared libraries (BUILD_SHARED_LIBS), so that STIR's own programs
+#                            share one registry of classes with a plug-in library loaded at start (stir/: doc/stir.md);
+#                            a prefix holding the other kind of build is rebuilt
 #   --with-parallelproj SRC  libparallelproj's source: a folder or a .tar.gz; built without CUDA and installed first
 #   --prefix DIR             where both go (default /usr/local/stir)
 #   --jobs N                 parallel build jobs (default: the number of cores)
@@ -17,6 +20,7 @@ stir_src=
 pp_src=
 prefix=/usr/local/stir
 jobs=$(nproc 2>/dev/null || echo 2)
+shared=no
 while [ $# -gt 0 ]; do
   case "$1" in
     --with-stir) stir_src=$2; shift 2 ;;
@@ -26,7 +30,8 @@ while [ $# -gt 0 ]; do
     --prefix) prefix=$2; shift 2 ;;
     --prefix=*) prefix=${1#--prefix=}; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '3,14p' "$0"; exit 0 ;;
+    --shared) shared=yes; shift ;;
+    -h|--help) sed -n '3,17p' "$0"; exit 0 ;;
     *) echo "install-stir: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -50,11 +55,24 @@ for src in "$stir_src" ${pp_src:+"$pp_src"}; do
   [ -d "$src" ] || [ -f "$src" ] || { log "no such source: $src (a source folder or a .tar.gz)" >&2; exit 1; }
 done
 
+# Only what starproj's stir/ needs: STIR's libraries, headers and CMake package (BUILD_EXECUTABLES=OFF), then the
+# few STIR programs its tests run, built in the same tree and copied into bin/ (all of STIR's ~120 programs would
+# take as long again as the libraries on a small machine).
+programs=(OSMAPOSL OSSPS forward_project back_project lm_to_projdata generate_image list_projdata_info compare_image
+  compare_projdata)
+
 if [ "$(id -u)" -eq 0 ]; then SUDO=(); elif command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else SUDO=(false); fi
 
 stir_ok() {
   compgen -G "$prefix/lib/cmake/STIR-*/STIRConfig.cmake" >/dev/null || return 1
-  [ -x "$prefix/bin/OSMAPOSL" ] || return 1
+  local p
+  for p in "${programs[@]}"; do [ -x "$prefix/bin/$p" ] || return 1; done
+  # the kind of build asked for: STIR's buildblock library shared or static
+  if [ "$shared" = yes ]; then
+    compgen -G "$prefix/lib/libbuildblock.so*" >/dev/null || return 1
+  else
+    [ -f "$prefix/lib/libbuildblock.a" ] || return 1
+  fi
   if [ -n "$pp_src" ]; then
     compgen -G "$prefix/lib*/cmake/parallelproj/*onfig.cmake" >/dev/null || return 1
     # STIR found parallelproj when it was configured (its "Parallelproj" pair is then in the library)
@@ -63,7 +81,7 @@ stir_ok() {
   return 0
 }
 if stir_ok; then
-  log "STIR present in $prefix"
+  log "STIR present in $prefix ($([ "$shared" = yes ] && echo shared || echo static) libraries)"
   exit 0
 fi
 
@@ -115,17 +133,13 @@ else
 fi
 
 stir_dir=$(source_dir "$stir_src" stir)
-# Only what starproj's stir/ needs: STIR's libraries, headers and CMake package (BUILD_EXECUTABLES=OFF), then the
-# few STIR programs its tests run, built in the same tree and copied into bin/ (all of STIR's ~120 programs would
-# take as long again as the libraries on a small machine).
-programs=(OSMAPOSL forward_project back_project generate_image list_projdata_info compare_image compare_projdata)
 stir_cmake() {
   quiet cmake -S "$stir_dir" -B "$work/stir-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
     -DCMAKE_INSTALL_RPATH="$prefix/lib" -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
     -DDISABLE_ITK=ON -DDISABLE_HDF5=ON -DDISABLE_CERN_ROOT=ON -DDISABLE_LLN_MATRIX=ON \
     -DDISABLE_NiftyPET_PROJECTOR=ON -DDISABLE_STIR_CUDA=ON -DDISABLE_PETSIRD=ON -DDISABLE_UPENN=ON \
     -DDISABLE_NLOHMANN_JSON=ON -DBUILD_TESTING=OFF -DBUILD_DOCUMENTATION=OFF -DBUILD_SWIG_PYTHON=OFF \
-    -DGIT_SUBMODULE=OFF "${pp_args[@]}" "$@"
+    -DGIT_SUBMODULE=OFF -DBUILD_SHARED_LIBS="$([ "$shared" = yes ] && echo ON || echo OFF)" "${pp_args[@]}" "$@"
 }
 log "configuring STIR (output in $logfile)"
 stir_cmake -DBUILD_EXECUTABLES=OFF

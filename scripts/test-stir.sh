@@ -67,7 +67,7 @@ for src in "$stir_src" "$pp_src"; do
 done
 
 # --- dependencies ----------------------------------------------------------------------------------------
-bash scripts/install-stir.sh --with-stir "$stir_src" --with-parallelproj "$pp_src" --prefix "$prefix"
+bash scripts/install-stir.sh --with-stir "$stir_src" --with-parallelproj "$pp_src" --prefix "$prefix" --shared
 export PKG_CONFIG_PATH="$sp_prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 if ! pkg-config --exists starproj; then
   log "building starproj (without CUDA) into $sp_prefix"

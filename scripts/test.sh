@@ -3,12 +3,17 @@
 # Installs what is missing, builds starproj and runs its tests (the C library's Check programs, then the Python
 # binding's pytest suite); prints every test program's own Check summary, pytest's summary and a closing total.
 # usage: scripts/test.sh [--prefix DIR] [--with-parallelproj SRC]   (DIR: where StarPU goes, default /usr/local;
-#   SRC: libparallelproj's source, a folder or a .tar.gz, whose Python module the binding's tests compare with)
+#   SRC: libparallelproj's source, a folder or a .tar.gz, whose Python module the binding's tests compare with;
+#   without the option, $STARPROJ_PARALLELPROJ_SRC when set, so that CI runs the command as the README writes it)
 set -uo pipefail
 caller=$(pwd)
 cd "$(dirname "$0")/.."
 prefix_args=()
 python_args=()
+if [ -n "${STARPROJ_PARALLELPROJ_SRC:-}" ]; then
+  src=$STARPROJ_PARALLELPROJ_SRC; case "$src" in /*) ;; *) src=$caller/$src ;; esac
+  python_args=(--with-parallelproj "$src")
+fi
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix_args=(--prefix "$2"); shift 2 ;;

@@ -69,9 +69,9 @@ stir_ok() {
   for p in "${programs[@]}"; do [ -x "$prefix/bin/$p" ] || return 1; done
   # the kind of build asked for: STIR's buildblock library shared or static
   if [ "$shared" = yes ]; then
-    compgen -G "$prefix/lib/libbuildblock.so*" >/dev/null || return 1
+    compgen -G "$prefix/lib/libstir_buildblock.so*" >/dev/null || return 1
   else
-    [ -f "$prefix/lib/libbuildblock.a" ] || return 1
+    [ -f "$prefix/lib/libstir_buildblock.a" ] || return 1
   fi
   if [ -n "$pp_src" ]; then
     compgen -G "$prefix/lib*/cmake/parallelproj/*onfig.cmake" >/dev/null || return 1

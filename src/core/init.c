@@ -18,6 +18,9 @@
 #define DEFAULT_CUDA_PIPELINE "32"
 /* queued tasks above which submission waits (see sproj_config.max_queued_tasks) */
 #define DEFAULT_MAX_QUEUED_TASKS 10000
+/* the most CUDA workers per GPU one may ask for, and the most GPUs $SPROJ_SPLIT_GPUS may cut tasks for */
+#define MAX_WORKERS_PER_GPU 64
+#define MAX_SPLIT_GPUS 64
 
 void sproj_config_init(struct sproj_config *cfg)
 {
@@ -221,8 +224,9 @@ int sproj_init(const struct sproj_config *cfg)
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "task_lors %lld must be 0 (automatic) or 1..2^32-1", (long long)c.task_lors);
   if (c.ncpu == 0 && c.ncuda == 0)
     return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "ncpu = ncuda = 0 leaves no worker");
-  if (c.workers_per_gpu < -1 || c.workers_per_gpu == 0 || c.workers_per_gpu > 64)
-    return SPROJ_FAIL(SPROJ_ERR_INVALID, "workers_per_gpu %d must be -1 (default) or 1..64", c.workers_per_gpu);
+  if (c.workers_per_gpu < -1 || c.workers_per_gpu == 0 || c.workers_per_gpu > MAX_WORKERS_PER_GPU)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "workers_per_gpu %d must be -1 (default) or 1..%d", c.workers_per_gpu,
+                      MAX_WORKERS_PER_GPU);
   int pus = count_hw(HWLOC_OBJ_PU);
   if (c.ncpu > STARPU_MAXCPUS || (pus > 0 && c.ncpu > pus))
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "ncpu = %d exceeds the %d hardware threads of this machine", c.ncpu,
@@ -323,7 +327,7 @@ int sproj_init(const struct sproj_config *cfg)
   /* Tasks cut as for this many GPUs: scripts/calibrate-models.sh records on one GPU the task sizes a simulation of
    * several will use (doc/simulation.md); not meant for anything else. */
   const char *split = getenv("SPROJ_SPLIT_GPUS");
-  sproj_rt.split_gpus = split && atoi(split) > 0 && atoi(split) <= 64 ? atoi(split) : 0;
+  sproj_rt.split_gpus = split && atoi(split) > 0 && atoi(split) <= MAX_SPLIT_GPUS ? atoi(split) : 0;
   sproj_rt.layout_max_voxels = layout_max_voxels();
   if (!sched_chosen)
     sproj_gpu_sets_make();

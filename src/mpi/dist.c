@@ -18,12 +18,16 @@ static void dist_free(sproj_mpi_dist *d)
   free(d);
 }
 
+/* FNV-1a's 64-bit offset basis and prime */
+#define FNV_OFFSET 1469598103934665603ULL
+#define FNV_PRIME 1099511628211ULL
+
 /* A 63-bit FNV-1a hash of an array, to check that every rank passed the same one. */
 static uint64_t hash_bytes(uint64_t h, const void *data, size_t bytes)
 {
   const unsigned char *p = data;
   for (size_t i = 0; i < bytes; i++)
-    h = (h ^ p[i]) * 1099511628211ULL;
+    h = (h ^ p[i]) * FNV_PRIME;
   return h;
 }
 
@@ -70,7 +74,7 @@ int sproj_mpi_dist_create(sproj_mpi_dist **dist, sproj_mpi_comm *comm, int num_c
   }
   /* the same arguments everywhere: the count, the layout and a hash of the arrays, as min and -max */
   int eff_layout = owner ? -1 : layout;
-  uint64_t h = hash_bytes(1469598103934665603ULL, chunk_lors, num_chunks * sizeof *chunk_lors);
+  uint64_t h = hash_bytes(FNV_OFFSET, chunk_lors, num_chunks * sizeof *chunk_lors);
   if (owner)
     h = hash_bytes(h, owner, num_chunks * sizeof *owner);
   int64_t all[6] = {num_chunks, -(int64_t)num_chunks, eff_layout, -(int64_t)eff_layout, (int64_t)(h >> 1),

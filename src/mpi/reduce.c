@@ -73,6 +73,7 @@ static int reduce_starpu(sproj_mpi_comm *c, starpu_data_handle_t h, int64_t *tag
   if (starpu_mpi_redux_data_tree(c->starpu_comm, h, 2) != 0)
     return SPROJ_ERR_STARPU;
   int64_t bytes = (int64_t)starpu_vector_get_nx(h) * (int64_t)sizeof(float), btag = *tag + 1;
+  /* bit: the highest power of two in the rank; top < 30 keeps 2 << top an int */
   int top = 0;
   while (top < 30 && (2 << top) <= c->rank)
     top++;

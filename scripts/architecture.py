@@ -83,8 +83,8 @@ def library_objects(root, build):
                     continue  # a placeholder for an object not built
                 src = os.path.normpath(os.path.join(build, prereqs[0]))
                 rel = os.path.relpath(src, root)
-                if rel.startswith(".."):
-                    continue
+                if rel.startswith("..") or not os.path.exists(os.path.join(root, rel)):
+                    continue  # outside the tree, or a source since removed whose object a build still holds
                 base = os.path.join(build, target)
                 if base.endswith(".lo"):
                     pic = os.path.join(os.path.dirname(base), ".libs", os.path.basename(base)[:-3] + ".o")

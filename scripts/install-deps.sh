@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs what starproj needs on Debian 12: build tools, hwloc, Check, nifticlib, libpng, clang (fuzzing), cmake
-# (consumer check), doxygen (`make doc`) and OpenMPI (the distributed layer) from Debian, and StarPU 1.4 built from
-# Debian's source package (with CUDA when nvcc is found, with StarPU-MPI unless --without-mpi); with --with-simgrid
-# a second StarPU from the same source, built over SimGrid, for simulated machines, and with --with-smpi a third,
-# static, with StarPU-MPI over SimGrid's SMPI, for simulated clusters. Re-running it with everything present is
-# quick.
+# (consumer check), doxygen (`make doc`), graphviz (scripts/architecture.sh's figures) and OpenMPI (the distributed
+# layer) from Debian, and StarPU 1.4 built from Debian's source package (with CUDA when nvcc is found, with StarPU-MPI
+# unless --without-mpi); with --with-simgrid a second StarPU from the same source, built over SimGrid, for simulated
+# machines, and with --with-smpi a third, static, with StarPU-MPI over SimGrid's SMPI, for simulated clusters.
+# Re-running it with everything present is quick.
 #
 # usage: scripts/install-deps.sh [--prefix DIR] [--without-cuda] [--with-cuda=DIR] [--with-fxt] [--without-mpi]
 #                                [--with-simgrid[=DIR]] [--with-smpi[=DIR]] [--jobs N]
@@ -85,7 +85,7 @@ fi
 
 # --- Debian packages: only what is missing -------------------------------------------------------------
 packages=(build-essential autoconf automake libtool pkgconf check libhwloc-dev hwloc dpkg-dev ca-certificates
-  clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox python3-venv python3-dev)
+  clang libclang-rt-14-dev libnifti2-dev libpng-dev cmake doxygen gnuplot-nox python3-venv python3-dev graphviz)
 [ "$fxt" = yes ] && packages+=(libfxt-dev)
 [ "$mpi" = yes ] && packages+=(libopenmpi-dev openmpi-bin)
 [ -n "$simgrid_prefix" ] && packages+=(libsimgrid-dev)

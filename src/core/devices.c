@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* devices.c: the devices that own work (a GPU with its CUDA workers, or a group of CPU workers) and the homes of
- * chunks on them. */
+/* devices.c: the devices that own work (a GPU with its CUDA workers, or a group of CPU workers), the homes of chunks
+ * on them, and the workers a task on a piece may run on (its home device's, or the GPUs that hold its LORs). */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +174,53 @@ int sproj_piece_home(const sproj_chunks *ch, unsigned long long where, int p)
   const struct sproj_devices *d = sproj_devices_for(where);
   int home = __atomic_load_n(&ch->piece_home[p], __ATOMIC_RELAXED);
   return d && home >= 0 && home < d->n ? home : -1;
+}
+
+
+/* The worker bitmaps of sproj_workers_holding: one per set of GPUs, built once the workers are known, and only
+ * under the scheduler starproj picks: a scheduler the caller names (sproj_config.sched, STARPU_SCHED, or a StarPU
+ * the caller started) places every task itself, as one would want when comparing schedulers. */
+void sproj_gpu_sets_make(void)
+{
+  int ngpus = sproj_rt.ngpus, nworkers = (int)starpu_worker_get_count();
+  if (ngpus < 2 || ngpus > SPROJ_MAX_STICKY_GPUS)
+    return;
+  unsigned words = (unsigned)(nworkers + 31) / 32, nsets = 1u << ngpus;
+  uint32_t *sets = calloc((size_t)nsets * words, sizeof *sets);
+  if (!sets)
+    return; /* tasks then go wherever the scheduler puts them */
+  for (int w = 0; w < nworkers; w++) {
+    if (starpu_worker_get_type(w) != STARPU_CUDA_WORKER)
+      continue;
+    unsigned node = starpu_worker_get_memory_node(w);
+    for (int gpu = 0; gpu < ngpus; gpu++)
+      if (sproj_rt.gpu_node[gpu] == node)
+        for (unsigned set = 0; set < nsets; set++)
+          if (set & (1u << gpu))
+            sets[set * words + (unsigned)w / 32] |= 1u << (w % 32);
+  }
+  sproj_rt.gpu_set_workers = sets;
+  sproj_rt.words_per_set = words;
+}
+
+const uint32_t *sproj_workers_holding(unsigned long long where, const sproj_chunks *ch, int p, unsigned *len, int *worker)
+{
+  *len = 0;
+  /* homes name devices of the kind projections run on; a task of a picked kind (both kinds selected) has none */
+  int home = where == sproj_rt.where ? sproj_piece_home(ch, where, p) : -1;
+  *worker = home >= 0 ? sproj_device_worker(home) : -1;
+  if (home >= 0)
+    return NULL;
+  if (where != STARPU_CUDA || !sproj_rt.gpu_set_workers)
+    return NULL;
+  unsigned all = (1u << sproj_rt.ngpus) - 1u, set = __atomic_load_n(&ch->piece_gpus[p], __ATOMIC_RELAXED) & all;
+  for (int gpu = 0; gpu < sproj_rt.ngpus && !set; gpu++)
+    if (starpu_data_is_on_node(ch->xs_runs[ch->piece_run[p]], sproj_rt.gpu_node[gpu]))
+      set |= 1u << gpu;
+  if (set == 0 || set == all)
+    return NULL;
+  *len = sproj_rt.words_per_set;
+  return sproj_rt.gpu_set_workers + (size_t)set * sproj_rt.words_per_set;
 }
 
 /* Adds the homes of pieces first .. end-1 to *homes; 0 when one has none. */

@@ -13,7 +13,7 @@
 #include "codelets.h"
 #include "input_check.h"
 
-/* ---- runtime state (runtime.c) ---- */
+/* ---- runtime state (runtime.c; set up by init.c) ---- */
 struct sproj_runtime {
   int initialized;
   int owns_starpu;          /* 1 if sproj_init started StarPU */
@@ -27,7 +27,7 @@ struct sproj_runtime {
   int live_objects;         /* registered images, LOR sets and projection vectors (atomic) */
   int paused;               /* depth of sproj_pause (atomic): while > 0 the workers sleep and calls fail with BUSY */
   int reproducible;         /* images registered from now on start in reproducible mode */
-  int merge_calls;          /* calls made while the workers are busy may be merged (submit.c) */
+  int merge_calls;          /* calls made while the workers are busy may be merged (merge.c) */
   int image_layouts;        /* large GPU tasks may work on principal-axis copies of the image (submit.c) */
   int split_gpus;           /* $SPROJ_SPLIT_GPUS: requests cut into tasks as for this many GPUs (0: the GPUs there are) */
   uint64_t layout_max_voxels; /* largest image for which they may (runtime.c) */
@@ -79,9 +79,18 @@ int sproj_piece_home(const sproj_chunks *ch, unsigned long long where, int p);
  * principal-axis copies (for sproj_worker_stats). */
 void sproj_stats_count(int64_t lors, int layout);
 extern struct sproj_runtime sproj_rt;
+/* runtime.c, for starting and stopping (init.c): the automatic task size, the wait for every task of every context,
+ * the per-worker statistics zeroed, and the stop of what the submission layer holds (sproj_register_held: its stop
+ * runs, and on success both are forgotten). */
+int64_t sproj_default_task_lors(void);
+void sproj_wait_everything(void);
+void sproj_stats_clear(void);
+int sproj_stop_held(void);
+/* The worker bitmaps of sproj_workers_holding (sproj_rt.gpu_set_workers; devices.c), made by sproj_init. */
+void sproj_gpu_sets_make(void);
 
 /* Submits what this thread's open batch holds (see sproj_batch_begin) and the calls merged while the workers were
- * busy (submit.c). */
+ * busy (merge.c). */
 int sproj_flush_pending(void);
 /* Work held back by the submission layer: it registers how to submit what it holds and how to stop (its helper
  * thread) when it first holds something, so that the sync points and sproj_shutdown below it reach it without

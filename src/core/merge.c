@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* merge.c: requests held back before they become tasks: calls merged while the workers are busy, this thread's
- * batch (sproj_batch_begin / _end), and the count of queued projection tasks that decides when to merge. */
+/* merge.c: requests held back before they become tasks: calls merged while the workers are busy (the count of
+ * queued projection tasks, submit.c's, decides when) and this thread's batch (sproj_batch_begin / _end). */
 #include "config.h"
 #include <pthread.h>
 #include <semaphore.h>
@@ -99,7 +99,6 @@ static struct {
   uint64_t clock;
   int error;              /* a deferred submission's status and message, for the next sync */
   char message[256];
-  atomic_int waiting;     /* projection tasks submitted and not yet taken by a worker */
   atomic_int threshold;   /* merge while waiting >= threshold; 0: merging off */
   atomic_int pending;     /* some slot holds chunks */
   sem_t wake;
@@ -108,25 +107,11 @@ static struct {
   int started;            /* registered with the runtime since sproj_init (merge_stop clears it) */
 } merge = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-void sproj_task_queued(int delta)
-{
-  atomic_fetch_add(&merge.waiting, delta);
-}
-
-int sproj_queued_tasks(void)
-{
-  return atomic_load(&merge.waiting);
-}
-
-/* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
- * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
- * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.)
- * It also wakes the helper thread when merged calls wait and the queue runs low: a worker never submits tasks
+/* Runs on the worker that takes a projection task (through sproj_on_task_taken), with the count of those left
+ * waiting: wakes the helper thread when merged calls wait and the queue runs low. A worker never submits tasks
  * itself, since a submission may have to wait for tasks to finish. */
-void sproj_task_taken(int64_t lors, int layout)
+static void task_taken(int left)
 {
-  sproj_stats_count(lors, layout);
-  int left = atomic_fetch_sub(&merge.waiting, 1) - 1;
   if (atomic_load(&merge.pending) && left < atomic_load(&merge.threshold))
     sem_post(&merge.wake);
 }
@@ -188,7 +173,7 @@ static void *flusher_main(void *unused)
       pthread_mutex_unlock(&merge.lock);
       return NULL;
     }
-    if (atomic_load(&merge.waiting) < atomic_load(&merge.threshold)) {
+    if (sproj_queued_tasks() < atomic_load(&merge.threshold)) {
       for (int i = 0; i < MERGE_SLOTS; i++)
         if (merge.slot[i].used)
           slot_flush(&merge.slot[i]);
@@ -227,6 +212,7 @@ static int merge_stop(void)
     merge.slot[i] = (struct merge_slot){0};
   }
   merge.started = 0;
+  sproj_on_task_taken(NULL);
   pthread_mutex_unlock(&merge.lock);
   if (running) {
     sem_post(&merge.wake);
@@ -245,9 +231,10 @@ static void merge_start_locked(void)
   merge.started = 1;
   merge.error = 0;
   atomic_store(&merge.pending, 0);
-  atomic_store(&merge.waiting, 0);
+  sproj_queued_tasks_reset();
   sproj_any_reset();
   sproj_register_held(sproj_flush_pending, merge_stop);
+  sproj_on_task_taken(task_taken);
 #ifdef STARPU_SIMGRID
   /* simulated (SimGrid): a thread StarPU did not start cannot submit tasks into the simulation */
   return;
@@ -291,7 +278,7 @@ static int merge_request(const char *func, const struct sproj_request *rq, sproj
   /* A reproducible image's back projections are summed exactly within a call, then added to the image in float
    * once per call: merging calls would make that rounding depend on timing, so they are never merged. */
   int mergeable = chunks && !(rq->back && img->reproducible);
-  if (same && threshold > 0 && atomic_load(&merge.waiting) >= threshold && mergeable) {
+  if (same && threshold > 0 && sproj_queued_tasks() >= threshold && mergeable) {
     if ((ret = held_append(func, &same->h, list, num))) {
       pthread_mutex_unlock(&merge.lock);
       return ret;
@@ -304,7 +291,7 @@ static int merge_request(const char *func, const struct sproj_request *rq, sproj
     pending_update();
     /* A worker that took the last waiting task before `pending` was set saw nothing to wake the helper for; the
      * queue it left is seen here (both flags are sequentially consistent), so one of the two always wakes it. */
-    if (atomic_load(&merge.pending) && atomic_load(&merge.waiting) < threshold)
+    if (atomic_load(&merge.pending) && sproj_queued_tasks() < threshold)
       sem_post(&merge.wake);
     pthread_mutex_unlock(&merge.lock);
     return SPROJ_OK;

@@ -10,6 +10,9 @@
 #include <unistd.h>
 #include "shared.h"
 
+/* the most threads sproj_run_blocks starts by itself (one per online core otherwise) */
+#define MAX_BLOCK_THREADS 1024
+
 /* One hook per process; fn and user are read together under no lock, so they are set as one pair pointer. */
 struct hook {
   sproj_progress_fn fn;
@@ -77,7 +80,7 @@ void sproj_run_blocks(const char *what, int num_threads, int64_t nblocks, sproj_
     return;
   if (num_threads <= 0) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    num_threads = cores > 0 ? (cores > 1024 ? 1024 : (int)cores) : 1;
+    num_threads = cores > 0 ? (cores > MAX_BLOCK_THREADS ? MAX_BLOCK_THREADS : (int)cores) : 1;
   }
   if (num_threads > nblocks)
     num_threads = (int)nblocks;

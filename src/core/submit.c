@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* submit.c: turning projection requests (chunks of a LOR set) into StarPU tasks of a good size, and the public
- * projection calls. Requests made while the workers are busy are merged first (merge.c). */
+/* submit.c: turning projection requests (validated chunks of a LOR set) into StarPU tasks of a good size, and the
+ * count of those tasks that wait for a worker. The requests come from merge.c, which holds some back. */
 #include "config.h"
 #include <pthread.h>
 #include <semaphore.h>
@@ -90,14 +90,43 @@ static void add_run(struct task_group *g, int p)
   g->task.map.first[n] = g->ch->piece_at[p];
 }
 
+/* ---- projection tasks submitted and not yet taken by a worker ---- */
+static atomic_int waiting;
+static void (*taken_hook)(int left);
+
+int sproj_queued_tasks(void)
+{
+  return atomic_load(&waiting);
+}
+
+void sproj_queued_tasks_reset(void)
+{
+  atomic_store(&waiting, 0);
+}
+
+void sproj_on_task_taken(void (*hook)(int left))
+{
+  __atomic_store_n(&taken_hook, hook, __ATOMIC_RELEASE);
+}
+
 /* Runs on the worker that takes a projection task, when it takes it: counts the task and its LORs there
- * (sproj_worker_stats), so that the codelets need not know about statistics. (A callback at the end would run after
- * StarPU has released the task's data, so a caller that has just synchronised could still miss the last count.) */
+ * (sproj_worker_stats), so that the codelets need not know about statistics, and tells the layer above how many
+ * wait now. (A callback at the end would run after StarPU has released the task's data, so a caller that has just
+ * synchronised could still miss the last count.) */
+static void task_taken(int64_t lors, int layout)
+{
+  sproj_stats_count(lors, layout);
+  int left = atomic_fetch_sub(&waiting, 1) - 1;
+  void (*hook)(int) = __atomic_load_n(&taken_hook, __ATOMIC_ACQUIRE);
+  if (hook)
+    hook(left);
+}
+
 static void count_task(void *lors_layout)
 {
   /* the argument is 2 x the task's LORs, plus 1 when it works on an image layout (copies or shifted image) */
   int64_t v = (int64_t)(intptr_t)lors_layout;
-  sproj_task_taken(v / 2, (int)(v % 2));
+  task_taken(v / 2, (int)(v % 2));
 }
 
 /* The same for a task whose kind the host picked (any.c), which also starts timing it. */
@@ -106,7 +135,7 @@ static void count_task_any(void *note)
   int64_t lors;
   int layout, cpu;
   sproj_any_taken(note, &lors, &layout, &cpu);
-  sproj_task_taken(lors, layout);
+  task_taken(lors, layout);
 }
 
 /* A task on one worker writing dst (mode) from src (NULL: none) with codelet cl. */
@@ -250,7 +279,7 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
     free(task);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for a task's note");
   }
-  sproj_task_queued(1);
+  atomic_fetch_add(&waiting, 1);
   ret = starpu_task_insert(
     cl, STARPU_CL_ARGS, task, sizeof *task, STARPU_DATA_MODE_ARRAY, g->descr, nbuffers, STARPU_EXECUTE_WHERE, where,
     STARPU_SCHED_CTX, ctx, STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers,
@@ -262,7 +291,7 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
   g->task.arg.nruns = 0;
   g->lors = 0;
   if (ret != 0) {
-    sproj_task_queued(-1);
+    atomic_fetch_sub(&waiting, 1);
     if (note)
       sproj_any_cancel(note);
   }
@@ -445,185 +474,4 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
   pthread_mutex_unlock(&proj->vec.lock);
   free(g);
   return ret;
-}
-
-static int check_args(const char *func, const struct sproj_request *rq, const sproj_image *img, const sproj_proj *proj,
-                      const sproj_chunks *chunks, int chunk)
-{
-  int ret = sproj_check_init(func);
-  if (ret)
-    return ret;
-  if (!img || !proj)
-    return sproj_fail(SPROJ_ERR_NULL, func, "img and proj must not be NULL");
-  if (!chunks && chunk != 0 && chunk != SPROJ_ALL_CHUNKS)
-    return sproj_fail(SPROJ_ERR_RANGE, func, "without a chunking, chunk must be 0 or SPROJ_ALL_CHUNKS");
-  const sproj_lors *lors = proj->vec.lors;
-  if (chunks && chunks->lors != lors)
-    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the chunking belongs to another LOR set than proj");
-  if (chunks && chunk != SPROJ_ALL_CHUNKS && (chunk < 0 || chunk >= chunks->num_chunks))
-    return sproj_fail(SPROJ_ERR_RANGE, func, "chunk %d outside 0..%d", chunk, chunks->num_chunks - 1);
-  if (rq->kind == SPROJ_KIND_NONTOF) {
-    if (proj->num_bins != 1)
-      return sproj_fail(SPROJ_ERR_MISMATCH, func, "proj holds %d TOF bins per LOR: use the TOF projectors",
-                        proj->num_bins);
-    return SPROJ_OK;
-  }
-  if (!rq->tof)
-    return sproj_fail(SPROJ_ERR_NULL, func, "tof is NULL");
-  if (rq->tof->lors && rq->tof->lors != lors)
-    return sproj_fail(SPROJ_ERR_MISMATCH, func, "the per-LOR TOF parameters belong to another LOR set");
-  int num_bins = rq->tof->params.num_bins;
-  if (rq->kind == SPROJ_KIND_TOF_SINO && proj->num_bins != num_bins)
-    return sproj_fail(SPROJ_ERR_MISMATCH, func, "proj holds %d values per LOR, the TOF parameters %d bins",
-                      proj->num_bins, num_bins);
-  if (rq->kind == SPROJ_KIND_TOF_LM) {
-    if (!lors->bins)
-      return sproj_fail(SPROJ_ERR_INVALID, func, "the LOR set has no TOF bins (sproj_lors_register_events)");
-    if (proj->num_bins != 1)
-      return sproj_fail(SPROJ_ERR_MISMATCH, func, "listmode takes one value per event, proj holds %d",
-                        proj->num_bins);
-    return sproj_events_check_bins(func, lors, rq->tof);
-  }
-  return SPROJ_OK;
-}
-
-static int submit_one(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
-                      const sproj_chunks *chunks, int chunk)
-{
-  int ret = check_args(func, rq, img, proj, chunks, chunk);
-  if (ret)
-    return ret;
-  if (chunks && chunk == SPROJ_ALL_CHUNKS) {
-    int *list, num;
-    if ((ret = sproj_chunk_list(func, chunks, chunk, &list, &num)))
-      return ret;
-    ret = sproj_request_chunks(func, rq, img, proj, chunks, list, num);
-    free(list);
-    return ret;
-  }
-  int c = chunks ? chunk : 0;
-  return sproj_request_chunks(func, rq, img, proj, chunks, &c, 1);
-}
-
-static int submit_list(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
-                       const sproj_chunks *chunks, const int *list, int num)
-{
-  int ret = check_args(func, rq, img, proj, chunks, 0);
-  if (ret)
-    return ret;
-  if (!list)
-    return sproj_fail(SPROJ_ERR_NULL, func, "chunk_list is NULL");
-  if (num == 0)
-    return sproj_fail(SPROJ_ERR_EMPTY, func, "num is 0");
-  if (num < 0)
-    return sproj_fail(SPROJ_ERR_DIMS, func, "num = %d is negative", num);
-  return sproj_request_chunks(func, rq, img, proj, chunks, list, num);
-}
-
-/* ---- the public projection calls: one chunk (or all) and a list of chunks, per projector and direction ---- */
-int sproj_fwd(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)
-{
-  const struct sproj_request rq = {0, SPROJ_KIND_NONTOF, NULL};
-  return submit_one(__func__, &rq, img, proj, chunks, chunk);
-}
-
-int sproj_fwd_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list, int num)
-{
-  const struct sproj_request rq = {0, SPROJ_KIND_NONTOF, NULL};
-  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
-}
-
-int sproj_back(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk)
-{
-  const struct sproj_request rq = {1, SPROJ_KIND_NONTOF, NULL};
-  return submit_one(__func__, &rq, img, proj, chunks, chunk);
-}
-
-int sproj_back_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list, int num)
-{
-  const struct sproj_request rq = {1, SPROJ_KIND_NONTOF, NULL};
-  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
-}
-
-int sproj_fwd_tof_sino(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
-                       const sproj_tof *tof)
-{
-  const struct sproj_request rq = {0, SPROJ_KIND_TOF_SINO, tof};
-  return submit_one(__func__, &rq, img, proj, chunks, chunk);
-}
-
-int sproj_fwd_tof_sino_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
-                              int num, const sproj_tof *tof)
-{
-  const struct sproj_request rq = {0, SPROJ_KIND_TOF_SINO, tof};
-  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
-}
-
-int sproj_back_tof_sino(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
-                        const sproj_tof *tof)
-{
-  const struct sproj_request rq = {1, SPROJ_KIND_TOF_SINO, tof};
-  return submit_one(__func__, &rq, img, proj, chunks, chunk);
-}
-
-int sproj_back_tof_sino_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
-                               int num, const sproj_tof *tof)
-{
-  const struct sproj_request rq = {1, SPROJ_KIND_TOF_SINO, tof};
-  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
-}
-
-int sproj_fwd_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
-                     const sproj_tof *tof)
-{
-  const struct sproj_request rq = {0, SPROJ_KIND_TOF_LM, tof};
-  return submit_one(__func__, &rq, img, proj, chunks, chunk);
-}
-
-int sproj_fwd_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
-                            int num, const sproj_tof *tof)
-{
-  const struct sproj_request rq = {0, SPROJ_KIND_TOF_LM, tof};
-  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
-}
-
-int sproj_back_tof_lm(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, int chunk,
-                      const sproj_tof *tof)
-{
-  const struct sproj_request rq = {1, SPROJ_KIND_TOF_LM, tof};
-  return submit_one(__func__, &rq, img, proj, chunks, chunk);
-}
-
-int sproj_back_tof_lm_chunks(sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const int *chunk_list,
-                             int num, const sproj_tof *tof)
-{
-  const struct sproj_request rq = {1, SPROJ_KIND_TOF_LM, tof};
-  return submit_list(__func__, &rq, img, proj, chunks, chunk_list, num);
-}
-
-/* ---- for the distributed layer (shared.h) ---- */
-static enum sproj_kind kind_of(const sproj_proj *proj, const sproj_tof *tof)
-{
-  return !tof ? SPROJ_KIND_NONTOF : proj->vec.lors->bins ? SPROJ_KIND_TOF_LM : SPROJ_KIND_TOF_SINO;
-}
-
-int sproj_projection_check(const char *func, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks,
-                           const sproj_tof *tof)
-{
-  if (!proj)
-    return check_args(func, &(struct sproj_request){0, SPROJ_KIND_NONTOF, tof}, img, proj, chunks, 0);
-  const struct sproj_request rq = {0, kind_of(proj, tof), tof};
-  return check_args(func, &rq, img, proj, chunks, SPROJ_ALL_CHUNKS);
-}
-
-int sproj_project(int back, sproj_image *img, sproj_proj *proj, const sproj_chunks *chunks, const sproj_tof *tof)
-{
-  const char *func = back ? "sproj_back" : "sproj_fwd";
-  int ret = sproj_projection_check(func, img, proj, chunks, tof);
-  if (ret)
-    return ret;
-  const struct sproj_request rq = {back, kind_of(proj, tof), tof};
-  /* inside a caller's batch the projection would only be collected: what follows must come after it */
-  ret = submit_one(func, &rq, img, proj, chunks, SPROJ_ALL_CHUNKS);
-  return ret ? ret : sproj_flush_pending();
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* submit.h: what submission (submit.c) and the requests held back before it (merge.c) say to each other (not
- * installed). A call goes: public entry point (submit.c: checks) -> sproj_request_chunks (merge.c: into this
- * thread's batch, a merged list, or on) -> sproj_submit_tasks (submit.c: tasks). */
+/* submit.h: what the public projection calls (projectors.c), the requests held back (merge.c) and the submission of
+ * tasks (submit.c) say to each other, each layer to the one below (not installed). A call goes: public entry point
+ * (projectors.c: checks) -> sproj_request_chunks (merge.c: into this thread's batch, a merged list, or on) ->
+ * sproj_submit_tasks (submit.c: tasks). */
 #ifndef SPROJ_SUBMIT_H
 #define SPROJ_SUBMIT_H
 
@@ -20,15 +21,15 @@ struct sproj_request {
 int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
                        const sproj_chunks *chunks, const int *list, int num);
 
+/* submit.c: the count of projection tasks submitted and not yet taken by a worker, which decides when calls merge;
+ * its reset (once per sproj_init); and a hook (NULL: none) that runs on the worker that takes a task, with the count
+ * left, after the task's statistics are counted: merge.c's wake-up of its helper thread when the queue runs low. */
+int sproj_queued_tasks(void);
+void sproj_queued_tasks_reset(void);
+void sproj_on_task_taken(void (*hook)(int left));
+
 /* merge.c: checks the chunk indices, then collects validated chunks into this thread's open batch, merges them
  * into a pending list while the workers are busy, or submits them at once. */
 int sproj_request_chunks(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
                          const sproj_chunks *chunks, const int *list, int num);
-/* merge.c: the count of projection tasks submitted and not yet taken by a worker, which decides when calls merge.
- * sproj_task_taken runs on the worker that takes a task (its prologue): it also counts the task's LORs for
- * sproj_worker_stats and wakes the helper thread that submits merged calls when the queue runs low. */
-void sproj_task_queued(int delta);
-int sproj_queued_tasks(void);
-void sproj_task_taken(int64_t lors, int layout);
-
 #endif

@@ -204,7 +204,7 @@ int sproj_out_open(const char *func, const char *path, struct sproj_outfile *out
   /* what writes of the same target killed before they could clean up left here */
   sproj_remove_stale_temporaries(path);
   /* a hidden name in the same folder, so that the rename stays on one file system and is atomic */
-  for (int attempt = 0; attempt < 100; attempt++) {
+  for (int attempt = 0; attempt < SPROJ_OUT_ATTEMPTS; attempt++) {
     unsigned n = sproj_out_number();
     char *tmp = sproj_str_printf("%.*s.%s.tmp-%ld-%u", dirlen, path, name, (long)getpid(), n);
     if (!tmp) {
@@ -278,7 +278,7 @@ int sproj_out_write(const char *func, struct sproj_outfile *out, const void *buf
 {
   const char *p = buf;
   while (bytes > 0) {
-    size_t piece = bytes < ((size_t)1 << 26) ? bytes : ((size_t)1 << 26);
+    size_t piece = bytes < SPROJ_IO_PIECE_BYTES ? bytes : SPROJ_IO_PIECE_BYTES;
     if (fwrite(p, 1, piece, out->fp) != piece)
       return sproj_fail(SPROJ_ERR_IO, func, "cannot write '%s': %s", out->final_path, strerror(errno));
     p += piece;

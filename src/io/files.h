@@ -8,6 +8,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The most bytes one read or write call is asked to move (64 MiB): Linux moves at most about 2 GiB per call, and
+ * a short count is then the only sign of trouble. */
+#define SPROJ_IO_PIECE_BYTES ((size_t)1 << 26)
+/* Names a writer tries for a temporary or a data file of its own before it gives up (each a new number of
+ * sproj_out_number, so that only files of other processes can be in the way). */
+#define SPROJ_OUT_ATTEMPTS 100
+
 /* ---- text ---- */
 /* A new string printed like printf, or NULL when out of memory. */
 char *sproj_str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

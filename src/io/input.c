@@ -91,7 +91,7 @@ int sproj_in_read(const char *func, const char *path, int fd, uint64_t offset, v
   char *p = buf;
   size_t done = 0;
   while (done < bytes) {
-    size_t piece = bytes - done < ((size_t)1 << 26) ? bytes - done : ((size_t)1 << 26);
+    size_t piece = bytes - done < SPROJ_IO_PIECE_BYTES ? bytes - done : SPROJ_IO_PIECE_BYTES;
     ssize_t got = pread(fd, p + done, piece, (off_t)(offset + done));
     if (got < 0 && errno == EINTR)
       continue;

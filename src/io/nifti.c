@@ -13,6 +13,16 @@
 #include "../core/shared.h"
 #include "files.h"
 
+/* NIfTI-1's layout: a header of 348 bytes, a 4-byte extender whose first byte announces extensions, the extensions
+ * (each a multiple of 16 bytes, at least 16), then in a single .nii file the data; sizes are 16-bit integers. */
+#define NIFTI1_HEADER_BYTES 348
+#define NIFTI1_EXTENDER_BYTES 4
+#define NIFTI1_FIRST_EXTENSION (NIFTI1_HEADER_BYTES + NIFTI1_EXTENDER_BYTES)
+#define NIFTI1_EXTENSION_ALIGN 16
+#define NIFTI1_MAX_DIM INT16_MAX
+/* voxels read and converted at a time */
+#define CONVERT_VOXELS ((size_t)1 << 20)
+
 static int check_image_geometry(const char *func, const int dims[3], const float voxel_size[3],
                                 const float origin[3], size_t *nvox)
 {
@@ -35,8 +45,8 @@ int sproj_nifti_write(const char *path, const float *data, const int dims[3], co
   if (ret)
     return ret;
   for (int k = 0; k < 3; k++)
-    if (dims[k] > 32767) /* NIfTI-1 keeps sizes in 16-bit integers */
-      return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "dims[%d] = %d exceeds NIfTI-1's 32767", k, dims[k]);
+    if (dims[k] > NIFTI1_MAX_DIM)
+      return SPROJ_FAIL(SPROJ_ERR_OVERFLOW, "dims[%d] = %d exceeds NIfTI-1's %d", k, dims[k], NIFTI1_MAX_DIM);
 
   /* nifticlib builds the header (quaternion, srows, magic); starproj writes the bytes itself, because
    * nifti_image_write reports no failure and would write in place. NIfTI's (i, j, k) are starproj's axes
@@ -70,7 +80,7 @@ int sproj_nifti_write(const char *path, const float *data, const int dims[3], co
   float dx, dy, dz;
   nifti_mat44_to_quatern(m, &nim->quatern_b, &nim->quatern_c, &nim->quatern_d, &nim->qoffset_x, &nim->qoffset_y,
                          &nim->qoffset_z, &dx, &dy, &dz, &nim->qfac);
-  nim->iname_offset = 352; /* 348-byte header, 4 bytes of "no extensions", data 16-byte aligned */
+  nim->iname_offset = NIFTI1_FIRST_EXTENSION; /* header, an extender of "no extensions", data 16-byte aligned */
   if (description) {
     strncpy(nim->descrip, description, sizeof nim->descrip - 1);
     nim->descrip[sizeof nim->descrip - 1] = '\0';
@@ -202,7 +212,7 @@ static int source_read(const char *func, struct source *s, uint64_t offset, void
   *got = 0;
   if (znz_isnull(s->gz)) {
     while (*got < bytes) {
-      size_t piece = bytes - *got < ((size_t)1 << 26) ? bytes - *got : ((size_t)1 << 26);
+      size_t piece = bytes - *got < SPROJ_IO_PIECE_BYTES ? bytes - *got : SPROJ_IO_PIECE_BYTES;
       ssize_t n = pread(s->fd, p + *got, piece, (off_t)(offset + *got));
       if (n < 0 && errno == EINTR)
         continue;
@@ -225,7 +235,7 @@ static int source_read(const char *func, struct source *s, uint64_t offset, void
       return SPROJ_OK; /* ends before offset: nothing read */
   }
   while (*got < bytes) {
-    size_t piece = bytes - *got < ((size_t)1 << 26) ? bytes - *got : ((size_t)1 << 26);
+    size_t piece = bytes - *got < SPROJ_IO_PIECE_BYTES ? bytes - *got : SPROJ_IO_PIECE_BYTES;
     size_t n = znzread(p + *got, 1, piece, s->gz);
     *got += n;
     s->pos += n;
@@ -410,7 +420,7 @@ static int check_header(const char *func, const char *path, const struct nifti_1
   }
   /* the data offset: a whole number of bytes, past the header and its extender in a single file */
   float vo = h->vox_offset;
-  double lo = single ? 352.0 : 0.0;
+  double lo = single ? (double)NIFTI1_FIRST_EXTENSION : 0.0;
   if (!isfinite(vo) || vo < lo || vo != floorf(vo) || vo > 0x1p62f)
     return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': vox_offset = %g is not a byte offset >= %g", path, (double)vo,
                       lo);
@@ -428,17 +438,17 @@ static int check_extensions(const char *func, struct source *s, int single, uint
 {
   unsigned char extender[4];
   size_t got;
-  int ret = source_read(func, s, 348, extender, 4, &got);
+  int ret = source_read(func, s, NIFTI1_HEADER_BYTES, extender, NIFTI1_EXTENDER_BYTES, &got);
   if (ret)
     return ret;
   if (got == 0 && !single)
-    return SPROJ_OK; /* a .hdr of 348 bytes: no extender, no extensions */
-  if (got < 4)
-    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' ends in its extender (byte 348)", s->path);
+    return SPROJ_OK; /* a .hdr of the header alone: no extender, no extensions */
+  if (got < NIFTI1_EXTENDER_BYTES)
+    return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' ends in its extender (byte %d)", s->path, NIFTI1_HEADER_BYTES);
   if (extender[0] == 0)
     return SPROJ_OK;
-  /* less room left than the smallest extension (16 bytes) is padding, as nifticlib reads it */
-  for (uint64_t pos = 352; pos + 16 <= limit;) {
+  /* less room left than the smallest extension is padding, as nifticlib reads it */
+  for (uint64_t pos = NIFTI1_FIRST_EXTENSION; pos + NIFTI1_EXTENSION_ALIGN <= limit;) {
     int32_t head[2];
     if ((ret = source_read(func, s, pos, head, 8, &got)))
       return ret;
@@ -448,9 +458,10 @@ static int check_extensions(const char *func, struct source *s, int single, uint
       return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s' ends in an extension (byte %" PRIu64 ")", s->path, pos);
     if (swap)
       nifti_swap_4bytes(2, head);
-    if (head[0] < 16 || head[0] % 16 != 0 || (uint64_t)head[0] > limit - pos)
+    if (head[0] < NIFTI1_EXTENSION_ALIGN || head[0] % NIFTI1_EXTENSION_ALIGN != 0 || (uint64_t)head[0] > limit - pos)
       return sproj_fail(SPROJ_ERR_FORMAT, func, "'%s': the extension at byte %" PRIu64 " has size %" PRId32
-                        " (a multiple of 16, >= 16, ending by byte %" PRIu64 ")", s->path, pos, head[0], limit);
+                        " (a multiple of %d, >= %d, ending by byte %" PRIu64 ")", s->path, pos, head[0],
+                        NIFTI1_EXTENSION_ALIGN, NIFTI1_EXTENSION_ALIGN, limit);
     pos += (uint64_t)head[0];
   }
   return SPROJ_OK;
@@ -462,7 +473,7 @@ static int read_voxels(const char *func, struct source *s, const struct nifti_1_
                        const struct image_header *ih, int swap, float *out)
 {
   size_t total = ih->nvox * (size_t)ih->nbyper;
-  size_t per_piece = ih->nvox < ((size_t)1 << 20) ? ih->nvox : ((size_t)1 << 20);
+  size_t per_piece = ih->nvox < CONVERT_VOXELS ? ih->nvox : CONVERT_VOXELS;
   /* float32 unscaled is taken as it is: through x * 1 + 0, -0 would become +0 */
   int direct = h->datatype == NIFTI_TYPE_FLOAT32 && ih->slope == 1.0 && ih->inter == 0.0;
   float *vals = malloc(per_piece * sizeof *vals);
@@ -519,13 +530,15 @@ int sproj_nifti_read(const char *path, float **data, int dims[3], float voxel_si
   size_t got;
   ret = source_read(__func__, &src, 0, &h, sizeof h, &got);
   if (!ret && got < sizeof h)
-    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s' has %zu bytes, too few for a NIfTI-1 header (348)", path, got);
+    ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s' has %zu bytes, too few for a NIfTI-1 header (%d)", path, got,
+                     NIFTI1_HEADER_BYTES);
   int swap = 0, single = 0;
-  if (!ret && h.sizeof_hdr != 348) {
+  if (!ret && h.sizeof_hdr != NIFTI1_HEADER_BYTES) {
     int32_t size = h.sizeof_hdr;
     nifti_swap_4bytes(1, &size);
-    if (size != 348)
-      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s' is not a NIfTI-1 file (sizeof_hdr is not 348)", path);
+    if (size != NIFTI1_HEADER_BYTES)
+      ret = SPROJ_FAIL(SPROJ_ERR_FORMAT, "'%s' is not a NIfTI-1 file (sizeof_hdr is not %d)", path,
+                       NIFTI1_HEADER_BYTES);
     swap = 1;
   }
   if (!ret && swap)

@@ -17,6 +17,9 @@
 #include "files.h"
 #include "raw.h"
 
+/* x86-64's huge page: the alignment that lets the kernel back a large array with them */
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+
 /* ---- raw data: names and headers ----------------------------------------------------------------------- */
 #define RAW_FORMAT "starproj-raw 1"
 #define MAX_HEADER_BYTES 65536
@@ -174,7 +177,7 @@ int sproj_raw_write(const char *func, const char *hdr_path, const char *raw_path
     return ret;
   }
   ret = sproj_out_create(func, raw_path, &head, &data);
-  for (int attempt = 0; ret == SPROJ_OUT_EXISTS && attempt < 100; attempt++) {
+  for (int attempt = 0; ret == SPROJ_OUT_EXISTS && attempt < SPROJ_OUT_ATTEMPTS; attempt++) {
     char *name = sproj_str_printf("%s.%ld-%u", raw_path, (long)getpid(), sproj_out_number());
     ret = name ? sproj_out_create(func, name, &head, &data) : sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
     free(name);
@@ -576,7 +579,7 @@ int sproj_raw_read_data(const char *func, const struct sproj_raw_header *h, size
     return ret;
   void *buf = NULL;
   /* large arrays on huge pages (fewer faults; what the devices then copy from) */
-  if (posix_memalign(&buf, (size_t)2 << 20, bytes ? bytes : 1) != 0) {
+  if (posix_memalign(&buf, HUGE_PAGE_BYTES, bytes ? bytes : 1) != 0) {
     close(fd);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory for %zu bytes", bytes);
   }

@@ -124,6 +124,11 @@ static void combine(void *dst, const void *src, int count, int type, int op)
   }
 }
 
+/* The tree allreduce's broadcast starts at this step, past its reduction's (one per bit of the ranks, an int's). */
+#define TREE_BROADCAST_STEP 64
+/* Bytes per rank from which an allreduce takes the ring or halving and doubling instead of the tree (64 KiB). */
+#define LARGE_BLOCK_BYTES 65536
+
 /* Rank 0's buf (bytes) to every rank down a binomial tree: at step first_step + b the ranks below 2^b that hold it
  * send it 2^b ranks up. */
 static int broadcast_tree(struct sproj_coll *k, void *buf, size_t bytes, int first_step)
@@ -157,7 +162,7 @@ static int allreduce_tree(struct sproj_coll *k, void *values, int count, int typ
       combine(values, tmp, count, type, op);
   }
   if (!ret)
-    ret = broadcast_tree(k, values, bytes, 64);
+    ret = broadcast_tree(k, values, bytes, TREE_BROADCAST_STEP);
   free(tmp);
   return ret;
 }
@@ -255,7 +260,8 @@ int sproj_coll_allreduce(struct sproj_coll *k, void *values, int count, int type
    * each cost a message's latency (tens of us through StarPU-MPI), which small blocks do not repay: a 256 KiB image
    * on 64 ranks took 126 steps of 4 KiB, and the simulation of them 10 minutes, where the tree takes 12 steps of the
    * whole image. */
-  int large = (size_t)count * type_size(type) >= (size_t)65536 * k->size && 2 * (k->size - 1) <= SPROJ_COLL_STEPS;
+  int large = (size_t)count * type_size(type) >= (size_t)LARGE_BLOCK_BYTES * k->size &&
+              2 * (k->size - 1) <= SPROJ_COLL_STEPS;
   int ret = !large                          ? allreduce_tree(k, values, count, type, op)
             : (k->size & (k->size - 1)) == 0 ? allreduce_halving(k, values, count, type, op)
                                              : allreduce_ring(k, values, count, type, op);

@@ -6,23 +6,6 @@
 #include <time.h>
 #include "recon_internal.h"
 
-int recon_submit_zero(starpu_data_handle_t h)
-{
-  return recon_insert_status(starpu_task_insert(&sproj_image_zero_cl, STARPU_W, h, STARPU_EXECUTE_WHERE,
-                                          (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
-}
-
-int recon_submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_handle_t out)
-{
-  struct sproj_gauss_arg *arg = malloc(sizeof *arg);
-  if (!arg)
-    return SPROJ_ERR_NOMEM;
-  *arg = r->gauss;
-  return recon_insert_status(starpu_task_insert(&sproj_gauss3d_cl, STARPU_R, in, STARPU_W, out, STARPU_SCRATCH, r->scratch,
-                                          STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
-                                          (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
-}
-
 static int submit_update(sproj_recon *r, starpu_data_handle_t corr, starpu_data_handle_t sens)
 {
   struct sproj_update_arg *arg = calloc(1, sizeof *arg);
@@ -32,15 +15,6 @@ static int submit_update(sproj_recon *r, starpu_data_handle_t corr, starpu_data_
   return recon_insert_status(starpu_task_insert(&sproj_em_update_cl, STARPU_RW, r->x->handle, STARPU_R, corr, STARPU_R, sens,
                                           STARPU_CL_ARGS, arg, sizeof *arg, STARPU_EXECUTE_WHERE,
                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0));
-}
-
-int recon_submit_blurred(sproj_recon *r, sproj_image *x, sproj_image **src)
-{
-  *src = x;
-  if (!r->blur)
-    return SPROJ_OK;
-  *src = r->xb;
-  return recon_submit_gauss(r, x->handle, r->xb->handle);
 }
 
 /* One OS-EM update: blur, forward, ratio, zero, back, blur, update, all as tasks. */
@@ -67,33 +41,6 @@ static double seconds_now(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-/* <s, x> on the host, s the sum of the sensitivities (subset -1: the expected total of the sensitivity LORs, less
- * their background) or the sensitivity subset k's gradient subtracts (sens_factor times its image). */
-int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *img, int subset, double *dot)
-{
-  const struct sproj_geom *g = &img->geom;
-  size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
-  if (starpu_data_acquire_on_node(img->handle, STARPU_MAIN_RAM, STARPU_R) != 0)
-    return sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
-  const float *x = (const float *)starpu_vector_get_local_ptr(img->handle);
-  double sum = 0.0;
-  int ret = SPROJ_OK;
-  int first = subset < 0 ? 0 : (r->num_sens == 1 ? 0 : subset), end = subset < 0 ? r->num_sens : first + 1;
-  for (int k = first; k < end && !ret; k++) {
-    if (starpu_data_acquire_on_node(r->sens[k]->handle, STARPU_MAIN_RAM, STARPU_R) != 0) {
-      ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
-      break;
-    }
-    const float *s = (const float *)starpu_vector_get_local_ptr(r->sens[k]->handle);
-    for (size_t v = 0; v < nvox; v++)
-      sum += (double)s[v] * x[v];
-    starpu_data_release_on_node(r->sens[k]->handle, STARPU_MAIN_RAM);
-  }
-  starpu_data_release_on_node(img->handle, STARPU_MAIN_RAM);
-  *dot = subset < 0 ? sum : (double)r->sens_factor * sum;
-  return ret;
 }
 
 int sproj_recon_objective(sproj_recon *recon, double *nll)

@@ -42,8 +42,9 @@ static void *bad_scan_part(void *arg)
 static int64_t first_bad_value(const float *v, int64_t n, int *bad_kind)
 {
   enum { MAX_PARTS = 64 };
+  const int64_t part_values = (int64_t)1 << 24; /* values per part: fewer are scanned by one thread */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t parts = n / ((int64_t)1 << 24) + 1;
+  int64_t parts = n / part_values + 1;
   if (parts > cores)
     parts = cores > 1 ? cores : 1;
   if (parts > MAX_PARTS)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* recon.c: a reconstruction's creation and destruction: its configuration, subsets, temporaries, chunks spread
- * over the GPUs, sensitivities and background sums. */
+ * over the GPUs, sensitivities and background sums (the steps they are made of: steps.c). */
 #include "config.h"
 #include <math.h>
 #include <pthread.h>
@@ -14,13 +14,6 @@ void sproj_recon_config_init(struct sproj_recon_config *cfg)
     return;
   memset(cfg, 0, sizeof *cfg);
   cfg->num_subsets = 1;
-}
-
-void recon_lists_free(struct chunk_lists *l)
-{
-  free(l->start);
-  free(l->idx);
-  l->start = l->idx = NULL;
 }
 
 /* Validates and copies S lists of chunks of ch (idx NULL: interleaved, chunk c in list c % S). */
@@ -86,40 +79,6 @@ static int lists_make(const char *func, const char *what, const sproj_chunks *ch
   return SPROJ_OK;
 }
 
-/* An image like x that lives only where tasks put it (no host buffer until one is asked for); sproj_image_drop
- * drops it after the tasks using it, without bringing it home. */
-int recon_temp_image(const char *func, sproj_image **out, const sproj_image *like)
-{
-  const struct sproj_geom *g = &like->geom;
-  uint32_t nvox = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
-  starpu_data_handle_t h;
-  starpu_vector_data_register(&h, -1, 0, nvox, sizeof(float));
-  int ret = sproj_image_register_handle(out, h, g->n, g->voxel_size, g->origin);
-  if (ret) {
-    starpu_data_unregister_no_coherency(h);
-    return sproj_fail(ret, func, "could not set up an image: %s", sproj_last_error());
-  }
-  return SPROJ_OK;
-}
-
-/* A projection vector of the model's shape. It has a host buffer (values_out, to free after unregistering) only so
- * that StarPU can gather its pieces there when the objective asks for it; the tasks never need it. */
-int recon_temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md)
-{
-  size_t nval = (size_t)md->lors->num_lors * (size_t)md->num_values;
-  float *values = malloc(nval * sizeof *values);
-  if (!values)
-    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  int ret = md->num_values > 1 ? sproj_proj_register_tof(out, values, md->lors, md->num_values)
-                               : sproj_proj_register(out, values, md->lors);
-  if (ret) {
-    free(values);
-    return ret;
-  }
-  *values_out = values;
-  return SPROJ_OK;
-}
-
 /* With several GPUs and projections on GPUs alone, every chunk's LORs and per-LOR inputs (TOF bins, data,
  * multiplicative factors, additive terms) are uploaded to one GPU before the first task: the chunks of each subset
  * spread evenly over the GPUs (each to the one with the fewest of that subset's LORs, ties to the one with the
@@ -130,31 +89,15 @@ int recon_temp_proj(const char *func, sproj_proj **out, float **values_out, cons
 static int spread_chunks(const char *func, sproj_recon *r)
 {
   const sproj_chunks *ch = r->chunks;
-  const sproj_model *md = r->model;
   int ngpus = sproj_rt.ngpus;
   /* tasks follow their LORs only with 2..SPROJ_MAX_STICKY_GPUS GPUs (sproj_workers_holding) */
   if (ngpus < 2 || !sproj_rt.gpu_set_workers || sproj_rt.where != STARPU_CUDA)
     return SPROJ_OK;
-  int64_t lors = ch->lors->num_lors;
-  size_t per_lor = 6 * sizeof(float) + (ch->lors->bins ? sizeof(int16_t) : 0) +
-                   (size_t)md->num_values * sizeof(float) * (r->data != NULL) +
-                   (md->add ? (size_t)(md->add_per_lor ? 1 : md->num_values) * sizeof(float) : 0) +
-                   (md->mult ? sizeof(float) : 0);
-  if (sproj_gpu_memory_below(4 * (size_t)(lors / ngpus + 1) * per_lor))
-    return SPROJ_OK;
-  starpu_data_handle_t *arrays[4];
-  int narrays = 0;
-  if ((ch->lors->bins && sproj_vec_children(ch->lors->bins, ch, &arrays[narrays++])) ||
-      (r->data && sproj_vec_children(&r->data->vec, ch, &arrays[narrays++])) ||
-      (md->mult && sproj_vec_children(md->mult, ch, &arrays[narrays++])) ||
-      (md->add && sproj_vec_children(md->add, ch, &arrays[narrays++])))
-    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   int64_t total[SPROJ_MAX_STICKY_GPUS] = {0}, in_subset[SPROJ_MAX_STICKY_GPUS];
-  int *gpu_of = malloc((size_t)ch->num_chunks * sizeof *gpu_of), *list = malloc((size_t)ch->num_chunks * sizeof *list);
+  int *gpu_of = malloc((size_t)ch->num_chunks * sizeof *gpu_of);
   int *run_gpu = malloc((size_t)(ch->nruns ? ch->nruns : 1) * sizeof *run_gpu);
-  if (!gpu_of || !list || !run_gpu) {
+  if (!gpu_of || !run_gpu) {
     free(gpu_of);
-    free(list);
     free(run_gpu);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
@@ -181,26 +124,8 @@ static int spread_chunks(const char *func, sproj_recon *r)
       total[best] += ch->count[c];
     }
   }
-  int ret = SPROJ_OK;
-  for (int g = 0; g < ngpus && !ret; g++) {
-    int num = 0;
-    for (int c = 0; c < ch->num_chunks; c++)
-      if (gpu_of[c] == g)
-        list[num++] = c;
-    int nh = 0, nr = 0;
-    starpu_data_handle_t *h = num && narrays ? sproj_piece_handles(ch, list, num, arrays, narrays, &nh) : NULL;
-    starpu_data_handle_t *runs = num ? sproj_run_handles(ch, list, num, &nr) : NULL;
-    if (num && ((narrays && !h) || !runs))
-      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-    else if (nr)
-      ret = sproj_upload_handles(runs, nr, &sproj_rt.gpu_node[g], 1);
-    if (!ret && nh)
-      ret = sproj_upload_handles(h, nh, &sproj_rt.gpu_node[g], 1);
-    free(h);
-    free(runs);
-  }
+  int ret = recon_upload_inputs(func, r, ch, ngpus, gpu_of, sproj_rt.gpu_node);
   free(gpu_of);
-  free(list);
   free(run_gpu);
   return ret;
 }

@@ -235,48 +235,23 @@ out:
 }
 
 /* Copies each device's LORs and per-LOR inputs (TOF bins, data, factors, background) to it ahead of the first task,
- * when the devices are GPUs that can hold their shares four times over (the projections would move them anyway). */
+ * when the devices are GPUs that can hold their shares four times over (the projections would move them anyway):
+ * chunk k * n + d to device d. */
 static int upload_shares(const char *func, sproj_recon *r, struct recon_devices *D)
 {
   const sproj_chunks *ch = D->owned;
-  const sproj_model *md = r->model;
   if (sproj_rt.where != STARPU_CUDA)
     return SPROJ_OK;
-  int64_t lors = ch->lors->num_lors;
-  size_t per_lor = 6 * sizeof(float) + (ch->lors->bins ? sizeof(int16_t) : 0) +
-                   (size_t)md->num_values * sizeof(float) * (r->data != NULL) +
-                   (md->add ? (size_t)(md->add_per_lor ? 1 : md->num_values) * sizeof(float) : 0) +
-                   (md->mult ? sizeof(float) : 0);
-  if (sproj_gpu_memory_below(4 * (size_t)(lors / D->n + 1) * per_lor))
-    return SPROJ_OK;
-  starpu_data_handle_t *arrays[4];
-  int narrays = 0;
-  if ((ch->lors->bins && sproj_vec_children(ch->lors->bins, ch, &arrays[narrays++])) ||
-      (r->data && sproj_vec_children(&r->data->vec, ch, &arrays[narrays++])) ||
-      (md->mult && sproj_vec_children(md->mult, ch, &arrays[narrays++])) ||
-      (md->add && sproj_vec_children(md->add, ch, &arrays[narrays++])))
+  int *dev = malloc((size_t)ch->num_chunks * sizeof *dev);
+  if (!dev)
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  int S = r->subsets.num, ret = SPROJ_OK;
-  int *list = malloc((size_t)S * sizeof *list);
-  if (!list)
-    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-  for (int d = 0; d < D->n && !ret; d++) {
-    for (int k = 0; k < S; k++)
-      list[k] = k * D->n + d;
-    unsigned node = sproj_device_node(d);
-    int nh = 0, nr = 0;
-    starpu_data_handle_t *h = narrays ? sproj_piece_handles(ch, list, S, arrays, narrays, &nh) : NULL;
-    starpu_data_handle_t *runs = sproj_run_handles(ch, list, S, &nr);
-    if ((narrays && !h) || !runs)
-      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
-    if (!ret)
-      ret = sproj_upload_handles(runs, nr, &node, 1);
-    if (!ret && nh)
-      ret = sproj_upload_handles(h, nh, &node, 1);
-    free(h);
-    free(runs);
-  }
-  free(list);
+  for (int c = 0; c < ch->num_chunks; c++)
+    dev[c] = c % D->n;
+  unsigned node[SPROJ_MAX_DEVICES];
+  for (int d = 0; d < D->n; d++)
+    node[d] = sproj_device_node(d);
+  int ret = recon_upload_inputs(func, r, ch, D->n, dev, node);
+  free(dev);
   return ret;
 }
 

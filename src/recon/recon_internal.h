@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* recon_internal.h: what the reconstruction's files share inside libstarproj: the model and reconstruction objects
- * and the task submissions that the OS-EM iterations (iterate.c), the objective function's pieces (objective.c) and
- * the simulated data (sim_data.c) build on. */
+/* recon_internal.h: what the reconstruction's files share inside libstarproj: the model and reconstruction objects,
+ * and each file's calls for the files above it, lowest first: model.c, steps.c, small_rule.c, terms.c, objective.c,
+ * recon_devices.c; recon.c (creation) and iterate.c (iterations) on top. */
 #ifndef SPROJ_RECON_INTERNAL_H
 #define SPROJ_RECON_INTERNAL_H
 
@@ -68,58 +68,70 @@ struct nll_sums {
   double **part;
 };
 
-/* Forward (back = 0) or back projection of a list of chunks with the model's projector (model.c). */
+/* ---- model.c ---- */
+/* Forward (back = 0) or back projection of a list of chunks with the model's projector. */
 int recon_model_project(const sproj_model *md, int back, sproj_image *img, sproj_proj *p, const sproj_chunks *ch,
                         const int *list, int num);
 /* SPROJ_OK, or the status and message for a NaN / infinite or negative value among the n values of a registered
- * vector (waits for it and gathers it on the host), per_elem values per element (model.c). */
+ * vector (waits for it and gathers it on the host), per_elem values per element. */
 int recon_check_handle_values(const char *func, const char *what, const char *elem, starpu_data_handle_t h,
                               int64_t n, int per_elem);
-void recon_lists_free(struct chunk_lists *l);
-/* An image like `like` that lives only where tasks put it (sproj_image_drop drops it), and a projection vector of the
- * model's shape with a host buffer (*values_out, freed after unregistering; recon.c). */
-int recon_temp_image(const char *func, sproj_image **out, const sproj_image *like);
-int recon_temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md);
-/* StarPU's status of a submission as the library's (terms.c). */
+
+/* ---- steps.c: what the files below build on ---- */
+/* StarPU's status of a submission as the library's. */
 int recon_insert_status(int starpu_ret);
-/* Tasks on images (iterate.c): zeros, the resolution model's blur (in -> out). */
+/* Tasks on images: zeros, the resolution model's blur (in -> out). */
 int recon_submit_zero(starpu_data_handle_t h);
 int recon_submit_gauss(sproj_recon *r, starpu_data_handle_t in, starpu_data_handle_t out);
+/* The blurred image to project: x itself without a resolution model; else r->xb, written by a blur task. */
+int recon_submit_blurred(sproj_recon *r, sproj_image *x, sproj_image **src);
+/* <s, x> on the host (listmode objective), s the sum of the sensitivities (subset -1) or subset k's sensitivity term
+ * (the image its gradient subtracts, times sens_factor). */
+int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *x, int subset, double *dot);
+void recon_lists_free(struct chunk_lists *l);
+/* An image like `like` that lives only where tasks put it (sproj_image_drop drops it), and a projection vector of the
+ * model's shape with a host buffer (*values_out, freed after unregistering). */
+int recon_temp_image(const char *func, sproj_image **out, const sproj_image *like);
+int recon_temp_proj(const char *func, sproj_proj **out, float **values_out, const sproj_model *md);
 /* The pieces of a list of chunks grouped into tasks as the projections group them (sproj_task_full; one home per
- * task; terms.c): task t holds pieces piece[start[t] .. start[t+1]), piece[j] belonging to chunk chunk[j]. */
+ * task): task t holds pieces piece[start[t] .. start[t+1]), piece[j] belonging to chunk chunk[j]. */
 struct term_groups {
   int num;
   int *start, *piece, *chunk;
 };
 int recon_groups_make(const sproj_chunks *ch, const int *list, int num, struct term_groups *g);
 void recon_groups_free(struct term_groups *g);
-/* STIR's small-value rule (small_rule.c). create: with r->small_fraction > 0 and sinogram data, its vectors, and the
- * data's largest numerators gathered by tasks. submit: *small = the vector the data-term tasks of kind read (NULL
- * without the rule), after the tasks that gather a Hessian's (pc: the forward values of the pieces, yc: the data).
- * free: unregisters the vectors. */
-int recon_small_create(const char *func, sproj_recon *r);
-int recon_small_submit(const sproj_recon *r, int kind, const struct term_groups *g, const starpu_data_handle_t *pc,
-                       const starpu_data_handle_t *yc, starpu_data_handle_t *small);
-void recon_small_free(sproj_recon *r);
-/* Data-term tasks over r->p (kind: enum sproj_ratio_kind), or objective tasks adding to nll (kind SPROJ_RATIO_EM;
- * terms.c). */
-int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struct nll_sums *nll);
-/* Registers one more task's vector of partial sums in s and gives its handle (*h), for the task to write (terms.c). */
-int recon_nll_sums_add(struct nll_sums *s, starpu_data_handle_t *h);
-/* Waits for the objective tasks of s and returns the sum of their partial sums, added in order. */
-double recon_nll_sums_finish(struct nll_sums *s);
-/* <s, x> on the host (listmode objective), s the sum of the sensitivities (subset -1) or subset k's sensitivity term
- * (the image its gradient subtracts, times sens_factor; iterate.c). */
-int recon_sens_dot(const char *func, sproj_recon *r, sproj_image *x, int subset, double *dot);
+/* Copies the LORs and per-LOR inputs (TOF bins, data, multiplicative factors, background) of the chunks of ch to
+ * the devices that will use them, ahead of the first task: chunk c to memory node node[dev[c]] (dev[c] < 0 or >=
+ * ndev: it stays). Only when a GPU can hold an even share (1 / ndev) of ch's LORs with their inputs four times over
+ * (the projections would move them anyway); else nothing is copied. The one place that counts a LOR's bytes. */
+int recon_upload_inputs(const char *func, const sproj_recon *r, const sproj_chunks *ch, int ndev, const int *dev,
+                        const unsigned *node);
 /* The sensitivity image subset k divides by (the one of all subsets, times sens_factor, when there is one). */
 static inline sproj_image *recon_subset_sens(const sproj_recon *r, int k)
 {
   return r->sens[r->num_sens == 1 ? 0 : k];
 }
-/* The blurred image to project (iterate.c): x itself without a resolution model; else r->xb, written by a blur
- * task. */
-int recon_submit_blurred(sproj_recon *r, sproj_image *x, sproj_image **src);
-/* The Poisson negative log-likelihood of x over subset k (k = -1: every subset; objective.c). */
+
+/* ---- small_rule.c: STIR's small-value rule ----
+ * create: with r->small_fraction > 0 and sinogram data, its vectors, and the data's largest numerators gathered by
+ * tasks. submit: *small = the vector the data-term tasks of kind read (NULL without the rule), after the tasks that
+ * gather a Hessian's (pc: the forward values of the pieces, yc: the data). free: unregisters the vectors. */
+int recon_small_create(const char *func, sproj_recon *r);
+int recon_small_submit(const sproj_recon *r, int kind, const struct term_groups *g, const starpu_data_handle_t *pc,
+                       const starpu_data_handle_t *yc, starpu_data_handle_t *small);
+void recon_small_free(sproj_recon *r);
+
+/* ---- terms.c ---- */
+/* Data-term tasks over r->p (kind: enum sproj_ratio_kind), or objective tasks adding to nll (kind SPROJ_RATIO_EM). */
+int recon_submit_terms(sproj_recon *r, const int *list, int num, int kind, struct nll_sums *nll);
+/* Registers one more task's vector of partial sums in s and gives its handle (*h), for the task to write. */
+int recon_nll_sums_add(struct nll_sums *s, starpu_data_handle_t *h);
+/* Waits for the objective tasks of s and returns the sum of their partial sums, added in order. */
+double recon_nll_sums_finish(struct nll_sums *s);
+
+/* ---- objective.c ---- */
+/* The Poisson negative log-likelihood of x over subset k (k = -1: every subset). */
 int recon_nll(const char *func, sproj_recon *r, sproj_image *x, int subset, double *nll);
 
 /* ---- several devices (recon_devices.c) ----

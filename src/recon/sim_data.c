@@ -342,13 +342,17 @@ static int first_misplaced(const char *func, const sproj_chunks *ch, const unsig
   return sproj_fail(SPROJ_ERR_OVERFLOW, func, "more events than a piece holds (2^31-1)");
 }
 
+/* x86-64's huge page, and the size from which an array is aligned to them */
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+#define HUGE_ALLOC_MIN_BYTES ((size_t)4 << 20)
+
 /* Memory for many events: huge pages where the system gives them on request (fewer faults), freed by free(). */
 static void *huge_alloc(size_t bytes)
 {
   void *p = NULL;
-  if (bytes < ((size_t)4 << 20))
+  if (bytes < HUGE_ALLOC_MIN_BYTES)
     return malloc(bytes);
-  if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0)
+  if (posix_memalign(&p, HUGE_PAGE_BYTES, bytes) != 0)
     return NULL;
 #ifdef MADV_HUGEPAGE
   madvise(p, bytes, MADV_HUGEPAGE);

@@ -7,11 +7,6 @@
 #include <string.h>
 #include "recon_internal.h"
 
-int recon_insert_status(int starpu_ret)
-{
-  return starpu_ret == 0 ? SPROJ_OK : SPROJ_ERR_STARPU;
-}
-
 #define RATIO_MAX_BUFFERS 5
 
 int recon_nll_sums_add(struct nll_sums *s, starpu_data_handle_t *h)
@@ -81,54 +76,6 @@ static int ratio_task(const sproj_chunks *ch, struct starpu_data_descr *descr, s
                                           STARPU_DATA_MODE_ARRAY, descr, nbuf, STARPU_EXECUTE_WHERE,
                                           (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx,
                                           STARPU_EXECUTE_ON_WORKER, worker, STARPU_TASK_WORKERIDS, nwords, workers, 0));
-}
-
-void recon_groups_free(struct term_groups *g)
-{
-  free(g->start);
-  free(g->piece);
-  free(g->chunk);
-  memset(g, 0, sizeof *g);
-}
-
-int recon_groups_make(const sproj_chunks *ch, const int *list, int num, struct term_groups *g)
-{
-  int npieces = 0;
-  int64_t total = 0;
-  for (int i = 0; i < num; i++) {
-    npieces += ch->piece_start[list[i] + 1] - ch->piece_start[list[i]];
-    total += ch->count[list[i]];
-  }
-  memset(g, 0, sizeof *g);
-  g->start = malloc(((size_t)npieces + 1) * sizeof *g->start);
-  g->piece = malloc(((size_t)npieces + 1) * sizeof *g->piece);
-  g->chunk = malloc(((size_t)npieces + 1) * sizeof *g->chunk);
-  if (!g->start || !g->piece || !g->chunk) {
-    recon_groups_free(g);
-    return SPROJ_ERR_NOMEM;
-  }
-  int64_t target = sproj_task_target_spread(total, sproj_request_spread(ch, sproj_rt.where, list, num));
-  int64_t lors = 0;
-  int n = 0, in_task = 0, home = -1;
-  for (int i = 0; i < num; i++)
-    for (int q = ch->piece_start[list[i]]; q < ch->piece_start[list[i] + 1]; q++) {
-      /* a task holds pieces of one home, as the projections' tasks */
-      int q_home = sproj_piece_home(ch, sproj_rt.where, q);
-      if (sproj_task_full(in_task, lors, ch->piece_len[q], target) || (in_task > 0 && q_home != home)) {
-        g->start[++g->num] = n;
-        in_task = 0;
-        lors = 0;
-      }
-      home = q_home;
-      g->piece[n] = q;
-      g->chunk[n++] = list[i];
-      in_task++;
-      lors += ch->piece_len[q];
-    }
-  if (in_task > 0)
-    g->start[++g->num] = n;
-  g->start[0] = 0;
-  return SPROJ_OK;
 }
 
 /* Ratio tasks (kind, enum sproj_ratio_kind) over the pieces of one list of chunks, grouped by the rule of projection

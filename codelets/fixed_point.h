@@ -9,6 +9,7 @@
 #define SPROJ_FIXED_POINT_H
 
 #include <math.h>
+#include "host_device.h"
 
 #define SPROJ_FIXED_ONE 4294967296.0f /* 2^32: the value of one unit is 2^-32 */
 /* |contribution| at which conversion saturates, far inside the int64 range once scaled */

@@ -10,7 +10,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
-#include "joseph3d_ray.h"
+#include "host_device.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,8 @@
 /* gauss3d.h: separable Gaussian blur of an image along one axis at a time, zero outside the image (host + CUDA). */
 #ifndef SPROJ_GAUSS3D_H
 #define SPROJ_GAUSS3D_H
-#include "joseph3d_ray.h"
+#include <stdint.h>
+#include "host_device.h"
 
 /* Largest kernel half-width, in voxels (the kernel has 2 * radius + 1 taps). */
 #define SPROJ_GAUSS_MAX_RADIUS 64

@@ -7,12 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define SPROJ_HD __host__ __device__ static inline
-#else
-#define SPROJ_HD static inline
-#endif
-
+#include "host_device.h"
 #include "fixed_point.h"
 
 /* Where a back projection adds: the float image (f), or in reproducible mode a 64-bit fixed-point accumulator of

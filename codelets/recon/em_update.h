@@ -3,7 +3,7 @@
  * paraboloidal surrogates' clamp(x + step * num / den) (host + CUDA). */
 #ifndef SPROJ_EM_UPDATE_H
 #define SPROJ_EM_UPDATE_H
-#include "joseph3d_ray.h"
+#include "host_device.h"
 
 /* New value of a voxel from its back-projected ratio bp and its sensitivity sens (scaled by sens_factor, e.g. 1/S
  * when one full sensitivity serves S subsets). Voxels no LOR of the subset sees (sens 0) are set to 0, and the

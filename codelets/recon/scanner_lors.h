@@ -4,7 +4,7 @@
 #ifndef SPROJ_SCANNER_LORS_H
 #define SPROJ_SCANNER_LORS_H
 #include <stdint.h>
-#include "joseph3d_ray.h"
+#include "host_device.h"
 
 #define SPROJ_TABLE_MAX_RINGS 256
 #define SPROJ_TABLE_MAX_SEGMENTS (2 * SPROJ_TABLE_MAX_RINGS - 1)

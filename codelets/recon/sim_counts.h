@@ -11,7 +11,8 @@
 #define SPROJ_SIM_COUNTS_H
 #include <math.h>
 #include <stdint.h>
-#include "joseph3d_ray.h"
+#include <stddef.h>
+#include "host_device.h"
 
 #define SIM_GAMMA UINT64_C(0x9e3779b97f4a7c15)
 

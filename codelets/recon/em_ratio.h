@@ -3,7 +3,9 @@
  * EM ratio m*y / (m*p + a) of the gradient, and the curvature terms of its Hessian (host + CUDA). */
 #ifndef SPROJ_EM_RATIO_H
 #define SPROJ_EM_RATIO_H
-#include "joseph3d_ray.h"
+#include <stddef.h>
+#include <stdint.h>
+#include "host_device.h"
 
 /* Kinds of term (enum sproj_ratio_kind in codelets.h, repeated here for the device code that cannot include it). */
 #define SPROJ_EM_TERM_RATIO 0

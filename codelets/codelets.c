@@ -13,9 +13,9 @@ void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn)
    * that tasks take one at a time): no other thread writes it */
   float *img = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   for (int p = 0; p < arg->npieces; p++) {
-    struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
-    for (uint32_t i = 0; i < pc.n; i++)
-      fn(arg, img, &pc, i);
+    struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+    for (uint32_t lor = 0; lor < piece.n; lor++)
+      fn(arg, img, &piece, lor);
   }
 }
 

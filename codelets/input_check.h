@@ -111,7 +111,7 @@ SPROJ_HD int sproj_tof_offset_fault(float offset, float bin_width, double max_ra
 }
 
 /* Element i of a vector of kind `kind`: its fault (0: none; a sigma's three are one fault here) and its value. */
-SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *a, int kind, const void *data, uint64_t i, float *value)
+SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t i, float *value)
 {
   if (sproj_input_is_bins(kind)) {
     int16_t b = ((const int16_t *)data)[i];
@@ -121,15 +121,15 @@ SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *a, int kind, const 
   float v = ((const float *)data)[i];
   *value = v;
   if (kind == SPROJ_INPUT_COORDS)
-    return sproj_coordinate_fault(v, a->max_coordinate);
+    return sproj_coordinate_fault(v, arg->max_coordinate);
   if (kind == SPROJ_INPUT_SIGMA)
-    return sproj_tof_sigma_fault(v, a->bin_width, a->num_sigmas, a->max_ratio) != 0;
-  return sproj_tof_offset_fault(v, a->bin_width, a->max_ratio);
+    return sproj_tof_sigma_fault(v, arg->bin_width, arg->num_sigmas, arg->max_ratio) != 0;
+  return sproj_tof_offset_fault(v, arg->bin_width, arg->max_ratio);
 }
 
 /* Whether element i is fine, as sproj_input_fault says, in comparisons without branches (a whole block of the host
  * scan is tested with it first). */
-SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *a, int kind, const void *data, uint64_t i)
+SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t i)
 {
   if (kind == SPROJ_INPUT_BINS)
     return ((const int16_t *)data)[i] >= 0;
@@ -137,10 +137,10 @@ SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *a, int kind, const v
     return 1;
   float v = ((const float *)data)[i];
   if (kind == SPROJ_INPUT_COORDS)
-    return sproj_coordinate_fine(v, a->max_coordinate);
+    return sproj_coordinate_fine(v, arg->max_coordinate);
   if (kind == SPROJ_INPUT_SIGMA)
-    return sproj_tof_sigma_fault(v, a->bin_width, a->num_sigmas, a->max_ratio) == 0;
-  return sproj_tof_offset_fine(v, a->bin_width, a->max_ratio);
+    return sproj_tof_sigma_fault(v, arg->bin_width, arg->num_sigmas, arg->max_ratio) == 0;
+  return sproj_tof_offset_fine(v, arg->bin_width, arg->max_ratio);
 }
 
 /* Elements a scan walks in a vector of nx StarPU elements: 3 floats per LOR of a coordinate vector. */
@@ -151,8 +151,8 @@ SPROJ_HD uint64_t sproj_input_elements(int kind, uint64_t nx)
 
 /* The scan on the host: the first element of each fault of the n elements at data, stopping at the first fault 1
  * (the CPU codelet and the registrations' checks of host arrays). */
-void sproj_input_scan(const struct sproj_input_arg *a, int kind, const void *data, uint64_t n,
-                      struct sproj_input_result *r);
+void sproj_input_scan(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t n,
+                      struct sproj_input_result *result);
 
 #ifdef __cplusplus
 }

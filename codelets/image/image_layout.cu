@@ -12,31 +12,31 @@
 #define TILE 32
 #define TILE_ROWS 8
 
-/* Voxel i of the image and its element in copy c. */
-__device__ static inline unsigned copy_index(int c, unsigned i, const struct sproj_geom *g)
+/* The element of copy `copy` (0 or 1) that holds the image's element `voxel`. */
+__device__ static inline unsigned copy_index(int copy, unsigned voxel, const struct sproj_geom *geom)
 {
-  unsigned n1 = (unsigned)g->n[1], n2 = (unsigned)g->n[2];
-  return sproj_layout_index(c, i / (n1 * n2), (i / n2) % n1, i % n2, g);
+  unsigned n1 = (unsigned)geom->n[1], n2 = (unsigned)geom->n[2];
+  return sproj_layout_index(copy, voxel / (n1 * n2), (voxel / n2) % n1, voxel % n2, geom);
 }
 
 /* After a back projection: img = (img + copy 0) + copy 1, one thread per voxel in the image's order. The copies were
  * just written by the task and are read from the L2; as two tiled transposes (one pass over the image per copy)
  * this was 1% slower (doc/benchmarks.md). */
 __global__ static void copies_add_kernel(float *__restrict__ img, const float *__restrict__ copies,
-                                         const __grid_constant__ struct sproj_geom g, unsigned nvox, unsigned stride)
+                                         const __grid_constant__ struct sproj_geom geom, unsigned nvox, unsigned stride)
 {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < nvox; i += gridDim.x * blockDim.x)
-    img[i] = (img[i] + copies[copy_index(0, i, &g)]) + copies[stride + copy_index(1, i, &g)];
+    img[i] = (img[i] + copies[copy_index(0, i, &geom)]) + copies[stride + copy_index(1, i, &geom)];
 }
 
-/* dst[b][c][r] = src[b][r][c] for b < nb, r < rows, c < cols (row-major matrices, rows * cols apart),
+/* dst[b][c][r] = src[b][r][c] for b < batches, r < rows, c < cols (row-major matrices, rows * cols apart),
  * through a shared-memory tile, so that a warp reads 32 neighbouring floats of src and writes 32 of dst. */
 __global__ static void transpose_kernel(const float *__restrict__ src, float *__restrict__ dst, unsigned rows,
-                                        unsigned cols, unsigned nb)
+                                        unsigned cols, unsigned batches)
 {
   __shared__ float tile[TILE][TILE + 1];
   unsigned c0 = blockIdx.x * TILE;
-  for (unsigned b = blockIdx.z; b < nb; b += gridDim.z)
+  for (unsigned b = blockIdx.z; b < batches; b += gridDim.z)
     for (unsigned r0 = blockIdx.y * TILE; r0 < rows; r0 += gridDim.y * TILE) {
       size_t base = (size_t)b * rows * cols;
       for (unsigned j = threadIdx.y; j < TILE; j += TILE_ROWS) {
@@ -54,12 +54,13 @@ __global__ static void transpose_kernel(const float *__restrict__ src, float *__
     }
 }
 
-static void transpose(const float *src, float *dst, unsigned rows, unsigned cols, unsigned nb, cudaStream_t s)
+static void transpose(const float *src, float *dst, unsigned rows, unsigned cols, unsigned batches,
+                      cudaStream_t stream)
 {
   /* columns on x (up to 2^31 - 1 blocks); rows and batches beyond 65535 blocks are looped over */
-  unsigned ty = (rows + TILE - 1) / TILE;
-  dim3 grid((cols + TILE - 1) / TILE, ty < 65535u ? ty : 65535u, nb < 65535u ? nb : 65535u);
-  transpose_kernel<<<grid, dim3(TILE, TILE_ROWS), 0, s>>>(src, dst, rows, cols, nb);
+  unsigned row_tiles = (rows + TILE - 1) / TILE;
+  dim3 grid((cols + TILE - 1) / TILE, row_tiles < 65535u ? row_tiles : 65535u, batches < 65535u ? batches : 65535u);
+  transpose_kernel<<<grid, dim3(TILE, TILE_ROWS), 0, stream>>>(src, dst, rows, cols, batches);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
@@ -70,25 +71,25 @@ float *sproj_cuda_copies(void *buffers[], const struct sproj_proj_arg *arg, unsi
   float *copies = (float *)STARPU_VECTOR_GET_PTR(buffers[sproj_copies_buffer(arg)]);
   const int *n = arg->geom.n;
   size_t nvox = (size_t)n[0] * n[1] * n[2], stride = sproj_layout_copy_stride(nvox);
-  cudaStream_t s = starpu_cuda_get_local_stream();
+  cudaStream_t stream = starpu_cuda_get_local_stream();
   if (back) {
-    cudaError_t err = cudaMemsetAsync(copies, 0, 2 * stride * sizeof(float), s);
+    cudaError_t err = cudaMemsetAsync(copies, 0, 2 * stride * sizeof(float), stream);
     if (err != cudaSuccess)
       STARPU_CUDA_REPORT_ERROR(err);
     return copies;
   }
   const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   unsigned n0 = (unsigned)n[0], n1 = (unsigned)n[1], n2 = (unsigned)n[2];
-  transpose(img, copies, n1, n2, n0, s);
-  transpose(img, copies + stride, n0, n1 * n2, 1u, s);
+  transpose(img, copies, n1, n2, n0, stream);
+  transpose(img, copies + stride, n0, n1 * n2, 1u, stream);
   return copies;
 }
 
-void sproj_cuda_copies_add(float *img, const float *copies, const struct sproj_geom *g)
+void sproj_cuda_copies_add(float *img, const float *copies, const struct sproj_geom *geom)
 {
-  size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
+  size_t nvox = (size_t)geom->n[0] * geom->n[1] * geom->n[2];
   copies_add_kernel<<<sproj_stride_blocks(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-    img, copies, *g, (unsigned)nvox, (unsigned)sproj_layout_copy_stride(nvox));
+    img, copies, *geom, (unsigned)nvox, (unsigned)sproj_layout_copy_stride(nvox));
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
@@ -110,9 +111,9 @@ float *sproj_cuda_shift(void *buffers[], const struct sproj_proj_arg *arg)
   return shift;
 }
 
-void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geom *g)
+void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geom *geom)
 {
-  size_t nvox = (size_t)g->n[0] * g->n[1] * g->n[2];
+  size_t nvox = (size_t)geom->n[0] * geom->n[1] * geom->n[2];
   shift_add_kernel<<<sproj_stride_blocks(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(img, shift,
                                                                                                     (unsigned)nvox);
   SPROJ_CUDA_CHECK_LAUNCH();

@@ -14,10 +14,11 @@ SPROJ_HD void joseph3d_back_ray(struct sproj_out img, const struct sproj_ray *r,
 }
 
 /* Adds value times the forward weights of the LOR xs->xe into the image. */
-SPROJ_HD void joseph3d_back_lor(struct sproj_out img, const struct sproj_geom *g, const float *xs, const float *xe, float value)
+SPROJ_HD void joseph3d_back_lor(struct sproj_out img, const struct sproj_geom *geom, const float *xs, const float *xe,
+                                float value)
 {
   struct sproj_ray r;
-  if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))
+  if (value == 0.0f || !sproj_ray_setup(xs, xe, geom, &r))
     return;
   joseph3d_back_ray(img, &r, value);
 }
@@ -25,11 +26,12 @@ SPROJ_HD void joseph3d_back_lor(struct sproj_out img, const struct sproj_geom *g
 #ifdef __CUDACC__
 /* The same adds shared by `lanes` threads (each calls it with its lane): lane j scatters planes first+j,
  * first+j+lanes, ... */
-__device__ static inline void joseph3d_back_lor_lanes(struct sproj_out img, const struct sproj_geom *g, const float *xs,
-                                                      const float *xe, float value, unsigned lane, unsigned lanes)
+__device__ static inline void joseph3d_back_lor_lanes(struct sproj_out img, const struct sproj_geom *geom,
+                                                      const float *xs, const float *xe, float value, unsigned lane,
+                                                      unsigned lanes)
 {
   struct sproj_ray r;
-  if (value == 0.0f || !sproj_ray_setup(xs, xe, g, &r))
+  if (value == 0.0f || !sproj_ray_setup(xs, xe, geom, &r))
     return;
   float val = r.cf * value;
   for (int k = r.first + (int)lane; k <= r.last; k += (int)lanes)
@@ -39,13 +41,13 @@ __device__ static inline void joseph3d_back_lor_lanes(struct sproj_out img, cons
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* One warp's back projection into the principal-axis copies (sproj_ray_scatter_warp): every lane calls it, have = 0
  * for a lane without a LOR. */
-__device__ static inline void joseph3d_back_warp(float *img, float *copies, const struct sproj_geom *g, int have,
+__device__ static inline void joseph3d_back_warp(float *img, float *copies, const struct sproj_geom *geom, int have,
                                                  const float *xs, const float *xe, float value, float *win)
 {
   struct sproj_ray r;
-  int act = have && value != 0.0f && sproj_ray_setup(xs, xe, g, &r);
+  int act = have && value != 0.0f && sproj_ray_setup(xs, xe, geom, &r);
   float val = act ? r.cf * value : 0.0f;
-  sproj_ray_scatter_warp(img, copies, g, act, &r, [val](int) { return val; }, win);
+  sproj_ray_scatter_warp(img, copies, geom, act, &r, [val](int) { return val; }, win);
 }
 #endif
 #endif

@@ -5,9 +5,10 @@
 #include "joseph3d_fwd.h"
 #include "joseph3d_lanes.h"
 
-static void fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
+static void fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *piece, uint32_t lor)
 {
-  pc->values[i] = joseph3d_fwd_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i);
+  const float *xs = piece->xs + 3 * (size_t)lor, *xe = piece->xe + 3 * (size_t)lor;
+  piece->values[lor] = joseph3d_fwd_lor(img, &arg->geom, xs, xe);
 }
 
 static void joseph3d_fwd_cpu(void *buffers[], void *cl_arg)
@@ -15,12 +16,12 @@ static void joseph3d_fwd_cpu(void *buffers[], void *cl_arg)
 #ifdef SPROJ_HAVE_LANES
   const struct sproj_proj_arg *arg = cl_arg;
   int lanes = sproj_lanes_fit(&arg->geom) ? sproj_cpu_lanes() : 0;
-  struct sproj_lanes_work *w = lanes ? sproj_cpu_scratch(sizeof *w) : NULL;
-  if (w) {
+  struct sproj_lanes_work *work = lanes ? sproj_cpu_scratch(sizeof *work) : NULL;
+  if (work) {
     const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
     for (int p = 0; p < arg->npieces; p++) {
-      struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
-      sproj_lanes_fwd(w, img, &arg->geom, pc.xs, pc.xe, pc.n, pc.values, lanes);
+      struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+      sproj_lanes_fwd(work, img, &arg->geom, piece.xs, piece.xe, piece.n, piece.values, lanes);
     }
     return;
   }

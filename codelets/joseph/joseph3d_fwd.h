@@ -15,10 +15,10 @@ SPROJ_HD float joseph3d_fwd_ray(const float *img, const struct sproj_ray *r)
 }
 
 /* Line integral of the image along xs->xe. */
-SPROJ_HD float joseph3d_fwd_lor(const float *img, const struct sproj_geom *g, const float *xs, const float *xe)
+SPROJ_HD float joseph3d_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs, const float *xe)
 {
   struct sproj_ray r;
-  if (!sproj_ray_setup(xs, xe, g, &r))
+  if (!sproj_ray_setup(xs, xe, geom, &r))
     return 0.0f;
   return joseph3d_fwd_ray(img, &r);
 }
@@ -28,11 +28,11 @@ SPROJ_HD float joseph3d_fwd_lor(const float *img, const struct sproj_geom *g, co
  * with its lane): lane j samples planes first+j, first+j+lanes, ..., and the samples are added in plane order by
  * passing them round the group, so the sum takes the very same additions as joseph3d_fwd_lor and the same bits.
  * Every lane returns the value. */
-__device__ static inline float joseph3d_fwd_lor_lanes(const float *img, const struct sproj_geom *g, const float *xs,
+__device__ static inline float joseph3d_fwd_lor_lanes(const float *img, const struct sproj_geom *geom, const float *xs,
                                                       const float *xe, unsigned lane, unsigned lanes)
 {
   struct sproj_ray r;
-  if (!sproj_ray_setup(xs, xe, g, &r))
+  if (!sproj_ray_setup(xs, xe, geom, &r))
     return 0.0f;
   unsigned group = (threadIdx.x & 31u) & ~(lanes - 1u);
   unsigned mask = (lanes == 32u ? 0xffffffffu : ((1u << lanes) - 1u)) << group;

@@ -35,9 +35,10 @@ struct sproj_lanes {
 
 /* Whether the lanes can run on this image: gathers take signed 32-bit element offsets (the scalar code runs
  * images of 2^31 voxels or more). */
-static inline int sproj_lanes_fit(const struct sproj_geom *g)
+static inline int sproj_lanes_fit(const struct sproj_geom *geom)
 {
-  return (unsigned long long)g->n[0] * (unsigned long long)g->n[1] * (unsigned long long)g->n[2] < (1ull << 31);
+  return (unsigned long long)geom->n[0] * (unsigned long long)geom->n[1] * (unsigned long long)geom->n[2] <
+         (1ull << 31);
 }
 
 /* Lane l takes ray r (NULL: an empty lane). Returns its number of planes. */
@@ -389,52 +390,52 @@ struct sproj_lanes_work {
  * block the lanes then hold LORs that are neighbours in u and v (radial and axial neighbours alike), so the 16
  * lanes of a step read a few cache lines instead of 16 to 32, and the next group reads mostly the same ones. A
  * lane's result does not depend on its neighbours, so the order changes no forward bit. Returns how many LORs are
- * in w->order. */
-static inline uint32_t sproj_lanes_sort(struct sproj_lanes_work *w, const struct sproj_geom *g, const float *xs,
+ * in work->order. */
+static inline uint32_t sproj_lanes_sort(struct sproj_lanes_work *work, const struct sproj_geom *geom, const float *xs,
                                         const float *xe, uint32_t n, const float *values)
 {
   uint32_t good = 0;
-  memset(w->start, 0, sizeof w->start);
+  memset(work->start, 0, sizeof work->start);
   for (uint32_t i = 0; i < n; i++) {
-    struct sproj_ray *r = &w->ray[i];
-    w->key[i] = -1;
-    if ((values && values[i] == 0.0f) || !sproj_ray_setup(xs + 3 * (size_t)i, xe + 3 * (size_t)i, g, r))
+    struct sproj_ray *r = &work->ray[i];
+    work->key[i] = -1;
+    if ((values && values[i] == 0.0f) || !sproj_ray_setup(xs + 3 * (size_t)i, xe + 3 * (size_t)i, geom, r))
       continue;
-    float km = 0.5f * (float)(g->n[r->axis] - 1);
+    float km = 0.5f * (float)(geom->n[r->axis] - 1);
     float fu = km * r->au + r->bu, fv = km * r->av + r->bv;
     /* the crossing may lie outside the image (the LOR ends before the middle): clamp into the buckets */
     float bu = fminf(fmaxf(fu * ((float)SPROJ_LANES_NU / (float)r->nu), 0.0f), (float)(SPROJ_LANES_NU - 1));
     float bv = fminf(fmaxf(fv * ((float)SPROJ_LANES_NV / (float)r->nv), 0.0f), (float)(SPROJ_LANES_NV - 1));
-    w->key[i] = (r->axis * SPROJ_LANES_NU + (int)bu) * SPROJ_LANES_NV + (int)bv;
-    w->start[w->key[i] + 1]++;
+    work->key[i] = (r->axis * SPROJ_LANES_NU + (int)bu) * SPROJ_LANES_NV + (int)bv;
+    work->start[work->key[i] + 1]++;
     good++;
   }
   for (int q = 0; q < SPROJ_LANES_KEYS; q++)
-    w->start[q + 1] += w->start[q];
+    work->start[q + 1] += work->start[q];
   for (uint32_t i = 0; i < n; i++)
-    if (w->key[i] >= 0)
-      w->order[w->start[w->key[i]]++] = i;
+    if (work->key[i] >= 0)
+      work->order[work->start[work->key[i]]++] = i;
   return good;
 }
 
 /* values[i] = joseph3d_fwd_lor(img, g, xs + 3 i, xe + 3 i) for i < n, bit for bit, lanes (8: AVX2, 16: AVX-512F)
  * LORs at a time. */
-static inline void sproj_lanes_fwd(struct sproj_lanes_work *w, const float *img, const struct sproj_geom *g,
+static inline void sproj_lanes_fwd(struct sproj_lanes_work *work, const float *img, const struct sproj_geom *geom,
                                    const float *xs, const float *xe, uint32_t n, float *values, int lanes)
 {
   struct sproj_lanes L;
   float sums[SPROJ_LANES_MAX];
-  L.nvox = (unsigned)g->n[0] * (unsigned)g->n[1] * (unsigned)g->n[2];
+  L.nvox = (unsigned)geom->n[0] * (unsigned)geom->n[1] * (unsigned)geom->n[2];
   for (uint32_t b0 = 0; b0 < n; b0 += SPROJ_LANES_BLOCK) {
     uint32_t m = n - b0 < SPROJ_LANES_BLOCK ? n - b0 : SPROJ_LANES_BLOCK;
     float *v = values + b0;
     for (uint32_t i = 0; i < m; i++)
       v[i] = 0.0f; /* what a LOR that samples nothing projects to */
-    uint32_t good = sproj_lanes_sort(w, g, xs + 3 * (size_t)b0, xe + 3 * (size_t)b0, m, NULL);
+    uint32_t good = sproj_lanes_sort(work, geom, xs + 3 * (size_t)b0, xe + 3 * (size_t)b0, m, NULL);
     for (uint32_t s0 = 0; s0 < good; s0 += (uint32_t)lanes) {
       int steps = 0;
       for (int l = 0; l < lanes; l++) {
-        int c = s0 + l < good ? sproj_lanes_set(&L, l, &w->ray[w->order[s0 + l]]) : sproj_lanes_set(&L, l, NULL);
+        int c = s0 + l < good ? sproj_lanes_set(&L, l, &work->ray[work->order[s0 + l]]) : sproj_lanes_set(&L, l, NULL);
         steps = c > steps ? c : steps;
       }
       if (lanes == 16)
@@ -442,29 +443,29 @@ static inline void sproj_lanes_fwd(struct sproj_lanes_work *w, const float *img,
       else
         sproj_lanes_fwd_avx2(img, &L, steps, sums);
       for (int l = 0; l < lanes && s0 + l < good; l++)
-        v[w->order[s0 + l]] = sums[l] * L.cf[l];
+        v[work->order[s0 + l]] = sums[l] * L.cf[l];
     }
   }
 }
 
 /* joseph3d_back_lor for LORs i < n with values[i], lanes LORs at a time (8: AVX2, 16: AVX-512F). */
-static inline void sproj_lanes_back(struct sproj_lanes_work *w, struct sproj_out out, const struct sproj_geom *g,
+static inline void sproj_lanes_back(struct sproj_lanes_work *work, struct sproj_out out, const struct sproj_geom *geom,
                                     const float *xs, const float *xe, uint32_t n, const float *values, int lanes)
 {
   struct sproj_lanes L;
-  L.nvox = (unsigned)g->n[0] * (unsigned)g->n[1] * (unsigned)g->n[2];
+  L.nvox = (unsigned)geom->n[0] * (unsigned)geom->n[1] * (unsigned)geom->n[2];
   for (uint32_t b0 = 0; b0 < n; b0 += SPROJ_LANES_BLOCK) {
     uint32_t m = n - b0 < SPROJ_LANES_BLOCK ? n - b0 : SPROJ_LANES_BLOCK;
     const float *v = values + b0;
-    uint32_t good = sproj_lanes_sort(w, g, xs + 3 * (size_t)b0, xe + 3 * (size_t)b0, m, v);
+    uint32_t good = sproj_lanes_sort(work, geom, xs + 3 * (size_t)b0, xe + 3 * (size_t)b0, m, v);
     for (uint32_t s0 = 0; s0 < good; s0 += (uint32_t)lanes) {
       int steps = 0;
       for (int l = 0; l < lanes; l++) {
         int c = 0;
         if (s0 + l < good) {
-          uint32_t i = w->order[s0 + l];
-          c = sproj_lanes_set(&L, l, &w->ray[i]);
-          L.val[l] = w->ray[i].cf * v[i];
+          uint32_t i = work->order[s0 + l];
+          c = sproj_lanes_set(&L, l, &work->ray[i]);
+          L.val[l] = work->ray[i].cf * v[i];
         } else {
           sproj_lanes_set(&L, l, NULL);
         }

@@ -49,7 +49,7 @@ struct sproj_ray {
 
 /* Clips the LOR xs->xe to the image box and prepares it. Returns 0 when nothing is to be sampled: zero length,
  * LOR missing the box, or a clipped segment crossing no voxel plane. Numerics follow parallelproj exactly. */
-SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct sproj_geom *g, struct sproj_ray *r)
+SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct sproj_geom *geom, struct sproj_ray *r)
 {
   float d[3], tmin = 0.0f, tmax = 1.0f;
   int k;
@@ -61,8 +61,8 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
 
   /* slab method on t in [0, 1]: only the part between the endpoints and inside the box counts */
   for (k = 0; k < 3; k++) {
-    float lo = g->origin[k] - 0.5f * g->voxel_size[k];
-    float hi = lo + g->n[k] * g->voxel_size[k];
+    float lo = geom->origin[k] - 0.5f * geom->voxel_size[k];
+    float hi = lo + geom->n[k] * geom->voxel_size[k];
     if (d[k] != 0.0f) {
       float inv = 1.0f / d[k];
       float t1 = (lo - xs[k]) * inv;
@@ -93,10 +93,10 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
   /* The clipped ends lie inside the box, so f1, f2 lie in [-0.5, n - 0.5] up to rounding; clamping them to
    * [-1, n] changes no such value but keeps the float -> int conversions defined for degenerate input
    * (overflowing differences, NaN), which then samples nothing or stays inside the image. */
-  float f1 = (xs[a] + tmin * d[a] - g->origin[a]) / g->voxel_size[a];
-  float f2 = (xs[a] + tmax * d[a] - g->origin[a]) / g->voxel_size[a];
-  f1 = fminf(fmaxf(f1, -1.0f), (float)g->n[a]);
-  f2 = fminf(fmaxf(f2, -1.0f), (float)g->n[a]);
+  float f1 = (xs[a] + tmin * d[a] - geom->origin[a]) / geom->voxel_size[a];
+  float f2 = (xs[a] + tmax * d[a] - geom->origin[a]) / geom->voxel_size[a];
+  f1 = fminf(fmaxf(f1, -1.0f), (float)geom->n[a]);
+  f2 = fminf(fmaxf(f2, -1.0f), (float)geom->n[a]);
   if ((int)floorf(f1) == (int)floorf(f2))
     return 0;
   if (f1 > f2) {
@@ -109,17 +109,17 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
   /* rounding can never move the planes outside the image, but memory safety must not depend on it */
   if (r->first < 0)
     r->first = 0;
-  if (r->last > g->n[a] - 1)
-    r->last = g->n[a] - 1;
+  if (r->last > geom->n[a] - 1)
+    r->last = geom->n[a] - 1;
   if (r->first > r->last)
     return 0;
 
   r->axis = a;
-  r->cf = g->voxel_size[a] / sqrtf(ca);
-  r->au = (d[u] * g->voxel_size[a]) / (g->voxel_size[u] * d[a]);
-  r->bu = (xs[u] - g->origin[u] + d[u] * (g->origin[a] - xs[a]) / d[a]) / g->voxel_size[u];
-  r->av = (d[v] * g->voxel_size[a]) / (g->voxel_size[v] * d[a]);
-  r->bv = (xs[v] - g->origin[v] + d[v] * (g->origin[a] - xs[a]) / d[a]) / g->voxel_size[v];
+  r->cf = geom->voxel_size[a] / sqrtf(ca);
+  r->au = (d[u] * geom->voxel_size[a]) / (geom->voxel_size[u] * d[a]);
+  r->bu = (xs[u] - geom->origin[u] + d[u] * (geom->origin[a] - xs[a]) / d[a]) / geom->voxel_size[u];
+  r->av = (d[v] * geom->voxel_size[a]) / (geom->voxel_size[v] * d[a]);
+  r->bv = (xs[v] - geom->origin[v] + d[v] * (geom->origin[a] - xs[a]) / d[a]) / geom->voxel_size[v];
 
   /* The in-plane index coordinates are linear in k: checking them at the first and last planes bounds every
    * sample's, so sproj_ray_corners converts only values far inside the int range. A ray through the box is
@@ -133,14 +133,14 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
 
   unsigned stride[3];
   stride[2] = 1u;
-  stride[1] = (unsigned)g->n[2];
-  stride[0] = (unsigned)g->n[1] * (unsigned)g->n[2];
+  stride[1] = (unsigned)geom->n[2];
+  stride[0] = (unsigned)geom->n[1] * (unsigned)geom->n[2];
   r->stride_k = stride[a];
   r->stride_u = stride[u];
   r->stride_v = stride[v];
-  r->nu = g->n[u];
-  r->nv = g->n[v];
-  r->nvox = stride[0] * (unsigned)g->n[0];
+  r->nu = geom->n[u];
+  r->nv = geom->n[v];
+  r->nvox = stride[0] * (unsigned)geom->n[0];
   return 1;
 }
 
@@ -157,18 +157,18 @@ SPROJ_HD size_t sproj_layout_copy_stride(size_t nvox)
 }
 
 /* Element of copy c (0 or 1) holding voxel (i0, i1, i2). */
-SPROJ_HD unsigned sproj_layout_index(int c, unsigned i0, unsigned i1, unsigned i2, const struct sproj_geom *g)
+SPROJ_HD unsigned sproj_layout_index(int c, unsigned i0, unsigned i1, unsigned i2, const struct sproj_geom *geom)
 {
   if (c == 0)
-    return (i0 * (unsigned)g->n[2] + i2) * (unsigned)g->n[1] + i1;
-  return (i1 * (unsigned)g->n[2] + i2) * (unsigned)g->n[0] + i0;
+    return (i0 * (unsigned)geom->n[2] + i2) * (unsigned)geom->n[1] + i1;
+  return (i1 * (unsigned)geom->n[2] + i2) * (unsigned)geom->n[0] + i0;
 }
 
 /* Points a prepared ray at its copy: changes its strides and returns 1 with the copy's offset in floats, or returns
  * 0 (axis 2: the ray keeps the image). */
-SPROJ_HD int sproj_ray_to_copy(struct sproj_ray *r, const struct sproj_geom *g, size_t *offset)
+SPROJ_HD int sproj_ray_to_copy(struct sproj_ray *r, const struct sproj_geom *geom, size_t *offset)
 {
-  unsigned n0 = (unsigned)g->n[0], n1 = (unsigned)g->n[1], n2 = (unsigned)g->n[2];
+  unsigned n0 = (unsigned)geom->n[0], n1 = (unsigned)geom->n[1], n2 = (unsigned)geom->n[2];
   if (r->axis == 2)
     return 0;
   r->stride_u = 1u;
@@ -185,11 +185,11 @@ SPROJ_HD int sproj_ray_to_copy(struct sproj_ray *r, const struct sproj_geom *g, 
 }
 
 /* What a prepared ray samples: its copy when the task has copies (not NULL), else the image. */
-SPROJ_HD const float *sproj_ray_image(struct sproj_ray *r, const struct sproj_geom *g, const float *img,
+SPROJ_HD const float *sproj_ray_image(struct sproj_ray *r, const struct sproj_geom *geom, const float *img,
                                       const float *copies)
 {
   size_t off;
-  return copies && sproj_ray_to_copy(r, g, &off) ? copies + off : img;
+  return copies && sproj_ray_to_copy(r, geom, &off) ? copies + off : img;
 }
 
 /* Bilinear weights and corner indices of the sample in plane k; a corner outside the image gets ok = 0. */
@@ -261,11 +261,11 @@ __device__ static inline void sproj_add_pair(float *img, unsigned i, float a, fl
 #endif
 
 /* Where a prepared ray adds: its copy when the task has copies (not NULL; float images only), else out. */
-SPROJ_HD struct sproj_out sproj_ray_out(struct sproj_ray *r, const struct sproj_geom *g, struct sproj_out out,
+SPROJ_HD struct sproj_out sproj_ray_out(struct sproj_ray *r, const struct sproj_geom *geom, struct sproj_out out,
                                         float *copies)
 {
   size_t off;
-  if (copies && out.f && sproj_ray_to_copy(r, g, &off))
+  if (copies && out.f && sproj_ray_to_copy(r, geom, &off))
     out.f = copies + off;
   return out;
 }
@@ -322,12 +322,12 @@ SPROJ_HD void sproj_ray_scatter(struct sproj_out out, const struct sproj_ray *r,
  * and row. Other planes add lane by lane, as sproj_ray_scatter does. The values added are the same; their order into
  * a voxel is another. Rays along axis 2 add into img on their own. */
 template <class ValueAt>
-__device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, const struct sproj_geom *g, int act,
+__device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, const struct sproj_geom *geom, int act,
                                                      struct sproj_ray *r, ValueAt value_at, float *win)
 {
   const unsigned full = 0xffffffffu, lane = threadIdx.x & 31u;
   size_t off = 0;
-  if (act && !sproj_ray_to_copy(r, g, &off)) {
+  if (act && !sproj_ray_to_copy(r, geom, &off)) {
     struct sproj_out o = {img, 0, 0};
     for (int k = r->first; k <= r->last; k++) {
       float v = value_at(k);

@@ -11,12 +11,12 @@ static void em_nll_cpu(void *buffers[], void *cl_arg)
   double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[parts]);
   double sum = 0.0;
   for (int q = 0; q < arg->npieces; q++) {
-    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
+    struct sproj_ratio_piece piece = sproj_ratio_piece_get(buffers, arg, q);
     const float *smax = sproj_ratio_small(buffers, arg, parts + 1, q);
-    size_t n = (size_t)pc.n * (size_t)arg->num_bins;
+    size_t n = (size_t)piece.n * (size_t)arg->num_bins;
     for (size_t k = 0; k < n; k++)
-      sum += em_nll_at(pc.p, pc.y, pc.m, pc.a, arg->a_per_lor, arg->a_flat, arg->num_bins, arg->max_ratio, smax,
-                       arg->small_fraction, k);
+      sum += em_nll_at(piece.p, piece.y, piece.m, piece.a, arg->a_per_lor, arg->a_flat, arg->num_bins, arg->max_ratio,
+                       smax, arg->small_fraction, k);
   }
   out[0] = sum;
   for (int j = 1; j < SPROJ_NLL_PARTIALS; j++)

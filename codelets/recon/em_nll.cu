@@ -14,14 +14,15 @@ struct nll_table {
 static_assert(sizeof(struct nll_table) + 2 * sizeof(void *) + 2 * sizeof(int) + 3 * sizeof(float) <= 4096,
               "the objective table no longer fits in the kernel parameters");
 
-__global__ static void em_nll_kernel(const __grid_constant__ struct nll_table t, int num_bins, int a_per_lor,
+__global__ static void em_nll_kernel(const __grid_constant__ struct nll_table table, int num_bins, int a_per_lor,
                                      float a_flat, float cap, float frac, double *partial)
 {
   double s = 0.0;
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  for (int q = 0; q < t.npieces; q++)
-    for (unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; k < t.n[q]; k += stride)
-      s += em_nll_at(t.p[q], t.y[q], t.m[q], t.a[q], a_per_lor, a_flat, num_bins, cap, t.smax[q], frac, (size_t)k);
+  for (int q = 0; q < table.npieces; q++)
+    for (unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; k < table.n[q]; k += stride)
+      s += em_nll_at(table.p[q], table.y[q], table.m[q], table.a[q], a_per_lor, a_flat, num_bins, cap, table.smax[q],
+                     frac, (size_t)k);
   sproj_block_sum(s, partial);
 }
 
@@ -30,24 +31,24 @@ extern "C" void sproj_em_nll_cuda(void *buffers[], void *cl_arg)
   const struct sproj_ratio_arg *arg = (const struct sproj_ratio_arg *)cl_arg;
   int parts = sproj_ratio_buffers_per_piece(arg) * arg->npieces;
   double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[parts]);
-  struct nll_table t;
+  struct nll_table table;
   unsigned long long total = 0;
-  t.npieces = arg->npieces;
+  table.npieces = arg->npieces;
   for (int q = 0; q < arg->npieces; q++) {
-    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
-    t.n[q] = (unsigned long long)pc.n * (unsigned long long)arg->num_bins;
-    t.p[q] = pc.p;
-    t.y[q] = pc.y;
-    t.m[q] = pc.m;
-    t.a[q] = pc.a;
-    t.smax[q] = sproj_ratio_small(buffers, arg, parts + 1, q);
-    total += t.n[q];
+    struct sproj_ratio_piece piece = sproj_ratio_piece_get(buffers, arg, q);
+    table.n[q] = (unsigned long long)piece.n * (unsigned long long)arg->num_bins;
+    table.p[q] = piece.p;
+    table.y[q] = piece.y;
+    table.m[q] = piece.m;
+    table.a[q] = piece.a;
+    table.smax[q] = sproj_ratio_small(buffers, arg, parts + 1, q);
+    total += table.n[q];
   }
   cudaStream_t stream = starpu_cuda_get_local_stream();
   unsigned blocks = sproj_partials_grid(out, SPROJ_NLL_PARTIALS, total, stream);
   if (blocks == 0)
     return;
-  em_nll_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, arg->a_per_lor, arg->a_flat, arg->max_ratio,
-                                                         arg->small_fraction, out);
+  em_nll_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(table, arg->num_bins, arg->a_per_lor, arg->a_flat,
+                                                         arg->max_ratio, arg->small_fraction, out);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

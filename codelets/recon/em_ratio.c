@@ -10,11 +10,11 @@ static void em_ratio_cpu(void *buffers[], void *cl_arg)
   const struct sproj_ratio_arg *arg = cl_arg;
   int last = sproj_ratio_buffers_per_piece(arg) * arg->npieces;
   for (int q = 0; q < arg->npieces; q++) {
-    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
+    struct sproj_ratio_piece piece = sproj_ratio_piece_get(buffers, arg, q);
     const float *smax = sproj_ratio_small(buffers, arg, last, q);
-    for (uint32_t i = 0; i < pc.n; i++)
-      em_term_lor(pc.p, pc.px, pc.y, pc.m, pc.a, arg->a_per_lor, arg->a_flat, arg->num_bins, arg->kind, arg->max_ratio,
-                  smax, arg->small_fraction, i);
+    for (uint32_t i = 0; i < piece.n; i++)
+      em_term_lor(piece.p, piece.px, piece.y, piece.m, piece.a, arg->a_per_lor, arg->a_flat, arg->num_bins, arg->kind,
+                  arg->max_ratio, smax, arg->small_fraction, i);
   }
 }
 

@@ -17,40 +17,40 @@ struct ratio_table {
 static_assert(sizeof(struct ratio_table) + 4 * sizeof(int) + 3 * sizeof(float) <= 4096,
               "the ratio table no longer fits in the kernel parameters");
 
-__global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table t, int num_bins, int a_per_lor,
+__global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table table, int num_bins, int a_per_lor,
                                        float a_flat, int kind, float cap, float frac)
 {
   /* piece of this block: the last one whose first block is not after it */
-  int lo = sproj_block_piece(t.block_start, t.npieces);
-  unsigned long long k = (unsigned long long)(blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
-  if (k < t.n[lo])
-    em_term_at(t.p[lo], t.px[lo], t.y[lo], t.m[lo], t.a[lo], a_per_lor, a_flat, num_bins, kind, cap, t.smax[lo], frac,
-               (size_t)k);
+  int piece = sproj_block_piece(table.block_start, table.npieces);
+  unsigned long long k = (unsigned long long)(blockIdx.x - table.block_start[piece]) * blockDim.x + threadIdx.x;
+  if (k < table.n[piece])
+    em_term_at(table.p[piece], table.px[piece], table.y[piece], table.m[piece], table.a[piece], a_per_lor, a_flat,
+               num_bins, kind, cap, table.smax[piece], frac, (size_t)k);
 }
 
 extern "C" void sproj_em_ratio_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_ratio_arg *arg = (const struct sproj_ratio_arg *)cl_arg;
-  struct ratio_table t;
+  struct ratio_table table;
   unsigned blocks = 0;
   int last = sproj_ratio_buffers_per_piece(arg) * arg->npieces;
-  t.npieces = arg->npieces;
+  table.npieces = arg->npieces;
   for (int q = 0; q < arg->npieces; q++) {
-    struct sproj_ratio_piece pc = sproj_ratio_piece_get(buffers, arg, q);
-    t.block_start[q] = blocks;
-    t.n[q] = (unsigned long long)pc.n * (unsigned long long)arg->num_bins;
-    t.p[q] = pc.p;
-    t.px[q] = pc.px;
-    t.y[q] = pc.y;
-    t.m[q] = pc.m;
-    t.a[q] = pc.a;
-    t.smax[q] = sproj_ratio_small(buffers, arg, last, q);
-    blocks += (unsigned)((t.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
+    struct sproj_ratio_piece piece = sproj_ratio_piece_get(buffers, arg, q);
+    table.block_start[q] = blocks;
+    table.n[q] = (unsigned long long)piece.n * (unsigned long long)arg->num_bins;
+    table.p[q] = piece.p;
+    table.px[q] = piece.px;
+    table.y[q] = piece.y;
+    table.m[q] = piece.m;
+    table.a[q] = piece.a;
+    table.smax[q] = sproj_ratio_small(buffers, arg, last, q);
+    blocks += (unsigned)((table.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
   }
-  t.block_start[arg->npieces] = blocks;
+  table.block_start[arg->npieces] = blocks;
   if (blocks == 0)
     return;
-  em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins, arg->a_per_lor,
+  em_ratio_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(table, arg->num_bins, arg->a_per_lor,
                                                                                   arg->a_flat, arg->kind, arg->max_ratio,
                                                                                   arg->small_fraction);
   SPROJ_CUDA_CHECK_LAUNCH();

@@ -8,14 +8,14 @@
 static void em_small_cpu(void *buffers[], void *cl_arg)
 {
   const struct sproj_small_arg *arg = cl_arg;
-  int bpp = arg->has_p + arg->has_y;
-  float *largest = (float *)STARPU_VECTOR_GET_PTR(buffers[bpp * arg->npieces]);
+  int per_piece = arg->has_p + arg->has_y;
+  float *largest = (float *)STARPU_VECTOR_GET_PTR(buffers[per_piece * arg->npieces]);
   for (int q = 0; q < arg->npieces; q++) {
-    void **b = buffers + bpp * q;
-    const float *p = arg->has_p ? (const float *)STARPU_VECTOR_GET_PTR(b[0]) : NULL;
-    const float *y = arg->has_y ? (const float *)STARPU_VECTOR_GET_PTR(b[arg->has_p]) : NULL;
-    em_small_piece(largest + (size_t)arg->slot[q] * (size_t)arg->num_bins, arg->kind, p, y, STARPU_VECTOR_GET_NX(b[0]),
-                   arg->num_bins);
+    void **piece_buffers = buffers + per_piece * q;
+    const float *p = arg->has_p ? (const float *)STARPU_VECTOR_GET_PTR(piece_buffers[0]) : NULL;
+    const float *y = arg->has_y ? (const float *)STARPU_VECTOR_GET_PTR(piece_buffers[arg->has_p]) : NULL;
+    em_small_piece(largest + (size_t)arg->slot[q] * (size_t)arg->num_bins, arg->kind, p, y,
+                   STARPU_VECTOR_GET_NX(piece_buffers[0]), arg->num_bins);
   }
 }
 
@@ -35,10 +35,10 @@ static size_t em_small_values(struct starpu_task *task, unsigned nimpl)
 {
   (void)nimpl;
   const struct sproj_small_arg *arg = (const struct sproj_small_arg *)task->cl_arg;
-  int bpp = arg->has_p + arg->has_y;
+  int per_piece = arg->has_p + arg->has_y;
   size_t values = 0;
   for (int q = 0; q < arg->npieces; q++)
-    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, bpp * q));
+    values += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, per_piece * q));
   return values * (size_t)arg->num_bins;
 }
 

@@ -21,43 +21,43 @@ __device__ static inline void small_raise(float *cell, float v)
     atomicMax((int *)cell, __float_as_int(v));
 }
 
-__global__ static void em_small_kernel(const __grid_constant__ struct small_table t, int num_bins, int kind)
+__global__ static void em_small_kernel(const __grid_constant__ struct small_table table, int num_bins, int kind)
 {
-  int q = sproj_block_piece(t.block_start, t.npieces); /* a block never straddles two pieces */
-  unsigned long long k = (unsigned long long)(blockIdx.x - t.block_start[q]) * blockDim.x + threadIdx.x;
-  float v = k < t.n[q] ? em_small_value(kind, t.p[q], t.y[q], (size_t)k) : 0.0f;
+  int piece = sproj_block_piece(table.block_start, table.npieces); /* a block never straddles two pieces */
+  unsigned long long k = (unsigned long long)(blockIdx.x - table.block_start[piece]) * blockDim.x + threadIdx.x;
+  float v = k < table.n[piece] ? em_small_value(kind, table.p[piece], table.y[piece], (size_t)k) : 0.0f;
   if (num_bins == 1) {
     /* one group per piece: the warp's largest first, one atomic per warp */
     for (int off = 16; off > 0; off >>= 1)
       v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
     if ((threadIdx.x & 31u) == 0)
-      small_raise(t.row[q], v);
-  } else if (k < t.n[q]) {
-    small_raise(t.row[q] + k % (unsigned long long)num_bins, v);
+      small_raise(table.row[piece], v);
+  } else if (k < table.n[piece]) {
+    small_raise(table.row[piece] + k % (unsigned long long)num_bins, v);
   }
 }
 
 extern "C" void sproj_em_small_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_small_arg *arg = (const struct sproj_small_arg *)cl_arg;
-  int bpp = arg->has_p + arg->has_y;
-  float *largest = (float *)STARPU_VECTOR_GET_PTR(buffers[bpp * arg->npieces]);
-  struct small_table t;
+  int per_piece = arg->has_p + arg->has_y;
+  float *largest = (float *)STARPU_VECTOR_GET_PTR(buffers[per_piece * arg->npieces]);
+  struct small_table table;
   unsigned blocks = 0;
-  t.npieces = arg->npieces;
+  table.npieces = arg->npieces;
   for (int q = 0; q < arg->npieces; q++) {
-    void **b = buffers + bpp * q;
-    t.block_start[q] = blocks;
-    t.n[q] = (unsigned long long)STARPU_VECTOR_GET_NX(b[0]) * (unsigned long long)arg->num_bins;
-    t.p[q] = arg->has_p ? (const float *)STARPU_VECTOR_GET_PTR(b[0]) : NULL;
-    t.y[q] = arg->has_y ? (const float *)STARPU_VECTOR_GET_PTR(b[arg->has_p]) : NULL;
-    t.row[q] = largest + (size_t)arg->slot[q] * (size_t)arg->num_bins;
-    blocks += (unsigned)((t.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
+    void **piece_buffers = buffers + per_piece * q;
+    table.block_start[q] = blocks;
+    table.n[q] = (unsigned long long)STARPU_VECTOR_GET_NX(piece_buffers[0]) * (unsigned long long)arg->num_bins;
+    table.p[q] = arg->has_p ? (const float *)STARPU_VECTOR_GET_PTR(piece_buffers[0]) : NULL;
+    table.y[q] = arg->has_y ? (const float *)STARPU_VECTOR_GET_PTR(piece_buffers[arg->has_p]) : NULL;
+    table.row[q] = largest + (size_t)arg->slot[q] * (size_t)arg->num_bins;
+    blocks += (unsigned)((table.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
   }
-  t.block_start[arg->npieces] = blocks;
+  table.block_start[arg->npieces] = blocks;
   if (blocks == 0)
     return;
-  em_small_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins, arg->kind);
+  em_small_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(table, arg->num_bins, arg->kind);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 

@@ -5,7 +5,7 @@
 #include "codelets.h"
 #include "gauss3d.h"
 
-int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float voxel_size[3], const float fwhm[3])
+int sproj_gauss_arg_init(struct sproj_gauss_arg *gauss, const int n[3], const float voxel_size[3], const float fwhm[3])
 {
   for (int a = 0; a < 3; a++) {
     double sigma = fwhm[a] / (2.0 * sqrt(2.0 * log(2.0))) / voxel_size[a];
@@ -19,31 +19,31 @@ int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float 
       w[k] = radius > 0 ? exp(-0.5 * (k / sigma) * (k / sigma)) : 1.0;
       sum += k == 0 ? w[k] : 2.0 * w[k];
     }
-    g->n[a] = n[a];
-    g->radius[a] = radius;
+    gauss->n[a] = n[a];
+    gauss->radius[a] = radius;
     for (int k = 0; k <= SPROJ_GAUSS_MAX_RADIUS; k++)
-      g->w[a][k] = k <= radius ? (float)(w[k] / sum) : 0.0f;
+      gauss->w[a][k] = k <= radius ? (float)(w[k] / sum) : 0.0f;
   }
   return -1;
 }
 
-static void gauss3d_pass(const float *in, float *out, const struct sproj_gauss_arg *g, int axis, uint32_t n)
+static void gauss3d_pass(const float *in, float *out, const struct sproj_gauss_arg *gauss, int axis, uint32_t n)
 {
   for (uint32_t i = 0; i < n; i++)
-    out[i] = gauss3d_axis_voxel(in, g, axis, i);
+    out[i] = gauss3d_axis_voxel(in, gauss, axis, i);
 }
 
 /* in -> out along axis 0, out -> scratch along axis 1, scratch -> out along axis 2 */
 static void gauss3d_cpu(void *buffers[], void *cl_arg)
 {
-  const struct sproj_gauss_arg *g = cl_arg;
+  const struct sproj_gauss_arg *gauss = cl_arg;
   const float *in = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   float *out = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
   float *tmp = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[1]);
-  gauss3d_pass(in, out, g, 0, n);
-  gauss3d_pass(out, tmp, g, 1, n);
-  gauss3d_pass(tmp, out, g, 2, n);
+  gauss3d_pass(in, out, gauss, 0, n);
+  gauss3d_pass(out, tmp, gauss, 1, n);
+  gauss3d_pass(tmp, out, gauss, 2, n);
 }
 
 static struct starpu_perfmodel gauss3d_model = {

@@ -17,23 +17,23 @@ struct sproj_gauss_arg {
 };
 
 /* Element stride of an axis in a C-order [n0][n1][n2] image. */
-SPROJ_HD uint32_t gauss3d_stride(const struct sproj_gauss_arg *g, int axis)
+SPROJ_HD uint32_t gauss3d_stride(const struct sproj_gauss_arg *gauss, int axis)
 {
-  return axis == 2 ? 1u : axis == 1 ? (uint32_t)g->n[2] : (uint32_t)g->n[1] * (uint32_t)g->n[2];
+  return axis == 2 ? 1u : axis == 1 ? (uint32_t)gauss->n[2] : (uint32_t)gauss->n[1] * (uint32_t)gauss->n[2];
 }
 
 /* The blurred value of voxel idx along one axis. Neighbours outside the image count as 0, so the operator is a
  * symmetric matrix: blurring is its own adjoint. The pair k, -k is added before weighting, in the same order on
  * CPU and GPU. */
-SPROJ_HD float gauss3d_axis_voxel(const float *in, const struct sproj_gauss_arg *g, int axis, uint32_t idx)
+SPROJ_HD float gauss3d_axis_voxel(const float *in, const struct sproj_gauss_arg *gauss, int axis, uint32_t idx)
 {
-  uint32_t stride = gauss3d_stride(g, axis);
-  int c = (int)((idx / stride) % (uint32_t)g->n[axis]), n = g->n[axis];
-  float s = g->w[axis][0] * in[idx];
-  for (int k = 1; k <= g->radius[axis]; k++) {
+  uint32_t stride = gauss3d_stride(gauss, axis);
+  int c = (int)((idx / stride) % (uint32_t)gauss->n[axis]), n = gauss->n[axis];
+  float s = gauss->w[axis][0] * in[idx];
+  for (int k = 1; k <= gauss->radius[axis]; k++) {
     float lo = c - k >= 0 ? in[idx - (uint32_t)k * stride] : 0.0f;
     float hi = c + k < n ? in[idx + (uint32_t)k * stride] : 0.0f;
-    s += g->w[axis][k] * (lo + hi);
+    s += gauss->w[axis][k] * (lo + hi);
   }
   return s;
 }

@@ -10,11 +10,11 @@ struct slab_parts {
   const float *part[SPROJ_MAX_SLABS];
 };
 
-__global__ static void slab_update_kernel(float *__restrict__ x, const float *__restrict__ sens, struct slab_parts p,
-                                          int nparts, float sens_factor, uint32_t n)
+__global__ static void slab_update_kernel(float *__restrict__ x, const float *__restrict__ sens,
+                                          struct slab_parts parts, int nparts, float sens_factor, uint32_t n)
 {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    x[i] = slab_update_value(x[i], p.part, nparts, i, sens[i], sens_factor);
+    x[i] = slab_update_value(x[i], parts.part, nparts, i, sens[i], sens_factor);
 }
 
 __global__ static void slab_pair_kernel(float *__restrict__ half, const float *__restrict__ own,
@@ -55,11 +55,11 @@ extern "C" void sproj_slab_update_cuda(void *buffers[], void *cl_arg)
   unsigned blocks = sproj_stride_blocks(n);
   if (blocks == 0)
     return;
-  struct slab_parts p = {};
+  struct slab_parts parts = {};
   for (int g = 0; g < arg->nparts; g++)
-    p.part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]);
+    parts.part[g] = (const float *)STARPU_VECTOR_GET_PTR(buffers[2 + g]);
   slab_update_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-    (float *)STARPU_VECTOR_GET_PTR(buffers[0]), (const float *)STARPU_VECTOR_GET_PTR(buffers[1]), p, arg->nparts,
+    (float *)STARPU_VECTOR_GET_PTR(buffers[0]), (const float *)STARPU_VECTOR_GET_PTR(buffers[1]), parts, arg->nparts,
     arg->sens_factor, n);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

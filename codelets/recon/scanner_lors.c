@@ -8,12 +8,12 @@
 static void scanner_lors_cpu(void *buffers[], void *cl_arg)
 {
   const struct sproj_scanner_lors_arg *arg = cl_arg;
-  const struct sproj_scanner_table *t = (const struct sproj_scanner_table *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  const struct sproj_scanner_table *scanner = (const struct sproj_scanner_table *)STARPU_VECTOR_GET_PTR(buffers[0]);
   float *xs = (float *)STARPU_VECTOR_GET_PTR(buffers[1]), *xe = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
   const int32_t *lor = arg->indexed ? (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[3]) : NULL;
   uint32_t n = STARPU_VECTOR_GET_NX(buffers[1]);
   for (uint32_t i = 0; i < n; i++)
-    scanner_lor_endpoints(t, lor ? lor[i] : arg->first + i, xs + 3 * (size_t)i, xe + 3 * (size_t)i);
+    scanner_lor_endpoints(scanner, lor ? lor[i] : arg->first + i, xs + 3 * (size_t)i, xe + 3 * (size_t)i);
 }
 
 static struct starpu_perfmodel scanner_lors_model = {

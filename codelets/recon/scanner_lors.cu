@@ -5,12 +5,12 @@
 #include "cuda_pieces.h"
 #include "scanner_lors.h"
 
-__global__ static void scanner_lors_kernel(const struct sproj_scanner_table *__restrict__ t, float *__restrict__ xs,
-                                           float *__restrict__ xe, const int32_t *__restrict__ lor, int64_t first,
-                                           uint32_t n)
+__global__ static void scanner_lors_kernel(const struct sproj_scanner_table *__restrict__ scanner,
+                                           float *__restrict__ xs, float *__restrict__ xe,
+                                           const int32_t *__restrict__ lor, int64_t first, uint32_t n)
 {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    scanner_lor_endpoints(t, lor ? lor[i] : first + i, xs + 3 * (size_t)i, xe + 3 * (size_t)i);
+    scanner_lor_endpoints(scanner, lor ? lor[i] : first + i, xs + 3 * (size_t)i, xe + 3 * (size_t)i);
 }
 
 extern "C" void sproj_scanner_lors_cuda(void *buffers[], void *cl_arg)

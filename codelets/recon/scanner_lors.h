@@ -22,35 +22,35 @@ struct sproj_scanner_table {
   float ring_z[SPROJ_TABLE_MAX_RINGS];
 };
 
-SPROJ_HD const float *scanner_det_x(const struct sproj_scanner_table *t)
+SPROJ_HD const float *scanner_det_x(const struct sproj_scanner_table *scanner)
 {
-  return (const float *)(t + 1);
+  return (const float *)(scanner + 1);
 }
 
-SPROJ_HD const float *scanner_det_y(const struct sproj_scanner_table *t)
+SPROJ_HD const float *scanner_det_y(const struct sproj_scanner_table *scanner)
 {
-  return (const float *)(t + 1) + t->num_detectors;
+  return (const float *)(scanner + 1) + scanner->num_detectors;
 }
 
 /* Index of a valid (view, segment, axial, radial). */
-SPROJ_HD int64_t scanner_lor_index(const struct sproj_scanner_table *t, int v, int s, int a, int k)
+SPROJ_HD int64_t scanner_lor_index(const struct sproj_scanner_table *scanner, int v, int s, int a, int k)
 {
-  int64_t before = t->plane_start[t->seg_pos[s + t->max_ring_difference]];
-  int64_t planes = t->num_rings - (s < 0 ? -s : s);
-  if (t->order == SPROJ_TABLE_SEGMENT_VIEW)
-    return (before * t->num_views + v * planes + a) * t->num_radial_bins + k;
-  if (t->order == SPROJ_TABLE_SEGMENT_AXIAL)
-    return ((before + a) * t->num_views + v) * t->num_radial_bins + k;
-  return ((int64_t)v * t->num_planes + before + a) * t->num_radial_bins + k;
+  int64_t before = scanner->plane_start[scanner->seg_pos[s + scanner->max_ring_difference]];
+  int64_t planes = scanner->num_rings - (s < 0 ? -s : s);
+  if (scanner->order == SPROJ_TABLE_SEGMENT_VIEW)
+    return (before * scanner->num_views + v * planes + a) * scanner->num_radial_bins + k;
+  if (scanner->order == SPROJ_TABLE_SEGMENT_AXIAL)
+    return ((before + a) * scanner->num_views + v) * scanner->num_radial_bins + k;
+  return ((int64_t)v * scanner->num_planes + before + a) * scanner->num_radial_bins + k;
 }
 
 /* Position in the segment sequence of the segment whose planes (times per_plane) hold q. */
-SPROJ_HD int scanner_sequence_position(const struct sproj_scanner_table *t, int64_t q, int64_t per_plane)
+SPROJ_HD int scanner_sequence_position(const struct sproj_scanner_table *scanner, int64_t q, int64_t per_plane)
 {
-  int lo = 0, hi = t->num_segments - 1;
+  int lo = 0, hi = scanner->num_segments - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) / 2;
-    if (t->plane_start[mid] * per_plane <= q)
+    if (scanner->plane_start[mid] * per_plane <= q)
       lo = mid;
     else
       hi = mid - 1;
@@ -59,29 +59,30 @@ SPROJ_HD int scanner_sequence_position(const struct sproj_scanner_table *t, int6
 }
 
 /* (view, segment, axial, radial) of a valid index. */
-SPROJ_HD void scanner_lor_position(const struct sproj_scanner_table *t, int64_t lor, int *v, int *s, int *a, int *k)
+SPROJ_HD void scanner_lor_position(const struct sproj_scanner_table *scanner, int64_t lor, int *v, int *s, int *a,
+                                   int *k)
 {
-  int64_t q = lor / t->num_radial_bins;
+  int64_t q = lor / scanner->num_radial_bins;
   int pos;
-  *k = (int)(lor % t->num_radial_bins);
-  if (t->order == SPROJ_TABLE_SEGMENT_VIEW) {
-    pos = scanner_sequence_position(t, q, t->num_views);
-    int64_t rest = q - (int64_t)t->plane_start[pos] * t->num_views;
-    int seg = t->seg_at[pos], planes = t->num_rings - (seg < 0 ? -seg : seg);
+  *k = (int)(lor % scanner->num_radial_bins);
+  if (scanner->order == SPROJ_TABLE_SEGMENT_VIEW) {
+    pos = scanner_sequence_position(scanner, q, scanner->num_views);
+    int64_t rest = q - (int64_t)scanner->plane_start[pos] * scanner->num_views;
+    int seg = scanner->seg_at[pos], planes = scanner->num_rings - (seg < 0 ? -seg : seg);
     *v = (int)(rest / planes);
     *a = (int)(rest % planes);
-  } else if (t->order == SPROJ_TABLE_SEGMENT_AXIAL) {
-    int64_t plane = q / t->num_views;
-    *v = (int)(q % t->num_views);
-    pos = scanner_sequence_position(t, plane, 1);
-    *a = (int)(plane - t->plane_start[pos]);
+  } else if (scanner->order == SPROJ_TABLE_SEGMENT_AXIAL) {
+    int64_t plane = q / scanner->num_views;
+    *v = (int)(q % scanner->num_views);
+    pos = scanner_sequence_position(scanner, plane, 1);
+    *a = (int)(plane - scanner->plane_start[pos]);
   } else {
-    int64_t plane = q % t->num_planes;
-    *v = (int)(q / t->num_planes);
-    pos = scanner_sequence_position(t, plane, 1);
-    *a = (int)(plane - t->plane_start[pos]);
+    int64_t plane = q % scanner->num_planes;
+    *v = (int)(q / scanner->num_planes);
+    pos = scanner_sequence_position(scanner, plane, 1);
+    *a = (int)(plane - scanner->plane_start[pos]);
   }
-  *s = t->seg_at[pos];
+  *s = scanner->seg_at[pos];
 }
 
 SPROJ_HD int scanner_floor_half(int j)
@@ -95,11 +96,11 @@ SPROJ_HD int scanner_wrap(int d, int n)
 }
 
 /* The detector pair of a valid (view, segment, axial, radial): (ring_a, det_a) at xstart, (ring_b, det_b) at xend. */
-SPROJ_HD void scanner_lor_pair(const struct sproj_scanner_table *t, int v, int s, int a, int k, int *ring_a,
+SPROJ_HD void scanner_lor_pair(const struct sproj_scanner_table *scanner, int v, int s, int a, int k, int *ring_a,
                                int *det_a, int *ring_b, int *det_b)
 {
-  const int ndet = t->num_detectors;
-  int j = k - t->num_radial_bins / 2, h = scanner_floor_half(j);
+  const int ndet = scanner->num_detectors;
+  int j = k - scanner->num_radial_bins / 2, h = scanner_floor_half(j);
   *ring_a = a + (s < 0 ? -s : 0);
   *ring_b = *ring_a + s;
   *det_a = scanner_wrap(v + h, ndet);
@@ -107,20 +108,20 @@ SPROJ_HD void scanner_lor_pair(const struct sproj_scanner_table *t, int v, int s
 }
 
 /* A detector's centre. */
-SPROJ_HD void scanner_point(const struct sproj_scanner_table *t, int ring, int det, float *x)
+SPROJ_HD void scanner_point(const struct sproj_scanner_table *scanner, int ring, int det, float *x)
 {
-  x[0] = scanner_det_x(t)[det];
-  x[1] = scanner_det_y(t)[det];
-  x[2] = t->ring_z[ring];
+  x[0] = scanner_det_x(scanner)[det];
+  x[1] = scanner_det_y(scanner)[det];
+  x[2] = scanner->ring_z[ring];
 }
 
 /* The endpoints of a valid LOR index. */
-SPROJ_HD void scanner_lor_endpoints(const struct sproj_scanner_table *t, int64_t lor, float *xs, float *xe)
+SPROJ_HD void scanner_lor_endpoints(const struct sproj_scanner_table *scanner, int64_t lor, float *xs, float *xe)
 {
   int v, s, a, k, ra, da, rb, db;
-  scanner_lor_position(t, lor, &v, &s, &a, &k);
-  scanner_lor_pair(t, v, s, a, k, &ra, &da, &rb, &db);
-  scanner_point(t, ra, da, xs);
-  scanner_point(t, rb, db, xe);
+  scanner_lor_position(scanner, lor, &v, &s, &a, &k);
+  scanner_lor_pair(scanner, v, s, a, k, &ra, &da, &rb, &db);
+  scanner_point(scanner, ra, da, xs);
+  scanner_point(scanner, rb, db, xe);
 }
 #endif

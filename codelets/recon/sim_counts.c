@@ -12,10 +12,10 @@ static void sim_sum_cpu(void *buffers[], void *cl_arg)
   double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[sproj_sim_buffers_per_piece(arg) * arg->npieces]);
   double sum = 0.0;
   for (int q = 0; q < arg->npieces; q++) {
-    struct sproj_sim_piece pc = sproj_sim_piece_get(buffers, arg, q);
-    size_t n = (size_t)pc.n * (size_t)arg->num_bins;
+    struct sproj_sim_piece piece = sproj_sim_piece_get(buffers, arg, q);
+    size_t n = (size_t)piece.n * (size_t)arg->num_bins;
     for (size_t k = 0; k < n; k++)
-      sum += (pc.m ? (double)pc.m[k / (size_t)arg->num_bins] : 1.0) * (double)pc.p[k];
+      sum += (piece.m ? (double)piece.m[k / (size_t)arg->num_bins] : 1.0) * (double)piece.p[k];
   }
   out[0] = sum;
   for (int j = 1; j < SPROJ_NLL_PARTIALS; j++)
@@ -25,20 +25,21 @@ static void sim_sum_cpu(void *buffers[], void *cl_arg)
 static void sim_draw_cpu(void *buffers[], void *cl_arg)
 {
   const struct sproj_sim_arg *arg = cl_arg;
-  const size_t nb = (size_t)arg->num_bins;
+  const size_t bins = (size_t)arg->num_bins;
   for (int q = 0; q < arg->npieces; q++) {
-    struct sproj_sim_piece pc = sproj_sim_piece_get(buffers, arg, q);
-    for (size_t i = 0; i < pc.n; i++) {
+    struct sproj_sim_piece piece = sproj_sim_piece_get(buffers, arg, q);
+    for (size_t i = 0; i < piece.n; i++) {
       double s = 0.0;
-      for (size_t b = 0; b < nb; b++) {
-        size_t k = i * nb + b;
-        float v = sim_value(pc.p[k], pc.m ? pc.m[i] : 1.0f, em_background(pc.a, arg->a_per_lor, arg->a_flat, arg->num_bins, i, k),
-                            arg->scale, arg->noise, arg->seed, (uint64_t)arg->first_value[q] + k);
-        pc.p[k] = v;
+      for (size_t b = 0; b < bins; b++) {
+        size_t k = i * bins + b;
+        float v = sim_value(piece.p[k], piece.m ? piece.m[i] : 1.0f,
+                            em_background(piece.a, arg->a_per_lor, arg->a_flat, arg->num_bins, i, k), arg->scale,
+                            arg->noise, arg->seed, (uint64_t)arg->first_value[q] + k);
+        piece.p[k] = v;
         s += v;
       }
-      if (pc.sums)
-        pc.sums[i] = (float)s;
+      if (piece.sums)
+        piece.sums[i] = (float)s;
     }
   }
 }

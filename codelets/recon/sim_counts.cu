@@ -17,33 +17,34 @@ struct sim_table {
 };
 static_assert(sizeof(struct sim_table) + 64 <= 4096, "the simulation table no longer fits in the kernel parameters");
 
-static unsigned sim_table_fill(struct sim_table *t, void *buffers[], const struct sproj_sim_arg *arg, unsigned per_block)
+static unsigned sim_table_fill(struct sim_table *table, void *buffers[], const struct sproj_sim_arg *arg,
+                               unsigned per_block)
 {
   unsigned blocks = 0;
-  t->npieces = arg->npieces;
+  table->npieces = arg->npieces;
   for (int q = 0; q < arg->npieces; q++) {
-    struct sproj_sim_piece pc = sproj_sim_piece_get(buffers, arg, q);
-    t->block_start[q] = blocks;
-    t->n[q] = pc.n;
-    t->first[q] = (unsigned long long)arg->first_value[q];
-    t->p[q] = pc.p;
-    t->sums[q] = pc.sums;
-    t->m[q] = pc.m;
-    t->a[q] = pc.a;
-    blocks += (pc.n + per_block - 1) / per_block;
+    struct sproj_sim_piece piece = sproj_sim_piece_get(buffers, arg, q);
+    table->block_start[q] = blocks;
+    table->n[q] = piece.n;
+    table->first[q] = (unsigned long long)arg->first_value[q];
+    table->p[q] = piece.p;
+    table->sums[q] = piece.sums;
+    table->m[q] = piece.m;
+    table->a[q] = piece.a;
+    blocks += (piece.n + per_block - 1) / per_block;
   }
-  t->block_start[arg->npieces] = blocks;
+  table->block_start[arg->npieces] = blocks;
   return blocks;
 }
 
-__global__ static void sim_sum_kernel(const __grid_constant__ struct sim_table t, int num_bins, double *partial)
+__global__ static void sim_sum_kernel(const __grid_constant__ struct sim_table table, int num_bins, double *partial)
 {
   double s = 0.0;
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  for (int q = 0; q < t.npieces; q++) {
-    unsigned long long n = (unsigned long long)t.n[q] * (unsigned long long)num_bins;
+  for (int q = 0; q < table.npieces; q++) {
+    unsigned long long n = (unsigned long long)table.n[q] * (unsigned long long)num_bins;
     for (unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride)
-      s += (t.m[q] ? (double)t.m[q][k / (unsigned long long)num_bins] : 1.0) * (double)t.p[q][k];
+      s += (table.m[q] ? (double)table.m[q][k / (unsigned long long)num_bins] : 1.0) * (double)table.p[q][k];
   }
   sproj_block_sum(s, partial);
 }
@@ -52,48 +53,49 @@ extern "C" void sproj_sim_sum_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_sim_arg *arg = (const struct sproj_sim_arg *)cl_arg;
   double *out = (double *)STARPU_VECTOR_GET_PTR(buffers[sproj_sim_buffers_per_piece(arg) * arg->npieces]);
-  struct sim_table t;
-  sim_table_fill(&t, buffers, arg, 1);
+  struct sim_table table;
+  sim_table_fill(&table, buffers, arg, 1);
   unsigned long long total = 0;
   for (int q = 0; q < arg->npieces; q++)
-    total += (unsigned long long)t.n[q] * (unsigned long long)arg->num_bins;
+    total += (unsigned long long)table.n[q] * (unsigned long long)arg->num_bins;
   cudaStream_t stream = starpu_cuda_get_local_stream();
   unsigned blocks = sproj_partials_grid(out, SPROJ_NLL_PARTIALS, total, stream);
   if (blocks == 0)
     return;
-  sim_sum_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(t, arg->num_bins, out);
+  sim_sum_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(table, arg->num_bins, out);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
-__global__ static void sim_draw_kernel(const __grid_constant__ struct sim_table t, int num_bins, int a_per_lor,
+__global__ static void sim_draw_kernel(const __grid_constant__ struct sim_table table, int num_bins, int a_per_lor,
                                        float a_flat, float scale, int noise, unsigned long long seed)
 {
-  int lo = sproj_block_piece(t.block_start, t.npieces);
-  unsigned i = (blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
-  if (i >= t.n[lo])
+  int piece = sproj_block_piece(table.block_start, table.npieces);
+  unsigned i = (blockIdx.x - table.block_start[piece]) * blockDim.x + threadIdx.x;
+  if (i >= table.n[piece])
     return;
-  const size_t nb = (size_t)num_bins;
+  const size_t bins = (size_t)num_bins;
   double s = 0.0;
-  for (size_t bin = 0; bin < nb; bin++) {
-    size_t k = (size_t)i * nb + bin;
-    float v = sim_value(t.p[lo][k], t.m[lo] ? t.m[lo][i] : 1.0f, em_background(t.a[lo], a_per_lor, a_flat, num_bins, i, k),
-                        scale, noise, seed, t.first[lo] + k);
-    t.p[lo][k] = v;
+  for (size_t bin = 0; bin < bins; bin++) {
+    size_t k = (size_t)i * bins + bin;
+    float v = sim_value(table.p[piece][k], table.m[piece] ? table.m[piece][i] : 1.0f,
+                        em_background(table.a[piece], a_per_lor, a_flat, num_bins, i, k), scale, noise, seed,
+                        table.first[piece] + k);
+    table.p[piece][k] = v;
     s += v;
   }
-  if (t.sums[lo])
-    t.sums[lo][i] = (float)s;
+  if (table.sums[piece])
+    table.sums[piece][i] = (float)s;
 }
 
 extern "C" void sproj_sim_draw_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_sim_arg *arg = (const struct sproj_sim_arg *)cl_arg;
-  struct sim_table t;
-  unsigned blocks = sim_table_fill(&t, buffers, arg, SPROJ_CUDA_BLOCK);
+  struct sim_table table;
+  unsigned blocks = sim_table_fill(&table, buffers, arg, SPROJ_CUDA_BLOCK);
   if (blocks == 0)
     return;
   sim_draw_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-    t, arg->num_bins, arg->a_per_lor, arg->a_flat, arg->scale, arg->noise, (unsigned long long)arg->seed);
+    table, arg->num_bins, arg->a_per_lor, arg->a_flat, arg->scale, arg->noise, (unsigned long long)arg->seed);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
@@ -108,31 +110,31 @@ struct emit_table {
 };
 static_assert(sizeof(struct emit_table) + 64 <= 4096, "the emission table no longer fits in the kernel parameters");
 
-__global__ static void sim_emit_kernel(const __grid_constant__ struct emit_table t, int num_bins)
+__global__ static void sim_emit_kernel(const __grid_constant__ struct emit_table table, int num_bins)
 {
-  int lo = sproj_block_piece(t.block_start, t.npieces);
-  unsigned i = (blockIdx.x - t.block_start[lo]) * blockDim.x + threadIdx.x;
-  if (i < t.n[lo])
-    sim_emit_lor(t.counts[lo], t.off[lo], t.out[lo], num_bins, i);
+  int piece = sproj_block_piece(table.block_start, table.npieces);
+  unsigned i = (blockIdx.x - table.block_start[piece]) * blockDim.x + threadIdx.x;
+  if (i < table.n[piece])
+    sim_emit_lor(table.counts[piece], table.off[piece], table.out[piece], num_bins, i);
 }
 
 extern "C" void sproj_sim_emit_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_emit_arg *arg = (const struct sproj_emit_arg *)cl_arg;
-  struct emit_table t;
+  struct emit_table table;
   unsigned blocks = 0;
-  t.npieces = arg->npieces;
+  table.npieces = arg->npieces;
   for (int q = 0; q < arg->npieces; q++) {
-    t.block_start[q] = blocks;
-    t.n[q] = STARPU_VECTOR_GET_NX(buffers[3 * q]);
-    t.counts[q] = (const float *)STARPU_VECTOR_GET_PTR(buffers[3 * q]);
-    t.off[q] = (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 1]);
-    t.out[q] = (int16_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 2]);
-    blocks += (t.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
+    table.block_start[q] = blocks;
+    table.n[q] = STARPU_VECTOR_GET_NX(buffers[3 * q]);
+    table.counts[q] = (const float *)STARPU_VECTOR_GET_PTR(buffers[3 * q]);
+    table.off[q] = (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 1]);
+    table.out[q] = (int16_t *)STARPU_VECTOR_GET_PTR(buffers[3 * q + 2]);
+    blocks += (table.n[q] + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
   }
-  t.block_start[arg->npieces] = blocks;
+  table.block_start[arg->npieces] = blocks;
   if (blocks == 0)
     return;
-  sim_emit_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(t, arg->num_bins);
+  sim_emit_kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(table, arg->num_bins);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

@@ -42,10 +42,11 @@ SPROJ_HD void sproj_tof_lm_planes(const struct sproj_ray *r, const struct sproj_
 
 /* Planes k0..k1 within num_sigmas sigma of bin b's centre, as libparallelproj rounds them (then bounded). */
 SPROJ_HD void sproj_tof_pp_planes(const struct sproj_ray *r, const struct sproj_tof_line *l, const float *xs,
-                                  const float *xe, const struct sproj_tof_arg *t, float sigma, int b, int *k0, int *k1)
+                                  const float *xe, const struct sproj_tof_arg *tof, float sigma, int b, int *k0,
+                                  int *k1)
 {
   float sign = xe[r->axis] >= xs[r->axis] ? 1.0f : -1.0f;
-  float reach = t->num_sigmas * sigma / t->bin_width;
+  float reach = tof->num_sigmas * sigma / tof->bin_width;
   float lo = (((float)b - sign * reach) - l->bt) / l->at, hi = (((float)b + sign * reach) - l->bt) / l->at;
   /* into the bound before converting to int (NaN included) */
   float kmin = (float)(r->first - SPROJ_TOF_PP_MAX_OUTSIDE), kmax = (float)(r->last + SPROJ_TOF_PP_MAX_OUTSIDE);
@@ -71,27 +72,27 @@ SPROJ_HD float sproj_tof_pp_denom(float sigma)
 
 /* The ray and TOF line of an event in bin b and the planes k0..k1 the projectors walk for it: 0 when its LOR
  * samples no plane (as sproj_ray_setup). */
-SPROJ_HD int sproj_tof_lm_setup(const float *xs, const float *xe, const struct sproj_geom *g,
-                                const struct sproj_tof_arg *t, float sigma, float offset, int b, struct sproj_ray *r,
+SPROJ_HD int sproj_tof_lm_setup(const float *xs, const float *xe, const struct sproj_geom *geom,
+                                const struct sproj_tof_arg *tof, float sigma, float offset, int b, struct sproj_ray *r,
                                 struct sproj_tof_line *l, int *k0, int *k1)
 {
-  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, r, l))
+  if (!sproj_tof_ray_setup(xs, xe, geom, tof, sigma, offset, r, l))
     return 0;
-  if (t->convention == SPROJ_TOF_ARG_PARALLELPROJ)
-    sproj_tof_pp_planes(r, l, xs, xe, t, sigma, b, k0, k1);
+  if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ)
+    sproj_tof_pp_planes(r, l, xs, xe, tof, sigma, b, k0, k1);
   else
     sproj_tof_lm_planes(r, l, b, k0, k1);
   return 1;
 }
 
 /* How many planes the projectors walk for an event in bin b (0 when its LOR samples nothing). */
-SPROJ_HD unsigned sproj_tof_lm_count(const float *xs, const float *xe, const struct sproj_geom *g,
-                                     const struct sproj_tof_arg *t, float sigma, float offset, int b)
+SPROJ_HD unsigned sproj_tof_lm_count(const float *xs, const float *xe, const struct sproj_geom *geom,
+                                     const struct sproj_tof_arg *tof, float sigma, float offset, int b)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
   int k0, k1;
-  if (!sproj_tof_lm_setup(xs, xe, g, t, sigma, offset, b, &r, &l, &k0, &k1))
+  if (!sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, b, &r, &l, &k0, &k1))
     return 0;
   return k1 >= k0 ? (unsigned)(k1 - k0 + 1) : 0u;
 }

@@ -4,12 +4,13 @@
 #include "codelets.h"
 #include "joseph3d_tof_lm_fwd.h"
 
-static void tof_lm_fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
+static void tof_lm_fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *piece,
+                           uint32_t event)
 {
   float sigma, offset;
-  sproj_tof_lor_params(&arg->tof, pc->sigma, pc->offset, i, &sigma, &offset);
-  pc->values[i] = joseph3d_tof_lm_fwd_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, &arg->tof,
-                                          sigma, offset, pc->bins[i]);
+  sproj_tof_lor_params(&arg->tof, piece->sigma, piece->offset, event, &sigma, &offset);
+  const float *xs = piece->xs + 3 * (size_t)event, *xe = piece->xe + 3 * (size_t)event;
+  piece->values[event] = joseph3d_tof_lm_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, piece->bins[event]);
 }
 
 static void joseph3d_tof_lm_fwd_cpu(void *buffers[], void *cl_arg)

@@ -6,25 +6,26 @@
 #include "joseph3d_tof_lm.h"
 
 /* The value TOF-sinogram bin b of the event's LOR would get (libparallelproj's convention: its listmode value). */
-SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom *g, const float *xs, const float *xe,
-                                       const struct sproj_tof_arg *t, float sigma, float offset, int b)
+SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs,
+                                       const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
+                                       int b)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
   int k0, k1;
-  if (!sproj_tof_lm_setup(xs, xe, g, t, sigma, offset, b, &r, &l, &k0, &k1))
+  if (!sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, b, &r, &l, &k0, &k1))
     return 0.0f;
   float out = 0.0f;
-  if (t->convention == SPROJ_TOF_ARG_PARALLELPROJ) {
+  if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ) {
     /* one pass: every plane of the window into the sum, those inside the image into the value */
     float denom = sproj_tof_pp_denom(sigma), sum = 0.0f;
     for (int k = k0; k <= k1; k++) {
-      float w = sproj_tof_pp_weight(&l, k, b, t->bin_width, denom);
+      float w = sproj_tof_pp_weight(&l, k, b, tof->bin_width, denom);
       sum += w;
       if (k >= r.first && k <= r.last)
         out += w * sproj_ray_sample(img, &r, k);
     }
-    return sum > 0.0f ? out * t->bin_width / sum : 0.0f;
+    return sum > 0.0f ? out * tof->bin_width / sum : 0.0f;
   }
   for (int k = k0; k <= k1; k++) {
     float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);

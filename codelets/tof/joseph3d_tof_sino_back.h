@@ -7,16 +7,17 @@
 #include "tof.h"
 
 /* Adds, for each sample, cf * (sum over its window of normalised weight * p[b]) times the bilinear weights. */
-SPROJ_HD void joseph3d_tof_sino_back_lor(struct sproj_out img, const struct sproj_geom *g, const float *xs, const float *xe,
-                                         const struct sproj_tof_arg *t, float sigma, float offset, const float *p)
+SPROJ_HD void joseph3d_tof_sino_back_lor(struct sproj_out img, const struct sproj_geom *geom, const float *xs,
+                                         const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
+                                         const float *p)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
-  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
+  if (!sproj_tof_ray_setup(xs, xe, geom, tof, sigma, offset, &r, &l))
     return;
   for (int k = r.first; k <= r.last; k++) {
     struct sproj_tof_sample s;
-    sproj_tof_sample_at(&l, k, t->num_bins, &s);
+    sproj_tof_sample_at(&l, k, tof->num_bins, &s);
     if (s.j0 >= s.j1)
       continue; /* the window lies beyond the bins */
     /* the window's first and last edges: the loop's too when the window lies inside the bins (sproj_tof_step_edges) */

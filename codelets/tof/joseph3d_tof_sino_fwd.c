@@ -4,12 +4,14 @@
 #include "codelets.h"
 #include "joseph3d_tof_sino_fwd.h"
 
-static void tof_sino_fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i)
+static void tof_sino_fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *piece,
+                             uint32_t lor)
 {
   float sigma, offset;
-  sproj_tof_lor_params(&arg->tof, pc->sigma, pc->offset, i, &sigma, &offset);
-  joseph3d_tof_sino_fwd_lor(img, &arg->geom, pc->xs + 3 * (size_t)i, pc->xe + 3 * (size_t)i, &arg->tof, sigma, offset,
-                            pc->values + (size_t)i * arg->tof.num_bins, 1);
+  sproj_tof_lor_params(&arg->tof, piece->sigma, piece->offset, lor, &sigma, &offset);
+  const float *xs = piece->xs + 3 * (size_t)lor, *xe = piece->xe + 3 * (size_t)lor;
+  joseph3d_tof_sino_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset,
+                            piece->values + (size_t)lor * arg->tof.num_bins, 1);
 }
 
 static void joseph3d_tof_sino_fwd_cpu(void *buffers[], void *cl_arg)

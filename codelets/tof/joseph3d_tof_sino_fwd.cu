@@ -10,35 +10,36 @@
 #include "cuda_pieces.h"
 #include "joseph3d_tof_sino_fwd.h"
 
-__global__ static void tof_sino_fwd_kernel(const float *__restrict__ img, const __grid_constant__ struct sproj_proj_arg a,
-                                           const __grid_constant__ struct sproj_piece_table t, int in_shared)
+__global__ static void tof_sino_fwd_kernel(const float *__restrict__ img,
+                                           const __grid_constant__ struct sproj_proj_arg arg,
+                                           const __grid_constant__ struct sproj_piece_table pieces, int in_shared)
 {
   extern __shared__ float acc[];
-  unsigned i;
-  int p = sproj_piece_of_thread(&t, &i);
-  unsigned nb = (unsigned)a.tof.num_bins;
-  if (i < t.n[p]) {
+  unsigned lor;
+  int piece = sproj_piece_of_thread(&pieces, &lor);
+  unsigned num_bins = (unsigned)arg.tof.num_bins;
+  if (lor < pieces.n[piece]) {
     float sigma, offset;
-    sproj_tof_lor_params(&a.tof, t.sigma[p], t.offset[p], i, &sigma, &offset);
+    sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], lor, &sigma, &offset);
+    const float *xs = pieces.xs[piece] + 3 * (size_t)lor, *xe = pieces.xe[piece] + 3 * (size_t)lor;
     /* two calls rather than one on a chosen pointer: each knows its memory space, so the shared one compiles to
      * shared-memory loads and stores instead of generic ones */
     if (in_shared)
-      joseph3d_tof_sino_fwd_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma,
-                                offset, acc + threadIdx.x, blockDim.x);
+      joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, acc + threadIdx.x, blockDim.x);
     else
-      joseph3d_tof_sino_fwd_lor(img, &a.geom, t.xs[p] + 3 * (size_t)i, t.xe[p] + 3 * (size_t)i, &a.tof, sigma,
-                                offset, t.values[p] + (size_t)i * nb, 1);
+      joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset,
+                                pieces.values[piece] + (size_t)lor * num_bins, 1);
   }
   if (!in_shared)
     return;
   __syncthreads();
-  /* the block's LORs are consecutive in piece p: their bins form one run of the output */
-  unsigned first = i - threadIdx.x;
-  unsigned count = min(blockDim.x, t.n[p] - first);
-  float *dst = t.values[p] + (size_t)first * nb;
-  for (unsigned e = threadIdx.x; e < count * nb; e += blockDim.x) {
-    unsigned lor = e / nb;
-    dst[e] = acc[(e - lor * nb) * blockDim.x + lor];
+  /* the block's LORs are consecutive in its piece: their bins form one run of the output */
+  unsigned first = lor - threadIdx.x;
+  unsigned count = min(blockDim.x, pieces.n[piece] - first);
+  float *dst = pieces.values[piece] + (size_t)first * num_bins;
+  for (unsigned e = threadIdx.x; e < count * num_bins; e += blockDim.x) {
+    unsigned slot = e / num_bins;
+    dst[e] = acc[(e - slot * num_bins) * blockDim.x + slot];
   }
 }
 
@@ -59,12 +60,12 @@ static size_t tof_sino_fwd_shared(int num_bins)
 extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;
-  struct sproj_piece_table t;
-  unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, 1);
+  struct sproj_piece_table pieces;
+  unsigned blocks = sproj_piece_table_fill(&pieces, buffers, arg, 1);
   if (blocks > 0) {
     size_t shared = tof_sino_fwd_shared(arg->tof.num_bins);
     tof_sino_fwd_kernel<<<blocks, SPROJ_CUDA_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
-      (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t, shared > 0);
+      (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, pieces, shared > 0);
     SPROJ_CUDA_CHECK_LAUNCH();
   }
 }

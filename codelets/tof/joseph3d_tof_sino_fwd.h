@@ -8,19 +8,19 @@
 
 /* out[b * stride] (b < num_bins) = sum over the samples of cf * image sample * normalised weight of bin b. The
  * stride lets a CUDA thread accumulate in its column of a shared-memory block instead of in global memory. */
-SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geom *g, const float *xs, const float *xe,
-                                        const struct sproj_tof_arg *t, float sigma, float offset, float *out,
-                                        unsigned stride)
+SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs,
+                                        const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
+                                        float *out, unsigned stride)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
-  for (int b = 0; b < t->num_bins; b++)
+  for (int b = 0; b < tof->num_bins; b++)
     out[b * stride] = 0.0f;
-  if (!sproj_tof_ray_setup(xs, xe, g, t, sigma, offset, &r, &l))
+  if (!sproj_tof_ray_setup(xs, xe, geom, tof, sigma, offset, &r, &l))
     return;
   for (int k = r.first; k <= r.last; k++) {
     struct sproj_tof_sample s;
-    sproj_tof_sample_at(&l, k, t->num_bins, &s);
+    sproj_tof_sample_at(&l, k, tof->num_bins, &s);
     if (s.j0 >= s.j1)
       continue; /* the window lies beyond the bins */
     /* the window's first and last edges give its total and, when the window lies inside the bins, are also the

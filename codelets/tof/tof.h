@@ -61,42 +61,42 @@ struct sproj_tof_line {
   float edge_scale;     /* bin_width / (sqrt(2) sigma): turns a distance in bins into an erf argument */
 };
 
-SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj_geom *g, const float *xs,
-                                   const float *xe, const struct sproj_tof_arg *t, float sigma, float offset,
+SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj_geom *geom, const float *xs,
+                                   const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
                                    struct sproj_tof_line *l)
 {
   int a = r->axis;
-  float costheta = g->voxel_size[a] / r->cf;
+  float costheta = geom->voxel_size[a] / r->cf;
   float sign = xe[a] >= xs[a] ? 1.0f : -1.0f;
   /* centre of bin 0 projected on the principal axis; the offset runs along the LOR towards xend */
   float tof_origin;
-  if (t->convention == SPROJ_TOF_ARG_PARALLELPROJ)
+  if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ)
     /* libparallelproj's: the offset runs along the principal axis (towards xend only where xend's coordinate is the
      * larger), and the centre is summed in double as its workers sum it, so that its listmode windows
      * (sproj_tof_pp_planes) end at the very planes its own end at */
     tof_origin = (float)(0.5 * (double)(xs[a] + xe[a]) -
-                         (double)sign * (0.5 * t->num_bins - 0.5) * (double)(t->bin_width * costheta) +
+                         (double)sign * (0.5 * tof->num_bins - 0.5) * (double)(tof->bin_width * costheta) +
                          (double)(offset * costheta));
   else
-    tof_origin = 0.5f * (xs[a] + xe[a]) - sign * (0.5f * t->num_bins - 0.5f) * (t->bin_width * costheta) +
+    tof_origin = 0.5f * (xs[a] + xe[a]) - sign * (0.5f * tof->num_bins - 0.5f) * (tof->bin_width * costheta) +
                  sign * offset * costheta;
-  float tof_slope = sign * t->bin_width * costheta;
-  l->at = sign * r->cf / t->bin_width;
-  l->bt = (g->origin[a] - tof_origin) / tof_slope;
+  float tof_slope = sign * tof->bin_width * costheta;
+  l->at = sign * r->cf / tof->bin_width;
+  l->bt = (geom->origin[a] - tof_origin) / tof_slope;
   /* a window wider than SPROJ_TOF_MAX_WINDOW is cut to that many bins around the sample whatever its width, so
    * clamping the half-width there changes no weight and keeps the window's float -> int conversions defined */
-  l->max_diff = fminf(t->num_sigmas * sigma / t->bin_width, (float)SPROJ_TOF_MAX_WINDOW);
-  l->edge_scale = t->bin_width / (1.41421356237309505f * sigma);
+  l->max_diff = fminf(tof->num_sigmas * sigma / tof->bin_width, (float)SPROJ_TOF_MAX_WINDOW);
+  l->edge_scale = tof->bin_width / (1.41421356237309505f * sigma);
 }
 
 /* The ray and its TOF line: 0 when the LOR samples no plane (as sproj_ray_setup). */
-SPROJ_HD int sproj_tof_ray_setup(const float *xs, const float *xe, const struct sproj_geom *g,
-                                 const struct sproj_tof_arg *t, float sigma, float offset, struct sproj_ray *r,
+SPROJ_HD int sproj_tof_ray_setup(const float *xs, const float *xe, const struct sproj_geom *geom,
+                                 const struct sproj_tof_arg *tof, float sigma, float offset, struct sproj_ray *r,
                                  struct sproj_tof_line *l)
 {
-  if (!sproj_ray_setup(xs, xe, g, r))
+  if (!sproj_ray_setup(xs, xe, geom, r))
     return 0;
-  sproj_tof_line_setup(r, g, xs, xe, t, sigma, offset, l);
+  sproj_tof_line_setup(r, geom, xs, xe, tof, sigma, offset, l);
   return 1;
 }
 
@@ -173,11 +173,11 @@ SPROJ_HD float sproj_tof_sample_sum(const struct sproj_tof_sample *s, const stru
 }
 
 /* Per-LOR sigma and offset, from the per-LOR buffers when given. */
-SPROJ_HD void sproj_tof_lor_params(const struct sproj_tof_arg *t, const float *sigma, const float *offset,
+SPROJ_HD void sproj_tof_lor_params(const struct sproj_tof_arg *tof, const float *sigma, const float *offset,
                                    unsigned i, float *s, float *o)
 {
-  *s = t->per_lor_sigma ? sigma[i] : t->sigma;
-  *o = t->per_lor_offset ? offset[i] : t->center_offset;
+  *s = tof->per_lor_sigma ? sigma[i] : tof->sigma;
+  *o = tof->per_lor_offset ? offset[i] : tof->center_offset;
 }
 
 #endif

@@ -10,9 +10,16 @@
 
 #define SPROJ_CUDA_BLOCK 256
 
+/* Bytes of kernel parameters every architecture we build for accepts: tables of pieces go in by value. */
+#define SPROJ_CUDA_PARAM_BYTES 4096
+/* Blocks of a grid's y and z dimensions at most (x: 2^31 - 1). */
+#define SPROJ_CUDA_MAX_GRID_YZ 65535u
+/* Blocks of a grid-stride loop at most: enough to fill any GPU many times over; the loop covers the rest. */
+#define SPROJ_CUDA_MAX_STRIDE_BLOCKS (65535u * 16u)
+
 struct sproj_piece_table {
   int npieces;
-  unsigned lanes;                             /* threads sharing one LOR: a power of two <= 32 */
+  unsigned lanes;                             /* threads sharing one LOR: a power of two <= SPROJ_WARP */
   unsigned windows;                           /* back projection into copies: warps combine their adds (1) or not */
   unsigned block_start[SPROJ_MAX_PIECES + 1]; /* first block of each piece; the last entry is the grid size */
   unsigned n[SPROJ_MAX_PIECES];
@@ -24,8 +31,7 @@ struct sproj_piece_table {
   const float *offset[SPROJ_MAX_PIECES];
 };
 
-/* kernel parameters are limited to 4 KiB on every architecture we build for */
-static_assert(sizeof(struct sproj_piece_table) + sizeof(struct sproj_proj_arg) + sizeof(void *) <= 4096,
+static_assert(sizeof(struct sproj_piece_table) + sizeof(struct sproj_proj_arg) + sizeof(void *) <= SPROJ_CUDA_PARAM_BYTES,
               "the piece table no longer fits in the kernel parameters");
 
 /* Whether back projections into the principal-axis copies combine a warp's adds in shared memory first
@@ -87,11 +93,12 @@ __device__ static inline int sproj_piece_of_block(const struct sproj_piece_table
   return sproj_block_piece(pieces->block_start, pieces->npieces);
 }
 
-/* Blocks of SPROJ_CUDA_BLOCK threads for a grid-stride loop over n elements (at most 65535 x 16; 0 for n = 0). */
+/* Blocks of SPROJ_CUDA_BLOCK threads for a grid-stride loop over n elements (at most SPROJ_CUDA_MAX_STRIDE_BLOCKS; 0
+ * for n = 0). */
 static inline unsigned sproj_stride_blocks(size_t n)
 {
   size_t blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
-  return blocks > 65535u * 16u ? 65535u * 16u : (unsigned)blocks;
+  return blocks > SPROJ_CUDA_MAX_STRIDE_BLOCKS ? SPROJ_CUDA_MAX_STRIDE_BLOCKS : (unsigned)blocks;
 }
 
 /* The grid of a partial-sums kernel over `values` values, at most `parts` blocks (one partial sum each), after the
@@ -138,12 +145,14 @@ struct sproj_block_order {
   unsigned count[2][SPROJ_CUDA_BLOCK]; /* bucket counts, then their prefix sums */
 };
 static_assert(SPROJ_CUDA_BLOCK == 256, "the counting sort has one bucket per thread, 0..255 planes");
+/* The last bucket, which also takes the LORs of more planes. */
+#define SPROJ_ORDER_LAST_BUCKET (SPROJ_CUDA_BLOCK - 1u)
 
 /* Sorts the block: this thread's LOR walks `planes` planes (0 when it has no LOR). Every thread of the block calls
  * it; the order of LORs with equal counts is whichever their threads reach the bucket in. */
 __device__ static inline void sproj_block_order_sort(struct sproj_block_order *order, unsigned planes)
 {
-  unsigned thread = threadIdx.x, bucket = min(planes, 255u);
+  unsigned thread = threadIdx.x, bucket = min(planes, SPROJ_ORDER_LAST_BUCKET);
   order->count[0][thread] = 0;
   __syncthreads();
   unsigned slot = atomicAdd(&order->count[0][bucket], 1u);
@@ -207,12 +216,12 @@ static inline unsigned sproj_cuda_lanes(size_t lors)
   if (forced < 0) {
     const char *e = getenv("SPROJ_CUDA_LANES");
     int v = e ? atoi(e) : 0;
-    forced = (v >= 1 && v <= 32 && (v & (v - 1)) == 0) ? v : 0;
+    forced = (v >= 1 && v <= (int)SPROJ_WARP && (v & (v - 1)) == 0) ? v : 0;
   }
   if (forced > 0)
     return (unsigned)forced;
   unsigned lanes = 1;
-  while (lanes < 32 && lors * lanes < SPROJ_CUDA_ONE_LANE_LORS)
+  while (lanes < SPROJ_WARP && lors * lanes < SPROJ_CUDA_ONE_LANE_LORS)
     lanes *= 2;
   return lanes;
 }

@@ -49,13 +49,13 @@ __global__ static void input_scan_kernel(const __grid_constant__ struct sproj_in
   if (sproj_input_is_bins(kind)) {
     /* every thread of the block is here (kind is the block's): the warp's largest and smallest, then one atomic
      * each per warp */
-    for (int d = 16; d > 0; d >>= 1) {
-      max_bin = max(max_bin, __shfl_down_sync(0xffffffffu, max_bin, d));
-      min_bin = min(min_bin, __shfl_down_sync(0xffffffffu, min_bin, d));
+    for (int d = SPROJ_WARP / 2; d > 0; d >>= 1) {
+      max_bin = max(max_bin, __shfl_down_sync(SPROJ_WARP_ALL, max_bin, d));
+      min_bin = min(min_bin, __shfl_down_sync(SPROJ_WARP_ALL, min_bin, d));
     }
-    if ((threadIdx.x & 31u) == 0 && max_bin > 0)
+    if ((threadIdx.x & (SPROJ_WARP - 1u)) == 0 && max_bin > 0)
       atomicMax(&results[vec].max_bin, max_bin);
-    if ((threadIdx.x & 31u) == 0 && min_bin < 0)
+    if ((threadIdx.x & (SPROJ_WARP - 1u)) == 0 && min_bin < 0)
       atomicMin(&results[vec].min_bin, min_bin);
   }
 }
@@ -68,7 +68,7 @@ __global__ static void input_values_kernel(const __grid_constant__ struct sproj_
   int vec = threadIdx.x;
   if (vec >= table.nvectors)
     return;
-  for (int fault = 0; fault < 2; fault++)
+  for (int fault = 0; fault < SPROJ_INPUT_FAULTS; fault++)
     if (results[vec].first[fault] != SPROJ_INPUT_NONE) {
       float v;
       sproj_input_fault(&arg, table.kind[vec], table.data[vec], results[vec].first[fault], &v);

@@ -48,9 +48,10 @@ struct sproj_input_arg {
  * bin vector with no fault (the smallest bin when below 0, the largest when above), else meaningless. A scan may
  * stop at the first element with fault 1, which is reported before any fault 2: first[1] is exact only when first[0]
  * is SPROJ_INPUT_NONE. */
+#define SPROJ_INPUT_FAULTS 2 /* faults a kind has at most */
 struct sproj_input_result {
-  unsigned long long first[2];
-  float value[2];
+  unsigned long long first[SPROJ_INPUT_FAULTS];
+  float value[SPROJ_INPUT_FAULTS];
   int32_t max_bin;
   int32_t min_bin;
 };

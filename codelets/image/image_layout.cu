@@ -57,9 +57,10 @@ __global__ static void transpose_kernel(const float *__restrict__ src, float *__
 static void transpose(const float *src, float *dst, unsigned rows, unsigned cols, unsigned batches,
                       cudaStream_t stream)
 {
-  /* columns on x (up to 2^31 - 1 blocks); rows and batches beyond 65535 blocks are looped over */
+  /* columns on x (up to 2^31 - 1 blocks); rows and batches beyond SPROJ_CUDA_MAX_GRID_YZ blocks are looped over */
   unsigned row_tiles = (rows + TILE - 1) / TILE;
-  dim3 grid((cols + TILE - 1) / TILE, row_tiles < 65535u ? row_tiles : 65535u, batches < 65535u ? batches : 65535u);
+  dim3 grid((cols + TILE - 1) / TILE, row_tiles < SPROJ_CUDA_MAX_GRID_YZ ? row_tiles : SPROJ_CUDA_MAX_GRID_YZ,
+            batches < SPROJ_CUDA_MAX_GRID_YZ ? batches : SPROJ_CUDA_MAX_GRID_YZ);
   transpose_kernel<<<grid, dim3(TILE, TILE_ROWS), 0, stream>>>(src, dst, rows, cols, batches);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
@@ -105,7 +106,8 @@ float *sproj_cuda_shift(void *buffers[], const struct sproj_proj_arg *arg)
     return NULL;
   float *shift = (float *)STARPU_VECTOR_GET_PTR(buffers[sproj_copies_buffer(arg)]);
   size_t nvox = (size_t)arg->geom.n[0] * arg->geom.n[1] * arg->geom.n[2];
-  cudaError_t err = cudaMemsetAsync(shift, 0, (nvox + 4) * sizeof(float), starpu_cuda_get_local_stream());
+  cudaError_t err = cudaMemsetAsync(shift, 0, (nvox + SPROJ_SHIFT_EXTRA) * sizeof(float),
+                                    starpu_cuda_get_local_stream());
   if (err != cudaSuccess)
     STARPU_CUDA_REPORT_ERROR(err);
   return shift;

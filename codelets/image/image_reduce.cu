@@ -52,7 +52,8 @@ extern "C" void sproj_fixed_zero_cuda(void *buffers[], void *cl_arg)
 {
   (void)cl_arg;
   cudaError_t err = cudaMemsetAsync((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
-                                    (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * 8, starpu_cuda_get_local_stream());
+                                    (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * sizeof(unsigned long long),
+                                    starpu_cuda_get_local_stream());
   if (err != cudaSuccess)
     STARPU_CUDA_REPORT_ERROR(err);
 }

@@ -12,13 +12,13 @@ __global__ static void joseph3d_back_kernel(float *img, float *copies,
 {
 #if __CUDA_ARCH__ >= 900
   if (copies && pieces.windows) {
-    __shared__ float4 win[SPROJ_CUDA_BLOCK / 32][2 * SPROJ_BACK_WINDOW / 4];
+    __shared__ float4 win[SPROJ_CUDA_BLOCK / SPROJ_WARP][2 * SPROJ_BACK_WINDOW_GROUPS];
     unsigned lor;
     int piece = sproj_piece_of_thread(&pieces, &lor);
     int have = lor < pieces.n[piece];
     size_t at = have ? lor : 0; /* a thread without a LOR reads LOR 0's ends and adds nothing */
     joseph3d_back_warp(img, copies, &arg.geom, have, pieces.xs[piece] + 3 * at, pieces.xe[piece] + 3 * at,
-                       have ? pieces.values[piece][at] : 0.0f, (float *)win[threadIdx.x / 32]);
+                       have ? pieces.values[piece][at] : 0.0f, (float *)win[threadIdx.x / SPROJ_WARP]);
     return;
   }
 #endif

@@ -34,8 +34,8 @@ __device__ static inline float joseph3d_fwd_lor_lanes(const float *img, const st
   struct sproj_ray r;
   if (!sproj_ray_setup(xs, xe, geom, &r))
     return 0.0f;
-  unsigned group = (threadIdx.x & 31u) & ~(lanes - 1u);
-  unsigned mask = (lanes == 32u ? 0xffffffffu : ((1u << lanes) - 1u)) << group;
+  unsigned group = (threadIdx.x & (SPROJ_WARP - 1u)) & ~(lanes - 1u);
+  unsigned mask = (lanes == SPROJ_WARP ? SPROJ_WARP_ALL : ((1u << lanes) - 1u)) << group;
   float sum = 0.0f;
   for (int k0 = r.first; k0 <= r.last; k0 += (int)lanes) {
     int k = k0 + (int)lane;

@@ -13,13 +13,19 @@
 #include "joseph3d_ray.h"
 #include "fixed_point.h"
 
+/* Floats of one vector, the lanes of each ISA (sproj_cpu_lanes chooses). */
+#define SPROJ_LANES_AVX2 8
+#define SPROJ_LANES_AVX512 16
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
 #define SPROJ_HAVE_LANES 1
 #include <immintrin.h>
 #include <string.h>
 
-/* Most lanes of any ISA (AVX-512: 16 floats). */
-#define SPROJ_LANES_MAX 16
+/* Most lanes of any ISA. */
+#define SPROJ_LANES_MAX SPROJ_LANES_AVX512
+/* Bytes per unit of a gather's element offsets. */
+#define SPROJ_GATHER_SCALE ((int)sizeof(float))
 
 /* The prepared rays of a group of LORs, one per lane, as arrays (lane l of every field is LOR l). A lane with
  * count 0 samples nothing. */
@@ -37,8 +43,8 @@ struct sproj_lanes {
  * images of 2^31 voxels or more). */
 static inline int sproj_lanes_fit(const struct sproj_geom *geom)
 {
-  return (unsigned long long)geom->n[0] * (unsigned long long)geom->n[1] * (unsigned long long)geom->n[2] <
-         (1ull << 31);
+  return (unsigned long long)geom->n[0] * (unsigned long long)geom->n[1] * (unsigned long long)geom->n[2] <=
+         (unsigned long long)INT32_MAX;
 }
 
 /* Lane l takes ray r (NULL: an empty lane). Returns its number of planes. */
@@ -139,10 +145,10 @@ __attribute__((target("avx2"))) static inline struct sproj_plane8 sproj_lanes8_p
     __m256i kk = _mm256_add_epi32(k, _mm256_set1_epi32(SPROJ_LANES_PREFETCH));
     __m256i q = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(kk, c->sk), _mm256_mullo_epi32(ju, c->su)),
                                  _mm256_mullo_epi32(jv, c->sv));
-    int a[8], b[8];
+    int a[SPROJ_LANES_AVX2], b[SPROJ_LANES_AVX2];
     _mm256_storeu_si256((__m256i *)a, _mm256_min_epu32(q, c->last));
     _mm256_storeu_si256((__m256i *)b, _mm256_min_epu32(_mm256_add_epi32(q, c->su), c->last));
-    for (int l = 0; l < 8; l++) {
+    for (int l = 0; l < SPROJ_LANES_AVX2; l++) {
       __builtin_prefetch(img + a[l]);
       __builtin_prefetch(img + b[l]);
     }
@@ -210,10 +216,10 @@ __attribute__((target("avx512f"))) static inline struct sproj_plane16 sproj_lane
     __m512i kk = _mm512_add_epi32(k, _mm512_set1_epi32(SPROJ_LANES_PREFETCH));
     __m512i q = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(kk, c->sk), _mm512_mullo_epi32(ju, c->su)),
                                  _mm512_mullo_epi32(jv, c->sv));
-    int a[16], b[16];
+    int a[SPROJ_LANES_AVX512], b[SPROJ_LANES_AVX512];
     _mm512_storeu_si512(a, _mm512_min_epu32(q, c->last));
     _mm512_storeu_si512(b, _mm512_min_epu32(_mm512_add_epi32(q, c->su), c->last));
-    for (int l = 0; l < 16; l++) {
+    for (int l = 0; l < SPROJ_LANES_AVX512; l++) {
       __builtin_prefetch(img + a[l]);
       __builtin_prefetch(img + b[l]);
     }
@@ -233,10 +239,14 @@ __attribute__((target("avx2"))) static inline void sproj_lanes_fwd_avx2(const fl
     struct sproj_plane8 p = sproj_lanes8_plane(&c, k, s, img);
     __m256i u0 = _mm256_and_si256(p.u0, p.active), u1 = _mm256_and_si256(p.u1, p.active);
     __m256i b01 = _mm256_add_epi32(p.base, c.sv), b11 = _mm256_add_epi32(p.b10, c.sv);
-    __m256 v00 = _mm256_mask_i32gather_ps(zero, img, p.base, _mm256_castsi256_ps(_mm256_and_si256(u0, p.v0)), 4);
-    __m256 v10 = _mm256_mask_i32gather_ps(zero, img, p.b10, _mm256_castsi256_ps(_mm256_and_si256(u1, p.v0)), 4);
-    __m256 v01 = _mm256_mask_i32gather_ps(zero, img, b01, _mm256_castsi256_ps(_mm256_and_si256(u0, p.v1)), 4);
-    __m256 v11 = _mm256_mask_i32gather_ps(zero, img, b11, _mm256_castsi256_ps(_mm256_and_si256(u1, p.v1)), 4);
+    __m256 v00 = _mm256_mask_i32gather_ps(zero, img, p.base, _mm256_castsi256_ps(_mm256_and_si256(u0, p.v0)),
+                                          SPROJ_GATHER_SCALE);
+    __m256 v10 = _mm256_mask_i32gather_ps(zero, img, p.b10, _mm256_castsi256_ps(_mm256_and_si256(u1, p.v0)),
+                                          SPROJ_GATHER_SCALE);
+    __m256 v01 = _mm256_mask_i32gather_ps(zero, img, b01, _mm256_castsi256_ps(_mm256_and_si256(u0, p.v1)),
+                                          SPROJ_GATHER_SCALE);
+    __m256 v11 = _mm256_mask_i32gather_ps(zero, img, b11, _mm256_castsi256_ps(_mm256_and_si256(u1, p.v1)),
+                                          SPROJ_GATHER_SCALE);
     __m256 omu = _mm256_sub_ps(one, p.wu), omv = _mm256_sub_ps(one, p.wv);
     __m256 smp = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(v00, omu), omv), _mm256_mul_ps(_mm256_mul_ps(v10, p.wu), omv));
     smp = _mm256_add_ps(smp, _mm256_mul_ps(_mm256_mul_ps(v01, omu), p.wv));
@@ -260,10 +270,10 @@ __attribute__((target("avx512f"))) static inline void sproj_lanes_fwd_avx512(con
     struct sproj_plane16 p = sproj_lanes16_plane(&c, k, s, img);
     __mmask16 u0 = p.u0 & p.active, u1 = p.u1 & p.active;
     __m512i b01 = _mm512_add_epi32(p.base, c.sv), b11 = _mm512_add_epi32(p.b10, c.sv);
-    __m512 v00 = _mm512_mask_i32gather_ps(zero, u0 & p.v0, p.base, img, 4);
-    __m512 v10 = _mm512_mask_i32gather_ps(zero, u1 & p.v0, p.b10, img, 4);
-    __m512 v01 = _mm512_mask_i32gather_ps(zero, u0 & p.v1, b01, img, 4);
-    __m512 v11 = _mm512_mask_i32gather_ps(zero, u1 & p.v1, b11, img, 4);
+    __m512 v00 = _mm512_mask_i32gather_ps(zero, u0 & p.v0, p.base, img, SPROJ_GATHER_SCALE);
+    __m512 v10 = _mm512_mask_i32gather_ps(zero, u1 & p.v0, p.b10, img, SPROJ_GATHER_SCALE);
+    __m512 v01 = _mm512_mask_i32gather_ps(zero, u0 & p.v1, b01, img, SPROJ_GATHER_SCALE);
+    __m512 v11 = _mm512_mask_i32gather_ps(zero, u1 & p.v1, b11, img, SPROJ_GATHER_SCALE);
     __m512 omu = _mm512_sub_ps(one, p.wu), omv = _mm512_sub_ps(one, p.wv);
     __m512 smp = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(v00, omu), omv), _mm512_mul_ps(_mm512_mul_ps(v10, p.wu), omv));
     smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v01, omu), p.wv));
@@ -278,6 +288,7 @@ __attribute__((target("avx512f"))) static inline void sproj_lanes_fwd_avx512(con
  * neighbours that often hit the same voxels, and an add into a voxel waits for the previous add's store: lanes
  * are visited 0, 4, 8, 12, 1, 5, ... (16 lanes; 0, 2, 4, 6, 1, ... for 8), which puts adds into unrelated voxels
  * between two into the same one (measured 15-30% faster than 0, 1, 2, ...). In fixed point the order is free. */
+#define SPROJ_LANES_INTERLEAVE 4 /* runs the lanes are visited in: 0, 4, 8, 12 is the first of 16 lanes */
 static inline void sproj_lanes_scatter(struct sproj_out out, int lanes, unsigned active, const unsigned m[4],
                                        const int idx[4][SPROJ_LANES_MAX], const float w[4][SPROJ_LANES_MAX])
 {
@@ -290,9 +301,9 @@ static inline void sproj_lanes_scatter(struct sproj_out out, int lanes, unsigned
     }
     return;
   }
-  int stride = lanes / 4;
+  int stride = lanes / SPROJ_LANES_INTERLEAVE;
   for (int t = 0; t < lanes; t++) {
-    int l = (t % 4) * stride + t / 4;
+    int l = (t % SPROJ_LANES_INTERLEAVE) * stride + t / SPROJ_LANES_INTERLEAVE;
     if (!(active >> l & 1u))
       continue;
     for (int q = 0; q < 4; q++)
@@ -329,7 +340,7 @@ __attribute__((target("avx2"))) static inline void sproj_lanes_back_avx2(struct 
     m[1] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(p.u1, p.v0)));
     m[2] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(p.u0, p.v1)));
     m[3] = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(p.u1, p.v1)));
-    sproj_lanes_scatter(out, 8, (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(p.active)), m, idx, w);
+    sproj_lanes_scatter(out, SPROJ_LANES_AVX2, (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(p.active)), m, idx, w);
     k = _mm256_add_epi32(k, _mm256_set1_epi32(1));
   }
 }
@@ -359,7 +370,7 @@ __attribute__((target("avx512f"))) static inline void sproj_lanes_back_avx512(st
     m[1] = (unsigned)(p.u1 & p.v0);
     m[2] = (unsigned)(p.u0 & p.v1);
     m[3] = (unsigned)(p.u1 & p.v1);
-    sproj_lanes_scatter(out, 16, (unsigned)p.active, m, idx, w);
+    sproj_lanes_scatter(out, SPROJ_LANES_AVX512, (unsigned)p.active, m, idx, w);
     k = _mm512_add_epi32(k, _mm512_set1_epi32(1));
   }
 }
@@ -438,7 +449,7 @@ static inline void sproj_lanes_fwd(struct sproj_lanes_work *work, const float *i
         int c = s0 + l < good ? sproj_lanes_set(&L, l, &work->ray[work->order[s0 + l]]) : sproj_lanes_set(&L, l, NULL);
         steps = c > steps ? c : steps;
       }
-      if (lanes == 16)
+      if (lanes == SPROJ_LANES_AVX512)
         sproj_lanes_fwd_avx512(img, &L, steps, sums);
       else
         sproj_lanes_fwd_avx2(img, &L, steps, sums);
@@ -471,7 +482,7 @@ static inline void sproj_lanes_back(struct sproj_lanes_work *work, struct sproj_
         }
         steps = c > steps ? c : steps;
       }
-      if (lanes == 16)
+      if (lanes == SPROJ_LANES_AVX512)
         sproj_lanes_back_avx512(out, &L, steps);
       else
         sproj_lanes_back_avx2(out, &L, steps);

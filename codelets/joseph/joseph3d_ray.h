@@ -3,6 +3,7 @@
 #ifndef SPROJ_JOSEPH3D_RAY_H
 #define SPROJ_JOSEPH3D_RAY_H
 
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@ struct sproj_out {
   unsigned long long *q;
   float *shift; /* CUDA, f only: the image shifted by one float (sproj_add_pair), or NULL */
 };
+/* Floats of the shifted image beyond the image's: the float4 group that holds its last voxel. */
+#define SPROJ_SHIFT_EXTRA 4u
 
 /* Adds into the image: an atomic on the GPU (many threads share one buffer); a plain add on a CPU, where every
  * StarPU worker accumulates into its own reduction buffer with one thread. */
@@ -148,12 +151,13 @@ SPROJ_HD int sproj_ray_setup(const float *xs, const float *xe, const struct spro
  * of a view, which a warp's threads walk side by side, cross a plane of axis 0 or 1 at neighbouring u, a whole row
  * of n2 floats apart, so every corner load of a warp touches ~32 sectors. Two copies of the image put u fastest:
  * copy 0, for rays along axis 0, is [n0][n2][n1]; copy 1, for rays along axis 1, is [n1][n2][n0], starting
- * sproj_layout_copy_stride(nvox) floats after copy 0 (a multiple of 32, so both are 128-byte aligned). Rays along
- * axis 2 (none in a cylindrical scanner's sinogram) keep the image. The values sampled, their weights and the order
- * of the additions are the same in every layout, so forward projections keep their bits. */
+ * sproj_layout_copy_stride(nvox) floats after copy 0 (a multiple of SPROJ_LAYOUT_ALIGN, so both are 128-byte
+ * aligned). Rays along axis 2 (none in a cylindrical scanner's sinogram) keep the image. The values sampled, their
+ * weights and the order of the additions are the same in every layout, so forward projections keep their bits. */
+#define SPROJ_LAYOUT_ALIGN 32u /* floats: 128 bytes */
 SPROJ_HD size_t sproj_layout_copy_stride(size_t nvox)
 {
-  return (nvox + 31u) & ~(size_t)31u;
+  return (nvox + (SPROJ_LAYOUT_ALIGN - 1u)) & ~(size_t)(SPROJ_LAYOUT_ALIGN - 1u);
 }
 
 /* Element of copy c (0 or 1) holding voxel (i0, i1, i2). */
@@ -237,8 +241,8 @@ SPROJ_HD float sproj_ray_sample(const float *img, const struct sproj_ray *r, int
  * one vector atomic adds a whole aligned float4: when both voxels share one (i % 4 != 3) and it lies inside the
  * image, one atomic adds (a, b) with zeros in the other two lanes, which leaves those voxels as they are. A pair
  * that straddles two groups (i % 4 == 3) goes, when the task has one, to the shifted image (shift[j] stands for
- * voxel j - 1, 16-byte aligned, nvox + 4 floats, added into the image after the task), where it starts a group;
- * else it takes two scalar atomics. */
+ * voxel j - 1, 16-byte aligned, nvox + SPROJ_SHIFT_EXTRA floats, added into the image after the task), where it
+ * starts a group; else it takes two scalar atomics. */
 __device__ static inline void sproj_add_pair(float *img, unsigned i, float a, float b, unsigned nvox, float *shift)
 {
   unsigned lane = i & 3u, base = i - lane;
@@ -308,8 +312,13 @@ SPROJ_HD void sproj_ray_scatter(struct sproj_out out, const struct sproj_ray *r,
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-/* Floats per row of a warp's window (sproj_ray_scatter_warp). */
+/* Floats per row of a warp's window (sproj_ray_scatter_warp): one float4 group per lane of half a warp. */
 #define SPROJ_BACK_WINDOW 64
+#define SPROJ_BACK_WINDOW_GROUPS (SPROJ_BACK_WINDOW / 4u)
+static_assert(2 * SPROJ_BACK_WINDOW_GROUPS == SPROJ_WARP, "a warp's lanes flush the window's two rows, a group each");
+/* The widest spread of the lanes' first corners (u0) a window row holds: the row starts up to 3 floats below the
+ * lowest (float4 alignment) and the highest lane's second corner (u1) is one float further. */
+#define SPROJ_BACK_WINDOW_SPAN (SPROJ_BACK_WINDOW - 5u)
 
 /* A warp's back projection into the principal-axis copies (u fastest: sproj_ray_to_copy), every lane of the warp
  * calling it: act says whether the lane has a prepared ray r, value_at(k) is what its sample in plane k adds (times
@@ -325,7 +334,7 @@ template <class ValueAt>
 __device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, const struct sproj_geom *geom, int act,
                                                      struct sproj_ray *r, ValueAt value_at, float *win)
 {
-  const unsigned full = 0xffffffffu, lane = threadIdx.x & 31u;
+  const unsigned full = SPROJ_WARP_ALL, lane = threadIdx.x & (SPROJ_WARP - 1u);
   size_t off = 0;
   if (act && !sproj_ray_to_copy(r, geom, &off)) {
     struct sproj_out o = {img, 0, 0};
@@ -337,10 +346,10 @@ __device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, 
     act = 0;
   }
   float *out = copies + off;
-  int kmin = __reduce_min_sync(full, act ? r->first : 0x7fffffff);
-  int kmax = __reduce_max_sync(full, act ? r->last : -0x7fffffff - 1);
+  int kmin = __reduce_min_sync(full, act ? r->first : INT_MAX);
+  int kmax = __reduce_max_sync(full, act ? r->last : INT_MIN);
   /* the two copies' rows are stride_v apart; a warp mixing the axes never uses its window */
-  unsigned sv_min = __reduce_min_sync(full, act ? r->stride_v : 0xffffffffu);
+  unsigned sv_min = __reduce_min_sync(full, act ? r->stride_v : UINT_MAX);
   unsigned sv_max = __reduce_max_sync(full, act ? r->stride_v : 0u);
   float4 *win4 = (float4 *)win;
   for (int k = kmin; k <= kmax; k++) {
@@ -361,9 +370,9 @@ __device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, 
     if (!__any_sync(full, on))
       continue;
     /* indices wrap as in sproj_ray_corners (a corner at u or v = -1), so only their differences count */
-    unsigned emin = __reduce_min_sync(full, on ? e : 0xffffffffu);
+    unsigned emin = __reduce_min_sync(full, on ? e : UINT_MAX);
     unsigned emax = __reduce_max_sync(full, on ? e : 0u);
-    if (sv_min != sv_max || emax - emin > SPROJ_BACK_WINDOW - 5u) {
+    if (sv_min != sv_max || emax - emin > SPROJ_BACK_WINDOW_SPAN) {
       /* scalar atomics from the corners at hand: calling sproj_ray_scatter here (paired atomics) made the whole
        * kernel 1.34x slower on an H200 (0.279 s against 0.209 s for the benchmark), the common path included */
       if (on)
@@ -388,11 +397,13 @@ __device__ static inline void sproj_ray_scatter_warp(float *img, float *copies, 
         atomicAdd(&win[p1 + 1u], w[3]);
     }
     __syncwarp();
-    /* lane l flushes group l % 16 of row l / 16; a non-zero group holds a corner inside the image, so it lies inside
-     * the copies' buffer (a multiple of 32 floats, 16-byte aligned) */
+    /* lane l flushes group l % SPROJ_BACK_WINDOW_GROUPS of row l / SPROJ_BACK_WINDOW_GROUPS; a non-zero group holds
+     * a corner inside the image, so it lies inside the copies' buffer (a multiple of SPROJ_LAYOUT_ALIGN floats,
+     * 16-byte aligned) */
     float4 s = win4[lane];
     if (s.x != 0.0f || s.y != 0.0f || s.z != 0.0f || s.w != 0.0f)
-      atomicAdd((float4 *)(copies + (unsigned)((lane < 16u ? b0 : b1) + 4u * (lane & 15u))), s);
+      atomicAdd((float4 *)(copies + (unsigned)((lane < SPROJ_BACK_WINDOW_GROUPS ? b0 : b1) +
+                                                4u * (lane % SPROJ_BACK_WINDOW_GROUPS))), s);
     __syncwarp();
   }
 }

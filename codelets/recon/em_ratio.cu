@@ -14,7 +14,7 @@ struct ratio_table {
   const float *px[SPROJ_MAX_PIECES], *y[SPROJ_MAX_PIECES], *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
   const float *smax[SPROJ_MAX_PIECES]; /* the small-value rule's largest numerators of the piece's group (or NULL) */
 };
-static_assert(sizeof(struct ratio_table) + 4 * sizeof(int) + 3 * sizeof(float) <= 4096,
+static_assert(sizeof(struct ratio_table) + 4 * sizeof(int) + 3 * sizeof(float) <= SPROJ_CUDA_PARAM_BYTES,
               "the ratio table no longer fits in the kernel parameters");
 
 __global__ static void em_ratio_kernel(const __grid_constant__ struct ratio_table table, int num_bins, int a_per_lor,

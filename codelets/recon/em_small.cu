@@ -12,7 +12,8 @@ struct small_table {
   const float *p[SPROJ_MAX_PIECES], *y[SPROJ_MAX_PIECES];
   float *row[SPROJ_MAX_PIECES]; /* the piece's group: num_bins largest numerators */
 };
-static_assert(sizeof(struct small_table) + 2 * sizeof(int) <= 4096, "the table no longer fits in the kernel parameters");
+static_assert(sizeof(struct small_table) + 2 * sizeof(int) <= SPROJ_CUDA_PARAM_BYTES,
+              "the table no longer fits in the kernel parameters");
 
 /* cell = max(cell, v) for v >= 0: non-negative floats order as their bits do as integers */
 __device__ static inline void small_raise(float *cell, float v)
@@ -28,9 +29,9 @@ __global__ static void em_small_kernel(const __grid_constant__ struct small_tabl
   float v = k < table.n[piece] ? em_small_value(kind, table.p[piece], table.y[piece], (size_t)k) : 0.0f;
   if (num_bins == 1) {
     /* one group per piece: the warp's largest first, one atomic per warp */
-    for (int off = 16; off > 0; off >>= 1)
-      v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-    if ((threadIdx.x & 31u) == 0)
+    for (int off = SPROJ_WARP / 2; off > 0; off >>= 1)
+      v = fmaxf(v, __shfl_xor_sync(SPROJ_WARP_ALL, v, off));
+    if ((threadIdx.x & (SPROJ_WARP - 1u)) == 0)
       small_raise(table.row[piece], v);
   } else if (k < table.n[piece]) {
     small_raise(table.row[piece] + k % (unsigned long long)num_bins, v);

@@ -5,12 +5,15 @@
 #include "codelets.h"
 #include "gauss3d.h"
 
+/* Where the sampled Gaussian is cut, in sigmas: its weights beyond are below 1.1% of the centre's. */
+#define GAUSS_CUT_SIGMAS 3.0
+
 int sproj_gauss_arg_init(struct sproj_gauss_arg *gauss, const int n[3], const float voxel_size[3], const float fwhm[3])
 {
   for (int a = 0; a < 3; a++) {
-    double sigma = fwhm[a] / (2.0 * sqrt(2.0 * log(2.0))) / voxel_size[a];
+    double sigma = fwhm[a] / (2.0 * sqrt(2.0 * log(2.0))) / voxel_size[a]; /* FWHM = 2 sqrt(2 ln 2) sigma */
     /* compared in double: a huge FWHM would overflow the conversion to int (and wrap to a negative radius) */
-    double reach = fwhm[a] > 0.0f ? ceil(3.0 * sigma) : 0.0;
+    double reach = fwhm[a] > 0.0f ? ceil(GAUSS_CUT_SIGMAS * sigma) : 0.0;
     if (!(reach <= SPROJ_GAUSS_MAX_RADIUS))
       return a;
     int radius = (int)reach;

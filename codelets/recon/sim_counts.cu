@@ -15,7 +15,10 @@ struct sim_table {
   float *p[SPROJ_MAX_PIECES], *sums[SPROJ_MAX_PIECES];
   const float *m[SPROJ_MAX_PIECES], *a[SPROJ_MAX_PIECES];
 };
-static_assert(sizeof(struct sim_table) + 64 <= 4096, "the simulation table no longer fits in the kernel parameters");
+/* Bytes the simulation kernels' parameters other than their table may take (32 at most today). */
+#define SIM_OTHER_PARAM_BYTES 64
+static_assert(sizeof(struct sim_table) + SIM_OTHER_PARAM_BYTES <= SPROJ_CUDA_PARAM_BYTES,
+              "the simulation table no longer fits in the kernel parameters");
 
 static unsigned sim_table_fill(struct sim_table *table, void *buffers[], const struct sproj_sim_arg *arg,
                                unsigned per_block)
@@ -108,7 +111,8 @@ struct emit_table {
   const int32_t *off[SPROJ_MAX_PIECES];
   int16_t *out[SPROJ_MAX_PIECES];
 };
-static_assert(sizeof(struct emit_table) + 64 <= 4096, "the emission table no longer fits in the kernel parameters");
+static_assert(sizeof(struct emit_table) + SIM_OTHER_PARAM_BYTES <= SPROJ_CUDA_PARAM_BYTES,
+              "the emission table no longer fits in the kernel parameters");
 
 __global__ static void sim_emit_kernel(const __grid_constant__ struct emit_table table, int num_bins)
 {

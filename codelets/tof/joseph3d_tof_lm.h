@@ -67,7 +67,7 @@ SPROJ_HD float sproj_tof_pp_weight(const struct sproj_tof_line *l, int k, int b,
 
 SPROJ_HD float sproj_tof_pp_denom(float sigma)
 {
-  return 1.414213562373095f * sigma;
+  return SPROJ_SQRT2 * sigma;
 }
 
 /* The ray and TOF line of an event in bin b and the planes k0..k1 the projectors walk for it: 0 when its LOR

@@ -43,14 +43,18 @@ __global__ static void tof_sino_fwd_kernel(const float *__restrict__ img,
   }
 }
 
+/* Dynamic shared memory a block may have without asking (every architecture we build for). */
+#define SHARED_DEFAULT_BYTES (48 * 1024)
+
 /* Shared memory for the bins of a block, or 0 when it cannot have that much. */
 static size_t tof_sino_fwd_shared(int num_bins)
 {
   size_t bytes = (size_t)num_bins * SPROJ_CUDA_BLOCK * sizeof(float);
-  if (bytes <= 48 * 1024)
+  if (bytes <= SHARED_DEFAULT_BYTES)
     return bytes;
   /* more than the default needs the kernel's opt-in; the device refuses what it does not have */
-  if (cudaFuncSetAttribute(tof_sino_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess) {
+  if (cudaFuncSetAttribute(tof_sino_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) !=
+      cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }

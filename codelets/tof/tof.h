@@ -37,6 +37,9 @@
 /* Largest |TOF coordinate| of a sample, in bins, before the window is computed (see sproj_tof_sample_at). */
 #define SPROJ_TOF_MAX_COORD 8388608.0f
 
+/* sqrt(2), of the Gaussian's integral erf(x / (sqrt(2) sigma)), as a float. */
+#define SPROJ_SQRT2 1.41421356237309505f
+
 /* Conventions of sproj_tof_arg.convention: starproj's (starproj.h), or libparallelproj 2.x's as its code computes
  * them (sproj_tof_set_convention): the centre offset along the principal axis, and its own listmode projection
  * (joseph3d_tof_lm.h). Tasks of one request share one convention, so the branches on it never split a warp. */
@@ -86,7 +89,7 @@ SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj
   /* a window wider than SPROJ_TOF_MAX_WINDOW is cut to that many bins around the sample whatever its width, so
    * clamping the half-width there changes no weight and keeps the window's float -> int conversions defined */
   l->max_diff = fminf(tof->num_sigmas * sigma / tof->bin_width, (float)SPROJ_TOF_MAX_WINDOW);
-  l->edge_scale = tof->bin_width / (1.41421356237309505f * sigma);
+  l->edge_scale = tof->bin_width / (SPROJ_SQRT2 * sigma);
 }
 
 /* The ray and its TOF line: 0 when the LOR samples no plane (as sproj_ray_setup). */

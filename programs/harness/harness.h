@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench.h: what the parts of starproj-bench share: its tables, options, records, and the file, program and signal
+/* harness.h: what the parts of starproj-bench share: its tables, options, records, and the file, program and signal
  * helpers that keep the user's text away from any shell. */
-#ifndef STARPROJ_BENCH_H
-#define STARPROJ_BENCH_H
+#ifndef STARPROJ_HARNESS_H
+#define STARPROJ_HARNESS_H
 
 #include <signal.h>
 #include <stdint.h>
@@ -25,7 +25,7 @@
  * distinct colours of gnuplot's default line types; more policies are split over several charts */
 #define MAX_PER_CHART 8
 
-/* ---- the matrix's axes (bench_workloads.c) ---- */
+/* ---- the matrix's axes (workloads.c) ---- */
 
 struct scale {
   const char *name;
@@ -49,7 +49,7 @@ struct workload {
                    * measured before it existed) */
 };
 
-/* fixed sizes, so that the driver's arrays can be declared from them (bench_workloads.c checks them) */
+/* fixed sizes, so that the driver's arrays can be declared from them (workloads.c checks them) */
 #define NUM_SCALES 3
 #define NUM_WORKLOADS 18
 extern const struct scale scales[NUM_SCALES];
@@ -64,7 +64,7 @@ long long data_bytes(const struct scale *sc);
 /* a value printed into the record stream: no separators or quotes */
 void clean_field(char *s);
 
-/* ---- options (bench_options.c) ---- */
+/* ---- options (options.c) ---- */
 
 struct worker_set {
   char name[32];
@@ -96,7 +96,7 @@ void free_plan(struct plan *pl);
 int parse_set(const char *s, struct worker_set *ws);
 int model_based(const char *policy);
 
-/* ---- records and charts (bench_report.c) ---- */
+/* ---- records and charts (report.c) ---- */
 
 #define NUM_COLUMNS 34
 struct record {
@@ -143,7 +143,7 @@ int test_spread(const double ranges[4]);
 void write_summary(const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES]);
 void charts(const char *outdir, const struct plan *pl, struct summary (*sum)[MAX_SETS][MAX_POLICIES]);
 
-/* ---- files, programs, signals (bench_system.c) ---- */
+/* ---- files, programs, signals (system.c) ---- */
 
 extern volatile sig_atomic_t interrupted; /* SIGINT or SIGTERM came */
 void catch_interrupts(void);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* starproj_bench.c: starproj-bench, the scheduler comparison harness: projection workloads x StarPU policies x worker
+/* main.c: starproj-bench, the scheduler comparison harness: projection workloads x StarPU policies x worker
  * sets, each configuration in a fresh process with its own STARPU_HOME, measured through StarPU's profiling
  * interfaces and written as CSV, JSON lines and gnuplot charts (see doc/bench-format.md). This file is the driver:
- * the matrix, one process per configuration; bench_workloads.c runs inside those processes. */
+ * the matrix, one process per configuration; workloads.c runs inside those processes. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <starpu.h>
-#include "common.h"
-#include "bench.h"
+#include "../common.h"
+#include "harness.h"
 
 /* starpu.h renames main to starpu_main in a simulation build, so that libstarpu's main starts SimGrid on the platform
  * of $STARPU_HOSTNAME and runs the program as a simulated process, in SimGrid's own contexts. Only a configuration's

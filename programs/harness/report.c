@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench_report.c: starproj-bench's records (results.csv, results.jsonl, workers.csv, transfers.csv, in the columns of
+/* report.c: starproj-bench's records (results.csv, results.jsonl, workers.csv, transfers.csv, in the columns of
  * doc/bench-format.md) and its gnuplot charts. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <starpu.h>
-#include "common.h"
-#include "bench.h"
+#include "../common.h"
+#include "harness.h"
 
 static const char *csv_columns[] = {
   "host", "cpu_model", "gpu_model", "starpu_version", "scale", "workload", "policy", "policy_resolved", "worker_set",
@@ -19,7 +19,7 @@ static const char *csv_columns[] = {
   "busy_gpu_s", "max_worker_busy_s", "mean_utilisation", "sleeping_s", "tasks_cpu", "tasks_gpu", "bytes_moved",
   "bytes_h2d", "bytes_d2h", "bytes_d2d", "peak_gpu_mem_bytes", "checksum_a", "checksum_b", "checksum_tol", "check",
   "done_s"};
-_Static_assert(sizeof csv_columns / sizeof *csv_columns == NUM_COLUMNS, "bench.h counts the columns");
+_Static_assert(sizeof csv_columns / sizeof *csv_columns == NUM_COLUMNS, "harness.h counts the columns");
 
 /* columns written as strings in JSON; the others are numbers (or null when empty) */
 static int string_column(int c)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench_workloads.c: the side of starproj-bench that runs inside a configuration's process: the scales and
+/* workloads.c: the side of starproj-bench that runs inside a configuration's process: the scales and
  * workloads, their setup, timed runs and checksums, and the lines of StarPU's profiling printed for the driver. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <starpu.h>
 #include <starpu_profiling.h>
-#include "common.h"
-#include "bench.h"
+#include "../common.h"
+#include "harness.h"
 
 const struct scale scales[] = {
   {"tiny", "small", 4, 33, {32, 32, 8}, 4.0f, 20000, 4, 4, 4, {15.0f, 15, 3.0f, 12.0f, 0.0f}},

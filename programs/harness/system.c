@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench_system.c: what starproj-bench asks of the system without a shell (the user's text reaches no shell: trees
+/* system.c: what starproj-bench asks of the system without a shell (the user's text reaches no shell: trees
  * copied with nftw and read/write, programs run with posix_spawnp and an argument vector), its temporary folder
  * removed on every way out, and SIGINT/SIGTERM passed on to the process it waits for. */
 #define _GNU_SOURCE
@@ -17,7 +17,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "bench.h"
+#include "harness.h"
 
 /* ---- signals and the driver's children ---- */
 

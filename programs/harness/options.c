@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench_options.c: starproj-bench's options, each checked whole before StarPU starts: a bad one gets one message
+/* options.c: starproj-bench's options, each checked whole before StarPU starts: a bad one gets one message
  * naming the option and its value, and exit status 2. */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
-#include "common.h"
-#include "bench.h"
+#include "../common.h"
+#include "harness.h"
 
 static const char *usage_text =
   "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y|all] [--workers set,...] [--scale tiny|small|full]\n"

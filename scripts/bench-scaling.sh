@@ -5,7 +5,7 @@
 # in a process of its own (STARPU_NCUDA=N), and prints the speed-up over one GPU, the share of the back projection
 # spent after its tasks (the reduction of the per-worker images across GPUs and the copy home), and each GPU's
 # share of the LORs. Logs go to $OUT (or /tmp/scaling).
-# usage: scripts/scaling.sh [BUILD_DIR]   (default: .device/build when present, else build)
+# usage: scripts/bench-scaling.sh [BUILD_DIR]   (default: .device/build when present, else build)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-}

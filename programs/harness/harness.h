@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 #include <starpu_config.h>
 #include "starproj.h"
@@ -24,6 +25,19 @@
 /* policies drawn on one chart: more bars per workload than this are too thin to tell apart and run out of the
  * distinct colours of gnuplot's default line types; more policies are split over several charts */
 #define MAX_PER_CHART 8
+/* starproj's CUDA workers per GPU when a worker set names none (src/core/runtime.c) */
+#define STARPROJ_WORKERS_PER_GPU 4
+/* most GPUs a worker set may name, and most CUDA workers per GPU (as starproj accepts: 1..64) */
+#define MAX_SET_GPUS 64
+#define MAX_WORKERS_PER_GPU 64
+/* exit statuses: a child that could not exec its program (as a shell's 127), a run stopped by SIGINT */
+#define EXIT_CANNOT_EXEC 127
+#define EXIT_INTERRUPTED (128 + SIGINT)
+/* a message about a file: its path and a few words */
+#define WHY_LEN (PATH_MAX + 64)
+/* s starts with the string literal lit; the length of such a literal */
+#define LIT_LEN(lit) (sizeof(lit) - 1)
+#define STARTS_WITH(s, lit) (!strncmp((s), (lit), LIT_LEN(lit)))
 
 /* ---- the matrix's axes (workloads.c) ---- */
 

@@ -106,7 +106,7 @@ static void set_child_env(const struct run_opts *o, const struct worker_set *ws,
       setenv("STARPU_NCUDA", buf, 1);
     }
     if (ws->cpus && o->sim_cores > 0) {
-      int ncpu = o->sim_cores - (gpus > 0 ? gpus * (ws->per_gpu ? ws->per_gpu : 4) + 1 : 0);
+      int ncpu = o->sim_cores - (gpus > 0 ? gpus * (ws->per_gpu ? ws->per_gpu : STARPROJ_WORKERS_PER_GPU) + 1 : 0);
       snprintf(buf, sizeof buf, "%d", ncpu > 0 ? ncpu : 0);
       setenv("STARPU_NCPU", buf, 1);
     }
@@ -154,7 +154,7 @@ static pid_t start_phase(const struct run_opts *o, const struct config *cf, cons
     execl(o->self, o->self, "--child", workloads[cf->workload].name, "--scale", o->scale, "--workers", cf->ws->name,
           "--phase", phase, "--repeats", reps, "--warmups", warm, "--threads", thr, "--timeout", tmo, (char *)NULL);
     fprintf(stderr, PROG ": cannot run %s: %s\n", o->self, strerror(errno));
-    _exit(127);
+    _exit(EXIT_CANNOT_EXEC);
   }
   close(fd[1]);
   *rfd = fd[0];
@@ -176,7 +176,7 @@ static const char *check_record(const struct record *r, int workload, struct out
     return "ref";
   }
   double ra = reference[workload].a, rb = reference[workload].b;
-  int same = fabs(a - ra) <= tol * fmax(fabs(ra), 1e-30) && fabs(b - rb) <= tol * fmax(fabs(rb), 1e-30);
+  int same = fabs(a - ra) <= tol * fmax(fabs(ra), TINY) && fabs(b - rb) <= tol * fmax(fabs(rb), TINY);
   res->mismatch |= !same;
   return same ? "ok" : "MISMATCH";
 }
@@ -187,7 +187,7 @@ static void take_record(char *line, const struct pending *p, const struct config
 {
   struct record r;
   base_record(&r, workloads[cf->workload].name, cf->policy, cf->ws->name, phase);
-  for (char *tok = strtok(line + 4, "\t"); tok; tok = strtok(NULL, "\t")) {
+  for (char *tok = strtok(line + LIT_LEN("REC\t"), "\t"); tok; tok = strtok(NULL, "\t")) {
     char *eq = strchr(tok, '=');
     if (eq) {
       *eq = 0;
@@ -216,11 +216,11 @@ static void read_records(int fd, const struct config *cf, const char *phase, str
   struct pending p = {0};
   while (in && getline(&line, &cap, in) > 0) {
     line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "WRK\t", 4))
+    if (STARTS_WITH(line, "WRK\t"))
       add_line(&p.wrk, &p.nwrk, line);
-    else if (!strncmp(line, "BUS\t", 4))
+    else if (STARTS_WITH(line, "BUS\t"))
       add_line(&p.bus, &p.nbus, line);
-    else if (!strncmp(line, "REC\t", 4)) {
+    else if (STARTS_WITH(line, "REC\t")) {
       take_record(line, &p, cf, phase, res);
       clear_pending(&p);
     }
@@ -434,7 +434,7 @@ static int run_matrix(const struct run_opts *o, const struct plan *pl, const cha
     printf(PROG ": interrupted during configuration %d of %d\n", t.done, t.total);
   printf(PROG ": %d configurations, %d failed, %d disagreed with the first policy's results; records in "
          "%s/results.csv and results.jsonl\n", t.total, t.failed, t.mismatched, o->outdir);
-  return interrupted ? 130 : t.failed || t.mismatched ? 1 : 0;
+  return interrupted ? EXIT_INTERRUPTED : t.failed || t.mismatched ? 1 : 0;
 }
 
 /* ---- the machine ---- */
@@ -461,7 +461,7 @@ static int probe(const char *self, const char *home, int verbose, int *gpus)
         dup2(null, STDERR_FILENO), close(null);
     }
     execl(self, self, "--probe", (char *)NULL);
-    _exit(127);
+    _exit(EXIT_CANNOT_EXEC);
   }
   close(fd[1]);
   FILE *in = fdopen(fd[0], "r");
@@ -469,15 +469,15 @@ static int probe(const char *self, const char *home, int verbose, int *gpus)
   int found = 0;
   while (fgets(line, sizeof line, in)) {
     line[strcspn(line, "\n")] = 0;
-    if (strncmp(line, "PROBE\t", 6))
+    if (!STARTS_WITH(line, "PROBE\t"))
       continue;
-    for (char *tok = strtok(line + 6, "\t"); tok; tok = strtok(NULL, "\t")) {
-      if (!strncmp(tok, "gpus=", 5))
-        *gpus = atoi(tok + 5), found = 1;
-      else if (!strncmp(tok, "gpu_model=", 10))
-        snprintf(report.gpu, sizeof report.gpu, "%s", tok + 10);
-      else if (!strncmp(tok, "cpu_model=", 10))
-        snprintf(report.cpu, sizeof report.cpu, "%s", tok + 10);
+    for (char *tok = strtok(line + LIT_LEN("PROBE\t"), "\t"); tok; tok = strtok(NULL, "\t")) {
+      if (STARTS_WITH(tok, "gpus="))
+        *gpus = atoi(tok + LIT_LEN("gpus=")), found = 1;
+      else if (STARTS_WITH(tok, "gpu_model="))
+        snprintf(report.gpu, sizeof report.gpu, "%s", tok + LIT_LEN("gpu_model="));
+      else if (STARTS_WITH(tok, "cpu_model="))
+        snprintf(report.cpu, sizeof report.cpu, "%s", tok + LIT_LEN("cpu_model="));
     }
   }
   fclose(in);
@@ -540,16 +540,17 @@ static int choose_sets(const char *set_arg, struct plan *pl, int gpus)
   return 0;
 }
 
-/* STARPU_LIMIT_CUDA_MEM of the memlimit workload: below the data size, above what an image and its per-worker
- * buffers need */
+/* STARPU_LIMIT_CUDA_MEM of the memlimit workload: below the data size (half of it), above what an image and its
+ * per-worker buffers need (MEMLIMIT_IMAGES images), in MiB */
+#define MEMLIMIT_IMAGES 16
 static long long memlimit_mb(const char *scale)
 {
   const struct scale *sc = &scales[0];
   for (int i = 0; i < NUM_SCALES; i++)
     if (!strcmp(scales[i].name, scale))
       sc = &scales[i];
-  long long need = data_bytes(sc), img = 4LL * sc->dims[0] * sc->dims[1] * sc->dims[2];
-  return (need / 2 > 16 * img ? need / 2 : 16 * img) / (1 << 20) + 1;
+  long long need = data_bytes(sc), img = (long long)sizeof(float) * sc->dims[0] * sc->dims[1] * sc->dims[2];
+  return (need / 2 > MEMLIMIT_IMAGES * img ? need / 2 : MEMLIMIT_IMAGES * img) / MIB + 1;
 }
 
 /* ---- the simulated machine (--simulate) ---- */
@@ -620,14 +621,14 @@ static int simulation_setup(const char *platform, int *cores)
   } else {
     /* DIR/bus/<host>.platform.v4.xml */
     char *slash = strrchr(path, '/');
-    if (!S_ISREG(st.st_mode) || !slash || !is_platform_file(slash + 1) || slash - path < 4 ||
-        strncmp(slash - 4, "/bus", 4)) {
+    if (!S_ISREG(st.st_mode) || !slash || !is_platform_file(slash + 1) || slash - path < (long)LIT_LEN("/bus") ||
+        !STARTS_WITH(slash - LIT_LEN("/bus"), "/bus")) {
       fprintf(stderr, PROG ": --simulate: %s is neither a platform folder nor its bus/<host>%s\n", platform,
               platform_suffix);
       return 2;
     }
     snprintf(host, sizeof host, "%.*s", (int)(strlen(slash + 1) - (sizeof platform_suffix - 1)), slash + 1);
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - 4 - path), path);
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - LIT_LEN("/bus") - path), path);
   }
   char codelets[PATH_MAX + 16];
   snprintf(codelets, sizeof codelets, "%s/codelets", dir);
@@ -685,7 +686,7 @@ static int drive(const struct options *opt, struct plan *pl)
     else
       fprintf(stderr, PROG ": starproj could not start on this machine (run with --verbose to see StarPU's "
               "messages)\n");
-    return interrupted ? 130 : 1;
+    return interrupted ? EXIT_INTERRUPTED : 1;
   }
   o.gpus = gpus;
   if (opt->list) {

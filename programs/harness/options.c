@@ -8,9 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <starpu.h>
 #include "../common.h"
 #include "harness.h"
+
+/* --timeout's default per scale, in seconds: one configuration's process */
+#define TIMEOUT_TINY_S 120
+#define TIMEOUT_SMALL_S 600
+#define TIMEOUT_FULL_S 1200
+/* names a --workloads list may hold, repeats included (they are dropped) */
+#define MAX_LISTED_WORKLOADS (NUM_WORKLOADS * 4)
 
 static const char *usage_text =
   "usage: " PROG " [--list] [--workloads a,b] [--scheds x,y|all] [--workers set,...] [--scale tiny|small|full]\n"
@@ -77,8 +85,8 @@ int parse_set(const char *s, struct worker_set *ws)
     char *end;
     if (colon[1] != 'w')
       return -1;
-    long k = strtol(colon + 2, &end, 10);
-    if (*end || end == colon + 2 || k < 1 || k > 64)
+    long k = strtol(colon + LIT_LEN(":w"), &end, 10);
+    if (*end || end == colon + LIT_LEN(":w") || k < 1 || k > MAX_WORKERS_PER_GPU)
       return -1;
     ws->per_gpu = (int)k;
   }
@@ -90,12 +98,12 @@ int parse_set(const char *s, struct worker_set *ws)
     ws->cpus = 1, ws->gpus = -1;
     return 0;
   }
-  if (!strncmp(base, "gpu", 3)) {
+  if (STARTS_WITH(base, "gpu")) {
     ws->gpus = -1;
     if (base[3]) {
       char *end;
-      long g = strtol(base + 3, &end, 10);
-      if (*end || g < 1 || g > 64)
+      long g = strtol(base + LIT_LEN("gpu"), &end, 10);
+      if (*end || g < 1 || g > MAX_SET_GPUS)
         return -1;
       ws->gpus = (int)g;
     }
@@ -133,20 +141,21 @@ static int split_list(const char *option, const char *value, char **copy, char *
 }
 
 /* --test-spread's value: four finite numbers, two [min, max] ranges; 0 when it reads so */
+#define SPREAD_VALUES 4
 static int parse_ranges(const char *arg, double v[4])
 {
   const char *p = arg;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < SPREAD_VALUES; i++) {
     char *end;
     v[i] = strtod(p, &end);
-    if (end == p || !isfinite(v[i]) || *end != (i < 3 ? ',' : '\0'))
+    if (end == p || !isfinite(v[i]) || *end != (i < SPREAD_VALUES - 1 ? ',' : '\0'))
       return -1;
     p = end + 1;
   }
   return v[0] > v[1] || v[2] > v[3] ? -1 : 0;
 }
 
-enum { O_CHILD = 256, O_PROBE, O_PHASE, O_TEST_SPREAD };
+enum { O_CHILD = UCHAR_MAX + 1, O_PROBE, O_PHASE, O_TEST_SPREAD }; /* long options only: above every char */
 static const struct option longopts[] = {
   {"list", no_argument, 0, 'l'},          {"workloads", required_argument, 0, 'W'},
   {"scheds", required_argument, 0, 's'},  {"workers", required_argument, 0, 'k'},
@@ -216,7 +225,7 @@ int parse_options(int argc, char **argv, struct options *o)
     if (c == '?')
       return usage_error("unknown option '%s'", argv[optind - 1]);
     /* '--output --trace' took the next option as its value: the value is what is missing */
-    if (optarg && (!*optarg || !strncmp(optarg, "--", 2)))
+    if (optarg && (!*optarg || STARTS_WITH(optarg, "--")))
       return usage_error("--%s needs a value, not '%s'", option_name(c), optarg);
     if ((rc = take_option(c, o)))
       return rc;
@@ -232,7 +241,9 @@ int parse_options(int argc, char **argv, struct options *o)
   if (strcmp(o->phase, "measure") && strcmp(o->phase, "calibrate"))
     return usage_error("--phase needs calibrate or measure, not '%s'", o->phase);
   if (!o->timeout)
-    o->timeout = !strcmp(o->scale, "tiny") ? 120 : !strcmp(o->scale, "small") ? 600 : 1200;
+    o->timeout = !strcmp(o->scale, "tiny")    ? TIMEOUT_TINY_S
+                 : !strcmp(o->scale, "small") ? TIMEOUT_SMALL_S
+                                              : TIMEOUT_FULL_S;
   return 0;
 }
 
@@ -287,7 +298,7 @@ static int check_policies(const char *arg, struct plan *pl)
 
 static int check_workloads(const char *arg, struct plan *pl)
 {
-  char *names[NUM_WORKLOADS * 4];
+  char *names[MAX_LISTED_WORKLOADS];
   int n;
   if (!arg) {
     for (int j = 0; j < NUM_WORKLOADS; j++)
@@ -295,7 +306,7 @@ static int check_workloads(const char *arg, struct plan *pl)
         pl->wl[pl->nw++] = j;
     return 0;
   }
-  if (split_list("--workloads", arg, &pl->copies[1], names, NUM_WORKLOADS * 4, &n))
+  if (split_list("--workloads", arg, &pl->copies[1], names, MAX_LISTED_WORKLOADS, &n))
     return 2;
   for (int i = 0; i < n; i++) {
     int k = -1, dup = 0;

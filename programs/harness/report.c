@@ -13,6 +13,10 @@
 #include "../common.h"
 #include "harness.h"
 
+/* fields of a WRK line (a worker's times) and of a BUS line (a transfer), as the child process writes them */
+#define WRK_FIELDS 8
+#define BUS_FIELDS 6
+
 static const char *csv_columns[] = {
   "host", "cpu_model", "gpu_model", "starpu_version", "scale", "workload", "policy", "policy_resolved", "worker_set",
   "phase", "repeat", "status", "ncpu_workers", "ncuda_workers", "ngpus", "makespan_s", "submit_s", "busy_cpu_s",
@@ -21,10 +25,12 @@ static const char *csv_columns[] = {
   "done_s"};
 _Static_assert(sizeof csv_columns / sizeof *csv_columns == NUM_COLUMNS, "harness.h counts the columns");
 
-/* columns written as strings in JSON; the others are numbers (or null when empty) */
+static int column(const char *key);
+
+/* columns written as strings in JSON (host .. phase, status and check); the others are numbers (or null when empty) */
 static int string_column(int c)
 {
-  return c <= 9 || c == 11 || !strcmp(csv_columns[c], "check");
+  return c < column("repeat") || c == column("status") || c == column("check");
 }
 
 static int column(const char *key)
@@ -88,7 +94,7 @@ void write_record(const struct record *r, const struct pending *p)
 {
   const char *key_cols[] = {"scale", "workload", "policy", "worker_set", "phase", "repeat"};
   char key[512] = "";
-  for (int k = 0; k < 6; k++)
+  for (int k = 0; k < (int)(sizeof key_cols / sizeof *key_cols); k++)
     snprintf(key + strlen(key), sizeof key - strlen(key), "%s%s", k ? "," : "", get_val(r, key_cols[k]));
   for (int c = 0; c < NUM_COLUMNS; c++)
     fprintf(report.csv, "%s%s", c ? "," : "", r->val[c] ? r->val[c] : "");
@@ -108,7 +114,7 @@ void write_record(const struct record *r, const struct pending *p)
     double ex, sl, wa, tot;
     int tasks;
     if (sscanf(p->wrk[i], "WRK\t%u\t%159[^\t]\t%7[^\t]\t%lf\t%lf\t%lf\t%lf\t%d", &w, name, kind, &ex, &sl, &wa, &tot,
-               &tasks) != 8)
+               &tasks) != WRK_FIELDS)
       continue;
     double idle = tot > ex ? tot - ex : 0.0;
     fprintf(report.json, "%s{\"worker\":%u,\"name\":\"%s\",\"kind\":\"%s\",\"executing_s\":%.6f,\"idle_s\":%.6f,"
@@ -122,7 +128,7 @@ void write_record(const struct record *r, const struct pending *p)
     int src, dst, count;
     char sk[8], dk[8];
     long long bytes;
-    if (sscanf(p->bus[i], "BUS\t%d\t%7[^\t]\t%d\t%7[^\t]\t%lld\t%d", &src, sk, &dst, dk, &bytes, &count) != 6)
+    if (sscanf(p->bus[i], "BUS\t%d\t%7[^\t]\t%d\t%7[^\t]\t%lld\t%d", &src, sk, &dst, dk, &bytes, &count) != BUS_FIELDS)
       continue;
     fprintf(report.json, "%s{\"src_node\":%d,\"src_kind\":\"%s\",\"dst_node\":%d,\"dst_kind\":\"%s\",\"bytes\":%lld,"
             "\"transfers\":%d}", i ? "," : "", src, sk, dst, dk, bytes, count);
@@ -152,9 +158,10 @@ void base_record(struct record *r, const char *workload, const char *policy, con
 int open_outputs(const char *outdir, const char *scale, int gpus)
 {
   char path[PATH_MAX];
-  FILE **files[5] = {&report.csv, &report.json, &report.workers, &report.transfers, &report.summary};
-  const char *names[5] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv", "summary.csv"};
-  for (int i = 0; i < 5; i++) {
+  FILE **files[] = {&report.csv, &report.json, &report.workers, &report.transfers, &report.summary};
+  const char *names[] = {"results.csv", "results.jsonl", "workers.csv", "transfers.csv", "summary.csv"};
+  _Static_assert(sizeof files / sizeof *files == sizeof names / sizeof *names, "a name per output file");
+  for (int i = 0; i < (int)(sizeof files / sizeof *files); i++) {
     if (snprintf(path, sizeof path, "%s/%s", outdir, names[i]) >= (int)sizeof path)
       errno = ENAMETOOLONG;
     else if ((*files[i] = fopen(path, "w")))
@@ -387,7 +394,7 @@ static void run_gnuplot(const char *outdir)
            "%s/charts.gp are written: run 'gnuplot charts.gp' in %s later\n", outdir, outdir);
     return;
   }
-  char *argv[] = {"gnuplot", "charts.gp", NULL}, why[PATH_MAX + 64];
+  char *argv[] = {"gnuplot", "charts.gp", NULL}, why[WHY_LEN];
   if (!run_program(argv, outdir, NULL, why, sizeof why))
     printf("charts: %s/makespan_*.png, utilisation_*.png, bytes_*.png\n", outdir);
   else
@@ -395,10 +402,12 @@ static void run_gnuplot(const char *outdir)
 }
 
 /* The axis of one set and metric, shared by its charts so that bars on two of them compare: logarithmic when the
- * medians span more than a factor 30 (the fast workloads' bars would be flat lines otherwise), linear from 0 else. */
+ * medians span more than a factor LOG_AXIS_SPAN (the fast workloads' bars would be flat lines otherwise), linear from
+ * 0 else. */
+#define LOG_AXIS_SPAN 30
 static void chart_axis(FILE *gp, const struct extent *e, const char *ylabel)
 {
-  if (!e->nonpositive && e->hi_med > 30 * e->lo_med) {
+  if (!e->nonpositive && e->hi_med > LOG_AXIS_SPAN * e->lo_med) {
     fprintf(gp, "set logscale y\nset yrange [%.6g:%.6g]\nset ylabel '%s, log scale'\n", e->lo_pos / 1.5, e->hi * 1.5,
             ylabel);
     return;
@@ -469,7 +478,7 @@ void charts(const char *outdir, const struct plan *pl, struct summary (*sum)[MAX
         if (!any) /* gnuplot stops at a plot without a single point */
           continue;
         char name[PATH_MAX];
-        int base = (int)(strlen(file) - 4); /* without '.dat' */
+        int base = (int)(strlen(file) - LIT_LEN(".dat"));
         if (nchart == 1)
           snprintf(name, sizeof name, "%.*s", base, file);
         else

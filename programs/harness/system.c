@@ -19,6 +19,12 @@
 #include <unistd.h>
 #include "harness.h"
 
+/* the bytes a file copy moves at a time, and the file descriptors a tree walk (nftw) may hold open */
+#define COPY_BUFFER (1 << 16)
+#define NFTW_FDS 16
+/* the arguments of starpu_fxt_tool before its trace files: the program and -i */
+#define FXT_ARGS 2
+
 /* ---- signals and the driver's children ---- */
 
 /* Ctrl-C or SIGTERM: the driver stops after the running configuration, writing the charts of what ran and removing
@@ -106,7 +112,7 @@ int have_program(const char *name)
 static struct {
   size_t from_len; /* length of the source root: the rest of a path is its place in the tree */
   const char *to;
-  char failed[PATH_MAX + 64];
+  char failed[WHY_LEN];
 } copying;
 
 /* Copies a regular file's bytes into a new file dst with the given mode. */
@@ -122,7 +128,7 @@ static int copy_file(const char *src, const char *dst, mode_t mode)
     errno = e;
     return -1;
   }
-  char buf[1 << 16];
+  char buf[COPY_BUFFER];
   ssize_t n;
   int rc = 0;
   while (!rc && (n = read(in, buf, sizeof buf)) != 0) {
@@ -176,7 +182,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 /* Removes a tree (symbolic links themselves, not what they point to). */
 void remove_tree(const char *path)
 {
-  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  nftw(path, remove_entry, NFTW_FDS, FTW_DEPTH | FTW_PHYS);
 }
 
 /* The driver's temporary folder (the STARPU_HOMEs), and the output folder while this run made it and wrote nothing
@@ -259,7 +265,7 @@ int copy_tree(const char *from, const char *to, char *why, size_t n)
     snprintf(why, n, "%s exists", to);
     return -1;
   }
-  if (!nftw(from, copy_entry, 16, FTW_PHYS))
+  if (!nftw(from, copy_entry, NFTW_FDS, FTW_PHYS))
     return 0;
   if (!copying.failed[0])
     snprintf(copying.failed, sizeof copying.failed, "%s: %s", from, strerror(errno));
@@ -327,7 +333,7 @@ int run_program(char *const argv[], const char *dir, const char *log, char *why,
  * StarPU's bus benchmark without inheriting any performance model */
 void copy_bus_calibration(const char *from, const char *to)
 {
-  char src[PATH_MAX], dir[PATH_MAX], sampling[PATH_MAX], dst[PATH_MAX], why[PATH_MAX + 64];
+  char src[PATH_MAX], dir[PATH_MAX], sampling[PATH_MAX], dst[PATH_MAX], why[WHY_LEN];
   struct stat st;
   if (snprintf(src, sizeof src, "%s/.starpu/sampling/bus", from) >= (int)sizeof src || stat(src, &st) ||
       !S_ISDIR(st.st_mode))
@@ -349,7 +355,7 @@ void copy_bus_calibration(const char *from, const char *to)
 /* keeps a configuration's STARPU_HOME as DIR/homes/<workload>_<set>_<policy> */
 void keep_home(const char *outdir, const char *home, const char *wname, const char *set, const char *policy)
 {
-  char kept[PATH_MAX], why[PATH_MAX + 64];
+  char kept[PATH_MAX], why[WHY_LEN];
   snprintf(kept, sizeof kept, "%s/homes", outdir);
   mkdir(kept, 0755);
   /* a cut name would name another tree, which the removal below must not touch */
@@ -376,12 +382,13 @@ void convert_traces(const char *tdir)
     return;
   }
   DIR *d = opendir(tdir);
-  char **argv = NULL, log[PATH_MAX], why[PATH_MAX + 64];
+  char **argv = NULL, log[PATH_MAX], why[WHY_LEN];
   int n = 0;
   for (struct dirent *e; d && (e = readdir(d));)
-    if (!strncmp(e->d_name, "prof_file_", 10)) {
-      argv = realloc(argv, (size_t)(n + 4) * sizeof *argv);
-      argv[2 + n++] = strdup(e->d_name);
+    if (STARTS_WITH(e->d_name, "prof_file_")) {
+      /* starpu_fxt_tool -i, the files so far and this one (from argv[FXT_ARGS] on), the NULL */
+      argv = realloc(argv, (size_t)(FXT_ARGS + (n + 1) + 1) * sizeof *argv);
+      argv[FXT_ARGS + n++] = strdup(e->d_name);
     }
   if (d)
     closedir(d);
@@ -389,13 +396,13 @@ void convert_traces(const char *tdir)
     printf("        no trace file in %s: nothing to convert\n", tdir);
     return;
   }
-  qsort(argv + 2, (size_t)n, sizeof *argv, by_name);
-  argv[0] = "starpu_fxt_tool", argv[1] = "-i", argv[2 + n] = NULL;
+  qsort(argv + FXT_ARGS, (size_t)n, sizeof *argv, by_name);
+  argv[0] = "starpu_fxt_tool", argv[1] = "-i", argv[FXT_ARGS + n] = NULL;
   snprintf(log, sizeof log, "%sfxt_tool.log", tdir);
   if (run_program(argv, tdir, log, why, sizeof why))
     printf("        starpu_fxt_tool failed (%s): see %sfxt_tool.log\n", why, tdir);
   for (int i = 0; i < n; i++)
-    free(argv[2 + i]);
+    free(argv[FXT_ARGS + i]);
   free(argv);
 }
 

@@ -15,10 +15,19 @@
 #include "../common.h"
 #include "harness.h"
 
+/* the checksums weigh value i by 1 + i % CHECKSUM_WEIGHTS, so that values swapped between places change them */
+#define CHECKSUM_WEIGHTS 7
+/* the 16-bit golden-ratio multiplier (2^16 / phi): listmode events' TOF bins spread from their index */
+#define GOLDEN_HASH16 40503u
+/* how often the memory sampler looks at the GPUs' memory, in microseconds */
+#define SAMPLE_US 500
+
 const struct scale scales[] = {
   {"tiny", "small", 4, 33, {32, 32, 8}, 4.0f, 20000, 4, 4, 4, {15.0f, 15, 3.0f, 12.0f, 0.0f}},
-  {"small", "small", 0, 0, {64, 64, 16}, 2.0f, 200000, 8, 1, 8, {15.0f, 15, 3.0f, 12.0f, 0.0f}},
-  {"full", "vision600", 0, 0, {215, 215, 71}, 2.78f, 40000000, 34, 8, 16, {25.4f, 29, 3.0f, 24.5f, 0.0f}},
+  {"small", "small", 0, 0, {SMALL_IMAGE_XY, SMALL_IMAGE_XY, SMALL_IMAGE_Z}, SMALL_VOXEL_MM, 200000, 8, 1, 8,
+   {SMALL_TOF_BIN_MM, SMALL_TOF_BINS, BENCH_TOF_SIGMAS, SMALL_TOF_SIGMA_MM, 0.0f}},
+  {"full", "vision600", 0, 0, {BENCH_IMAGE_XY, BENCH_IMAGE_XY, BENCH_IMAGE_Z}, BENCH_VOXEL_MM, 40000000, BENCH_SUBSETS,
+   8, 16, {BENCH_TOF_BIN_MM, BENCH_TOF_BINS, BENCH_TOF_SIGMAS, BENCH_TOF_SIGMA_MM, 0.0f}},
 };
 const struct workload workloads[] = {
   {"fwd-whole", "forward projection of the whole sinogram, one call", 0, 0},
@@ -69,7 +78,8 @@ static struct {
   int owned;                  /* the chunks are homed on the devices (the *-owned workloads) */
 } W;
 
-/* The scale's scanner: a preset, for tiny with fewer rings (4 mm apart, centred on 0) and radial bins. */
+/* The scale's scanner: a preset, for tiny with fewer rings (TINY_RING_MM apart, centred on 0) and radial bins. */
+#define TINY_RING_MM 4.0
 static void make_scanner(const struct scale *sc, sproj_scanner **scanner)
 {
   struct sproj_scanner_params sp;
@@ -77,7 +87,7 @@ static void make_scanner(const struct scale *sc, sproj_scanner **scanner)
   if (sc->rings) {
     sp.num_rings = sc->rings;
     for (int r = 0; r < sp.num_rings; r++)
-      sp.ring_z[r] = (r - 0.5 * (sp.num_rings - 1)) * 4.0;
+      sp.ring_z[r] = (r - 0.5 * (sp.num_rings - 1)) * TINY_RING_MM;
     sp.max_ring_difference = -1;
   }
   if (sc->radial)
@@ -96,29 +106,30 @@ static void *pinned(size_t bytes)
 static void setup_sinogram(void)
 {
   W.nlors = W.si.num_lors;
-  W.xs = pinned((size_t)W.nlors * 12);
-  W.xe = pinned((size_t)W.nlors * 12);
+  W.xs = pinned((size_t)W.nlors * 3 * sizeof(float));
+  W.xe = pinned((size_t)W.nlors * 3 * sizeof(float));
   CHECK(sproj_scanner_lors(W.scanner, W.xs, W.xe, 0));
   CHECK(sproj_lors_register(&W.lors, W.xs, W.xe, W.nlors));
 }
 
 static void setup_images(void)
 {
-  W.phantom = pinned((size_t)W.nvox * 4);
-  W.backbuf = pinned((size_t)W.nvox * 4);
+  W.phantom = pinned((size_t)W.nvox * sizeof(float));
+  W.backbuf = pinned((size_t)W.nvox * sizeof(float));
   struct sproj_phantom ph;
   CHECK(sproj_phantom_default(&ph, W.sc->dims, W.vs, W.origin));
   CHECK(sproj_phantom_fill(&ph, W.phantom, W.sc->dims, W.vs, W.origin, 1));
-  memset(W.backbuf, 0, (size_t)W.nvox * 4);
+  memset(W.backbuf, 0, (size_t)W.nvox * sizeof(float));
   CHECK(sproj_image_register(&W.img, W.phantom, W.sc->dims, W.vs, W.origin));
   CHECK(sproj_image_register(&W.back, W.backbuf, W.sc->dims, W.vs, W.origin));
 }
 
-/* one value per LOR (times bins), deterministic and positive, for back projections that do not follow a forward */
+/* one value per LOR (times bins), deterministic and positive (0.25 to 1.25 in steps of 1/1024), for back projections
+ * that do not follow a forward */
 static void fill_values(float *v, int64_t n)
 {
   for (int64_t i = 0; i < n; i++)
-    v[i] = 0.25f + (float)((i * 2654435761u) % 1024) / 1024.0f;
+    v[i] = 0.25f + (float)((i * KNUTH_HASH) % 1024) / 1024.0f;
 }
 
 /* Segment viewgrams of every step-th view: one range each in the view / segment order. */
@@ -146,8 +157,8 @@ static void setup_tof_sino(void)
   int *views = malloc((size_t)W.si.num_views * sizeof *views), nv;
   CHECK(sproj_scanner_subset_views(W.scanner, W.sc->subsets, 0, views, &nv));
   W.nlors = (int64_t)nv * W.si.lors_per_view;
-  W.xs = pinned((size_t)W.nlors * 12);
-  W.xe = pinned((size_t)W.nlors * 12);
+  W.xs = pinned((size_t)W.nlors * 3 * sizeof(float));
+  W.xe = pinned((size_t)W.nlors * 3 * sizeof(float));
   CHECK(sproj_scanner_view_lors(W.scanner, views, nv, W.xs, W.xe, 0));
   CHECK(sproj_lors_register(&W.lors, W.xs, W.xe, W.nlors));
   CHECK(sproj_chunks_create_blocks(&W.chunks, W.lors, nv));
@@ -155,8 +166,8 @@ static void setup_tof_sino(void)
   free(views);
   CHECK(sproj_tof_register(&W.tof, &W.sc->tof, NULL, NULL, NULL));
   W.nvalues = W.nlors * W.sc->tof.num_bins;
-  W.y = pinned((size_t)W.nvalues * 4);
-  W.y2 = pinned((size_t)W.nvalues * 4);
+  W.y = pinned((size_t)W.nvalues * sizeof(float));
+  W.y2 = pinned((size_t)W.nvalues * sizeof(float));
   fill_values(W.y2, W.nvalues);
   CHECK(sproj_proj_register_tof(&W.proj, W.y, W.lors, W.sc->tof.num_bins));
   CHECK(sproj_proj_register_tof(&W.proj2, W.y2, W.lors, W.sc->tof.num_bins));
@@ -166,17 +177,17 @@ static void setup_tof_sino(void)
 static void setup_tof_lm(void)
 {
   W.nlors = W.sc->events;
-  W.xs = pinned((size_t)W.nlors * 12);
-  W.xe = pinned((size_t)W.nlors * 12);
-  random_events(W.scanner, W.nlors, 12345, W.xs, W.xe);
+  W.xs = pinned((size_t)W.nlors * 3 * sizeof(float));
+  W.xe = pinned((size_t)W.nlors * 3 * sizeof(float));
+  random_events(W.scanner, W.nlors, FIXED_SEED, W.xs, W.xe);
   W.bins = malloc((size_t)W.nlors * sizeof *W.bins);
   for (int64_t i = 0; i < W.nlors; i++)
-    W.bins[i] = (int16_t)((i * 40503u) % (unsigned)W.sc->tof.num_bins);
+    W.bins[i] = (int16_t)((i * GOLDEN_HASH16) % (unsigned)W.sc->tof.num_bins);
   CHECK(sproj_lors_register_events(&W.lors, W.xs, W.xe, W.bins, W.nlors));
   CHECK(sproj_tof_register(&W.tof, &W.sc->tof, NULL, NULL, NULL));
   W.nvalues = W.nlors;
-  W.y = pinned((size_t)W.nvalues * 4);
-  W.y2 = pinned((size_t)W.nvalues * 4);
+  W.y = pinned((size_t)W.nvalues * sizeof(float));
+  W.y2 = pinned((size_t)W.nvalues * sizeof(float));
   fill_values(W.y2, W.nvalues);
   CHECK(sproj_proj_register(&W.proj, W.y, W.lors));
   CHECK(sproj_proj_register(&W.proj2, W.y2, W.lors));
@@ -185,7 +196,7 @@ static void setup_tof_lm(void)
 /* The OSEM workloads' reconstruction of W.proj2 with W.model over W.chunks, from an image of ones (W.ximg). */
 static void create_recon(void)
 {
-  W.x = pinned((size_t)W.nvox * 4);
+  W.x = pinned((size_t)W.nvox * sizeof(float));
   for (int i = 0; i < W.nvox; i++)
     W.x[i] = 1.0f;
   CHECK(sproj_image_register(&W.ximg, W.x, W.sc->dims, W.vs, W.origin));
@@ -204,10 +215,10 @@ static void setup_osem(void)
 {
   CHECK(sproj_fwd(W.img, W.proj2, NULL, SPROJ_ALL_CHUNKS));
   CHECK(sproj_proj_sync(W.proj2, NULL, 0, SPROJ_SYNC_WRITE));
-  W.mult = pinned((size_t)W.nlors * 4);
-  W.add = pinned((size_t)W.nlors * 4);
+  W.mult = pinned((size_t)W.nlors * sizeof(float));
+  W.add = pinned((size_t)W.nlors * sizeof(float));
   for (int64_t i = 0; i < W.nlors; i++) {
-    W.mult[i] = 0.5f + 0.5f * (float)((i * 2654435761u) % 1000) / 1000.0f;
+    W.mult[i] = lor_factor((uint64_t)i);
     W.add[i] = 0.01f;
     W.y2[i] = W.mult[i] * W.y2[i] + W.add[i];
   }
@@ -267,10 +278,10 @@ static void setup_osem_tof(void)
   CHECK(sproj_scanner_chunks_views(&W.chunks, W.scanner, W.lors));
   W.nchunks = W.si.num_views;
   CHECK(sproj_tof_register(&W.tof, &W.sc->tof, NULL, NULL, NULL));
-  W.mult = pinned((size_t)W.nlors * 4);
-  W.add = pinned((size_t)W.nlors * 4);
+  W.mult = pinned((size_t)W.nlors * sizeof(float));
+  W.add = pinned((size_t)W.nlors * sizeof(float));
   for (int64_t i = 0; i < W.nlors; i++) {
-    W.mult[i] = 0.5f + 0.5f * (float)((i * 2654435761u) % 1000) / 1000.0f;
+    W.mult[i] = lor_factor((uint64_t)i);
     W.add[i] = 0.01f * (float)W.sc->tof.num_bins;
   }
   CHECK(sproj_model_create_tof_uniform_add(&W.model, W.lors, W.mult, W.add, W.tof, NULL));
@@ -283,13 +294,13 @@ static void setup(void)
 {
   const char *name = workloads[W.workload].name;
   setup_images();
-  if (!strncmp(name, "tof-sino", 8)) {
+  if (STARTS_WITH(name, "tof-sino")) {
     setup_tof_sino();
     if (!strcmp(name, "tof-sino-owned"))
       home_chunks(1);
     return;
   }
-  if (!strncmp(name, "tof-lm", 6)) {
+  if (STARTS_WITH(name, "tof-lm")) {
     setup_tof_lm();
     if (!strcmp(name, "tof-lm-owned")) {
       make_owned_blocks();
@@ -303,8 +314,8 @@ static void setup(void)
   }
   setup_sinogram();
   W.nvalues = W.nlors;
-  W.y = pinned((size_t)W.nvalues * 4);
-  W.y2 = pinned((size_t)W.nvalues * 4);
+  W.y = pinned((size_t)W.nvalues * sizeof(float));
+  W.y2 = pinned((size_t)W.nvalues * sizeof(float));
   fill_values(W.y2, W.nvalues);
   CHECK(sproj_proj_register(&W.proj, W.y, W.lors));
   CHECK(sproj_proj_register(&W.proj2, W.y2, W.lors));
@@ -355,7 +366,7 @@ static void prepare(void)
 static void submit(void)
 {
   const char *name = workloads[W.workload].name;
-  int back = !strncmp(name, "back", 4);
+  int back = STARTS_WITH(name, "back");
   if (!strcmp(name, "fwd-whole"))
     CHECK(sproj_fwd(W.img, W.proj, NULL, SPROJ_ALL_CHUNKS));
   else if (!strcmp(name, "back-whole"))
@@ -371,16 +382,16 @@ static void submit(void)
   }
   else if (!strcmp(name, "fwd-owned"))
     CHECK(sproj_fwd(W.img, W.proj, W.chunks, SPROJ_ALL_CHUNKS));
-  else if (!strncmp(name, "tof-sino", 8)) {
+  else if (STARTS_WITH(name, "tof-sino")) {
     CHECK(sproj_fwd_tof_sino(W.img, W.proj, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
     CHECK(sproj_back_tof_sino(W.back, W.proj2, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
   }
-  else if (!strncmp(name, "tof-lm", 6)) {
+  else if (STARTS_WITH(name, "tof-lm")) {
     /* the plain workload projects the whole set as one chunk, the owned one its homed blocks */
     CHECK(sproj_fwd_tof_lm(W.img, W.proj, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
     CHECK(sproj_back_tof_lm(W.back, W.proj2, W.chunks, SPROJ_ALL_CHUNKS, W.tof));
   }
-  else if (!strncmp(name, "osem", 4))
+  else if (STARTS_WITH(name, "osem"))
     CHECK(sproj_recon_iterate(W.recon, 1, NULL, NULL));
   else if (!strcmp(name, "cold") || !strcmp(name, "memlimit")) {
     CHECK(sproj_fwd(W.img, W.proj, NULL, SPROJ_ALL_CHUNKS));
@@ -419,12 +430,12 @@ static void finish(void)
 {
   const char *name = workloads[W.workload].name;
   CHECK(sproj_wait_all());
-  if (!strncmp(name, "osem", 4)) {
+  if (STARTS_WITH(name, "osem")) {
     CHECK(sproj_image_sync(W.ximg, SPROJ_SYNC_READ));
     return;
   }
   if (W.owned) {
-    if (strncmp(name, "fwd", 3)) {
+    if (!STARTS_WITH(name, "fwd")) {
       /* the back projection's sum (StarPU's reduction of the workers' images) made on GPU 0, left there */
       starpu_data_handle_t h = sproj_image_handle(W.back);
       unsigned node = gpu0_node();
@@ -436,9 +447,9 @@ static void finish(void)
     }
     return;
   }
-  if (strncmp(name, "back", 4))
+  if (!STARTS_WITH(name, "back"))
     CHECK(sproj_proj_sync(W.proj, NULL, 0, SPROJ_SYNC_READ));
-  if (strncmp(name, "fwd", 3))
+  if (!STARTS_WITH(name, "fwd"))
     CHECK(sproj_image_sync(W.back, SPROJ_SYNC_READ));
 }
 
@@ -450,25 +461,25 @@ static void checksums(double *a, double *b, double *tol)
   double sa = 0.0, sb = 0.0;
   if (W.owned && !SIMULATED) {
     /* untimed: the owned runs leave their results on the devices */
-    if (strncmp(name, "back", 4))
+    if (!STARTS_WITH(name, "back"))
       CHECK(sproj_proj_sync(W.proj, NULL, 0, SPROJ_SYNC_READ));
-    if (strncmp(name, "fwd", 3))
+    if (!STARTS_WITH(name, "fwd"))
       CHECK(sproj_image_sync(W.back, SPROJ_SYNC_READ));
   }
-  if (!strncmp(name, "osem", 4)) {
+  if (STARTS_WITH(name, "osem")) {
     for (int i = 0; i < W.nvox; i++)
-      sa += W.x[i] * (1.0 + (i % 7));
+      sa += W.x[i] * (1.0 + (i % CHECKSUM_WEIGHTS));
     *a = sa, *b = 0.0;
     /* float additions in scheduling order in the back projections, then the ratios: 1e-4 relative */
     *tol = 1e-4;
     return;
   }
-  if (strncmp(name, "back", 4))
+  if (!STARTS_WITH(name, "back"))
     for (int64_t i = 0; i < W.nvalues; i++)
-      sa += W.y[i] * (1.0 + (double)(i % 7));
-  if (strncmp(name, "fwd", 3))
+      sa += W.y[i] * (1.0 + (double)(i % CHECKSUM_WEIGHTS));
+  if (!STARTS_WITH(name, "fwd"))
     for (int i = 0; i < W.nvox; i++)
-      sb += W.backbuf[i] * (1.0 + (i % 7));
+      sb += W.backbuf[i] * (1.0 + (i % CHECKSUM_WEIGHTS));
   *a = sa, *b = sb;
   /* forward values agree to a float rounding or so between CPU and GPU kernels; back projections add in float in
    * the order tasks run, which changes the last bits of each voxel: 1e-5 relative on sums of >= 10^4 terms */
@@ -496,7 +507,7 @@ static void *sample_memory(void *unused)
         if (u > sampler.peak[n])
           sampler.peak[n] = u;
       }
-    usleep(500);
+    usleep(SAMPLE_US);
   }
   return NULL;
 }
@@ -537,7 +548,7 @@ static void cpu_model(char *out, size_t n)
     return;
   char line[512];
   while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+    if (STARTS_WITH(line, "model name") && strchr(line, ':')) {
       char *v = strchr(line, ':') + 1;
       while (*v == ' ')
         v++;
@@ -727,7 +738,9 @@ int child_main(const char *workload, const char *scale, const char *set, const c
   W.nvox = W.sc->dims[0] * W.sc->dims[1] * W.sc->dims[2];
 
   CHECK(sproj_init(NULL));
-  unsigned mask = !strcmp(set, "cpu") ? SPROJ_DEVICE_CPU : !strncmp(set, "all", 3) ? SPROJ_DEVICE_ANY : SPROJ_DEVICE_CUDA;
+  unsigned mask = !strcmp(set, "cpu")     ? SPROJ_DEVICE_CPU
+                  : STARTS_WITH(set, "all") ? SPROJ_DEVICE_ANY
+                                            : SPROJ_DEVICE_CUDA;
   CHECK(sproj_set_devices(mask));
   starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
   sampler.nnodes = starpu_memory_nodes_get_count() < MAX_NODES ? starpu_memory_nodes_get_count() : MAX_NODES;
@@ -774,6 +787,7 @@ long long data_bytes(const struct scale *sc)
   make_scanner(sc, &s);
   CHECK(sproj_scanner_info(s, &si));
   CHECK(sproj_scanner_destroy(s));
-  return si.num_lors * 32 + 8LL * sc->dims[0] * sc->dims[1] * sc->dims[2];
+  long long per_lor = (long long)((2 * 3 + 2) * sizeof(float)), per_voxel = (long long)(2 * sizeof(float));
+  return si.num_lors * per_lor + per_voxel * sc->dims[0] * sc->dims[1] * sc->dims[2];
 }
 

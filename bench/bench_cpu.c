@@ -53,10 +53,10 @@ static double run_once(const struct job *j)
 /* FNV-1a over the bits of the values: equal hashes mean (almost surely) bit-identical results */
 static uint64_t hash_bits(const float *v, int64_t n)
 {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = FNV1A_OFFSET;
   const unsigned char *b = (const unsigned char *)v;
   for (int64_t i = 0; i < n * (int64_t)sizeof(float); i++)
-    h = (h ^ b[i]) * 1099511628211ull;
+    h = (h ^ b[i]) * FNV1A_PRIME;
   return h;
 }
 
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
-    case 'V': nviews = (int)option_number("bench_cpu", "--views", optarg, 1, 272); break;
+    case 'V': nviews = (int)option_number("bench_cpu", "--views", optarg, 1, BENCH_VIEWS); break;
     case 'r': repeats = (int)option_number("bench_cpu", "--repeats", optarg, 1, 64); break;
     case 'w': warmups = (int)option_number("bench_cpu", "--warmups", optarg, 0, 64); break;
     case 't': tof = 1; break;
@@ -148,8 +148,8 @@ int main(int argc, char **argv)
     views[v] = v;
   CHECK(sproj_scanner_view_lors(scn, views, nviews, xs, xe, 0));
   if (nevents)
-    random_events(scn, nevents, 4242, exs, exe);
-  srand(12345);
+    random_events(scn, nevents, BENCH_EVENTS_SEED, exs, exe);
+  srand(FIXED_SEED);
   for (size_t v = 0; v < g_nvox; v++) {
     image[v] = (float)rand() / RAND_MAX;
     g_backdata[v] = 0.0f;

@@ -19,6 +19,14 @@
 #include <starpu_mpi.h>
 #endif
 #include "common.h"
+
+/* The small scanner here: 4 subsets, 2.5 mm voxels (the benchmark's 34 and 2.78 mm otherwise). */
+#define MPI_SMALL_SUBSETS 4
+#define MPI_SMALL_VOXEL_MM 2.5f
+/* The reduction checks: voxel v of rank r holds (r + 1) (v % VALUE_PATTERN + 1), and a sum of back projections
+ * agrees with its expected multiple to REDUCE_TOLERANCE of the largest voxel (float sums in another order). */
+#define VALUE_PATTERN 7
+#define REDUCE_TOLERANCE 1e-6
 #include "starproj_mpi.h"
 
 static int rank, nranks;
@@ -191,7 +199,7 @@ int main(int argc, char **argv)
     case 'i': {
       char extra;
       if (sscanf(optarg, "%dx%dx%d%c", &dims[0], &dims[1], &dims[2], &extra) != 3 || dims[0] < 1 || dims[1] < 1 ||
-          dims[2] < 1 || dims[0] > 4096 || dims[1] > 4096 || dims[2] > 4096)
+          dims[2] < 1 || dims[0] > MAX_IMAGE_DIM || dims[1] > MAX_IMAGE_DIM || dims[2] > MAX_IMAGE_DIM)
         status = bad("--image needs N0xN1xN2 (each 1..4096), not", optarg);
       break;
     }
@@ -222,13 +230,13 @@ int main(int argc, char **argv)
   }
   int small = !strcmp(scanner_name, "small");
   if (subsets < 0)
-    subsets = small ? 4 : 34;
-  float vs[3] = {2.78f, 2.78f, 2.78f}, origin[3];
+    subsets = small ? MPI_SMALL_SUBSETS : BENCH_SUBSETS;
+  float vs[3] = {BENCH_VOXEL_MM, BENCH_VOXEL_MM, BENCH_VOXEL_MM}, origin[3];
   if (small)
-    vs[0] = vs[1] = vs[2] = 2.5f;
+    vs[0] = vs[1] = vs[2] = MPI_SMALL_VOXEL_MM;
   if (!dims[0]) {
-    dims[0] = dims[1] = small ? 64 : 215;
-    dims[2] = small ? 16 : 71;
+    dims[0] = dims[1] = small ? SMALL_IMAGE_XY : BENCH_IMAGE_XY;
+    dims[2] = small ? SMALL_IMAGE_Z : BENCH_IMAGE_Z;
   }
   for (int k = 0; k < 3; k++)
     origin[k] = (-0.5f * dims[k] + 0.5f) * vs[k];
@@ -350,15 +358,14 @@ int main(int argc, char **argv)
       if (tof) {
         /* the single-node harness's osem-tof: its TOF parameters, m and a uniform background per LOR; the data the
          * phantom's TOF projection by the model, made where the tasks run (no host array of nlors x bins) */
-        struct sproj_tof_params tp = small ? (struct sproj_tof_params){15.0f, 15, 3.0f, 12.0f, 0.0f}
-                                           : (struct sproj_tof_params){25.4f, 29, 3.0f, 24.5f, 0.0f};
+        struct sproj_tof_params tp = program_tof(small);
         MCHECK(sproj_tof_register(&tofp, &tp, NULL, NULL, NULL));
         /* m of each LOR from its global number, as one process would have it */
         for (int j = 0, i = 0; j < nlocal; j++) {
           int64_t g0, count;
           MCHECK(sproj_mpi_dist_local_chunk(dist, j, NULL, &g0, NULL, &count));
           for (int64_t k = 0; k < count; k++, i++) {
-            mult[i] = 0.5f + 0.5f * (float)(((uint64_t)(g0 + k) * 2654435761u) % 1000) / 1000.0f;
+            mult[i] = lor_factor((uint64_t)(g0 + k));
             addv[i] = 0.01f * (float)tp.num_bins;
           }
         }
@@ -407,11 +414,11 @@ int main(int argc, char **argv)
       if (m == 0) {
         float *sum = malloc(nvox * sizeof *sum);
         for (int64_t v = 0; v < nvox; v++)
-          sum[v] = (float)((rank + 1) * (v % 7 + 1));
+          sum[v] = (float)((rank + 1) * (v % VALUE_PATTERN + 1));
         MCHECK(sproj_mpi_allreduce(comm, sum, (int)nvox, SPROJ_MPI_FLOAT, SPROJ_MPI_SUM));
         int64_t wrong = 0;
         for (int64_t v = 0; v < nvox; v++)
-          wrong += sum[v] != (float)(k * (double)(v % 7 + 1));
+          wrong += sum[v] != (float)(k * (double)(v % VALUE_PATTERN + 1));
         double all = (double)wrong;
         MCHECK(sproj_mpi_allreduce(comm, &all, 1, SPROJ_MPI_DOUBLE, SPROJ_MPI_SUM));
         if (rank == 0)
@@ -459,7 +466,7 @@ int main(int argc, char **argv)
           }
           double worst[2] = {err, -top};
           MCHECK(sproj_mpi_allreduce(comm, worst, 2, SPROJ_MPI_DOUBLE, SPROJ_MPI_MAX));
-          int good = top > 0.0 && worst[0] <= 1e-6 * -worst[1];
+          int good = top > 0.0 && worst[0] <= REDUCE_TOLERANCE * -worst[1];
           if (rank == 0)
             printf("# reduce (%s): the sum over %d ranks is %g x one rank's back projection within %.2e of its "
                    "largest voxel on every rank%s\n", methods[m] == SPROJ_MPI_REDUCE_STARPU ? "starpu" : "allreduce",

@@ -16,6 +16,11 @@
 #include <unistd.h>
 #include "common.h"
 
+/* The chunked requests' values against the one request's, relative (a zero value compared with TINY): the same
+ * bits are expected, 1e-6 is a float rounding or two. */
+#define CHUNKED_TOLERANCE 1e-6
+#define TINY 1e-30
+
 #define MAX_GPUS 8
 
 enum mode { ONE_CALL, PER_CHUNK, BATCH, CHUNK_LIST };
@@ -112,7 +117,7 @@ int main(int argc, char **argv)
     switch (c) {
     case 'r': repeats = (int)option_number("bench_nontof", "--repeats", optarg, 1, 64); break;
     case 'w': warmups = (int)option_number("bench_nontof", "--warmups", optarg, 0, 64); break;
-    case 's': view_step = (int)option_number("bench_nontof", "--views-step", optarg, 1, 272); break;
+    case 's': view_step = (int)option_number("bench_nontof", "--views-step", optarg, 1, BENCH_VIEWS); break;
     case 'o': only = optarg; break;
     case 'd': devices = option_choice("bench_nontof", "--devices", optarg, device_names, 3); break;
     case 'S': small = 1; break;
@@ -120,7 +125,7 @@ int main(int argc, char **argv)
     case 'M': no_merge = 1; break;
     case 'L': no_layouts = 1; break;
     case 'U': upload = option_choice("bench_nontof", "--upload", optarg, upload_names, 3); break;
-    case 'T': task_lors = option_number("bench_nontof", "--task-lors", optarg, 1, 4294967295LL); break;
+    case 'T': task_lors = option_number("bench_nontof", "--task-lors", optarg, 1, UINT32_MAX); break;
     case 'v': verbose = 1; break;
     case 'h':
       printf("usage: bench_nontof [--repeats N] [--warmups N] [--views-step S] [--only a,b] [--devices any|gpu|cpu]\n"
@@ -182,7 +187,7 @@ int main(int argc, char **argv)
   CHECK(sproj_malloc_pinned((void **)&v_view, nlors * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&v_seg, nlors * sizeof(float)));
   CHECK(sproj_scanner_lors(scn, xs, xe, (int)ncores));
-  srand(12345);
+  srand(FIXED_SEED);
   for (size_t v = 0; v < nvox; v++)
     image[v] = (float)rand() / RAND_MAX;
   memset(back, 0, nvox * sizeof(float));
@@ -259,7 +264,7 @@ int main(int argc, char **argv)
   for (int64_t i = 0; i < nlors; i++) {
     if (isnan(v_one[i]) || isnan(v_view[i]))
       unwritten++;
-    double d = fabs((double)v_view[i] - v_one[i]) / (fabs(v_one[i]) + 1e-30);
+    double d = fabs((double)v_view[i] - v_one[i]) / (fabs(v_one[i]) + TINY);
     if (d > maxrel_view)
       maxrel_view = d;
   }
@@ -273,7 +278,7 @@ int main(int argc, char **argv)
       for (int64_t i = f; i < f + cnt; i++) {
         if (isnan(v_seg[i]))
           unwritten++;
-        double d = fabs((double)v_seg[i] - v_one[i]) / (fabs(v_one[i]) + 1e-30);
+        double d = fabs((double)v_seg[i] - v_one[i]) / (fabs(v_one[i]) + TINY);
         if (d > maxrel_seg)
           maxrel_seg = d;
       }
@@ -281,7 +286,7 @@ int main(int argc, char **argv)
   printf("# check: per-view vs one request max relative difference %.3g, segment-viewgram %.3g, unwritten %lld "
          "(%.1f s)\n",
          maxrel_view, maxrel_seg, (long long)unwritten, now() - tc);
-  if (unwritten || maxrel_view > 1e-6 || maxrel_seg > 1e-6) {
+  if (unwritten || maxrel_view > CHUNKED_TOLERANCE || maxrel_seg > CHUNKED_TOLERANCE) {
     fprintf(stderr, "chunked results differ from the one-request result: not timing\n");
     return 1;
   }

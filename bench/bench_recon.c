@@ -11,6 +11,9 @@
 #include <string.h>
 #include <time.h>
 #include "common.h"
+
+/* threads_per_block of the parallelproj-style calls, which starproj accepts and ignores (starproj_parallelproj.h) */
+#define PP_THREADS_PER_BLOCK 64
 #include "starproj_parallelproj.h"
 
 static void *pinned(size_t bytes)
@@ -36,7 +39,7 @@ static int bad(const char *what, const char *arg)
 int main(int argc, char **argv)
 {
   const char *scanner_name = "vision600";
-  int tof_on = 0, subsets = 34, iterations = 3, host = 1, verbose = 0;
+  int tof_on = 0, subsets = BENCH_SUBSETS, iterations = 3, host = 1, verbose = 0;
   static const struct option longopts[] = {{"scanner", required_argument, 0, 's'}, {"tof", no_argument, 0, 't'},
                                            {"subsets", required_argument, 0, 'n'},
                                            {"iterations", required_argument, 0, 'i'},
@@ -82,14 +85,14 @@ int main(int argc, char **argv)
   CHECK(sproj_scanner_create(&scanner, &sp));
   CHECK(sproj_scanner_info(scanner, &si));
   int small = strcmp(scanner_name, "small") == 0;
-  const int dims[3] = {small ? 64 : 215, small ? 64 : 215, small ? 16 : 71};
-  const float v = small ? 2.0f : 2.78f, vs[3] = {v, v, v};
+  const int xy = small ? SMALL_IMAGE_XY : BENCH_IMAGE_XY, dims[3] = {xy, xy, small ? SMALL_IMAGE_Z : BENCH_IMAGE_Z};
+  const float v = small ? SMALL_VOXEL_MM : BENCH_VOXEL_MM, vs[3] = {v, v, v};
   float origin[3];
   for (int k = 0; k < 3; k++)
     origin[k] = (-0.5f * dims[k] + 0.5f) * vs[k];
   const int nvox = dims[0] * dims[1] * dims[2];
   const int64_t nlors = si.num_lors;
-  struct sproj_tof_params tp = {small ? 15.0f : 25.4f, small ? 15 : 29, 3.0f, small ? 12.0f : 24.5f, 0.0f};
+  struct sproj_tof_params tp = program_tof(small);
   const int nbins = tof_on ? tp.num_bins : 1;
   if (subsets > si.num_views)
     return bad("more subsets than views:", argv[0]);
@@ -99,16 +102,16 @@ int main(int argc, char **argv)
 
   /* LORs, phantom, data = m * A x + a without noise (computed on the devices), m and a as a scanner would have */
   double t = now();
-  float *xs = pinned((size_t)nlors * 12), *xe = pinned((size_t)nlors * 12);
+  float *xs = pinned((size_t)nlors * 3 * sizeof(float)), *xe = pinned((size_t)nlors * 3 * sizeof(float));
   CHECK(sproj_scanner_lors(scanner, xs, xe, 0));
-  float *phantom = pinned((size_t)nvox * 4), *x = pinned((size_t)nvox * 4);
+  float *phantom = pinned((size_t)nvox * sizeof(float)), *x = pinned((size_t)nvox * sizeof(float));
   struct sproj_phantom ph;
   CHECK(sproj_phantom_default(&ph, dims, vs, origin));
   CHECK(sproj_phantom_fill(&ph, phantom, dims, vs, origin, 1));
-  float *mult = pinned((size_t)nlors * 4), *add = pinned((size_t)nlors * nbins * 4);
-  float *y = pinned((size_t)nlors * nbins * 4);
+  float *mult = pinned((size_t)nlors * sizeof(float)), *add = pinned((size_t)nlors * nbins * sizeof(float));
+  float *y = pinned((size_t)nlors * nbins * sizeof(float));
   for (int64_t i = 0; i < nlors; i++)
-    mult[i] = 0.5f + 0.5f * (float)((i * 2654435761u) % 1000) / 1000.0f;
+    mult[i] = lor_factor((uint64_t)i);
   for (int64_t i = 0; i < nlors * nbins; i++)
     add[i] = 0.01f;
   sproj_lors *lors;
@@ -164,8 +167,9 @@ int main(int argc, char **argv)
   double iter = median(t_iter, iterations);
 
   /* ---- the projections of the same subsets alone: forward into a scratch vector, back into a scratch image ---- */
-  float *scratch_img = pinned((size_t)nvox * 4), *scratch_y = pinned((size_t)nlors * nbins * 4);
-  memset(scratch_img, 0, (size_t)nvox * 4);
+  float *scratch_img = pinned((size_t)nvox * sizeof(float));
+  float *scratch_y = pinned((size_t)nlors * nbins * sizeof(float));
+  memset(scratch_img, 0, (size_t)nvox * sizeof(float));
   sproj_image *simg;
   sproj_proj *sproj_;
   CHECK(sproj_image_register(&simg, scratch_img, dims, vs, origin));
@@ -198,10 +202,11 @@ int main(int argc, char **argv)
   double t_host = 0.0;
   if (host) {
     int64_t per_view = si.lors_per_view, max_sub = (int64_t)((si.num_views + subsets - 1) / subsets) * per_view;
-    float *hxs = malloc((size_t)max_sub * 12), *hxe = malloc((size_t)max_sub * 12);
-    float *hp = malloc((size_t)max_sub * nbins * 4), *hy = malloc((size_t)max_sub * nbins * 4);
-    float *hm = malloc((size_t)max_sub * 4), *ha = malloc((size_t)max_sub * nbins * 4);
-    float *hx = malloc((size_t)nvox * 4), *hbp = malloc((size_t)nvox * 4), *hs = malloc((size_t)nvox * 4);
+    float *hxs = malloc((size_t)max_sub * 3 * sizeof(float)), *hxe = malloc((size_t)max_sub * 3 * sizeof(float));
+    float *hp = malloc((size_t)max_sub * nbins * sizeof(float)), *hy = malloc((size_t)max_sub * nbins * sizeof(float));
+    float *hm = malloc((size_t)max_sub * sizeof(float)), *ha = malloc((size_t)max_sub * nbins * sizeof(float));
+    float *hx = malloc((size_t)nvox * sizeof(float)), *hbp = malloc((size_t)nvox * sizeof(float));
+    float *hs = malloc((size_t)nvox * sizeof(float));
     for (int i = 0; i < nvox; i++)
       hx[i] = 1.0f;
     double t_h = 0.0;
@@ -214,29 +219,32 @@ int main(int argc, char **argv)
         int64_t first;
         int64_t cnt;
         CHECK(sproj_chunks_range(views, list[k], &first, &cnt));
-        memcpy(hy + (size_t)k * per_view * nbins, y + (size_t)first * nbins, (size_t)per_view * nbins * 4);
-        memcpy(hm + (size_t)k * per_view, mult + first, (size_t)per_view * 4);
-        memcpy(ha + (size_t)k * per_view * nbins, add + (size_t)first * nbins, (size_t)per_view * nbins * 4);
+        memcpy(hy + (size_t)k * per_view * nbins, y + (size_t)first * nbins, (size_t)per_view * nbins * sizeof(float));
+        memcpy(hm + (size_t)k * per_view, mult + first, (size_t)per_view * sizeof(float));
+        memcpy(ha + (size_t)k * per_view * nbins, add + (size_t)first * nbins,
+               (size_t)per_view * nbins * sizeof(float));
       }
       /* the subset's sensitivity (non-TOF back projection of m, as ours) would be computed once: not timed */
-      memset(hs, 0, (size_t)nvox * 4);
-      CHECK(sproj_pp_joseph3d_back(hxs, hxe, hs, origin, vs, hm, (size_t)n, dims, 0, 64));
+      memset(hs, 0, (size_t)nvox * sizeof(float));
+      CHECK(sproj_pp_joseph3d_back(hxs, hxe, hs, origin, vs, hm, (size_t)n, dims, 0, PP_THREADS_PER_BLOCK));
       t = now();
       if (tof_on)
         CHECK(sproj_pp_joseph3d_tof_sino_fwd(hxs, hxe, hx, origin, vs, hp, (size_t)n, dims, tp.bin_width, &tp.sigma,
-                                           &tp.center_offset, tp.num_sigmas, (short)nbins, 0, 0, 0, 64));
+                                           &tp.center_offset, tp.num_sigmas, (short)nbins, 0, 0, 0,
+                                           PP_THREADS_PER_BLOCK));
       else
-        CHECK(sproj_pp_joseph3d_fwd(hxs, hxe, hx, origin, vs, hp, (size_t)n, dims, 0, 64));
+        CHECK(sproj_pp_joseph3d_fwd(hxs, hxe, hx, origin, vs, hp, (size_t)n, dims, 0, PP_THREADS_PER_BLOCK));
       for (int64_t i = 0; i < n * nbins; i++) {
         float ybar = hm[i / nbins] * hp[i] + ha[i];
         hp[i] = ybar > 0.0f ? hm[i / nbins] * hy[i] / ybar : 0.0f;
       }
-      memset(hbp, 0, (size_t)nvox * 4);
+      memset(hbp, 0, (size_t)nvox * sizeof(float));
       if (tof_on)
         CHECK(sproj_pp_joseph3d_tof_sino_back(hxs, hxe, hbp, origin, vs, hp, (size_t)n, dims, tp.bin_width, &tp.sigma,
-                                            &tp.center_offset, tp.num_sigmas, (short)nbins, 0, 0, 0, 64));
+                                            &tp.center_offset, tp.num_sigmas, (short)nbins, 0, 0, 0,
+                                            PP_THREADS_PER_BLOCK));
       else
-        CHECK(sproj_pp_joseph3d_back(hxs, hxe, hbp, origin, vs, hp, (size_t)n, dims, 0, 64));
+        CHECK(sproj_pp_joseph3d_back(hxs, hxe, hbp, origin, vs, hp, (size_t)n, dims, 0, PP_THREADS_PER_BLOCK));
       for (int i = 0; i < nvox; i++)
         hx[i] = hs[i] > 0.0f ? hx[i] * hbp[i] / hs[i] : 0.0f;
       t_h += now() - t;

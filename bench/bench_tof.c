@@ -14,6 +14,14 @@
 #include <unistd.h>
 #include "common.h"
 
+/* --small: every 8th view, at most 200000 events */
+#define SMALL_VIEW_STEP 8
+#define SMALL_EVENTS 200000
+/* events of a chunk of the chunked listmode runs */
+#define CHUNK_EVENTS 1000000
+/* rand()'s seed for the events' TOF bins */
+#define BINS_SEED 777
+
 struct job {
   const char *name;
   int back, lm, per_chunk;
@@ -51,13 +59,13 @@ static void run_once(const struct job *j, double *t_done, double *t_sync)
 /* FNV-1a over the bits of n floats */
 static uint64_t bits_hash(const float *v, int64_t n)
 {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = FNV1A_OFFSET;
   for (int64_t i = 0; i < n; i++) {
     uint32_t u;
     memcpy(&u, &v[i], sizeof u);
-    for (int b = 0; b < 4; b++) {
-      h ^= (u >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
+    for (int b = 0; b < (int)sizeof u; b++) {
+      h ^= (u >> (8 * b)) & 0xffu; /* byte b */
+      h *= FNV1A_PRIME;
     }
   }
   return h;
@@ -68,7 +76,7 @@ int main(int argc, char **argv)
   int repeats = 5, warmups = 2, small = 0, reproducible = 0, verbose = 0, devices = -1;
   static const char *const device_names[] = {"any", "gpu", "cpu"};
   static const unsigned device_masks[] = {SPROJ_DEVICE_ANY, SPROJ_DEVICE_CUDA, SPROJ_DEVICE_CPU};
-  int64_t nevents = 20000000;
+  int64_t nevents = BENCH_EVENTS;
   static const struct option longopts[] = {
     {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
     {"events", required_argument, 0, 'e'},  {"small", no_argument, 0, 'S'},
@@ -111,11 +119,11 @@ int main(int argc, char **argv)
   float vs[3], origin[3];
   benchmark_geometry(small, &sp, n, vs, origin);
   struct sproj_tof_params par = benchmark_tof();
-  int view_step = 34;
+  int view_step = BENCH_SUBSETS;
   if (small) {
-    view_step = 8;
-    if (nevents > 200000)
-      nevents = 200000;
+    view_step = SMALL_VIEW_STEP;
+    if (nevents > SMALL_EVENTS)
+      nevents = SMALL_EVENTS;
   }
   const size_t nvox = (size_t)n[0] * n[1] * n[2];
   sproj_scanner *scn;
@@ -149,8 +157,8 @@ int main(int argc, char **argv)
   CHECK(sproj_malloc_pinned((void **)&lmv, nevents * sizeof(float)));
   CHECK(sproj_malloc_pinned((void **)&lmv2, nevents * sizeof(float)));
   CHECK(sproj_scanner_view_lors(scn, views, nviews, xs, xe, (int)ncores));
-  random_events(scn, nevents, 4242, exs, exe);
-  srand(777);
+  random_events(scn, nevents, BENCH_EVENTS_SEED, exs, exe);
+  srand(BINS_SEED);
   for (int64_t i = 0; i < nevents; i++)
     bins[i] = (int16_t)(rand() % par.num_bins);
   for (size_t v = 0; v < nvox; v++) {
@@ -195,7 +203,7 @@ int main(int argc, char **argv)
   CHECK(sproj_lors_register_events(&oevents, oxs, oxe, obins, nevents));
   CHECK(sproj_proj_register(&p_lmo, lmo, oevents));
   CHECK(sproj_tof_register(&g_tof, &par, NULL, NULL, NULL));
-  int nmchunks = (int)((nevents + 999999) / 1000000);
+  int nmchunks = (int)((nevents + CHUNK_EVENTS - 1) / CHUNK_EVENTS);
   CHECK(sproj_chunks_create_blocks(&mchunks, events, nmchunks));
   t0 = now();
   CHECK(sproj_image_upload(g_img, SPROJ_ALL_GPUS));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "codelets.h"
+#include "joseph3d_lanes.h"
 
 void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn)
 {
@@ -13,9 +14,9 @@ void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn)
    * that tasks take one at a time): no other thread writes it */
   float *img = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   for (int p = 0; p < arg->npieces; p++) {
-    struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
-    for (uint32_t i = 0; i < pc.n; i++)
-      fn(arg, img, &pc, i);
+    struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+    for (uint32_t lor = 0; lor < piece.n; lor++)
+      fn(arg, img, &piece, lor);
   }
 }
 
@@ -25,12 +26,13 @@ static int cpu_lanes_detect(void)
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f"))
-    lanes = 16;
+    lanes = SPROJ_LANES_AVX512;
   else if (__builtin_cpu_supports("avx2"))
-    lanes = 8;
+    lanes = SPROJ_LANES_AVX2;
 #endif
   const char *isa = getenv("SPROJ_CPU_ISA");
-  int cap = !isa ? 16 : !strcmp(isa, "scalar") ? 0 : !strcmp(isa, "avx2") ? 8 : 16;
+  int cap = !isa ? SPROJ_LANES_AVX512
+            : !strcmp(isa, "scalar") ? 0 : !strcmp(isa, "avx2") ? SPROJ_LANES_AVX2 : SPROJ_LANES_AVX512;
   return lanes < cap ? lanes : cap;
 }
 

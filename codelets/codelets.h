@@ -117,8 +117,9 @@ static inline struct sproj_piece sproj_piece_get(void *buffers[], const struct s
   return piece;
 }
 
-/* What a CPU codelet does for LOR i of a piece; img is the task's image buffer. */
-typedef void (*sproj_lor_fn)(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *pc, uint32_t i);
+/* What a CPU codelet does for one LOR of a piece (lor: its index in the piece); img is the task's image buffer. */
+typedef void (*sproj_lor_fn)(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *piece,
+                             uint32_t lor);
 /* The CPU side of every projection codelet: calls fn for each LOR of each piece and counts the work. */
 void sproj_cpu_run(void *buffers[], void *cl_arg, sproj_lor_fn fn);
 /* SIMD lanes of the CPU projectors (joseph3d_lanes.h): 16 with AVX-512F, 8 with AVX2, 0 (scalar code) otherwise,
@@ -357,7 +358,7 @@ struct sproj_axpy_arg {
  * (same units as voxel_size; 0: no blur) cut at 3 sigma and normalised to sum 1. Returns -1, or the first axis whose
  * kernel would exceed SPROJ_GAUSS_MAX_RADIUS. */
 struct sproj_gauss_arg;
-int sproj_gauss_arg_init(struct sproj_gauss_arg *g, const int n[3], const float voxel_size[3], const float fwhm[3]);
+int sproj_gauss_arg_init(struct sproj_gauss_arg *gauss, const int n[3], const float voxel_size[3], const float fwhm[3]);
 /* ---- an image's slabs (image_slabs.h): several devices' back projections summed slab by slab ---- */
 #define SPROJ_MAX_SLABS 8
 /* cl_arg of the tasks that cut an image into slabs (buffers: image R, nslabs slabs W) or put it together from them

@@ -10,9 +10,16 @@
 
 #define SPROJ_CUDA_BLOCK 256
 
+/* Bytes of kernel parameters every architecture we build for accepts: tables of pieces go in by value. */
+#define SPROJ_CUDA_PARAM_BYTES 4096
+/* Blocks of a grid's y and z dimensions at most (x: 2^31 - 1). */
+#define SPROJ_CUDA_MAX_GRID_YZ 65535u
+/* Blocks of a grid-stride loop at most: enough to fill any GPU many times over; the loop covers the rest. */
+#define SPROJ_CUDA_MAX_STRIDE_BLOCKS (65535u * 16u)
+
 struct sproj_piece_table {
   int npieces;
-  unsigned lanes;                             /* threads sharing one LOR: a power of two <= 32 */
+  unsigned lanes;                             /* threads sharing one LOR: a power of two <= SPROJ_WARP */
   unsigned windows;                           /* back projection into copies: warps combine their adds (1) or not */
   unsigned block_start[SPROJ_MAX_PIECES + 1]; /* first block of each piece; the last entry is the grid size */
   unsigned n[SPROJ_MAX_PIECES];
@@ -24,8 +31,7 @@ struct sproj_piece_table {
   const float *offset[SPROJ_MAX_PIECES];
 };
 
-/* kernel parameters are limited to 4 KiB on every architecture we build for */
-static_assert(sizeof(struct sproj_piece_table) + sizeof(struct sproj_proj_arg) + sizeof(void *) <= 4096,
+static_assert(sizeof(struct sproj_piece_table) + sizeof(struct sproj_proj_arg) + sizeof(void *) <= SPROJ_CUDA_PARAM_BYTES,
               "the piece table no longer fits in the kernel parameters");
 
 /* Whether back projections into the principal-axis copies combine a warp's adds in shared memory first
@@ -42,27 +48,27 @@ static inline unsigned sproj_cuda_windows(void)
 
 /* Fills the table from the task's buffers for `lanes` threads per LOR; returns the number of blocks to launch (0:
  * nothing to do). */
-static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void *buffers[],
+static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *pieces, void *buffers[],
                                               const struct sproj_proj_arg *arg, unsigned lanes)
 {
   unsigned blocks = 0;
-  t->npieces = arg->npieces;
-  t->lanes = lanes;
-  t->windows = sproj_cuda_windows();
+  pieces->npieces = arg->npieces;
+  pieces->lanes = lanes;
+  pieces->windows = sproj_cuda_windows();
   for (int p = 0; p < arg->npieces; p++) {
-    struct sproj_piece pc = sproj_piece_get(buffers, arg, p);
-    t->block_start[p] = blocks;
-    t->n[p] = pc.n;
-    t->xs[p] = pc.xs;
-    t->xe[p] = pc.xe;
-    t->values[p] = pc.values;
-    t->bins[p] = pc.bins;
-    t->sigma[p] = pc.sigma;
-    t->offset[p] = pc.offset;
+    struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+    pieces->block_start[p] = blocks;
+    pieces->n[p] = piece.n;
+    pieces->xs[p] = piece.xs;
+    pieces->xe[p] = piece.xe;
+    pieces->values[p] = piece.values;
+    pieces->bins[p] = piece.bins;
+    pieces->sigma[p] = piece.sigma;
+    pieces->offset[p] = piece.offset;
     /* a block never straddles two pieces, nor a LOR two blocks (lanes divides the block size) */
-    blocks += (unsigned)(((size_t)pc.n * lanes + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
+    blocks += (unsigned)(((size_t)piece.n * lanes + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
   }
-  t->block_start[arg->npieces] = blocks;
+  pieces->block_start[arg->npieces] = blocks;
   return blocks;
 }
 
@@ -70,11 +76,11 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *t, void 
  * one; every thread of a block agrees). */
 __device__ static inline int sproj_block_piece(const unsigned *block_start, int npieces)
 {
-  unsigned b = blockIdx.x;
+  unsigned block = blockIdx.x;
   int lo = 0, hi = npieces - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) >> 1;
-    if (block_start[mid] <= b)
+    if (block_start[mid] <= block)
       lo = mid;
     else
       hi = mid - 1;
@@ -82,16 +88,17 @@ __device__ static inline int sproj_block_piece(const unsigned *block_start, int 
   return lo;
 }
 
-__device__ static inline int sproj_piece_of_block(const struct sproj_piece_table *t)
+__device__ static inline int sproj_piece_of_block(const struct sproj_piece_table *pieces)
 {
-  return sproj_block_piece(t->block_start, t->npieces);
+  return sproj_block_piece(pieces->block_start, pieces->npieces);
 }
 
-/* Blocks of SPROJ_CUDA_BLOCK threads for a grid-stride loop over n elements (at most 65535 x 16; 0 for n = 0). */
+/* Blocks of SPROJ_CUDA_BLOCK threads for a grid-stride loop over n elements (at most SPROJ_CUDA_MAX_STRIDE_BLOCKS; 0
+ * for n = 0). */
 static inline unsigned sproj_stride_blocks(size_t n)
 {
   size_t blocks = (n + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK;
-  return blocks > 65535u * 16u ? 65535u * 16u : (unsigned)blocks;
+  return blocks > SPROJ_CUDA_MAX_STRIDE_BLOCKS ? SPROJ_CUDA_MAX_STRIDE_BLOCKS : (unsigned)blocks;
 }
 
 /* The grid of a partial-sums kernel over `values` values, at most `parts` blocks (one partial sum each), after the
@@ -123,11 +130,11 @@ __device__ static inline void sproj_block_sum(double s, double *partial)
 }
 
 /* Piece of this block and the index of this thread in it (the LOR's index times the lanes per LOR, plus the lane). */
-__device__ static inline int sproj_piece_of_thread(const struct sproj_piece_table *t, unsigned *i)
+__device__ static inline int sproj_piece_of_thread(const struct sproj_piece_table *pieces, unsigned *lor)
 {
-  int p = sproj_piece_of_block(t);
-  *i = (blockIdx.x - t->block_start[p]) * blockDim.x + threadIdx.x;
-  return p;
+  int piece = sproj_piece_of_block(pieces);
+  *lor = (blockIdx.x - pieces->block_start[piece]) * blockDim.x + threadIdx.x;
+  return piece;
 }
 
 /* A block's LORs ordered by how many planes each walks, for kernels whose LORs walk very different lengths (listmode
@@ -138,27 +145,29 @@ struct sproj_block_order {
   unsigned count[2][SPROJ_CUDA_BLOCK]; /* bucket counts, then their prefix sums */
 };
 static_assert(SPROJ_CUDA_BLOCK == 256, "the counting sort has one bucket per thread, 0..255 planes");
+/* The last bucket, which also takes the LORs of more planes. */
+#define SPROJ_ORDER_LAST_BUCKET (SPROJ_CUDA_BLOCK - 1u)
 
 /* Sorts the block: this thread's LOR walks `planes` planes (0 when it has no LOR). Every thread of the block calls
  * it; the order of LORs with equal counts is whichever their threads reach the bucket in. */
-__device__ static inline void sproj_block_order_sort(struct sproj_block_order *o, unsigned planes)
+__device__ static inline void sproj_block_order_sort(struct sproj_block_order *order, unsigned planes)
 {
-  unsigned x = threadIdx.x, b = min(planes, 255u);
-  o->count[0][x] = 0;
+  unsigned thread = threadIdx.x, bucket = min(planes, SPROJ_ORDER_LAST_BUCKET);
+  order->count[0][thread] = 0;
   __syncthreads();
-  unsigned slot = atomicAdd(&o->count[0][b], 1u);
+  unsigned slot = atomicAdd(&order->count[0][bucket], 1u);
   __syncthreads();
   /* inclusive prefix sums of the buckets, doubling the reach each step (two buffers) */
   unsigned src = 0;
   for (unsigned d = 1; d < SPROJ_CUDA_BLOCK; d <<= 1) {
-    unsigned v = o->count[src][x];
-    if (x >= d)
-      v += o->count[src][x - d];
-    o->count[src ^ 1][x] = v;
+    unsigned v = order->count[src][thread];
+    if (thread >= d)
+      v += order->count[src][thread - d];
+    order->count[src ^ 1][thread] = v;
     src ^= 1;
     __syncthreads();
   }
-  o->at[(b ? o->count[src][b - 1] : 0u) + slot] = (unsigned short)x;
+  order->at[(bucket ? order->count[src][bucket - 1] : 0u) + slot] = (unsigned short)thread;
   __syncthreads();
 }
 
@@ -188,11 +197,11 @@ static inline int sproj_cuda_sort(void)
   extern "C" void fn_name(void *buffers[], void *cl_arg)                                                \
   {                                                                                                     \
     const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;                           \
-    struct sproj_piece_table t;                                                                         \
-    unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, 1);                                      \
+    struct sproj_piece_table pieces;                                                                    \
+    unsigned blocks = sproj_piece_table_fill(&pieces, buffers, arg, 1);                                 \
     if (blocks > 0) {                                                                                   \
       kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(                          \
-        (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, t);                                               \
+        (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, pieces);                                          \
       SPROJ_CUDA_CHECK_LAUNCH();                                                                        \
     }                                                                                                   \
   }
@@ -207,12 +216,12 @@ static inline unsigned sproj_cuda_lanes(size_t lors)
   if (forced < 0) {
     const char *e = getenv("SPROJ_CUDA_LANES");
     int v = e ? atoi(e) : 0;
-    forced = (v >= 1 && v <= 32 && (v & (v - 1)) == 0) ? v : 0;
+    forced = (v >= 1 && v <= (int)SPROJ_WARP && (v & (v - 1)) == 0) ? v : 0;
   }
   if (forced > 0)
     return (unsigned)forced;
   unsigned lanes = 1;
-  while (lanes < 32 && lors * lanes < SPROJ_CUDA_ONE_LANE_LORS)
+  while (lanes < SPROJ_WARP && lors * lanes < SPROJ_CUDA_ONE_LANE_LORS)
     lanes *= 2;
   return lanes;
 }
@@ -238,16 +247,16 @@ void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geo
   extern "C" void fn_name(void *buffers[], void *cl_arg)                                                \
   {                                                                                                     \
     const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;                           \
-    struct sproj_piece_table t;                                                                         \
+    struct sproj_piece_table pieces;                                                                    \
     size_t lors = 0;                                                                                    \
-    for (int p = 0; p < arg->npieces; p++)                                                              \
-      lors += sproj_piece_get(buffers, arg, p).n;                                                       \
+    for (int piece = 0; piece < arg->npieces; piece++)                                                  \
+      lors += sproj_piece_get(buffers, arg, piece).n;                                                   \
     unsigned lanes = sproj_cuda_lanes(lors);                                                            \
-    unsigned blocks = sproj_piece_table_fill(&t, buffers, arg, lanes);                                  \
+    unsigned blocks = sproj_piece_table_fill(&pieces, buffers, arg, lanes);                             \
     if (blocks > 0) {                                                                                   \
       float *copies = sproj_cuda_copies(buffers, arg, lanes, BACK);                                     \
       kernel<<<blocks, SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(                          \
-        (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), copies, *arg, t);                                       \
+        (IMG)STARPU_VECTOR_GET_PTR(buffers[0]), copies, *arg, pieces);                                  \
       SPROJ_CUDA_CHECK_LAUNCH();                                                                        \
       if (BACK && copies)                                                                               \
         sproj_cuda_copies_add((float *)STARPU_VECTOR_GET_PTR(buffers[0]), copies, &arg->geom);          \
@@ -255,19 +264,19 @@ void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geo
   }
 
 /* The LOR and lane of this thread: returns when the thread has no LOR (all lanes of a LOR together). */
-#define SPROJ_CUDA_THIS_LOR_LANE(t, p, i, lane)                                                         \
-  unsigned i;                                                                                           \
-  int p = sproj_piece_of_thread(&(t), &i);                                                              \
-  unsigned lane = i & ((t).lanes - 1u);                                                                 \
-  i /= (t).lanes;                                                                                       \
-  if (i >= (t).n[p])                                                                                    \
+#define SPROJ_CUDA_THIS_LOR_LANE(pieces, piece, lor, lane)                                              \
+  unsigned lor;                                                                                         \
+  int piece = sproj_piece_of_thread(&(pieces), &lor);                                                   \
+  unsigned lane = lor & ((pieces).lanes - 1u);                                                          \
+  lor /= (pieces).lanes;                                                                                \
+  if (lor >= (pieces).n[piece])                                                                         \
     return
 
 /* The LOR of this thread: returns 0 when the thread has none. */
-#define SPROJ_CUDA_THIS_LOR(t, p, i)                                                                    \
-  unsigned i;                                                                                           \
-  int p = sproj_piece_of_thread(&(t), &i);                                                              \
-  if (i >= (t).n[p])                                                                                    \
+#define SPROJ_CUDA_THIS_LOR(pieces, piece, lor)                                                         \
+  unsigned lor;                                                                                         \
+  int piece = sproj_piece_of_thread(&(pieces), &lor);                                                   \
+  if (lor >= (pieces).n[piece])                                                                         \
     return
 
 #endif

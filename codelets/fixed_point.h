@@ -9,6 +9,7 @@
 #define SPROJ_FIXED_POINT_H
 
 #include <math.h>
+#include "host_device.h"
 
 #define SPROJ_FIXED_ONE 4294967296.0f /* 2^32: the value of one unit is 2^-32 */
 /* |contribution| at which conversion saturates, far inside the int64 range once scaled */
@@ -37,7 +38,7 @@ SPROJ_HD void sproj_fixed_add(unsigned long long *acc, float v)
 /* The float a fixed-point sum stands for (the sum read as a signed 64-bit count of 2^-32). */
 SPROJ_HD float sproj_from_fixed(unsigned long long q)
 {
-  return (float)((double)(long long)q * (1.0 / 4294967296.0));
+  return (float)((double)(long long)q * (1.0 / (double)SPROJ_FIXED_ONE));
 }
 
 #endif

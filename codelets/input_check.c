@@ -10,40 +10,40 @@
 #define SCAN_BLOCK 256
 
 /* Elements first .. end-1 one by one; returns 1 at a fault 1 (nothing after it matters: it is reported first). */
-static inline int scan_elements(const struct sproj_input_arg *a, int kind, const void *data, uint64_t first,
-                                uint64_t end, struct sproj_input_result *r)
+static inline int scan_elements(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t first,
+                                uint64_t end, struct sproj_input_result *result)
 {
   for (uint64_t i = first; i < end; i++) {
     float v;
-    int f = sproj_input_fault(a, kind, data, i, &v);
-    if (!f) {
+    int fault = sproj_input_fault(arg, kind, data, i, &v);
+    if (!fault) {
       if (sproj_input_is_bins(kind)) {
-        r->max_bin = (int32_t)v > r->max_bin ? (int32_t)v : r->max_bin;
-        r->min_bin = (int32_t)v < r->min_bin ? (int32_t)v : r->min_bin;
+        result->max_bin = (int32_t)v > result->max_bin ? (int32_t)v : result->max_bin;
+        result->min_bin = (int32_t)v < result->min_bin ? (int32_t)v : result->min_bin;
       }
       continue;
     }
-    if (r->first[f - 1] == SPROJ_INPUT_NONE) {
-      r->first[f - 1] = i;
-      r->value[f - 1] = v;
+    if (result->first[fault - 1] == SPROJ_INPUT_NONE) {
+      result->first[fault - 1] = i;
+      result->value[fault - 1] = v;
     }
-    if (f == 1)
+    if (fault == 1)
       return 1;
   }
   return 0;
 }
 
 /* The scan, inlined once per kind (a constant there), so that the kind is not tested per element. */
-static inline __attribute__((always_inline)) void scan_kind(const struct sproj_input_arg *a, int kind,
+static inline __attribute__((always_inline)) void scan_kind(const struct sproj_input_arg *arg, int kind,
                                                             const void *data, uint64_t n,
-                                                            struct sproj_input_result *r)
+                                                            struct sproj_input_result *result)
 {
   uint64_t b = 0;
   for (; n - b >= SCAN_BLOCK; b += SCAN_BLOCK) {
     int all = 1;
-    int16_t max = (int16_t)r->max_bin, min = (int16_t)r->min_bin;
+    int16_t max = (int16_t)result->max_bin, min = (int16_t)result->min_bin;
     for (int j = 0; j < SCAN_BLOCK; j++) {
-      all &= sproj_input_fine(a, kind, data, b + (uint64_t)j);
+      all &= sproj_input_fine(arg, kind, data, b + (uint64_t)j);
       if (sproj_input_is_bins(kind)) {
         int16_t x = ((const int16_t *)data)[b + (uint64_t)j];
         max = x > max ? x : max;
@@ -51,37 +51,37 @@ static inline __attribute__((always_inline)) void scan_kind(const struct sproj_i
       }
     }
     if (all) {
-      r->max_bin = max;
-      r->min_bin = min;
+      result->max_bin = max;
+      result->min_bin = min;
       continue;
     }
-    if (scan_elements(a, kind, data, b, b + SCAN_BLOCK, r))
+    if (scan_elements(arg, kind, data, b, b + SCAN_BLOCK, result))
       return;
   }
-  scan_elements(a, kind, data, b, n, r);
+  scan_elements(arg, kind, data, b, n, result);
 }
 
-void sproj_input_scan(const struct sproj_input_arg *a, int kind, const void *data, uint64_t n,
-                      struct sproj_input_result *r)
+void sproj_input_scan(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t n,
+                      struct sproj_input_result *result)
 {
-  r->first[0] = r->first[1] = SPROJ_INPUT_NONE;
-  r->value[0] = r->value[1] = 0.0f;
-  r->max_bin = r->min_bin = 0;
+  result->first[0] = result->first[1] = SPROJ_INPUT_NONE;
+  result->value[0] = result->value[1] = 0.0f;
+  result->max_bin = result->min_bin = 0;
   switch (kind) {
   case SPROJ_INPUT_COORDS:
-    scan_kind(a, SPROJ_INPUT_COORDS, data, n, r);
+    scan_kind(arg, SPROJ_INPUT_COORDS, data, n, result);
     break;
   case SPROJ_INPUT_BINS:
-    scan_kind(a, SPROJ_INPUT_BINS, data, n, r);
+    scan_kind(arg, SPROJ_INPUT_BINS, data, n, result);
     break;
   case SPROJ_INPUT_ANY_BINS:
-    scan_kind(a, SPROJ_INPUT_ANY_BINS, data, n, r);
+    scan_kind(arg, SPROJ_INPUT_ANY_BINS, data, n, result);
     break;
   case SPROJ_INPUT_SIGMA:
-    scan_kind(a, SPROJ_INPUT_SIGMA, data, n, r);
+    scan_kind(arg, SPROJ_INPUT_SIGMA, data, n, result);
     break;
   default:
-    scan_kind(a, SPROJ_INPUT_OFFSET, data, n, r);
+    scan_kind(arg, SPROJ_INPUT_OFFSET, data, n, result);
     break;
   }
 }
@@ -90,10 +90,10 @@ void sproj_input_scan(const struct sproj_input_arg *a, int kind, const void *dat
 static void input_check_cpu(void *buffers[], void *cl_arg)
 {
   const struct sproj_input_arg *arg = cl_arg;
-  struct sproj_input_result *res = (struct sproj_input_result *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  struct sproj_input_result *results = (struct sproj_input_result *)STARPU_VECTOR_GET_PTR(buffers[0]);
   for (int k = 0; k < arg->nvectors; k++)
     sproj_input_scan(arg, arg->kind[k], (const void *)STARPU_VECTOR_GET_PTR(buffers[1 + k]),
-                     sproj_input_elements(arg->kind[k], STARPU_VECTOR_GET_NX(buffers[1 + k])), &res[k]);
+                     sproj_input_elements(arg->kind[k], STARPU_VECTOR_GET_NX(buffers[1 + k])), &results[k]);
 }
 
 struct starpu_codelet sproj_input_check_cl = {

@@ -10,7 +10,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
-#include "joseph3d_ray.h"
+#include "host_device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,9 +48,10 @@ struct sproj_input_arg {
  * bin vector with no fault (the smallest bin when below 0, the largest when above), else meaningless. A scan may
  * stop at the first element with fault 1, which is reported before any fault 2: first[1] is exact only when first[0]
  * is SPROJ_INPUT_NONE. */
+#define SPROJ_INPUT_FAULTS 2 /* faults a kind has at most */
 struct sproj_input_result {
-  unsigned long long first[2];
-  float value[2];
+  unsigned long long first[SPROJ_INPUT_FAULTS];
+  float value[SPROJ_INPUT_FAULTS];
   int32_t max_bin;
   int32_t min_bin;
 };
@@ -111,7 +112,7 @@ SPROJ_HD int sproj_tof_offset_fault(float offset, float bin_width, double max_ra
 }
 
 /* Element i of a vector of kind `kind`: its fault (0: none; a sigma's three are one fault here) and its value. */
-SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *a, int kind, const void *data, uint64_t i, float *value)
+SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t i, float *value)
 {
   if (sproj_input_is_bins(kind)) {
     int16_t b = ((const int16_t *)data)[i];
@@ -121,15 +122,15 @@ SPROJ_HD int sproj_input_fault(const struct sproj_input_arg *a, int kind, const 
   float v = ((const float *)data)[i];
   *value = v;
   if (kind == SPROJ_INPUT_COORDS)
-    return sproj_coordinate_fault(v, a->max_coordinate);
+    return sproj_coordinate_fault(v, arg->max_coordinate);
   if (kind == SPROJ_INPUT_SIGMA)
-    return sproj_tof_sigma_fault(v, a->bin_width, a->num_sigmas, a->max_ratio) != 0;
-  return sproj_tof_offset_fault(v, a->bin_width, a->max_ratio);
+    return sproj_tof_sigma_fault(v, arg->bin_width, arg->num_sigmas, arg->max_ratio) != 0;
+  return sproj_tof_offset_fault(v, arg->bin_width, arg->max_ratio);
 }
 
 /* Whether element i is fine, as sproj_input_fault says, in comparisons without branches (a whole block of the host
  * scan is tested with it first). */
-SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *a, int kind, const void *data, uint64_t i)
+SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t i)
 {
   if (kind == SPROJ_INPUT_BINS)
     return ((const int16_t *)data)[i] >= 0;
@@ -137,10 +138,10 @@ SPROJ_HD int sproj_input_fine(const struct sproj_input_arg *a, int kind, const v
     return 1;
   float v = ((const float *)data)[i];
   if (kind == SPROJ_INPUT_COORDS)
-    return sproj_coordinate_fine(v, a->max_coordinate);
+    return sproj_coordinate_fine(v, arg->max_coordinate);
   if (kind == SPROJ_INPUT_SIGMA)
-    return sproj_tof_sigma_fault(v, a->bin_width, a->num_sigmas, a->max_ratio) == 0;
-  return sproj_tof_offset_fine(v, a->bin_width, a->max_ratio);
+    return sproj_tof_sigma_fault(v, arg->bin_width, arg->num_sigmas, arg->max_ratio) == 0;
+  return sproj_tof_offset_fine(v, arg->bin_width, arg->max_ratio);
 }
 
 /* Elements a scan walks in a vector of nx StarPU elements: 3 floats per LOR of a coordinate vector. */
@@ -151,8 +152,8 @@ SPROJ_HD uint64_t sproj_input_elements(int kind, uint64_t nx)
 
 /* The scan on the host: the first element of each fault of the n elements at data, stopping at the first fault 1
  * (the CPU codelet and the registrations' checks of host arrays). */
-void sproj_input_scan(const struct sproj_input_arg *a, int kind, const void *data, uint64_t n,
-                      struct sproj_input_result *r);
+void sproj_input_scan(const struct sproj_input_arg *arg, int kind, const void *data, uint64_t n,
+                      struct sproj_input_result *result);
 
 #ifdef __cplusplus
 }

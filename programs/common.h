@@ -58,31 +58,97 @@ static inline int option_error(const char *prog, const char *what)
     }                                                                                                          \
   } while (0)
 
-/* The benchmark geometry: the Vision 600-like scanner and a 215 x 215 x 71 image of 2.78 mm voxels centred on the
- * scanner, or with small a quick one for a development machine (8 modules, 6 rings, 101 radial bins, every ring
- * difference; 64 x 64 x 24 voxels of 8 mm). Fails loudly like CHECK. */
+/* ---- the benchmark geometry (doc/benchmarks.md): parallelproj's benchmark scanner, Vision 600-like ---- */
+#define BENCH_IMAGE_XY 215 /* voxels across the field of view */
+#define BENCH_IMAGE_Z 71   /* voxels along the axis */
+#define BENCH_VOXEL_MM 2.78f
+#define BENCH_VIEWS 272      /* views of its sinogram */
+#define BENCH_SUBSETS 34     /* OSEM subsets of interleaved views; one TOF subset is every 34th view */
+#define BENCH_EVENTS 20000000 /* listmode events of the TOF benchmark */
+/* Its TOF: bins of 13 x 0.01302 ns of travel at c / 2, a 385 ps FWHM time resolution, windows of 3 sigmas. */
+#define LIGHT_HALF_MM_PER_NS (299.792f / 2)
+#define BENCH_TOF_BIN_NS (13 * 0.01302f)
+#define BENCH_TOF_FWHM_NS 0.385f
+#define FWHM_PER_SIGMA 2.355f
+#define BENCH_TOF_BINS 29
+#define BENCH_TOF_SIGMAS 3.0f
+/* The bin width and sigma above rounded to 0.1 mm, as starproj-recon, bench_recon, bench_mpi and starproj-bench
+ * take them (benchmark_tof computes 25.37 and 24.51 mm). */
+#define BENCH_TOF_BIN_MM 25.4f
+#define BENCH_TOF_SIGMA_MM 24.5f
+/* The 'small' scanner's image and TOF in starproj-recon, bench_recon and starproj-bench: 64 x 64 x 16 voxels of
+ * 2 mm, 15 bins of 15 mm, sigma 12 mm. */
+#define SMALL_IMAGE_XY 64
+#define SMALL_IMAGE_Z 16
+#define SMALL_VOXEL_MM 2.0f
+#define SMALL_TOF_BIN_MM 15.0f
+#define SMALL_TOF_BINS 15
+#define SMALL_TOF_SIGMA_MM 12.0f
+/* The quick cut of the benchmark scanner for a development machine (benchmark_geometry's small). */
+#define QUICK_MODULES 8
+#define QUICK_RINGS 6
+#define QUICK_RADIAL_BINS 101
+#define QUICK_IMAGE_XY 64
+#define QUICK_IMAGE_Z 24
+#define QUICK_VOXEL_MM 8.0f
+
+/* Added to a denominator that may be 0 in a relative difference. */
+#define TINY 1e-30
+/* Bytes of a mebibyte and a gibibyte. */
+#define MIB (1 << 20)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+/* Voxels along an axis the programs accept for an image. */
+#define MAX_IMAGE_DIM 4096
+
+/* Fixed seeds, so that every run draws the same data: listmode events (random_events), and rand() for images. */
+#define BENCH_EVENTS_SEED 4242
+#define FIXED_SEED 12345
+/* Knuth's multiplicative hash (2^32 / golden ratio): spread-out factors from an index, with no state. */
+#define KNUTH_HASH 2654435761u
+/* The multiplicative factor of LOR i in the benchmarks' models: spread over [0.5, 1) in steps of 1/2000 by a hash
+ * of i, the same for every run and every partition of the LORs. */
+static inline float lor_factor(uint64_t i)
+{
+  return 0.5f + 0.5f * (float)((i * KNUTH_HASH) % 1000) / 1000.0f;
+}
+/* FNV-1a over bytes, the checksums two builds' outputs are compared by. */
+#define FNV1A_OFFSET 1469598103934665603ull
+#define FNV1A_PRIME 1099511628211ull
+
+/* The benchmark geometry: the Vision 600-like scanner and a BENCH_IMAGE_XY^2 x BENCH_IMAGE_Z image of BENCH_VOXEL_MM
+ * voxels centred on the scanner, or with small a quick one for a development machine (QUICK_MODULES modules,
+ * QUICK_RINGS rings, QUICK_RADIAL_BINS radial bins, every ring difference; QUICK_IMAGE_XY^2 x QUICK_IMAGE_Z voxels of
+ * QUICK_VOXEL_MM). Fails loudly like CHECK. */
 static inline void benchmark_geometry(int small, struct sproj_scanner_params *sp, int n[3], float vs[3],
                                       float origin[3])
 {
   CHECK(sproj_scanner_preset("vision600", sp));
-  n[0] = n[1] = small ? 64 : 215;
-  n[2] = small ? 24 : 71;
-  vs[0] = vs[1] = vs[2] = small ? 8.0f : 2.78f;
+  n[0] = n[1] = small ? QUICK_IMAGE_XY : BENCH_IMAGE_XY;
+  n[2] = small ? QUICK_IMAGE_Z : BENCH_IMAGE_Z;
+  vs[0] = vs[1] = vs[2] = small ? QUICK_VOXEL_MM : BENCH_VOXEL_MM;
   if (small) {
-    sp->num_modules = 8;
-    sp->num_rings = 6;
-    sp->num_radial_bins = 101;
+    sp->num_modules = QUICK_MODULES;
+    sp->num_rings = QUICK_RINGS;
+    sp->num_radial_bins = QUICK_RADIAL_BINS;
     sp->max_ring_difference = -1;
   }
   for (int k = 0; k < 3; k++)
     origin[k] = (-n[k] / 2.0f + 0.5f) * vs[k];
 }
 
-/* The benchmark's TOF parameters: 29 bins of 13 x 0.01302 ns x c/2, the sigma of a 385 ps FWHM time resolution,
- * 3 sigmas. */
+/* The benchmark's TOF parameters, computed: bin width and sigma in mm. */
 static inline struct sproj_tof_params benchmark_tof(void)
 {
-  struct sproj_tof_params par = {13 * 0.01302f * 299.792f / 2, 29, 3.0f, 299.792f / 2 * 0.385f / 2.355f, 0.0f};
+  struct sproj_tof_params par = {BENCH_TOF_BIN_NS * LIGHT_HALF_MM_PER_NS, BENCH_TOF_BINS, BENCH_TOF_SIGMAS,
+                                 LIGHT_HALF_MM_PER_NS * BENCH_TOF_FWHM_NS / FWHM_PER_SIGMA, 0.0f};
+  return par;
+}
+
+/* The TOF parameters the reconstruction programs take: the benchmark's rounded to 0.1 mm, or the small scanner's. */
+static inline struct sproj_tof_params program_tof(int small)
+{
+  struct sproj_tof_params par = {small ? SMALL_TOF_BIN_MM : BENCH_TOF_BIN_MM, small ? SMALL_TOF_BINS : BENCH_TOF_BINS,
+                                 BENCH_TOF_SIGMAS, small ? SMALL_TOF_SIGMA_MM : BENCH_TOF_SIGMA_MM, 0.0f};
   return par;
 }
 

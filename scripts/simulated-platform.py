@@ -24,7 +24,7 @@ with host links of 50 GB/s. Nothing of such a machine is measured.
 Codelets the source has no model of, which several simulated GPUs run and one never does (the slabs of OS-EM over
 several devices: starproj_slab_split, starproj_slab_gather, starproj_slab_update, starproj_slab_halve), get one
 assumed from the source's image kernels (image_zero, image_add, em_update): each is a memory-bound pass over its
-buffers, so its time is a fixed cost plus the bytes it moves (its size, codelets/image_slabs.c: the bytes it reads
+buffers, so its time is a fixed cost plus the bytes it moves (its size, codelets/recon/image_slabs.c: the bytes it reads
 and writes) at the bandwidth those kernels reached, fixed cost and bandwidth fitted to them (the new MACHINE says
 which).
 
@@ -267,8 +267,8 @@ def fit_sizes(model, below=2.0):
 
 
 # the bytes a memory-bound image kernel moves (read plus written, as the slab codelets' sizes count them,
-# codelets/image_slabs.c) for each byte StarPU counts as its size: image_zero writes one image, image_add reads two and writes one (its first
-# read-write), em_update reads three and writes one
+# codelets/recon/image_slabs.c) for each byte StarPU counts as its size: image_zero writes one image, image_add reads
+# two and writes one (its first read-write), em_update reads three and writes one
 IMAGE_KERNELS = {"starproj_image_zero": 1.0, "starproj_image_add": 1.5, "starproj_em_update": 4.0 / 3.0}
 SLAB_CODELETS = ("starproj_slab_split", "starproj_slab_gather", "starproj_slab_update", "starproj_slab_halve")
 

@@ -325,7 +325,7 @@ static void layout_compare(const char *what, const float *lxs, const float *lxe,
   free(val);
 }
 
-/* Large GPU tasks project from principal-axis copies of the image (codelets/joseph3d_ray.h): the same samples,
+/* Large GPU tasks project from principal-axis copies of the image (codelets/joseph/joseph3d_ray.h): the same samples,
  * weights and additions, so the forward values keep their bits with the copies on and off; back projections add the
  * same terms in another order (atomics, then the copies into the image). 160000 random LORs (every direction, so
  * rays along each axis) per GPU, so that every GPU's task is large enough for the copies. */
@@ -341,9 +341,9 @@ START_TEST(test_layouts_same_bits)
 END_TEST
 
 /* The same in a sinogram's LOR order (radial bins fastest), where the back projection's warps combine the adds of
- * neighbouring rays in shared memory before the atomics (codelets/joseph3d_ray.h, sproj_ray_scatter_warp): a view
- * at 0 degrees and one at 45 per GPU (rays along x and along y, some warps mixing both), every ring pair, on the
- * test image (radial steps of ~2 mm against 2 mm voxels). */
+ * neighbouring rays in shared memory before the atomics (codelets/joseph/joseph3d_ray.h, sproj_ray_scatter_warp): a
+ * view at 0 degrees and one at 45 per GPU (rays along x and along y, some warps mixing both), every ring pair, on
+ * the test image (radial steps of ~2 mm against 2 mm voxels). */
 START_TEST(test_layouts_sinogram)
 {
   struct sproj_scanner_params sp;

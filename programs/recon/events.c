@@ -7,6 +7,11 @@
 #include <unistd.h>
 #include "recon.h"
 
+/* event chunks per subset; events one thread handles at a time in the parallel loops */
+#define CHUNKS_PER_SUBSET 4
+#define EVENT_BLOCK (1 << 16)
+_Static_assert(sizeof(int32_t) == sizeof(float), "a factor takes a LOR number's place");
+
 /* Listmode: each event's LOR and TOF bin dealt into chunks, then its factor and background. */
 struct events_job {
   const struct run *r;
@@ -92,8 +97,8 @@ static void factor_block(void *ctx, int64_t first, int64_t end, int64_t block)
   char *p = (char *)r->ev_lor_chunked;
   for (int64_t d = first; d < end; d++) {
     int32_t l;
-    memcpy(&l, p + 4 * d, 4);
-    memcpy(p + 4 * d, &r->mult[l], 4);
+    memcpy(&l, p + sizeof l * d, sizeof l);
+    memcpy(p + sizeof l * d, &r->mult[l], sizeof l); /* the factor takes the LOR's place: both 4 bytes */
   }
 }
 
@@ -107,7 +112,7 @@ void event_arrays(const struct options *o, struct run *r)
   /* chunks of about equal size, a few per subset: each takes every C-th event, so that every subset holds a share of
    * every part of the data (events drawn in LOR order stay in LOR order within a chunk: neighbours share image
    * columns) */
-  r->nchunks = o->subsets * 4 < n ? o->subsets * 4 : (int)n;
+  r->nchunks = o->subsets * CHUNKS_PER_SUBSET < n ? o->subsets * CHUNKS_PER_SUBSET : (int)n;
   if (o->subsets > r->nchunks) {
     fprintf(stderr, "starproj-recon: %d subsets but only %lld events\n", o->subsets, (long long)n);
     exit(1);
@@ -144,7 +149,7 @@ void event_arrays(const struct options *o, struct run *r)
     return;
   r->ev_add = lazy_alloc((size_t)n * sizeof(float));
   TRY(sproj_pause());
-  parallel_blocks("the events' background", n, 1 << 16, background_block, &j);
+  parallel_blocks("the events' background", n, EVENT_BLOCK, background_block, &j);
   TRY(sproj_resume());
 }
 
@@ -200,7 +205,7 @@ void event_chunks(const struct options *o, struct run *r)
   TRY(sproj_scanner_events_create(r->l.scanner, r->ev_lor_chunked, r->ev_bin_chunked, n, 0, &r->events));
   /* the endpoints are made from the LOR numbers (on a GPU: taken there); each event's factor takes its number's place */
   TRY(sproj_pause());
-  parallel_blocks("the events' factors", n, 1 << 16, factor_block, r);
+  parallel_blocks("the events' factors", n, EVENT_BLOCK, factor_block, r);
   TRY(sproj_resume());
   r->ev_mult = (float *)r->ev_lor_chunked;
   r->ev_lor_chunked = NULL;

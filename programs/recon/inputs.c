@@ -6,6 +6,12 @@
 #include <sys/stat.h>
 #include "recon.h"
 
+/* a file name's room (its base and .hdr); the values one thread checks at a time; how far two headers' TOF bin
+ * widths may differ, relative, and still be the same scanner's */
+#define PATH_LEN 4096
+#define CHECK_BLOCK ((int64_t)1 << 22)
+#define BIN_WIDTH_TOLERANCE 1e-4f
+
 /* A folder (or device) given where a file is wanted reaches the reader as "a file of 4096 bytes"; say what it is.
  * A missing file is left to the reader, whose message names it. */
 static int check_regular(const char *path)
@@ -20,7 +26,7 @@ static int check_regular(const char *path)
  * where they exist; a folder given as BASE itself is named as such. */
 static int check_input_files(const char *option, const char *base)
 {
-  char hdr[4096], data[4096 + 256], line[512], name[256];
+  char hdr[PATH_LEN], data[PATH_LEN + 256], line[512], name[256];
   struct stat st;
   if (snprintf(hdr, sizeof hdr, "%s.hdr", base) >= (int)sizeof hdr)
     return fail_input("the file name '%s' is too long", base);
@@ -64,7 +70,7 @@ static void values_block(void *ctx, int64_t first, int64_t end, int64_t block)
 
 static int check_values(const char *base, const char *what, const float *v, int64_t n)
 {
-  const int64_t block = (int64_t)1 << 22, nblocks = (n + block - 1) / block;
+  const int64_t block = CHECK_BLOCK, nblocks = (n + block - 1) / block;
   struct values_job j = {v, malloc((size_t)(nblocks > 0 ? nblocks : 1) * sizeof(int64_t))};
   if (!j.first_bad)
     out_of_memory();
@@ -130,9 +136,10 @@ int read_inputs(const struct options *o, struct inputs *in)
       (in->add && check_values(o->add_file, "backgrounds", in->add, values_of(&in->add_info))))
     return 1;
   /* what reading cost, to set against the disk's rate */
-  double bytes = 4.0 * (double)(in->counts ? values_of(&in->counts_info) : 0) +
-                 4.0 * (double)(in->mult ? values_of(&in->mult_info) : 0) +
-                 4.0 * (double)(in->add ? values_of(&in->add_info) : 0) + 6.0 * (double)in->lm_info.num_events;
+  double bytes = (double)sizeof(float) * (double)(in->counts ? values_of(&in->counts_info) : 0) +
+                 (double)sizeof(float) * (double)(in->mult ? values_of(&in->mult_info) : 0) +
+                 (double)sizeof(float) * (double)(in->add ? values_of(&in->add_info) : 0) +
+                 (double)(sizeof(int32_t) + sizeof(int16_t)) * (double)in->lm_info.num_events; /* LOR, TOF bin */
   double t = now() - t0;
   SAY("inputs: %.2f GB read and checked in %.2f s (%.2f GB/s)\n", bytes / 1e9, t, t > 0 ? bytes / 1e9 / t : 0.0);
   return 0;
@@ -179,7 +186,7 @@ static void describe_axes(const struct sproj_sino_info *info, char *buf, size_t 
 
 static int same_bin_width(float a, float b)
 {
-  return fabsf(a - b) <= 1e-4f * fabsf(b);
+  return fabsf(a - b) <= BIN_WIDTH_TOLERANCE * fabsf(b);
 }
 
 /* A sinogram file must have the layout want (axes in that order, the scanner's sizes, its TOF bins) and, when its

@@ -8,6 +8,11 @@
 #include <string.h>
 #include "recon.h"
 
+/* --ncpu and --ngpu at most (as starproj's own limits), and the small scanner's default subsets */
+#define MAX_CPU_WORKERS 4096
+#define MAX_GPUS 64
+#define SMALL_SUBSETS 8
+
 static const char *usage_text =
   "usage: starproj-recon [options]\n"
   "\n"
@@ -178,7 +183,7 @@ static int set_data_option(struct options *o, int c, const char *arg)
     o->scanner_given = 1;
     return 0;
   case O_IMAGE:
-    if (parse_triple(arg, 1, 4096, t) || t[0] != floor(t[0]) || t[1] != floor(t[1]) || t[2] != floor(t[2]))
+    if (parse_triple(arg, 1, MAX_IMAGE_DIM, t) || t[0] != floor(t[0]) || t[1] != floor(t[1]) || t[2] != floor(t[2]))
       return fail_usage("--image needs N0xN1xN2 whole numbers of voxels (1..4096), not '%s'", arg);
     for (int k = 0; k < 3; k++)
       o->dims[k] = (int)t[k];
@@ -248,7 +253,7 @@ static int set_run_option(struct options *o, int c, const char *arg)
     return 0;
   case O_NCPU:
   case O_NGPU:
-    if (parse_long(arg, 0, c == O_NCPU ? 4096 : 64, &l))
+    if (parse_long(arg, 0, c == O_NCPU ? MAX_CPU_WORKERS : MAX_GPUS, &l))
       return fail_usage("--%s needs a whole number >= 0, not '%s'", c == O_NCPU ? "ncpu" : "ngpu", arg);
     *(c == O_NCPU ? &o->ncpu : &o->ngpu) = (int)l;
     return 0;
@@ -359,14 +364,15 @@ void resolve_defaults(struct options *o)
 {
   int small = strcmp(o->scanner, "small") == 0;
   if (!o->dims[0]) {
-    const int d_small[3] = {64, 64, 16}, d_big[3] = {215, 215, 71};
+    const int d_small[3] = {SMALL_IMAGE_XY, SMALL_IMAGE_XY, SMALL_IMAGE_Z},
+              d_big[3] = {BENCH_IMAGE_XY, BENCH_IMAGE_XY, BENCH_IMAGE_Z};
     memcpy(o->dims, small ? d_small : d_big, sizeof o->dims);
   }
   if (o->voxel_size[0] < 0)
     for (int k = 0; k < 3; k++)
-      o->voxel_size[k] = small ? 2.0f : 2.78f;
+      o->voxel_size[k] = small ? SMALL_VOXEL_MM : BENCH_VOXEL_MM;
   if (o->counts < 0) /* listmode: one event per count, so fewer by default */
     o->counts = small ? (o->listmode ? 2e6 : 2e7) : (o->listmode ? 2e8 : 2e9);
   if (!o->subsets)
-    o->subsets = small ? 8 : 34;
+    o->subsets = small ? SMALL_SUBSETS : BENCH_SUBSETS;
 }

@@ -9,6 +9,9 @@
 #include <unistd.h>
 #include "recon.h"
 
+/* file names the list of written files holds before it first grows (it doubles) */
+#define FIRST_ROOM 16
+
 /* ---- what the run wrote -------------------------------------------------------------------------------------- */
 /* A failed run takes away the output folder it created, with the files it wrote there (and nothing else: rmdir
  * leaves a folder someone else has put files in meanwhile). A folder that was there before is left as it is. Done
@@ -77,7 +80,7 @@ static void note_file(const char *path)
     out_of_memory();
   char **files = written.files;
   if (written.num_files == written.room) {
-    int room = written.room ? 2 * written.room : 16;
+    int room = written.room ? 2 * written.room : FIRST_ROOM;
     if (!(files = malloc((size_t)room * sizeof *files)))
       out_of_memory();
     if (written.num_files)

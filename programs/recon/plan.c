@@ -31,7 +31,7 @@ uint64_t physical_memory(void)
 
 static double gib(uint64_t bytes)
 {
-  return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+  return (double)bytes / GIB;
 }
 
 /* The resolution model's kernel reaches at most this many voxels each side at 3 sigma (SPROJ_GAUSS_MAX_RADIUS of
@@ -57,7 +57,7 @@ void make_layout(const struct options *o, struct layout *l)
   }
   /* TOF: the benchmark scanner's (25.4 mm bins, 385 ps FWHM), and for the small scanner bins covering its 180 mm */
   int small = strcmp(o->scanner, "small") == 0;
-  struct sproj_tof_params tp = {small ? 15.0f : 25.4f, small ? 15 : 29, 3.0f, small ? 12.0f : 24.5f, 0.0f};
+  struct sproj_tof_params tp = program_tof(small);
   l->tp = tp;
   l->nbins = o->tof ? tp.num_bins : 1;
 }
@@ -94,7 +94,7 @@ struct need memory_need(const struct options *o, const struct layout *l, uint64_
    * TOF background per bin that too (the reconstruction's own projection stays on the devices) */
   uint64_t lors = (uint64_t)l->si.num_lors, values = mul_sat(lors, (uint64_t)l->nbins);
   uint64_t per_value = (simulate || !o->listmode ? 1 : 0) + (o->add_file && o->tof ? 1 : 0);
-  uint64_t per_lor = gpus > 0 ? 3 : 9;
+  uint64_t per_lor = 3 + (gpus > 0 ? 0 : 2 * 3); /* the endpoints' 6 floats are made on the GPU when there is one */
   if (simulate && gpus > 0) {
     per_value = 0;
     /* the counts' sums over TOF bins (the preview's; listmode's events per LOR) and listmode's places of events */
@@ -105,11 +105,13 @@ struct need memory_need(const struct options *o, const struct layout *l, uint64_
   return n;
 }
 
-/* Listmode events a simulation draws: the expected trues plus the background, counts x (1 + background). */
+/* Listmode events a simulation draws: the expected trues plus the background, counts x (1 + background); from
+ * EVENTS_SATURATE on (below 2^64 = 1.84e19, so that the conversion is defined) UINT64_MAX. */
+#define EVENTS_SATURATE 1.8e19
 uint64_t expected_events(const struct options *o)
 {
   double e = ceil(o->counts * (1.0 + o->background));
-  return e >= 1.8e19 ? UINT64_MAX : (uint64_t)e;
+  return e >= EVENTS_SATURATE ? UINT64_MAX : (uint64_t)e;
 }
 
 /* What the options ask of starproj, the scanner and this machine, checked before anything is allocated or started
@@ -149,6 +151,8 @@ int validate_run(const struct options *o, const struct layout *l, int64_t nevent
  * an H200 host pinning the benchmark's 17 GB TOF sinogram took about 10 s, far more than the single copy each way
  * that pinning speeds up (a few seconds from plain memory at the bus's pageable rate). release() frees either. */
 #define PIN_MOST ((size_t)256 << 20)
+#define HUGE_PAGE ((size_t)2 << 20) /* the alignment of the arrays not pinned, for madvise(MADV_HUGEPAGE) */
+#define TOUCH_BLOCK ((int64_t)64 << 20) /* bytes each thread faults in at a time */
 static void touch_block(void *ctx, int64_t first, int64_t end, int64_t block)
 {
   (void)block;
@@ -158,7 +162,7 @@ static void touch_block(void *ctx, int64_t first, int64_t end, int64_t block)
 void *alloc_or_die(size_t bytes)
 {
   void *p = NULL;
-  if (bytes > PIN_MOST ? posix_memalign(&p, (size_t)2 << 20, bytes) != 0
+  if (bytes > PIN_MOST ? posix_memalign(&p, HUGE_PAGE, bytes) != 0
                        : sproj_malloc_pinned(&p, bytes ? bytes : 1) != SPROJ_OK) {
     fprintf(stderr, "starproj-recon: out of memory (%zu bytes)\n", bytes);
     exit(1);
@@ -168,7 +172,7 @@ void *alloc_or_die(size_t bytes)
      * waits on millions of page faults taken one at a time, 11 s on an H200 host. */
     madvise(p, bytes, MADV_HUGEPAGE);
     int paused = sproj_is_initialized() && sproj_pause() == SPROJ_OK; /* StarPU's idle workers would take half */
-    parallel_blocks("allocating", (int64_t)bytes, (int64_t)64 << 20, touch_block, p);
+    parallel_blocks("allocating", (int64_t)bytes, TOUCH_BLOCK, touch_block, p);
     if (paused)
       TRY(sproj_resume());
   }
@@ -197,7 +201,7 @@ void *host_alloc(size_t bytes)
 void *lazy_alloc(size_t bytes)
 {
   void *p = NULL;
-  if (posix_memalign(&p, (size_t)2 << 20, bytes ? bytes : 1) != 0)
+  if (posix_memalign(&p, HUGE_PAGE, bytes ? bytes : 1) != 0)
     out_of_memory();
   if (bytes > PIN_MOST)
     madvise(p, bytes, MADV_HUGEPAGE);

@@ -195,6 +195,18 @@ static int run_gnuplot(const char *dir, const char *script, char *why, size_t le
 }
 
 /* The terminal: pngcairo (antialiased) where gnuplot has it, else png (libgd); both in Debian's gnuplot-nox. */
+/* The pictures' sizes in pixels: the three slices side by side (SLICES_PANEL_PX per unit of a panel's height over
+ * its width, SLICES_PLOT_FRACTION of the picture's height being plots, SLICES_MARGIN_PX of title), and the
+ * sinogram. */
+#define SLICES_WIDTH_PX 1500
+#define SLICES_PANEL_PX 365.0
+#define SLICES_PLOT_FRACTION 0.76
+#define SLICES_MARGIN_PX 40.0
+#define SLICES_MIN_HEIGHT_PX 400.0
+#define SLICES_MAX_HEIGHT_PX 1600.0
+#define SINOGRAM_WIDTH_PX 900
+#define SINOGRAM_HEIGHT_PX 760
+
 static void script_terminal(FILE *fp, int width, int height)
 {
   fprintf(fp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
@@ -218,7 +230,8 @@ static void script_image(FILE *fp, const char *dir, const char *name, const char
     const int u = p == 0 ? 1 : 0, w = p == 2 ? 1 : 2;
     tallest = fmax(tallest, (double)(o->dims[w] * l->vs[w]) / (double)(o->dims[u] * l->vs[u]));
   }
-  script_terminal(fp, 1500, (int)fmin(1600.0, fmax(400.0, 365.0 * tallest / 0.76 + 40.0)));
+  double height = SLICES_PANEL_PX * tallest / SLICES_PLOT_FRACTION + SLICES_MARGIN_PX;
+  script_terminal(fp, SLICES_WIDTH_PX, (int)fmin(SLICES_MAX_HEIGHT_PX, fmax(SLICES_MIN_HEIGHT_PX, height)));
   fprintf(fp, "set output '%s/%s'\n", dir, out);
   fprintf(fp, "set palette grey\nset cbrange [%.9g:%.9g]\nset cblabel 'activity (a.u.)'\n", (double)pv->window[0],
           (double)pv->window[1]);
@@ -247,7 +260,7 @@ static void script_image(FILE *fp, const char *dir, const char *name, const char
 static void script_sinogram(FILE *fp, const char *dir, const struct options *o, const struct preview *pv)
 {
   fprintf(fp, "reset\n");
-  script_terminal(fp, 900, 760);
+  script_terminal(fp, SINOGRAM_WIDTH_PX, SINOGRAM_HEIGHT_PX);
   fprintf(fp, "set output '%s/sinogram_view0.png'\n", dir);
   fprintf(fp, "set palette grey\nset cbrange [%.9g:%.9g]\nset cblabel 'counts per bin%s'\n",
           (double)pv->sino_window[0], (double)pv->sino_window[1], o->tof ? ", TOF bins summed" : "");

@@ -4,7 +4,14 @@
 #include <math.h>
 #include "recon.h"
 
-/* A small seeded generator for the detector efficiencies (splitmix64). */
+/* the seed of the efficiencies, made from the run's (a prime times it, plus a constant); LORs a thread takes at a
+ * time */
+#define SEED_PRIME 7919
+#define SEED_OFFSET 17
+#define LOR_BLOCK (1 << 16)
+
+/* A small seeded generator for the detector efficiencies: splitmix64 (its increment, shifts and multipliers are the
+ * algorithm's own), as codelets/recon/sim_counts.h's streams. */
 static uint64_t mix(uint64_t *s)
 {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -13,8 +20,12 @@ static uint64_t mix(uint64_t *s)
   return z ^ (z >> 31);
 }
 
-/* Efficiencies of +-15% and attenuation factors exp(-line integral), LOR by LOR: each LOR's random number depends on
- * the seed and its index only, so any number of threads gives the same factors. */
+/* Efficiencies of +-15% (EFFICIENCY_LOW to EFFICIENCY_LOW + EFFICIENCY_SPAN) and attenuation factors exp(-line
+ * integral), LOR by LOR: each LOR's random number depends on the seed and its index only (scattered by a 64-bit LCG
+ * multiplier), so any number of threads gives the same factors. */
+#define EFFICIENCY_LOW 0.85f
+#define EFFICIENCY_SPAN 0.3f
+#define LOR_SCATTER 0xd1342543de82ef95ull
 struct factors_job {
   float *mult;
   const float *line;
@@ -26,8 +37,9 @@ static void factors_block(void *ctx, int64_t first, int64_t end, int64_t block)
   (void)block;
   struct factors_job *j = ctx;
   for (int64_t i = first; i < end; i++) {
-    uint64_t s = j->seed ^ ((uint64_t)i * 0xd1342543de82ef95ull);
-    j->mult[i] = expf(-j->line[i]) * (0.85f + 0.3f * (float)((mix(&s) >> 11) * (1.0 / 9007199254740992.0)));
+    uint64_t s = j->seed ^ ((uint64_t)i * LOR_SCATTER);
+    double uniform = (double)(mix(&s) >> 11) * 0x1.0p-53; /* [0, 1) from 53 random bits */
+    j->mult[i] = expf(-j->line[i]) * (EFFICIENCY_LOW + EFFICIENCY_SPAN * (float)uniform);
   }
 }
 
@@ -60,9 +72,9 @@ static void simulate_factors(const struct options *o, struct run *r)
   TRY(sproj_image_unregister(img));
   /* the factors in place of the line integrals: one per-LOR array on the host, not two */
   r->mult = line;
-  struct factors_job j = {r->mult, line, o->seed * 7919 + 17};
+  struct factors_job j = {r->mult, line, o->seed * SEED_PRIME + SEED_OFFSET}; /* not the sinogram's stream */
   TRY(sproj_pause());
-  parallel_blocks("attenuation and efficiency factors", l->si.num_lors, 1 << 16, factors_block, &j);
+  parallel_blocks("attenuation and efficiency factors", l->si.num_lors, LOR_BLOCK, factors_block, &j);
   TRY(sproj_resume());
   release(mu, image_bytes);
 }

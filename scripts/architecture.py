@@ -27,14 +27,7 @@ MAX_LINES = 900
 # Calls against the layers that are known and due to go, with why they are still there: the check accepts exactly
 # these symbols between exactly these folders (drawn dashed), names them on every run, and fails once one is gone so
 # that the entry goes with it.
-EXCEPTIONS = {
-    ("codelets", "src/core"): {
-        # the projection codelets' performance models (codelets.h) size a task with it; it reads only the task and
-        # the codelets' own argument, so it belongs in codelets/codelets.c, where it moves with the codelets' own
-        # reorganisation
-        "sproj_proj_task_size",
-    },
-}
+EXCEPTIONS = {}
 # symbol types of nm that are a definition other objects can bind to (weak ones are left out: inline C++ of the CUDA
 # objects, which every object may carry)
 STRONG = set("TDBRCGS")

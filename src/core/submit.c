@@ -11,22 +11,6 @@
 #include "internal.h"
 #include "submit.h"
 
-size_t sproj_proj_task_size(struct starpu_task *task, unsigned nimpl)
-{
-  (void)nimpl;
-  const struct sproj_proj_arg *arg = task->cl_arg;
-  int nmax = arg->geom.n[0], bpp = sproj_buffers_per_piece(arg);
-  if (arg->geom.n[1] > nmax)
-    nmax = arg->geom.n[1];
-  if (arg->geom.n[2] > nmax)
-    nmax = arg->geom.n[2];
-  size_t lors = 0;
-  for (int p = 0; p < arg->npieces; p++)
-    lors += starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 1 + bpp * p));
-  /* work grows with the LORs times the planes each crosses, at most the largest dimension */
-  return lors * (size_t)nmax;
-}
-
 static struct starpu_codelet *codelet_of(const struct sproj_request *rq)
 {
   static struct starpu_codelet *const table[3][2] = {

@@ -67,12 +67,13 @@ stir_ok() {
   compgen -G "$prefix/lib/cmake/STIR-*/STIRConfig.cmake" >/dev/null || return 1
   local p
   for p in "${programs[@]}"; do [ -x "$prefix/bin/$p" ] || return 1; done
-  # the kind of build asked for: STIR's buildblock library shared or static
-  if [ "$shared" = yes ]; then
-    compgen -G "$prefix/lib/libstir_buildblock.so*" >/dev/null || return 1
-  else
-    [ -f "$prefix/lib/libstir_buildblock.a" ] || return 1
-  fi
+  # the kind of build asked for: STIR's main library (target stir_buildblock, which holds buildblock and
+  # recon_buildblock) shared or static, as STIR's CMake package imports it (a library of the other kind may be left
+  # in lib/ from an earlier build)
+  local lib=libstir_buildblock.a
+  [ "$shared" = yes ] && lib=libstir_buildblock.so
+  grep -qs "/$lib" "$prefix"/lib/cmake/STIR-*/STIRTargets-*.cmake || return 1
+  [ -e "$prefix/lib/$lib" ] || return 1
   if [ -n "$pp_src" ]; then
     compgen -G "$prefix/lib*/cmake/parallelproj/*onfig.cmake" >/dev/null || return 1
     # STIR found parallelproj when it was configured (its "Parallelproj" pair is then in the library)

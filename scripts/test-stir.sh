@@ -90,7 +90,7 @@ cmake -S stir -B build-stir -DCMAKE_PREFIX_PATH="$prefix;$sp_prefix" -DCMAKE_BUI
 cmake --build build-stir -j "$(nproc)" >>"$blog" 2>&1 || { grep -E 'error|Error' "$blog" | head -n 30; exit 1; }
 bin=$repo/build-stir
 export PATH="$prefix/bin:$PATH"
-export LD_LIBRARY_PATH="$prefix/lib:$sp_prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# no LD_LIBRARY_PATH: the programs find STIR's, starproj's and the pair's libraries through their run paths
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 
 # --- test data -------------------------------------------------------------------------------------------

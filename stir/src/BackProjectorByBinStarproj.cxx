@@ -10,8 +10,6 @@
 #include "stir/RelatedViewgrams.h"
 #include "stir/error.h"
 #include "stir/is_null_ptr.h"
-#include "stir/recon_array_functions.h"
-#include "stir/recon_buildblock/TrivialDataSymmetriesForBins.h"
 
 #include <algorithm>
 #ifdef _OPENMP
@@ -24,50 +22,30 @@ START_NAMESPACE_STIR
 
 const char* const BackProjectorByBinStarproj::registered_name = "Starproj";
 
-struct BackProjectorByBinStarproj::Resident : StarprojResident
+StarprojBackResident::StarprojBackResident(const std::shared_ptr<StarprojGeometry>& g)
+    : StarprojResident(g, "back projector")
 {
-  // TOF: the timing positions of each viewgram that arrived since its last back projection
-  std::vector<std::vector<char>> arrived;
-  std::vector<int> num_arrived;
-  std::unique_ptr<std::mutex[]> chunk_locks;
+  if (g->is_tof())
+    {
+      arrived.assign(g->num_chunks(), std::vector<char>(g->num_tof_bins(), 0));
+      num_arrived.assign(g->num_chunks(), 0);
+      chunk_locks.reset(new std::mutex[g->num_chunks()]);
+    }
+}
 
-  explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
-      : StarprojResident(g, "back projector")
-  {
-    if (g->is_tof())
-      {
-        arrived.assign(g->num_chunks(), std::vector<char>(g->num_tof_bins(), 0));
-        num_arrived.assign(g->num_chunks(), 0);
-        chunk_locks.reset(new std::mutex[g->num_chunks()]);
-      }
-  }
-  // TOF: back projects what arrived for chunk c (the caller holds its lock)
-  void submit_tof_chunk(int c)
-  {
-    starproj_check(sproj_back_tof_sino(img, proj, geometry->chunks(), c, geometry->tof()), "sproj_back_tof_sino");
-    std::fill(arrived[c].begin(), arrived[c].end(), 0);
-    num_arrived[c] = 0;
-  }
-};
+void
+StarprojBackResident::submit_tof_chunk(int c)
+{
+  starproj_check(sproj_back_tof_sino(img, proj, geometry->chunks(), c, geometry->tof()), "sproj_back_tof_sino");
+  std::fill(arrived[c].begin(), arrived[c].end(), 0);
+  num_arrived[c] = 0;
+}
 
 BackProjectorByBinStarproj::BackProjectorByBinStarproj()
+    : StarprojRegisteredProjector<BackProjectorByBinStarproj, BackProjectorByBin, StarprojBackResident>(
+        "BackProjectorByBinStarproj", "Back Projector Using Starproj Parameters")
 {
   set_defaults();
-}
-
-BackProjectorByBinStarproj::BackProjectorByBinStarproj(const BackProjectorByBinStarproj& other)
-    : RegisteredParsingObject<BackProjectorByBinStarproj, BackProjectorByBin>(other),
-      _settings(other._settings),
-      _symmetries_sptr(other._symmetries_sptr),
-      _geometry(other._geometry)
-{
-  if (_geometry)
-    make_resident();
-}
-
-BackProjectorByBinStarproj::~BackProjectorByBinStarproj()
-{
-  _resident.reset();
 }
 
 BackProjectorByBinStarproj*
@@ -77,75 +55,16 @@ BackProjectorByBinStarproj::clone() const
 }
 
 void
-BackProjectorByBinStarproj::set_defaults()
-{
-  BackProjectorByBin::set_defaults();
-  _settings = StarprojSettings();
-}
-
-void
-BackProjectorByBinStarproj::initialise_keymap()
-{
-  BackProjectorByBin::initialise_keymap(); // "post data processor"
-  parser.add_start_key("Back Projector Using Starproj Parameters");
-  parser.add_stop_key("End Back Projector Using Starproj Parameters");
-  _settings.add_keys(parser);
-}
-
-bool
-BackProjectorByBinStarproj::post_processing()
-{
-  return !_settings.check();
-}
-
-void
-BackProjectorByBinStarproj::make_resident()
-{
-  _resident.reset();
-  _resident.reset(new Resident(_geometry));
-  _resident->verbosity = _settings.verbosity;
-}
-
-void
-BackProjectorByBinStarproj::set_up(const shared_ptr<const ProjDataInfo>& proj_data_info_sptr,
-                                   const shared_ptr<const DiscretisedDensity<3, float>>& density_info_sptr)
-{
-  if (!_settings.check())
-    error("Starproj: invalid settings");
-  BackProjectorByBin::set_up(proj_data_info_sptr, density_info_sptr);
-  _symmetries_sptr.reset(new TrivialDataSymmetriesForBins(proj_data_info_sptr));
-  if (!_geometry || !_geometry->matches(*proj_data_info_sptr, *density_info_sptr))
-    {
-      _resident.reset();
-      _geometry.reset();
-      _geometry = std::make_shared<StarprojGeometry>(proj_data_info_sptr, *density_info_sptr, _settings);
-    }
-  if (!_resident || _resident->geometry != _geometry)
-    make_resident();
-  _geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
-}
-
-const DataSymmetriesForViewSegmentNumbers*
-BackProjectorByBinStarproj::get_symmetries_used() const
-{
-  if (!this->_already_set_up)
-    error("BackProjectorByBinStarproj: set_up has not been called");
-  return _symmetries_sptr.get();
-}
-
-void
 BackProjectorByBinStarproj::start_accumulating_in_new_target()
 {
   // Not the base class's version: it zeroes its own image and one image per OpenMP thread that ever called
   // back_project (STIR allocates those for projectors that accumulate on the host), 16 x 60 MB on a 16-core host for
   // the mMR, 0.16 s a call; this projector accumulates on the devices and uses none of them.
-  if (!_resident)
-    error("BackProjectorByBinStarproj: start_accumulating_in_new_target before set_up");
+  StarprojBackResident& r = resident("start_accumulating_in_new_target");
 #ifdef _OPENMP
   if (omp_get_num_threads() != 1)
     error("BackProjectorByBinStarproj::start_accumulating_in_new_target cannot be called inside a thread");
 #endif
-  Resident& r = *_resident;
   r.times.start();
   // zeros written where the back projections run (a GPU): the previous image neither comes home nor goes back
   starproj_check(sproj_image_zero(r.img), "sproj_image_zero");
@@ -164,9 +83,7 @@ BackProjectorByBinStarproj::actual_back_project(const RelatedViewgrams<float>& v
                                                 const int min_tangential_pos_num,
                                                 const int max_tangential_pos_num)
 {
-  if (!_resident)
-    error("BackProjectorByBinStarproj: back projection before set_up");
-  Resident& r = *_resident;
+  StarprojBackResident& r = resident("back projection");
   StarprojCallClock clock(r.call_times);
   const StarprojGeometry& g = *_geometry;
   sproj_chunks* chunks = g.chunks();
@@ -230,14 +147,12 @@ BackProjectorByBinStarproj::actual_back_project(const RelatedViewgrams<float>& v
 void
 BackProjectorByBinStarproj::get_output(DiscretisedDensity<3, float>& density) const
 {
-  if (!_resident)
-    error("BackProjectorByBinStarproj: get_output before set_up");
+  StarprojBackResident& r = resident("get_output");
   {
     std::string explanation;
     if (!_density_sptr->has_same_characteristics(density, explanation))
       error("BackProjectorByBinStarproj::get_output: the image differs from the one of set_up: " + explanation);
   }
-  Resident& r = *_resident;
   // TOF viewgrams of which only some timing positions came
   for (std::size_t c = 0; c < r.num_arrived.size(); ++c)
     if (r.num_arrived[c] > 0)
@@ -246,9 +161,7 @@ BackProjectorByBinStarproj::get_output(DiscretisedDensity<3, float>& density) co
   // waits for the back projections and the reduction of the workers' contributions
   starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_READ), "sproj_image_sync");
   r.times.mark("wait and copy home");
-  starproj_array_to_image(r.image.data(), density,
-                          _settings.restrict_to_cylindrical_FOV ? _geometry->rim_truncation() : -1,
-                          r.copy_threads, &r.copy_stats);
+  starproj_array_to_image(r.image.data(), density, rim(), r.copy_threads, &r.copy_stats);
   r.times.mark("copy");
   if (!is_null_ptr(_post_data_processor_sptr))
     if (_post_data_processor_sptr->apply(density) != Succeeded::yes)

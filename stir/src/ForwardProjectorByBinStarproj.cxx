@@ -8,8 +8,6 @@
 #include "stir/RelatedViewgrams.h"
 #include "stir/error.h"
 #include "stir/is_null_ptr.h"
-#include "stir/recon_array_functions.h"
-#include "stir/recon_buildblock/TrivialDataSymmetriesForBins.h"
 
 #include <mutex>
 #include <vector>
@@ -18,96 +16,29 @@ START_NAMESPACE_STIR
 
 const char* const ForwardProjectorByBinStarproj::registered_name = "Starproj";
 
-// What lives in starproj between set_up and the next set_up: the image buffer and the projection vector.
-struct ForwardProjectorByBinStarproj::Resident : StarprojResident
+StarprojForwardResident::StarprojForwardResident(const std::shared_ptr<StarprojGeometry>& g)
+    : StarprojResident(g, "forward projector")
 {
-  // TOF: a viewgram's bins are projected by the first call for it after set_input
-  unsigned generation = 0;
-  std::vector<unsigned> projected_generation;
-  std::unique_ptr<std::mutex[]> chunk_locks;
-
-  explicit Resident(const std::shared_ptr<StarprojGeometry>& g)
-      : StarprojResident(g, "forward projector")
-  {
-    if (g->is_tof())
-      {
-        projected_generation.assign(g->num_chunks(), 0);
-        chunk_locks.reset(new std::mutex[g->num_chunks()]);
-      }
-  }
-};
+  if (g->is_tof())
+    {
+      projected_generation.assign(g->num_chunks(), 0);
+      chunk_locks.reset(new std::mutex[g->num_chunks()]);
+    }
+}
 
 ForwardProjectorByBinStarproj::ForwardProjectorByBinStarproj()
+    : StarprojRegisteredProjector<ForwardProjectorByBinStarproj, ForwardProjectorByBin, StarprojForwardResident>(
+        "ForwardProjectorByBinStarproj", "Forward Projector Using Starproj Parameters")
 {
   set_defaults();
-}
-
-ForwardProjectorByBinStarproj::~ForwardProjectorByBinStarproj()
-{
-  _resident.reset(); // before the geometry whose LORs it uses
-}
-
-void
-ForwardProjectorByBinStarproj::set_defaults()
-{
-  ForwardProjectorByBin::set_defaults();
-  _settings = StarprojSettings();
-}
-
-void
-ForwardProjectorByBinStarproj::initialise_keymap()
-{
-  ForwardProjectorByBin::initialise_keymap(); // "pre data processor"
-  parser.add_start_key("Forward Projector Using Starproj Parameters");
-  parser.add_stop_key("End Forward Projector Using Starproj Parameters");
-  _settings.add_keys(parser);
-}
-
-bool
-ForwardProjectorByBinStarproj::post_processing()
-{
-  return !_settings.check();
-}
-
-void
-ForwardProjectorByBinStarproj::set_up(const shared_ptr<const ProjDataInfo>& proj_data_info_sptr,
-                                      const shared_ptr<const DiscretisedDensity<3, float>>& density_info_sptr)
-{
-  if (!_settings.check())
-    error("Starproj: invalid settings");
-  ForwardProjectorByBin::set_up(proj_data_info_sptr, density_info_sptr);
-  _symmetries_sptr.reset(new TrivialDataSymmetriesForBins(proj_data_info_sptr));
-  if (!_geometry || !_geometry->matches(*proj_data_info_sptr, *density_info_sptr))
-    {
-      _resident.reset();
-      _geometry.reset();
-      _geometry = std::make_shared<StarprojGeometry>(proj_data_info_sptr, *density_info_sptr, _settings);
-    }
-  if (!_resident || _resident->geometry != _geometry)
-    {
-      _resident.reset();
-      _resident.reset(new Resident(_geometry));
-    }
-  _resident->verbosity = _settings.verbosity;
-  _geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
-}
-
-const DataSymmetriesForViewSegmentNumbers*
-ForwardProjectorByBinStarproj::get_symmetries_used() const
-{
-  if (!this->_already_set_up)
-    error("ForwardProjectorByBinStarproj: set_up has not been called");
-  return _symmetries_sptr.get();
 }
 
 void
 ForwardProjectorByBinStarproj::set_input(const DiscretisedDensity<3, float>& density)
 {
-  if (!_resident)
-    error("ForwardProjectorByBinStarproj: set_input called before set_up");
-  Resident& r = *_resident;
+  StarprojForwardResident& r = resident("set_input");
   r.times.start();
-  const int rim = _settings.restrict_to_cylindrical_FOV ? _geometry->rim_truncation() : -1;
+  const int rim = this->rim();
   // waits for projections still reading the previous image, then replaces it, once for all viewgrams
   starproj_check(sproj_image_sync(r.img, SPROJ_SYNC_WRITE), "sproj_image_sync");
   r.times.mark("wait");
@@ -136,9 +67,7 @@ ForwardProjectorByBinStarproj::actual_forward_project(RelatedViewgrams<float>& v
                                                       const int min_tangential_pos_num,
                                                       const int max_tangential_pos_num)
 {
-  if (!_resident)
-    error("ForwardProjectorByBinStarproj: forward projection before set_up");
-  Resident& r = *_resident;
+  StarprojForwardResident& r = resident("forward projection");
   StarprojCallClock clock(r.call_times);
   const StarprojGeometry& g = *_geometry;
   sproj_chunks* chunks = g.chunks();

@@ -35,9 +35,6 @@ START_NAMESPACE_STIR
 const char* const PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::registered_name
     = "PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj";
 
-//! STIR's bound on the quotients of its Poisson objective functions (sproj_recon_config::max_ratio)
-static const float stir_max_quotient = 10000.F;
-
 namespace
 {
 // an event while the list is read: its LOR index in the geometry's order and its TOF bin (0 .. bins - 1), one
@@ -88,32 +85,16 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::Inputs
 };
 
 PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj()
-    : StarprojObjectiveOnDevices("PoissonLogLikelihood of listmode data using Starproj")
+    : base_type("PoissonLogLikelihood of listmode data using Starproj")
 {
   set_defaults();
-}
-
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::~PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj()
-{
-  if (_settings.verbosity >= 2)
-    step_times().report(registered_name);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_defaults()
-{
-  base_type::set_defaults();
-  _settings = StarprojSettings();
 }
 
 void
 PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::initialise_keymap()
 {
   base_type::initialise_keymap();
-  this->parser.add_start_key("PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj Parameters");
-  this->parser.add_stop_key("End PoissonLogLikelihoodWithLinearModelForMeanAndListModeData using Starproj Parameters");
   this->parser.add_key("num_events_to_use", &this->num_events_to_use);
-  _settings.add_keys(this->parser);
 }
 
 bool
@@ -126,7 +107,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::post_processi
       warning(std::string(registered_name) + ": num_events_to_use must be >= 0 (0: every prompt)");
       return true;
     }
-  return !_settings.check();
+  return false;
 }
 
 int
@@ -143,20 +124,12 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::construct_tar
   return this->target_parameter_parser.create(this->get_input_data());
 }
 
-bool
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_subsets_are_approximately_balanced(
-    std::string& warning_message) const
+int
+PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::num_views_in_subsets() const
 {
   // the sensitivities are those of view subsets of the scanner's bins, as the sinogram objective function's
-  const int num_views = this->proj_data_info_sptr ? this->proj_data_info_sptr->get_num_views()
-                                                  : this->get_input_data().get_proj_data_info_sptr()->get_num_views();
-  if (num_views % this->num_subsets == 0)
-    return true;
-  std::ostringstream str;
-  str << warning_message << "the " << num_views << " views do not divide into " << this->num_subsets
-      << " subsets of equal size\n";
-  warning_message = str.str();
-  return false;
+  return this->proj_data_info_sptr ? this->proj_data_info_sptr->get_num_views()
+                                   : this->get_input_data().get_proj_data_info_sptr()->get_num_views();
 }
 
 Succeeded
@@ -205,10 +178,9 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   const shared_ptr<const ProjDataInfo> pdi_sptr = this->proj_data_info_sptr;
   const ProjDataInfo& pdi = *pdi_sptr;
   // the scanner's bins and their LORs (the sensitivity's); uploaded by the sensitivity's own projections
-  auto geometry = std::make_shared<StarprojGeometry>(pdi_sptr, target, _settings, /* upload = */ false);
-  geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
+  const auto geometry = register_lors(pdi_sptr, target, /* upload = */ false);
   const StarprojGeometry& g = *geometry;
-  make_images(geometry, _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1);
+  make_images(geometry);
   times.mark("set_up: LORs");
 
   // the normalisation, as STIR's listmode objective function sets it up: on the bins without TOF (the sensitivity's;
@@ -464,14 +436,9 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   cfg.sens_chunks = g.chunks();
   cfg.sens_subset_chunks = sens_chunks.data();
   cfg.sens_subset_sizes = sens_sizes.data();
-  cfg.max_ratio = stir_max_quotient;
-  sproj_recon* recon = nullptr;
-  starproj_check(sproj_recon_create(&recon, resident_x(), &cfg), "sproj_recon_create");
-  adopt(recon, std::move(inputs), this->get_recompute_sensitivity());
-  times.mark("set_up: registration and sensitivities");
+  create_recon(cfg, std::move(inputs));
   if (_settings.verbosity >= 1)
     {
-      times.report(registered_name);
       std::ostringstream s;
       s << who << ": " << n << " prompts of " << records << " records (" << outside
         << " outside the data's bins) read in " << read_s << " s (" << (read_s > 0 ? double(records) / read_s : 0.)
@@ -484,34 +451,6 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
     }
 }
 
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_compute_subset_gradient_without_penalty(
-    TargetT& gradient, const TargetT& current_estimate, const int subset_num, const bool add_sensitivity)
-{
-  this->gradient(gradient, current_estimate, subset_num, add_sensitivity);
-}
-
-double
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_compute_objective_function_without_penalty(
-    const TargetT& current_estimate, const int subset_num)
-{
-  return objective_value(current_estimate, subset_num);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::add_subset_sensitivity(TargetT& sensitivity,
-                                                                                         const int subset_num) const
-{
-  add_sensitivity(sensitivity, subset_num);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::multiplicative_update_on_devices(
-    const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi)
-{
-  update(estimate, subset_num, sensitivity, lo, hi, own_sensitivities() && this->get_use_subset_sensitivities());
-}
-
 Succeeded
 PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_add_multiplication_with_approximate_sub_Hessian_without_penalty(
     TargetT&, const TargetT&, const int) const
@@ -519,14 +458,6 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_add_mu
   error(std::string(registered_name) + ": no approximate Hessian for listmode data (it takes the expected counts as "
         + "the measured counts of each bin, which events do not give); use the Hessian at an estimate");
   return Succeeded::no;
-}
-
-Succeeded
-PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::actual_accumulate_sub_Hessian_times_input_without_penalty(
-    TargetT& output, const TargetT& current_image_estimate, const TargetT& input, const int subset_num) const
-{
-  add_hessian_times(output, &current_image_estimate, input, subset_num, false);
-  return Succeeded::yes;
 }
 
 END_NAMESPACE_STIR

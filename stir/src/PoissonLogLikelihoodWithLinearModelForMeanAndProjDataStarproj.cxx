@@ -22,7 +22,6 @@
 #  include <omp.h>
 #endif
 #include <cmath>
-#include <sstream>
 #include <string>
 
 START_NAMESPACE_STIR
@@ -30,11 +29,9 @@ START_NAMESPACE_STIR
 const char* const PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::registered_name
     = "PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj";
 
-//! STIR's bound on the quotients of its Poisson objective functions (its divide_and_truncate and
-//! accumulate_loglikelihood): starproj applies the same rule (sproj_recon_config::max_ratio).
-static const float stir_max_quotient = 10000.F;
-//! STIR's small-value rule in the same functions: a numerator at most this fraction of the largest of its viewgram
-//! counts as 0 (sproj_recon_config::small_fraction; a chunk here is one viewgram, its TOF bins apart).
+//! STIR's small-value rule in its divide_and_truncate and accumulate_loglikelihood: a numerator at most this fraction
+//! of the largest of its viewgram counts as 0 (sproj_recon_config::small_fraction; a chunk here is one viewgram, its
+//! TOF bins apart).
 static const float stir_small_fraction = 1e-6F;
 
 struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Inputs : StarprojReconInputs
@@ -52,54 +49,17 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Inputs : S
 };
 
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj()
-    : StarprojObjectiveOnDevices("PoissonLogLikelihood using Starproj")
+    : StarprojRegisteredObjectiveFunction<PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj,
+                                          PoissonLogLikelihoodWithLinearModelForMeanAndProjData<TargetT>>(
+        "PoissonLogLikelihood using Starproj")
 {
   set_defaults();
 }
 
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::~PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj()
+int
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::num_views_in_subsets() const
 {
-  if (_settings.verbosity >= 2)
-    step_times().report(registered_name);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_defaults()
-{
-  base_type::set_defaults();
-  _settings = StarprojSettings();
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::initialise_keymap()
-{
-  base_type::initialise_keymap();
-  this->parser.add_start_key("PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj Parameters");
-  this->parser.add_stop_key("End PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj Parameters");
-  _settings.add_keys(this->parser);
-}
-
-bool
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::post_processing()
-{
-  if (base_type::post_processing())
-    return true;
-  return !_settings.check();
-}
-
-bool
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_subsets_are_approximately_balanced(
-    std::string& warning_message) const
-{
-  // starproj projects every viewgram of a subset itself (no symmetries): balanced when every subset has as many views
-  const int num_views = this->proj_data_sptr->get_num_views();
-  if (num_views % this->num_subsets == 0)
-    return true;
-  std::ostringstream str;
-  str << warning_message << "the " << num_views << " views do not divide into " << this->num_subsets
-      << " subsets of equal size\n";
-  warning_message = str.str();
-  return false;
+  return this->proj_data_sptr->get_num_views();
 }
 
 Succeeded
@@ -144,8 +104,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   const int max_segment = this->max_segment_num_to_process;
   shared_ptr<ProjDataInfo> pdi(proj_data.get_proj_data_info_sptr()->clone());
   pdi->reduce_segment_range(-max_segment, max_segment);
-  auto geometry = std::make_shared<StarprojGeometry>(pdi, *target_sptr, _settings);
-  geometry->runtime()->use_devices(_settings.devices, _settings.verbosity);
+  const auto geometry = register_lors(pdi, *target_sptr, /* upload = */ true);
   times.mark("set_up: LORs");
   if (this->normalisation_sptr->set_up(proj_data.get_exam_info_sptr(), proj_data.get_proj_data_info_sptr())
       != Succeeded::yes)
@@ -155,7 +114,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
     }
 
   const StarprojGeometry& g = *geometry;
-  make_images(geometry, _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1);
+  make_images(geometry);
   std::unique_ptr<Inputs> inputs(new Inputs);
   Inputs& r = *inputs;
   const int64_t num_lors = g.num_lors();
@@ -260,16 +219,10 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   cfg.num_subsets = this->num_subsets;
   cfg.subset_chunks = subset_chunks.data();
   cfg.subset_sizes = subset_sizes.data();
-  cfg.max_ratio = stir_max_quotient;
   cfg.small_fraction = stir_small_fraction;
   // the subsets' sensitivities are computed here, on the devices, and stay there; STIR takes them as they are when
   // it computes its subset sensitivities (not read from files, not averaged over the subsets)
-  sproj_recon* recon = nullptr;
-  starproj_check(sproj_recon_create(&recon, resident_x(), &cfg), "sproj_recon_create");
-  adopt(recon, std::move(inputs), this->get_recompute_sensitivity());
-  times.mark("set_up: registration and sensitivities");
-  if (_settings.verbosity >= 1)
-    times.report(registered_name);
+  create_recon(cfg, std::move(inputs));
   if (_settings.verbosity >= 1)
     info("PoissonLogLikelihood using Starproj: " + std::to_string(num_lors) + " LORs x " + std::to_string(num_bins)
              + " TOF bins, " + std::to_string(this->num_subsets) + " subsets, devices " + _settings.devices,
@@ -277,47 +230,11 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   return Succeeded::yes;
 }
 
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_compute_subset_gradient_without_penalty(
-    TargetT& gradient, const TargetT& current_estimate, const int subset_num, const bool add_sensitivity)
-{
-  this->gradient(gradient, current_estimate, subset_num, add_sensitivity);
-}
-
-double
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_compute_objective_function_without_penalty(
-    const TargetT& current_estimate, const int subset_num)
-{
-  return objective_value(current_estimate, subset_num);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::add_subset_sensitivity(TargetT& sensitivity,
-                                                                                     const int subset_num) const
-{
-  add_sensitivity(sensitivity, subset_num);
-}
-
-void
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::multiplicative_update_on_devices(
-    const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi)
-{
-  update(estimate, subset_num, sensitivity, lo, hi, own_sensitivities() && this->get_use_subset_sensitivities());
-}
-
 Succeeded
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_add_multiplication_with_approximate_sub_Hessian_without_penalty(
     TargetT& output, const TargetT& input, const int subset_num) const
 {
   add_hessian_times(output, nullptr, input, subset_num, true);
-  return Succeeded::yes;
-}
-
-Succeeded
-PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::actual_accumulate_sub_Hessian_times_input_without_penalty(
-    TargetT& output, const TargetT& current_image_estimate, const TargetT& input, const int subset_num) const
-{
-  add_hessian_times(output, &current_image_estimate, input, subset_num, false);
   return Succeeded::yes;
 }
 

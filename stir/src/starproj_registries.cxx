@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Registers the "Starproj" projectors, the "Timed" pair and the objective functions using Starproj with STIR's
-// parsers. STIR's libraries are static and registration is done by these static objects: this file's object must be
-// linked into every program (not taken from an archive).
+// parsers, through static objects that run when this file's object is loaded: in libstir_starproj when STIR's
+// libraries are shared (registering into the registries of STIR's libraries), else linked into every program (never
+// taken from an archive) beside STIR's own registries.
 
 #include "stir_starproj/BackProjectorByBinStarproj.h"
 #include "stir_starproj/ForwardProjectorByBinStarproj.h"

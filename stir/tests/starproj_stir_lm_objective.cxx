@@ -39,6 +39,7 @@
 #include "stir/recon_buildblock/PoissonLogLikelihoodWithLinearModelForMeanAndProjData.h"
 #include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj.h"
 #include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj.h"
+#include "objective_comparison.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,69 +51,11 @@
 #include <vector>
 
 using namespace stir;
-typedef DiscretisedDensity<3, float> Image;
+using namespace objective_comparison;
 typedef PoissonLogLikelihoodWithLinearModelForMeanAndProjData<Image> Poisson;
 
 namespace
 {
-double
-rel_l2(const Image& ref, const Image& test)
-{
-  double num = 0, den = 0;
-  auto t = test.begin_all();
-  for (auto r = ref.begin_all(); r != ref.end_all(); ++r, ++t)
-    {
-      num += (double(*t) - *r) * (double(*t) - *r);
-      den += double(*r) * *r;
-    }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-double
-max_abs(const Image& img)
-{
-  double m = 0;
-  for (auto v = img.begin_all(); v != img.end_all(); ++v)
-    m = std::max(m, std::fabs(double(*v)));
-  return m;
-}
-
-// a deterministic value in [0, 1) for the integers given
-unsigned
-hash_of(std::initializer_list<int> keys)
-{
-  unsigned h = 2166136261u;
-  for (int k : keys)
-    h = (h ^ static_cast<unsigned>(k + 1000)) * 16777619u;
-  h ^= h >> 13;
-  h *= 0x5bd1e995u;
-  return h ^ (h >> 15);
-}
-float
-hashed(std::initializer_list<int> keys, float lo, float hi)
-{
-  return lo + (hi - lo) * float(hash_of(keys) % 100003u) / 100003.F;
-}
-
-// values per bin in [lo, hi), the same for every TOF bin of a LOR (the normalisation: STIR's listmode objective
-// functions and starproj's models take one factor per LOR)
-shared_ptr<ProjDataInMemory>
-bin_values(const shared_ptr<const ExamInfo>& exam, const shared_ptr<const ProjDataInfo>& pdi, float lo, float hi)
-{
-  auto out = std::make_shared<ProjDataInMemory>(exam, pdi);
-  for (int s = pdi->get_min_segment_num(); s <= pdi->get_max_segment_num(); ++s)
-    for (int v = pdi->get_min_view_num(); v <= pdi->get_max_view_num(); ++v)
-      for (int tof = pdi->get_min_tof_pos_num(); tof <= pdi->get_max_tof_pos_num(); ++tof)
-        {
-          Viewgram<float> vg = out->get_empty_viewgram(v, s, false, tof);
-          for (int a = vg.get_min_axial_pos_num(); a <= vg.get_max_axial_pos_num(); ++a)
-            for (int t = vg.get_min_tangential_pos_num(); t <= vg.get_max_tangential_pos_num(); ++t)
-              vg[a][t] = hashed({s, v, a, t}, lo, hi);
-          out->set_viewgram(vg);
-        }
-  return out;
-}
-
 // ---- a listmode source made from projection data (for TOF: STIR's test data have no TOF listmode file that this
 // STIR reads) ----
 struct SyntheticItem
@@ -369,27 +312,15 @@ main(int argc, char** argv)
       lm_objective.set_input_data(lm);
       if (max_segment >= 0)
         lm_objective.set_max_segment_num_to_process(max_segment);
-      std::vector<GeneralisedObjectiveFunction<Image>*> objectives{&lm_objective, &sino_objective};
+      std::vector<PoissonLogLikelihoodWithLinearModelForMean<Image>*> objectives{&lm_objective, &sino_objective};
       if (stir_sinogram)
         objectives.push_back(&stir_objective);
       for (auto* f : objectives)
         {
-          auto* poisson = dynamic_cast<PoissonLogLikelihoodWithLinearModelForMean<Image>*>(f);
           if (auto* p = dynamic_cast<Poisson*>(f))
             p->set_proj_data_sptr(histogram);
-          poisson->set_num_subsets(num_subsets);
-          poisson->set_recompute_sensitivity(true);
-          poisson->set_use_subset_sensitivities(true);
-          if (extras)
-            {
-              poisson->set_normalisation_sptr(std::make_shared<BinNormalisationFromProjData>(norm));
-              poisson->set_additive_proj_data_sptr(additive);
-            }
-          if (f->set_up(shared_ptr<Image>(image->clone())) != Succeeded::yes)
-            {
-              std::fprintf(stderr, "starproj_stir_lm_objective: set_up failed\n");
-              return 1;
-            }
+          if (!set_up_for_comparison(*f, num_subsets, norm, additive, *image, "starproj_stir_lm_objective"))
+            return 1;
         }
       std::printf("%lld prompts in the listmode objective function, %.0f in the histogram; subsets of",
                   static_cast<long long>(lm_objective.get_num_events()), histogram_total);
@@ -403,11 +334,7 @@ main(int argc, char** argv)
           return 1;
         }
 
-      // the estimate: not the phantom, positive; the direction of the Hessian products: the phantom
-      std::unique_ptr<Image> x(image->clone());
-      const float offset = 0.2F * float(max_abs(*image));
-      for (auto v = x->begin_all(); v != x->end_all(); ++v)
-        *v = 0.5F * *v + offset;
+      const std::unique_ptr<Image> x = estimate_from(*image);
 
       double worst = 0, worst_value = 0;
       auto report = [&](const char* what, const char* against, int subset, double diff, double size, bool value) {

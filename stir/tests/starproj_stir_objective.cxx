@@ -20,6 +20,7 @@
 #include "stir/recon_buildblock/Parallelproj_projector/ProjectorByBinPairUsingParallelproj.h"
 #include "stir/recon_buildblock/PoissonLogLikelihoodWithLinearModelForMeanAndProjData.h"
 #include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj.h"
+#include "objective_comparison.h"
 
 #include <cmath>
 #include <cstdio>
@@ -29,57 +30,8 @@
 #include <string>
 
 using namespace stir;
-typedef DiscretisedDensity<3, float> Image;
+using namespace objective_comparison;
 typedef PoissonLogLikelihoodWithLinearModelForMeanAndProjData<Image> Poisson;
-
-static double
-rel_l2(const Image& ref, const Image& test)
-{
-  double num = 0, den = 0;
-  auto t = test.begin_all();
-  for (auto r = ref.begin_all(); r != ref.end_all(); ++r, ++t)
-    {
-      num += (double(*t) - *r) * (double(*t) - *r);
-      den += double(*r) * *r;
-    }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-static double
-max_abs(const Image& img)
-{
-  double m = 0;
-  for (auto v = img.begin_all(); v != img.end_all(); ++v)
-    m = std::max(m, std::fabs(double(*v)));
-  return m;
-}
-
-// a deterministic value in [lo, hi) for bin (segment, view, axial, tangential, TOF)
-static float
-hashed(int s, int v, int a, int t, int tof, float lo, float hi)
-{
-  unsigned h = 2166136261u;
-  for (int k : {s, v, a, t, tof})
-    h = (h ^ static_cast<unsigned>(k + 1000)) * 16777619u;
-  return lo + (hi - lo) * float(h % 10007u) / 10007.F;
-}
-
-static shared_ptr<ProjDataInMemory>
-bin_values(const ProjData& like, float lo, float hi)
-{
-  auto out = std::make_shared<ProjDataInMemory>(like.get_exam_info_sptr(), like.get_proj_data_info_sptr());
-  for (int s = like.get_min_segment_num(); s <= like.get_max_segment_num(); ++s)
-    for (int v = like.get_min_view_num(); v <= like.get_max_view_num(); ++v)
-      for (int tof = like.get_min_tof_pos_num(); tof <= like.get_max_tof_pos_num(); ++tof)
-        {
-          Viewgram<float> vg = out->get_empty_viewgram(v, s, false, tof);
-          for (int a = vg.get_min_axial_pos_num(); a <= vg.get_max_axial_pos_num(); ++a)
-            for (int t = vg.get_min_tangential_pos_num(); t <= vg.get_max_tangential_pos_num(); ++t)
-              vg[a][t] = hashed(s, v, a, t, 0, lo, hi); // the same for every TOF bin: a per-LOR factor
-          out->set_viewgram(vg);
-        }
-  return out;
-}
 
 int
 main(int argc, char** argv)
@@ -123,7 +75,7 @@ main(int argc, char** argv)
       shared_ptr<ProjDataInMemory> norm, additive;
       if (extras)
         {
-          norm = bin_values(*data, 0.5F, 1.5F);
+          norm = bin_values(data->get_exam_info_sptr(), data->get_proj_data_info_sptr(), 0.5F, 1.5F);
           // the additive term in STIR's convention (added before the normalisation), about 10% of the counts
           double total = 0;
           long n = 0;
@@ -134,7 +86,7 @@ main(int argc, char** argv)
               n += long(vg.get_num_axial_poss()) * vg.get_num_tangential_poss();
             }
           const float mean = n > 0 ? float(total / n) : 1.F;
-          additive = bin_values(*data, 0.05F * mean, 0.15F * mean);
+          additive = bin_values(data->get_exam_info_sptr(), data->get_proj_data_info_sptr(), 0.05F * mean, 0.15F * mean);
         }
 
       Poisson stir_objective;
@@ -145,26 +97,10 @@ main(int argc, char** argv)
       for (Poisson* f : objectives)
         {
           f->set_proj_data_sptr(data);
-          f->set_num_subsets(num_subsets);
-          f->set_recompute_sensitivity(true);
-          f->set_use_subset_sensitivities(true);
-          if (extras)
-            {
-              f->set_normalisation_sptr(std::make_shared<BinNormalisationFromProjData>(norm));
-              f->set_additive_proj_data_sptr(additive);
-            }
-          if (f->set_up(shared_ptr<Image>(image->clone())) != Succeeded::yes)
-            {
-              std::fprintf(stderr, "starproj_stir_objective: set_up failed\n");
-              return 1;
-            }
+          if (!set_up_for_comparison(*f, num_subsets, norm, additive, *image, "starproj_stir_objective"))
+            return 1;
         }
-
-      // the estimate: not the phantom, positive; the direction of the Hessian products: the phantom
-      std::unique_ptr<Image> x(image->clone());
-      const float offset = 0.2F * float(max_abs(*image));
-      for (auto v = x->begin_all(); v != x->end_all(); ++v)
-        *v = 0.5F * *v + offset;
+      const std::unique_ptr<Image> x = estimate_from(*image);
 
       // the largest difference over the quantities held to `tolerance`, and over the approximate Hessian's
       double worst = 0, worst_approximate = 0;

@@ -14,10 +14,8 @@
 #define STIR_STARPROJ_POISSONLOGLIKELIHOODLISTMODESTARPROJ_H
 
 #include "stir/DiscretisedDensity.h"
-#include "stir/RegisteredParsingObject.h"
 #include "stir/recon_buildblock/PoissonLogLikelihoodWithLinearModelForMeanAndListModeData.h"
-#include "stir_starproj/StarprojHelper.h"
-#include "stir_starproj/StarprojObjective.h"
+#include "stir_starproj/StarprojObjectiveFunction.h"
 
 #include <cstdint>
 #include <string>
@@ -26,24 +24,19 @@
 START_NAMESPACE_STIR
 
 class PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj
-    : public RegisteredParsingObject<PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj,
-                                     GeneralisedObjectiveFunction<DiscretisedDensity<3, float>>,
-                                     PoissonLogLikelihoodWithLinearModelForMeanAndListModeData<DiscretisedDensity<3, float>>>,
-      public StarprojObjectiveOnDevices
+    : public StarprojRegisteredObjectiveFunction<
+          PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj,
+          PoissonLogLikelihoodWithLinearModelForMeanAndListModeData<DiscretisedDensity<3, float>>>
 {
-  typedef DiscretisedDensity<3, float> TargetT;
-  typedef RegisteredParsingObject<PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj,
-                                  GeneralisedObjectiveFunction<TargetT>,
-                                  PoissonLogLikelihoodWithLinearModelForMeanAndListModeData<TargetT>>
+  typedef StarprojRegisteredObjectiveFunction<PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj,
+                                              PoissonLogLikelihoodWithLinearModelForMeanAndListModeData<TargetT>>
       base_type;
 
 public:
   static const char* const registered_name;
 
   PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj();
-  ~PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj() override;
 
-  StarprojSettings& starproj_settings() { return _settings; }
   //! at most this many prompts are used (0: all of the frame)
   void set_num_events_to_use(long num) { this->num_events_to_use = num; }
   //! prompts set_up kept (in the frame, the segments processed and the data's bins)
@@ -53,35 +46,21 @@ public:
 
   int set_num_subsets(const int num_subsets) override;
   TargetT* construct_target_ptr() const override;
-  void actual_compute_subset_gradient_without_penalty(TargetT& gradient,
-                                                      const TargetT& current_estimate,
-                                                      const int subset_num,
-                                                      const bool add_sensitivity) override;
-  void add_subset_sensitivity(TargetT& sensitivity, const int subset_num) const override;
-  void multiplicative_update_on_devices(
-      const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi) override;
 
 protected:
   Succeeded set_up_before_sensitivity(shared_ptr<const TargetT> const& target_sptr) override;
-  double actual_compute_objective_function_without_penalty(const TargetT& current_estimate, const int subset_num) override;
   //! refused: the approximate Hessian needs counts per bin, which events do not give (STIR's listmode objective
   //! function has none either)
   Succeeded actual_add_multiplication_with_approximate_sub_Hessian_without_penalty(TargetT& output,
                                                                                    const TargetT& input,
                                                                                    const int subset_num) const override;
-  Succeeded actual_accumulate_sub_Hessian_times_input_without_penalty(TargetT& output,
-                                                                      const TargetT& current_image_estimate,
-                                                                      const TargetT& input,
-                                                                      const int subset_num) const override;
-  bool actual_subsets_are_approximately_balanced(std::string& warning_message) const override;
+  int num_views_in_subsets() const override;
 
-  void set_defaults() override;
   void initialise_keymap() override;
   bool post_processing() override;
 
 private:
   struct Inputs; // the events and the scanner's factors, as registered with starproj
-  StarprojSettings _settings;
   int64_t _num_events = 0;
   std::vector<int64_t> _subset_events;
 

@@ -13,62 +13,30 @@
 #define STIR_STARPROJ_POISSONLOGLIKELIHOODSTARPROJ_H
 
 #include "stir/DiscretisedDensity.h"
-#include "stir/RegisteredParsingObject.h"
 #include "stir/recon_buildblock/PoissonLogLikelihoodWithLinearModelForMeanAndProjData.h"
-#include "stir_starproj/StarprojHelper.h"
-#include "stir_starproj/StarprojObjective.h"
-
-#include <string>
+#include "stir_starproj/StarprojObjectiveFunction.h"
 
 START_NAMESPACE_STIR
 
 class PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj
-    : public RegisteredParsingObject<PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj,
-                                     GeneralisedObjectiveFunction<DiscretisedDensity<3, float>>,
-                                     PoissonLogLikelihoodWithLinearModelForMeanAndProjData<DiscretisedDensity<3, float>>>,
-      public StarprojObjectiveOnDevices
+    : public StarprojRegisteredObjectiveFunction<
+          PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj,
+          PoissonLogLikelihoodWithLinearModelForMeanAndProjData<DiscretisedDensity<3, float>>>
 {
-  typedef DiscretisedDensity<3, float> TargetT;
-  typedef RegisteredParsingObject<PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj,
-                                  GeneralisedObjectiveFunction<TargetT>,
-                                  PoissonLogLikelihoodWithLinearModelForMeanAndProjData<TargetT>>
-      base_type;
-
 public:
   static const char* const registered_name;
 
   PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj();
-  ~PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj() override;
-
-  StarprojSettings& starproj_settings() { return _settings; }
-
-  void actual_compute_subset_gradient_without_penalty(TargetT& gradient,
-                                                      const TargetT& current_estimate,
-                                                      const int subset_num,
-                                                      const bool add_sensitivity) override;
-  void add_subset_sensitivity(TargetT& sensitivity, const int subset_num) const override;
-  void multiplicative_update_on_devices(
-      const TargetT& estimate, int subset_num, const TargetT& sensitivity, float lo, float hi) override;
 
 protected:
   Succeeded set_up_before_sensitivity(shared_ptr<const TargetT> const& target_sptr) override;
-  double actual_compute_objective_function_without_penalty(const TargetT& current_estimate, const int subset_num) override;
   Succeeded actual_add_multiplication_with_approximate_sub_Hessian_without_penalty(TargetT& output,
                                                                                    const TargetT& input,
                                                                                    const int subset_num) const override;
-  Succeeded actual_accumulate_sub_Hessian_times_input_without_penalty(TargetT& output,
-                                                                      const TargetT& current_image_estimate,
-                                                                      const TargetT& input,
-                                                                      const int subset_num) const override;
-  bool actual_subsets_are_approximately_balanced(std::string& warning_message) const override;
-
-  void set_defaults() override;
-  void initialise_keymap() override;
-  bool post_processing() override;
+  int num_views_in_subsets() const override;
 
 private:
   struct Inputs; // what set_up registered with starproj besides the LORs
-  StarprojSettings _settings;
 };
 
 END_NAMESPACE_STIR

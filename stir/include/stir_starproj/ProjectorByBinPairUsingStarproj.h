@@ -4,7 +4,7 @@
 
 #include "stir/RegisteredParsingObject.h"
 #include "stir/recon_buildblock/ProjectorByBinPair.h"
-#include "stir_starproj/StarprojHelper.h"
+#include "stir_starproj/StarprojGeometry.h"
 
 #include <memory>
 

@@ -13,7 +13,7 @@
 #include "stir/DiscretisedDensity.h"
 #include "stir/info.h"
 #include "stir/is_null_ptr.h"
-#include "stir_starproj/StarprojObjective.h"
+#include "stir_starproj/StarprojObjectiveOnDevices.h"
 
 #include <string>
 

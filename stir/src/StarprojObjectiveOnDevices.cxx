@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The resident images and the calls the objective functions using Starproj share (StarprojObjective.h).
+// The resident images and the calls the objective functions using Starproj share (StarprojObjectiveOnDevices.h).
 
-#include "stir_starproj/StarprojObjective.h"
+#include "stir_starproj/StarprojObjectiveOnDevices.h"
+
+#include "stir_starproj/StarprojImageCopy.h"
+#include "stir_starproj/StarprojRuntime.h"
 
 #include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
 #include "stir/error.h"

@@ -7,14 +7,17 @@
   starproj task graphs: subset gradients, objective values, subset sensitivities, Hessian products, and OSMAPOSL's
   multiplicative update where the data are.
 
-  StarprojObjectiveOnDevices is the mix-in both objective functions derive from besides their STIR base class;
-  OSMAPOSLReconstructionStarproj finds it with a dynamic_cast, so that its updates run on the devices with either.
+  StarprojObjectiveOnDevices is the mix-in both objective functions derive from besides their STIR base class
+  (through StarprojObjectiveFunction); OSMAPOSLReconstructionStarproj and OSSPSReconstructionStarproj find it with a
+  dynamic_cast, so that their updates run on the devices with either.
 */
-#ifndef STIR_STARPROJ_STARPROJOBJECTIVE_H
-#define STIR_STARPROJ_STARPROJOBJECTIVE_H
+#ifndef STIR_STARPROJ_STARPROJOBJECTIVEONDEVICES_H
+#define STIR_STARPROJ_STARPROJOBJECTIVEONDEVICES_H
 
 #include "stir/DiscretisedDensity.h"
-#include "stir_starproj/StarprojHelper.h"
+#include "stir_starproj/StarprojGeometry.h"
+#include "stir_starproj/StarprojHostMemory.h"
+#include "stir_starproj/StarprojTimes.h"
 
 #include <starproj_recon.h>
 

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// The image and LOR geometry of one set_up, registered with starproj once (StarprojGeometry.h). Compiled with STIR's
+// -ffast-math (stir/CMakeLists.txt), so that the LOR endpoints are the floats STIR's parallelproj pair computes.
+
+#include "stir_starproj/StarprojGeometry.h"
+
+#include "stir/Bin.h"
+#include "stir/DiscretisedDensity.h"
+#include "stir/LORCoordinates.h"
+#include "stir/ProjDataInfoCylindricalNoArcCorr.h"
+#include "stir/Scanner.h"
+#include "stir/TOF_conversions.h"
+#include "stir/VoxelsOnCartesianGrid.h"
+#include "stir/error.h"
+#include "stir/info.h"
+#include "stir/warning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+START_NAMESPACE_STIR
+
+namespace
+{
+// x voxel size: STIR's projectors give line integrals in units of it
+float
+length_unit(const VoxelsOnCartesianGrid<float>& image)
+{
+  return image.get_voxel_size()[3];
+}
+} // namespace
+
+StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_data_info_sptr,
+                                   const DiscretisedDensity<3, float>& density_info,
+                                   const StarprojSettings& settings,
+                                   bool upload)
+    : _proj_data_info_sptr(proj_data_info_sptr->create_shared_clone()),
+      _density_info_sptr(density_info.get_empty_copy())
+{
+  const auto* image = dynamic_cast<const VoxelsOnCartesianGrid<float>*>(&density_info);
+  if (!image)
+    error("Starproj: the image must be a VoxelsOnCartesianGrid");
+  const ProjDataInfo& pdi = *_proj_data_info_sptr;
+  if (!dynamic_cast<const ProjDataInfoCylindricalNoArcCorr*>(&pdi))
+    error("Starproj: only cylindrical scanners without arc correction (ProjDataInfoCylindricalNoArcCorr) are supported");
+  _runtime = StarprojRuntime::acquire(settings);
+
+  // image: STIR's (z,y,x) order is starproj's (n0,n1,n2); lengths in x-voxel units
+  const float unit = length_unit(*image);
+  const float scale = 1.F / unit;
+  const auto lengths = image->get_lengths();
+  const auto voxel_size = image->get_voxel_size();
+  BasicCoordinate<3, int> min_index, max_index;
+  if (!image->get_regular_range(min_index, max_index))
+    error("Starproj: the image must have a regular index range");
+  // centre of the first voxel, moved from STIR's image coordinates (z = 0 at the first plane) to the gantry-centred
+  // coordinates of ProjDataInfo::get_LOR (z = 0 half-way between the first and last planes)
+  auto first_centre = image->get_physical_coordinates_for_indices(min_index);
+  first_centre[1] -= (image->get_min_index() + image->get_max_index()) / 2.F * voxel_size[1];
+  for (int d = 0; d < 3; ++d)
+    {
+      _dims[d] = lengths[d + 1];
+      _voxel_size[d] = voxel_size[d + 1] * scale;
+      _origin[d] = first_centre[d + 1] * scale;
+    }
+  // as STIR's parallelproj pair: the image half-width in x-voxel units against the inner radius in mm (so in
+  // practice no extra rim: the inscribed circle of the image is kept)
+  {
+    const float inner_radius = pdi.get_scanner_sptr()->get_inner_ring_radius();
+    const float half_width = _voxel_size[2] * _dims[2] / 2;
+    _rim_truncation = static_cast<int>(std::max((half_width - inner_radius) / _voxel_size[2], 0.F));
+  }
+
+  // sinogram layout: [segment][view][axial][tangential], a viewgram per chunk
+  _min_segment = pdi.get_min_segment_num();
+  _max_segment = pdi.get_max_segment_num();
+  _min_view = pdi.get_min_view_num();
+  _num_views = pdi.get_num_views();
+  _min_tang = pdi.get_min_tangential_pos_num();
+  _num_tang = pdi.get_num_tangential_poss();
+  _num_tof_bins = pdi.get_num_tof_poss();
+  _min_tof_pos = pdi.get_min_tof_pos_num();
+  const bool tof = _num_tof_bins > 1;
+  std::vector<int64_t> counts;
+  for (int seg = _min_segment; seg <= _max_segment; ++seg)
+    {
+      _min_axial.push_back(pdi.get_min_axial_pos_num(seg));
+      const int64_t per_view = int64_t(pdi.get_num_axial_poss(seg)) * _num_tang;
+      for (int v = 0; v < _num_views; ++v)
+        {
+          _first_lor.push_back(_num_lors);
+          counts.push_back(per_view);
+          _num_lors += per_view;
+        }
+    }
+  _xstart.assign(3 * _num_lors, 0.F);
+  _xend.assign(3 * _num_lors, 0.F);
+  const float fov_radius = pdi.get_scanner_sptr()->get_max_FOV_radius();
+  const int num_chunks = static_cast<int>(_first_lor.size());
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic)
+#endif
+  for (int c = 0; c < num_chunks; ++c)
+    {
+      const int seg = _min_segment + c / _num_views;
+      const int view = _min_view + c % _num_views;
+      const int num_axial = pdi.get_num_axial_poss(seg);
+      int64_t lor = _first_lor[c];
+      for (int a = 0; a < num_axial; ++a)
+        for (int t = 0; t < _num_tang; ++t, ++lor)
+          {
+            const Bin bin(seg, view, _min_axial[seg - _min_segment] + a, _min_tang + t);
+            LORInAxialAndNoArcCorrSinogramCoordinates<float> sino_lor;
+            pdi.get_LOR(sino_lor, bin);
+            LORAs2Points<float> points;
+            float* s = &_xstart[3 * lor];
+            float* e = &_xend[3 * lor];
+            // a LOR that misses the FOV keeps length 0 and projects to 0
+            if (sino_lor.get_intersections_with_cylinder(points, fov_radius) != Succeeded::yes)
+              continue;
+            const CartesianCoordinate3D<float>& first = tof ? points.p2() : points.p1();
+            const CartesianCoordinate3D<float>& second = tof ? points.p1() : points.p2();
+            for (int d = 0; d < 3; ++d)
+              {
+                s[d] = first[d + 1] * scale;
+                e[d] = second[d + 1] * scale;
+              }
+          }
+    }
+  starproj_check(sproj_lors_register(&_lors, _xstart.data(), _xend.data(), _num_lors), "sproj_lors_register");
+  const int status = sproj_chunks_create_ranges(&_chunks, _lors, num_chunks, _first_lor.data(), counts.data());
+  if (status != SPROJ_OK)
+    {
+      sproj_lors_unregister(_lors);
+      _lors = nullptr;
+      starproj_check(status, "sproj_chunks_create_ranges");
+    }
+  if (tof)
+    {
+      sproj_tof_params par;
+      const Bin bin(0, 0, 0, 0, 0);
+      par.bin_width = pdi.get_sampling_in_k(bin) * scale;
+      par.num_bins = _num_tof_bins;
+      par.num_sigmas = 4.F; // STIR's parallelproj pair uses 4 sigmas
+      par.sigma = static_cast<float>(tof_delta_time_to_mm(pdi.get_scanner_sptr()->get_timing_resolution()) / 2.355) * scale;
+      par.center_offset = 0.F;
+      const int tof_status = sproj_tof_register(&_tof, &par, nullptr, nullptr, nullptr);
+      if (tof_status != SPROJ_OK)
+        {
+          sproj_chunks_destroy(_chunks);
+          sproj_lors_unregister(_lors);
+          _chunks = nullptr;
+          _lors = nullptr;
+          starproj_check(tof_status, "sproj_tof_register");
+        }
+    }
+  if (upload)
+    starproj_check(sproj_lors_upload(_lors, _chunks, SPROJ_ALL_CHUNKS, SPROJ_ALL_GPUS), "sproj_lors_upload");
+  if (settings.verbosity > 1)
+    info("Starproj: registered " + std::to_string(_num_lors) + " LORs in " + std::to_string(num_chunks)
+         + " viewgrams, image " + std::to_string(_dims[0]) + "x" + std::to_string(_dims[1]) + "x" + std::to_string(_dims[2])
+         + (tof ? ", " + std::to_string(_num_tof_bins) + " TOF bins" : std::string()));
+}
+
+StarprojGeometry::~StarprojGeometry()
+{
+  if (_tof)
+    sproj_tof_unregister(_tof);
+  if (_chunks)
+    sproj_chunks_destroy(_chunks);
+  if (_lors && sproj_lors_unregister(_lors) != SPROJ_OK)
+    warning(std::string("Starproj: sproj_lors_unregister failed: ") + sproj_last_error());
+}
+
+bool
+StarprojGeometry::matches(const ProjDataInfo& proj_data_info, const DiscretisedDensity<3, float>& density_info) const
+{
+  return *_proj_data_info_sptr == proj_data_info && _density_info_sptr->has_same_characteristics(density_info);
+}
+
+int
+StarprojGeometry::chunk_of(int segment_num, int view_num) const
+{
+  if (segment_num < _min_segment || segment_num > _max_segment || view_num < _min_view || view_num >= _min_view + _num_views)
+    error("Starproj: segment " + std::to_string(segment_num) + ", view " + std::to_string(view_num)
+          + " is not in the projection data the projector was set up with");
+  return (segment_num - _min_segment) * _num_views + (view_num - _min_view);
+}
+
+int
+StarprojGeometry::min_axial_pos_num(int segment_num) const
+{
+  return _min_axial[segment_num - _min_segment];
+}
+
+END_NAMESPACE_STIR

@@ -24,31 +24,31 @@ START_NAMESPACE_STIR
 namespace
 {
 // The index ranges of a regular image and, per row y, the x range truncate_rim keeps (STIR's rule: a voxel goes when
-// (xm - x)^2 + (ym - y)^2 >= r^2, with xm, ym the middle indices and r = (xe - xs) / 2 - rim, in integers).
+// (xm - x)^2 + (ym - y)^2 >= r^2, with xm, ym the middle indices and r = (x_last - x_first) / 2 - rim, in integers).
 struct ImageRows
 {
-  int zs, ze, ys, ye, xs, xe;
+  int z_first, z_last, y_first, y_last, x_first, x_last;
   explicit ImageRows(const DiscretisedDensity<3, float>& image)
   {
     BasicCoordinate<3, int> lo, hi;
     if (!image.get_regular_range(lo, hi))
       error("Starproj: the image must have a regular index range");
-    zs = lo[1], ys = lo[2], xs = lo[3], ze = hi[1], ye = hi[2], xe = hi[3];
+    z_first = lo[1], y_first = lo[2], x_first = lo[3], z_last = hi[1], y_last = hi[2], x_last = hi[3];
   }
-  int nx() const { return xe - xs + 1; }
-  int ny() const { return ye - ys + 1; }
+  int nx() const { return x_last - x_first + 1; }
+  int ny() const { return y_last - y_first + 1; }
   // [first, last] of x kept in row y (first > last: none); the whole row without truncation
   void kept(int y, int rim, int& first, int& last) const
   {
-    first = xs, last = xe;
+    first = x_first, last = x_last;
     if (rim < 0)
       return;
-    const long r = (xe - xs) / 2 - rim, ym = (ys + ye) / 2, xm = (xs + xe) / 2;
+    const long r = (x_last - x_first) / 2 - rim, ym = (y_first + y_last) / 2, xm = (x_first + x_last) / 2;
     const long dy2 = (ym - y) * (ym - y), room = r * r - dy2;
-    first = xe + 1, last = xe;
+    first = x_last + 1, last = x_last;
     if (room <= 0)
       return;
-    for (int x = xs; x <= xe; ++x)
+    for (int x = x_first; x <= x_last; ++x)
       if ((xm - x) * (xm - x) < room)
         {
           first = std::min(first, x);
@@ -67,13 +67,13 @@ template <class Rows>
 void
 copy_rows(const ImageRows& g, int rim, Rows rows, int threads_wanted, StarprojCopyStats* stats)
 {
-  const int nx = g.nx(), ny = g.ny(), nrows = (g.ze - g.zs + 1) * ny;
-  std::vector<std::pair<int, int>> kept(ny); // per y: first kept x and count, relative to xs
-  for (int y = g.ys; y <= g.ye; ++y)
+  const int nx = g.nx(), ny = g.ny(), nrows = (g.z_last - g.z_first + 1) * ny;
+  std::vector<std::pair<int, int>> kept(ny); // per y: first kept x and count, relative to x_first
+  for (int y = g.y_first; y <= g.y_last; ++y)
     {
       int first, last;
       g.kept(y, rim, first, last);
-      kept[y - g.ys] = first <= last ? std::make_pair(first - g.xs, last - first + 1) : std::make_pair(0, 0);
+      kept[y - g.y_first] = first <= last ? std::make_pair(first - g.x_first, last - first + 1) : std::make_pair(0, 0);
     }
   // blocks of rows handed out as threads come: a thread that shares its core (StarPU's GPU worker polls on one)
   // delays only its block, not a fixed share of the image
@@ -102,9 +102,9 @@ copy_rows(const ImageRows& g, int rim, Rows rows, int threads_wanted, StarprojCo
             latest_start = std::max(latest_start, starproj_seconds_now() - t0);
             started = true;
           }
-        const int z = g.zs + row / ny, y = g.ys + row % ny;
+        const int z = g.z_first + row / ny, y = g.y_first + row % ny;
         const std::pair<const float*, float*> ends = rows(z, y, row);
-        const int first = kept[y - g.ys].first, count = kept[y - g.ys].second;
+        const int first = kept[y - g.y_first].first, count = kept[y - g.y_first].second;
         std::fill(ends.second, ends.second + first, 0.F);
         std::copy(ends.first + first, ends.first + first + count, ends.second + first);
         std::fill(ends.second + first + count, ends.second + nx, 0.F);
@@ -131,7 +131,7 @@ starproj_image_to_array(
   copy_rows(
       g, rim,
       [&](int z, int y, int row) {
-        return std::pair<const float*, float*>(&image[z][y][g.xs], data + int64_t(row) * g.nx());
+        return std::pair<const float*, float*>(&image[z][y][g.x_first], data + int64_t(row) * g.nx());
       },
       threads, stats);
 }
@@ -144,7 +144,7 @@ starproj_array_to_image(
   copy_rows(
       g, rim,
       [&](int z, int y, int row) {
-        return std::pair<const float*, float*>(data + int64_t(row) * g.nx(), &image[z][y][g.xs]);
+        return std::pair<const float*, float*>(data + int64_t(row) * g.nx(), &image[z][y][g.x_first]);
       },
       threads, stats);
 }

@@ -13,7 +13,8 @@
 # CUDA device and runs on CPU workers. --without-cuda builds a wheel with CPU workers only and no such dependency.
 #
 # usage: scripts/build-wheel.sh [--python PY] [--with-cuda=DIR | --without-cuda] [--jobs N] [--out DIR] [--deps DIR]
-#   --python PY    the Python the wheel is for (3.10 or newer, auditwheel's floor; default python3)
+#   --python PY    the Python that builds it (3.11 or newer; default python3). The wheel is for CPython 3.11 and every
+#                  later version: its extension is built on the limited API of 3.11 (abi3, python/setup.py)
 #   --out DIR      where the wheel goes (default build/wheel; a wheel of the same name there is replaced)
 #   --deps DIR     the private prefixes and sources (default build/wheel-deps; one prefix per CUDA version / CPU)
 # Needs the Debian packages scripts/install-deps.sh installs (compilers, autotools, dpkg-dev, libhwloc-dev,
@@ -46,8 +47,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 command -v "$python" >/dev/null 2>&1 || die "no Python '$python'"
-"$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
-  die "$python is older than 3.10 (auditwheel needs 3.10)"
+"$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+  die "$python is older than 3.11 (the limited API the extension is built on)"
 mkdir -p "$out" "$deps" || die "cannot create $out or $deps"
 out=$(cd "$out" && pwd)
 deps=$(cd "$deps" && pwd)

@@ -108,8 +108,7 @@ fi
 
 todo=()
 for v in "${versions[@]}"; do
-  py=$(interpreter "$v")
-  if [ -n "$py" ]; then log "python$v: $py ($("$py" -V 2>&1))"; else todo+=("$v"); fi
+  [ -n "$(interpreter "$v")" ] || todo+=("$v")
 done
 if [ ${#todo[@]} -eq 0 ]; then
   report

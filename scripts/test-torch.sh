@@ -46,7 +46,7 @@ mkdir -p "$work/run" "$work/home"
 t0=$SECONDS
 log "fresh virtual environment $work/venv ($("$python" -V)); pip installs torch==$torch_version, the wheel, numpy, pytest"
 "$python" -m venv "$work/venv"
-"$work/venv/bin/pip" install -q --disable-pip-version-check "$wheel" numpy pytest "torch==$torch_version" \
+"$work/venv/bin/pip" install -q --disable-pip-version-check --no-compile "$wheel" numpy pytest "torch==$torch_version" \
   >"$work/pip.log" 2>&1 || { tail -n 20 "$work/pip.log"; die "pip failed (full output in $work/pip.log)"; }
 t_install=$((SECONDS - t0))
 log "installed in $t_install s: $("$work/venv/bin/pip" list --disable-pip-version-check 2>/dev/null |

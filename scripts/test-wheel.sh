@@ -12,9 +12,10 @@
 #      (read from /proc/self/maps) must all be the wheel's or its dependency's;
 #   3. python/tests with pytest, run from a copy of the tests outside python/, so `import starproj` can only find
 #      the installed package.
-# Then, with each interpreter the wheel is not for (--refuse, or with --all-pythons a CPython 3.10 found here):
-#   4. pip refuses to install it, and its package unpacked onto sys.path refuses to import with an ImportError that
-#      says which interpreters it needs.
+# Then
+#   4. the wheel's tag must be cp311-abi3 and its Requires-Python >=3.11, and with each interpreter the wheel is not for
+#      (--refuse, or with --all-pythons a CPython 3.10 found here) pip must refuse to install it and its package,
+#      unpacked onto sys.path, must refuse to import with an ImportError that says which interpreters it needs.
 # Prints, last, a line per interpreter: what was tested with it and pytest's summary.
 # usage: scripts/test-wheel.sh [--python PY]... [--all-pythons] [--refuse PY]... [WHEEL]
 #   WHEEL: default the one wheel in build/wheel; PY: an interpreter to test with (default python3); --all-pythons:
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --refuse) [ $# -ge 2 ] && [ -n "$2" ] || die "--refuse needs a value"; refuse+=("$2"); shift 2 ;;
     --refuse=*) refuse+=("${1#--refuse=}"); shift ;;
     --all-pythons) all=1; shift ;;
-    -h|--help) sed -n '3,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,25p' "$0"; exit 0 ;;
     -*) die "unknown option '$1'" ;;
     *) [ -z "$wheel" ] || die "one wheel at a time"; wheel=$1; shift ;;
   esac
@@ -197,6 +198,21 @@ for py in "${pythons[@]}"; do
 done
 
 # --- 4. interpreters the wheel is not for ---------------------------------------------------------------------------
+# what pip reads: the tag (CPython 3.11's stable ABI: 3.11 and later) and Requires-Python
+meta=$("${pythons[0]}" - "$wheel" <<'EOF'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+read = lambda suffix: [z.read(n).decode() for n in z.namelist() if n.endswith(suffix)][0]
+tags = [l.split(": ", 1)[1] for l in read(".dist-info/WHEEL").splitlines() if l.startswith("Tag: ")]
+req = [l.split(": ", 1)[1] for l in read(".dist-info/METADATA").splitlines() if l.startswith("Requires-Python: ")]
+print(" ".join(tags), "|", " ".join(req))
+EOF
+)
+case "$meta" in
+  "cp311-abi3-manylinux_2_34_x86_64 | >=3.11") log "4. the wheel's tag and Requires-Python: $meta" ;;
+  *) log "FAILED: the wheel's tag and Requires-Python are '$meta', not 'cp311-abi3-manylinux_2_34_x86_64 | >=3.11'"
+     exit 1 ;;
+esac
 for py in "${refuse[@]}"; do
   command -v "$py" >/dev/null 2>&1 || die "no Python '$py'"
   ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')

@@ -137,7 +137,7 @@ def pp_outputs(xp, name, a, n):
 
 
 def time_call(xp, cp, module, name, a, n, reps):
-    """Seconds per call (median of reps after a warm-up) and a NumPy copy of the output."""
+    """Seconds per call (median of reps after a warm-up; None for reps = 0) and a NumPy copy of the output."""
     y, img = pp_outputs(xp, name, a, n)
     fn = getattr(module, name)
     times = []
@@ -151,7 +151,7 @@ def time_call(xp, cp, module, name, a, n, reps):
         if r:
             times.append(time.perf_counter() - t0)
     out = img if "back" in name else y
-    return statistics.median(times), (cp.asnumpy(out) if xp is cp else out.copy())
+    return statistics.median(times) if times else None, (cp.asnumpy(out) if xp is cp else out.copy())
 
 
 def check_pp(cp, ref, n, dims, nbins, tol):

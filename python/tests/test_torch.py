@@ -189,10 +189,13 @@ def test_gradcheck(kind, device):
     with make_op(g, kind, device) as op:
         x = torch.rand(op.image_shape, generator=gen, dtype=torch.float64).to(device).requires_grad_()
         y = torch.rand(op.out_shape, generator=gen, dtype=torch.float64).to(device).requires_grad_()
-        assert torch.autograd.gradcheck(as_f64(op), (x,), **GRADCHECK)
-        assert torch.autograd.gradcheck(as_f64(op.T), (y,), **GRADCHECK)
+        # the autograd Functions themselves (op(x) and op.T(y) are these)
+        fwd = lambda t: ForwardProjection.apply(t, op)  # noqa: E731
+        back = lambda t: BackProjection.apply(t, op)  # noqa: E731
+        assert torch.autograd.gradcheck(as_f64(fwd), (x,), **GRADCHECK)
+        assert torch.autograd.gradcheck(as_f64(back), (y,), **GRADCHECK)
         # second derivatives: the backward of the backward is the operator again
-        assert torch.autograd.gradgradcheck(as_f64(op), (x,), **GRADCHECK)
+        assert torch.autograd.gradgradcheck(as_f64(fwd), (x,), **GRADCHECK)
 
 
 class _OffByOnePercent(torch.autograd.Function):

@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # Puts together, in one folder, what scripts/gpu-check.sh needs on a GPU machine that has Python, CuPy, torch and
 # numpy but no network: the wheel of scripts/build-wheel.sh (copied as it is: the same file CI tests), the wheel of its
-# one dependency beyond numpy (nvidia-cuda-runtime, from PyPI, of the version the machine's torch pins when
-# --runtime-version says so), and libparallelproj's Python module built with CUDA for that machine's Python (nanobind
-# from PyPI; its library and the module in DIR/parallelproj, run path $ORIGIN, the CUDA runtime linked statically).
+# one dependency beyond numpy (nvidia-cuda-runtime, from PyPI, of the version the machine's torch pins), and
+# libparallelproj's Python module built with CUDA for that machine's Python (nanobind from PyPI; its library, the module
+# and the CUDA runtime they link in DIR/parallelproj, run path $ORIGIN).
 # Builds nothing of starproj: build the wheel first.
 # usage: scripts/gpu-bundle.sh --python PY --with-parallelproj SRC [--wheel WHL] [--cuda-arch 90]
 #                              [--runtime-version V] [--out DIR]
 #   PY: an interpreter of the GPU machine's Python version (3.12 there: scripts/install-pythons.sh --list gives one),
 #   with its headers; SRC: libparallelproj's source (a folder or a .tar.gz); WHL: default the one in build/wheel;
-#   V: nvidia-cuda-runtime's version (default: the newest of the wheel's CUDA major); DIR: default build/gpu-bundle
+#   V: nvidia-cuda-runtime's version (default 13.0.96, the one torch 2.11.0 pins: the GPU machines' torch); DIR:
+#   default build/gpu-bundle
 set -euo pipefail
 caller=$(pwd)
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ python=
 pp_src=
 wheel=
 arch=90
-runtime=
+runtime=13.0.96
 out=$root/build/gpu-bundle
 die() { echo "gpu-bundle: $*" >&2; exit 2; }
 abs() { case "$1" in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --cuda-arch) [ $# -ge 2 ] || die "--cuda-arch needs a value"; arch=$2; shift 2 ;;
     --runtime-version) [ $# -ge 2 ] || die "--runtime-version needs a value"; runtime=$2; shift 2 ;;
     --out) [ $# -ge 2 ] || die "--out needs a value"; out=$(abs "$2"); shift 2 ;;
-    -h|--help) sed -n '3,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,15p' "$0"; exit 0 ;;
     *) die "unknown argument '$1'" ;;
   esac
 done
@@ -56,31 +57,36 @@ cp "$wheel" "$out/"
 req=$(unzip -p "$wheel" '*.dist-info/METADATA' | sed -n 's/^Requires-Dist: \(nvidia-cuda-runtime[^;]*\).*/\1/p' | tr -d ' ')
 [ -n "$req" ] || die "$(basename "$wheel") names no nvidia-cuda-runtime (a wheel without CUDA cannot use a GPU)"
 [ -z "$runtime" ] || req="nvidia-cuda-runtime==$runtime"
-"$python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$out" "$req"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# pip and nanobind in a venv of PY (an interpreter of install-pythons.sh has no pip of its own)
+"$python" -m venv "$work/venv"
+"$work/venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$out" "$req"
 echo "gpu-bundle: $(cd "$out" && ls -- *.whl | tr '\n' ' ')"
 
 # libparallelproj with CUDA and its nanobind module, for this Python
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src"
 if [ -d "$pp_src" ]; then cp -a "$pp_src/." "$work/src/"; else tar -xzf "$pp_src" -C "$work/src" --strip-components=1; fi
 # its CMakeLists asks for CMake 3.31; Debian 12's 3.25 builds it as well
 sed -i 's/^cmake_minimum_required(VERSION 3\.3[1-9][^)]*)/cmake_minimum_required(VERSION 3.25)/' "$work/src/CMakeLists.txt"
-"$python" -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --disable-pip-version-check nanobind
 echo "gpu-bundle: building libparallelproj (CUDA, sm_$arch) and its module for $("$python" -V) (output in $out/build.log)"
 (cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DUSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-  -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_RUNTIME_LIBRARY=Static -DBUILD_PYTHON=ON -DBUILD_TESTS=OFF \
+  -DCMAKE_CUDA_COMPILER="$nvcc" -DBUILD_PYTHON=ON -DBUILD_TESTS=OFF \
   -DPython_EXECUTABLE="$work/venv/bin/python" -DCMAKE_BUILD_RPATH='$ORIGIN' -DCMAKE_INSTALL_RPATH='$ORIGIN' &&
   cmake --build "$work/build" -j "$(nproc 2>/dev/null || echo 2)") >"$out/build.log" 2>&1 ||
   { tail -n 30 "$out/build.log"; exit 1; }
 module=$(find "$work/build" -name 'parallelproj_core*.so' | head -n 1)
 [ -n "$module" ] || die "the build made no parallelproj_core module"
 cp "$module" "$out/parallelproj/"
-for lib in $(ldd "$module" | sed -n 's/.*=> \([^ ]*libparallelproj[^ ]*\) .*/\1/p'); do cp -L "$lib" "$out/parallelproj/"; done
+# its library, and the CUDA runtime that links (NVIDIA's licence lets it travel unmodified; where starproj or torch
+# loaded a libcudart.so.13 first, the loader takes that one for this soname)
+for lib in $(ldd "$module" | sed -n 's/.*=> \([^ ]*\(libparallelproj\|libcudart\)[^ ]*\) .*/\1/p'); do
+  cp -L "$lib" "$out/parallelproj/"
+done
 # what the module needs beyond the base system must be here (ldd from the bundle, with the build tree gone)
 rm -rf "$work/build"
-if ldd "$out"/parallelproj/*.so* | grep -E 'not found|libcudart'; then
+if ldd "$out"/parallelproj/*.so* | grep -E 'not found|=> /usr/local/'; then
   die "the module needs a library the bundle lacks (above)"
 fi
 du -sh "$out"

@@ -26,6 +26,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$bundle" ] && [ -d "$bundle" ] || { echo "gpu-check: usage: scripts/gpu-check.sh BUNDLE" >&2; exit 2; }
 bundle=$(cd "$bundle" && pwd)
+# (steps below run from other folders)
+case "$python" in */*) python=$(cd "$(dirname "$python")" && pwd)/$(basename "$python") ;; esac
 out=${OUT:-$root/build/gpu-check-out}
 mkdir -p "$out"
 log() { printf 'gpu-check: %s\n' "$*" | tee -a "$out/summary.log"; }

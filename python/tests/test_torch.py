@@ -33,6 +33,13 @@ def runtime_for(device):
         sp.init(devices="cpu", ncpu=2, ngpu=0)
 
 
+def same_values(a, b, device):
+    """Bit for bit on the CPU workers; within 1e-6 of the largest value on a GPU."""
+    if device == "cpu":
+        return torch.equal(a, b)
+    return float((a - b).abs().max()) <= 1e-6 * float(b.abs().max())
+
+
 def make_op(g, kind, device="cpu", seed=1):
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
     if kind == "nontof":
@@ -78,9 +85,10 @@ def test_own_calls_take_tensors_in_place(device):
         sp.fwd_tof_lm(img, pl, tof)
         ps.sync()
         pl.sync()
-    # an event projects to exactly its LOR's TOF-sinogram bin (starproj's convention)
+    # an event projects to exactly its LOR's TOF-sinogram bin (starproj's convention; on a GPU two kernels may contract
+    # their operations differently: 1e-6 of the largest value there)
     expect = sino[torch.arange(g.n, device=device), bins.long()]
-    assert torch.equal(lm, expect) and lm.abs().sum() > 0
+    assert same_values(lm, expect, device) and lm.abs().sum() > 0
     np.testing.assert_allclose(sino.sum(1).cpu().numpy(), ref, rtol=2e-3, atol=2e-3 * ref.max())
 
 
@@ -118,7 +126,7 @@ def test_projector_matches_numpy_reference_and_own_calls(device):
         x = torch.from_numpy(g.image).to(device)
         s, e = ts.project(x), tl.project(x)
         bins = np.random.default_rng(9).integers(0, TOF["num_bins"], g.n)
-        assert torch.equal(e.cpu(), s.cpu()[np.arange(g.n), bins])
+        assert same_values(e.cpu(), s.cpu()[np.arange(g.n), bins], device)
 
 
 @pytest.mark.parametrize("device", DEVICES)

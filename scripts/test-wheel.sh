@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Tests the wheel scripts/build-wheel.sh built as a user gets it: installs it into a fresh virtual environment that
-# holds nothing but pip, the wheel and what it pulls in, and what the tests need (numpy, pytest, petsird), then, in an
-# environment emptied of everything but PATH=/usr/bin:/bin and a fresh HOME (no LD_LIBRARY_PATH, PYTHONPATH,
-# PKG_CONFIG_PATH or STARPU_* variable):
+# Tests the wheel scripts/build-wheel.sh built as a user gets it, with each interpreter given: installs it into a fresh
+# virtual environment that holds nothing but pip, the wheel and what it pulls in, and what the tests need (numpy,
+# pytest, petsird), then, in an environment emptied of everything but PATH=/usr/bin:/bin and a fresh HOME (no
+# LD_LIBRARY_PATH, PYTHONPATH, PKG_CONFIG_PATH or STARPU_* variable):
 #   1. ldd on the extension and on every library of the wheel: each dependency must resolve into the wheel's own
 #      starproj.libs/, into the nvidia-cuda-runtime wheel's folder (the CUDA runtime, for a wheel built with CUDA) or
 #      to the base system's C and C++ runtime in /lib or /usr/lib; anything in /usr/local (where install-deps.sh puts
@@ -12,19 +12,30 @@
 #      (read from /proc/self/maps) must all be the wheel's or its dependency's;
 #   3. python/tests with pytest, run from a copy of the tests outside python/, so `import starproj` can only find
 #      the installed package.
-# usage: scripts/test-wheel.sh [--python PY] [WHEEL]   (WHEEL: default the one wheel in build/wheel; PY: the Python it
-#                                                       was built for, default python3)
+# Then
+#   4. the wheel's tag must be cp311-abi3 and its Requires-Python >=3.11, and with each interpreter the wheel is not for
+#      (--refuse, or with --all-pythons a CPython 3.10 found here) pip must refuse to install it and its package,
+#      unpacked onto sys.path, must refuse to import with an ImportError that says which interpreters it needs.
+# Prints, last, a line per interpreter: what was tested with it and pytest's summary.
+# usage: scripts/test-wheel.sh [--python PY]... [--all-pythons] [--refuse PY]... [WHEEL]
+#   WHEEL: default the one wheel in build/wheel; PY: an interpreter to test with (default python3); --all-pythons:
+#   python3 and every interpreter scripts/install-pythons.sh provides (run it first to build the missing ones)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-python=python3
+pythons=()
+refuse=()
+all=
 wheel=
 die() { echo "test-wheel: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --python) [ $# -ge 2 ] && [ -n "$2" ] || die "--python needs a value"; python=$2; shift 2 ;;
-    --python=*) python=${1#--python=}; shift ;;
-    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+    --python) [ $# -ge 2 ] && [ -n "$2" ] || die "--python needs a value"; pythons+=("$2"); shift 2 ;;
+    --python=*) pythons+=("${1#--python=}"); shift ;;
+    --refuse) [ $# -ge 2 ] && [ -n "$2" ] || die "--refuse needs a value"; refuse+=("$2"); shift 2 ;;
+    --refuse=*) refuse+=("${1#--refuse=}"); shift ;;
+    --all-pythons) all=1; shift ;;
+    -h|--help) sed -n '3,25p' "$0"; exit 0 ;;
     -*) die "unknown option '$1'" ;;
     *) [ -z "$wheel" ] || die "one wheel at a time"; wheel=$1; shift ;;
   esac
@@ -40,10 +51,34 @@ fi
 [ -f "$wheel" ] || die "no wheel $wheel"
 case "$wheel" in *.whl) ;; *) die "$wheel is not a .whl" ;; esac
 wheel=$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")
-command -v "$python" >/dev/null 2>&1 || die "no Python '$python'"
 log() { printf 'test-wheel: %s\n' "$*"; }
+if [ -n "$all" ]; then
+  pythons=(python3 "${pythons[@]}")
+  while IFS= read -r py; do pythons+=("$py"); done < <(bash scripts/install-pythons.sh --list)
+  # an interpreter the wheel is not for, where this machine has one (pyenv's 3.10 on the project's machines)
+  for cand in "$(command -v python3.10 2>/dev/null || true)" "${PYENV_ROOT:-${HOME:-/root}/.pyenv}"/versions/3.10.*/bin/python3.10; do
+    if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import venv, zipfile' 2>/dev/null; then
+      refuse+=("$cand"); break
+    fi
+  done
+fi
+[ ${#pythons[@]} -gt 0 ] || pythons=(python3)
+# each interpreter once (python3 may be one of the others), by the executable it runs
+declare -A seen=()
+unique=()
+for py in "${pythons[@]}"; do
+  command -v "$py" >/dev/null 2>&1 || die "no Python '$py'"
+  exe=$("$py" -c 'import os, sys; print(os.path.realpath(sys.executable))')
+  [ -n "${seen[$exe]:-}" ] || { seen[$exe]=1; unique+=("$py"); }
+done
+pythons=("${unique[@]}")
+summary=()
 
-work=$root/build/wheel-test
+# test_one PY: steps 1 - 3 with interpreter PY, in build/wheel-test/pyX.Y
+test_one() {
+python=$1
+ver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+work=$root/build/wheel-test/py$ver
 rm -rf "$work"
 mkdir -p "$work/home" "$work/run"
 venv=$work/venv
@@ -153,4 +188,55 @@ if [ "$status" -ne 0 ]; then
   tail -n 60 "$work/pytest.log"
   exit "$status"
 fi
-log "passed"
+log "passed with $("$python" -V 2>&1)"
+summary+=("$(printf '%-46s %s' "$(cd "$work" && "$venv/bin/python" -c 'import sys; print("%s (%s)" % (sys.version.split()[0], sys._base_executable))')" "$(tail -n 1 "$work/pytest.log")")")
+}
+
+
+for py in "${pythons[@]}"; do
+  test_one "$py"
+done
+
+# --- 4. interpreters the wheel is not for ---------------------------------------------------------------------------
+# what pip reads: the tag (CPython 3.11's stable ABI: 3.11 and later) and Requires-Python
+meta=$("${pythons[0]}" - "$wheel" <<'EOF'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+read = lambda suffix: [z.read(n).decode() for n in z.namelist() if n.endswith(suffix)][0]
+tags = [l.split(": ", 1)[1] for l in read(".dist-info/WHEEL").splitlines() if l.startswith("Tag: ")]
+req = [l.split(": ", 1)[1] for l in read(".dist-info/METADATA").splitlines() if l.startswith("Requires-Python: ")]
+print(" ".join(tags), "|", " ".join(req))
+EOF
+)
+case "$meta" in
+  "cp311-abi3-manylinux_2_34_x86_64 | >=3.11") log "4. the wheel's tag and Requires-Python: $meta" ;;
+  *) log "FAILED: the wheel's tag and Requires-Python are '$meta', not 'cp311-abi3-manylinux_2_34_x86_64 | >=3.11'"
+     exit 1 ;;
+esac
+for py in "${refuse[@]}"; do
+  command -v "$py" >/dev/null 2>&1 || die "no Python '$py'"
+  ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  work=$root/build/wheel-test/refuse-py$ver
+  rm -rf "$work"
+  mkdir -p "$work/unpacked"
+  log "4. $("$py" -V 2>&1) ($py): the wheel must be refused"
+  "$py" -m venv "$work/venv"
+  if "$work/venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheel" >"$work/pip.log" 2>&1; then
+    log "FAILED: pip installed the wheel into $("$py" -V 2>&1)"; exit 1
+  fi
+  log "  pip refused it: $(grep -m1 -iE 'not a supported wheel|requires a different python|error' "$work/pip.log")"
+  # the package on sys.path anyway (a copy made by hand): its import must say what it needs, before the extension
+  "$py" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$work/unpacked"
+  set +e
+  msg=$(cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work" PYTHONPATH="$work/unpacked" "$py" -c 'import starproj' 2>&1)
+  status=$?
+  set -e
+  if [ "$status" -eq 0 ] || ! grep -q 'ImportError: starproj needs CPython 3.11 or newer' <<<"$msg"; then
+    log "FAILED: importing the package into $("$py" -V 2>&1) gave: $(tail -n 1 <<<"$msg")"; exit 1
+  fi
+  log "  import refused: $(tail -n 1 <<<"$msg")"
+  summary+=("$(printf '%-46s %s' "$("$py" -c 'import sys; print(sys.version.split()[0])') ($py)" "refused (pip and import), as it must")")
+done
+
+log "the wheel $(basename "$wheel"):"
+for line in "${summary[@]}"; do log "  $line"; done

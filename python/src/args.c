@@ -14,9 +14,9 @@ int sp_fast_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyO
   for (Py_ssize_t i = 0; i < nargs; i++)
     out[i] = args[i];
   if (kwnames) {
-    Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t nk = SP_TUPLE_SIZE(kwnames);
     for (Py_ssize_t j = 0; j < nk; j++) {
-      PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+      PyObject *key = SP_TUPLE_ITEM(kwnames, j);
       int i;
       for (i = 0; i < nnames; i++)
         if (PyUnicode_CompareWithASCIIString(key, names[i]) == 0)
@@ -46,7 +46,7 @@ int sp_as_int(PyObject *o, const char *name, int *out)
   if (v == -1 && PyErr_Occurred()) {
     if (PyErr_ExceptionMatches(PyExc_TypeError)) {
       PyErr_Clear();
-      PyErr_Format(PyExc_TypeError, "%s: expected an int, got %.100s", name, Py_TYPE(o)->tp_name);
+      sp_type_error(PyExc_TypeError, name, "expected an int", o);
     }
     return -1;
   }
@@ -64,7 +64,7 @@ int64_t *sp_int64_list(PyObject *seq, const char *name, Py_ssize_t *n)
   PyObject *f = PySequence_Fast(seq, name);
   if (!f)
     return NULL;
-  Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
+  Py_ssize_t len = SP_FAST_SIZE(f);
   int64_t *v = PyMem_Malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
   if (!v) {
     Py_DECREF(f);
@@ -72,7 +72,7 @@ int64_t *sp_int64_list(PyObject *seq, const char *name, Py_ssize_t *n)
     return NULL;
   }
   for (Py_ssize_t i = 0; i < len; i++) {
-    long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+    long long x = PyLong_AsLongLong(SP_FAST_ITEM(f, i));
     if (x == -1 && PyErr_Occurred()) {
       PyErr_Clear();
       PyErr_Format(PyExc_TypeError, "%s: element %zd is not an int", name, i);
@@ -116,13 +116,13 @@ int sp_float3(PyObject *o, const char *name, float out[3])
   PyObject *f = PySequence_Fast(o, name);
   if (!f)
     return -1;
-  if (PySequence_Fast_GET_SIZE(f) != 3) {
+  if (SP_FAST_SIZE(f) != 3) {
     Py_DECREF(f);
     PyErr_Format(PyExc_ValueError, "%s: expected 3 numbers", name);
     return -1;
   }
   for (int i = 0; i < 3; i++) {
-    double d = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(f, i));
+    double d = PyFloat_AsDouble(SP_FAST_ITEM(f, i));
     if (d == -1.0 && PyErr_Occurred()) {
       Py_DECREF(f);
       return -1;

@@ -176,16 +176,53 @@ static PyObject *sp_dlpack_export(PyObject *obj, int on_gpu, int *stream_given)
   return cap;
 }
 
+/* Puts the argument's name before the message of the exception being raised (a producer's own, which names none). */
+static int sp_name_exception(const char *name)
+{
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  PyErr_NormalizeException(&et, &ev, &tb);
+  PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+  if (msg && et) {
+    PyErr_Format(et, "%s: %U", name, msg);
+    Py_DECREF(msg);
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+  } else {
+    Py_XDECREF(msg);
+    PyErr_Restore(et, ev, tb);
+  }
+  return -1;
+}
+
 static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int writable, int ndim,
                          const Py_ssize_t *want, int allow_gpu)
 {
+  /* PyTorch does not export a tensor that requires grad (its error names no argument): a projection would record no
+   * gradient for it, so it is refused here, by name */
+  PyObject *rg = PyObject_GetAttrString(obj, "requires_grad");
+  if (rg) {
+    int on = PyObject_IsTrue(rg);
+    Py_DECREF(rg);
+    if (on < 0)
+      return -1;
+    if (on) {
+      PyErr_Format(PyExc_ValueError,
+                   "%s: the tensor requires grad, but starproj's calls record no gradient (pass .detach(), or use the "
+                   "autograd operators of starproj.torch)", name);
+      return -1;
+    }
+  } else {
+    PyErr_Clear();
+  }
   PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
   if (!dev)
-    return -1;
+    return sp_name_exception(name);
   long dtype_dev = -1, devid = -1;
-  if (PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2) {
-    dtype_dev = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
-    devid = PyLong_AsLong(PyTuple_GET_ITEM(dev, 1));
+  if (PyTuple_Check(dev) && SP_TUPLE_SIZE(dev) == 2) {
+    dtype_dev = PyLong_AsLong(SP_TUPLE_ITEM(dev, 0));
+    devid = PyLong_AsLong(SP_TUPLE_ITEM(dev, 1));
   }
   Py_DECREF(dev);
   if (PyErr_Occurred())
@@ -216,7 +253,7 @@ static int sp_arr_dlpack(sp_arr *a, PyObject *obj, const char *name, int dt, int
   int stream_given = 0;
   PyObject *cap = sp_dlpack_export(obj, on_gpu, &stream_given);
   if (!cap)
-    return -1;
+    return sp_name_exception(name);
   void *mt = NULL;
   sp_dl_tensor *t = NULL;
   uint64_t flags = 0;
@@ -389,10 +426,12 @@ int sp_arr_get(sp_arr *a, PyObject *obj, const char *name, int dt, int writable,
     return 0;
   }
   if (has_buffer)
-    PyErr_Format(PyExc_TypeError, "%s: %.100s does not export a strided buffer", name, Py_TYPE(obj)->tp_name);
-  else
-    PyErr_Format(PyExc_TypeError, "%s: expected a %s array (buffer protocol or __dlpack__), got %.100s", name,
-                 sp_dtype_name[dt], Py_TYPE(obj)->tp_name);
+    sp_type_error(PyExc_TypeError, name, "no strided buffer exported", obj);
+  else {
+    char what[80];
+    snprintf(what, sizeof(what), "expected a %s array (buffer protocol or __dlpack__)", sp_dtype_name[dt]);
+    sp_type_error(PyExc_TypeError, name, what, obj);
+  }
   return -1;
 }
 

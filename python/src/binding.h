@@ -4,6 +4,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h> /* T_PYSSIZET, READONLY: 3.11 has them there only */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,9 +89,11 @@ typedef struct sp_obj {
 extern sp_obj *sp_live; /* head of the list of open objects */
 extern int sp_inflight; /* calls running with the GIL released */
 
-/* each defined in its own file (image.c, lors.c, proj.c, recon.c); sp_types lists them by kind */
-extern PyTypeObject ImageType, LorsType, ChunksType, ProjType, TofType, ModelType, ReconType;
-extern PyTypeObject *const sp_types[];
+/* The types of the kinds, made by module.c at import (heap types from PyType_Spec, as the limited API needs them),
+ * indexed by kind; sp_type_specs holds their specs, each defined in its own file (image.c, lors.c, proj.c, recon.c). */
+extern PyTypeObject *sp_types[K_NKINDS];
+extern PyType_Spec *const sp_type_specs[K_NKINDS];
+extern PyType_Spec ImageSpec, LorsSpec, ChunksSpec, ProjSpec, TofSpec, ModelSpec, ReconSpec;
 
 sp_obj *sp_obj_new(int kind);
 void sp_obj_opened(sp_obj *o, void *h);
@@ -98,6 +101,7 @@ void sp_obj_add_dep(sp_obj *o, PyObject *dep);
 int sp_obj_close(sp_obj *o, int raise);
 void sp_obj_finalize(PyObject *self);
 void sp_obj_dealloc(PyObject *self);
+void sp_free(PyObject *self);
 sp_obj *sp_open(PyObject *obj, int kind, const char *argname);
 
 /* methods and attributes every kind has, or several kinds share (idx: which array or dependency) */
@@ -133,21 +137,47 @@ PyObject *sp_get_dep(PyObject *self, void *idx);
       (co)->busy--;                                                                                           \
   } while (0)
 
-/* The type object of a kind of registered object (seq: its sequence methods, or NULL). */
-#define SP_TYPE(var, pyname, newfn, doc, methods, getset, seq)                                              \
-  PyTypeObject var = {                                                                                      \
-      PyVarObject_HEAD_INIT(NULL, 0).tp_name = "starproj." pyname,                                          \
-      .tp_basicsize = sizeof(sp_obj),                                                                       \
-      .tp_flags = Py_TPFLAGS_DEFAULT,                                                                       \
-      .tp_doc = doc,                                                                                        \
-      .tp_new = newfn,                                                                                      \
-      .tp_dealloc = sp_obj_dealloc,                                                                         \
-      .tp_finalize = sp_obj_finalize,                                                                       \
-      .tp_weaklistoffset = offsetof(sp_obj, weakrefs),                                                      \
-      .tp_methods = methods,                                                                                \
-      .tp_getset = getset,                                                                                  \
-      .tp_as_sequence = seq,                                                                                \
-  };
+/* The spec of a kind of registered object's type (the type itself is made at import); extra: more slots, or nothing.
+ * __weaklistoffset__ is how a spec gives weak references a place (Py_TPFLAGS_MANAGED_WEAKREF is 3.12's). */
+#define SP_TYPE(var, pyname, newfn, doc, methods, getset, ...)                                              \
+  static PyMemberDef var##_members[] = {                                                                    \
+      {"__weaklistoffset__", T_PYSSIZET, offsetof(sp_obj, weakrefs), READONLY, NULL}, {NULL, 0, 0, 0, NULL}}; \
+  static PyType_Slot var##_slots[] = {{Py_tp_doc, (void *)(doc)},                                            \
+                                      {Py_tp_new, (void *)(newfn)},                                         \
+                                      {Py_tp_dealloc, (void *)sp_obj_dealloc},                              \
+                                      {Py_tp_finalize, (void *)sp_obj_finalize},                            \
+                                      {Py_tp_methods, (void *)(methods)},                                   \
+                                      {Py_tp_getset, (void *)(getset)},                                     \
+                                      {Py_tp_members, (void *)var##_members},                               \
+                                      __VA_ARGS__{0, NULL}};                                                \
+  PyType_Spec var = {"starproj." pyname, sizeof(sp_obj), 0, Py_TPFLAGS_DEFAULT | SP_TPFLAGS_IMMUTABLE, var##_slots};
+
+/* Under the limited API (the abi3 wheel: one for every CPython from 3.11) the few macros of the full API the files use
+ * are functions; the full API keeps its macros (python/setup.py builds either). */
+#ifdef Py_LIMITED_API
+#define SP_TUPLE_SIZE(t) PyTuple_Size(t)
+#define SP_TUPLE_ITEM(t, i) PyTuple_GetItem(t, i)
+#define SP_FAST_SIZE(f) PySequence_Size(f)
+#define SP_FAST_ITEM(f, i) (PyList_Check(f) ? PyList_GetItem(f, i) : PyTuple_GetItem(f, i))
+#define SP_LIST_SET(l, i, v) PyList_SetItem(l, i, v)
+#define SP_CALL1(f, a) PyObject_CallFunctionObjArgs(f, a, NULL)
+#else
+#define SP_TUPLE_SIZE(t) PyTuple_GET_SIZE(t)
+#define SP_TUPLE_ITEM(t, i) PyTuple_GET_ITEM(t, i)
+#define SP_FAST_SIZE(f) PySequence_Fast_GET_SIZE(f)
+#define SP_FAST_ITEM(f, i) PySequence_Fast_GET_ITEM(f, i)
+#define SP_LIST_SET(l, i, v) PyList_SET_ITEM(l, i, v)
+#define SP_CALL1(f, a) PyObject_CallOneArg(f, a)
+#endif
+/* types that cannot be changed from Python (the flag is 3.10's, in the limited API from 3.10) */
+#ifdef Py_TPFLAGS_IMMUTABLETYPE
+#define SP_TPFLAGS_IMMUTABLE Py_TPFLAGS_IMMUTABLETYPE
+#else
+#define SP_TPFLAGS_IMMUTABLE 0
+#endif
+
+/* An exception naming an argument and the type of the object given: "<name>: <what>, got <type name>". */
+PyObject *sp_type_error(PyObject *exc, const char *name, const char *what, PyObject *got);
 
 /* args.c */
 
@@ -172,7 +202,7 @@ PyObject *sp_chunks_wrap(sproj_chunks *c, PyObject *lors_o);
 extern PyMethodDef sp_proj_methods[];
 extern PyMethodDef sp_pp_methods[];
 extern PyMethodDef sp_host_methods[];
-extern PyTypeObject ScannerType;
+extern PyType_Spec ScannerSpec;
 
 #pragma GCC visibility pop
 

@@ -14,7 +14,7 @@ PyObject *sp_raise(int status)
   PyObject *text = PyUnicode_FromFormat("%s [%s]", msg, name);
   if (!text)
     return NULL;
-  PyObject *exc = PyObject_CallOneArg(sp_Error, text);
+  PyObject *exc = SP_CALL1(sp_Error, text);
   Py_DECREF(text);
   if (!exc)
     return NULL;
@@ -42,7 +42,7 @@ PyObject *sp_raise_msg(int status, const char *fmt, ...)
   if (!m)
     return NULL;
   PyObject *text = PyUnicode_FromFormat("%U [%s]", m, sproj_strerror(status));
-  PyObject *exc = text ? PyObject_CallOneArg(sp_Error, text) : NULL;
+  PyObject *exc = text ? SP_CALL1(sp_Error, text) : NULL;
   Py_XDECREF(text);
   if (exc) {
     PyObject *st = PyLong_FromLong(status);

@@ -166,10 +166,10 @@ static PyGetSetDef Image_getset[] = {
     {"closed", sp_get_closed, NULL, "True once closed.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-SP_TYPE(ImageType, "Image", Image_new,
+SP_TYPE(ImageSpec, "Image", Image_new,
         "Image(array, voxel_size=(1, 1, 1), origin=(0, 0, 0))\n--\n\n"
         "A registered image: array is float32, C-contiguous, shape (n0, n1, n2), writable; its memory is used in place "
         "(no copy) and kept alive while registered. A CuPy / PyTorch CUDA array (DLPack) is registered on its GPU. "
         "origin is the centre of voxel (0, 0, 0). Read the array after sync(), modify it after sync('write'). "
         "close() / with / garbage collection unregister it.",
-        Image_methods, Image_getset, NULL)
+        Image_methods, Image_getset)

@@ -17,17 +17,18 @@ static PyObject *Lors_new(PyTypeObject *type, PyObject *args, PyObject *kw)
   if (!o)
     return NULL;
   Py_ssize_t want[2] = {-1, 3};
-  /* endpoints are only read; listmode events have no handle variant in the library, so they stay on the host */
-  if (sp_arr_get(&o->arr[0], xs_o, "xstart", SP_F32, 0, 2, want, !events) < 0)
+  /* endpoints (and bins) are only read; host arrays, or arrays on one GPU registered there as StarPU vectors */
+  if (sp_arr_get(&o->arr[0], xs_o, "xstart", SP_F32, 0, 2, want, 1) < 0)
     goto fail;
   want[0] = o->arr[0].shape[0];
-  if (sp_arr_get(&o->arr[1], xe_o, "xend", SP_F32, 0, 2, want, !events) < 0)
+  if (sp_arr_get(&o->arr[1], xe_o, "xend", SP_F32, 0, 2, want, 1) < 0)
     goto fail;
-  if (events && sp_arr_get(&o->arr[2], bins_o, "tof_bin", SP_I16, 0, 1, want, 0) < 0)
+  if (events && sp_arr_get(&o->arr[2], bins_o, "tof_bin", SP_I16, 0, 1, want, 1) < 0)
     goto fail;
-  int g0 = o->arr[0].gpu_devid, g1 = o->arr[1].gpu_devid;
-  if (g0 != g1) {
-    PyErr_SetString(PyExc_ValueError, "xstart, xend: both must live on the host or both on the same GPU");
+  int g0 = o->arr[0].gpu_devid, g1 = o->arr[1].gpu_devid, g2 = events ? o->arr[2].gpu_devid : g0;
+  if (g0 != g1 || g0 != g2) {
+    PyErr_SetString(PyExc_ValueError, events ? "xstart, xend, tof_bin: all must live on the host or all on the same GPU"
+                                             : "xstart, xend: both must live on the host or both on the same GPU");
     goto fail;
   }
   int64_t n = o->arr[0].shape[0];
@@ -39,13 +40,15 @@ static PyObject *Lors_new(PyTypeObject *type, PyObject *args, PyObject *kw)
       goto fail;
     }
     if (sp_arr_gpu_handle(&o->arr[0], (uint32_t)n, 3 * sizeof(float)) < 0 ||
-        sp_arr_gpu_handle(&o->arr[1], (uint32_t)n, 3 * sizeof(float)) < 0) {
+        sp_arr_gpu_handle(&o->arr[1], (uint32_t)n, 3 * sizeof(float)) < 0 ||
+        (events && sp_arr_gpu_handle(&o->arr[2], (uint32_t)n, sizeof(int16_t)) < 0)) {
       sp_raise_msg(SPROJ_ERR_STARPU, "Lors: StarPU could not register the GPU arrays");
       goto fail;
     }
-    /* the library acquires the handles to check coordinates: that may wait on the GPU */
+    /* the library acquires the handles to check coordinates (and bins): that may wait on the GPU */
+    starpu_data_handle_t hs = o->arr[0].handle, he = o->arr[1].handle, hb = events ? o->arr[2].handle : NULL;
     Py_BEGIN_ALLOW_THREADS
-    st = sproj_lors_register_handles(&l, o->arr[0].handle, o->arr[1].handle);
+    st = hb ? sproj_lors_register_events_handles(&l, hs, he, hb) : sproj_lors_register_handles(&l, hs, he);
     Py_END_ALLOW_THREADS
   } else if (events) {
     st = sproj_lors_register_events(&l, o->arr[0].ptr, o->arr[1].ptr, o->arr[2].ptr, n);
@@ -102,7 +105,7 @@ static PyObject *Lors_release(PyObject *self, PyObject *args, PyObject *kw)
 
 static Py_ssize_t sp_len_lors(PyObject *self)
 {
-  sp_obj *o = sp_open(self, self->ob_type == &ChunksType ? K_CHUNKS : K_LORS, "self");
+  sp_obj *o = sp_open(self, Py_TYPE(self) == sp_types[K_CHUNKS] ? K_CHUNKS : K_LORS, "self");
   if (!o)
     return -1;
   return o->kind == K_CHUNKS ? o->num_chunks : (Py_ssize_t)o->num_lors;
@@ -334,7 +337,7 @@ static PyObject *Chunks_ranges_of(PyObject *self, PyObject *arg)
       Py_CLEAR(list);
       break;
     }
-    PyList_SET_ITEM(list, i, t);
+    SP_LIST_SET(list, i, t);
   }
   PyMem_Free(buf);
   return list;
@@ -365,15 +368,13 @@ static PyGetSetDef Chunks_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 
-static PySequenceMethods Lors_as_seq = {.sq_length = sp_len_lors};
-
-SP_TYPE(LorsType, "Lors", Lors_new,
+SP_TYPE(LorsSpec, "Lors", Lors_new,
         "Lors(xstart, xend, tof_bin=None)\n--\n\n"
         "A registered LOR set: xstart, xend float32 C-contiguous (n, 3) (read only; used in place, kept alive). With "
-        "tof_bin (int16, (n,)): listmode events carrying a TOF bin each (host memory only). CuPy / PyTorch CUDA arrays "
-        "are registered on their GPU.",
-        Lors_methods, Lors_getset, &Lors_as_seq)
-SP_TYPE(ChunksType, "Chunks", Chunks_new,
+        "tof_bin (int16, (n,)): listmode events carrying a TOF bin each. CuPy / PyTorch CUDA arrays (all on one GPU) "
+        "are registered there.",
+        Lors_methods, Lors_getset, {Py_sq_length, (void *)sp_len_lors},)
+SP_TYPE(ChunksSpec, "Chunks", Chunks_new,
         "A chunking of a LOR set (made by Chunks.ranges / blocks / lists / strided or Scanner.chunks_*). len() is the "
         "number of chunks. Keeps its Lors alive.",
-        Chunks_methods, Chunks_getset, &Lors_as_seq)
+        Chunks_methods, Chunks_getset, {Py_sq_length, (void *)sp_len_lors},)

@@ -93,9 +93,9 @@ static PyObject *sp_shutdown(PyObject *m, PyObject *unused)
     while (o) {
       sp_obj *next = o->next;
       if (o->kind == kind) {
-        Py_INCREF(o);
+        Py_INCREF((PyObject *)o);
         int r = sp_obj_close(o, 1);
-        Py_DECREF(o);
+        Py_DECREF((PyObject *)o);
         if (r < 0)
           return NULL;
         next = sp_live; /* the list may have changed under the decref; start over, closed ones are gone */
@@ -343,24 +343,28 @@ PyMODINIT_FUNC PyInit__core(void)
   /* the projection calls and the host helpers are listed where they are defined */
   if (PyModule_AddFunctions(m, sp_proj_methods) < 0 || PyModule_AddFunctions(m, sp_host_methods) < 0 ||
       PyModule_AddFunctions(m, sp_pp_methods) < 0)
-    return NULL;
+    goto fail;
+  /* heap types from their specs (the limited API has no static types); made once, kept for the process */
   for (int k = 0; k < K_NKINDS; k++) {
-    if (PyType_Ready(sp_types[k]) < 0)
-      return NULL;
-    Py_INCREF(sp_types[k]);
-    if (PyModule_AddObject(m, sp_kind_name[k], (PyObject *)sp_types[k]) < 0)
-      return NULL;
+    if (!sp_types[k] && !(sp_types[k] = (PyTypeObject *)PyType_FromSpec(sp_type_specs[k])))
+      goto fail;
+    Py_INCREF((PyObject *)sp_types[k]);
+    if (PyModule_AddObject(m, sp_kind_name[k], (PyObject *)sp_types[k]) < 0) {
+      Py_DECREF((PyObject *)sp_types[k]);
+      goto fail;
+    }
   }
-  if (PyType_Ready(&ScannerType) < 0)
-    return NULL;
-  Py_INCREF(&ScannerType);
-  PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType);
+  PyObject *scanner = PyType_FromSpec(&ScannerSpec);
+  if (!scanner || PyModule_AddObject(m, "Scanner", scanner) < 0) {
+    Py_XDECREF(scanner);
+    goto fail;
+  }
   sp_Error = PyErr_NewExceptionWithDoc("starproj.Error",
                                        "A starproj call failed: .status is the library's negative status code, "
                                        ".message the text of sproj_last_error().",
                                        PyExc_RuntimeError, NULL);
   if (!sp_Error)
-    return NULL;
+    goto fail;
   Py_INCREF(sp_Error);
   PyModule_AddObject(m, "Error", sp_Error);
   PyModule_AddStringConstant(m, "version", "" Py_STRINGIFY(SPROJ_VERSION_MAJOR) "." Py_STRINGIFY(
@@ -392,4 +396,7 @@ PyMODINIT_FUNC PyInit__core(void)
   for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
     PyModule_AddIntConstant(m, codes[i].name, codes[i].v);
   return m;
+fail:
+  Py_DECREF(m);
+  return NULL;
 }

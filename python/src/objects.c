@@ -6,11 +6,13 @@ const char *const sp_kind_name[] = {"Recon", "Model", "Proj", "Chunks", "Tof", "
 sp_obj *sp_live; /* head of the list of open objects */
 int sp_inflight; /* calls running with the GIL released */
 
-PyTypeObject *const sp_types[] = {&ReconType, &ModelType, &ProjType, &ChunksType, &TofType, &LorsType, &ImageType};
+PyTypeObject *sp_types[K_NKINDS];
+PyType_Spec *const sp_type_specs[K_NKINDS] = {&ReconSpec, &ModelSpec, &ProjSpec, &ChunksSpec, &TofSpec, &LorsSpec,
+                                              &ImageSpec};
 
 sp_obj *sp_obj_new(int kind)
 {
-  sp_obj *o = (sp_obj *)sp_types[kind]->tp_alloc(sp_types[kind], 0);
+  sp_obj *o = (sp_obj *)PyType_GenericAlloc(sp_types[kind], 0);
   if (!o)
     return NULL;
   o->kind = kind;
@@ -116,7 +118,9 @@ int sp_obj_close(sp_obj *o, int raise)
   return 0;
 }
 
-void sp_obj_finalize(PyObject *self)
+/* Closes an object still open when it is collected. Also called by sp_obj_dealloc, with the object's count at 0: the
+ * unraisable error then names no object (that would take a reference to it again). */
+static void sp_obj_close_quietly(PyObject *self, PyObject *report_as)
 {
   sp_obj *o = (sp_obj *)self;
   if (!o->h)
@@ -124,30 +128,55 @@ void sp_obj_finalize(PyObject *self)
   PyObject *et, *ev, *tb;
   PyErr_Fetch(&et, &ev, &tb);
   if (sp_obj_close(o, 1) < 0)
-    PyErr_WriteUnraisable(self);
+    PyErr_WriteUnraisable(report_as);
   PyErr_Restore(et, ev, tb);
 }
 
+void sp_obj_finalize(PyObject *self)
+{
+  sp_obj_close_quietly(self, self);
+}
+
+/* The types are not collected by the cycle collector, so nothing but this calls tp_finalize before the memory goes
+ * (what PyObject_CallFinalizerFromDealloc, outside the limited API, would do). */
 void sp_obj_dealloc(PyObject *self)
 {
   sp_obj *o = (sp_obj *)self;
-  if (PyObject_CallFinalizerFromDealloc(self) < 0)
-    return; /* resurrected */
+  sp_obj_close_quietly(self, NULL);
   if (o->weakrefs)
     PyObject_ClearWeakRefs(self);
   if (!o->h)
     sp_obj_drop(o);
   /* an object whose unregistration failed keeps its arrays exported (leaked) rather than let StarPU use freed memory */
-  Py_TYPE(self)->tp_free(self);
+  sp_free(self);
+}
+
+/* Frees an object of one of the module's heap types, which each instance holds a reference to. */
+void sp_free(PyObject *self)
+{
+  PyTypeObject *type = Py_TYPE(self);
+  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+  tp_free(self);
+  Py_DECREF(type);
+}
+
+PyObject *sp_type_error(PyObject *exc, const char *name, const char *what, PyObject *got)
+{
+  PyObject *tn = PyType_GetName(Py_TYPE(got));
+  if (tn) {
+    PyErr_Format(exc, "%s: %s, got %.100U", name, what, tn);
+    Py_DECREF(tn);
+  }
+  return NULL;
 }
 
 /* The object, checked to be of the type and open; NULL with an exception otherwise. */
 sp_obj *sp_open(PyObject *obj, int kind, const char *argname)
 {
   if (!PyObject_TypeCheck(obj, sp_types[kind])) {
-    PyErr_Format(PyExc_TypeError, "%s: expected starproj.%s, got %.100s", argname, sp_kind_name[kind],
-                 Py_TYPE(obj)->tp_name);
-    return NULL;
+    char what[64];
+    snprintf(what, sizeof(what), "expected starproj.%s", sp_kind_name[kind]);
+    return (sp_obj *)sp_type_error(PyExc_TypeError, argname, what, obj);
   }
   sp_obj *o = (sp_obj *)obj;
   if (!o->h) {

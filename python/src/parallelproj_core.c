@@ -82,7 +82,9 @@ static int pp_float(const pp_call *c, PyObject *o, const char *arg, float *out)
   double v = PyFloat_AsDouble(o);
   if (v == -1.0 && PyErr_Occurred()) {
     PyErr_Clear();
-    PyErr_Format(PyExc_TypeError, "%s(): %s: expected a float, got %.100s", c->name, arg, Py_TYPE(o)->tp_name);
+    char argname[80];
+    snprintf(argname, sizeof(argname), "%s(): %s", c->name, arg);
+    sp_type_error(PyExc_TypeError, argname, "expected a float", o);
     return -1;
   }
   *out = (float)v;

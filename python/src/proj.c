@@ -34,22 +34,29 @@ static PyObject *Proj_new(PyTypeObject *type, PyObject *args, PyObject *kw)
   }
   sproj_proj *p = NULL;
   int st;
+  if (a->ndim == 2 && a->shape[1] > INT_MAX) {
+    PyErr_SetString(PyExc_ValueError, "values: too many TOF bins");
+    goto fail;
+  }
   if (a->gpu_devid >= 0) {
-    if (a->ndim != 1) {
-      PyErr_SetString(PyExc_ValueError, "values: TOF sinograms on a GPU are not supported (the library takes GPU "
-                                        "handles of one value per LOR)");
+    /* one element per LOR: its value, or its TOF bins (a TOF sinogram's row) */
+    if (l->arr[0].gpu_devid >= 0 && l->arr[0].gpu_devid != a->gpu_devid) {
+      PyErr_Format(PyExc_ValueError, "values: on CUDA device %d, but the LORs are on CUDA device %d", a->gpu_devid,
+                   l->arr[0].gpu_devid);
       goto fail;
     }
-    if (sp_arr_gpu_handle(a, (uint32_t)a->count, sizeof(float)) < 0) {
+    if (a->shape[0] > UINT32_MAX) {
+      PyErr_SetString(PyExc_ValueError, "values: too many LORs for a StarPU vector");
+      goto fail;
+    }
+    size_t row = (size_t)(a->ndim == 2 ? a->shape[1] : 1) * sizeof(float);
+    if (sp_arr_gpu_handle(a, (uint32_t)a->shape[0], row) < 0) {
       sp_raise_msg(SPROJ_ERR_STARPU, "Proj: StarPU could not register the GPU array");
       goto fail;
     }
-    st = sproj_proj_register_handle(&p, a->handle, l->h);
+    st = a->ndim == 2 ? sproj_proj_register_tof_handle(&p, a->handle, l->h, (int)a->shape[1])
+                      : sproj_proj_register_handle(&p, a->handle, l->h);
   } else if (a->ndim == 2) {
-    if (a->shape[1] > INT_MAX) {
-      PyErr_SetString(PyExc_ValueError, "values: too many TOF bins");
-      goto fail;
-    }
     st = sproj_proj_register_tof(&p, a->ptr, l->h, (int)a->shape[1]);
   } else {
     st = sproj_proj_register(&p, a->ptr, l->h);
@@ -184,7 +191,7 @@ static PyObject *Tof_new(PyTypeObject *type, PyObject *args, PyObject *kw)
       PyErr_SetString(PyExc_ValueError, "sigma: per-LOR values need lors=");
       goto fail;
     }
-    if (sp_arr_get(&o->arr[0], sigma_o, "sigma", SP_F32, 0, 1, want, 0) < 0)
+    if (sp_arr_get(&o->arr[0], sigma_o, "sigma", SP_F32, 0, 1, want, 1) < 0)
       goto fail;
     sigma = o->arr[0].ptr;
   }
@@ -198,13 +205,33 @@ static PyObject *Tof_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "center_offset: per-LOR values need lors=");
         goto fail;
       }
-      if (sp_arr_get(&o->arr[1], off_o, "center_offset", SP_F32, 0, 1, want, 0) < 0)
+      if (sp_arr_get(&o->arr[1], off_o, "center_offset", SP_F32, 0, 1, want, 1) < 0)
         goto fail;
       off = o->arr[1].ptr;
     }
   }
   sproj_tof *t = NULL;
-  int st = sproj_tof_register(&t, &par, (sigma || off) ? l->h : NULL, sigma, off);
+  int st;
+  if ((sigma && o->arr[0].gpu_devid >= 0) || (off && o->arr[1].gpu_devid >= 0)) {
+    /* a per-LOR array on a GPU: both as StarPU vectors, each registered where it lives (a host one in main memory) */
+    if (l->num_lors > UINT32_MAX) {
+      PyErr_SetString(PyExc_ValueError, "sigma: too many LORs for a StarPU vector");
+      goto fail;
+    }
+    if ((sigma && sp_arr_gpu_handle(&o->arr[0], (uint32_t)l->num_lors, sizeof(float)) < 0) ||
+        (off && sp_arr_gpu_handle(&o->arr[1], (uint32_t)l->num_lors, sizeof(float)) < 0)) {
+      sp_raise_msg(SPROJ_ERR_STARPU, "Tof: StarPU could not register the per-LOR arrays");
+      goto fail;
+    }
+    starpu_data_handle_t hs = o->arr[0].handle, ho = o->arr[1].handle;
+    void *lh = l->h;
+    /* the library checks the values where they live: that may wait on the GPU */
+    Py_BEGIN_ALLOW_THREADS
+    st = sproj_tof_register_handles(&t, &par, lh, hs, ho);
+    Py_END_ALLOW_THREADS
+  } else {
+    st = sproj_tof_register(&t, &par, (sigma || off) ? l->h : NULL, sigma, off);
+  }
   if (st) {
     sp_raise(st);
     goto fail;
@@ -236,15 +263,16 @@ static PyGetSetDef Tof_getset[] = {
     {"closed", sp_get_closed, NULL, "True once closed.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-SP_TYPE(ProjType, "Proj", Proj_new,
+SP_TYPE(ProjSpec, "Proj", Proj_new,
         "Proj(lors, values)\n--\n\n"
         "A projection vector on lors: values float32 C-contiguous writable, shape (num_lors,) or (num_lors, "
         "num_tof_bins) for a TOF sinogram; used in place (no copy). Keeps its Lors and the array alive.",
-        Proj_methods, Proj_getset, NULL)
-SP_TYPE(TofType, "Tof", Tof_new,
+        Proj_methods, Proj_getset)
+SP_TYPE(TofSpec, "Tof", Tof_new,
         "Tof(num_bins, bin_width, sigma, num_sigmas=3.0, center_offset=0.0, lors=None)\n--\n\n"
-        "TOF parameters. sigma and center_offset are numbers, or float32 arrays with one value per LOR of lors.",
-        Tof_methods, Tof_getset, NULL)
+        "TOF parameters. sigma and center_offset are numbers, or float32 arrays with one value per LOR of lors (host or "
+        "GPU arrays).",
+        Tof_methods, Tof_getset)
 
 /* ======================================================================================================== */
 /* projection calls                                                                                          */
@@ -320,7 +348,7 @@ static PyObject *sp_project(const sp_proj_call *d, PyObject *const *args, Py_ssi
       PyObject *f = PySequence_Fast(chunk_o, "chunk: expected an int or a sequence of ints");
       if (!f)
         return NULL;
-      Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+      Py_ssize_t n = SP_FAST_SIZE(f);
       if (n > INT_MAX) {
         Py_DECREF(f);
         PyErr_SetString(PyExc_OverflowError, "chunk: too many chunks");
@@ -332,7 +360,7 @@ static PyObject *sp_project(const sp_proj_call *d, PyObject *const *args, Py_ssi
         return PyErr_NoMemory();
       }
       for (Py_ssize_t k = 0; k < n; k++)
-        if (sp_as_int(PySequence_Fast_GET_ITEM(f, k), "chunk", &list[k]) < 0) {
+        if (sp_as_int(SP_FAST_ITEM(f, k), "chunk", &list[k]) < 0) {
           if (list != small)
             PyMem_Free(list);
           Py_DECREF(f);

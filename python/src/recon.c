@@ -82,7 +82,7 @@ static int sp_subsets(PyObject *o, const char *name, int **flat, int **sizes, in
   PyObject *f = PySequence_Fast(o, name);
   if (!f)
     return -1;
-  Py_ssize_t ns = PySequence_Fast_GET_SIZE(f), total = 0;
+  Py_ssize_t ns = SP_FAST_SIZE(f), total = 0;
   if (ns == 0 || ns > INT_MAX) {
     Py_DECREF(f);
     PyErr_Format(PyExc_ValueError, "%s: expected a non-empty list of lists of chunk indices", name);
@@ -98,7 +98,7 @@ static int sp_subsets(PyObject *o, const char *name, int **flat, int **sizes, in
     return -1;
   }
   for (Py_ssize_t s = 0; s < ns; s++) {
-    items[s] = PySequence_Fast(PySequence_Fast_GET_ITEM(f, s), name);
+    items[s] = PySequence_Fast(SP_FAST_ITEM(f, s), name);
     if (!items[s]) {
       for (Py_ssize_t k = 0; k < s; k++)
         Py_DECREF(items[k]);
@@ -107,7 +107,7 @@ static int sp_subsets(PyObject *o, const char *name, int **flat, int **sizes, in
       Py_DECREF(f);
       return -1;
     }
-    (*sizes)[s] = (int)PySequence_Fast_GET_SIZE(items[s]);
+    (*sizes)[s] = (int)SP_FAST_SIZE(items[s]);
     total += (*sizes)[s];
   }
   *flat = PyMem_Malloc(sizeof(int) * (size_t)(total ? total : 1));
@@ -115,7 +115,7 @@ static int sp_subsets(PyObject *o, const char *name, int **flat, int **sizes, in
   Py_ssize_t k = 0;
   for (Py_ssize_t s = 0; s < ns; s++) {
     for (Py_ssize_t j = 0; ok && j < (*sizes)[s]; j++)
-      ok = sp_as_int(PySequence_Fast_GET_ITEM(items[s], j), name, &(*flat)[k++]) == 0;
+      ok = sp_as_int(SP_FAST_ITEM(items[s], j), name, &(*flat)[k++]) == 0;
     Py_DECREF(items[s]);
   }
   PyMem_Free(items);
@@ -239,7 +239,7 @@ static int sp_recon_cb(const struct sproj_recon_progress *p, void *user)
       Py_CLEAR(d);
     Py_XDECREF(v);
   }
-  PyObject *r = d ? PyObject_CallOneArg(cb->fn, d) : NULL;
+  PyObject *r = d ? SP_CALL1(cb->fn, d) : NULL;
   Py_XDECREF(d);
   if (!r) {
     cb->failed = 1; /* the exception stays set for iterate to raise */
@@ -491,15 +491,15 @@ static PyGetSetDef Recon_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 
-SP_TYPE(ModelType, "Model", Model_new,
+SP_TYPE(ModelSpec, "Model", Model_new,
         "Model(lors, mult=None, add=None, tof=None, fwhm=None)\n--\n\n"
         "Forward model ybar = mult * A(G x) + add on lors (float32 arrays, host, kept alive); tof selects the TOF "
         "sinogram or listmode projector; fwhm (3 numbers) a Gaussian resolution model.",
-        Model_methods, Model_getset, NULL)
-SP_TYPE(ReconType, "Recon", Recon_new,
+        Model_methods, Model_getset)
+SP_TYPE(ReconSpec, "Recon", Recon_new,
         "Recon(image, model, chunks, data=None, num_subsets=1, subsets=None, sens_model=None, sens_chunks=None, "
         "sens_subsets=None, objective=False)\n--\n\n"
         "ML-EM / OS-EM of image (updated in place) with model; data: a Proj of counts (None: listmode, one count per "
         "event, then sens_model is required). subsets: list of lists of chunk indices (default: chunk c in subset "
         "c % num_subsets). Computes the sensitivities at creation.",
-        Recon_methods, Recon_getset, NULL)
+        Recon_methods, Recon_getset)

@@ -40,14 +40,14 @@ static PyObject *Scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *f = PySequence_Fast(ring_z, "ring_z: expected a sequence of numbers");
     if (!f)
       return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    Py_ssize_t n = SP_FAST_SIZE(f);
     if (n > SPROJ_MAX_RINGS) {
       Py_DECREF(f);
       PyErr_SetString(PyExc_ValueError, "ring_z: too many rings");
       return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-      p.ring_z[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(f, i));
+      p.ring_z[i] = PyFloat_AsDouble(SP_FAST_ITEM(f, i));
       if (PyErr_Occurred()) {
         Py_DECREF(f);
         return NULL;
@@ -62,7 +62,7 @@ static PyObject *Scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     for (int i = 0; i < nr && i < SPROJ_MAX_RINGS; i++)
       p.ring_z[i] = (i - 0.5 * (nr - 1)) * dz;
   }
-  ScannerObject *self = (ScannerObject *)type->tp_alloc(type, 0);
+  ScannerObject *self = (ScannerObject *)PyType_GenericAlloc(type, 0);
   if (!self)
     return NULL;
   st = sproj_scanner_create(&self->s, &p);
@@ -78,7 +78,7 @@ static void Scanner_dealloc(PyObject *o)
 {
   ScannerObject *s = (ScannerObject *)o;
   sproj_scanner_destroy(s->s);
-  Py_TYPE(o)->tp_free(o);
+  sp_free(o);
 }
 
 static PyObject *Scanner_info(PyObject *self, PyObject *u)
@@ -99,7 +99,7 @@ static PyObject *Scanner_params(PyObject *self, PyObject *u)
   sproj_scanner_params(((ScannerObject *)self)->s, &p);
   PyObject *rz = PyList_New(p.num_rings);
   for (int i = 0; rz && i < p.num_rings; i++)
-    PyList_SET_ITEM(rz, i, PyFloat_FromDouble(p.ring_z[i]));
+    SP_LIST_SET(rz, i, PyFloat_FromDouble(p.ring_z[i]));
   if (!rz)
     return NULL;
   return Py_BuildValue("{s:i,s:i,s:d,s:d,s:i,s:N,s:i,s:i,s:i,s:i}", "num_modules", p.num_modules,
@@ -270,18 +270,19 @@ static PyMethodDef Scanner_methods[] = {
      "chunks_subsets($self, lors, num_subsets, /)\n--\n\nChunks: subset t = views t, t + num_subsets, ..."},
     {NULL, NULL, 0, NULL}};
 
-PyTypeObject ScannerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "starproj.Scanner",
-    .tp_basicsize = sizeof(ScannerObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Scanner(preset='small', **fields)\n--\n\n"
-              "A cylindrical scanner (rings of polygons of modules): a preset ('small', 'vision600') with fields "
-              "overridden (num_modules, detectors_per_module, detector_pitch, radius, num_rings, ring_z, "
-              "num_radial_bins, max_ring_difference, order, segment_sequence). Host-only: needs no init().",
-    .tp_new = Scanner_new,
-    .tp_dealloc = Scanner_dealloc,
-    .tp_methods = Scanner_methods,
-};
+static PyType_Slot Scanner_slots[] = {
+    {Py_tp_doc, (void *)"Scanner(preset='small', **fields)\n--\n\n"
+                        "A cylindrical scanner (rings of polygons of modules): a preset ('small', 'vision600') with "
+                        "fields overridden (num_modules, detectors_per_module, detector_pitch, radius, num_rings, "
+                        "ring_z, num_radial_bins, max_ring_difference, order, segment_sequence). Host-only: needs no "
+                        "init()."},
+    {Py_tp_new, (void *)Scanner_new},
+    {Py_tp_dealloc, (void *)Scanner_dealloc},
+    {Py_tp_methods, (void *)Scanner_methods},
+    {0, NULL}};
+
+PyType_Spec ScannerSpec = {"starproj.Scanner", sizeof(ScannerObject), 0, Py_TPFLAGS_DEFAULT | SP_TPFLAGS_IMMUTABLE,
+                           Scanner_slots};
 
 /* ======================================================================================================== */
 /* host helpers                                                                                              */

@@ -7,6 +7,23 @@ Failures of the library raise starproj.Error (a RuntimeError with .status and .m
 """
 import atexit
 import contextlib
+import sys
+import sysconfig
+
+
+def _check_interpreter():
+    """The extension is built on CPython 3.11's limited API (abi3): an older CPython, another implementation or a
+    free-threaded build (which has no limited API) cannot load it; say so instead of failing inside the import."""
+    impl = sys.implementation.name
+    version = "%d.%d.%d" % sys.version_info[:3]
+    if impl != "cpython" or sys.version_info < (3, 11) or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        raise ImportError(
+            "starproj needs CPython 3.11 or newer with the GIL (its extension is built on the limited API, abi3); this "
+            "interpreter is %s %s%s (%s)" % (impl, version, " free-threaded" if sysconfig.get_config_var(
+                "Py_GIL_DISABLED") else "", sys.executable))
+
+
+_check_interpreter()
 
 from ._core import (  # noqa: F401  (re-exported API)
     ALL_CHUNKS,

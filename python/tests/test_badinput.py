@@ -110,3 +110,29 @@ def test_reorder_and_order(rt):
     out = np.zeros(5, np.int16)
     sp.tof_bins_from_centered(bins, out, 5)
     assert out.tolist() == [0, 1, 2, 3, 4]
+
+
+def test_unsupported_interpreters_refused_at_import(monkeypatch):
+    """The package's import-time check (the extension is abi3 of CPython 3.11): an older CPython, another
+    implementation and a free-threaded build are refused with an ImportError that says what is needed. (scripts/
+    test-wheel.sh also imports the wheel's package into a real CPython 3.10, and has pip refuse the wheel there.)"""
+    import sys
+    import sysconfig
+    import types
+
+    sp._check_interpreter()  # this interpreter runs the tests, so it passes
+    cases = [
+        ("version_info", (3, 10, 13, "final", 0), None, "cpython 3.10.13"),
+        ("implementation", types.SimpleNamespace(name="pypy"), None, "pypy"),
+        (None, None, 1, "free-threaded"),
+    ]
+    for attr, value, gil_disabled, says in cases:
+        with monkeypatch.context() as m:
+            if attr:
+                m.setattr(sys, attr, value)
+            if gil_disabled:
+                real = sysconfig.get_config_var
+                m.setattr(sysconfig, "get_config_var", lambda k: 1 if k == "Py_GIL_DISABLED" else real(k))
+            with pytest.raises(ImportError, match="starproj needs CPython 3.11 or newer with the GIL") as e:
+                sp._check_interpreter()
+            assert says in str(e.value)

@@ -361,8 +361,11 @@ def test_dlpack_cuda_array_refused_without_gpu_worker(rt):
     assert fake.exported == 0
     with pytest.raises(sp.Error):
         sp.Lors(DLPackOnly(xs, device=(2, 0)), DLPackOnly(xe, device=(2, 0)))
-    with pytest.raises(ValueError, match="host memory only"):
-        sp.Lors(xs, xe, DLPackOnly(np.zeros(len(xs), np.int16), device=(2, 0)))
+    # listmode bins on a GPU are registered there too (with the endpoints on the same GPU): refused here likewise
+    bins = DLPackOnly(np.zeros(len(xs), np.int16), device=(2, 0))
+    with pytest.raises(sp.Error) as e:
+        sp.Lors(xs, xe, bins)
+    assert e.value.status == sp.ERR_NO_DEVICE and "tof_bin" in e.value.message and bins.exported == 0
     with pytest.raises(ValueError, match="device type"):
         sp.Image(DLPackOnly(img, device=(4, 0)))  # OpenCL
 

@@ -302,7 +302,8 @@ run back_stir_Starproj "$launcher" back_project back_stir_Starproj fwd_Parallelp
 check stir_back_project "$bin/starproj_stir_compare" image-max back_Starproj.hv back_stir_Starproj.hv 1e-5
 own lm_to_projdata_stir lm_stir_histogram lm_to_projdata.par
 run lm_to_projdata_stir "$launcher" lm_to_projdata lm_to_projdata_stir.par
-check stir_lm_to_projdata cmp lm_histogram_f1g1d0b0.s lm_stir_histogram_f1g1d0b0.s
+same_files() { cmp "$1" "$2" && echo "$1 and $2: the same bytes"; }
+check stir_lm_to_projdata same_files lm_histogram_f1g1d0b0.s lm_stir_histogram_f1g1d0b0.s
 
 # 15. hostile input: our programs and STIR's own (through the launcher, whose library turns STIR's uncaught errors into
 # exit status 1) stop with exit status 1, never a signal, with a message naming the problem, and write no image
@@ -316,45 +317,52 @@ hostile_run() { # case expected-message program...: the program fails as it shou
   fi
   grep -qF -- "$expect" "$log" || { echo "$case, $*: no '$expect' in $log"; return 1; }
   if ls "out_$case"[._]* >/dev/null 2>&1; then echo "$case, $*: wrote $(ls "out_$case"[._]*)"; return 1; fi
+  echo "$case, $(basename "$1"): exit status 1, '$expect', nothing written"
 }
 hostile() { # case expected-message template.par sed-expressions...: both programs on the template's .par changed so
   local case=$1 expect=$2 template=$3; shift 3
   sed -e "s/^output filename prefix := .*/output filename prefix := out_$case/" "$@" "$template" >"hostile_$case.par"
   hostile_run "$case" "$expect" "$bin/starproj_OSMAPOSL" "hostile_$case.par" &&
-    hostile_run "$case" "$expect" "$launcher" OSMAPOSL "hostile_$case.par" && echo "$case: exit status 1, '$expect'"
+    hostile_run "$case" "$expect" "$launcher" OSMAPOSL "hostile_$case.par"
 }
 # the projected phantom cut short; an image of 51 x 51 voxels where the .par's is 101 x 101 (one file, and one per
 # subset); a normalisation for TOF data with 101 tangential positions where the data have 151
 head -c 1000000 fwd_Parallelproj.s >truncated.s
 sed 's/^name of data file := .*/name of data file := truncated.s/' prompts.hs >truncated.hs
-sed -e 's/^output filename := .*/output filename := sens_51/' -e 's/^\([XY] output image size (in pixels)\) := .*/\1 := 51/' \
-  phantom.par >sens_51.par
+sed -e 's/^output filename := .*/output filename := sens_51/' \
+  -e 's/^\([XY] output image size (in pixels)\) := .*/\1 := 51/' phantom.par >sens_51.par
 run sens_51 generate_image sens_51.par
 for k in 0 1 2 3; do cp sens_51.hv "sens_51_$k.hv"; done
-sed -e 's/^!matrix size \[1\] := 151/!matrix size [1] := 101/' -e 's/^name of data file := .*/name of data file := norm_tof_101.s/' \
-  template_tof.hs >norm_tof_101.hs
+sed -e 's/^!matrix size \[1\] := 151/!matrix size [1] := 101/' \
+  -e 's/^name of data file := .*/name of data file := norm_tof_101.s/' template_tof.hs >norm_tof_101.hs
 : >norm_tof_101.s
+# the keys each case puts into a .par of the checks above (sed's replacement text: \n starts a line)
+sens_one='recompute sensitivity := 0\nuse subset sensitivities := 0\nsensitivity filename := sens_51.hv'
+sens_subsets='recompute sensitivity := 0\nuse subset sensitivities := 1\nsubset sensitivity filenames := sens_51_{}.hv'
+norm_tof='input file := fwd_tof_Parallelproj.hs\nBin Normalisation type := From ProjData\nBin Normalisation From ProjData'
+norm_tof+=' :=\nnormalisation projdata filename := norm_tof_101.hs\nEnd Bin Normalisation From ProjData:='
+size_message="sensitivity and target should have the same characteristics"
+devices_message="'devices' must be gpu, cpu or any, not 'bogus'"
 check hostile_missing_data hostile missing "Error opening file missing.hs" OSMAPOSL_Objective.par \
   -e 's/^input file := .*/input file := missing.hs/'
 check hostile_truncated_data hostile truncated "the input file 'truncated.hs' cannot be read to its end" \
   OSMAPOSL_Objective.par -e 's/^input file := .*/input file := truncated.hs/'
-check hostile_sensitivity_size hostile sensitivity "sensitivity and target should have the same characteristics" \
-  OSMAPOSL_Objective.par -e 's/^recompute sensitivity := 1/recompute sensitivity := 0\nuse subset sensitivities := 0\nsensitivity filename := sens_51.hv/'
-check hostile_subset_sensitivity_size hostile subset_sensitivity "sensitivity and target should have the same characteristics" \
-  OSMAPOSL_Objective.par -e 's/^recompute sensitivity := 1/recompute sensitivity := 0\nuse subset sensitivities := 1\nsubset sensitivity filenames := sens_51_{}.hv/'
-check hostile_subsets hostile subsets "the 252 views do not divide into 5 subsets of equal size" OSMAPOSL_Objective.par \
-  -e 's/^number of subsets := .*/number of subsets := 5/'
+check hostile_sensitivity_size hostile sensitivity "$size_message" OSMAPOSL_Objective.par \
+  -e "s/^recompute sensitivity := 1/$sens_one/"
+check hostile_subset_sensitivity_size hostile subset_sensitivity "$size_message" OSMAPOSL_Objective.par \
+  -e "s/^recompute sensitivity := 1/$sens_subsets/"
+check hostile_subsets hostile subsets "the 252 views do not divide into 5 subsets of equal size" \
+  OSMAPOSL_Objective.par -e 's/^number of subsets := .*/number of subsets := 5/'
 if [ "$tof" = yes ]; then
   check hostile_tof_normalisation hostile tof_normalisation "BinNormalisationFromProjData: incompatible projection data" \
-    OSMAPOSL_Objective.par -e 's/^input file := .*/input file := fwd_tof_Parallelproj.hs\nBin Normalisation type := From ProjData\nBin Normalisation From ProjData :=\nnormalisation projdata filename := norm_tof_101.hs\nEnd Bin Normalisation From ProjData:=/'
+    OSMAPOSL_Objective.par -e "s/^input file := .*/$norm_tof/"
 fi
 check hostile_listmode_events hostile listmode_events "of 7 has no events" OSMAPOSL_LM_Starproj.par \
   -e 's/^list mode filename := .*/&\nnum_events_to_use := 1/'
-check hostile_devices hostile devices "'devices' must be gpu, cpu or any, not 'bogus'" OSMAPOSL_Objective.par \
-  -e 's/^devices := .*/devices := bogus/'
+check hostile_devices hostile devices "$devices_message" OSMAPOSL_Objective.par -e 's/^devices := .*/devices := bogus/'
 # the pair's devices, in STIR's forward_project
 sed 's/^devices := .*/devices := bogus/' forward_Starproj.par >hostile_forward_devices.par
-check hostile_forward_devices hostile_run forward_devices "'devices' must be gpu, cpu or any, not 'bogus'" \
+check hostile_forward_devices hostile_run forward_devices "$devices_message" \
   "$launcher" forward_project out_forward_devices phantom.hv template.hs hostile_forward_devices.par
 
 # 16. a long run: 500 sub-iterations (125 iterations of 4 subsets) of starproj_OSMAPOSL on the objective function using
@@ -390,7 +398,8 @@ if [ "$sanitize" = yes ]; then
   log "building starproj (scripts/sanitize.sh --build-only) and stir/ under ASan and UBSan in $sbuild"
   t0=$(date +%s)
   mkdir -p "$sbuild/pkgconfig" "$sbuild/no-hwloc-plugins"
-  bash "$repo/scripts/sanitize.sh" --build-only >"$sbuild/starproj.log" 2>&1 || { tail -n 30 "$sbuild/starproj.log"; exit 1; }
+  bash "$repo/scripts/sanitize.sh" --build-only >"$sbuild/starproj.log" 2>&1 ||
+    { tail -n 30 "$sbuild/starproj.log"; exit 1; }
   # a pkg-config file of its own for the uninstalled build (headers from include/, the library from build-sanitize/)
   cat >"$sbuild/pkgconfig/starproj.pc" <<PC
 includedir=$repo/include
@@ -411,14 +420,16 @@ PC
   cmake --build "$sbuild" -j "$(nproc)" --target starproj_OSMAPOSL starproj_OSSPS >>"$sbuild/build.log" 2>&1 ||
     { grep -E 'error|Error' "$sbuild/build.log" | head -n 30; exit 1; }
   log "built in $(( $(date +%s) - t0 )) s"
-  sanitized() { # name expected-exit-status program...: runs it under the sanitizers; fails on a report or another status
-    local name=$1 expect=$2 rc=0; shift 2
+  # sanitized name expected-exit-status program...: runs it under the sanitizers; fails on a report or another status
+  sanitized() {
+    local name=$1 expect=$2 rc=0 slog; shift 2
+    slog=$name.sanitized.log
     env HWLOC_PLUGINS_PATH="$sbuild/no-hwloc-plugins" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-      LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1 "$@" >"$name.sanitized.log" 2>&1 || rc=$?
-    if grep -qE 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$name.sanitized.log"; then
-      grep -E -A15 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$name.sanitized.log" | head -n 40; return 1
+      LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1 "$@" >"$slog" 2>&1 || rc=$?
+    if grep -qE 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$slog"; then
+      grep -E -A15 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$slog" | head -n 40; return 1
     fi
-    [ "$rc" -eq "$expect" ] || { echo "$name: exit status $rc, $expect expected"; tail -n 5 "$name.sanitized.log"; return 1; }
+    [ "$rc" -eq "$expect" ] || { echo "$name: exit status $rc, $expect expected"; tail -n 5 "$slog"; return 1; }
     echo "$name: exit status $rc, no sanitizer report"
   }
   # the runs of 14. on segment 0 (152208 LORs), which keeps the slower set-up under the sanitizers short
@@ -431,17 +442,19 @@ PC
     check "sanitized_OSMAPOSL_$p" sanitized "OSMAPOSL_san_$p" 0 "$sbuild/starproj_OSMAPOSL" "OSMAPOSL_san_$p.par"
   done
   own OSMAPOSL_san_LM_Starproj san_LM_Starproj OSMAPOSL_LM_Starproj_1subset.par # one subset: one sensitivity
-  check sanitized_OSMAPOSL_LM_Starproj sanitized OSMAPOSL_san_LM_Starproj 0 "$sbuild/starproj_OSMAPOSL" OSMAPOSL_san_LM_Starproj.par
+  check sanitized_OSMAPOSL_LM_Starproj sanitized OSMAPOSL_san_LM_Starproj 0 "$sbuild/starproj_OSMAPOSL" \
+    OSMAPOSL_san_LM_Starproj.par
   san_par OSSPS_san_Objective ossps_san OSSPS_Objective.par
   check sanitized_OSSPS sanitized OSSPS_san 0 "$sbuild/starproj_OSSPS" OSSPS_san_Objective.par
   # a set-up that fails half-way (after the LORs): exit status 1, and what it had made freed
   if [ "$tof" = yes ]; then
     check sanitized_failed_set_up sanitized failed_set_up 1 "$sbuild/starproj_OSMAPOSL" hostile_tof_normalisation.par
   fi
-  # STIR's own OSMAPOSL (not instrumented) through the launcher of this build, the sanitizers' runtimes loaded first
-  asan_rt=$(${CXX:-c++} -print-file-name=libasan.so) ubsan_rt=$(${CXX:-c++} -print-file-name=libubsan.so)
+  # STIR's own OSMAPOSL (not instrumented) through the launcher of this build, the sanitizers' runtimes (those the
+  # sanitized programs link) loaded first
+  runtimes=$(ldd "$sbuild/starproj_OSMAPOSL" | awk '$1 ~ /^lib(asan|ubsan)\.so/ { print $3 }' | paste -sd: -)
   san_par OSMAPOSL_san_stir san_stir OSMAPOSL_Objective.par
-  check sanitized_stir_OSMAPOSL sanitized OSMAPOSL_san_stir 0 env LD_PRELOAD="$asan_rt:$ubsan_rt" "$sbuild/starproj-stir" \
+  check sanitized_stir_OSMAPOSL sanitized OSMAPOSL_san_stir 0 env LD_PRELOAD="$runtimes" "$sbuild/starproj-stir" \
     OSMAPOSL OSMAPOSL_san_stir.par
 fi
 

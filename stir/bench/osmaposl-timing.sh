@@ -281,7 +281,7 @@ for n in $subsets; do
     program=starproj_OSMAPOSL
     [ "$pair" = OSSPS ] && program=starproj_OSSPS
     if [ "$pair" = STIROwn ]; then
-      timeout "$limit" "$bin/starproj-stir" stdbuf -oL -eL "$bin/OSMAPOSL" "OSMAPOSL_${pair}_${n}.par" 2>&1 \
+      timeout "$limit" stdbuf -oL -eL "$bin/starproj-stir" "$bin/OSMAPOSL" "OSMAPOSL_${pair}_${n}.par" 2>&1 \
         | stamp >"OSMAPOSL_${pair}_${n}.stamped.log"
       rc=${PIPESTATUS[0]}
       stir_own_times "OSMAPOSL_${pair}_${n}.stamped.log" >"OSMAPOSL_${pair}_${n}.log"

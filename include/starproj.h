@@ -213,6 +213,12 @@ struct sproj_worker_stats {
 SPROJ_API int sproj_num_workers(void);
 SPROJ_API int sproj_worker_stats(int worker, struct sproj_worker_stats *stats);
 SPROJ_API int sproj_stats_reset(void);
+/* Memory of GPU gpu (0 .. sproj_num_gpus()-1) as StarPU accounts for it, in bytes: *used_bytes what StarPU holds there
+ * now (the buffers of data handles, those its allocation cache keeps after use, scratch buffers); *total_bytes (may
+ * be NULL) what it may use (the GPU's memory, or STARPU_LIMIT_CUDA_MEM), -1 when StarPU sets no bound. Memory CUDA
+ * takes for itself (context, kernels) is not counted. Lets a long run check that what stays on a GPU does not grow.
+ * Errors: NOT_INIT, NULL (used_bytes), NO_DEVICE (no such GPU). */
+SPROJ_API int sproj_gpu_memory(int gpu, int64_t *used_bytes, int64_t *total_bytes);
 
 /* Waits until every submitted task has finished (submitting merged calls first, see merge_calls). */
 SPROJ_API int sproj_wait_all(void);

@@ -2,13 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds starproj without CUDA under AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included)
 # in build-sanitize/ and runs the whole test suite there; fails on any sanitizer report. Expects what
-# scripts/install-deps.sh installs. usage: scripts/sanitize.sh [--prefix DIR]   (DIR: where StarPU is)
+# scripts/install-deps.sh installs. usage: scripts/sanitize.sh [--prefix DIR] [--build-only]   (DIR: where StarPU is;
+# --build-only: build-sanitize/ brought up to date, no tests: what scripts/test-stir.sh builds the STIR plug-ins on)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 prefix=/usr/local
-[ "${1:-}" = --prefix ] && prefix=$2
-case "${1:-}" in --prefix=*) prefix=${1#--prefix=} ;; esac
+build_only=no
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix=$2; shift 2 ;;
+    --prefix=*) prefix=${1#--prefix=}; shift ;;
+    --build-only) build_only=yes; shift ;;
+    *) echo "sanitize: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -x configure ] || ./autogen.sh >/dev/null
@@ -19,6 +27,7 @@ if [ ! -f Makefile ]; then
   ../configure -q --without-cuda CFLAGS="-O1 -g $san" LDFLAGS="$san" || { echo "sanitize: configure failed"; exit 1; }
 fi
 make -s -j"$(nproc 2>/dev/null || echo 2)" >/dev/null || { echo "sanitize: build failed"; exit 1; }
+[ "$build_only" = yes ] && exit 0
 # huge allocations are part of the tests (a failed allocation must return a status): let them fail, not abort
 # hwloc's plug-ins (PCI, OpenCL, GL: nothing a build without CUDA uses) are dlopened and unloaded again, so that what
 # they keep until exit points into an unknown module and escapes the suppressions: none is loaded (an empty plug-in

@@ -26,10 +26,20 @@
 #  12. against STIR's own listmode OSMAPOSL (ray-tracing matrix): as far as STIR's ray-tracing and Starproj images of
 #      the histogram are from each other (1e-3 of that distance)
 #  13. bad input to the listmode objective function stops OSMAPOSL with a message, not a crash
+#  14. STIR's own programs (OSMAPOSL, OSSPS, forward_project, back_project, lm_to_projdata) with libstir_starproj loaded
+#      at start by the installed launcher, starproj-stir: the same results as our programs on the same .par files
+#  15. hostile input (a missing or truncated data file, sensitivities of another image size, subsets that do not
+#      divide the views, a normalisation of the wrong size for TOF data, a listmode subset without events, devices :=
+#      bogus): our programs and STIR's own stop with exit status 1 and a message naming the problem, no image written
+#  16. a long run: 500 sub-iterations of OSMAPOSL on the objective function using Starproj; the resident set may
+#      grow by at most 1 MiB from the end of iteration 2 to the last
+#  17. (unless --no-sanitize) starproj and stir/ under AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/
+#      as scripts/sanitize.sh makes it, build-stir-sanitize/): OSMAPOSL on the objective functions and the pair, OSSPS,
+#      a set-up that fails, STIR's own OSMAPOSL through the launcher: no leak at exit, no error report
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
-#                             [--work DIR] [--no-tof]
+#                             [--work DIR] [--no-tof] [--no-sanitize]
 #   SRC: source folder or .tar.gz; --prefix: STIR's (default /usr/local/stir); --starproj-prefix: where starproj is
 #   or goes (default .local of this checkout)
 set -euo pipefail
@@ -43,6 +53,7 @@ prefix=/usr/local/stir
 sp_prefix=$repo/.local
 work=$repo/build-stir/tests-run
 tof=yes
+sanitize=yes
 while [ $# -gt 0 ]; do
   case "$1" in
     --with-stir) stir_src=$2; shift 2 ;;
@@ -51,7 +62,8 @@ while [ $# -gt 0 ]; do
     --starproj-prefix) sp_prefix=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --no-tof) tof=no; shift ;;
-    -h|--help) sed -n '3,33p' "$0"; exit 0 ;;
+    --no-sanitize) sanitize=no; shift ;;
+    -h|--help) sed -n '3,44p' "$0"; exit 0 ;;
     *) echo "test-stir: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -262,6 +274,189 @@ lm_bad_inputs() {
     echo "4 bad inputs: exit status 1 with their reasons"
 }
 check lm_bad_input lm_bad_inputs
+
+# 14. STIR's own programs with libstir_starproj loaded at start. STIR's libraries are shared, so the registrations the
+# library makes when it is loaded go into the registries STIR's programs read; the launcher installed with stir/
+# (cmake --install) preloads the library it finds in ../lib. STIR's OSMAPOSL on the objective function using Starproj
+# (its update on the host) against starproj_OSMAPOSL's image (updates on the devices), and on the Starproj pair; OSSPS
+# on the objective function; forward_project (bit for bit: no reductions) and back_project with the pair; STIR's
+# lm_to_projdata, which uses no projector (its one per-bin call into a normalisation, get_bin_efficiency, is not
+# implemented by STIR's only normalisation that projects), gives starproj_stir_lm_to_projdata's histogram bit for bit.
+cmake --install "$repo/build-stir" --prefix "$work/install" >install.log 2>&1 || { tail -n 20 install.log; exit 1; }
+launcher=$work/install/bin/starproj-stir
+own() { # name output-prefix .par: the .par with its output prefix replaced
+  sed "s/^output filename prefix := .*/output filename prefix := $2/" "$3" >"$1.par"
+}
+own OSMAPOSL_stir_Objective recon_stir_Objective OSMAPOSL_Objective.par
+run OSMAPOSL_stir_Objective "$launcher" OSMAPOSL OSMAPOSL_stir_Objective.par
+check stir_OSMAPOSL_objective "$bin/starproj_stir_compare" image recon_Objective_8.hv recon_stir_Objective_8.hv 1e-5
+own OSMAPOSL_stir_Starproj recon_stir_Starproj OSMAPOSL_Starproj.par
+run OSMAPOSL_stir_Starproj "$launcher" OSMAPOSL OSMAPOSL_stir_Starproj.par
+check stir_OSMAPOSL_pair "$bin/starproj_stir_compare" image recon_Starproj_8.hv recon_stir_Starproj_8.hv 1e-5
+own OSSPS_stir_Objective ossps_stir_Objective OSSPS_Objective.par
+run OSSPS_stir_Objective "$launcher" OSSPS OSSPS_stir_Objective.par
+check stir_OSSPS_objective "$bin/starproj_stir_compare" image ossps_Objective_8.hv ossps_stir_Objective_8.hv 1e-5
+run fwd_stir_Starproj "$launcher" forward_project fwd_stir_Starproj phantom.hv template.hs forward_Starproj.par
+check stir_forward_project "$bin/starproj_stir_compare" proj fwd_Starproj.hs fwd_stir_Starproj.hs 0
+run back_stir_Starproj "$launcher" back_project back_stir_Starproj fwd_Parallelproj.hs phantom.hv back_Starproj.par
+check stir_back_project "$bin/starproj_stir_compare" image-max back_Starproj.hv back_stir_Starproj.hv 1e-5
+own lm_to_projdata_stir lm_stir_histogram lm_to_projdata.par
+run lm_to_projdata_stir "$launcher" lm_to_projdata lm_to_projdata_stir.par
+same_files() { cmp "$1" "$2" && echo "$1 and $2: the same bytes"; }
+check stir_lm_to_projdata same_files lm_histogram_f1g1d0b0.s lm_stir_histogram_f1g1d0b0.s
+
+# 15. hostile input: our programs and STIR's own (through the launcher, whose library turns STIR's uncaught errors into
+# exit status 1) stop with exit status 1, never a signal, with a message naming the problem, and write no image
+hostile_run() { # case expected-message program...: the program fails as it should (output prefix out_<case>)
+  local case=$1 expect=$2 rc=0 log; shift 2
+  log=hostile_$case.$(basename "$1").log
+  "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 1 ]; then
+    echo "$case, $*: exit status $rc, 1 expected$([ "$rc" -gt 128 ] && printf ' (signal %d)' $((rc - 128)))"
+    return 1
+  fi
+  grep -qF -- "$expect" "$log" || { echo "$case, $*: no '$expect' in $log"; return 1; }
+  if ls "out_$case"[._]* >/dev/null 2>&1; then echo "$case, $*: wrote $(ls "out_$case"[._]*)"; return 1; fi
+  echo "$case, $(basename "$1"): exit status 1, '$expect', nothing written"
+}
+hostile() { # case expected-message template.par sed-expressions...: both programs on the template's .par changed so
+  local case=$1 expect=$2 template=$3; shift 3
+  sed -e "s/^output filename prefix := .*/output filename prefix := out_$case/" "$@" "$template" >"hostile_$case.par"
+  hostile_run "$case" "$expect" "$bin/starproj_OSMAPOSL" "hostile_$case.par" &&
+    hostile_run "$case" "$expect" "$launcher" OSMAPOSL "hostile_$case.par"
+}
+# the projected phantom cut short; an image of 51 x 51 voxels where the .par's is 101 x 101 (one file, and one per
+# subset); a normalisation for TOF data with 101 tangential positions where the data have 151
+head -c 1000000 fwd_Parallelproj.s >truncated.s
+sed 's/^name of data file := .*/name of data file := truncated.s/' prompts.hs >truncated.hs
+sed -e 's/^output filename := .*/output filename := sens_51/' \
+  -e 's/^\([XY] output image size (in pixels)\) := .*/\1 := 51/' phantom.par >sens_51.par
+run sens_51 generate_image sens_51.par
+for k in 0 1 2 3; do cp sens_51.hv "sens_51_$k.hv"; done
+sed -e 's/^!matrix size \[1\] := 151/!matrix size [1] := 101/' \
+  -e 's/^name of data file := .*/name of data file := norm_tof_101.s/' template_tof.hs >norm_tof_101.hs
+: >norm_tof_101.s
+# the keys each case puts into a .par of the checks above (sed's replacement text: \n starts a line)
+sens_one='recompute sensitivity := 0\nuse subset sensitivities := 0\nsensitivity filename := sens_51.hv'
+sens_subsets='recompute sensitivity := 0\nuse subset sensitivities := 1\nsubset sensitivity filenames := sens_51_{}.hv'
+norm_tof='input file := fwd_tof_Parallelproj.hs\nBin Normalisation type := From ProjData\nBin Normalisation From ProjData'
+norm_tof+=' :=\nnormalisation projdata filename := norm_tof_101.hs\nEnd Bin Normalisation From ProjData:='
+size_message="sensitivity and target should have the same characteristics"
+devices_message="'devices' must be gpu, cpu or any, not 'bogus'"
+check hostile_missing_data hostile missing "Error opening file missing.hs" OSMAPOSL_Objective.par \
+  -e 's/^input file := .*/input file := missing.hs/'
+check hostile_truncated_data hostile truncated "the input file 'truncated.hs' cannot be read to its end" \
+  OSMAPOSL_Objective.par -e 's/^input file := .*/input file := truncated.hs/'
+check hostile_sensitivity_size hostile sensitivity "$size_message" OSMAPOSL_Objective.par \
+  -e "s/^recompute sensitivity := 1/$sens_one/"
+check hostile_subset_sensitivity_size hostile subset_sensitivity "$size_message" OSMAPOSL_Objective.par \
+  -e "s/^recompute sensitivity := 1/$sens_subsets/"
+check hostile_subsets hostile subsets "the 252 views do not divide into 5 subsets of equal size" \
+  OSMAPOSL_Objective.par -e 's/^number of subsets := .*/number of subsets := 5/'
+if [ "$tof" = yes ]; then
+  check hostile_tof_normalisation hostile tof_normalisation "BinNormalisationFromProjData: incompatible projection data" \
+    OSMAPOSL_Objective.par -e "s/^input file := .*/$norm_tof/"
+fi
+check hostile_listmode_events hostile listmode_events "of 7 has no events" OSMAPOSL_LM_Starproj.par \
+  -e 's/^list mode filename := .*/&\nnum_events_to_use := 1/'
+check hostile_devices hostile devices "$devices_message" OSMAPOSL_Objective.par -e 's/^devices := .*/devices := bogus/'
+# the pair's devices, in STIR's forward_project
+sed 's/^devices := .*/devices := bogus/' forward_Starproj.par >hostile_forward_devices.par
+check hostile_forward_devices hostile_run forward_devices "$devices_message" \
+  "$launcher" forward_project out_forward_devices phantom.hv template.hs hostile_forward_devices.par
+
+# 16. a long run: 500 sub-iterations (125 iterations of 4 subsets) of starproj_OSMAPOSL on the objective function using
+# Starproj (segment 0: 152208 LORs), its updates on the devices; with verbosity 1 it prints at the end of every
+# iteration the process's resident set and StarPU's memory on each GPU (none here). The resident set may grow by at
+# most 1 MiB from the end of iteration 2 to the end of the last (2 KiB per sub-iteration: a leaked image of this size
+# per sub-iteration would add 140 MiB); measured here 0.05 MiB.
+sed -e 's/^output filename prefix := .*/output filename prefix := long/' \
+  -e 's/^number of subiterations := .*/number of subiterations := 500/' \
+  -e 's/^save estimates at subiteration intervals := .*/save estimates at subiteration intervals := 500/' \
+  -e 's/^devices := cpu/devices := cpu\nverbosity := 1\nmaximum absolute segment number to process := 0/' \
+  OSMAPOSL_Objective.par >OSMAPOSL_long.par
+run OSMAPOSL_long "$bin/starproj_OSMAPOSL" OSMAPOSL_long.par
+long_run_memory() { # log bound-MiB: the resident set at the end of iteration 2 and of the last
+  awk -v bound="$2" '/iteration [0-9]+ \(sub-iteration [0-9]+\) memory: host resident set/ {
+      for (i = 1; i <= NF; i++) { if ($i == "iteration") it = $(i + 1); if ($i == "set") rss = $(i + 1) }
+      n++; if (it == 2) second = rss; last = rss; last_it = it }
+    END {
+      if (n != 125 || second == "") { printf "%d memory lines (125 expected)\n", n; exit 1 }
+      printf "resident set %.2f MiB after iteration 2, %.2f MiB after iteration %d: %+.2f MiB (bound %s MiB)\n",
+        second, last, last_it, last - second, bound
+      exit (last - second > bound) }' "$1"
+}
+check long_run_memory long_run_memory OSMAPOSL_long.log 1
+check long_run_updates grep -E "^starproj_OSMAPOSL: updates on starproj's devices: 500, on the host: 0" OSMAPOSL_long.log
+
+# 17. nothing leaked at exit, nothing undefined: starproj as scripts/sanitize.sh builds it (ASan + UBSan, no CUDA, in
+# build-sanitize/) and stir/ compiled and linked with the same sanitizers against it (build-stir-sanitize/, the library
+# and the programs run here; STIR's libraries are not instrumented, but their allocations go through ASan's too).
+# StarPU's and hwloc's leaks at exit are theirs (scripts/lsan.supp), as in sanitize.sh.
+if [ "$sanitize" = yes ]; then
+  sbuild=$repo/build-stir-sanitize
+  log "building starproj (scripts/sanitize.sh --build-only) and stir/ under ASan and UBSan in $sbuild"
+  t0=$(date +%s)
+  mkdir -p "$sbuild/pkgconfig" "$sbuild/no-hwloc-plugins"
+  bash "$repo/scripts/sanitize.sh" --build-only >"$sbuild/starproj.log" 2>&1 ||
+    { tail -n 30 "$sbuild/starproj.log"; exit 1; }
+  # a pkg-config file of its own for the uninstalled build (headers from include/, the library from build-sanitize/)
+  cat >"$sbuild/pkgconfig/starproj.pc" <<PC
+includedir=$repo/include
+libdir=$repo/build-sanitize/.libs
+Name: starproj
+Description: starproj under ASan and UBSan in build-sanitize
+Version: 0.1.0
+Requires: starpu-1.4
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -lstarproj
+PC
+  san="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  rm -f "$sbuild/CMakeCache.txt"
+  PKG_CONFIG_PATH="$sbuild/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" cmake -S "$repo/stir" -B "$sbuild" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTARPROJ_STIR_TESTS=OFF \
+    -DCMAKE_CXX_FLAGS="$san" -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
+    >"$sbuild/build.log" 2>&1 || { tail -n 30 "$sbuild/build.log"; exit 1; }
+  cmake --build "$sbuild" -j "$(nproc)" --target starproj_OSMAPOSL starproj_OSSPS >>"$sbuild/build.log" 2>&1 ||
+    { grep -E 'error|Error' "$sbuild/build.log" | head -n 30; exit 1; }
+  log "built in $(( $(date +%s) - t0 )) s"
+  # sanitized name expected-exit-status program...: runs it under the sanitizers; fails on a report or another status
+  sanitized() {
+    local name=$1 expect=$2 rc=0 slog; shift 2
+    slog=$name.sanitized.log
+    env HWLOC_PLUGINS_PATH="$sbuild/no-hwloc-plugins" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+      LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1 "$@" >"$slog" 2>&1 || rc=$?
+    if grep -qE 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$slog"; then
+      grep -E -A15 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$slog" | head -n 40; return 1
+    fi
+    [ "$rc" -eq "$expect" ] || { echo "$name: exit status $rc, $expect expected"; tail -n 5 "$slog"; return 1; }
+    echo "$name: exit status $rc, no sanitizer report"
+  }
+  # the runs of 14. on segment 0 (152208 LORs), which keeps the slower set-up under the sanitizers short
+  san_par() { # name output-prefix .par
+    own "$1" "$2" "$3"
+    sed -i 's/^input file := .*/&\nmaximum absolute segment number to process := 0/' "$1.par"
+  }
+  for p in Objective Starproj; do
+    san_par "OSMAPOSL_san_$p" "san_$p" "OSMAPOSL_$p.par"
+    check "sanitized_OSMAPOSL_$p" sanitized "OSMAPOSL_san_$p" 0 "$sbuild/starproj_OSMAPOSL" "OSMAPOSL_san_$p.par"
+  done
+  own OSMAPOSL_san_LM_Starproj san_LM_Starproj OSMAPOSL_LM_Starproj_1subset.par # one subset: one sensitivity
+  check sanitized_OSMAPOSL_LM_Starproj sanitized OSMAPOSL_san_LM_Starproj 0 "$sbuild/starproj_OSMAPOSL" \
+    OSMAPOSL_san_LM_Starproj.par
+  san_par OSSPS_san_Objective ossps_san OSSPS_Objective.par
+  check sanitized_OSSPS sanitized OSSPS_san 0 "$sbuild/starproj_OSSPS" OSSPS_san_Objective.par
+  # a set-up that fails half-way (after the LORs): exit status 1, and what it had made freed
+  if [ "$tof" = yes ]; then
+    check sanitized_failed_set_up sanitized failed_set_up 1 "$sbuild/starproj_OSMAPOSL" hostile_tof_normalisation.par
+  fi
+  # STIR's own OSMAPOSL (not instrumented) through the launcher of this build, the sanitizers' runtimes (those the
+  # sanitized programs link) loaded first
+  runtimes=$(ldd "$sbuild/starproj_OSMAPOSL" | awk '$1 ~ /^lib(asan|ubsan)\.so/ { print $3 }' | paste -sd: -)
+  san_par OSMAPOSL_san_stir san_stir OSMAPOSL_Objective.par
+  check sanitized_stir_OSMAPOSL sanitized OSMAPOSL_san_stir 0 env LD_PRELOAD="$runtimes" "$sbuild/starproj-stir" \
+    OSMAPOSL OSMAPOSL_san_stir.par
+fi
 
 if [ "$failures" -gt 0 ]; then
   log "$failures check(s) failed"

@@ -39,6 +39,9 @@ START_TEST(test_not_initialised)
   EXPECT(sproj_batch_begin(), SPROJ_ERR_NOT_INIT, "sproj_batch_begin");
   EXPECT(sproj_pause(), SPROJ_ERR_NOT_INIT, "sproj_pause");
   EXPECT(sproj_resume(), SPROJ_ERR_NOT_INIT, "sproj_resume");
+  int64_t used = -7;
+  EXPECT(sproj_gpu_memory(0, &used, NULL), SPROJ_ERR_NOT_INIT, "sproj_gpu_memory");
+  ck_assert_int_eq(used, -7);
   ck_assert_ptr_eq(img, SENTINEL);
   ck_assert_ptr_eq(lors, SENTINEL);
   ck_assert_ptr_eq(p, SENTINEL);
@@ -113,6 +116,17 @@ START_TEST(test_runtime_calls)
   EXPECT(sproj_worker_stats(0, NULL), SPROJ_ERR_NULL, "sproj_worker_stats");
   ck_assert_int_eq(sproj_worker_stats(0, &st), SPROJ_OK);
   ck_assert_msg(strlen(st.name) > 0, "worker 0 has no name");
+  int64_t used = -7, total = -7;
+  EXPECT(sproj_gpu_memory(0, NULL, &total), SPROJ_ERR_NULL, "sproj_gpu_memory");
+  EXPECT(sproj_gpu_memory(-1, &used, &total), SPROJ_ERR_NO_DEVICE, "sproj_gpu_memory");
+  EXPECT(sproj_gpu_memory(sproj_num_gpus(), &used, &total), SPROJ_ERR_NO_DEVICE, "sproj_gpu_memory");
+  ck_assert_int_eq(used, -7);
+  ck_assert_int_eq(total, -7);
+  for (int g = 0; g < sproj_num_gpus(); g++) {
+    ck_assert_int_eq(sproj_gpu_memory(g, &used, &total), SPROJ_OK);
+    ck_assert_int_ge(used, 0);
+    ck_assert_msg(total == -1 || used <= total, "GPU %d: %lld bytes used of %lld", g, (long long)used, (long long)total);
+  }
   void *p = SENTINEL;
   EXPECT(sproj_malloc_pinned(NULL, 16), SPROJ_ERR_NULL, "sproj_malloc_pinned");
   EXPECT(sproj_malloc_pinned(&p, 0), SPROJ_ERR_EMPTY, "sproj_malloc_pinned");

@@ -421,6 +421,11 @@ START_TEST(test_residency)
   ck_assert_int_eq(sproj_image_upload(im, 0), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_upload(lors, ch, SPROJ_ALL_CHUNKS, 0), SPROJ_OK);
   ck_assert_int_eq(starpu_data_is_on_node(sproj_image_handle(im), gpu0_node()), 1);
+  /* StarPU counts the uploaded image (and the LORs) among what it holds on the GPU */
+  int64_t used = 0, total = 0;
+  ck_assert_int_eq(sproj_gpu_memory(0, &used, &total), SPROJ_OK);
+  ck_assert_msg(used >= img_bytes && (total == -1 || used <= total), "GPU 0: %lld bytes used of %lld, image %lld",
+                (long long)used, (long long)total, img_bytes);
   bytes_to_gpu0();
   for (int rep = 0; rep < 5; rep++)
     for (int c = 0; c < 16; c++)

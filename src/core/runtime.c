@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* runtime.c: the running runtime: its state (sproj_rt) and the calls that read or change it between sproj_init and
- * sproj_shutdown (devices, switches, task granularity, waits and pauses), per-worker statistics and host memory. */
+ * sproj_shutdown (devices, switches, task granularity, waits and pauses), per-worker statistics, GPU memory in use
+ * and host memory. */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +372,22 @@ int sproj_stats_reset(void)
     __atomic_store_n(&worker_stats[w].lors, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&worker_stats[w].layout_tasks, 0, __ATOMIC_RELAXED);
   }
+  return SPROJ_OK;
+}
+
+int sproj_gpu_memory(int gpu, int64_t *used_bytes, int64_t *total_bytes)
+{
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!used_bytes)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "used_bytes is NULL");
+  if (gpu < 0 || gpu >= sproj_rt.ngpus)
+    return SPROJ_FAIL(SPROJ_ERR_NO_DEVICE, "GPU %d does not exist (StarPU drives %d GPUs)", gpu, sproj_rt.ngpus);
+  unsigned node = sproj_rt.gpu_node[gpu];
+  *used_bytes = (int64_t)starpu_memory_get_used(node);
+  if (total_bytes)
+    *total_bytes = (int64_t)starpu_memory_get_total(node);
   return SPROJ_OK;
 }
 

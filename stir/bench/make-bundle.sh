@@ -5,7 +5,9 @@
 # starproj_make_listmode built against a STIR whose "Parallelproj" pair uses a CUDA build of libparallelproj and against
 # starproj's CUDA build in .device/build, STIR's generate_image, all stripped; libparallelproj; the libraries the
 # programs need that a bare CUDA machine may lack (X11's, which STIR links, libgomp, the CUDA runtime); STIR's mMR
-# scanner templates and its test-pack mMR listmode file (whose header starproj_make_listmode copies).
+# scanner templates and its test-pack mMR listmode file (whose header starproj_make_listmode copies). With a shared
+# STIR also STIR's own OSMAPOSL and the launcher starproj-stir, which preloads the bundle's libstir_starproj.so
+# (osmaposl-timing.sh's PAIRS=STIROwn).
 #
 # usage: stir/bench/make-bundle.sh --stir-prefix DIR --parallelproj-prefix DIR --stir-src SRC [--device DIR] [--jobs N]
 #   --stir-prefix DIR          an installed STIR (lib/cmake/STIR-*, bin/generate_image) configured with
@@ -63,8 +65,18 @@ cmake --build "$build" -j "$jobs" --target starproj_OSMAPOSL starproj_OSSPS star
 
 rm -rf .device-stir
 mkdir -p .device-stir/bin .device-stir/lib .device-stir/data
-for p in "$build/starproj_OSMAPOSL" "$build/starproj_OSSPS" "$build/starproj_forward_project" "$build/starproj_make_listmode" \
-  "$stir_prefix/bin/generate_image"; do
+launcher=
+programs=("$build/starproj_OSMAPOSL" "$build/starproj_OSSPS" "$build/starproj_forward_project" "$build/starproj_make_listmode"
+          "$stir_prefix/bin/generate_image")
+# STIR's own OSMAPOSL reads the registrations of a preloaded libstir_starproj only when STIR's libraries are shared
+# (the library, a dependency of our programs, comes with them below)
+if [ -f "$build/libstir_starproj.so" ] && [ -x "$stir_prefix/bin/OSMAPOSL" ]; then
+  programs+=("$stir_prefix/bin/OSMAPOSL")
+  launcher=$build/starproj-stir # copied after ldd has read the programs (it is a script)
+else
+  log "STIR's libraries are static (or $stir_prefix/bin has no OSMAPOSL): no STIR OSMAPOSL and launcher in the bundle"
+fi
+for p in "${programs[@]}"; do
   strip -o ".device-stir/bin/$(basename "$p")" "$p"
 done
 cp -L "$pp_prefix"/lib*/libparallelproj.so.2 .device-stir/lib/
@@ -81,6 +93,7 @@ while read -r name path; do
   cp -L "$path" .device-stir/lib/
 done <<<"$needed"
 strip --strip-unneeded .device-stir/lib/*.so* 2>/dev/null || true
+[ -n "$launcher" ] && cp "$launcher" .device-stir/bin/
 # STIR's templates (its files, carried as they are): the mMR at span 11 and at span 1 (the largest template STIR has),
 # recon_test_pack's 5-segment mMR, and recon_test_pack's mMR listmode file (1 MB; STIR's reader opens the data named
 # in the header that starproj_make_listmode copies)

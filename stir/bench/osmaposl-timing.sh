@@ -27,8 +27,13 @@
 #   SUBSETS   default "1 7 21"     PAIRS  default "Starproj Parallelproj" (Starproj first: see above); also
 #             Objective (the objective function using Starproj, OSMAPOSL's updates on its devices: no projector pair),
 #             OSSPS (STIR's OSSPS on that objective function, its updates on the devices: starproj_OSSPS),
-#             RayTracing (STIR's default pair, the ray-tracing matrix, on the host's cores) and Listmode (the listmode
-#             objective function using Starproj on listmode data drawn from the same projection, below)
+#             RayTracing (STIR's default pair, the ray-tracing matrix, on the host's cores), Listmode (the listmode
+#             objective function using Starproj on listmode data drawn from the same projection, below), STIROwn
+#             (STIR's own OSMAPOSL, run by the bundle's starproj-stir with libstir_starproj preloaded, on the objective
+#             function using Starproj: its update on the host; its sub-iterations timed from the moments STIR prints
+#             "subiteration #N completed", the first from the end of the objective function's set-up) and Long (the
+#             objective function using Starproj for LONG_SUBITERATIONS sub-iterations, default 500, verbosity 1: the
+#             resident set and StarPU's GPU memory at the end of each iteration, summed up after the table)
 #   EVENTS    Listmode: prompts drawn (Poisson) from the phantom's projection, default 20000000, written as an mMR
 #             listmode file of STIR's test-pack format (ECAT8 32-bit) by starproj_make_listmode on the host's cores;
 #             the listmode objective function reads it with STIR's reader (span 1, 4084 sinograms, 354 M LORs for the
@@ -72,6 +77,16 @@ log() { printf 'osmaposl-timing: %s\n' "$*"; }
 for p in starproj_OSMAPOSL starproj_forward_project generate_image; do
   [ -x "$bin/$p" ] || { log "no $bin/$p (make the bundle: stir/bench/make-bundle.sh)"; exit 1; }
 done
+long_subiterations=${LONG_SUBITERATIONS:-500}
+case " $pairs " in
+  *" STIROwn "*)
+    for p in OSMAPOSL starproj-stir; do
+      [ -x "$bin/$p" ] || { log "no $bin/$p: STIROwn needs STIR's own OSMAPOSL and the launcher (a bundle of a shared STIR)"; exit 1; }
+    done
+    # STIR writes its progress through stdio buffers, which a pipe fills before they are written: stdbuf makes them
+    # line-buffered, so that each line is stamped when STIR prints it
+    stdbuf -oL -eL true 2>/dev/null || { log "STIROwn needs coreutils' stdbuf"; exit 1; } ;;
+esac
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 log "$(nproc) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS, data $data, subsets $subsets, pairs $pairs"
 cd "$work"
@@ -170,10 +185,15 @@ osmaposl_par() { # pair N sub-iterations
       End Projector Pair Using $pair Parameters :=
   End Timed Projector Pair Parameters :="
   case $pair in
-    Objective|OSSPS) # starproj's objective function: no projector pair, the updates on the devices
+    Objective|OSSPS|STIROwn|Long) # starproj's objective function: no projector pair, the updates on the devices
+      # (STIROwn: STIR's update on the host; at least verbosity 1, whose line ends the set-up; Long: verbosity 1, the
+      # memory at the end of each iteration without verbosity 2's step reports)
+      local v=$verbosity
+      [ "$pair" = STIROwn ] && [ "$v" -lt 1 ] && v=1
+      [ "$pair" = Long ] && v=1
       objective="PoissonLogLikelihoodWithLinearModelForMeanAndProjData using Starproj"
       projectors="devices := $devices
-verbosity := $verbosity" ;;
+verbosity := $v" ;;
     RayTracing) # STIR's default CPU pair: the ray-tracing matrix, its symmetries, on the host's cores
       projectors="projector pair type := Timed
   Timed Projector Pair Parameters :=
@@ -233,11 +253,25 @@ $extra
 END :=
 PAR
 }
+# STIR's own OSMAPOSL prints no times: its lines are stamped as they come (bash's EPOCHREALTIME), and each
+# sub-iteration's time is taken from one "subiteration #N completed" to the next (the first from the end of the
+# objective function's set-up), written as starproj_OSMAPOSL's lines so that the table reads them alike
+stamp() { while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
+stir_own_times() { # stamped log -> the log with "OSMAPOSL (STIR's own): sub-iteration N: ..." lines
+  awk '{ t = $1; sub(/^[^ ]+ /, ""); print }
+    / using Starproj: [0-9]+ LORs x / { last = t }
+    / subiteration #[0-9]+ completed/ {
+      n = $0; sub(/.*subiteration #/, "", n); sub(/ .*/, "", n)
+      if (last != "") printf "OSMAPOSL (STIR'"'"'s own): sub-iteration %d: update %.6f s, in projectors 0.000000 s, end of sub-iteration 0.000000 s (forward projector 0.000000 s, back projector 0.000000 s)\n", n, t - last
+      last = t }' "$1"
+}
 for n in $subsets; do
   subiters=$((n * iterations))
   [ "$n" -eq 1 ] && subiters=$((iterations > 3 ? iterations : 3))
   for pair in $pairs; do
-    osmaposl_par "$pair" "$n" "$subiters" >"OSMAPOSL_${pair}_${n}.par"
+    runs=$subiters
+    [ "$pair" = Long ] && runs=$long_subiterations
+    osmaposl_par "$pair" "$n" "$runs" >"OSMAPOSL_${pair}_${n}.par"
     limit=$(time_left)
     if [ "$limit" -lt 30 ]; then
       log "$pair, $n subsets: skipped (the budget of $budget s is spent)"
@@ -246,11 +280,18 @@ for n in $subsets; do
     t0=$(date +%s.%N)
     program=starproj_OSMAPOSL
     [ "$pair" = OSSPS ] && program=starproj_OSSPS
-    timeout "$limit" "$bin/$program" "OSMAPOSL_${pair}_${n}.par" >"OSMAPOSL_${pair}_${n}.log" 2>&1
-    rc=$?
-    log "$pair, $n subsets, $subiters sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+    if [ "$pair" = STIROwn ]; then
+      timeout "$limit" stdbuf -oL -eL "$bin/starproj-stir" "$bin/OSMAPOSL" "OSMAPOSL_${pair}_${n}.par" 2>&1 \
+        | stamp >"OSMAPOSL_${pair}_${n}.stamped.log"
+      rc=${PIPESTATUS[0]}
+      stir_own_times "OSMAPOSL_${pair}_${n}.stamped.log" >"OSMAPOSL_${pair}_${n}.log"
+    else
+      timeout "$limit" "$bin/$program" "OSMAPOSL_${pair}_${n}.par" >"OSMAPOSL_${pair}_${n}.log" 2>&1
+      rc=$?
+    fi
+    log "$pair, $n subsets, $runs sub-iterations: exit $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
     { echo "== $pair, $n subsets (exit $rc)"
-      grep -E '^starproj_(OSMAPOSL|OSSPS): sub-iteration|^starproj_(OSMAPOSL|OSSPS): updates|Timed projectors:|^Total Wall|Starproj: |using Starproj: ' \
+      grep -E "^starproj_(OSMAPOSL|OSSPS): sub-iteration|^starproj_(OSMAPOSL|OSSPS): updates|^OSMAPOSL \(STIR's own\): |Timed projectors:|^Total Wall|Starproj: |using Starproj: | memory: " \
         "OSMAPOSL_${pair}_${n}.log" \
         | sed 's/^INFO: //'
     } >>"$out/summary.txt"

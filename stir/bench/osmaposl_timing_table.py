@@ -5,7 +5,9 @@
 # iteration, the set-up, and the projector time per sub-iteration relative to 1 subset. Means over the
 # sub-iterations after the first (which also warms up), when there are others; with more than one iteration, the
 # last iteration's time too. With two pairs (neither of them Listmode), the relative L2 difference between their
-# final images; for the listmode objective function ("Listmode") a table of its own with the events per second.
+# final images (and between STIR's own OSMAPOSL and starproj_OSMAPOSL, "STIROwn" and "Objective"); for the listmode
+# objective function ("Listmode") a table of its own with the events per second; for "Long", the memory after
+# iteration 2 and after the last.
 # usage: osmaposl_timing_table.py WORKDIR PAIRS SUBSETS   (PAIRS, SUBSETS: space-separated lists)
 import math
 import os
@@ -13,9 +15,11 @@ import re
 import sys
 from array import array
 
-SUB = re.compile(r"^starproj_(?:OSMAPOSL|OSSPS): sub-iteration (\d+): update ([0-9.eE+-]+) s, in projectors ([0-9.eE+-]+) s, "
+SUB = re.compile(r"^(?:starproj_OSMAPOSL|starproj_OSSPS|OSMAPOSL \(STIR's own\)): sub-iteration (\d+): update ([0-9.eE+-]+) s, in projectors ([0-9.eE+-]+) s, "
                  r"end of sub-iteration ([0-9.eE+-]+) s(?: \(forward projector ([0-9.eE+-]+) s, back projector ([0-9.eE+-]+) s\))?")
 TOTAL = re.compile(r"^Total Wall clock time: ([0-9.eE+-]+) seconds")
+MEMORY = re.compile(r"iteration (\d+) \(sub-iteration (\d+)\) memory: host resident set ([0-9.]+) MiB(.*)")
+GPU_MEMORY = re.compile(r"GPU (\d+): ([0-9.]+) MiB used")
 EVENTS = re.compile(r"ListModeData using Starproj: (\d+) prompts of (\d+) records .* read in ([0-9.eE+-]+) s")
 
 
@@ -44,6 +48,34 @@ def parse_events(path):
             if m:
                 return int(m.group(1)), float(m.group(3))
     return None
+
+
+def parse_memory(path):
+    """the memory lines of a run with verbosity 1: [(iteration, resident set MiB, {gpu: MiB used})]"""
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = MEMORY.search(line)
+            if m:
+                gpus = {int(g): float(v) for g, v in GPU_MEMORY.findall(m.group(4))}
+                rows.append((int(m.group(1)), float(m.group(3)), gpus))
+    return rows
+
+
+def memory_summary(pair, n, rows):
+    """one line: the resident set and each GPU's memory after iteration 2 and after the last, and their growth"""
+    second = [r for r in rows if r[0] == 2]
+    if not second or len(rows) < 3:
+        return "%s, %d subsets: %d memory lines, too few to compare" % (pair, n, len(rows))
+    first, last = second[0], rows[-1]
+    text = "%s, %d subsets: after iteration 2 and after iteration %d: resident set %.2f / %.2f MiB (%+.2f)" % (
+        pair, n, last[0], first[1], last[1], last[1] - first[1])
+    for g in sorted(last[2]):
+        if g in first[2]:
+            text += "; GPU %d %.2f / %.2f MiB (%+.2f)" % (g, first[2][g], last[2][g], last[2][g] - first[2][g])
+    return text
 
 
 def read_image(hv):
@@ -131,11 +163,24 @@ def main():
             later_text = "%.2f" % later if later == later else "-"
             print("| %s | %d | %d | %.3f | %.3g | %.2f | %s | %.1f | %.1f |"
                   % (pair, n, events, update, events / n / update, iteration, later_text, setup, read))
-    if len(pairs) == 2 and "Listmode" not in pairs:  # listmode data are Poisson draws: another image
+    memory = [memory_summary(pair, n, parse_memory(os.path.join(work, "OSMAPOSL_%s_%d.log" % (pair, n))))
+              for pair in pairs for n in subsets if pair == "Long"]
+    if memory:
+        print()
+        for line in memory:
+            print("memory, " + line)
+    # the final images of two runs: the two pairs when there are two (listmode data are Poisson draws: another
+    # image), and STIR's own OSMAPOSL against starproj_OSMAPOSL on the same objective function
+    compared = []
+    if len(pairs) == 2 and "Listmode" not in pairs and "Long" not in pairs:
+        compared.append(tuple(pairs))
+    if "Objective" in pairs and "STIROwn" in pairs and ("Objective", "STIROwn") not in compared:
+        compared.append(("Objective", "STIROwn"))
+    for two in compared:
         print()
         for n in subsets:
             images = []
-            for pair in pairs:
+            for pair in two:
                 subs, _ = parse(os.path.join(work, "OSMAPOSL_%s_%d.log" % (pair, n)))
                 last = max(subs) if subs else 0
                 images.append(os.path.join(work, "recon_%s_%d_%d.hv" % (pair, n, last)))
@@ -143,7 +188,7 @@ def main():
                 a, b = read_image(images[0]), read_image(images[1])
                 if a is not None and b is not None and len(a) == len(b):
                     print("final images, %d subsets: relative L2 difference %s vs %s: %.3g"
-                          % (n, pairs[1], pairs[0], rel_l2(a, b)))
+                          % (n, two[1], two[0], rel_l2(a, b)))
                     continue
             print("final images, %d subsets: not compared (missing or different sizes)" % n)
 

@@ -13,6 +13,7 @@
 #include "stir/HighResWallClockTimer.h"
 #include "stir/Succeeded.h"
 #include "stir_starproj/ProjectorByBinPairTimed.h"
+#include "stir_starproj/StarprojRuntime.h"
 
 #include <starproj.h>
 
@@ -92,7 +93,7 @@ run_timed_reconstruction(const std::string& par, const char* program)
     } // a Timed pair prints its totals as it goes
   catch (const std::exception& e)
     {
-      std::fprintf(stderr, "%s: stopped: %s\n", program, e.what());
+      std::fprintf(stderr, "%s: stopped: %s\n", program, stir::starproj_error_text(e.what()).c_str());
       return EXIT_FAILURE;
     }
   timer.stop();

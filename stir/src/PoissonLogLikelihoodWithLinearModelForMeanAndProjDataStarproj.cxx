@@ -16,6 +16,7 @@
 #include "stir/is_null_ptr.h"
 #include "stir/recon_buildblock/BinNormalisation.h"
 #include "stir/warning.h"
+#include "stir_starproj/StarprojInputChecks.h"
 
 #include <algorithm>
 #ifdef _OPENMP
@@ -62,6 +63,15 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::num_views_in_subs
   return this->proj_data_sptr->get_num_views();
 }
 
+void
+PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::check_inputs_readable() const
+{
+  const char* who = "PoissonLogLikelihood using Starproj";
+  starproj_check_readable(*this->proj_data_sptr, who, "input file", this->input_filename);
+  if (!is_null_ptr(this->additive_proj_data_sptr))
+    starproj_check_readable(*this->additive_proj_data_sptr, who, "additive sinogram", this->additive_projection_data_filename);
+}
+
 Succeeded
 PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sensitivity(
     shared_ptr<const TargetT> const& target_sptr)
@@ -72,6 +82,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       return Succeeded::no;
     }
   const ProjData& proj_data = *this->proj_data_sptr;
+  check_inputs_readable();
   if (this->max_segment_num_to_process == -1)
     this->max_segment_num_to_process = proj_data.get_max_segment_num();
   if (this->max_segment_num_to_process < 0 || this->max_segment_num_to_process > proj_data.get_max_segment_num())

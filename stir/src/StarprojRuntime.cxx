@@ -29,6 +29,21 @@ starproj_check(int status, const char* what)
         + sproj_strerror(status) + ")");
 }
 
+std::string
+starproj_error_text(const char* what)
+{
+  std::string s(what ? what : "");
+  const char* space = " \t\r\n";
+  std::string::size_type first = s.find_first_not_of(space);
+  if (first != std::string::npos && s.compare(first, 6, "ERROR:") == 0)
+    first = s.find_first_not_of(space, first + 6);
+  if (first == std::string::npos)
+    return std::string();
+  s = s.substr(first, s.find_last_not_of(space) - first + 1);
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
 std::shared_ptr<StarprojRuntime>
 StarprojRuntime::acquire(const StarprojSettings& settings)
 {

@@ -37,6 +37,8 @@ protected:
 
 private:
   struct Inputs; // what set_up registered with starproj besides the LORs
+  //! the data and the additive sinogram can be read to their ends (StarprojInputChecks.h)
+  void check_inputs_readable() const;
 };
 
 END_NAMESPACE_STIR

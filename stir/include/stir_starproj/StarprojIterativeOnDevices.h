@@ -5,7 +5,7 @@
   none: STIR's reconstruction as it is), the count of updates done on the devices and on the host, an update done by
   STIR on the host with the estimate brought home first, and the end of a sub-iteration, where the estimate stays on
   the devices unless STIR's work there reads it (objective function reports, inter-iteration filters, saving, the
-  last sub-iteration).
+  last sub-iteration); with verbosity 1, the memory held at the end of each iteration.
 */
 #ifndef STIR_STARPROJ_STARPROJITERATIVEONDEVICES_H
 #define STIR_STARPROJ_STARPROJITERATIVEONDEVICES_H
@@ -13,6 +13,7 @@
 #include "stir/DiscretisedDensity.h"
 #include "stir/info.h"
 #include "stir/is_null_ptr.h"
+#include "stir_starproj/StarprojMemory.h"
 #include "stir_starproj/StarprojObjectiveOnDevices.h"
 
 #include <string>
@@ -62,8 +63,22 @@ protected:
     return !this->_disable_output && n % this->save_interval == 0;
   }
 
+  //! with the objective function's verbosity 1 or more, at the end of each iteration (every num_subsets
+  //! sub-iterations): the memory the process holds on the host and StarPU on each GPU, so that a long run shows it
+  //! flat (stir/tests' long run checks the resident set)
+  void report_memory() const
+  {
+    const StarprojObjectiveOnDevices* f = starproj_objective();
+    if (!f || f->starproj_verbosity() < 1 || this->num_subsets <= 0 || this->subiteration_num % this->num_subsets != 0)
+      return;
+    info(this->method_info() + " iteration " + std::to_string(this->subiteration_num / this->num_subsets)
+             + " (sub-iteration " + std::to_string(this->subiteration_num) + ") memory: " + starproj_memory_report(),
+         0);
+  }
+
   void end_of_iteration_processing(TargetT& current_estimate) override
   {
+    report_memory();
     StarprojObjectiveOnDevices* f = starproj_objective();
     if (f && f->estimate_on_devices())
       {

@@ -47,6 +47,7 @@ public:
   }
 
   StarprojSettings& starproj_settings() { return _settings; }
+  int starproj_verbosity() const override { return _settings.verbosity; }
 
   void actual_compute_subset_gradient_without_penalty(TargetT& gradient,
                                                       const TargetT& current_estimate,

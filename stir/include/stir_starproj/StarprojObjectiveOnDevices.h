@@ -70,6 +70,8 @@ public:
 
   //! seconds spent in set_up's parts and in each kind of call, for verbosity 2 and the benchmarks
   const StarprojStepTimes& step_times() const { return _times; }
+  //! the objective function's "verbosity" key (1: also the memory held at the end of each iteration)
+  virtual int starproj_verbosity() const = 0;
 
 protected:
   explicit StarprojObjectiveOnDevices(const char* who);

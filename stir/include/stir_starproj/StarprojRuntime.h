@@ -15,6 +15,9 @@ START_NAMESPACE_STIR
 
 //! Turns a starproj status into a STIR error (stir::error) carrying starproj's message.
 void starproj_check(int status, const char* what);
+//! The message of an exception STIR's error() threw, as one line for a report of ours: without the newlines and the
+//! "ERROR:" that error() puts around it (error() wrote that form already)
+std::string starproj_error_text(const char* what);
 
 //! starproj's runtime: started by the first projector that needs it, stopped when the last one is gone.
 class StarprojRuntime

@@ -26,6 +26,10 @@
 #  12. against STIR's own listmode OSMAPOSL (ray-tracing matrix): as far as STIR's ray-tracing and Starproj images of
 #      the histogram are from each other (1e-3 of that distance)
 #  13. bad input to the listmode objective function stops OSMAPOSL with a message, not a crash
+#  14. STIR's other PET geometries: arc-corrected cylindrical data (TOF too), the block geometry, the generic geometry
+#      (STIR's SAFIR example and its listmode file): 1. to 3. and the objective functions as 7. and 10.; SPECT, images
+#      that are not a regular VoxelsOnCartesianGrid, other ProjDataInfo classes and TOF block data refused at set_up
+#      with a message naming them (scripts/test-stir-geometries.sh)
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -51,7 +55,7 @@ while [ $# -gt 0 ]; do
     --starproj-prefix) sp_prefix=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --no-tof) tof=no; shift ;;
-    -h|--help) sed -n '3,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,37p' "$0"; exit 0 ;;
     *) echo "test-stir: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -262,6 +266,11 @@ lm_bad_inputs() {
     echo "4 bad inputs: exit status 1 with their reasons"
 }
 check lm_bad_input lm_bad_inputs
+
+# 14. STIR's other PET geometries (arc-corrected cylindrical, blocks, generic) against Parallelproj, and what stays
+# refused at set_up (scripts/test-stir-geometries.sh)
+. "$repo/scripts/test-stir-geometries.sh"
+geometries_main "$stir_src"
 
 if [ "$failures" -gt 0 ]; then
   log "$failures check(s) failed"

@@ -62,8 +62,8 @@ check_pet_views(const ProjDataInfoCylindrical& pdi, const std::string& name)
   for (int v = radii.get_min_index(); v <= radii.get_max_index(); ++v)
     if (radii[v] != radii[radii.get_min_index()])
       error("Starproj: the projection data (" + name + ") have an orbit whose radius changes with the view (view "
-            + std::to_string(v) + ": " + std::to_string(radii[v]) + " mm, view " + std::to_string(radii.get_min_index())
-            + ": " + std::to_string(radii[radii.get_min_index()])
+            + std::to_string(v) + ": " + std::to_string(radii[v]) + " mm, view " + std::to_string(radii.get_min_index()) + ": "
+            + std::to_string(radii[radii.get_min_index()])
             + " mm), as SPECT's non-circular orbits; Starproj projects PET data on a circular scanner or a detector map ("
             + supported_geometries + ")");
 }
@@ -101,11 +101,9 @@ starproj_geometry_kind(const ProjDataInfo& pdi)
   else if (dynamic_cast<const ProjDataInfoCylindricalArcCorr*>(&pdi))
     kind = StarprojGeometryKind::cylindrical_arc_corr;
   else
-    error("Starproj: the projection data are " + name + ", which Starproj does not project; supported: "
-          + supported_geometries);
+    error("Starproj: the projection data are " + name + ", which Starproj does not project; supported: " + supported_geometries);
   check_pet_views(dynamic_cast<const ProjDataInfoCylindrical&>(pdi), name);
-  if (pdi.is_tof_data()
-      && (kind == StarprojGeometryKind::blocks_on_cylindrical || kind == StarprojGeometryKind::generic))
+  if (pdi.is_tof_data() && (kind == StarprojGeometryKind::blocks_on_cylindrical || kind == StarprojGeometryKind::generic))
     error("Starproj: the projection data are " + name + " with " + std::to_string(pdi.get_num_tof_poss())
           + " TOF positions; STIR has no TOF for its block and generic geometries (their get_bin refuses it, their "
           + "Interfile headers and constructors make no TOF data): TOF is supported with ProjDataInfoCylindricalNoArcCorr "

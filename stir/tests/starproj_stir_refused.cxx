@@ -185,36 +185,40 @@ main(int argc, char** argv)
 
       // SPECT data (STIR describes them as ProjDataInfoCylindricalArcCorr, views over a whole turn); the objective
       // function with an image of the same modality (STIR's set_up refuses images of another modality than the data)
-      expect_projectors_refuse("SPECT data", {"ProjDataInfoCylindricalArcCorr", "SPECT", "360"}, spect->get_proj_data_info_sptr(), image);
-      expect_refused("sinogram objective function: SPECT data", {"NM", "SPECT", "PET"}, [&] {
+      expect_projectors_refuse(
+          "SPECT data", { "ProjDataInfoCylindricalArcCorr", "SPECT", "360" }, spect->get_proj_data_info_sptr(), image);
+      expect_refused("sinogram objective function: SPECT data", { "NM", "SPECT", "PET" }, [&] {
         return set_up_sinogram_objective(spect, *nm_image);
       });
 
       // an image of a class of its own, and a VoxelsOnCartesianGrid whose rows differ in length
-      const shared_ptr<const Image> own(new UsersOwnGrid(image->get_index_range(), image->get_origin(), voxels->get_grid_spacing()));
-      expect_projectors_refuse("an image that is not a VoxelsOnCartesianGrid", {"UsersOwnGrid", "VoxelsOnCartesianGrid"}, pet_pdi, own);
+      const shared_ptr<const Image> own(
+          new UsersOwnGrid(image->get_index_range(), image->get_origin(), voxels->get_grid_spacing()));
+      expect_projectors_refuse(
+          "an image that is not a VoxelsOnCartesianGrid", { "UsersOwnGrid", "VoxelsOnCartesianGrid" }, pet_pdi, own);
       IndexRange<3> irregular_range = image->get_index_range();
       {
         IndexRange<2> plane = irregular_range[irregular_range.get_min_index()];
-        plane[plane.get_min_index()] = IndexRange<1>(plane[plane.get_min_index()].get_min_index() + 1,
-                                                     plane[plane.get_min_index()].get_max_index());
+        plane[plane.get_min_index()]
+            = IndexRange<1>(plane[plane.get_min_index()].get_min_index() + 1, plane[plane.get_min_index()].get_max_index());
         irregular_range[irregular_range.get_min_index()] = plane;
       }
       const shared_ptr<const Image> irregular(
           new VoxelsOnCartesianGrid<float>(irregular_range, image->get_origin(), voxels->get_grid_spacing()));
-      expect_projectors_refuse("a VoxelsOnCartesianGrid with an irregular index range", {"irregular index range"}, pet_pdi, irregular);
+      expect_projectors_refuse(
+          "a VoxelsOnCartesianGrid with an irregular index range", { "irregular index range" }, pet_pdi, irregular);
       expect_refused("sinogram objective function: an image that is not a VoxelsOnCartesianGrid",
-                     {"UsersOwnGrid", "VoxelsOnCartesianGrid"},
+                     { "UsersOwnGrid", "VoxelsOnCartesianGrid" },
                      [&] { return set_up_sinogram_objective(pet, *own); });
       expect_refused("listmode objective function: an image that is not a VoxelsOnCartesianGrid",
-                     {"UsersOwnGrid", "VoxelsOnCartesianGrid"},
+                     { "UsersOwnGrid", "VoxelsOnCartesianGrid" },
                      [&] { return set_up_listmode_objective(lm, *own); });
-      expect_refused("listmode objective function: an irregular index range", {"irregular index range"}, [&] {
+      expect_refused("listmode objective function: an irregular index range", { "irregular index range" }, [&] {
         return set_up_listmode_objective(lm, *irregular);
       });
 
       // the SPECT image with PET data
-      expect_projectors_refuse("an image of modality NM", {"NM", "SPECT", "PET"}, pet_pdi, nm_image);
+      expect_projectors_refuse("an image of modality NM", { "NM", "SPECT", "PET" }, pet_pdi, nm_image);
 
       // a ProjDataInfo of a class Starproj does not project (STIR's view subsets of another ProjDataInfo)
       {
@@ -222,7 +226,8 @@ main(int argc, char** argv)
         for (int v = pet_pdi->get_min_view_num(); v <= pet_pdi->get_max_view_num(); v += 4)
           views.push_back(v);
         const shared_ptr<const ProjDataInfo> subset(new ProjDataInfoSubsetByView(pet_pdi, views));
-        expect_projectors_refuse("ProjDataInfoSubsetByView", {"ProjDataInfoSubsetByView", "ProjDataInfoGenericNoArcCorr"}, subset, image);
+        expect_projectors_refuse(
+            "ProjDataInfoSubsetByView", { "ProjDataInfoSubsetByView", "ProjDataInfoGenericNoArcCorr" }, subset, image);
       }
 
       // TOF on the block geometry: STIR makes none (its Interfile reader and constructors), but a program could set
@@ -250,7 +255,8 @@ main(int argc, char** argv)
             return 1;
           }
         shared_ptr<Image> blocks_image(new VoxelsOnCartesianGrid<float>(*tof_blocks));
-        expect_projectors_refuse("TOF data of the block geometry", {"ProjDataInfoBlocksOnCylindricalNoArcCorr", "TOF"}, tof_blocks, blocks_image);
+        expect_projectors_refuse(
+            "TOF data of the block geometry", { "ProjDataInfoBlocksOnCylindricalNoArcCorr", "TOF" }, tof_blocks, blocks_image);
       }
     }
   catch (const std::exception& e)

@@ -31,6 +31,12 @@ geometries_main() {
     for f in $files; do cp "$f" .; done
   fi
   : >SPECT_test_Interfile_header.s
+  # the two other ways SPECT data show, each alone: views over 180 degrees on a non-circular orbit, and on a circle
+  local radii
+  radii=$(seq -s, 150 1 269)
+  sed -e 's/^!extent of rotation := .*/!extent of rotation := 180/' -e 's/^orbit := .*/orbit := Non-circular/' \
+    -e "s/^Radius := .*/Radii := {$radii}/" SPECT_test_Interfile_header.hs >SPECT_noncircular.hs
+  sed -e 's/^!extent of rotation := .*/!extent of rotation := 180/' SPECT_test_Interfile_header.hs >SPECT_half.hs
   # arc-corrected: the test-pack template with STIR's arc-correction flag (the same bins, s sampled uniformly); its TOF
   # template cut to segments -1 .. 1 (TOF projections on CPU workers are the slow part; the oblique segments' TOF
   # ends are checked as long as one oblique segment is)
@@ -78,8 +84,8 @@ geometries_main() {
   fi
   # refused at set_up, each with a message naming it
   if geometries_want refused; then
-    check refused "$bin/starproj_stir_refused" SPECT_test_Interfile_header.hs template.hs blocks_template.hs \
-      PET_ACQ_small.l.hdr.STIR phantom.hv
+    check refused "$bin/starproj_stir_refused" SPECT_test_Interfile_header.hs SPECT_noncircular.hs SPECT_half.hs \
+      template.hs blocks_template.hs PET_ACQ_small.l.hdr.STIR phantom.hv
   fi
 }
 

@@ -11,6 +11,7 @@
 #include "stir/ProjDataInfoCylindricalArcCorr.h"
 #include "stir/ProjDataInfoCylindricalNoArcCorr.h"
 #include "stir/ProjDataInfoGenericNoArcCorr.h"
+#include "stir/Scanner.h"
 #include "stir/VoxelsOnCartesianGrid.h"
 #include "stir/error.h"
 
@@ -49,7 +50,8 @@ class_name(const T& object)
 }
 
 // SPECT's projection data in STIR are ProjDataInfoCylindricalArcCorr too: they tell themselves by views over a whole
-// turn and orbits whose radius may change with the view; PET sinograms cover half a turn on a circle
+// turn, orbits whose radius may change with the view, and a "scanner" without detectors (STIR's SPECT headers give -1
+// detectors per ring); PET sinograms cover half a turn on a circle of detectors
 void
 check_pet_views(const ProjDataInfoCylindrical& pdi, const std::string& name)
 {
@@ -66,6 +68,11 @@ check_pet_views(const ProjDataInfoCylindrical& pdi, const std::string& name)
             + std::to_string(radii[radii.get_min_index()])
             + " mm), as SPECT's non-circular orbits; Starproj projects PET data on a circular scanner or a detector map ("
             + supported_geometries + ")");
+  if (pdi.get_scanner_sptr()->get_num_detectors_per_ring() <= 0)
+    error("Starproj: the projection data (" + name + ") come from a scanner without detectors ("
+          + std::to_string(pdi.get_scanner_sptr()->get_num_detectors_per_ring())
+          + " per ring), as STIR's SPECT data do; Starproj projects PET data, whose LORs join two detectors ("
+          + supported_geometries + ")");
 }
 } // namespace
 
@@ -90,7 +97,7 @@ StarprojGeometryKind
 starproj_geometry_kind(const ProjDataInfo& pdi)
 {
   const std::string name = class_name(pdi);
-  StarprojGeometryKind kind;
+  StarprojGeometryKind kind = StarprojGeometryKind::cylindrical_no_arc_corr;
   // most derived first: the block class derives from the generic one, which derives from the cylindrical one
   if (dynamic_cast<const ProjDataInfoBlocksOnCylindricalNoArcCorr*>(&pdi))
     kind = StarprojGeometryKind::blocks_on_cylindrical;

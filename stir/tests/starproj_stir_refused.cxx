@@ -5,9 +5,11 @@
 // both objective functions where the case reaches them. Prints one line per case; exits 1 when a case is not refused
 // or its message lacks what it must name.
 //
-// usage: starproj_stir_refused SPECT.hs PET.hs BLOCKS.hs LISTMODE.hdr IMAGE.hv
-//   SPECT.hs: SPECT projection data (STIR's recon_test_pack/SPECT_test_Interfile_header.hs), PET.hs: cylindrical PET
-//   data, BLOCKS.hs: data of a block scanner, LISTMODE.hdr: listmode data STIR reads, IMAGE.hv: an image for PET.hs
+// usage: starproj_stir_refused SPECT.hs SPECT_NONCIRCULAR.hs SPECT_HALF.hs PET.hs BLOCKS.hs LISTMODE.hdr IMAGE.hv
+//   SPECT.hs: SPECT projection data (STIR's recon_test_pack/SPECT_test_Interfile_header.hs: views over 360 degrees),
+//   SPECT_NONCIRCULAR.hs: the same over 180 degrees on a non-circular orbit, SPECT_HALF.hs: over 180 degrees on a
+//   circle; PET.hs: cylindrical PET data, BLOCKS.hs: data of a block scanner, LISTMODE.hdr: listmode data STIR reads,
+//   IMAGE.hv: an image for PET.hs
 
 #include "stir/DiscretisedDensityOnCartesianGrid.h"
 #include "stir/ExamInfo.h"
@@ -151,9 +153,10 @@ set_up_listmode_objective(const shared_ptr<ListModeData>& lm, const Image& image
 int
 main(int argc, char** argv)
 {
-  if (argc != 6)
+  if (argc != 8)
     {
-      std::fprintf(stderr, "usage: %s SPECT.hs PET.hs BLOCKS.hs LISTMODE.hdr IMAGE.hv\n", argv[0]);
+      std::fprintf(
+          stderr, "usage: %s SPECT.hs SPECT_NONCIRCULAR.hs SPECT_HALF.hs PET.hs BLOCKS.hs LISTMODE.hdr IMAGE.hv\n", argv[0]);
       return 2;
     }
   TextWriter warning_writer(&captured), error_writer(&errors);
@@ -163,14 +166,16 @@ main(int argc, char** argv)
   try
     {
       shared_ptr<ProjData> spect = ProjData::read_from_file(argv[1]);
-      shared_ptr<ProjData> pet = ProjData::read_from_file(argv[2]);
-      shared_ptr<ProjData> blocks = ProjData::read_from_file(argv[3]);
-      shared_ptr<ListModeData> lm = read_from_file<ListModeData>(argv[4]);
-      shared_ptr<Image> image(read_from_file<Image>(argv[5]));
+      shared_ptr<ProjData> spect_noncircular = ProjData::read_from_file(argv[2]);
+      shared_ptr<ProjData> spect_half = ProjData::read_from_file(argv[3]);
+      shared_ptr<ProjData> pet = ProjData::read_from_file(argv[4]);
+      shared_ptr<ProjData> blocks = ProjData::read_from_file(argv[5]);
+      shared_ptr<ListModeData> lm = read_from_file<ListModeData>(argv[6]);
+      shared_ptr<Image> image(read_from_file<Image>(argv[7]));
       auto* voxels = dynamic_cast<VoxelsOnCartesianGrid<float>*>(image.get());
       if (!voxels)
         {
-          std::fprintf(stderr, "starproj_stir_refused: %s is not a VoxelsOnCartesianGrid\n", argv[5]);
+          std::fprintf(stderr, "starproj_stir_refused: %s is not a VoxelsOnCartesianGrid\n", argv[7]);
           return 2;
         }
       const shared_ptr<const ProjDataInfo> pet_pdi = pet->get_proj_data_info_sptr();
@@ -190,6 +195,16 @@ main(int argc, char** argv)
       expect_refused("sinogram objective function: SPECT data", { "NM", "SPECT", "PET" }, [&] {
         return set_up_sinogram_objective(spect, *nm_image);
       });
+      // the two other ways SPECT data show, each alone: a non-circular orbit, and a scanner without detectors (views
+      // over 180 degrees on a circle, which only the latter tells from PET), with a PET image
+      expect_projectors_refuse("SPECT data on a non-circular orbit",
+                               { "ProjDataInfoCylindricalArcCorr", "orbit", "SPECT" },
+                               spect_noncircular->get_proj_data_info_sptr(),
+                               image);
+      expect_projectors_refuse("SPECT data over 180 degrees",
+                               { "ProjDataInfoCylindricalArcCorr", "without detectors", "SPECT" },
+                               spect_half->get_proj_data_info_sptr(),
+                               image);
 
       // an image of a class of its own, and a VoxelsOnCartesianGrid whose rows differ in length
       const shared_ptr<const Image> own(

@@ -31,7 +31,7 @@ enum class StarprojGeometryKind
 
 //! the kind of proj_data_info; error() (naming its class and the supported ones) for any other ProjDataInfo, TOF
 //! data of the block and generic geometries (STIR 6.5 has no TOF for them), and SPECT-like data: views over more
-//! than half a turn, or an orbit whose radius changes from view to view
+//! than half a turn, an orbit whose radius changes from view to view, or a scanner without detectors
 StarprojGeometryKind starproj_geometry_kind(const ProjDataInfo& proj_data_info);
 
 //! STIR's class name of the kind, e.g. "ProjDataInfoBlocksOnCylindricalNoArcCorr"

@@ -36,6 +36,10 @@
 #  17. (unless --no-sanitize) starproj and stir/ under AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/
 #      as scripts/sanitize.sh makes it, build-stir-sanitize/): OSMAPOSL on the objective functions and the pair, OSSPS,
 #      a set-up that fails, STIR's own OSMAPOSL through the launcher: no leak at exit, no error report
+#  18. STIR's other PET geometries: arc-corrected cylindrical data (TOF too), the block geometry, the generic geometry
+#      (STIR's SAFIR example and its listmode file): 1. to 3. and the objective functions as 7. and 10.; SPECT, images
+#      that are not a regular VoxelsOnCartesianGrid, other ProjDataInfo classes and TOF block data refused at set_up
+#      with a message naming them (scripts/test-stir-geometries.sh)
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -63,7 +67,7 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift 2 ;;
     --no-tof) tof=no; shift ;;
     --no-sanitize) sanitize=no; shift ;;
-    -h|--help) sed -n '3,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,48p' "$0"; exit 0 ;;
     *) echo "test-stir: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

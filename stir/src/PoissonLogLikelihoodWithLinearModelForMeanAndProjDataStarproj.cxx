@@ -4,6 +4,7 @@
 
 #include "stir_starproj/PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj.h"
 
+#include "stir/ExamInfo.h"
 #include "stir/ProjData.h"
 #include "stir/ProjDataInfo.h"
 #include "stir/RelatedViewgrams.h"
@@ -17,6 +18,7 @@
 #include "stir/recon_buildblock/BinNormalisation.h"
 #include "stir/warning.h"
 #include "stir_starproj/StarprojInputChecks.h"
+#include "stir_starproj/StarprojSupported.h"
 
 #include <algorithm>
 #ifdef _OPENMP
@@ -82,6 +84,8 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       return Succeeded::no;
     }
   const ProjData& proj_data = *this->proj_data_sptr;
+  // SPECT data and geometries Starproj does not project stop here, with a message naming them (StarprojSupported.h)
+  starproj_check_modality(*proj_data.get_exam_info_sptr(), "the projection data");
   check_inputs_readable();
   if (this->max_segment_num_to_process == -1)
     this->max_segment_num_to_process = proj_data.get_max_segment_num();

@@ -7,13 +7,14 @@
 #include "stir/Bin.h"
 #include "stir/DiscretisedDensity.h"
 #include "stir/LORCoordinates.h"
-#include "stir/ProjDataInfoCylindricalNoArcCorr.h"
+#include "stir/ProjDataInfo.h"
 #include "stir/Scanner.h"
 #include "stir/TOF_conversions.h"
 #include "stir/VoxelsOnCartesianGrid.h"
 #include "stir/error.h"
 #include "stir/info.h"
 #include "stir/warning.h"
+#include "stir_starproj/StarprojSupported.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,12 +39,11 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
     : _proj_data_info_sptr(proj_data_info_sptr->create_shared_clone()),
       _density_info_sptr(density_info.get_empty_copy())
 {
-  const auto* image = dynamic_cast<const VoxelsOnCartesianGrid<float>*>(&density_info);
-  if (!image)
-    error("Starproj: the image must be a VoxelsOnCartesianGrid");
   const ProjDataInfo& pdi = *_proj_data_info_sptr;
-  if (!dynamic_cast<const ProjDataInfoCylindricalNoArcCorr*>(&pdi))
-    error("Starproj: only cylindrical scanners without arc correction (ProjDataInfoCylindricalNoArcCorr) are supported");
+  // the geometries whose LORs get_LOR gives as STIR's parallelproj pair takes them, a regular voxel grid, PET
+  // (StarprojSupported.h); anything else stops here with a message naming it
+  _kind = starproj_check_supported(pdi, density_info);
+  const auto* image = dynamic_cast<const VoxelsOnCartesianGrid<float>*>(&density_info);
   _runtime = StarprojRuntime::acquire(settings);
 
   // image: STIR's (z,y,x) order is starproj's (n0,n1,n2); lengths in x-voxel units

@@ -8,6 +8,7 @@
 
 #include "stir/shared_ptr.h"
 #include "stir_starproj/StarprojRuntime.h"
+#include "stir_starproj/StarprojSupported.h"
 
 #include <starproj.h>
 
@@ -66,6 +67,9 @@ public:
   int min_tangential_pos_num() const { return _min_tang; }
   int num_tangential_poss() const { return _num_tang; }
 
+  //! the projection data's geometry (cylindrical with or without arc correction, blocks, generic)
+  StarprojGeometryKind kind() const { return _kind; }
+
   bool is_tof() const { return _num_tof_bins > 1; }
   int num_tof_bins() const { return _num_tof_bins; }
   int min_tof_pos_num() const { return _min_tof_pos; }
@@ -84,6 +88,7 @@ public:
 
 private:
   std::shared_ptr<StarprojRuntime> _runtime; // declared first: destroyed last
+  StarprojGeometryKind _kind = StarprojGeometryKind::cylindrical_no_arc_corr;
   shared_ptr<const ProjDataInfo> _proj_data_info_sptr;
   shared_ptr<const DiscretisedDensity<3, float>> _density_info_sptr;
   int _dims[3];

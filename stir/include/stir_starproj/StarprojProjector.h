@@ -18,6 +18,7 @@
 #include "stir_starproj/StarprojHostMemory.h"
 #include "stir_starproj/StarprojImageCopy.h"
 #include "stir_starproj/StarprojSettings.h"
+#include "stir_starproj/StarprojSupported.h"
 #include "stir_starproj/StarprojTimes.h"
 
 #include <starproj.h>
@@ -87,6 +88,8 @@ public:
   {
     if (!_settings.check())
       error("Starproj: invalid settings");
+    // what Starproj does not project stops here, before STIR's set_up, with a message naming it
+    starproj_check_supported(*proj_data_info_sptr, *density_info_sptr);
     Base::set_up(proj_data_info_sptr, density_info_sptr);
     _symmetries_sptr.reset(new TrivialDataSymmetriesForBins(proj_data_info_sptr));
     if (!_geometry || !_geometry->matches(*proj_data_info_sptr, *density_info_sptr))

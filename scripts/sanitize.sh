@@ -53,6 +53,13 @@ if [ -n "$reports" ] || [ $status -ne 0 ]; then
     grep -E -A12 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$f" | head -40
   done
   [ -z "$reports" ] && for f in tests/*.log; do grep -qE ':[FE]:' "$f" && grep -E ':[FE]:' "$f"; done
+  # a failed test without a Check line (a script such as check_mpi.sh): the end of its log
+  for trs in tests/*.trs; do
+    if grep -qE '^:test-result: (FAIL|ERROR)' "$trs" && ! grep -qE ':[FE]:' "${trs%.trs}.log"; then
+      echo "--- the end of ${trs%.trs}.log ---"
+      tail -n 25 "${trs%.trs}.log"
+    fi
+  done
   echo "== sanitizer run FAILED =="
   exit 1
 fi

@@ -4,19 +4,23 @@
 #include "codelets.h"
 #include "joseph3d_tof_lm_back.h"
 
-static void tof_lm_back_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *piece,
-                            uint32_t event)
-{
-  float sigma, offset;
-  sproj_tof_lor_params(&arg->tof, piece->sigma, piece->offset, event, &sigma, &offset);
-  const float *xs = piece->xs + 3 * (size_t)event, *xe = piece->xe + 3 * (size_t)event;
-  joseph3d_tof_lm_back_lor(sproj_out_of(img, arg), &arg->geom, xs, xe, &arg->tof, sigma, offset, piece->bins[event],
-                           piece->values[event]);
-}
-
 static void joseph3d_tof_lm_back_cpu(void *buffers[], void *cl_arg)
 {
-  sproj_cpu_run(buffers, cl_arg, tof_lm_back_lor);
+  const struct sproj_proj_arg *arg = cl_arg;
+  /* the worker's private reduction buffer (or the image, tasks taking it one at a time: sproj_cpu_run) */
+  struct sproj_out out = sproj_out_of((void *)STARPU_VECTOR_GET_PTR(buffers[0]), arg);
+  const struct sproj_tof_table *tab = sproj_cpu_tof_table(arg);
+  for (int p = 0; p < arg->npieces; p++) {
+    struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+    for (uint32_t event = 0; event < piece.n; event++) {
+      float sigma, offset;
+      sproj_tof_lor_params(&arg->tof, piece.sigma, piece.offset, event, &sigma, &offset);
+      const struct sproj_tof_table *lor_tab = sproj_tof_table_for(tab, sigma);
+      const float *xs = piece.xs + 3 * (size_t)event, *xe = piece.xe + 3 * (size_t)event;
+      joseph3d_tof_lm_back_lor(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, piece.bins[event],
+                               piece.values[event]);
+    }
+  }
 }
 
 SPROJ_PROJ_MODEL(tof_lm_back_model, "starproj_joseph3d_tof_lm_back");

@@ -4,18 +4,22 @@
 #include "codelets.h"
 #include "joseph3d_tof_lm_fwd.h"
 
-static void tof_lm_fwd_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *piece,
-                           uint32_t event)
-{
-  float sigma, offset;
-  sproj_tof_lor_params(&arg->tof, piece->sigma, piece->offset, event, &sigma, &offset);
-  const float *xs = piece->xs + 3 * (size_t)event, *xe = piece->xe + 3 * (size_t)event;
-  piece->values[event] = joseph3d_tof_lm_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, piece->bins[event]);
-}
-
 static void joseph3d_tof_lm_fwd_cpu(void *buffers[], void *cl_arg)
 {
-  sproj_cpu_run(buffers, cl_arg, tof_lm_fwd_lor);
+  const struct sproj_proj_arg *arg = cl_arg;
+  const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  const struct sproj_tof_table *tab = sproj_cpu_tof_table(arg);
+  for (int p = 0; p < arg->npieces; p++) {
+    struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+    for (uint32_t event = 0; event < piece.n; event++) {
+      float sigma, offset;
+      sproj_tof_lor_params(&arg->tof, piece.sigma, piece.offset, event, &sigma, &offset);
+      const struct sproj_tof_table *lor_tab = sproj_tof_table_for(tab, sigma);
+      const float *xs = piece.xs + 3 * (size_t)event, *xe = piece.xe + 3 * (size_t)event;
+      piece.values[event] =
+        joseph3d_tof_lm_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, piece.bins[event]);
+    }
+  }
 }
 
 SPROJ_PROJ_MODEL(tof_lm_fwd_model, "starproj_joseph3d_tof_lm_fwd");

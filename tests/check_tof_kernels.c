@@ -14,6 +14,7 @@
 #include "joseph3d_tof_sino_back.h"
 #include "joseph3d_tof_lm_fwd.h"
 #include "joseph3d_tof_lm_back.h"
+#include "tof_lanes.h"
 
 /* The bound on a tabulated weight's error against the double-precision reference. */
 #define TABLE_WEIGHT_BOUND 2e-6
@@ -232,6 +233,89 @@ START_TEST(test_table_projection)
 }
 END_TEST
 
+#ifdef SPROJ_HAVE_LANES
+/* The AVX-512 lanes (tof_lanes.h) against the scalar code with the same table: forward values bit for bit (sinogram
+ * and listmode), back projections within float rounding (only the order of the adds into a voxel differs), on the
+ * scene's LORs and on events of them with random bins, with the centre offset per LOR. */
+START_TEST(test_lanes)
+{
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) {
+    printf("TOF lanes: this CPU has no AVX-512F, not compared\n");
+    return;
+  }
+  int num_bins = 2 * (int)ceilf(sqrtf((float)(g.n[0] * g.n[0] + g.n[1] * g.n[1] + g.n[2] * g.n[2])) * 0.5f) + 9;
+  struct sproj_tof_arg tof = scene_tof(0.75f, num_bins);
+  tof.per_lor_offset = _i;
+  static struct table_buf t;
+  const struct sproj_tof_table *tab = table_of(&tof, &t);
+  ck_assert_ptr_nonnull(tab);
+  ck_assert(sproj_tof_lanes_fit(&(struct sproj_geom){{g.n[0], g.n[1], g.n[2]}, {0}, {0}}, &tof, 0));
+  struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
+  struct sproj_tof_lanes_work *w = malloc(sizeof *w);
+  int64_t nvox = tu_nvox(&g), nval = (int64_t)NLORS * num_bins;
+  float *a = tu_alloc(nval), *b = tu_alloc(nval), *ia = tu_alloc(nvox), *ib = tu_alloc(nvox), *off = tu_alloc(NLORS);
+  float *la = tu_alloc(NLORS), *lb = tu_alloc(NLORS);
+  int16_t *bins = malloc(NLORS * sizeof *bins);
+  for (int i = 0; i < NLORS; i++) {
+    off[i] = _i ? tof.bin_width * (float)tu_uniform(-1.5, 1.5) : tof.center_offset;
+    bins[i] = (int16_t)tu_randint(0, num_bins - 1);
+  }
+  const float *offset = _i ? off : NULL;
+  /* sinogram */
+  for (int i = 0; i < NLORS; i++)
+    joseph3d_tof_sino_fwd_lor(img, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, a + (size_t)i * num_bins, 1);
+  sproj_tof_lanes_sino_fwd(w, img, &geom, &tof, tab, xs, xe, offset, NLORS, b);
+  int64_t differ = 0, nonzero = 0;
+  for (int64_t k = 0; k < nval; k++) {
+    differ += memcmp(&a[k], &b[k], sizeof(float)) != 0;
+    nonzero += a[k] != 0.0f;
+  }
+  memset(ia, 0, nvox * sizeof(float));
+  memset(ib, 0, nvox * sizeof(float));
+  struct sproj_out oa = {ia, NULL, NULL}, ob = {ib, NULL, NULL};
+  for (int i = 0; i < NLORS; i++)
+    joseph3d_tof_sino_back_lor(oa, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, a + (size_t)i * num_bins);
+  sproj_tof_lanes_sino_back(w, ob, &geom, &tof, tab, xs, xe, offset, NLORS, a);
+  double sino_back = tu_rel_l2_ff(ib, ia, nvox);
+  /* listmode */
+  for (int i = 0; i < NLORS; i++)
+    la[i] = joseph3d_tof_lm_fwd_lor(img, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, bins[i]);
+  sproj_tof_lanes_lm_fwd(w, img, &geom, &tof, tab, xs, xe, bins, offset, NLORS, lb);
+  int64_t ldiffer = 0, lnonzero = 0;
+  for (int i = 0; i < NLORS; i++) {
+    ldiffer += memcmp(&la[i], &lb[i], sizeof(float)) != 0;
+    lnonzero += la[i] != 0.0f;
+  }
+  memset(ia, 0, nvox * sizeof(float));
+  memset(ib, 0, nvox * sizeof(float));
+  for (int i = 0; i < NLORS; i++)
+    joseph3d_tof_lm_back_lor(oa, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, bins[i], la[i] + 0.5f);
+  for (int i = 0; i < NLORS; i++)
+    lb[i] = la[i] + 0.5f;
+  sproj_tof_lanes_lm_back(w, ob, &geom, &tof, tab, xs, xe, bins, offset, NLORS, lb);
+  double lm_back = tu_rel_l2_ff(ib, ia, nvox);
+  printf("TOF lanes vs scalar (table%s): sinogram forward %lld of %lld non-zero values differ, back relative L2 %.3g; "
+         "listmode forward %lld of %lld non-zero differ, back relative L2 %.3g\n", _i ? ", offset per LOR" : "",
+         (long long)differ, (long long)nonzero, sino_back, (long long)ldiffer, (long long)lnonzero, lm_back);
+  ck_assert_int_gt(nonzero, 0);
+  ck_assert_int_gt(lnonzero, 0);
+  ck_assert_int_eq(differ, 0);
+  ck_assert_int_eq(ldiffer, 0);
+  ck_assert_msg(sino_back <= 1e-6 && lm_back <= 1e-6, "back relative L2 %.3g / %.3g", sino_back, lm_back);
+  free(w);
+  free(a);
+  free(b);
+  free(ia);
+  free(ib);
+  free(off);
+  free(la);
+  free(lb);
+  free(bins);
+}
+END_TEST
+#endif
+
 int main(void)
 {
   scene();
@@ -241,6 +325,9 @@ int main(void)
   tcase_add_loop_test(tc, test_table_weights, 0, (int)(sizeof params / sizeof params[0]));
   tcase_add_loop_test(tc, test_slide_bits, 0, 3);
   tcase_add_test(tc, test_table_projection);
+#ifdef SPROJ_HAVE_LANES
+  tcase_add_loop_test(tc, test_lanes, 0, 2);
+#endif
   suite_add_tcase(s, tc);
   return tu_run(s);
 }

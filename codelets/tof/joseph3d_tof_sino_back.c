@@ -3,6 +3,7 @@
 #include "config.h"
 #include "codelets.h"
 #include "joseph3d_tof_sino_back.h"
+#include "tof_lanes.h"
 
 static void joseph3d_tof_sino_back_cpu(void *buffers[], void *cl_arg)
 {
@@ -11,6 +12,18 @@ static void joseph3d_tof_sino_back_cpu(void *buffers[], void *cl_arg)
   struct sproj_out out = sproj_out_of((void *)STARPU_VECTOR_GET_PTR(buffers[0]), arg);
   const struct sproj_tof_table *tab = sproj_cpu_tof_table(arg);
   int width = (sproj_tof_variants(0) & SPROJ_TOF_VARIANT_SLIDE) ? sproj_tof_slide_width(&arg->tof) : 0;
+#ifdef SPROJ_HAVE_LANES
+  struct sproj_tof_lanes_work *work = NULL;
+  if (tab && (sproj_tof_variants(0) & SPROJ_TOF_VARIANT_LANES) && sproj_cpu_lanes() == SPROJ_TOF_LANES &&
+      sproj_tof_lanes_fit(&arg->geom, &arg->tof, 0) && (work = sproj_cpu_scratch(sizeof *work))) {
+    for (int p = 0; p < arg->npieces; p++) {
+      struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+      sproj_tof_lanes_sino_back(work, out, &arg->geom, &arg->tof, tab, piece.xs, piece.xe, piece.offset, piece.n,
+                                piece.values);
+    }
+    return;
+  }
+#endif
   for (int p = 0; p < arg->npieces; p++) {
     struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
     for (uint32_t lor = 0; lor < piece.n; lor++) {

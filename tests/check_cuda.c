@@ -250,9 +250,10 @@ START_TEST(test_tof_cpu_vs_cuda)
   double maxv, maxdiff;
   int64_t identical = compare_forward(cpu, gpu, nval, &maxv, &maxdiff);
   double brel = tu_rel_l2_ff(bgpu, bcpu, nvox);
-  printf("TOF %s (%d bins) CPU vs CUDA: forward %lld of %lld identical, max difference %.3g (max %.3g); back "
-         "relative L2 %.3g\n", lm ? "listmode" : "sinogram", par.num_bins, (long long)identical, (long long)nval,
-         maxdiff, maxv, brel);
+  printf("TOF %s (%d bins) CPU vs CUDA (variants: GPU %s, CPU %s): forward %lld of %lld identical, max difference "
+         "%.3g (max %.3g); back relative L2 %.3g\n", lm ? "listmode" : "sinogram", par.num_bins,
+         getenv("SPROJ_TOF_GPU") ? getenv("SPROJ_TOF_GPU") : "default", getenv("SPROJ_TOF_CPU") ? getenv("SPROJ_TOF_CPU")
+         : "default", (long long)identical, (long long)nval, maxdiff, maxv, brel);
   ck_assert_msg(maxv > 0.0, "nothing projected");
   ck_assert_msg(brel <= 1e-5, "back projection CPU vs CUDA relative L2 %.3g", brel);
   free(cpu);
@@ -735,12 +736,16 @@ int main(void)
   tcase_add_test(tc, test_lanes_same_bits);
   tcase_add_test(tc, test_residency);
   tcase_add_test(tc, test_tasks_follow_lors);
-  tcase_add_loop_test(tc, test_tof_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_layouts_same_bits);
   tcase_add_test(tc, test_layouts_sinogram);
   tcase_add_test(tc, test_gpu_homed_arrays);
   tcase_add_test(tc, test_gpu_homed_oneshot_stays);
   suite_add_tcase(s, tc);
+  /* the TOF projectors in a case of their own, which CK_RUN_CASE=tof runs alone (scripts/bench-tof-variants.sh, once
+   * per variant of SPROJ_TOF_GPU) */
+  TCase *tof = tcase_create("tof");
+  tcase_add_loop_test(tof, test_tof_cpu_vs_cuda, 0, 4);
+  suite_add_tcase(s, tof);
   int ret = tu_run(s);
   sproj_shutdown();
   return ret;

@@ -415,7 +415,8 @@ int main(int argc, char **argv)
       free(sproj_back_images[i]);
     }
     free(lm_pp);
-    dlclose(pp.handle);
+    /* the library stays loaded: its OpenMP runtime's threads outlive the calls, and unloading it under them crashes */
+    fflush(stdout);
   }
   CHECK(sproj_scanner_destroy(scn));
   free(views);

@@ -481,7 +481,6 @@ int main(int argc, char **argv)
   free(views);
   free(order);
   free(sproj_back);
-  if (pp.handle)
-    dlclose(pp.handle);
+  /* libparallelproj stays loaded until the process ends (its CUDA runtime's state outlives the calls) */
   return 0;
 }

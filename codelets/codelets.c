@@ -108,9 +108,11 @@ void *sproj_cpu_scratch(size_t bytes)
   return s->data;
 }
 
-/* The variants each kind runs unless the environment says otherwise (codelets.h). */
+/* The variants each kind runs unless the environment says otherwise (codelets.h): GPUs the old kernels until a GPU
+ * run says which variant wins; CPU workers the table and the lanes, which passed every test and measured faster
+ * (doc/benchmarks.md, version 23). */
 #define SPROJ_TOF_GPU_DEFAULT 0u
-#define SPROJ_TOF_CPU_DEFAULT 0u
+#define SPROJ_TOF_CPU_DEFAULT (SPROJ_TOF_VARIANT_TABLE | SPROJ_TOF_VARIANT_LANES)
 
 static unsigned tof_variants_parse(const char *list)
 {

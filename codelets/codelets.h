@@ -138,7 +138,8 @@ void *sproj_cpu_scratch(size_t bytes);
 #define SPROJ_TOF_VARIANT_LANES 8u  /* CPU: one LOR per SIMD lane (tof_lanes.h) */
 /* The variants the TOF projectors of CUDA workers (gpu 1) or CPU workers (gpu 0) run, decided once: the environment
  * variable SPROJ_TOF_GPU or SPROJ_TOF_CPU, a comma-separated list of table, slide, copies and lanes ("old": none),
- * replaces the default (SPROJ_TOF_GPU_DEFAULT, SPROJ_TOF_CPU_DEFAULT); names it does not know are ignored. */
+ * replaces the default (codelets.c: none on GPUs, table and lanes on CPU workers); names it does not know are
+ * ignored. */
 unsigned sproj_tof_variants(int gpu);
 /* The edges' table of a TOF task on a CPU worker, kept by the calling thread for its parameters, or NULL (erff): when
  * the table variant is off, the task has per-LOR sigma, no table serves its windows (sproj_tof_table_plan_for) or

@@ -10,10 +10,11 @@
 # usage: scripts/bench-tof-variants.sh stage
 #          here, after scripts/device-bundle.sh --with-parallelproj SRC: copies the programs, libstarproj, the libraries
 #          a bare GPU machine lacks and both libparallelproj builds into .device/tofv (~25 MB), the one path to carry
-#        scripts/bench-tof-variants.sh [--variants LIST] [--seconds N]
+#        scripts/bench-tof-variants.sh [--variants LIST] [--seconds N] [--small]
 #          on the GPU machine from the repository root: LIST is the GPU variants, space-separated (default: old table
 #          slide table,slide table,slide,copies); the run keeps within N seconds (default 420): a step that would
-#          start after 0.85 N is skipped and says so, each program has a timeout within what is left
+#          start after 0.85 N is skipped and says so, each program has a timeout within what is left; --small: the
+#          small scanner everywhere, to try the script on a development machine
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tofv=$root/.device/tofv
@@ -41,9 +42,10 @@ if [ "${1:-}" = stage ]; then
   exit 0
 fi
 
-variants="old table slide table,slide table,slide,copies" budget=420
+variants="old table slide table,slide table,slide,copies" budget=420 small=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --small) small=(--small); shift ;;
     --variants) variants=$2; shift 2 ;;
     --seconds) budget=$2; shift 2 ;;
     *) echo "bench-tof-variants: unknown argument '$1' (see the usage at the top of the script)" >&2; exit 2 ;;
@@ -100,7 +102,7 @@ for v in $main_variants; do
   run "check_tof-$t" 120 env SPROJ_TOF_GPU="$v" STARPU_HOME="/tmp/starpu-tofv-$t" "$bin/check_tof"
   run "check_cuda-$t" 120 env SPROJ_TOF_GPU="$v" STARPU_HOME="/tmp/starpu-tofv-$t" CK_RUN_CASE=tof "$bin/check_cuda"
   check[$v]="check_tof $(summary "$out/check_tof-$t.log"); check_cuda (TOF case) $(summary "$out/check_cuda-$t.log")"
-  grep -hE '^TOF (sinogram|listmode) .*CPU vs CUDA|^TOF sinogram vs reference \(scalar\)' "$out/check_cuda-$t.log" \
+  grep -hE '^TOF (sinogram|listmode) .*(CPU vs CUDA|copies on)|^TOF sinogram vs reference \(scalar\)' "$out/check_cuda-$t.log" \
     "$out/check_tof-$t.log" | sed "s/^/  [$v] /"
   grep -hE ':[FE]:' "$out/check_tof-$t.log" "$out/check_cuda-$t.log" | head -n 3 | sed "s/^/  [$v] /"
 done
@@ -114,12 +116,12 @@ for v in $variants; do
   t=$(tag "$v") pparg=()
   [ $first = 1 ] && pparg=(--parallelproj "$tofv/pp-cuda/libparallelproj.so.2")
   run "bench_tof-$t" 150 env SPROJ_TOF_GPU="$v" STARPU_HOME="/tmp/starpu-tofv-$t" "$bin/bench_tof" --repeats 3 \
-    --warmups 1 "${pparg[@]}"
+    --warmups 1 "${pparg[@]}" "${small[@]}"
   for j in "${jobs[@]}"; do
     tof_done[$v|$j]=$(grep -F "$j" "$out/bench_tof-$t.log" | grep -v '^#' | awk '{print $(NF-4)}' | head -n 1)
     [ $first = 1 ] && tof_done[pp|$j]=$(grep -F "$j" "$out/bench_tof-$t.log" | grep -v '^#' | awk '{print $(NF-2)}' | head -n 1)
   done
-  sums[$v]=$(sed -n 's/^# checksums: sinogram forward \([0-9a-f]*\).*listmode forward \([0-9a-f]*\).*/\1 \2/p' \
+  sums[$v]=$(sed -n 's/^# checksums: sinogram forward \([0-9a-f]*\).*back projection of it \([-+.0-9e]*\); listmode forward \([0-9a-f]*\).*/\1 \3 (back sum \2)/p' \
     "$out/bench_tof-$t.log")
   grep -E '^# (check|checksums|libparallelproj)' "$out/bench_tof-$t.log" | sed "s/^/  [$v] /"
   first=0
@@ -129,12 +131,12 @@ done
 for v in $main_variants; do
   t=$(tag "$v")
   run "bench_recon-$t" 120 env SPROJ_TOF_GPU="$v" STARPU_HOME="/tmp/starpu-tofv-$t" "$bin/bench_recon" --tof \
-    --no-host --iterations 2
+    --no-host --iterations 2 ${small[0]:+--scanner small}
   recon_iter[$v]=$(grep -F 'one OSEM iteration, resident' "$out/bench_recon-$t.log" | awk -F'|' '{print $3}' | tr -d ' ')
 done
 
 # ---- 4. the host's cores: the CPU variants against libparallelproj's OpenMP build in one process ----
-cpu_args=(--views 1 --tof --events 1000000 --repeats 3 --warmups 1)
+cpu_args=(--views 1 --tof --events 1000000 --repeats 3 --warmups 1 "${small[@]}")
 run bench_cpu-new 150 env STARPU_NCUDA=0 STARPU_NCPU="$ncores" OMP_NUM_THREADS="$ncores" \
   STARPU_HOME=/tmp/starpu-tofv-cpu "$bin/bench_cpu" "${cpu_args[@]}" --parallelproj "$tofv/pp-omp/libparallelproj.so.2"
 run bench_cpu-old 90 env SPROJ_TOF_CPU=old STARPU_NCUDA=0 STARPU_NCPU="$ncores" STARPU_HOME=/tmp/starpu-tofv-cpu-old \
@@ -166,7 +168,7 @@ for v in $variants; do echo "| GPU $v | ${check[$v]:-none} |"; done
 echo
 echo "== one H200's TOF jobs, done seconds (bench_tof --repeats 3, medians; 20 M events; libparallelproj measured in the same run)"
 printf '| %-24s | %9s | %9s | %9s | %9s | %11s | %11s | %9s | %s |\n' variant "sino fwd" "sino back" "LM fwd" \
-  "LM back" "LM fwd ord" "LM back ord" "OSEM it" "forward bits: sinogram, listmode"
+  "LM back" "LM fwd ord" "LM back ord" "OSEM it" "forward bits: sinogram, listmode (sinogram back sum)"
 printf '| %-24s | %9s | %9s | %9s | %9s | %11s | %11s | %9s | %s |\n' --- ---: ---: ---: ---: ---: ---: ---: ---
 for v in pp $variants; do
   name=$v

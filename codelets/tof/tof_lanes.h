@@ -132,8 +132,32 @@ __attribute__((target("avx512f"))) static inline struct sproj_tof16 sproj_tof16_
   return c;
 }
 
+/* Listmode events of one run of this many in sproj_lanes_sort's order (neighbours in space) are put in the order of
+ * the planes they walk (0 to ~70, by their bins), so that a group of lanes walks about as many planes as each of its
+ * events needs: a group lasts as long as its longest walk. */
+#define SPROJ_TOF_LANES_RUN 256
+
+/* Orders order[0 .. n) by count[] (stable: a counting sort over the walks' lengths, capped at the last bucket). */
+#define SPROJ_TOF_LANES_BUCKETS 256
+static inline void sproj_tof_lanes_by_count(uint32_t *order, uint32_t n, const int *count)
+{
+  uint32_t start[SPROJ_TOF_LANES_BUCKETS + 1] = {0}, tmp[SPROJ_TOF_LANES_RUN];
+  for (uint32_t o = 0; o < n; o++) {
+    int c = count[order[o]];
+    start[(c < SPROJ_TOF_LANES_BUCKETS - 1 ? c : SPROJ_TOF_LANES_BUCKETS - 1) + 1]++;
+  }
+  for (int b = 0; b < SPROJ_TOF_LANES_BUCKETS; b++)
+    start[b + 1] += start[b];
+  for (uint32_t o = 0; o < n; o++) {
+    int c = count[order[o]];
+    tmp[start[c < SPROJ_TOF_LANES_BUCKETS - 1 ? c : SPROJ_TOF_LANES_BUCKETS - 1]++] = order[o];
+  }
+  memcpy(order, tmp, n * sizeof *order);
+}
+
 /* Prepares LORs i < n of a block (sproj_lanes_sort's order, their TOF lines); with bins (listmode), each event's walk
- * (sproj_tof_lm_planes; those that walk nothing are left out of the order). Returns how many are in the order. */
+ * (sproj_tof_lm_planes; those that walk nothing are left out of the order), and the events of each run of
+ * SPROJ_TOF_LANES_RUN in the order of their walks' lengths. Returns how many are in the order. */
 static inline uint32_t sproj_tof_lanes_prepare(struct sproj_tof_lanes_work *w, const struct sproj_geom *geom,
                                                const float *xs, const float *xe, uint32_t n,
                                                const struct sproj_tof_arg *tof, const float *offset,
@@ -160,6 +184,10 @@ static inline uint32_t sproj_tof_lanes_prepare(struct sproj_tof_lanes_work *w, c
     }
     w->rays.order[kept++] = i;
   }
+  if (bins)
+    for (uint32_t o = 0; o < kept; o += SPROJ_TOF_LANES_RUN)
+      sproj_tof_lanes_by_count(w->rays.order + o, kept - o < SPROJ_TOF_LANES_RUN ? kept - o : SPROJ_TOF_LANES_RUN,
+                               w->count);
   return kept;
 }
 

@@ -28,6 +28,8 @@
 #define CHUNK_EVENTS 1000000
 /* rand()'s seed for the events' TOF bins */
 #define BINS_SEED 777
+/* repeats and warm-ups at most */
+#define MAX_REPEATS 64
 
 struct job {
   const char *name;
@@ -117,6 +119,10 @@ static double rel_l2(const float *a, const float *ref, int64_t n)
   return sqrt(num / (den + TINY));
 }
 
+/* The arrays libparallelproj's calls take, on the GPU: the subset's LORs, the events in random order and in
+ * sproj_lors_order's, the values the back projections project, the image's origin, voxel size and dimensions. */
+enum { DEV_XS, DEV_XE, DEV_EXS, DEV_EXE, DEV_OXS, DEV_OXE, DEV_SINO, DEV_LMV, DEV_ORIGIN, DEV_VS, DEV_DIMS, DEV_ARRAYS };
+
 /* One call of libparallelproj (device pointers) and the GPU's end; back projections add into a zeroed image. */
 static double pp_call(const struct pp_lib *pp, int call, float *const *dv, const int16_t *dbins, const int16_t *dobins,
                       const struct pp_data *d, float *dimg, float *dout)
@@ -124,9 +130,11 @@ static double pp_call(const struct pp_lib *pp, int call, float *const *dv, const
   const struct sproj_tof_params *p = &d->par;
   const float sigma = p->sigma, offset = p->center_offset;
   const short nb = (short)p->num_bins;
-  /* dv: xs, xe, exs, exe, oxs, oxe, sino, lmv, origin, vs; dn: the image's dimensions */
-  const float *o = dv[8], *v = dv[9];
-  const int *dn = (const int *)dv[10];
+  const float *o = dv[DEV_ORIGIN], *v = dv[DEV_VS];
+  const int *dn = (const int *)dv[DEV_DIMS];
+  const int ordered = call == PP_LMO_FWD || call == PP_LMO_BACK;
+  const float *exs = dv[ordered ? DEV_OXS : DEV_EXS], *exe = dv[ordered ? DEV_OXE : DEV_EXE];
+  const int16_t *eb = ordered ? dobins : dbins;
   size_t nl = (size_t)d->nlors, ne = (size_t)d->nevents;
   if (call == PP_SINO_BACK || call == PP_LM_BACK || call == PP_LMO_BACK)
     cudaMemset(dout, 0, (size_t)d->n[0] * d->n[1] * d->n[2] * sizeof(float));
@@ -134,23 +142,21 @@ static double pp_call(const struct pp_lib *pp, int call, float *const *dv, const
   double t0 = now();
   switch (call) {
   case PP_SINO_FWD:
-    pp->tof_sino_fwd(dv[0], dv[1], dimg, o, v, dout, nl, dn, p->bin_width, &sigma, &offset, p->num_sigmas, nb, 0, 0, 0,
-                     PP_THREADS_PER_BLOCK);
+    pp->tof_sino_fwd(dv[DEV_XS], dv[DEV_XE], dimg, o, v, dout, nl, dn, p->bin_width, &sigma, &offset, p->num_sigmas, nb,
+                     0, 0, 0, PP_THREADS_PER_BLOCK);
     break;
   case PP_SINO_BACK:
-    pp->tof_sino_back(dv[0], dv[1], dout, o, v, dv[6], nl, dn, p->bin_width, &sigma, &offset, p->num_sigmas, nb, 0, 0,
-                      0, PP_THREADS_PER_BLOCK);
+    pp->tof_sino_back(dv[DEV_XS], dv[DEV_XE], dout, o, v, dv[DEV_SINO], nl, dn, p->bin_width, &sigma, &offset,
+                      p->num_sigmas, nb, 0, 0, 0, PP_THREADS_PER_BLOCK);
     break;
   case PP_LM_FWD:
   case PP_LMO_FWD:
-    pp->tof_lm_fwd(dv[call == PP_LM_FWD ? 2 : 4], dv[call == PP_LM_FWD ? 3 : 5], dimg, o, v, dout, ne, dn, p->bin_width,
-                   &sigma, &offset, p->num_sigmas, call == PP_LM_FWD ? dbins : dobins, nb, 0, 0, 0,
+    pp->tof_lm_fwd(exs, exe, dimg, o, v, dout, ne, dn, p->bin_width, &sigma, &offset, p->num_sigmas, eb, nb, 0, 0, 0,
                    PP_THREADS_PER_BLOCK);
     break;
   default:
-    pp->tof_lm_back(dv[call == PP_LM_BACK ? 2 : 4], dv[call == PP_LM_BACK ? 3 : 5], dout, o, v, dv[7], ne, dn,
-                    p->bin_width, &sigma, &offset, p->num_sigmas, call == PP_LM_BACK ? dbins : dobins, nb, 0, 0, 0,
-                    PP_THREADS_PER_BLOCK);
+    pp->tof_lm_back(exs, exe, dout, o, v, dv[DEV_LMV], ne, dn, p->bin_width, &sigma, &offset, p->num_sigmas, eb, nb, 0,
+                    0, 0, PP_THREADS_PER_BLOCK);
   }
   cudaDeviceSynchronize();
   return now() - t0;
@@ -166,10 +172,14 @@ static int pp_cuda(const struct pp_lib *pp, const struct pp_data *d, int warmups
   }
   size_t nvox = (size_t)d->n[0] * d->n[1] * d->n[2], nvals = (size_t)d->nlors * d->par.num_bins;
   size_t lb = 3 * (size_t)d->nlors * sizeof(float), eb = 3 * (size_t)d->nevents * sizeof(float);
-  float *dv[11] = {dev_copy(d->xs, lb), dev_copy(d->xe, lb), dev_copy(d->exs, eb), dev_copy(d->exe, eb),
-                   dev_copy(d->oxs, eb), dev_copy(d->oxe, eb), dev_copy(d->sino, nvals * sizeof(float)),
-                   dev_copy(d->lmv, (size_t)d->nevents * sizeof(float)), dev_copy(d->origin, 3 * sizeof(float)),
-                   dev_copy(d->vs, 3 * sizeof(float)), dev_copy(d->n, 3 * sizeof(int))};
+  float *dv[DEV_ARRAYS] = {
+    [DEV_XS] = dev_copy(d->xs, lb),          [DEV_XE] = dev_copy(d->xe, lb),
+    [DEV_EXS] = dev_copy(d->exs, eb),        [DEV_EXE] = dev_copy(d->exe, eb),
+    [DEV_OXS] = dev_copy(d->oxs, eb),        [DEV_OXE] = dev_copy(d->oxe, eb),
+    [DEV_SINO] = dev_copy(d->sino, nvals * sizeof(float)),
+    [DEV_LMV] = dev_copy(d->lmv, (size_t)d->nevents * sizeof(float)),
+    [DEV_ORIGIN] = dev_copy(d->origin, 3 * sizeof(float)), [DEV_VS] = dev_copy(d->vs, 3 * sizeof(float)),
+    [DEV_DIMS] = dev_copy(d->n, 3 * sizeof(int))};
   int16_t *dbins = dev_copy(d->bins, (size_t)d->nevents * sizeof(int16_t));
   int16_t *dobins = dev_copy(d->obins, (size_t)d->nevents * sizeof(int16_t));
   float *dimg = dev_copy(d->image, nvox * sizeof(float));
@@ -180,7 +190,7 @@ static int pp_cuda(const struct pp_lib *pp, const struct pp_data *d, int warmups
     return -1;
   }
   for (int c = 0; c < PP_CALLS; c++) {
-    double t[64];
+    double t[MAX_REPEATS];
     for (int r = 0; r < warmups; r++)
       pp_call(pp, c, dv, dbins, dobins, d, dimg, dout);
     for (int r = 0; r < repeats; r++)
@@ -196,7 +206,7 @@ static int pp_cuda(const struct pp_lib *pp, const struct pp_data *d, int warmups
     }
   }
   cudaError_t err = cudaGetLastError();
-  for (int k = 0; k < 11; k++)
+  for (int k = 0; k < DEV_ARRAYS; k++)
     cudaFree(dv[k]);
   cudaFree(dbins);
   cudaFree(dobins);
@@ -227,8 +237,8 @@ int main(int argc, char **argv)
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
-    case 'r': repeats = (int)option_number("bench_tof", "--repeats", optarg, 1, 64); break;
-    case 'w': warmups = (int)option_number("bench_tof", "--warmups", optarg, 0, 64); break;
+    case 'r': repeats = (int)option_number("bench_tof", "--repeats", optarg, 1, MAX_REPEATS); break;
+    case 'w': warmups = (int)option_number("bench_tof", "--warmups", optarg, 0, MAX_REPEATS); break;
     case 'e': nevents = option_number("bench_tof", "--events", optarg, 1, 2000000000); break;
     case 'S': small = 1; break;
     case 'R': reproducible = 1; break;
@@ -424,7 +434,7 @@ int main(int argc, char **argv)
          "(sum %.12e)\n", (unsigned long long)h_sino, s_sino, s_back, (unsigned long long)h_lm, s_lm);
 
   for (int i = 0; i < njobs; i++) {
-    double done[64], sync[64];
+    double done[MAX_REPEATS], sync[MAX_REPEATS];
     for (int r = 0; r < warmups; r++)
       run_once(&jobs[i], &done[0], &sync[0]);
     for (int r = 0; r < repeats; r++)

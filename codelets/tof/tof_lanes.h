@@ -24,6 +24,8 @@
 
 /* Lanes of the TOF projectors: AVX-512's 16. */
 #define SPROJ_TOF_LANES SPROJ_LANES_AVX512
+/* Every lane of a group. */
+#define SPROJ_TOF_LANES_ALL 0xffffu
 /* Bytes per unit of the table gathers' offsets: one piece's float pair. */
 #define SPROJ_TOF_PAIR_SCALE ((int)(2 * sizeof(float)))
 
@@ -501,7 +503,7 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_sino_fwd(s
       for (int q = 0; q < SPROJ_TOF_SLIDE_NARROW; q++) {
         _mm512_storeu_si512(b, _mm512_add_epi32(sl.first, _mm512_set1_epi32(q)));
         _mm512_storeu_ps(v, sl.bin[q]);
-        sproj_tof16_put(vals, row, nb, 0xffffu, b, v);
+        sproj_tof16_put(vals, row, nb, SPROJ_TOF_LANES_ALL, b, v);
       }
     }
   }

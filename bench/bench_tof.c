@@ -121,14 +121,17 @@ static double rel_l2(const float *a, const float *ref, int64_t n)
 
 /* The arrays libparallelproj's calls take, on the GPU: the subset's LORs, the events in random order and in
  * sproj_lors_order's, the values the back projections project, the image's origin, voxel size and dimensions. */
-enum { DEV_XS, DEV_XE, DEV_EXS, DEV_EXE, DEV_OXS, DEV_OXE, DEV_SINO, DEV_LMV, DEV_ORIGIN, DEV_VS, DEV_DIMS, DEV_ARRAYS };
+enum {
+  DEV_XS, DEV_XE, DEV_EXS, DEV_EXE, DEV_OXS, DEV_OXE, DEV_SINO, DEV_LMV, DEV_ORIGIN, DEV_VS, DEV_DIMS, DEV_SIGMA,
+  DEV_OFFSET, DEV_ARRAYS
+};
 
 /* One call of libparallelproj (device pointers) and the GPU's end; back projections add into a zeroed image. */
 static double pp_call(const struct pp_lib *pp, int call, float *const *dv, const int16_t *dbins, const int16_t *dobins,
                       const struct pp_data *d, float *dimg, float *dout)
 {
   const struct sproj_tof_params *p = &d->par;
-  const float sigma = p->sigma, offset = p->center_offset;
+  const float *sigma = dv[DEV_SIGMA], *offset = dv[DEV_OFFSET];
   const short nb = (short)p->num_bins;
   const float *o = dv[DEV_ORIGIN], *v = dv[DEV_VS];
   const int *dn = (const int *)dv[DEV_DIMS];
@@ -142,20 +145,20 @@ static double pp_call(const struct pp_lib *pp, int call, float *const *dv, const
   double t0 = now();
   switch (call) {
   case PP_SINO_FWD:
-    pp->tof_sino_fwd(dv[DEV_XS], dv[DEV_XE], dimg, o, v, dout, nl, dn, p->bin_width, &sigma, &offset, p->num_sigmas, nb,
+    pp->tof_sino_fwd(dv[DEV_XS], dv[DEV_XE], dimg, o, v, dout, nl, dn, p->bin_width, sigma, offset, p->num_sigmas, nb,
                      0, 0, 0, PP_THREADS_PER_BLOCK);
     break;
   case PP_SINO_BACK:
-    pp->tof_sino_back(dv[DEV_XS], dv[DEV_XE], dout, o, v, dv[DEV_SINO], nl, dn, p->bin_width, &sigma, &offset,
+    pp->tof_sino_back(dv[DEV_XS], dv[DEV_XE], dout, o, v, dv[DEV_SINO], nl, dn, p->bin_width, sigma, offset,
                       p->num_sigmas, nb, 0, 0, 0, PP_THREADS_PER_BLOCK);
     break;
   case PP_LM_FWD:
   case PP_LMO_FWD:
-    pp->tof_lm_fwd(exs, exe, dimg, o, v, dout, ne, dn, p->bin_width, &sigma, &offset, p->num_sigmas, eb, nb, 0, 0, 0,
+    pp->tof_lm_fwd(exs, exe, dimg, o, v, dout, ne, dn, p->bin_width, sigma, offset, p->num_sigmas, eb, nb, 0, 0, 0,
                    PP_THREADS_PER_BLOCK);
     break;
   default:
-    pp->tof_lm_back(exs, exe, dout, o, v, dv[DEV_LMV], ne, dn, p->bin_width, &sigma, &offset, p->num_sigmas, eb, nb, 0,
+    pp->tof_lm_back(exs, exe, dout, o, v, dv[DEV_LMV], ne, dn, p->bin_width, sigma, offset, p->num_sigmas, eb, nb, 0,
                     0, 0, PP_THREADS_PER_BLOCK);
   }
   cudaDeviceSynchronize();
@@ -179,7 +182,8 @@ static int pp_cuda(const struct pp_lib *pp, const struct pp_data *d, int warmups
     [DEV_SINO] = dev_copy(d->sino, nvals * sizeof(float)),
     [DEV_LMV] = dev_copy(d->lmv, (size_t)d->nevents * sizeof(float)),
     [DEV_ORIGIN] = dev_copy(d->origin, 3 * sizeof(float)), [DEV_VS] = dev_copy(d->vs, 3 * sizeof(float)),
-    [DEV_DIMS] = dev_copy(d->n, 3 * sizeof(int))};
+    [DEV_DIMS] = dev_copy(d->n, 3 * sizeof(int)),
+    [DEV_SIGMA] = dev_copy(&d->par.sigma, sizeof(float)), [DEV_OFFSET] = dev_copy(&d->par.center_offset, sizeof(float))};
   int16_t *dbins = dev_copy(d->bins, (size_t)d->nevents * sizeof(int16_t));
   int16_t *dobins = dev_copy(d->obins, (size_t)d->nevents * sizeof(int16_t));
   float *dimg = dev_copy(d->image, nvox * sizeof(float));

@@ -28,9 +28,8 @@ static void joseph3d_tof_lm_back_cpu(void *buffers[], void *cl_arg)
     for (uint32_t event = 0; event < piece.n; event++) {
       float sigma, offset;
       sproj_tof_lor_params(&arg->tof, piece.sigma, piece.offset, event, &sigma, &offset);
-      const struct sproj_tof_table *lor_tab = sproj_tof_table_for(tab, sigma);
       const float *xs = piece.xs + 3 * (size_t)event, *xe = piece.xe + 3 * (size_t)event;
-      joseph3d_tof_lm_back_lor(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, piece.bins[event],
+      joseph3d_tof_lm_back_lor(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, piece.bins[event],
                                piece.values[event]);
     }
   }

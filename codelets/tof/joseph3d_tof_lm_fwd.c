@@ -28,10 +28,9 @@ static void joseph3d_tof_lm_fwd_cpu(void *buffers[], void *cl_arg)
     for (uint32_t event = 0; event < piece.n; event++) {
       float sigma, offset;
       sproj_tof_lor_params(&arg->tof, piece.sigma, piece.offset, event, &sigma, &offset);
-      const struct sproj_tof_table *lor_tab = sproj_tof_table_for(tab, sigma);
       const float *xs = piece.xs + 3 * (size_t)event, *xe = piece.xe + 3 * (size_t)event;
       piece.values[event] =
-        joseph3d_tof_lm_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, piece.bins[event]);
+        joseph3d_tof_lm_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, piece.bins[event]);
     }
   }
 }

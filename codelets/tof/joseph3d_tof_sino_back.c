@@ -29,13 +29,12 @@ static void joseph3d_tof_sino_back_cpu(void *buffers[], void *cl_arg)
     for (uint32_t lor = 0; lor < piece.n; lor++) {
       float sigma, offset;
       sproj_tof_lor_params(&arg->tof, piece.sigma, piece.offset, lor, &sigma, &offset);
-      const struct sproj_tof_table *lor_tab = sproj_tof_table_for(tab, sigma);
       const float *xs = piece.xs + 3 * (size_t)lor, *xe = piece.xe + 3 * (size_t)lor;
       const float *values = piece.values + (size_t)lor * arg->tof.num_bins;
       if (width)
-        joseph3d_tof_sino_back_slide(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, values, width);
+        joseph3d_tof_sino_back_slide(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, values, width);
       else
-        joseph3d_tof_sino_back_lor(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, values);
+        joseph3d_tof_sino_back_lor(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, values);
     }
   }
 }

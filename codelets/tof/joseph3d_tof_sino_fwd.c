@@ -30,13 +30,12 @@ static void joseph3d_tof_sino_fwd_cpu(void *buffers[], void *cl_arg)
     for (uint32_t lor = 0; lor < piece.n; lor++) {
       float sigma, offset;
       sproj_tof_lor_params(&arg->tof, piece.sigma, piece.offset, lor, &sigma, &offset);
-      const struct sproj_tof_table *lor_tab = sproj_tof_table_for(tab, sigma);
       const float *xs = piece.xs + 3 * (size_t)lor, *xe = piece.xe + 3 * (size_t)lor;
       float *out = piece.values + (size_t)lor * arg->tof.num_bins;
       if (width)
-        joseph3d_tof_sino_fwd_slide(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, out, 1, width);
+        joseph3d_tof_sino_fwd_slide(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, out, 1, width);
       else
-        joseph3d_tof_sino_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, lor_tab, out, 1);
+        joseph3d_tof_sino_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, out, 1);
     }
   }
 }

@@ -72,27 +72,19 @@ SPROJ_HD float sproj_tof_edge_scale(const struct sproj_tof_arg *tof, float sigma
   return tof->bin_width / (SPROJ_SQRT2 * sigma);
 }
 
-/* The edges' table of a task for the LORs of sigma tof->sigma (with per-LOR sigma, those whose sigma is that value:
- * a LOR's weights depend on its sigma alone, not on how it was given), or 0 when it has none: a sigma that is not
- * positive, or windows that may be cut to SPROJ_TOF_MAX_WINDOW bins (whose edges are not those tof_table.h counts). */
+/* The edges' table of a task whose LORs share the sigma tof->sigma, or 0 when it has none: per-LOR sigma (a host
+ * array whose values are all equal is registered as the scalar, src/core/tof.c), a sigma that is not positive, or
+ * windows that may be cut to SPROJ_TOF_MAX_WINDOW bins (whose edges are not those tof_table.h counts). A LOR's
+ * weights so depend on its sigma alone, on CPUs and GPUs alike: every LOR of one sigma gets the table's. */
 SPROJ_HD int sproj_tof_table_plan_for(const struct sproj_tof_arg *tof, struct sproj_tof_table_plan *plan)
 {
-  if (tof->num_bins <= 0 || !(tof->sigma > 0.0f) || !(tof->bin_width > 0.0f))
+  if (tof->per_lor_sigma || tof->num_bins <= 0 || !(tof->sigma > 0.0f) || !(tof->bin_width > 0.0f))
     return 0;
   float max_diff = sproj_tof_max_diff(tof, tof->sigma);
   /* at most ceil(2 max_diff) + 3 bins (one for the rounding of it_f -+ max_diff) */
-  if (!(max_diff <= 0.5f * (float)(SPROJ_TOF_MAX_WINDOW - 4)) ||
-      !sproj_tof_table_plan(sproj_tof_edge_scale(tof, tof->sigma), max_diff, plan))
+  if (!(max_diff <= 0.5f * (float)(SPROJ_TOF_MAX_WINDOW - 4)))
     return 0;
-  plan->sigma = tof->sigma;
-  return 1;
-}
-
-/* The table for a LOR of the given sigma: tab when it was made for that sigma (a LOR's weights depend on its sigma
- * alone, not on whether it came as the task's or as a per-LOR value), else NULL (erff). */
-SPROJ_HD const struct sproj_tof_table *sproj_tof_table_for(const struct sproj_tof_table *tab, float sigma)
-{
-  return tab && sigma == tab->sigma ? tab : NULL;
+  return sproj_tof_table_plan(sproj_tof_edge_scale(tof, tof->sigma), max_diff, plan);
 }
 
 /* The TOF coordinate (in bins) of the sample in plane k: k * at + bt. */
@@ -128,8 +120,8 @@ SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj
   l->bt = (geom->origin[a] - tof_origin) / tof_slope;
   l->max_diff = sproj_tof_max_diff(tof, sigma);
   l->edge_scale = sproj_tof_edge_scale(tof, sigma);
-  /* the caller passes a table only for LORs of its sigma (sproj_tof_table_for); a kernel that passes the constant
-   * NULL (or a table) compiles one kind of edge without a branch */
+  /* the caller passes a table only for tasks of its sigma (sproj_tof_table_plan_for); a kernel that passes the
+   * constant NULL (or a table) compiles one kind of edge without a branch */
   l->tabbed = tab != NULL;
   l->tab = tab ? *tab : sproj_tof_table_none();
 }

@@ -21,15 +21,13 @@ struct sproj_tof_launch {
 };
 
 /* The variants of CUDA workers for a task with argument arg (lm: a listmode task, which has no sliding bins): the
- * table where tof_table.h serves the task (one sigma for all its LORs, so that a kernel compiles one kind of edge;
- * starproj's listmode convention or a sinogram), the sliding bins where the task's windows fit
- * SPROJ_TOF_SLIDE_NARROW bins. */
+ * table where tof_table.h serves the task (one sigma for all its LORs: sproj_tof_table_plan_for; starproj's listmode
+ * convention or a sinogram), the sliding bins where the task's windows fit SPROJ_TOF_SLIDE_NARROW bins. */
 static inline struct sproj_tof_launch sproj_tof_launch_of(const struct sproj_proj_arg *arg, int lm)
 {
   struct sproj_tof_launch L = {};
   unsigned v = sproj_tof_variants(1);
-  L.table = (v & SPROJ_TOF_VARIANT_TABLE) && !arg->tof.per_lor_sigma &&
-            !(lm && arg->tof.convention == SPROJ_TOF_ARG_PARALLELPROJ) &&
+  L.table = (v & SPROJ_TOF_VARIANT_TABLE) && !(lm && arg->tof.convention == SPROJ_TOF_ARG_PARALLELPROJ) &&
             sproj_tof_table_plan_for(&arg->tof, &L.plan);
   L.table_bytes = L.table ? (size_t)L.plan.nd * L.plan.steps * SPROJ_TOF_TABLE_PIECE_FLOATS * sizeof(float) : 0;
   L.slide = !lm && (v & SPROJ_TOF_VARIANT_SLIDE) && sproj_tof_slide_width(&arg->tof) == SPROJ_TOF_SLIDE_NARROW;

@@ -42,7 +42,6 @@
 /* A table's shape: d runs from dmin over nd values, f over steps pieces; piece (d, i) is element (d - dmin) * steps
  * + i. */
 struct sproj_tof_table_plan {
-  float sigma; /* the sigma it is made for (the caller's; tof.h's sproj_tof_table_plan_for) */
   float scale; /* the edge_scale it is made for */
   int dmin, nd, steps;
 };
@@ -61,7 +60,6 @@ SPROJ_HD int sproj_tof_table_plan(float edge_scale, float max_diff, struct sproj
     steps *= 2;
   if (s4 / ((double)steps * steps * steps * steps) > h4_bound)
     return 0;
-  plan->sigma = 0.0f;
   plan->scale = edge_scale;
   plan->dmin = -reach - SPROJ_TOF_TABLE_D_BELOW;
   plan->nd = 2 * reach + SPROJ_TOF_TABLE_D_BELOW + SPROJ_TOF_TABLE_D_ABOVE + 1;
@@ -92,7 +90,6 @@ SPROJ_HD void sproj_tof_table_piece(const struct sproj_tof_table_plan *plan, int
 struct sproj_tof_table {
   const float *lo, *hi;
   unsigned lo_at, hi_at;
-  float sigma; /* the LORs of this sigma use it */
   int dmin, steps;
   unsigned last; /* the last piece */
   float steps_f;
@@ -106,7 +103,6 @@ SPROJ_HD void sproj_tof_table_use(struct sproj_tof_table *tab, const struct spro
   tab->hi = hi;
   tab->lo_at = lo_at;
   tab->hi_at = hi_at;
-  tab->sigma = plan->sigma;
   tab->dmin = plan->dmin;
   tab->steps = plan->steps;
   tab->last = (unsigned)(plan->nd * plan->steps - 1);
@@ -116,7 +112,7 @@ SPROJ_HD void sproj_tof_table_use(struct sproj_tof_table *tab, const struct spro
 /* No table: the projectors call erff. */
 SPROJ_HD struct sproj_tof_table sproj_tof_table_none(void)
 {
-  struct sproj_tof_table tab = {NULL, NULL, 0u, 0u, 0.0f, 0, 0, 0u, 0.0f};
+  struct sproj_tof_table tab = {NULL, NULL, 0u, 0u, 0, 0, 0u, 0.0f};
   return tab;
 }
 

@@ -122,7 +122,8 @@ static unsigned tof_variants_parse(const char *list)
   } names[] = {{"table", SPROJ_TOF_VARIANT_TABLE},
                {"slide", SPROJ_TOF_VARIANT_SLIDE},
                {"copies", SPROJ_TOF_VARIANT_COPIES},
-               {"lanes", SPROJ_TOF_VARIANT_LANES}};
+               {"lanes", SPROJ_TOF_VARIANT_LANES},
+               {"sinotable", SPROJ_TOF_VARIANT_SINO_TABLE}};
   unsigned bits = 0;
   for (const char *p = list; *p;) {
     size_t len = strcspn(p, ",");
@@ -167,7 +168,9 @@ static void table_init(void)
 const struct sproj_tof_table *sproj_cpu_tof_table(const struct sproj_proj_arg *arg)
 {
   struct sproj_tof_table_plan plan;
-  if (!(sproj_tof_variants(0) & SPROJ_TOF_VARIANT_TABLE) || !sproj_tof_table_plan_for(&arg->tof, &plan))
+  unsigned v = sproj_tof_variants(0);
+  if (!((v & SPROJ_TOF_VARIANT_TABLE) || (!arg->lm && (v & SPROJ_TOF_VARIANT_SINO_TABLE))) ||
+      !sproj_tof_table_plan_for(&arg->tof, &plan))
     return NULL;
   pthread_once(&table_once, table_init);
   struct tof_table_kept *t = pthread_getspecific(table_key);

@@ -27,7 +27,8 @@ static inline struct sproj_tof_launch sproj_tof_launch_of(const struct sproj_pro
 {
   struct sproj_tof_launch L = {};
   unsigned v = sproj_tof_variants(1);
-  L.table = (v & SPROJ_TOF_VARIANT_TABLE) && !(lm && arg->tof.convention == SPROJ_TOF_ARG_PARALLELPROJ) &&
+  L.table = ((v & SPROJ_TOF_VARIANT_TABLE) || (!lm && (v & SPROJ_TOF_VARIANT_SINO_TABLE))) &&
+            !(lm && arg->tof.convention == SPROJ_TOF_ARG_PARALLELPROJ) &&
             sproj_tof_table_plan_for(&arg->tof, &L.plan);
   L.table_bytes = L.table ? (size_t)L.plan.nd * L.plan.steps * SPROJ_TOF_TABLE_PIECE_FLOATS * sizeof(float) : 0;
   L.slide = !lm && (v & SPROJ_TOF_VARIANT_SLIDE) && sproj_tof_slide_width(&arg->tof) == SPROJ_TOF_SLIDE_NARROW;

@@ -112,7 +112,8 @@ __attribute__((target("avx512f"))) static inline __m512 sproj_tof16_bilinear(con
   __m512 v01 = _mm512_mask_i32gather_ps(zero, u0 & p->v1, b01, img, SPROJ_GATHER_SCALE);
   __m512 v11 = _mm512_mask_i32gather_ps(zero, u1 & p->v1, b11, img, SPROJ_GATHER_SCALE);
   __m512 omu = _mm512_sub_ps(one, p->wu), omv = _mm512_sub_ps(one, p->wv);
-  __m512 smp = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(v00, omu), omv), _mm512_mul_ps(_mm512_mul_ps(v10, p->wu), omv));
+  __m512 smp =
+    _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(v00, omu), omv), _mm512_mul_ps(_mm512_mul_ps(v10, p->wu), omv));
   smp = _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v01, omu), p->wv));
   return _mm512_add_ps(smp, _mm512_mul_ps(_mm512_mul_ps(v11, p->wu), p->wv));
 }
@@ -372,7 +373,8 @@ __attribute__((target("avx512f"))) static inline void sproj_tof16_flush_to(struc
   float v[SPROJ_TOF_LANES];
   /* lanes whose windows jumped a whole width or more (and the first sample): every bin leaves */
   __m512i d = _mm512_sub_epi32(first, w->first);
-  __mmask16 far = move & (_mm512_cmpge_epi32_mask(d, wv) | _mm512_cmple_epi32_mask(d, _mm512_sub_epi32(_mm512_setzero_si512(), wv)));
+  __m512i minus_w = _mm512_sub_epi32(_mm512_setzero_si512(), wv);
+  __mmask16 far = move & (_mm512_cmpge_epi32_mask(d, wv) | _mm512_cmple_epi32_mask(d, minus_w));
   if (far) {
     for (int q = 0; q < width; q++) {
       _mm512_storeu_si512(b, _mm512_add_epi32(w->first, _mm512_set1_epi32(q)));
@@ -478,7 +480,8 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_sino_fwd(s
         sproj_tof16_flush_to(&sl, on, s.it_min, nb, vals, row);
         __m512 e[SPROJ_TOF_SLIDE_NARROW + 1];
         __m512 e_last = sproj_tof16_slide_edges(&t, &s, e);
-        __m512 val = _mm512_div_ps(_mm512_mul_ps(cf, sproj_tof16_bilinear(img, &c, &p, on)), sproj_tof16_sum(e[0], e_last));
+        __m512 val = _mm512_mul_ps(cf, sproj_tof16_bilinear(img, &c, &p, on));
+        val = _mm512_div_ps(val, sproj_tof16_sum(e[0], e_last));
         for (int q = 0; q < SPROJ_TOF_SLIDE_NARROW; q++) {
           __mmask16 in = on & _mm512_cmpgt_epi32_mask(s.n, _mm512_set1_epi32(q));
           __m512 wq = _mm512_mul_ps(half, _mm512_sub_ps(e[q], e[q + 1]));

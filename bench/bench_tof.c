@@ -2,10 +2,13 @@
 /* bench_tof.c: TOF projections on the benchmark geometry with image and LORs registered and uploaded once: one TOF
  * subset (every 34th view: 8 views, 4.3 M LORs x 29 bins) forward and back, and 20 M listmode events (random LORs
  * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events, and the same events
- * put in the order of sproj_lors_order as one request. Prints checksums of the values, then a table.
+ * put in the order of sproj_lors_order as one request. Prints checksums of the values, then a table. With
+ * --parallelproj LIB (a CUDA build), libparallelproj's CUDA build times the same jobs on the same GPU after starproj
+ * shuts down, all its data on the GPU, and its sinogram values are compared with starproj's.
  *
  * usage: bench_tof [--repeats N] [--warmups N] [--events N] [--devices any|gpu|cpu] [--small] [--reproducible]
- *                  [--verbose] */
+ *                  [--parallelproj LIB] [--verbose] */
+#include "config.h"
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "common.h"
+#include "parallelproj_lib.h"
+#ifdef SPROJ_USE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 /* --small: every 8th view, at most 200000 events */
 #define SMALL_VIEW_STEP 8
@@ -21,6 +28,8 @@
 #define CHUNK_EVENTS 1000000
 /* rand()'s seed for the events' TOF bins */
 #define BINS_SEED 777
+/* repeats and warm-ups at most */
+#define MAX_REPEATS 64
 
 struct job {
   const char *name;
@@ -71,35 +80,183 @@ static uint64_t bits_hash(const float *v, int64_t n)
   return h;
 }
 
+/* ---- libparallelproj's CUDA build on the same data (--parallelproj) ---- */
+/* What it projects: the subset, its forward values (starproj's) and their back projection by starproj, the events in
+ * random order and in sproj_lors_order's, their values; what it measured. */
+struct pp_data {
+  const float *xs, *xe, *image, *sino, *sproj_back, *exs, *exe, *oxs, *oxe, *lmv;
+  const int16_t *bins, *obins;
+  int64_t nlors, nevents;
+  const int *n;
+  const float *vs, *origin;
+  struct sproj_tof_params par;
+};
+enum { PP_SINO_FWD, PP_SINO_BACK, PP_LM_FWD, PP_LM_BACK, PP_LMO_FWD, PP_LMO_BACK, PP_CALLS };
+struct pp_result {
+  double t[PP_CALLS];
+  double rel_fwd, rel_back; /* relative L2 of starproj's sinogram forward values and back projection against its */
+};
+
+#ifdef SPROJ_USE_CUDA
+static void *dev_copy(const void *host, size_t bytes)
+{
+  void *d = NULL;
+  if (cudaMalloc(&d, bytes) != cudaSuccess || (host && cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess)) {
+    fprintf(stderr, "bench_tof: cannot place %zu bytes on the GPU for libparallelproj\n", bytes);
+    exit(1);
+  }
+  return d;
+}
+
+static double rel_l2(const float *a, const float *ref, int64_t n)
+{
+  double num = 0.0, den = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    double e = (double)a[i] - ref[i];
+    num += e * e;
+    den += (double)ref[i] * ref[i];
+  }
+  return sqrt(num / (den + TINY));
+}
+
+/* The arrays libparallelproj's calls take, on the GPU: the subset's LORs, the events in random order and in
+ * sproj_lors_order's, the values the back projections project, the image's origin, voxel size and dimensions. */
+enum {
+  DEV_XS, DEV_XE, DEV_EXS, DEV_EXE, DEV_OXS, DEV_OXE, DEV_SINO, DEV_LMV, DEV_ORIGIN, DEV_VS, DEV_DIMS, DEV_SIGMA,
+  DEV_OFFSET, DEV_ARRAYS
+};
+
+/* One call of libparallelproj (device pointers) and the GPU's end; back projections add into a zeroed image. */
+static double pp_call(const struct pp_lib *pp, int call, float *const *dv, const int16_t *dbins, const int16_t *dobins,
+                      const struct pp_data *d, float *dimg, float *dout)
+{
+  const struct sproj_tof_params *p = &d->par;
+  const float *sigma = dv[DEV_SIGMA], *offset = dv[DEV_OFFSET];
+  const short nb = (short)p->num_bins;
+  const float *o = dv[DEV_ORIGIN], *v = dv[DEV_VS];
+  const int *dn = (const int *)dv[DEV_DIMS];
+  const int ordered = call == PP_LMO_FWD || call == PP_LMO_BACK;
+  const float *exs = dv[ordered ? DEV_OXS : DEV_EXS], *exe = dv[ordered ? DEV_OXE : DEV_EXE];
+  const int16_t *eb = ordered ? dobins : dbins;
+  size_t nl = (size_t)d->nlors, ne = (size_t)d->nevents;
+  if (call == PP_SINO_BACK || call == PP_LM_BACK || call == PP_LMO_BACK)
+    cudaMemset(dout, 0, (size_t)d->n[0] * d->n[1] * d->n[2] * sizeof(float));
+  cudaDeviceSynchronize();
+  double t0 = now();
+  switch (call) {
+  case PP_SINO_FWD:
+    pp->tof_sino_fwd(dv[DEV_XS], dv[DEV_XE], dimg, o, v, dout, nl, dn, p->bin_width, sigma, offset, p->num_sigmas, nb,
+                     0, 0, 0, PP_THREADS_PER_BLOCK);
+    break;
+  case PP_SINO_BACK:
+    pp->tof_sino_back(dv[DEV_XS], dv[DEV_XE], dout, o, v, dv[DEV_SINO], nl, dn, p->bin_width, sigma, offset,
+                      p->num_sigmas, nb, 0, 0, 0, PP_THREADS_PER_BLOCK);
+    break;
+  case PP_LM_FWD:
+  case PP_LMO_FWD:
+    pp->tof_lm_fwd(exs, exe, dimg, o, v, dout, ne, dn, p->bin_width, sigma, offset, p->num_sigmas, eb, nb, 0, 0, 0,
+                   PP_THREADS_PER_BLOCK);
+    break;
+  default:
+    pp->tof_lm_back(exs, exe, dout, o, v, dv[DEV_LMV], ne, dn, p->bin_width, sigma, offset, p->num_sigmas, eb, nb, 0,
+                    0, 0, PP_THREADS_PER_BLOCK);
+  }
+  cudaDeviceSynchronize();
+  return now() - t0;
+}
+
+/* Times libparallelproj's six calls (median of repeats after warmups) with all its data on the GPU, and compares its
+ * sinogram values with starproj's; 0, or -1 after a message. */
+static int pp_cuda(const struct pp_lib *pp, const struct pp_data *d, int warmups, int repeats, struct pp_result *res)
+{
+  if (!pp->cuda_enabled()) {
+    fprintf(stderr, "bench_tof: --parallelproj needs libparallelproj's CUDA build\n");
+    return -1;
+  }
+  size_t nvox = (size_t)d->n[0] * d->n[1] * d->n[2], nvals = (size_t)d->nlors * d->par.num_bins;
+  size_t lb = 3 * (size_t)d->nlors * sizeof(float), eb = 3 * (size_t)d->nevents * sizeof(float);
+  float *dv[DEV_ARRAYS] = {
+    [DEV_XS] = dev_copy(d->xs, lb),          [DEV_XE] = dev_copy(d->xe, lb),
+    [DEV_EXS] = dev_copy(d->exs, eb),        [DEV_EXE] = dev_copy(d->exe, eb),
+    [DEV_OXS] = dev_copy(d->oxs, eb),        [DEV_OXE] = dev_copy(d->oxe, eb),
+    [DEV_SINO] = dev_copy(d->sino, nvals * sizeof(float)),
+    [DEV_LMV] = dev_copy(d->lmv, (size_t)d->nevents * sizeof(float)),
+    [DEV_ORIGIN] = dev_copy(d->origin, 3 * sizeof(float)), [DEV_VS] = dev_copy(d->vs, 3 * sizeof(float)),
+    [DEV_DIMS] = dev_copy(d->n, 3 * sizeof(int)),
+    [DEV_SIGMA] = dev_copy(&d->par.sigma, sizeof(float)), [DEV_OFFSET] = dev_copy(&d->par.center_offset, sizeof(float))};
+  int16_t *dbins = dev_copy(d->bins, (size_t)d->nevents * sizeof(int16_t));
+  int16_t *dobins = dev_copy(d->obins, (size_t)d->nevents * sizeof(int16_t));
+  float *dimg = dev_copy(d->image, nvox * sizeof(float));
+  float *dout = dev_copy(NULL, (nvals > nvox ? nvals : nvox) * sizeof(float));
+  float *host = malloc((nvals > nvox ? nvals : nvox) * sizeof(float));
+  if (!host) {
+    fprintf(stderr, "bench_tof: out of memory\n");
+    return -1;
+  }
+  for (int c = 0; c < PP_CALLS; c++) {
+    double t[MAX_REPEATS];
+    for (int r = 0; r < warmups; r++)
+      pp_call(pp, c, dv, dbins, dobins, d, dimg, dout);
+    for (int r = 0; r < repeats; r++)
+      t[r] = pp_call(pp, c, dv, dbins, dobins, d, dimg, dout);
+    res->t[c] = median(t, repeats);
+    if (c == PP_SINO_FWD || c == PP_SINO_BACK) {
+      size_t n = c == PP_SINO_FWD ? nvals : nvox;
+      cudaMemcpy(host, dout, n * sizeof(float), cudaMemcpyDeviceToHost);
+      if (c == PP_SINO_FWD)
+        res->rel_fwd = rel_l2(d->sino, host, (int64_t)n);
+      else
+        res->rel_back = rel_l2(d->sproj_back, host, (int64_t)n);
+    }
+  }
+  cudaError_t err = cudaGetLastError();
+  for (int k = 0; k < DEV_ARRAYS; k++)
+    cudaFree(dv[k]);
+  cudaFree(dbins);
+  cudaFree(dobins);
+  cudaFree(dimg);
+  cudaFree(dout);
+  free(host);
+  if (err != cudaSuccess) {
+    fprintf(stderr, "bench_tof: libparallelproj's calls failed: %s\n", cudaGetErrorString(err));
+    return -1;
+  }
+  return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
   int repeats = 5, warmups = 2, small = 0, reproducible = 0, verbose = 0, devices = -1;
   static const char *const device_names[] = {"any", "gpu", "cpu"};
   static const unsigned device_masks[] = {SPROJ_DEVICE_ANY, SPROJ_DEVICE_CUDA, SPROJ_DEVICE_CPU};
   int64_t nevents = BENCH_EVENTS;
+  const char *pp_path = NULL;
   static const struct option longopts[] = {
     {"repeats", required_argument, 0, 'r'}, {"warmups", required_argument, 0, 'w'},
     {"events", required_argument, 0, 'e'},  {"small", no_argument, 0, 'S'},
     {"reproducible", no_argument, 0, 'R'},  {"verbose", no_argument, 0, 'v'},
-    {"devices", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
-    {0, 0, 0, 0}};
+    {"devices", required_argument, 0, 'd'}, {"parallelproj", required_argument, 0, 'p'},
+    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
     switch (c) {
-    case 'r': repeats = (int)option_number("bench_tof", "--repeats", optarg, 1, 64); break;
-    case 'w': warmups = (int)option_number("bench_tof", "--warmups", optarg, 0, 64); break;
+    case 'r': repeats = (int)option_number("bench_tof", "--repeats", optarg, 1, MAX_REPEATS); break;
+    case 'w': warmups = (int)option_number("bench_tof", "--warmups", optarg, 0, MAX_REPEATS); break;
     case 'e': nevents = option_number("bench_tof", "--events", optarg, 1, 2000000000); break;
     case 'S': small = 1; break;
     case 'R': reproducible = 1; break;
     case 'v': verbose = 1; break;
     case 'd': devices = option_choice("bench_tof", "--devices", optarg, device_names, 3); break;
+    case 'p': pp_path = optarg; break;
     case 'h':
       printf("usage: bench_tof [--repeats N] [--warmups N] [--events N] [--devices any|gpu|cpu] [--small]\n"
-             "                 [--reproducible] [--verbose]\n"
+             "                 [--reproducible] [--parallelproj LIB] [--verbose]\n"
              "  times TOF-sinogram projections of one subset and TOF listmode projections of N events (default\n"
              "  20000000) on the benchmark scanner (--small: the small one); --devices: where projections may run\n"
              "  (any: CPU cores and GPUs; default: the library's choice); --reproducible: back projections in\n"
-             "  reproducible mode; --verbose: StarPU's own messages\n");
+             "  reproducible mode; --parallelproj LIB: libparallelproj's CUDA build (the shared library LIB) on\n"
+             "  the same data and GPU after starproj, its times in the table; --verbose: StarPU's own messages\n");
       return 0;
     default: return option_error("bench_tof", argv[optind - 1]);
     }
@@ -108,6 +265,16 @@ int main(int argc, char **argv)
     return option_error("bench_tof", argv[optind]);
   if (!verbose)
     setenv("STARPU_SILENT", "1", 0);
+  struct pp_lib pp = {0};
+#ifdef SPROJ_USE_CUDA
+  if (pp_path && pp_lib_open(&pp, pp_path, "bench_tof"))
+    return 1;
+#else
+  if (pp_path) {
+    fprintf(stderr, "bench_tof: --parallelproj needs a build with CUDA\n");
+    return 2;
+  }
+#endif
   struct sproj_config cfg;
   sproj_config_init(&cfg);
   cfg.reproducible = reproducible;
@@ -255,15 +422,23 @@ int main(int argc, char **argv)
     s_sino += sino[i];
   for (int64_t i = 0; i < nevents; i++)
     s_lm += lmv[i];
+  /* starproj's back projection of its forward values, which libparallelproj's is compared with */
+  float *sproj_back = pp.handle ? malloc(nvox * sizeof(float)) : NULL;
+  if (pp.handle && !sproj_back) {
+    fprintf(stderr, "bench_tof: out of memory\n");
+    return 1;
+  }
   for (size_t v = 0; v < nvox; v++) {
     s_back += back[v];
+    if (sproj_back)
+      sproj_back[v] = back[v];
     back[v] = 0.0f;
   }
   printf("# checksums: sinogram forward %016llx (sum %.12e), back projection of it %.9e; listmode forward %016llx "
          "(sum %.12e)\n", (unsigned long long)h_sino, s_sino, s_back, (unsigned long long)h_lm, s_lm);
 
   for (int i = 0; i < njobs; i++) {
-    double done[64], sync[64];
+    double done[MAX_REPEATS], sync[MAX_REPEATS];
     for (int r = 0; r < warmups; r++)
       run_once(&jobs[i], &done[0], &sync[0]);
     for (int r = 0; r < repeats; r++)
@@ -272,14 +447,37 @@ int main(int argc, char **argv)
     jobs[i].t_sync = median(sync, repeats);
     fprintf(stderr, "# %-30s %.4f s\n", jobs[i].name, jobs[i].t_done);
   }
-  printf("\n%-30s %6s %9s %9s %12s %10s\n", "job (median of repeats)", "calls", "done s", "+host s", "parallelproj",
-         "ratio");
+  /* libparallelproj's CUDA build on the same data and GPU, starproj's workers idle (its data stay registered, so
+   * that the host arrays stay as they are); its listmode calls on the events in random order are the reference of
+   * every listmode job (it has no order of its own), those in sproj_lors_order's order are printed beside */
+  int pp_ok = 0;
+#ifdef SPROJ_USE_CUDA
+  if (pp.handle) {
+    struct pp_result ppr = {{0}, 0.0, 0.0};
+    struct pp_data pd = {xs, xe, image, sino, sproj_back, exs, exe, oxs, oxe, lmv, bins, obins, nlors, nevents,
+                         n, vs, origin, par};
+    pp_ok = pp_cuda(&pp, &pd, warmups, repeats, &ppr) == 0;
+    if (!pp_ok)
+      return 1;
+    printf("# libparallelproj %s (CUDA build) on the same GPU: sinogram forward values relative L2 %.3g, back "
+           "projection %.3g against starproj's; events in sproj_lors_order's order: forward %.4f s, back %.4f s\n",
+           pp.version(), ppr.rel_fwd, ppr.rel_back, ppr.t[PP_LMO_FWD], ppr.t[PP_LMO_BACK]);
+    static const int pp_of_job[] = {PP_SINO_FWD, PP_SINO_BACK, PP_LM_FWD, PP_LM_FWD,
+                                    PP_LM_BACK,  PP_LM_BACK,   PP_LM_FWD, PP_LM_BACK};
+    for (int i = 0; i < njobs; i++)
+      jobs[i].reference = ppr.t[pp_of_job[i]];
+  }
+#endif
+  printf("\n%-30s %6s %9s %9s %12s %10s %9s\n", "job (median of repeats)", "calls", "done s", "+host s", "parallelproj",
+         "ratio", "speed-up");
   for (int i = 0; i < njobs; i++)
-    printf("%-30s %6d %9.4f %9.4f %12.4f %10.2f\n", jobs[i].name, jobs[i].per_chunk ? jobs[i].nchunks : 1,
-           jobs[i].t_done, jobs[i].t_sync, jobs[i].reference, jobs[i].t_done / jobs[i].reference);
+    printf("%-30s %6d %9.4f %9.4f %12.4f %10.2f %8.2fx\n", jobs[i].name, jobs[i].per_chunk ? jobs[i].nchunks : 1,
+           jobs[i].t_done, jobs[i].t_sync, jobs[i].reference, jobs[i].t_done / jobs[i].reference,
+           jobs[i].reference / jobs[i].t_done);
   printf("# done: tasks finished, data on the GPU (back: before the reduction); +host: result on the host\n"
-         "# parallelproj: libparallelproj 2.0.8 on one H200, events in random order (doc/benchmarks.md); ratio = done /\n"
-         "# parallelproj\n");
+         "# parallelproj: %s; ratio = done / parallelproj, speed-up = parallelproj / done\n",
+         pp_ok ? "libparallelproj's CUDA build measured above, events in random order"
+               : "libparallelproj 2.0.8 on one H200, events in random order (doc/benchmarks.md)");
 
   CHECK(sproj_chunks_destroy(mchunks));
   CHECK(sproj_proj_unregister(p_sino));
@@ -296,5 +494,7 @@ int main(int argc, char **argv)
   CHECK(sproj_scanner_destroy(scn));
   free(views);
   free(order);
+  free(sproj_back);
+  /* libparallelproj stays loaded until the process ends (its CUDA runtime's state outlives the calls) */
   return 0;
 }

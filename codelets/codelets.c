@@ -108,6 +108,95 @@ void *sproj_cpu_scratch(size_t bytes)
   return s->data;
 }
 
+/* The variants each kind runs unless the environment says otherwise (codelets.h): GPUs the old kernels until a GPU
+ * run says which variant wins; CPU workers the table and the lanes, which passed every test and measured faster
+ * (doc/benchmarks.md, version 23). */
+#define SPROJ_TOF_GPU_DEFAULT 0u
+#define SPROJ_TOF_CPU_DEFAULT (SPROJ_TOF_VARIANT_TABLE | SPROJ_TOF_VARIANT_LANES)
+
+static unsigned tof_variants_parse(const char *list)
+{
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } names[] = {{"table", SPROJ_TOF_VARIANT_TABLE},
+               {"slide", SPROJ_TOF_VARIANT_SLIDE},
+               {"copies", SPROJ_TOF_VARIANT_COPIES},
+               {"lanes", SPROJ_TOF_VARIANT_LANES},
+               {"sinotable", SPROJ_TOF_VARIANT_SINO_TABLE}};
+  unsigned bits = 0;
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+      if (len == strlen(names[i].name) && !strncmp(p, names[i].name, len))
+        bits |= names[i].bit;
+    p += len + (p[len] == ',');
+  }
+  return bits;
+}
+
+unsigned sproj_tof_variants(int gpu)
+{
+  /* -1: not decided yet; every thread that races here decides the same */
+  static int decided[2] = {-1, -1};
+  int k = gpu ? 1 : 0, v = __atomic_load_n(&decided[k], __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *e = getenv(gpu ? "SPROJ_TOF_GPU" : "SPROJ_TOF_CPU");
+    v = (int)(e ? tof_variants_parse(e) : gpu ? SPROJ_TOF_GPU_DEFAULT : SPROJ_TOF_CPU_DEFAULT);
+    __atomic_store_n(&decided[k], v, __ATOMIC_RELAXED);
+  }
+  return (unsigned)v;
+}
+
+/* A thread's table and what it was made for. */
+struct tof_table_kept {
+  int valid;
+  float bin_width, num_sigmas, sigma;
+  struct sproj_tof_table_plan plan;
+  struct sproj_tof_table tab;
+  float lo[2 * SPROJ_TOF_TABLE_MAX_PIECES], hi[2 * SPROJ_TOF_TABLE_MAX_PIECES];
+};
+
+static pthread_key_t table_key;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void table_init(void)
+{
+  (void)pthread_key_create(&table_key, free);
+}
+
+const struct sproj_tof_table *sproj_cpu_tof_table(const struct sproj_proj_arg *arg)
+{
+  struct sproj_tof_table_plan plan;
+  unsigned v = sproj_tof_variants(0);
+  if (!((v & SPROJ_TOF_VARIANT_TABLE) || (!arg->lm && (v & SPROJ_TOF_VARIANT_SINO_TABLE))) ||
+      !sproj_tof_table_plan_for(&arg->tof, &plan))
+    return NULL;
+  pthread_once(&table_once, table_init);
+  struct tof_table_kept *t = pthread_getspecific(table_key);
+  if (!t) {
+    if (!(t = calloc(1, sizeof *t)))
+      return NULL;
+    if (pthread_setspecific(table_key, t)) {
+      free(t);
+      return NULL;
+    }
+  }
+  if (!t->valid || t->bin_width != arg->tof.bin_width || t->num_sigmas != arg->tof.num_sigmas ||
+      t->sigma != arg->tof.sigma) {
+    int pieces = plan.nd * plan.steps;
+    for (int p = 0; p < pieces; p++)
+      sproj_tof_table_piece(&plan, p, t->lo + 2 * p, t->hi + 2 * p);
+    t->plan = plan;
+    sproj_tof_table_use(&t->tab, &t->plan, t->lo, t->hi, 0u, 0u);
+    t->bin_width = arg->tof.bin_width;
+    t->num_sigmas = arg->tof.num_sigmas;
+    t->sigma = arg->tof.sigma;
+    t->valid = 1;
+  }
+  return &t->tab;
+}
+
 #if defined(STARPU_SIMGRID) && !defined(SPROJ_USE_CUDA)
 void sproj_simulated_cuda(void *buffers[], void *cl_arg)
 {

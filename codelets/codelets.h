@@ -130,6 +130,23 @@ int sproj_cpu_lanes(void);
  * and freed when the thread ends), or NULL when out of memory. */
 void *sproj_cpu_scratch(size_t bytes);
 
+/* ---- variants of the TOF projectors (doc/benchmarks.md, version 23), each a bit of sproj_tof_variants ---- */
+#define SPROJ_TOF_VARIANT_TABLE 1u  /* the bin edges' erf from a table of cubic pieces (tof_table.h) */
+#define SPROJ_TOF_VARIANT_SLIDE 2u  /* the sinogram projectors keep a LOR's bins beside its samples (tof_slide.h) */
+#define SPROJ_TOF_VARIANT_COPIES 4u /* GPU sinogram back projection into the principal-axis copies, a warp's adds
+                                     * combined (sproj_ray_scatter_warp) */
+#define SPROJ_TOF_VARIANT_LANES 8u  /* CPU: one LOR per SIMD lane (tof_lanes.h) */
+#define SPROJ_TOF_VARIANT_SINO_TABLE 16u /* the table for the sinogram projectors only (listmode keeps erff) */
+/* The variants the TOF projectors of CUDA workers (gpu 1) or CPU workers (gpu 0) run, decided once: the environment
+ * variable SPROJ_TOF_GPU or SPROJ_TOF_CPU, a comma-separated list of table, sinotable, slide, copies and lanes
+ * ("old": none), replaces the default (codelets.c: none on GPUs, table and lanes on CPU workers); names it does not
+ * know are ignored. */
+unsigned sproj_tof_variants(int gpu);
+/* The edges' table of a TOF task on a CPU worker, kept by the calling thread for its parameters, or NULL (erff): when
+ * the table variant is off, the task has per-LOR sigma, no table serves its windows (sproj_tof_table_plan_for) or
+ * memory is short. */
+const struct sproj_tof_table *sproj_cpu_tof_table(const struct sproj_proj_arg *arg);
+
 extern struct starpu_codelet sproj_joseph3d_fwd_cl;
 extern struct starpu_codelet sproj_joseph3d_back_cl;
 extern struct starpu_codelet sproj_joseph3d_tof_sino_fwd_cl;

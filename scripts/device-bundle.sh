@@ -5,8 +5,10 @@
 # there (StarPU's, the CUDA headers starpu.h includes) into .device/include, so that .device can be copied to another
 # GPU machine. With StarPU-MPI installed it also copies libstarpumpi and downloads Debian's OpenMPI packages into
 # .device/debs, which `scripts/device-run.sh mpi` unpacks on a machine that has no MPI.
-# With --with-parallelproj SRC it also builds libparallelproj's CUDA library (sm_90) into .device/parallelproj (with the
-# CUDA runtime it links), which python/bench/bench_parallelproj_core.py drives as the reference on the GPU machine.
+# With --with-parallelproj SRC it also builds libparallelproj's CUDA library (sm_90) into .device/parallelproj/lib (with
+# the CUDA runtime it links), which python/bench/bench_parallelproj_core.py and bench_tof --parallelproj drive as the
+# reference on the GPU machine, and its OpenMP library into .device/parallelproj/omp (with the OpenMP runtime), which
+# bench_cpu --parallelproj times on the GPU machine's cores.
 # usage: scripts/device-bundle.sh [--prefix DIR] [--with-parallelproj SRC]
 #   DIR: where install-deps.sh put StarPU, default /usr/local; SRC: libparallelproj's source, a folder or a .tar.gz
 set -euo pipefail
@@ -76,6 +78,18 @@ if [ -n "$pp_src" ]; then
     cudart=$(ldd "$pp/lib/libparallelproj.so.2" | sed -n 's/.*libcudart[^ ]* => \([^ ]*\).*/\1/p' | head -n 1)
     [ -n "$cudart" ] && cp -L "$cudart" "$pp/lib/"
     rm -rf "$pp/src" "$pp/build"
+  fi
+  if [ ! -f "$pp/omp/libparallelproj.so.2" ]; then
+    rm -rf "$pp/src" "$pp/build-omp" && mkdir -p "$pp/src" "$pp/omp"
+    if [ -d "$pp_src" ]; then cp -a "$pp_src/." "$pp/src/"; else tar -xzf "$pp_src" -C "$pp/src" --strip-components=1; fi
+    sed -i 's/^cmake_minimum_required(VERSION 3\.3[1-9][^)]*)/cmake_minimum_required(VERSION 3.25)/' "$pp/src/CMakeLists.txt"
+    (cmake -S "$pp/src" -B "$pp/build-omp" -DCMAKE_BUILD_TYPE=Release -DUSE_CUDA=OFF -DBUILD_PYTHON=OFF \
+      -DBUILD_TESTS=OFF -DCMAKE_BUILD_RPATH='$ORIGIN' && cmake --build "$pp/build-omp" -j "$(nproc)") \
+      >"$pp/build-omp.log" 2>&1 || { tail -n 30 "$pp/build-omp.log"; exit 1; }
+    cp -L "$pp/build-omp/libparallelproj.so.2" "$pp/omp/"
+    gomp=$(ldd "$pp/omp/libparallelproj.so.2" | sed -n 's/.*libgomp[^ ]* => \([^ ]*\).*/\1/p' | head -n 1)
+    [ -n "$gomp" ] && cp -L "$gomp" "$pp/omp/"
+    rm -rf "$pp/src" "$pp/build-omp"
   fi
 fi
 du -sh "$root/.device"

@@ -250,9 +250,10 @@ START_TEST(test_tof_cpu_vs_cuda)
   double maxv, maxdiff;
   int64_t identical = compare_forward(cpu, gpu, nval, &maxv, &maxdiff);
   double brel = tu_rel_l2_ff(bgpu, bcpu, nvox);
-  printf("TOF %s (%d bins) CPU vs CUDA: forward %lld of %lld identical, max difference %.3g (max %.3g); back "
-         "relative L2 %.3g\n", lm ? "listmode" : "sinogram", par.num_bins, (long long)identical, (long long)nval,
-         maxdiff, maxv, brel);
+  printf("TOF %s (%d bins) CPU vs CUDA (variants: GPU %s, CPU %s): forward %lld of %lld identical, max difference "
+         "%.3g (max %.3g); back relative L2 %.3g\n", lm ? "listmode" : "sinogram", par.num_bins,
+         getenv("SPROJ_TOF_GPU") ? getenv("SPROJ_TOF_GPU") : "default", getenv("SPROJ_TOF_CPU") ? getenv("SPROJ_TOF_CPU")
+         : "default", (long long)identical, (long long)nval, maxdiff, maxv, brel);
   ck_assert_msg(maxv > 0.0, "nothing projected");
   ck_assert_msg(brel <= 1e-5, "back projection CPU vs CUDA relative L2 %.3g", brel);
   free(cpu);
@@ -554,6 +555,46 @@ static long long bytes_host_gpus(void)
   return sum;
 }
 
+/* The TOF sinogram back projection of a task large enough for the principal-axis copies (all N LORs on one GPU):
+ * with the copies variant of SPROJ_TOF_GPU its tasks use them (image layouts on) and give the sums of the direct adds
+ * (layouts off) to 1e-6 relative L2; every variant agrees with the CPU workers to 1e-5. */
+START_TEST(test_tof_sino_copies)
+{
+  const int64_t nvox = tu_nvox(&g);
+  struct sproj_tof_params par = {5.0f, 29, 3.0f, 4.0f, 1.5f};
+  const int64_t nval = (int64_t)N * par.num_bins;
+  float *values = tu_alloc(nval), *bcpu = tu_alloc(nvox), *b[2];
+  tu_fill_uniform(values, nval, 0.0f, 1.0f);
+  memset(bcpu, 0, nvox * sizeof *bcpu);
+  tof_run(SPROJ_DEVICE_CPU, 0, 1, &par, NULL, values, bcpu, N);
+  int64_t used[2];
+  for (int on = 0; on < 2; on++) {
+    b[on] = tu_alloc(nvox);
+    memset(b[on], 0, nvox * sizeof(float));
+    ck_assert_int_eq(sproj_set_image_layouts(on), SPROJ_OK);
+    ck_assert_int_eq(sproj_stats_reset(), SPROJ_OK);
+    tof_run(SPROJ_DEVICE_CUDA, 0, 1, &par, NULL, values, b[on], N);
+    used[on] = gpu_tasks_of(1);
+  }
+  ck_assert_int_eq(sproj_set_image_layouts(1), SPROJ_OK);
+  const char *v = getenv("SPROJ_TOF_GPU");
+  int copies = v && strstr(v, "copies") && sproj_num_gpus() == 1;
+  double rel = tu_rel_l2_ff(b[1], b[0], nvox), crel = tu_rel_l2_ff(b[1], bcpu, nvox);
+  printf("TOF sinogram back projection (variants: GPU %s), copies on / off: %lld / %lld tasks used them, relative L2 "
+         "%.3g; GPU vs CPU %.3g\n", v ? v : "default", (long long)used[1], (long long)used[0], rel, crel);
+  ck_assert_msg(tu_max_abs(bcpu, nvox) > 0.0, "nothing back projected");
+  ck_assert_int_eq(used[0], 0);
+  if (copies)
+    ck_assert_msg(used[1] >= 1, "no task used the copies");
+  ck_assert_msg(rel <= 1e-6, "copies on vs off: relative L2 %.3g", rel);
+  ck_assert_msg(crel <= 1e-5, "GPU vs CPU: relative L2 %.3g", crel);
+  free(values);
+  free(bcpu);
+  free(b[0]);
+  free(b[1]);
+}
+END_TEST
+
 /* A one-shot TOF listmode projection on arrays homed on a GPU (events, bins, per-LOR sigma, values, image), as
  * starproj.parallelproj_core makes one for CuPy arrays: registering (the inputs checked by a task on the GPU),
  * projecting forward and back and unregistering moves no per-LOR array between host and GPU (only the checks'
@@ -740,12 +781,17 @@ int main(void)
   tcase_add_test(tc, test_lanes_same_bits);
   tcase_add_test(tc, test_residency);
   tcase_add_test(tc, test_tasks_follow_lors);
-  tcase_add_loop_test(tc, test_tof_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_layouts_same_bits);
   tcase_add_test(tc, test_layouts_sinogram);
   tcase_add_test(tc, test_gpu_homed_arrays);
   tcase_add_test(tc, test_gpu_homed_oneshot_stays);
   suite_add_tcase(s, tc);
+  /* the TOF projectors in a case of their own, which CK_RUN_CASE=tof runs alone (scripts/bench-tof-variants.sh, once
+   * per variant of SPROJ_TOF_GPU) */
+  TCase *tof = tcase_create("tof");
+  tcase_add_loop_test(tof, test_tof_cpu_vs_cuda, 0, 4);
+  tcase_add_test(tof, test_tof_sino_copies);
+  suite_add_tcase(s, tof);
   int ret = tu_run(s);
   sproj_shutdown();
   return ret;

@@ -60,16 +60,40 @@ static void run_extreme(const struct extreme *e, const float *xs, const float *x
   /* back projections add into the float image and into a fixed-point accumulator (reproducible mode) */
   const struct sproj_out targets[2] = {{image, NULL, NULL}, {NULL, acc + GUARD, NULL}};
 
-  /* in starproj's convention and in libparallelproj's (sproj_tof_set_convention) */
+  /* the edges' table (tof_table.h) when one serves these parameters */
+  static float lo[2 * SPROJ_TOF_TABLE_MAX_PIECES], hi[2 * SPROJ_TOF_TABLE_MAX_PIECES];
+  struct sproj_tof_table_plan plan;
+  struct sproj_tof_table table;
+  const struct sproj_tof_table *tabs[2] = {NULL, NULL};
+  if (sproj_tof_table_plan_for(&t, &plan)) {
+    for (int p = 0; p < plan.nd * plan.steps; p++)
+      sproj_tof_table_piece(&plan, p, lo + 2 * p, hi + 2 * p);
+    sproj_tof_table_use(&table, &plan, lo, hi, 0u, 0u);
+    tabs[1] = &table;
+  }
+  /* in starproj's convention and in libparallelproj's (sproj_tof_set_convention), with erff and with the table, the
+   * bins beside the samples or not (tof_slide.h, both widths) */
   for (t.convention = SPROJ_TOF_ARG_STARPROJ; t.convention <= SPROJ_TOF_ARG_PARALLELPROJ; t.convention++) {
-    joseph3d_tof_sino_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, bins, 1);
-    for (int o = 0; o < 2; o++)
-      joseph3d_tof_sino_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, bins);
-    for (int b = 0; b < num_bins; b += num_bins > 1 ? num_bins - 1 : 1) {
-      float v = joseph3d_tof_lm_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, b);
-      (void)v;
-      for (int o = 0; o < 2; o++)
-        joseph3d_tof_lm_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, b, 1.0f);
+    for (int ti = 0; ti < 2; ti++) {
+      const struct sproj_tof_table *tab = tabs[ti];
+      /* each round from the same image: the back projections below add into the image the next forward reads */
+      for (int i = 0; i < N16 * N16 * N16; i++)
+        image[i] = 1.0f;
+      joseph3d_tof_sino_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, tab, bins, 1);
+      joseph3d_tof_sino_fwd_slide(image, &g, xs, xe, &t, e->sigma, e->offset, tab, bins, 1, SPROJ_TOF_SLIDE_NARROW);
+      joseph3d_tof_sino_fwd_slide(image, &g, xs, xe, &t, e->sigma, e->offset, tab, bins, 1, SPROJ_TOF_SLIDE_MAX);
+      for (int o = 0; o < 2; o++) {
+        joseph3d_tof_sino_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, tab, bins);
+        joseph3d_tof_sino_back_slide(targets[o], &g, xs, xe, &t, e->sigma, e->offset, tab, bins,
+                                     SPROJ_TOF_SLIDE_NARROW);
+        joseph3d_tof_sino_back_slide(targets[o], &g, xs, xe, &t, e->sigma, e->offset, tab, bins, SPROJ_TOF_SLIDE_MAX);
+      }
+      for (int b = 0; b < num_bins; b += num_bins > 1 ? num_bins - 1 : 1) {
+        float v = joseph3d_tof_lm_fwd_lor(image, &g, xs, xe, &t, e->sigma, e->offset, tab, b);
+        (void)v;
+        for (int o = 0; o < 2; o++)
+          joseph3d_tof_lm_back_lor(targets[o], &g, xs, xe, &t, e->sigma, e->offset, tab, b, 1.0f);
+      }
     }
   }
   float v = joseph3d_fwd_lor(image, &g, xs, xe);

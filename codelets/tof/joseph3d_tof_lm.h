@@ -73,10 +73,11 @@ SPROJ_HD float sproj_tof_pp_denom(float sigma)
 /* The ray and TOF line of an event in bin b and the planes k0..k1 the projectors walk for it: 0 when its LOR
  * samples no plane (as sproj_ray_setup). */
 SPROJ_HD int sproj_tof_lm_setup(const float *xs, const float *xe, const struct sproj_geom *geom,
-                                const struct sproj_tof_arg *tof, float sigma, float offset, int b, struct sproj_ray *r,
-                                struct sproj_tof_line *l, int *k0, int *k1)
+                                const struct sproj_tof_arg *tof, float sigma, float offset,
+                                const struct sproj_tof_table *tab, int b, struct sproj_ray *r, struct sproj_tof_line *l,
+                                int *k0, int *k1)
 {
-  if (!sproj_tof_ray_setup(xs, xe, geom, tof, sigma, offset, r, l))
+  if (!sproj_tof_ray_setup(xs, xe, geom, tof, sigma, offset, tab, r, l))
     return 0;
   if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ)
     sproj_tof_pp_planes(r, l, xs, xe, tof, sigma, b, k0, k1);
@@ -92,7 +93,7 @@ SPROJ_HD unsigned sproj_tof_lm_count(const float *xs, const float *xe, const str
   struct sproj_ray r;
   struct sproj_tof_line l;
   int k0, k1;
-  if (!sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, b, &r, &l, &k0, &k1))
+  if (!sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, NULL, b, &r, &l, &k0, &k1))
     return 0;
   return k1 >= k0 ? (unsigned)(k1 - k0 + 1) : 0u;
 }

@@ -7,12 +7,12 @@
 
 SPROJ_HD void joseph3d_tof_lm_back_lor(struct sproj_out img, const struct sproj_geom *geom, const float *xs,
                                        const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
-                                       int b, float value)
+                                       const struct sproj_tof_table *tab, int b, float value)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
   int k0, k1;
-  if (value == 0.0f || !sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, b, &r, &l, &k0, &k1))
+  if (value == 0.0f || !sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, tab, b, &r, &l, &k0, &k1))
     return;
   if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ) {
     /* the window's sum first, then the planes inside the image (joseph3d_tof_lm_fwd.h) */

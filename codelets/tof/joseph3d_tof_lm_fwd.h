@@ -8,12 +8,12 @@
 /* The value TOF-sinogram bin b of the event's LOR would get (libparallelproj's convention: its listmode value). */
 SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs,
                                        const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
-                                       int b)
+                                       const struct sproj_tof_table *tab, int b)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
   int k0, k1;
-  if (!sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, b, &r, &l, &k0, &k1))
+  if (!sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, tab, b, &r, &l, &k0, &k1))
     return 0.0f;
   float out = 0.0f;
   if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ) {

@@ -3,20 +3,40 @@
 #include "config.h"
 #include "codelets.h"
 #include "joseph3d_tof_sino_back.h"
-
-static void tof_sino_back_lor(const struct sproj_proj_arg *arg, float *img, const struct sproj_piece *piece,
-                              uint32_t lor)
-{
-  float sigma, offset;
-  sproj_tof_lor_params(&arg->tof, piece->sigma, piece->offset, lor, &sigma, &offset);
-  const float *xs = piece->xs + 3 * (size_t)lor, *xe = piece->xe + 3 * (size_t)lor;
-  joseph3d_tof_sino_back_lor(sproj_out_of(img, arg), &arg->geom, xs, xe, &arg->tof, sigma, offset,
-                             piece->values + (size_t)lor * arg->tof.num_bins);
-}
+#include "tof_lanes.h"
 
 static void joseph3d_tof_sino_back_cpu(void *buffers[], void *cl_arg)
 {
-  sproj_cpu_run(buffers, cl_arg, tof_sino_back_lor);
+  const struct sproj_proj_arg *arg = cl_arg;
+  /* the worker's private reduction buffer (or the image, tasks taking it one at a time: sproj_cpu_run) */
+  struct sproj_out out = sproj_out_of((void *)STARPU_VECTOR_GET_PTR(buffers[0]), arg);
+  const struct sproj_tof_table *tab = sproj_cpu_tof_table(arg);
+  int width = (sproj_tof_variants(0) & SPROJ_TOF_VARIANT_SLIDE) ? sproj_tof_slide_width(&arg->tof) : 0;
+#ifdef SPROJ_HAVE_LANES
+  struct sproj_tof_lanes_work *work = NULL;
+  if (tab && (sproj_tof_variants(0) & SPROJ_TOF_VARIANT_LANES) && sproj_cpu_lanes() == SPROJ_TOF_LANES &&
+      sproj_tof_lanes_fit(&arg->geom, &arg->tof, 0) && (work = sproj_cpu_scratch(sizeof *work))) {
+    for (int p = 0; p < arg->npieces; p++) {
+      struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+      sproj_tof_lanes_sino_back(work, out, &arg->geom, &arg->tof, tab, piece.xs, piece.xe, piece.offset, piece.n,
+                                piece.values);
+    }
+    return;
+  }
+#endif
+  for (int p = 0; p < arg->npieces; p++) {
+    struct sproj_piece piece = sproj_piece_get(buffers, arg, p);
+    for (uint32_t lor = 0; lor < piece.n; lor++) {
+      float sigma, offset;
+      sproj_tof_lor_params(&arg->tof, piece.sigma, piece.offset, lor, &sigma, &offset);
+      const float *xs = piece.xs + 3 * (size_t)lor, *xe = piece.xe + 3 * (size_t)lor;
+      const float *values = piece.values + (size_t)lor * arg->tof.num_bins;
+      if (width)
+        joseph3d_tof_sino_back_slide(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, values, width);
+      else
+        joseph3d_tof_sino_back_lor(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, values);
+    }
+  }
 }
 
 SPROJ_PROJ_MODEL(tof_sino_back_model, "starproj_joseph3d_tof_sino_back");

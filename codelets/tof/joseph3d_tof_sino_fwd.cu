@@ -5,30 +5,49 @@
  * shared memory, one column per thread (bin b of thread x at acc[b * blockDim.x + x]: each thread keeps to its
  * own bank), and the block writes its LORs' bins out once, coalesced. Bin counts whose block does not fit in
  * shared memory accumulate in global memory instead; both orders of the additions are the same, so are the
- * values. */
+ * values. Variants (tof_cuda.h): the edges from a table in shared memory after the bins (TABLE), and the bins of the
+ * current window in registers, written into the column once each (SLIDE: the same values). */
 #include "config.h"
-#include "cuda_pieces.h"
+#include "tof_cuda.h"
 #include "joseph3d_tof_sino_fwd.h"
 
+template <bool TABLE, bool SLIDE>
 __global__ static void tof_sino_fwd_kernel(const float *__restrict__ img,
                                            const __grid_constant__ struct sproj_proj_arg arg,
-                                           const __grid_constant__ struct sproj_piece_table pieces, int in_shared)
+                                           const __grid_constant__ struct sproj_piece_table pieces, int in_shared,
+                                           const __grid_constant__ struct sproj_tof_table_plan plan)
 {
   extern __shared__ float acc[];
   unsigned lor;
   int piece = sproj_piece_of_thread(&pieces, &lor);
   unsigned num_bins = (unsigned)arg.tof.num_bins;
+  struct sproj_tof_table table;
+  const struct sproj_tof_table *tab = NULL;
+  if (TABLE) {
+    sproj_tof_table_build(&table, &plan, in_shared ? num_bins * blockDim.x : 0u);
+    tab = &table;
+  }
   if (lor < pieces.n[piece]) {
     float sigma, offset;
     sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], lor, &sigma, &offset);
     const float *xs = pieces.xs[piece] + 3 * (size_t)lor, *xe = pieces.xe[piece] + 3 * (size_t)lor;
     /* two calls rather than one on a chosen pointer: each knows its memory space, so the shared one compiles to
      * shared-memory loads and stores instead of generic ones */
-    if (in_shared)
-      joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, acc + threadIdx.x, blockDim.x);
-    else
-      joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset,
-                                pieces.values[piece] + (size_t)lor * num_bins, 1);
+    float *global = pieces.values[piece] + (size_t)lor * num_bins;
+    if (SLIDE) {
+      if (in_shared)
+        joseph3d_tof_sino_fwd_slide(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
+                                    blockDim.x, SPROJ_TOF_SLIDE_NARROW);
+      else
+        joseph3d_tof_sino_fwd_slide(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1,
+                                    SPROJ_TOF_SLIDE_NARROW);
+    } else {
+      if (in_shared)
+        joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
+                                  blockDim.x);
+      else
+        joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1);
+    }
   }
   if (!in_shared)
     return;
@@ -43,22 +62,27 @@ __global__ static void tof_sino_fwd_kernel(const float *__restrict__ img,
   }
 }
 
-/* Dynamic shared memory a block may have without asking (every architecture we build for). */
-#define SHARED_DEFAULT_BYTES (48 * 1024)
-
-/* Shared memory for the bins of a block, or 0 when it cannot have that much. */
-static size_t tof_sino_fwd_shared(int num_bins)
+/* Launches one instance: the bins in shared memory when the block's bins and table fit there, else the bins in
+ * global memory (and the table, when the device refuses even that, off: erff gives the values within its rounding). */
+template <bool TABLE, bool SLIDE>
+static void tof_sino_fwd_launch(void *buffers[], const struct sproj_proj_arg *arg, const struct sproj_tof_launch *L,
+                                const struct sproj_piece_table *pieces, unsigned blocks)
 {
-  size_t bytes = (size_t)num_bins * SPROJ_CUDA_BLOCK * sizeof(float);
-  if (bytes <= SHARED_DEFAULT_BYTES)
-    return bytes;
-  /* more than the default needs the kernel's opt-in; the device refuses what it does not have */
-  if (cudaFuncSetAttribute(tof_sino_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
+  size_t bins = (size_t)arg->tof.num_bins * SPROJ_CUDA_BLOCK * sizeof(float);
+  int in_shared = sproj_cuda_shared_ok(tof_sino_fwd_kernel<TABLE, SLIDE>, bins + L->table_bytes);
+  size_t shared = (in_shared ? bins : 0) + L->table_bytes;
+  if constexpr (TABLE) {
+    if (!in_shared && !sproj_cuda_shared_ok(tof_sino_fwd_kernel<TABLE, SLIDE>, shared)) {
+      struct sproj_tof_launch erff = *L;
+      erff.table = 0;
+      erff.table_bytes = 0;
+      tof_sino_fwd_launch<false, SLIDE>(buffers, arg, &erff, pieces, blocks);
+      return;
+    }
   }
-  return bytes;
+  tof_sino_fwd_kernel<TABLE, SLIDE><<<blocks, SPROJ_CUDA_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
+    (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, *pieces, in_shared, L->plan);
+  SPROJ_CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
@@ -66,10 +90,13 @@ extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
   const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;
   struct sproj_piece_table pieces;
   unsigned blocks = sproj_piece_table_fill(&pieces, buffers, arg, 1);
-  if (blocks > 0) {
-    size_t shared = tof_sino_fwd_shared(arg->tof.num_bins);
-    tof_sino_fwd_kernel<<<blocks, SPROJ_CUDA_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
-      (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, pieces, shared > 0);
-    SPROJ_CUDA_CHECK_LAUNCH();
-  }
+  if (blocks == 0)
+    return;
+  struct sproj_tof_launch L = sproj_tof_launch_of(arg, 0);
+  if (L.table)
+    L.slide ? tof_sino_fwd_launch<true, true>(buffers, arg, &L, &pieces, blocks)
+            : tof_sino_fwd_launch<true, false>(buffers, arg, &L, &pieces, blocks);
+  else
+    L.slide ? tof_sino_fwd_launch<false, true>(buffers, arg, &L, &pieces, blocks)
+            : tof_sino_fwd_launch<false, false>(buffers, arg, &L, &pieces, blocks);
 }

@@ -10,6 +10,7 @@
 #define SPROJ_TOF_H
 
 #include "joseph3d_ray.h"
+#include "tof_table.h"
 
 /* Longest window of bins one sample contributes to (parallelproj's MAX_NUM_TOF_WEIGHTS). */
 #define SPROJ_TOF_MAX_WINDOW 64
@@ -57,16 +58,47 @@ struct sproj_tof_arg {
   int convention;       /* SPROJ_TOF_ARG_* */
 };
 
+/* A window's half-width in bins, and the factor that turns a distance in bins into an erf argument, for one sigma:
+ * the values every sample of the LOR uses (and the table is made for: sproj_tof_table_plan_for). A window wider than
+ * SPROJ_TOF_MAX_WINDOW is cut to that many bins around the sample whatever its width, so clamping the half-width
+ * there changes no weight and keeps the window's float -> int conversions defined. */
+SPROJ_HD float sproj_tof_max_diff(const struct sproj_tof_arg *tof, float sigma)
+{
+  return fminf(tof->num_sigmas * sigma / tof->bin_width, (float)SPROJ_TOF_MAX_WINDOW);
+}
+
+SPROJ_HD float sproj_tof_edge_scale(const struct sproj_tof_arg *tof, float sigma)
+{
+  return tof->bin_width / (SPROJ_SQRT2 * sigma);
+}
+
+/* The edges' table of a task whose LORs share the sigma tof->sigma, or 0 when it has none: per-LOR sigma (a host
+ * array whose values are all equal is registered as the scalar, src/core/tof.c), a sigma that is not positive, or
+ * windows that may be cut to SPROJ_TOF_MAX_WINDOW bins (whose edges are not those tof_table.h counts). A LOR's
+ * weights so depend on its sigma alone, on CPUs and GPUs alike: every LOR of one sigma gets the table's. */
+SPROJ_HD int sproj_tof_table_plan_for(const struct sproj_tof_arg *tof, struct sproj_tof_table_plan *plan)
+{
+  if (tof->per_lor_sigma || tof->num_bins <= 0 || !(tof->sigma > 0.0f) || !(tof->bin_width > 0.0f))
+    return 0;
+  float max_diff = sproj_tof_max_diff(tof, tof->sigma);
+  /* at most ceil(2 max_diff) + 3 bins (one for the rounding of it_f -+ max_diff) */
+  if (!(max_diff <= 0.5f * (float)(SPROJ_TOF_MAX_WINDOW - 4)))
+    return 0;
+  return sproj_tof_table_plan(sproj_tof_edge_scale(tof, tof->sigma), max_diff, plan);
+}
+
 /* The TOF coordinate (in bins) of the sample in plane k: k * at + bt. */
 struct sproj_tof_line {
   float at, bt;
   float max_diff;       /* window half-width in bins: num_sigmas * sigma / bin_width */
   float edge_scale;     /* bin_width / (sqrt(2) sigma): turns a distance in bins into an erf argument */
+  int tabbed;                 /* the edges come from tab (tof_table.h), else from erff */
+  struct sproj_tof_table tab; /* a copy the compiler keeps in registers */
 };
 
 SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj_geom *geom, const float *xs,
                                    const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
-                                   struct sproj_tof_line *l)
+                                   const struct sproj_tof_table *tab, struct sproj_tof_line *l)
 {
   int a = r->axis;
   float costheta = geom->voxel_size[a] / r->cf;
@@ -86,20 +118,22 @@ SPROJ_HD void sproj_tof_line_setup(const struct sproj_ray *r, const struct sproj
   float tof_slope = sign * tof->bin_width * costheta;
   l->at = sign * r->cf / tof->bin_width;
   l->bt = (geom->origin[a] - tof_origin) / tof_slope;
-  /* a window wider than SPROJ_TOF_MAX_WINDOW is cut to that many bins around the sample whatever its width, so
-   * clamping the half-width there changes no weight and keeps the window's float -> int conversions defined */
-  l->max_diff = fminf(tof->num_sigmas * sigma / tof->bin_width, (float)SPROJ_TOF_MAX_WINDOW);
-  l->edge_scale = tof->bin_width / (SPROJ_SQRT2 * sigma);
+  l->max_diff = sproj_tof_max_diff(tof, sigma);
+  l->edge_scale = sproj_tof_edge_scale(tof, sigma);
+  /* the caller passes a table only for tasks of its sigma (sproj_tof_table_plan_for); a kernel that passes the
+   * constant NULL (or a table) compiles one kind of edge without a branch */
+  l->tabbed = tab != NULL;
+  l->tab = tab ? *tab : sproj_tof_table_none();
 }
 
 /* The ray and its TOF line: 0 when the LOR samples no plane (as sproj_ray_setup). */
 SPROJ_HD int sproj_tof_ray_setup(const float *xs, const float *xe, const struct sproj_geom *geom,
-                                 const struct sproj_tof_arg *tof, float sigma, float offset, struct sproj_ray *r,
-                                 struct sproj_tof_line *l)
+                                 const struct sproj_tof_arg *tof, float sigma, float offset,
+                                 const struct sproj_tof_table *tab, struct sproj_ray *r, struct sproj_tof_line *l)
 {
   if (!sproj_ray_setup(xs, xe, geom, r))
     return 0;
-  sproj_tof_line_setup(r, geom, xs, xe, tof, sigma, offset, l);
+  sproj_tof_line_setup(r, geom, xs, xe, tof, sigma, offset, tab, l);
   return 1;
 }
 
@@ -135,6 +169,7 @@ SPROJ_HD float sproj_tof_sum(float e_first, float e_last)
 struct sproj_tof_sample {
   float it_f;
   int it_min, n, j0, j1;
+  struct sproj_tof_table_at at; /* its place in the line's table, when it has one */
 };
 
 SPROJ_HD void sproj_tof_sample_at(const struct sproj_tof_line *l, int k, int num_bins, struct sproj_tof_sample *s)
@@ -145,11 +180,19 @@ SPROJ_HD void sproj_tof_sample_at(const struct sproj_tof_line *l, int k, int num
   s->it_min = sproj_tof_window(s->it_f, l->max_diff, &s->n);
   s->j0 = s->it_min < 0 ? -s->it_min : 0;
   s->j1 = s->it_min + s->n > num_bins ? num_bins - s->it_min : s->n;
+  if (l->tabbed) {
+    s->at = sproj_tof_table_find(&l->tab, s->it_f, s->it_min);
+  } else {
+    s->at.row = 0;
+    s->at.t = 0.0f;
+  }
 }
 
-/* erf at edge j of the sample's window, and the window's total weight */
+/* erf at edge j of the sample's window (from the line's table when it has one), and the window's total weight */
 SPROJ_HD float sproj_tof_sample_edge(const struct sproj_tof_sample *s, const struct sproj_tof_line *l, int j)
 {
+  if (l->tabbed)
+    return sproj_tof_table_edge(&l->tab, s->at, j);
   return sproj_tof_edge(s->it_f, s->it_min, j, l->edge_scale);
 }
 

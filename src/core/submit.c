@@ -388,8 +388,12 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
    * costs about three image-sized memory passes: a task pays for them when its LORs cross at least four times as
    * many samples as the image has voxels, and when one thread walks each LOR (smaller tasks share rays between
    * threads, cuda_pieces.h). */
-  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_NONTOF && !acc &&
-      (sproj_rt.where & STARPU_CUDA)) {
+  /* The TOF sinogram back projection takes the copies too when its copies variant is on (SPROJ_TOF_GPU, codelets.h:
+   * off by default, measured against the direct adds in doc/benchmarks.md), with the warps' windows of the non-TOF
+   * back projection: its samples are as many, each with the same adds. */
+  int tof_copies = rq->kind == SPROJ_KIND_TOF_SINO && rq->back && (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_COPIES);
+  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && (rq->kind == SPROJ_KIND_NONTOF || tof_copies) &&
+      !acc && (sproj_rt.where & STARPU_CUDA)) {
     const int *n = img->geom.n;
     int64_t nmax = n[0] > n[1] ? n[0] : n[1];
     nmax = nmax > n[2] ? nmax : n[2];

@@ -142,6 +142,20 @@ int sproj_tof_register(sproj_tof **tof, const struct sproj_tof_params *params, s
     return ret;
   if ((ret = check_per_lor(__func__, params, lors ? lors->num_lors : 0, sigma, center_offset)))
     return ret;
+  /* A per-LOR sigma whose values are all equal is that sigma for every LOR: registered as the scalar, so that the
+   * edges' table (codelets/tof/tof_table.h), which serves tasks of one sigma, gives its LORs the scalar's weights
+   * bit for bit (a LOR's weights depend on its sigma alone). The values are fixed once registered (checked here). */
+  struct sproj_tof_params p = *params;
+  if (sigma && lors->num_lors > 0) {
+    int64_t i = 1;
+    while (i < lors->num_lors && sigma[i] == sigma[0])
+      i++;
+    if (i == lors->num_lors) {
+      p.sigma = sigma[0];
+      sigma = NULL;
+    }
+  }
+  params = &p;
   starpu_data_handle_t h[2] = {NULL, NULL};
   const float *data[2] = {sigma, center_offset};
   /* only ever read: StarPU never writes through these pointers */

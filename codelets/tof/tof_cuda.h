@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tof_cuda.h: what the TOF kernels' launchers share: the variants a launch runs (codelets.h's sproj_tof_variants) and
+ * the edges' table (tof_table.h), which each block builds in its shared memory. CUDA only. */
+#ifndef SPROJ_TOF_CUDA_H
+#define SPROJ_TOF_CUDA_H
+
+#include "cuda_pieces.h"
+#include "tof.h"
+#include "tof_slide.h"
+
+/* Floats per piece of a table: lo (c0, c1) and hi (c2, c3). */
+#define SPROJ_TOF_TABLE_PIECE_FLOATS 4
+
+/* What one launch of a TOF kernel runs. */
+struct sproj_tof_launch {
+  struct sproj_tof_table_plan plan; /* the table's shape, when table */
+  int table;                        /* the edges from the table */
+  int slide;                        /* sinogram: the bins beside the samples, SPROJ_TOF_SLIDE_NARROW of them */
+  int copies;                       /* sinogram back projection: into the copies with the warps' windows */
+  size_t table_bytes;               /* the table's shared memory */
+};
+
+/* The variants of CUDA workers for a task with argument arg (lm: a listmode task, which has no sliding bins): the
+ * table where tof_table.h serves the task (one sigma for all its LORs: sproj_tof_table_plan_for; starproj's listmode
+ * convention or a sinogram), the sliding bins where the task's windows fit SPROJ_TOF_SLIDE_NARROW bins. */
+static inline struct sproj_tof_launch sproj_tof_launch_of(const struct sproj_proj_arg *arg, int lm)
+{
+  struct sproj_tof_launch L = {};
+  unsigned v = sproj_tof_variants(1);
+  L.table = ((v & SPROJ_TOF_VARIANT_TABLE) || (!lm && (v & SPROJ_TOF_VARIANT_SINO_TABLE))) &&
+            !(lm && arg->tof.convention == SPROJ_TOF_ARG_PARALLELPROJ) &&
+            sproj_tof_table_plan_for(&arg->tof, &L.plan);
+  L.table_bytes = L.table ? (size_t)L.plan.nd * L.plan.steps * SPROJ_TOF_TABLE_PIECE_FLOATS * sizeof(float) : 0;
+  L.slide = !lm && (v & SPROJ_TOF_VARIANT_SLIDE) && sproj_tof_slide_width(&arg->tof) == SPROJ_TOF_SLIDE_NARROW;
+  L.copies = !lm && (v & SPROJ_TOF_VARIANT_COPIES);
+  return L;
+}
+
+/* The block builds the table of `plan` in its dynamic shared memory from float `at` on (an even number: 8-byte
+ * aligned; SPROJ_TOF_TABLE_PIECE_FLOATS floats per piece) and describes it in tab; every thread of the block calls
+ * it, before any returns. */
+__device__ static inline void sproj_tof_table_build(struct sproj_tof_table *tab, const struct sproj_tof_table_plan *plan,
+                                                    unsigned at)
+{
+  unsigned pieces = (unsigned)(plan->nd * plan->steps), lo_at = at / 2u, hi_at = lo_at + pieces;
+  for (unsigned p = threadIdx.x; p < pieces; p += blockDim.x) {
+    float lo[2], hi[2];
+    sproj_tof_table_piece(plan, (int)p, lo, hi);
+    sproj_tof_shared[lo_at + p] = make_float2(lo[0], lo[1]);
+    sproj_tof_shared[hi_at + p] = make_float2(hi[0], hi[1]);
+  }
+  __syncthreads();
+  sproj_tof_table_use(tab, plan, NULL, NULL, lo_at, hi_at);
+}
+
+/* Dynamic shared memory a block may have without asking (every architecture we build for). */
+#define SPROJ_SHARED_DEFAULT_BYTES (48 * 1024)
+
+/* Asks for `bytes` of dynamic shared memory per block of kernel; 0 when the device refuses (the caller then does
+ * without). */
+template <class Kernel>
+static inline int sproj_cuda_shared_ok(Kernel kernel, size_t bytes)
+{
+  if (bytes <= SPROJ_SHARED_DEFAULT_BYTES)
+    return 1;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return 1;
+}
+
+#endif

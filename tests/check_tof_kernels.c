@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_tof_kernels.c: the variants of the TOF projectors' math (codelets/tof), called directly as a CPU codelet
+ * would: the edges' table (tof_table.h) against erf in double, the bins beside the samples (tof_slide.h) against the
+ * ordinary loops bit for bit, and the CPU lanes (tof_lanes.h) against the scalar code. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+#include "tof.h"
+#include "tof_table.h"
+#include "tof_slide.h"
+#include "joseph3d_tof_sino_fwd.h"
+#include "joseph3d_tof_sino_back.h"
+#include "joseph3d_tof_lm_fwd.h"
+#include "joseph3d_tof_lm_back.h"
+#include "tof_lanes.h"
+
+/* The bound on a tabulated weight's error against the double-precision reference. */
+#define TABLE_WEIGHT_BOUND 2e-6
+/* TOF coordinates each parameter set is tried at, and their range in bins. */
+#define COORDS 200000
+#define COORD_LO (-12.0)
+#define COORD_HI 44.0
+#define NLORS 3000
+
+/* bin width, sigma and number of sigmas of each parameter set: the benchmark's (bench/), check_tof's (bins of two
+ * voxels of 2.5, sigma 1.5 voxels), a narrow and a wide kernel, four sigmas */
+static const float params[][3] = {
+  {25.37f, 24.51f, 3.0f}, {5.0f, 3.75f, 3.0f}, {10.0f, 2.5f, 3.0f}, {5.0f, 12.0f, 3.0f}, {20.0f, 15.0f, 4.0f},
+};
+
+struct table_buf {
+  float lo[2 * SPROJ_TOF_TABLE_MAX_PIECES], hi[2 * SPROJ_TOF_TABLE_MAX_PIECES];
+  struct sproj_tof_table_plan plan;
+  struct sproj_tof_table tab;
+};
+
+/* The table of tof (as a CPU worker builds it), or NULL when none serves it. */
+static const struct sproj_tof_table *table_of(const struct sproj_tof_arg *tof, struct table_buf *t)
+{
+  if (!sproj_tof_table_plan_for(tof, &t->plan))
+    return NULL;
+  for (int p = 0; p < t->plan.nd * t->plan.steps; p++)
+    sproj_tof_table_piece(&t->plan, p, t->lo + 2 * p, t->hi + 2 * p);
+  sproj_tof_table_use(&t->tab, &t->plan, t->lo, t->hi, 0u, 0u);
+  return &t->tab;
+}
+
+/* Worst |normalised weight - reference| over the window of the sample at it_f, with the line's edges (table or erff);
+ * the reference integrates the Gaussian of sigma over each bin in double at the same it_f. Counts in *outside the
+ * edges that would have read past the table. */
+static double window_error(const struct sproj_tof_line *l, float it_f, double scale, int64_t *outside)
+{
+  struct sproj_tof_sample s;
+  struct sproj_tof_line at = *l;
+  at.at = 0.0f;
+  at.bt = it_f;
+  sproj_tof_sample_at(&at, 0, SPROJ_MAX_TOF_BINS, &s);
+  if (l->tabbed)
+    for (int j = 0; j <= s.n; j++) {
+      long p = (long)s.at.row - (long)j * l->tab.steps;
+      *outside += p < 0 || p > (long)l->tab.last;
+    }
+  float sum = sproj_tof_sample_sum(&s, &at);
+  double ref[SPROJ_TOF_MAX_WINDOW], total = 0.0, worst = 0.0;
+  for (int j = 0; j < s.n; j++) {
+    double x = (double)it_f - (double)(s.it_min + j);
+    ref[j] = 0.5 * (erf((x + 0.5) * scale) - erf((x - 0.5) * scale));
+    total += ref[j];
+  }
+  for (int j = 0; j < s.n; j++) {
+    float w = 0.5f * (sproj_tof_sample_edge(&s, &at, j) - sproj_tof_sample_edge(&s, &at, j + 1)) / sum;
+    worst = fmax(worst, fabs((double)w - ref[j] / total));
+  }
+  return worst;
+}
+
+/* The table's weights against the reference, beside erff's, for each parameter set: within TABLE_WEIGHT_BOUND, and
+ * no edge of a window outside the table. */
+START_TEST(test_table_weights)
+{
+  const float *p = params[_i];
+  struct sproj_tof_arg tof = {p[0], p[2], p[1], 0.0f, 29, 0, 0, SPROJ_TOF_ARG_STARPROJ};
+  static struct table_buf t;
+  const struct sproj_tof_table *tab = table_of(&tof, &t);
+  ck_assert_msg(tab != NULL, "no table for bin width %g, sigma %g, %g sigmas", p[0], p[1], p[2]);
+  struct sproj_tof_line l = {0.0f, 0.0f, sproj_tof_max_diff(&tof, tof.sigma), sproj_tof_edge_scale(&tof, tof.sigma),
+                             0, sproj_tof_table_none()};
+  struct sproj_tof_line lt = l;
+  lt.tabbed = 1;
+  lt.tab = *tab;
+  double scale = (double)p[0] / (sqrt(2.0) * (double)p[1]), worst_table = 0.0, worst_erff = 0.0;
+  int64_t outside = 0;
+  tu_seed(4600 + (uint64_t)_i);
+  for (int c = 0; c < COORDS; c++) {
+    float it_f = (float)tu_uniform(COORD_LO, COORD_HI);
+    /* a tenth of them at the ends of a piece and of the window's changes of length */
+    if (c % 10 == 0)
+      it_f = floorf(it_f) + (c % 20 == 0 ? 0.0f : nextafterf(1.0f, 0.0f));
+    worst_table = fmax(worst_table, window_error(&lt, it_f, scale, &outside));
+    worst_erff = fmax(worst_erff, window_error(&l, it_f, scale, &outside));
+  }
+  printf("TOF table (bin width %g, sigma %g, %g sigmas: %d x %d pieces): worst weight error %.3g (erff %.3g), %lld "
+         "edges outside\n", p[0], p[1], p[2], t.plan.nd, t.plan.steps, worst_table, worst_erff, (long long)outside);
+  ck_assert_msg(worst_table <= TABLE_WEIGHT_BOUND, "table weight error %.3g", worst_table);
+  ck_assert_int_eq(outside, 0);
+}
+END_TEST
+
+/* A small scene: geometry, image and random LORs. */
+static struct tu_geom g;
+static float *img, *xs, *xe;
+
+static void scene(void)
+{
+  tu_seed(4601);
+  tu_random_geom(&g);
+  img = tu_alloc(tu_nvox(&g));
+  xs = tu_alloc(3 * NLORS);
+  xe = tu_alloc(3 * NLORS);
+  tu_fill_uniform(img, tu_nvox(&g), 0.5f, 2.0f);
+  tu_random_lors(&g, xs, xe, NLORS, NULL);
+}
+
+/* TOF parameters for the scene, sigma given in bins */
+static struct sproj_tof_arg scene_tof(float sigma_bins, int num_bins)
+{
+  float vs = (g.vs[0] + g.vs[1] + g.vs[2]) / 3.0f, bw = 2.0f * vs;
+  struct sproj_tof_arg tof = {bw, 3.0f, sigma_bins * bw, 0.3f * bw, num_bins, 0, 0, SPROJ_TOF_ARG_STARPROJ};
+  return tof;
+}
+
+/* The sinogram projectors with the bins beside the samples against the ordinary loops, with erff and the table: the
+ * same bits forward and back (width as the codelets choose it), and within float rounding when a narrower width
+ * than the windows need sends samples the ordinary way. */
+START_TEST(test_slide_bits)
+{
+  struct geom_conv {
+    float sigma_bins;
+    int width; /* 0: as sproj_tof_slide_width chooses */
+  } cases[] = {{0.75f, 0}, {2.0f, 0}, {1.1f, SPROJ_TOF_SLIDE_NARROW}};
+  struct geom_conv c = cases[_i];
+  int num_bins = 2 * (int)ceilf(sqrtf((float)(g.n[0] * g.n[0] + g.n[1] * g.n[1] + g.n[2] * g.n[2])) * 0.5f) + 9;
+  struct sproj_tof_arg tof = scene_tof(c.sigma_bins, num_bins);
+  int width = c.width ? c.width : sproj_tof_slide_width(&tof);
+  static struct table_buf t;
+  const struct sproj_tof_table *tabs[2] = {NULL, table_of(&tof, &t)};
+  ck_assert_ptr_nonnull(tabs[1]);
+  struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
+  int64_t nvox = tu_nvox(&g);
+  float *a = tu_alloc((int64_t)num_bins), *b = tu_alloc((int64_t)num_bins);
+  float *ia = tu_alloc(nvox), *ib = tu_alloc(nvox);
+  for (int ti = 0; ti < 2; ti++) {
+    int64_t differ = 0, values = 0;
+    double worst = 0.0;
+    memset(ia, 0, nvox * sizeof(float));
+    memset(ib, 0, nvox * sizeof(float));
+    struct sproj_out oa = {ia, NULL, NULL}, ob = {ib, NULL, NULL};
+    for (int i = 0; i < NLORS; i++) {
+      const float *s = xs + 3 * i, *e = xe + 3 * i;
+      joseph3d_tof_sino_fwd_lor(img, &geom, s, e, &tof, tof.sigma, tof.center_offset, tabs[ti], a, 1);
+      joseph3d_tof_sino_fwd_slide(img, &geom, s, e, &tof, tof.sigma, tof.center_offset, tabs[ti], b, 1, width);
+      for (int k = 0; k < num_bins; k++) {
+        differ += memcmp(&a[k], &b[k], sizeof(float)) != 0;
+        worst = fmax(worst, fabs((double)a[k] - b[k]) / fmax(1e-30, fabs((double)a[k])));
+        values += a[k] != 0.0f;
+      }
+      joseph3d_tof_sino_back_lor(oa, &geom, s, e, &tof, tof.sigma, tof.center_offset, tabs[ti], a);
+      joseph3d_tof_sino_back_slide(ob, &geom, s, e, &tof, tof.sigma, tof.center_offset, tabs[ti], a, width);
+    }
+    int64_t vdiffer = 0;
+    for (int64_t v = 0; v < nvox; v++)
+      vdiffer += memcmp(&ia[v], &ib[v], sizeof(float)) != 0;
+    double back_l2 = tu_rel_l2_ff(ib, ia, nvox);
+    printf("TOF sliding bins (sigma %.2f bins, width %d, %s): forward %lld of %lld non-zero values differ (worst "
+           "relative %.3g); back %lld voxels differ (relative L2 %.3g)\n", c.sigma_bins, width,
+           ti ? "table" : "erff", (long long)differ, (long long)values, worst, (long long)vdiffer, back_l2);
+    ck_assert_int_gt(values, 0);
+    if (c.width == 0) {
+      ck_assert_int_eq(differ, 0);
+      ck_assert_int_eq(vdiffer, 0);
+    } else {
+      ck_assert_msg(worst <= 1e-5, "worst relative difference %.3g", worst);
+      ck_assert_msg(back_l2 <= 1e-6, "back relative L2 %.3g", back_l2);
+    }
+  }
+  free(a);
+  free(b);
+  free(ia);
+  free(ib);
+}
+END_TEST
+
+/* The table's projections against the double-precision reference (tu_ref_tof_sino_lor), beside erff's: relative L2
+ * <= 1e-5, and the worst value error over the LOR's largest bin. */
+START_TEST(test_table_projection)
+{
+  int num_bins = 2 * (int)ceilf(sqrtf((float)(g.n[0] * g.n[0] + g.n[1] * g.n[1] + g.n[2] * g.n[2])) * 0.5f) + 9;
+  struct sproj_tof_arg tof = scene_tof(0.75f, num_bins);
+  static struct table_buf t;
+  const struct sproj_tof_table *tabs[2] = {NULL, table_of(&tof, &t)};
+  struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
+  float *out = tu_alloc((int64_t)NLORS * num_bins);
+  double *ref = malloc((size_t)NLORS * num_bins * sizeof *ref);
+  for (int i = 0; i < NLORS; i++)
+    tu_ref_tof_sino_lor(img, &g, xs + 3 * i, xe + 3 * i, tof.bin_width, num_bins, tof.num_sigmas, tof.sigma,
+                        tof.center_offset, ref + (size_t)i * num_bins);
+  double l2[2];
+  for (int ti = 0; ti < 2; ti++) {
+    double worst = 0.0;
+    for (int i = 0; i < NLORS; i++) {
+      float *o = out + (size_t)i * num_bins;
+      joseph3d_tof_sino_fwd_lor(img, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, tof.center_offset, tabs[ti], o, 1);
+      /* a LOR whose planes float rounding may choose otherwise than the reference is left out of both */
+      if (tu_ref_ambiguous(&g, xs + 3 * i, xe + 3 * i))
+        for (int k = 0; k < num_bins; k++)
+          o[k] = 0.0f, ref[(size_t)i * num_bins + k] = 0.0;
+      double maxb = 0.0;
+      for (int k = 0; k < num_bins; k++)
+        maxb = fmax(maxb, fabs(ref[(size_t)i * num_bins + k]));
+      if (maxb > 0.0)
+        for (int k = 0; k < num_bins; k++)
+          worst = fmax(worst, fabs(o[k] - ref[(size_t)i * num_bins + k]) / maxb);
+    }
+    l2[ti] = tu_rel_l2_fd(out, ref, (int64_t)NLORS * num_bins);
+    printf("TOF sinogram forward with %s vs the double reference: relative L2 %.3g, worst value error %.3g of the "
+           "LOR's largest bin\n", ti ? "the table" : "erff", l2[ti], worst);
+  }
+  ck_assert_msg(l2[1] <= 1e-5, "relative L2 %.3g", l2[1]);
+  free(out);
+  free(ref);
+}
+END_TEST
+
+#ifdef SPROJ_HAVE_LANES
+/* The AVX-512 lanes (tof_lanes.h) against the scalar code with the same table: forward values bit for bit (sinogram
+ * and listmode), back projections within float rounding (only the order of the adds into a voxel differs), on the
+ * scene's LORs and on events of them with random bins, with the centre offset per LOR. */
+START_TEST(test_lanes)
+{
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) {
+    printf("TOF lanes: this CPU has no AVX-512F, not compared\n");
+    return;
+  }
+  int num_bins = 2 * (int)ceilf(sqrtf((float)(g.n[0] * g.n[0] + g.n[1] * g.n[1] + g.n[2] * g.n[2])) * 0.5f) + 9;
+  struct sproj_tof_arg tof = scene_tof(0.75f, num_bins);
+  tof.per_lor_offset = _i;
+  static struct table_buf t;
+  const struct sproj_tof_table *tab = table_of(&tof, &t);
+  ck_assert_ptr_nonnull(tab);
+  ck_assert(sproj_tof_lanes_fit(&(struct sproj_geom){{g.n[0], g.n[1], g.n[2]}, {0}, {0}}, &tof, 0));
+  struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
+  struct sproj_tof_lanes_work *w = malloc(sizeof *w);
+  int64_t nvox = tu_nvox(&g), nval = (int64_t)NLORS * num_bins;
+  float *a = tu_alloc(nval), *b = tu_alloc(nval), *ia = tu_alloc(nvox), *ib = tu_alloc(nvox), *off = tu_alloc(NLORS);
+  float *la = tu_alloc(NLORS), *lb = tu_alloc(NLORS);
+  int16_t *bins = malloc(NLORS * sizeof *bins);
+  for (int i = 0; i < NLORS; i++) {
+    off[i] = _i ? tof.bin_width * (float)tu_uniform(-1.5, 1.5) : tof.center_offset;
+    bins[i] = (int16_t)tu_randint(0, num_bins - 1);
+  }
+  const float *offset = _i ? off : NULL;
+  /* sinogram */
+  for (int i = 0; i < NLORS; i++)
+    joseph3d_tof_sino_fwd_lor(img, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, a + (size_t)i * num_bins, 1);
+  sproj_tof_lanes_sino_fwd(w, img, &geom, &tof, tab, xs, xe, offset, NLORS, b);
+  int64_t differ = 0, nonzero = 0;
+  for (int64_t k = 0; k < nval; k++) {
+    differ += memcmp(&a[k], &b[k], sizeof(float)) != 0;
+    nonzero += a[k] != 0.0f;
+  }
+  memset(ia, 0, nvox * sizeof(float));
+  memset(ib, 0, nvox * sizeof(float));
+  struct sproj_out oa = {ia, NULL, NULL}, ob = {ib, NULL, NULL};
+  for (int i = 0; i < NLORS; i++)
+    joseph3d_tof_sino_back_lor(oa, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, a + (size_t)i * num_bins);
+  sproj_tof_lanes_sino_back(w, ob, &geom, &tof, tab, xs, xe, offset, NLORS, a);
+  double sino_back = tu_rel_l2_ff(ib, ia, nvox);
+  /* listmode */
+  for (int i = 0; i < NLORS; i++)
+    la[i] = joseph3d_tof_lm_fwd_lor(img, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, bins[i]);
+  sproj_tof_lanes_lm_fwd(w, img, &geom, &tof, tab, xs, xe, bins, offset, NLORS, lb);
+  int64_t ldiffer = 0, lnonzero = 0;
+  for (int i = 0; i < NLORS; i++) {
+    ldiffer += memcmp(&la[i], &lb[i], sizeof(float)) != 0;
+    lnonzero += la[i] != 0.0f;
+  }
+  memset(ia, 0, nvox * sizeof(float));
+  memset(ib, 0, nvox * sizeof(float));
+  for (int i = 0; i < NLORS; i++)
+    joseph3d_tof_lm_back_lor(oa, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, bins[i], la[i] + 0.5f);
+  for (int i = 0; i < NLORS; i++)
+    lb[i] = la[i] + 0.5f;
+  sproj_tof_lanes_lm_back(w, ob, &geom, &tof, tab, xs, xe, bins, offset, NLORS, lb);
+  double lm_back = tu_rel_l2_ff(ib, ia, nvox);
+  printf("TOF lanes vs scalar (table%s): sinogram forward %lld of %lld non-zero values differ, back relative L2 %.3g; "
+         "listmode forward %lld of %lld non-zero differ, back relative L2 %.3g\n", _i ? ", offset per LOR" : "",
+         (long long)differ, (long long)nonzero, sino_back, (long long)ldiffer, (long long)lnonzero, lm_back);
+  ck_assert_int_gt(nonzero, 0);
+  ck_assert_int_gt(lnonzero, 0);
+  ck_assert_int_eq(differ, 0);
+  ck_assert_int_eq(ldiffer, 0);
+  ck_assert_msg(sino_back <= 1e-6 && lm_back <= 1e-6, "back relative L2 %.3g / %.3g", sino_back, lm_back);
+  free(w);
+  free(a);
+  free(b);
+  free(ia);
+  free(ib);
+  free(off);
+  free(la);
+  free(lb);
+  free(bins);
+}
+END_TEST
+#endif
+
+int main(void)
+{
+  scene();
+  Suite *s = suite_create("TOF kernels");
+  TCase *tc = tcase_create("tof_kernels");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, test_table_weights, 0, (int)(sizeof params / sizeof params[0]));
+  tcase_add_loop_test(tc, test_slide_bits, 0, 3);
+  tcase_add_test(tc, test_table_projection);
+#ifdef SPROJ_HAVE_LANES
+  tcase_add_loop_test(tc, test_lanes, 0, 2);
+#endif
+  suite_add_tcase(s, tc);
+  return tu_run(s);
+}

@@ -3,6 +3,7 @@
 // get_segment_by_view (StarprojProjDataReader.h).
 
 #include "stir_starproj/StarprojProjDataReader.h"
+#include "stir_starproj/StarprojObjectiveOnDevices.h"
 #include "stir_starproj/StarprojRuntime.h"
 
 #include "stir/ByteOrder.h"
@@ -10,11 +11,17 @@
 #include "stir/ProjData.h"
 #include "stir/ProjDataFromStream.h"
 #include "stir/ProjDataInfo.h"
+#include "stir/RelatedViewgrams.h"
 #include "stir/SegmentByView.h"
+#include "stir/ViewgramIndices.h"
 #include "stir/error.h"
+#include "stir/recon_buildblock/BinNormalisation.h"
+#include "stir/recon_buildblock/BinNormalisationFromProjData.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <typeinfo>
 #include <istream>
 #include <memory>
 
@@ -261,6 +268,123 @@ StarprojProjDataReader::read_by_stir(const ProjDataInfo& layout,
                 to[int64_t(t) * num_bins] = segment[min_view + v][min_axial + a][min_tang + t];
             }
       }
+}
+
+std::string
+starproj_normalisation_factors(const BinNormalisation& normalisation,
+                               const ProjDataInfo& data_info,
+                               const ProjDataInfo& layout,
+                               const std::vector<int64_t>& first_lor,
+                               float* m,
+                               int threads,
+                               bool direct)
+{
+  const int num_threads = starproj_threads_or_default(threads);
+  const int num_views = layout.get_num_views(), num_tang = layout.get_num_tangential_poss();
+  const int num_chunks = static_cast<int>(first_lor.size());
+  // f(m[lor]) for every LOR of layout, a viewgram at a time on the host's cores
+  auto each_lor = [&](auto f) {
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+    for (int c = 0; c < num_chunks; ++c)
+      {
+        const int64_t n = int64_t(layout.get_num_axial_poss(layout.get_min_segment_num() + c / num_views)) * num_tang;
+        for (int64_t i = first_lor[c]; i < first_lor[c] + n; ++i)
+          f(m[i]);
+      }
+  };
+  if (normalisation.is_trivial())
+    {
+      each_lor([](float& x) { x = 1.F; });
+      return "trivial";
+    }
+  // exactly this class: a subclass may compute its factors otherwise
+  if (direct && typeid(normalisation) == typeid(BinNormalisationFromProjData))
+    {
+      const shared_ptr<ProjData> factors = static_cast<const BinNormalisationFromProjData&>(normalisation).get_norm_proj_data_sptr();
+      std::string why;
+      if (factors)
+        {
+          const StarprojProjDataReader reader(*factors, "the normalisation's projection data");
+          if (reader.direct() && reader.values_per_lor() == 1 && reader.covers(layout, why))
+            {
+              reader.read(layout, first_lor, m, threads);
+              // undo() divides viewgrams of ones by these values. The division is STIR's own (RelatedViewgrams'
+              // operator/=, compiled in STIR's library: with -ffast-math its vectorised division is a reciprocal and a
+              // Newton step, not a division): the factors are undo()'s to the bit, made a viewgram at a time on every
+              // core from the values read
+              const ProjDataInfo& info = *factors->get_proj_data_info_sptr();
+              const shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial = starproj_trivial_viewgram_symmetries();
+              const int min_tang = layout.get_min_tangential_pos_num();
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) num_threads(num_threads)
+#endif
+              for (int c = 0; c < num_chunks; ++c)
+                {
+                  const int seg = layout.get_min_segment_num() + c / num_views;
+                  const int view = layout.get_min_view_num() + c % num_views;
+                  const int min_axial = layout.get_min_axial_pos_num(seg), num_axial = layout.get_num_axial_poss(seg);
+                  RelatedViewgrams<float> ones = info.get_empty_related_viewgrams(ViewgramIndices(view, seg), trivial);
+                  RelatedViewgrams<float> values = ones;
+                  ones.fill(1.F);
+                  Viewgram<float>& vg = *values.begin();
+                  float* row = m + first_lor[c];
+                  for (int a = 0; a < num_axial; ++a)
+                    for (int t = 0; t < num_tang; ++t)
+                      vg[min_axial + a][min_tang + t] = row[int64_t(a) * num_tang + t];
+                  ones /= values;
+                  const Viewgram<float>& quotient = *ones.begin();
+                  for (int a = 0; a < num_axial; ++a)
+                    for (int t = 0; t < num_tang; ++t)
+                      row[int64_t(a) * num_tang + t] = quotient[min_axial + a][min_tang + t];
+                }
+              return "read directly";
+            }
+        }
+    }
+
+  // undo() on viewgrams of ones, one at a time (STIR's normalisations need not be thread-safe); the factor of a LOR's
+  // first TOF bin is kept and the others compared with it
+  const shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial = starproj_trivial_viewgram_symmetries();
+  const int min_tang = layout.get_min_tangential_pos_num();
+  bool tof_dependent = false;
+  for (int seg = layout.get_min_segment_num(); seg <= layout.get_max_segment_num(); ++seg)
+    for (int tof = data_info.get_min_tof_pos_num(); tof <= data_info.get_max_tof_pos_num(); ++tof)
+      {
+        const int64_t* starts = &first_lor[std::size_t(seg - layout.get_min_segment_num()) * num_views];
+        const int min_axial = layout.get_min_axial_pos_num(seg), num_axial = layout.get_num_axial_poss(seg);
+        const bool first_bin = tof == data_info.get_min_tof_pos_num();
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) num_threads(num_threads) reduction(|| : tof_dependent)
+#endif
+        for (int v = 0; v < num_views; ++v)
+          {
+            const int view = layout.get_min_view_num() + v;
+            RelatedViewgrams<float> factors
+                = data_info.get_empty_related_viewgrams(ViewgramIndices(view, seg, tof), trivial, false, tof);
+            factors.fill(1.F);
+#ifdef _OPENMP
+#  pragma omp critical(STARPROJ_NORMALISATION)
+#endif
+            normalisation.undo(factors);
+            const Viewgram<float>& vg = *factors.begin();
+            for (int a = 0; a < num_axial; ++a)
+              for (int t = 0; t < num_tang; ++t)
+                {
+                  float& to = m[starts[v] + int64_t(a) * num_tang + t];
+                  const float f = vg[min_axial + a][min_tang + t];
+                  if (first_bin)
+                    to = f;
+                  else if (std::fabs(f - to) > 1e-6F * std::fabs(to))
+                    tof_dependent = true;
+                }
+          }
+      }
+  if (tof_dependent)
+    error("Starproj: the normalisation differs between TOF bins of one LOR; starproj's forward model has one "
+          "multiplicative factor per LOR");
+  return "undo() per viewgram";
 }
 
 END_NAMESPACE_STIR

@@ -101,8 +101,8 @@ estimate_from(const Image& phantom)
 inline bool
 set_up_for_comparison(PoissonLogLikelihoodWithLinearModelForMean<Image>& f,
                       int num_subsets,
-                      const shared_ptr<ProjDataInMemory>& norm,
-                      const shared_ptr<ProjDataInMemory>& additive,
+                      const shared_ptr<ProjData>& norm,
+                      const shared_ptr<ProjData>& additive,
                       const Image& image,
                       const char* program)
 {

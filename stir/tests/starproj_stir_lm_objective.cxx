@@ -289,7 +289,7 @@ main(int argc, char** argv)
         for (int tof = pdi->get_min_tof_pos_num(); tof <= pdi->get_max_tof_pos_num(); ++tof)
           histogram_total += histogram->get_segment_by_view(s, tof).sum();
 
-      shared_ptr<ProjDataInMemory> norm, additive;
+      shared_ptr<ProjData> norm, additive;
       if (extras)
         {
           const shared_ptr<const ProjDataInfo> non_tof = pdi->create_non_tof_clone();

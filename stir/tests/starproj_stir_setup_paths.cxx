@@ -8,6 +8,9 @@
 //       get_segment_by_view, every value of every segment and TOF position: "direct", read from the file directly;
 //       "fallback", refused by the direct read and read through STIR's interface; "truncated", the direct read must
 //       stop with a STIR error (the file holds fewer bytes than its header describes)
+//   starproj_stir_setup_paths norm NORM.hs
+//       the normalisation factors of a "From ProjData" normalisation read from its file directly against its undo() of
+//       viewgrams of ones (starproj_normalisation_factors): every factor the same
 // Compiled with STIR's -ffast-math (stir/CMakeLists.txt), as the per-bin LOR path it stands in for.
 
 #include "stir_starproj/StarprojCylindricalLORs.h"
@@ -20,10 +23,13 @@
 #include "stir/Scanner.h"
 #include "stir/SegmentByView.h"
 #include "stir/Succeeded.h"
+#include "stir/recon_buildblock/BinNormalisationFromProjData.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -175,6 +181,42 @@ check_read(const std::string& filename, const std::string& expect)
             << " in " << read_s << " s; " << differ << " differ from STIR's get_segment_by_view\n";
   return differ == 0 && compared == n * num_bins ? 0 : 1;
 }
+int
+check_norm(const std::string& filename)
+{
+  shared_ptr<ProjData> factors = ProjData::read_from_file(filename);
+  const shared_ptr<const ProjDataInfo> pdi = factors->get_proj_data_info_sptr();
+  BinNormalisationFromProjData norm(factors);
+  if (norm.set_up(factors->get_exam_info_sptr(), pdi) != Succeeded::yes)
+    {
+      std::cout << "norm: set_up failed\n";
+      return 1;
+    }
+  int64_t n = 0;
+  const std::vector<int64_t> first = chunk_starts(*pdi, n);
+  std::vector<float> direct(n, -1.F), undo(n, -2.F);
+  auto t0 = std::chrono::steady_clock::now();
+  const std::string how = starproj_normalisation_factors(norm, *pdi, *pdi, first, direct.data(), 0);
+  const double direct_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const std::string how_undo = starproj_normalisation_factors(norm, *pdi, *pdi, first, undo.data(), 0, false);
+  const double undo_s = seconds_since(t0);
+  const int64_t differ = std::memcmp(direct.data(), undo.data(), n * sizeof(float)) == 0
+                             ? 0
+                             : std::count_if(direct.begin(), direct.end(), [&](const float& d) {
+                                 const float u = undo[&d - direct.data()];
+                                 return std::memcmp(&d, &u, sizeof d) != 0;
+                               });
+  for (int64_t i = 0, shown = 0; i < n && shown < 3; ++i)
+    if (std::memcmp(&direct[i], &undo[i], sizeof(float)) != 0)
+      {
+        std::printf("norm: LOR %lld: read directly %.9g, undo() %.9g\n", (long long)i, direct[i], undo[i]);
+        ++shown;
+      }
+  std::cout << "norm: " << n << " factors of " << filename << ": " << how << " in " << direct_s << " s, " << how_undo
+            << " in " << undo_s << " s; " << differ << " differ\n";
+  return how == "read directly" && differ == 0 ? 0 : 1;
+}
 } // namespace
 
 int
@@ -185,6 +227,8 @@ main(int argc, char** argv)
     {
       if (what == "lors" && (argc == 3 || (argc == 4 && std::string(argv[3]) == "reversed")))
         return check_lors(argv[2], argc == 4);
+      if (what == "norm" && argc == 3)
+        return check_norm(argv[2]);
       const std::string mode = argc == 4 ? argv[3] : "";
       if (what == "read" && argc == 4 && (mode == "direct" || mode == "fallback" || mode == "truncated"))
         return check_read(argv[2], mode);
@@ -194,6 +238,6 @@ main(int argc, char** argv)
       std::cout << what << ": failed: " << e.what() << "\n";
       return 1;
     }
-  std::cerr << "usage: " << argv[0] << " lors TEMPLATE.hs [reversed] | read DATA.hs direct|fallback|truncated\n";
+  std::cerr << "usage: " << argv[0] << " lors TEMPLATE.hs [reversed] | read DATA.hs direct|fallback|truncated | norm NORM.hs\n";
   return 2;
 }

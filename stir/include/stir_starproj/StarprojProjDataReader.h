@@ -20,6 +20,7 @@
 
 START_NAMESPACE_STIR
 
+class BinNormalisation;
 class ProjData;
 class ProjDataInfo;
 class ProjDataFromStream;
@@ -59,6 +60,21 @@ private:
   void read_direct(const ProjDataInfo& layout, const std::vector<int64_t>& first_lor, float* out, int threads) const;
   void read_by_stir(const ProjDataInfo& layout, const std::vector<int64_t>& first_lor, float* out, int threads) const;
 };
+
+//! The factor STIR's normalisation gives each LOR of layout (its undo() of ones, which the forward model multiplies by)
+//! into m[lor], lor as in StarprojProjDataReader::read. A BinNormalisationFromProjData whose projection data are read
+//! directly (StarprojProjDataReader) and have one value per LOR gives 1 / its value, as its undo() divides by it;
+//! any other normalisation undo() on viewgrams of ones of data_info (the projection data it was set up for), one at a
+//! time as STIR calls it. A STIR error when the factor differs between the TOF bins of a LOR (starproj's forward model
+//! has one per LOR). direct false: always undo() (to compare). Returns how the factors were made: "trivial", "read
+//! directly" or "undo() per viewgram".
+std::string starproj_normalisation_factors(const BinNormalisation& normalisation,
+                                           const ProjDataInfo& data_info,
+                                           const ProjDataInfo& layout,
+                                           const std::vector<int64_t>& first_lor,
+                                           float* m,
+                                           int threads,
+                                           bool direct = true);
 
 END_NAMESPACE_STIR
 

@@ -100,15 +100,16 @@ StarprojProjDataReader::covers(const ProjDataInfo& layout, std::string& why) con
 {
   const ProjDataInfo& have = *_data.get_proj_data_info_sptr();
   if (have.get_min_view_num() != layout.get_min_view_num() || have.get_num_views() != layout.get_num_views())
-    why = "views " + std::to_string(have.get_min_view_num()) + " .. " + std::to_string(have.get_max_view_num())
-          + ", not " + std::to_string(layout.get_min_view_num()) + " .. " + std::to_string(layout.get_max_view_num());
+    why = "views " + std::to_string(have.get_min_view_num()) + " .. " + std::to_string(have.get_max_view_num()) + ", not "
+          + std::to_string(layout.get_min_view_num()) + " .. " + std::to_string(layout.get_max_view_num());
   else if (have.get_min_tangential_pos_num() != layout.get_min_tangential_pos_num()
            || have.get_num_tangential_poss() != layout.get_num_tangential_poss())
     why = "tangential positions " + std::to_string(have.get_min_tangential_pos_num()) + " .. "
-          + std::to_string(have.get_max_tangential_pos_num()) + ", not "
-          + std::to_string(layout.get_min_tangential_pos_num()) + " .. " + std::to_string(layout.get_max_tangential_pos_num());
+          + std::to_string(have.get_max_tangential_pos_num()) + ", not " + std::to_string(layout.get_min_tangential_pos_num())
+          + " .. " + std::to_string(layout.get_max_tangential_pos_num());
   else if (have.get_num_tof_poss() > 1
-           && (have.get_min_tof_pos_num() != layout.get_min_tof_pos_num() || have.get_num_tof_poss() != layout.get_num_tof_poss()))
+           && (have.get_min_tof_pos_num() != layout.get_min_tof_pos_num()
+               || have.get_num_tof_poss() != layout.get_num_tof_poss()))
     why = "other TOF positions";
   else
     for (int seg = layout.get_min_segment_num(); seg <= layout.get_max_segment_num() && why.empty(); ++seg)
@@ -223,7 +224,7 @@ StarprojProjDataReader::read_direct(const ProjDataInfo& layout,
             }
           continue;
         }
-      // rows of tangential positions, spread to their LORs: [view][axial] or [axial][view] in the file
+        // rows of tangential positions, spread to their LORs: [view][axial] or [axial][view] in the file
 #ifdef _OPENMP
 #  pragma omp parallel for schedule(static) num_threads(num_threads) if (parallel)
 #endif
@@ -302,7 +303,8 @@ starproj_normalisation_factors(const BinNormalisation& normalisation,
   // exactly this class: a subclass may compute its factors otherwise
   if (direct && typeid(normalisation) == typeid(BinNormalisationFromProjData))
     {
-      const shared_ptr<ProjData> factors = static_cast<const BinNormalisationFromProjData&>(normalisation).get_norm_proj_data_sptr();
+      const shared_ptr<ProjData> factors
+          = static_cast<const BinNormalisationFromProjData&>(normalisation).get_norm_proj_data_sptr();
       std::string why;
       if (factors)
         {

@@ -11,9 +11,14 @@
 //   starproj_stir_setup_paths norm NORM.hs
 //       the normalisation factors of a "From ProjData" normalisation read from its file directly against its undo() of
 //       viewgrams of ones (starproj_normalisation_factors): every factor the same
+//   starproj_stir_setup_paths listmode LIST.l.hdr [MAX_SEGMENT]
+//       the prompts read by starproj_read_prompts (on every core for Siemens' ECAT8 32-bit list) against STIR's reader
+//       record after record: the same events in the same order, the same counts, for the whole list, a time frame, a
+//       start time alone and a number of events; the file must be one read in parallel
 // Compiled with STIR's -ffast-math (stir/CMakeLists.txt), as the per-bin LOR path it stands in for.
 
 #include "stir_starproj/StarprojCylindricalLORs.h"
+#include "stir_starproj/StarprojListmodeReader.h"
 #include "stir_starproj/StarprojProjDataReader.h"
 
 #include "stir/Bin.h"
@@ -23,6 +28,8 @@
 #include "stir/Scanner.h"
 #include "stir/SegmentByView.h"
 #include "stir/Succeeded.h"
+#include "stir/IO/read_from_file.h"
+#include "stir/listmode/ListModeData.h"
 #include "stir/recon_buildblock/BinNormalisationFromProjData.h"
 
 #include <algorithm>
@@ -30,6 +37,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -115,8 +123,8 @@ check_lors(const std::string& filename, bool reversed)
           max_diff = std::max(max_diff, double(std::fabs(pair.first - pair.second)));
         }
   std::cout << "lors: " << n << " LORs of " << filename << (reversed ? " (reversed)" : "") << ": per bin " << per_bin_s
-            << " s, closed form " << closed_s << " s; " << differ << " of " << 6 * n << " floats differ (largest "
-            << max_diff << ")\n";
+            << " s, closed form " << closed_s << " s; " << differ << " of " << 6 * n << " floats differ (largest " << max_diff
+            << ")\n";
   return differ == 0 ? 0 : 1;
 }
 
@@ -134,8 +142,8 @@ check_read(const std::string& filename, const std::string& expect)
   const bool direct = reader.direct();
   if (direct == expect_fallback)
     {
-      std::cout << "read: " << filename << (direct ? " was read directly, expected STIR's interface"
-                                                   : " was not read directly: " + reader.why_not())
+      std::cout << "read: " << filename
+                << (direct ? " was read directly, expected STIR's interface" : " was not read directly: " + reader.why_not())
                 << "\n";
       return 1;
     }
@@ -177,8 +185,8 @@ check_read(const std::string& filename, const std::string& expect)
                 }
           }
       }
-  std::cout << "read: " << compared << " values of " << filename << (direct ? " read directly" : " read by STIR")
-            << " in " << read_s << " s; " << differ << " differ from STIR's get_segment_by_view\n";
+  std::cout << "read: " << compared << " values of " << filename << (direct ? " read directly" : " read by STIR") << " in "
+            << read_s << " s; " << differ << " differ from STIR's get_segment_by_view\n";
   return differ == 0 && compared == n * num_bins ? 0 : 1;
 }
 int
@@ -213,9 +221,77 @@ check_norm(const std::string& filename)
         std::printf("norm: LOR %lld: read directly %.9g, undo() %.9g\n", (long long)i, direct[i], undo[i]);
         ++shown;
       }
-  std::cout << "norm: " << n << " factors of " << filename << ": " << how << " in " << direct_s << " s, " << how_undo
-            << " in " << undo_s << " s; " << differ << " differ\n";
+  std::cout << "norm: " << n << " factors of " << filename << ": " << how << " in " << direct_s << " s, " << how_undo << " in "
+            << undo_s << " s; " << differ << " differ\n";
   return how == "read directly" && differ == 0 ? 0 : 1;
+}
+int
+check_listmode(const std::string& filename, int max_segment)
+{
+  shared_ptr<ListModeData> lm(read_from_file<ListModeData>(filename));
+  shared_ptr<ProjDataInfo> pdi(lm->get_proj_data_info_sptr()->clone());
+  if (max_segment >= 0)
+    pdi->reduce_segment_range(-max_segment, max_segment);
+  std::string why;
+  if (!starproj_prompts_read_in_parallel(*lm, &why))
+    {
+      std::cout << "listmode: " << filename << " is not read in parallel: " << why << "\n";
+      return 1;
+    }
+  int64_t n = 0;
+  const std::vector<int64_t> first = chunk_starts(*pdi, n);
+  StarprojPromptsRequest request;
+  // the bin's index in the [segment][view][axial][tangential] layout, times the TOF positions (a key of the caller's)
+  request.key_of = [&](const Bin& b) -> uint64_t {
+    const ProjDataInfo& p = *pdi;
+    if (b.get_bin_value() <= 0 || b.segment_num() < p.get_min_segment_num() || b.segment_num() > p.get_max_segment_num()
+        || b.axial_pos_num() < p.get_min_axial_pos_num(b.segment_num())
+        || b.axial_pos_num() > p.get_max_axial_pos_num(b.segment_num()) || b.view_num() < p.get_min_view_num()
+        || b.view_num() > p.get_max_view_num() || b.tangential_pos_num() < p.get_min_tangential_pos_num()
+        || b.tangential_pos_num() > p.get_max_tangential_pos_num() || b.timing_pos_num() < p.get_min_tof_pos_num()
+        || b.timing_pos_num() > p.get_max_tof_pos_num())
+      return StarprojPromptsRequest::no_key;
+    const int64_t lor
+        = first[(b.segment_num() - p.get_min_segment_num()) * p.get_num_views() + b.view_num() - p.get_min_view_num()]
+          + int64_t(b.axial_pos_num() - p.get_min_axial_pos_num(b.segment_num())) * p.get_num_tangential_poss()
+          + b.tangential_pos_num() - p.get_min_tangential_pos_num();
+    return uint64_t(lor) * p.get_num_tof_poss() + uint64_t(b.timing_pos_num() - p.get_min_tof_pos_num());
+  };
+  struct Case
+  {
+    const char* name;
+    double start, end;
+    bool frame;
+    int64_t max_events;
+  };
+  const Case cases[] = { { "whole list", 0, 0, false, 0 },
+                         { "time frame 0.1 - 0.3 s", 0.1, 0.3, true, 0 },
+                         { "from 0.25 s", 0.25, 0, false, 0 },
+                         { "first 1000 prompts", 0, 0, false, 1000 } };
+  int failures = 0;
+  for (const Case& c : cases)
+    {
+      request.start_time = c.start;
+      request.end_time = c.end;
+      request.do_time_frame = c.frame;
+      request.max_events = c.max_events;
+      StarprojPromptsRead by_stir, parallel;
+      request.allow_parallel = false;
+      auto t0 = std::chrono::steady_clock::now();
+      const std::vector<uint64_t> want = starproj_read_prompts(*lm, *pdi, request, 0, by_stir);
+      const double stir_s = seconds_since(t0);
+      request.allow_parallel = true;
+      t0 = std::chrono::steady_clock::now();
+      const std::vector<uint64_t> got = starproj_read_prompts(*lm, *pdi, request, 0, parallel);
+      const double parallel_s = seconds_since(t0);
+      const bool same = want == got && by_stir.records == parallel.records && by_stir.outside == parallel.outside;
+      std::cout << "listmode: " << filename << ", " << c.name << ": STIR's reader " << want.size() << " prompts ("
+                << by_stir.records << " records, " << by_stir.outside << " outside) in " << stir_s << " s; read in parallel "
+                << got.size() << " (" << parallel.records << ", " << parallel.outside << ") in " << parallel_s
+                << " s: " << (same ? "the same, event for event" : "DIFFERENT") << "\n";
+      failures += same ? 0 : 1;
+    }
+  return failures == 0 ? 0 : 1;
 }
 } // namespace
 
@@ -227,6 +303,8 @@ main(int argc, char** argv)
     {
       if (what == "lors" && (argc == 3 || (argc == 4 && std::string(argv[3]) == "reversed")))
         return check_lors(argv[2], argc == 4);
+      if (what == "listmode" && (argc == 3 || argc == 4))
+        return check_listmode(argv[2], argc == 4 ? std::atoi(argv[3]) : -1);
       if (what == "norm" && argc == 3)
         return check_norm(argv[2]);
       const std::string mode = argc == 4 ? argv[3] : "";
@@ -238,6 +316,8 @@ main(int argc, char** argv)
       std::cout << what << ": failed: " << e.what() << "\n";
       return 1;
     }
-  std::cerr << "usage: " << argv[0] << " lors TEMPLATE.hs [reversed] | read DATA.hs direct|fallback|truncated | norm NORM.hs\n";
+  std::cerr << "usage: " << argv[0]
+            << " lors TEMPLATE.hs [reversed] | read DATA.hs direct|fallback|truncated | norm NORM.hs | listmode LIST.l.hdr "
+               "[MAX_SEGMENT]\n";
   return 2;
 }

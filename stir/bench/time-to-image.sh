@@ -130,7 +130,7 @@ sino_par() {
   case $kind in
     starproj) objective="$objective using Starproj"
       keys="devices := $devices
-verbosity := 1" ;;
+verbosity := 2" ;; # 1: the set-up's steps when it ends; 2: also the sensitivities' hand-over, when the run ends
     Parallelproj) keys="projector pair type := Parallelproj
   Projector Pair Using Parallelproj Parameters :=
     verbosity := 0

@@ -11,12 +11,17 @@ import sys
 
 
 def steps_of(text):
-    """The objective function's set-up steps (its 'steps, seconds in all' line, the first one), as (name, seconds)."""
-    m = re.search(r'steps, seconds in all \(calls\):(.*)', text)
-    if not m:
+    """The objective function's set-up steps, as (name, seconds): its 'steps, seconds in all' line when the set-up
+    ends, and from its last one (verbosity 2, when it goes) the sensitivities' hand-over to STIR, which comes after."""
+    lines = re.findall(r'steps, seconds in all \(calls\):(.*)', text)
+    if not lines:
         return []
-    found = re.findall(r' ([^;]+?) ([0-9.]+) \(\d+\);', m.group(1))
-    return [(name.replace('set_up: ', ''), float(s)) for name, s in found if name.startswith('set_up: ')]
+    found = re.findall(r' ([^;]+?) ([0-9.]+) \(\d+\);', lines[0])
+    steps = [(name.replace('set_up: ', ''), float(s)) for name, s in found if name.startswith('set_up: ')]
+    later = dict(re.findall(r' ([^;]+?) ([0-9.]+) \(\d+\);', lines[-1]))
+    if len(lines) > 1 and 'sensitivities handed to STIR' in later:
+        steps.append(('sensitivities handed to STIR', float(later['sensitivities handed to STIR'])))
+    return steps
 
 
 def subiterations_of(text):

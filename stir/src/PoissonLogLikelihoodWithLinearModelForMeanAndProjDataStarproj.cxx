@@ -163,12 +163,25 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
                                                    "the additive sinogram " + this->additive_projection_data_filename);
       additive_reader.read(*pdi, first_lor, r.a.data(), threads);
       const int num_threads = starproj_threads_or_default(threads);
+      float* const a = r.a.data();
+      const float* const m = r.m.data();
+      if (num_bins == 1) // one loop the compiler vectorises
+        {
 #ifdef _OPENMP
 #  pragma omp parallel for schedule(static) num_threads(num_threads)
 #endif
-      for (int64_t lor = 0; lor < num_lors; ++lor)
-        for (int b = 0; b < num_bins; ++b)
-          r.a[lor * num_bins + b] *= r.m[lor];
+          for (int64_t lor = 0; lor < num_lors; ++lor)
+            a[lor] *= m[lor];
+        }
+      else
+        {
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+          for (int64_t lor = 0; lor < num_lors; ++lor)
+            for (int b = 0; b < num_bins; ++b)
+              a[lor * num_bins + b] *= m[lor];
+        }
       times.mark(additive_reader.direct() ? "set_up: additive term (read directly)"
                                           : "set_up: additive term (STIR's get_segment_by_view)");
     }

@@ -215,7 +215,7 @@ fi
 # against the one using Starproj; a listmode source made from the projected phantom (200000 prompts, with delayeds and
 # time marks to skip; subset 0 of 4), against it and STIR's own with Parallelproj; TOF (STIR's test data have no TOF
 # listmode file this STIR reads: the same source made from the TOF projection; subset 0 of 4) with a normalisation and
-# an additive term, against the one using Starproj
+# an additive term in files (read straight from them), against the one using Starproj
 run mmr_phantom generate_image mmr_phantom.par
 check lm_objective_mmr "$bin/starproj_stir_lm_objective" PET_ACQ_small.l.hdr.STIR mmr_phantom.hv 4 1e-5 --max-segment 1 \
   --norm-and-additive --check-subsets 2
@@ -223,7 +223,7 @@ check lm_objective_stir "$bin/starproj_stir_lm_objective" synthetic:fwd_Parallel
   --stir-sinogram --check-subsets 1
 if [ "$tof" = yes ]; then
   check lm_objective_tof "$bin/starproj_stir_lm_objective" synthetic:fwd_tof_Parallelproj.hs:200000 phantom.hv 4 1e-5 \
-    --norm-and-additive --check-subsets 1
+    --norm-and-additive --in-files --check-subsets 1
 fi
 # 11. listmode OSMAPOSL (7 subsets, 1 iteration) with the listmode objective function using Starproj, updates on its
 # devices, against STIR's OSMAPOSL of the histogram (STIR's lm_to_projdata) with STIR's objective function and the

@@ -9,7 +9,6 @@
 #include "stir/ProjData.h"
 #include "stir/ProjDataInfo.h"
 #include "stir/RelatedViewgrams.h"
-#include "stir/SegmentByView.h"
 #include "stir/Succeeded.h"
 #include "stir/Viewgram.h"
 #include "stir/ViewgramIndices.h"
@@ -73,12 +72,10 @@ seconds_since(std::chrono::steady_clock::time_point t)
 struct PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::Inputs : StarprojReconInputs
 {
   // per event, in the order registered (views one after the other, each sorted by LOR)
-  StarprojFloats xs, xe, m;        // endpoints, normalisation factor (written whole: not zeroed first)
-  std::vector<float> a;            // normalisation factor x additive term
+  StarprojFloats xs, xe, m, a; // endpoints, normalisation factor, factor x additive term (written whole: not zeroed)
   std::vector<int16_t> bins;       // TOF bin (TOF data only)
   // per LOR of the scanner's bins (the sensitivity's): normalisation factor and its background summed over TOF bins
-  StarprojFloats lor_m;            // written whole
-  std::vector<float> lor_a;
+  StarprojFloats lor_m, lor_a; // written whole
   sproj_lors* events = nullptr;
   sproj_chunks* event_chunks = nullptr;
   sproj_model *model = nullptr, *sens_model = nullptr;
@@ -296,8 +293,8 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
     }
   if (with_add)
     {
-      in.a.assign(n, 0.F);
-      in.lor_a.assign(num_lors, 0.F);
+      in.a.resize(n);
+      in.lor_a.resize(num_lors);
     }
 
   // the normalisation of every bin (read from its file, or undo() of ones a viewgram at a time), for the sensitivity
@@ -333,47 +330,43 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
     }
   times.mark("set_up: the events' LORs and factors");
 
-  // the additive term (STIR adds it before the normalisation: starproj's background is m times it), a segment and
-  // TOF position at a time: each event's, and each LOR's summed over the TOF positions for the sensitivity LORs
+  // the additive term (STIR adds it before the normalisation: starproj's background is m times it), read straight
+  // from its file where it is one (StarprojProjDataReader): each event's, and each LOR's summed over the TOF positions
+  // for the sensitivity LORs
   if (with_add)
     {
-      const ProjData& additive = *this->additive_proj_data_sptr;
-      for (int seg = min_segment; seg <= max_segment; ++seg)
-        for (int tof = min_tof; tof <= max_tof; ++tof)
-          {
-            const SegmentByView<float> add_seg = additive.get_segment_by_view(seg, tof);
-            const int min_axial = pdi.get_min_axial_pos_num(seg), max_axial = pdi.get_max_axial_pos_num(seg);
-            const int bin = tof - min_tof;
+      const StarprojProjDataReader reader(*this->additive_proj_data_sptr,
+                                          "the additive sinogram " + this->additive_projection_data_filename);
+      const int add_bins = reader.values_per_lor();
+      if (add_bins != max_tof - min_tof + 1)
+        error(who + ": the additive sinogram has " + std::to_string(add_bins) + " TOF positions, the data "
+              + std::to_string(max_tof - min_tof + 1));
+      std::vector<int64_t> first_lor(g.num_chunks());
+      for (int c = 0; c < g.num_chunks(); ++c)
+        first_lor[c] = g.first_lor(c);
+      StarprojFloats add(std::size_t(num_lors) * add_bins);
+      reader.read(pdi, first_lor, add.data(), threads);
+      const int num_threads = starproj_threads_or_default(threads);
 #ifdef _OPENMP
-#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
 #endif
-            for (int v = 0; v < num_views; ++v)
-              {
-                const int view = min_view + v;
-                const int64_t first = g.lor_index(seg, view, min_axial, min_tang);
-                for (int ax = min_axial; ax <= max_axial; ++ax)
-                  for (int t = min_tang; t <= max_tang; ++t)
-                    {
-                      const int64_t lor = first + int64_t(ax - min_axial) * num_tang + (t - min_tang);
-                      in.lor_a[lor] += (trivial_norm ? 1.F : in.lor_m[lor]) * add_seg[view][ax][t];
-                    }
-                // this segment's events of the view are one run of the view's sorted events
-                const auto view_begin = sorted.begin() + view_first[v], view_end = sorted.begin() + view_first[v + 1];
-                const int64_t last = first + int64_t(max_axial - min_axial + 1) * num_tang - 1;
-                auto it = std::lower_bound(view_begin, view_end, event_key(v, first, 0));
-                const auto end = std::upper_bound(view_begin, view_end, event_key(v, last, 0xFFFF));
-                for (; it != end; ++it)
-                  {
-                    if (key_bin(*it) != bin)
-                      continue;
-                    const int64_t lor = key_lor(*it), offset = lor - first;
-                    const int64_t e = it - sorted.begin();
-                    const float factor = trivial_norm ? 1.F : in.m[e];
-                    in.a[e] = factor * add_seg[view][min_axial + int(offset / num_tang)][min_tang + int(offset % num_tang)];
-                  }
-              }
-          }
-      times.mark("set_up: additive term");
+      for (int64_t lor = 0; lor < num_lors; ++lor)
+        {
+          const float factor = trivial_norm ? 1.F : in.lor_m[lor];
+          float sum = 0.F; // over the TOF positions in their order, as STIR's segments came one after the other
+          for (int b = 0; b < add_bins; ++b)
+            sum += factor * add[lor * add_bins + b];
+          in.lor_a[lor] = sum;
+        }
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+      for (int64_t e = 0; e < n; ++e)
+        {
+          const uint64_t key = sorted[e];
+          in.a[e] = (trivial_norm ? 1.F : in.m[e]) * add[key_lor(key) * add_bins + key_bin(key)];
+        }
+      times.mark(reader.direct() ? "set_up: additive term (read directly)" : "set_up: additive term (STIR's get_segment_by_view)");
     }
   std::vector<uint64_t>().swap(sorted);
 

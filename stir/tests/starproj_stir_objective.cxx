@@ -15,7 +15,6 @@
 
 #include "stir/DiscretisedDensity.h"
 #include "stir/ProjDataInMemory.h"
-#include "stir/ProjDataInterfile.h"
 #include "stir/ProjDataInfo.h"
 #include "stir/Viewgram.h"
 #include "stir/IO/read_from_file.h"
@@ -94,16 +93,8 @@ main(int argc, char** argv)
           additive = bin_values(data->get_exam_info_sptr(), data->get_proj_data_info_sptr(), 0.05F * mean, 0.15F * mean);
           if (in_files)
             {
-              // written as STIR writes projection data, read back as STIR reads them from a .par's file name
-              for (auto* p : { &norm, &additive })
-                {
-                  const std::string name = p == &norm ? "objective_norm.hs" : "objective_additive.hs";
-                  {
-                    ProjDataInterfile file((*p)->get_exam_info_sptr(), (*p)->get_proj_data_info_sptr(), name);
-                    file.fill(**p);
-                  }
-                  *p = ProjData::read_from_file(name);
-                }
+              norm = through_file(norm, "objective_norm.hs");
+              additive = through_file(additive, "objective_additive.hs");
             }
         }
 

@@ -10,7 +10,8 @@
 #   1. span 11 (72.6 M bins), OSMAPOSL 3 iterations x 21 subsets on the objective function using Starproj (updates
 #      on the GPU): sensitivities computed; computed and written to files (1 sub-iteration); read from those files
 #      (3 iterations) -- the set-up of each, the whole run, and the iterations' time (the first and the later ones);
-#   2. span 1 (354 M bins, the largest template STIR has): set-up with sensitivities computed and written, and read;
+#   2. span 1 (354 M bins, the largest template STIR has): set-up with sensitivities computed, computed and written,
+#      and read from those files;
 #   3. listmode: EVENTS prompts drawn from the span-11 projection (stir/bench/starproj_make_listmode, STIR's mMR ECAT8
 #      32-bit format), the listmode objective function using Starproj, span-1 sensitivities, 21 subsets: set-up;
 #   4. the same .par as 1 (sensitivities computed) with STIR's objective function and its Parallelproj pair, on the
@@ -225,8 +226,10 @@ if [[ $steps == *" span11 "* ]] && data span11; then
   run span11_read "span 11, objective function using Starproj, sensitivities read"
 fi
 if [[ $steps == *" span1 "* ]] && data span1; then
+  sino_par span1_computed starproj span1 compute 1 >span1_computed.par
   sino_par span1_written starproj span1 write 1 >span1_written.par
   sino_par span1_read starproj span1 read 1 >span1_read.par
+  run span1_computed "span 1, objective function using Starproj, sensitivities computed"
   run span1_written "span 1, objective function using Starproj, sensitivities computed and written"
   run span1_read "span 1, objective function using Starproj, sensitivities read"
   rm -f prompts_span1.s norm_span1.s additive_span1.s sens_span1_*.v

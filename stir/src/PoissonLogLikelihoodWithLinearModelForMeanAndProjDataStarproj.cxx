@@ -145,8 +145,8 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       const int64_t* starts = &first_lor[std::size_t(max_segment) * num_views];
       for (int v = 0; v < num_views; ++v)
         for (const int a : { 0, num_axial - 1 })
-          std::fill(&r.y[(starts[v] + int64_t(a) * num_tang) * num_bins],
-                    &r.y[(starts[v] + int64_t(a + 1) * num_tang) * num_bins], 0.F);
+          std::fill(r.y.data() + (starts[v] + int64_t(a) * num_tang) * num_bins,
+                    r.y.data() + (starts[v] + int64_t(a + 1) * num_tang) * num_bins, 0.F);
     }
   times.mark(data_reader.direct() ? "set_up: the data (read directly)" : "set_up: the data (STIR's get_segment_by_view)");
   if (_settings.verbosity >= 2 && !data_reader.direct())

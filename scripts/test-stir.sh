@@ -32,8 +32,8 @@
 #      factor; another number type read through STIR's interface; a truncated file stopped with an error); a "From
 #      ProjData" normalisation's factors against its undo(); the ECAT8 32-bit list read on every core, event for
 #      event against STIR's reader; the objective function with its normalisation and additive term in files;
-#      OSMAPOSL with subset sensitivities read from the files it wrote; a truncated data file and an unknown number
-#      type through starproj_OSMAPOSL
+#      OSMAPOSL with subset sensitivities read from the files it wrote; OSMAPOSL with the end planes of segment 0
+#      zeroed; a truncated data file and an unknown number type through starproj_OSMAPOSL
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -323,6 +323,16 @@ check sensitivities_read "$bin/starproj_stir_compare" image recon_sens_written_8
 check sensitivities_read_parallelproj "$bin/starproj_stir_compare" image recon_Parallelproj_subsets_8.hv \
   recon_sens_read_8.hv 1e-4
 check sensitivities_not_computed grep -o 'set_up: sensitivities read by STIR, copied [0-9.]*' OSMAPOSL_sens_read.log
+# STIR's "zero end planes of segment 0" takes those bins out of the model (counts, factors and additive term): the
+# objective function using Starproj against STIR's with Parallelproj, 4 subsets, 2 iterations
+for p in Parallelproj Objective; do
+  sed -e 's/^zero end planes of segment 0 := 0/zero end planes of segment 0 := 1/' \
+    -e "s/^output filename prefix := .*/output filename prefix := zero_end_planes_$p/" "OSMAPOSL_$p.par" >"zero_end_planes_$p.par"
+done
+run OSMAPOSL_zero_end_planes_Parallelproj OSMAPOSL zero_end_planes_Parallelproj.par
+run OSMAPOSL_zero_end_planes_Objective "$bin/starproj_OSMAPOSL" zero_end_planes_Objective.par
+check OSMAPOSL_zero_end_planes "$bin/starproj_stir_compare" image zero_end_planes_Parallelproj_8.hv \
+  zero_end_planes_Objective_8.hv 1e-4
 # bad input to the fast paths through starproj_OSMAPOSL: a truncated data file stops with a message naming it; data
 # of another number type (unsigned shorts) go through STIR's interface and reconstruct
 setup_bad_inputs() {

@@ -139,15 +139,6 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   // the data: straight from their file into starproj's order where STIR reads them from a stream
   const StarprojProjDataReader data_reader(proj_data, "the input file " + this->input_filename);
   data_reader.read(*pdi, first_lor, r.y.data(), threads);
-  if (this->zero_seg0_end_planes && max_segment >= 0)
-    {
-      const int num_views = pdi->get_num_views(), num_axial = pdi->get_num_axial_poss(0);
-      const int64_t* starts = &first_lor[std::size_t(max_segment) * num_views];
-      for (int v = 0; v < num_views; ++v)
-        for (const int a : { 0, num_axial - 1 })
-          std::fill(r.y.data() + (starts[v] + int64_t(a) * num_tang) * num_bins,
-                    r.y.data() + (starts[v] + int64_t(a + 1) * num_tang) * num_bins, 0.F);
-    }
   times.mark(data_reader.direct() ? "set_up: the data (read directly)" : "set_up: the data (STIR's get_segment_by_view)");
   if (_settings.verbosity >= 2 && !data_reader.direct())
     info("PoissonLogLikelihood using Starproj: the data are read through STIR's interface: " + data_reader.why_not(), 2);
@@ -184,6 +175,22 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
         }
       times.mark(additive_reader.direct() ? "set_up: additive term (read directly)"
                                           : "set_up: additive term (STIR's get_segment_by_view)");
+    }
+  // STIR's "zero end planes of segment 0" takes those bins out of the model: their counts, factors and additive term
+  // are 0 (STIR's distributable.cxx zeroes the three), so that neither the gradients nor the sensitivities see them
+  if (this->zero_seg0_end_planes && max_segment >= 0)
+    {
+      const int num_views = pdi->get_num_views(), num_axial = pdi->get_num_axial_poss(0);
+      const int64_t* starts = &first_lor[std::size_t(max_segment) * num_views];
+      for (int v = 0; v < num_views; ++v)
+        for (const int a : { 0, num_axial - 1 })
+          {
+            const int64_t first = starts[v] + int64_t(a) * num_tang, end = first + num_tang;
+            std::fill(r.y.data() + first * num_bins, r.y.data() + end * num_bins, 0.F);
+            std::fill(r.m.data() + first, r.m.data() + end, 0.F);
+            if (!r.a.empty())
+              std::fill(r.a.data() + first * num_bins, r.a.data() + end * num_bins, 0.F);
+          }
     }
 
   // subset k: the views min_view + k, min_view + k + S, ... of every segment processed, one chunk per viewgram

@@ -114,6 +114,7 @@ PAR
 "$bin/generate_image" phantom.par >phantom.log 2>&1 || { log "generate_image failed"; tail -n 20 phantom.log; exit 1; }
 data() { # span: the projected phantom, a normalisation (factors 1 / [0.8, 1.2)) and an additive term
   local t0; t0=$(now)
+  [ "$(left)" -ge 30 ] || { log "data $1: skipped (the budget of $budget s is spent)"; return 1; }
   template "$1"
   : >"prompts_$1.s"
   timeout "$(left)" "$bin/starproj_forward_project" "prompts_$1" phantom.hv "template_$1.hs" forward.par >"forward_$1.log" 2>&1 ||
@@ -234,7 +235,7 @@ if [[ $steps == *" span1 "* ]] && data span1; then
   run span1_read "span 1, objective function using Starproj, sensitivities read"
   rm -f prompts_span1.s norm_span1.s additive_span1.s sens_span1_*.v
 fi
-if [[ $steps == *" listmode "* ]] && [ -f prompts_span11.hs ]; then
+if [[ $steps == *" listmode "* ]] && [ -f prompts_span11.hs ] && [ "$(left)" -ge 30 ]; then
   t0=$(now)
   timeout "$(left)" "$bin/starproj_make_listmode" prompts_span11.hs "$bundle/data/PET_ACQ_small.l.hdr.STIR" events "$events" \
     >make_listmode.log 2>&1 && {

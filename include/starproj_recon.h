@@ -292,6 +292,14 @@ struct sproj_recon_config {
                                     * each call (a pass over the subset's values and a reduction before its terms).
                                     * The reconstruction then keeps the caller's chunks on several devices (no
                                     * owned shares, below) */
+  const float *const *sensitivities; /* NULL (default): the sensitivities are computed at create, as above. Else the
+                                      * caller's own (computed before, read from files): num_sensitivities host arrays
+                                      * of x's shape and voxel order, used as they are (no blur, no factor): one per
+                                      * subset, which subset k divides by and its gradient subtracts, or one for every
+                                      * subset. Read, never written; valid until sproj_recon_destroy; finite, >= 0.
+                                      * Nothing is then back projected at create (sens_model still gives a listmode
+                                      * objective's background terms) */
+  int num_sensitivities;             /* with sensitivities: 1 or num_subsets */
 };
 /* Fills cfg with zeros / NULL (num_subsets 1). */
 SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
@@ -314,11 +322,13 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * to compare). The order of the sums is
  * fixed by the device count, so a run repeats bit for bit; the image differs from one device's by the rounding of
  * the sums (about 1e-6 relative).
- * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model), NOT_INIT,
+ * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model; a NULL array in
+ * cfg->sensitivities), NOT_INIT,
  * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
  * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, max_ratio < 0, small_fraction
- * outside [0, 1), a blur kernel wider than 2*64+1 voxels, a negative value in x or the data), NONFINITE (NaN / infinite
- * in x, the data, max_ratio or small_fraction), EMPTY (a subset of 0 chunks),
+ * outside [0, 1), a blur kernel wider than 2*64+1 voxels, a negative value in x, the data or a given sensitivity,
+ * num_sensitivities neither 1 nor S), NONFINITE (NaN / infinite in x, the data, a given sensitivity, max_ratio or
+ * small_fraction), EMPTY (a subset of 0 chunks),
  * INVALID (a sens_model on listmode events), NOMEM, STARPU. */
 SPROJ_API int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg);
 

@@ -40,6 +40,14 @@
 #      (STIR's SAFIR example and its listmode file): 1. to 3. and the objective functions as 7. and 10.; SPECT, images
 #      that are not a regular VoxelsOnCartesianGrid, other ProjDataInfo classes and TOF block data refused at set_up
 #      with a message naming them (scripts/test-stir-geometries.sh)
+#  19. the set-up's fast paths against STIR's own interfaces (starproj_stir_setup_paths): the closed-form LORs bit for
+#      bit against get_LOR (non-TOF, TOF, a view offset); projection data read straight from their files against
+#      get_segment_by_view (by view and by sinogram, TOF, big-endian, another segment order, an offset and a scale
+#      factor; another number type read through STIR's interface; a truncated file stopped with an error); a "From
+#      ProjData" normalisation's factors against its undo(); the ECAT8 32-bit list read on every core, event for
+#      event against STIR's reader; the objective function with its normalisation and additive term in files;
+#      OSMAPOSL with subset sensitivities read from the files it wrote; OSMAPOSL with the end planes of segment 0
+#      zeroed; a truncated data file and an unknown number type through starproj_OSMAPOSL
 # CPU workers only. Files go to build-stir/tests-run (or --work DIR).
 #
 # usage: scripts/test-stir.sh --with-stir SRC --with-parallelproj SRC [--prefix DIR] [--starproj-prefix DIR]
@@ -67,7 +75,7 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift 2 ;;
     --no-tof) tof=no; shift ;;
     --no-sanitize) sanitize=no; shift ;;
-    -h|--help) sed -n '3,48p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,56p' "$0"; exit 0 ;;
     *) echo "test-stir: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -223,7 +231,7 @@ fi
 # against the one using Starproj; a listmode source made from the projected phantom (200000 prompts, with delayeds and
 # time marks to skip; subset 0 of 4), against it and STIR's own with Parallelproj; TOF (STIR's test data have no TOF
 # listmode file this STIR reads: the same source made from the TOF projection; subset 0 of 4) with a normalisation and
-# an additive term, against the one using Starproj
+# an additive term in files (read straight from them), against the one using Starproj
 run mmr_phantom generate_image mmr_phantom.par
 check lm_objective_mmr "$bin/starproj_stir_lm_objective" PET_ACQ_small.l.hdr.STIR mmr_phantom.hv 4 1e-5 --max-segment 1 \
   --norm-and-additive --check-subsets 2
@@ -231,7 +239,7 @@ check lm_objective_stir "$bin/starproj_stir_lm_objective" synthetic:fwd_Parallel
   --stir-sinogram --check-subsets 1
 if [ "$tof" = yes ]; then
   check lm_objective_tof "$bin/starproj_stir_lm_objective" synthetic:fwd_tof_Parallelproj.hs:200000 phantom.hv 4 1e-5 \
-    --norm-and-additive --check-subsets 1
+    --norm-and-additive --in-files --check-subsets 1
 fi
 # 11. listmode OSMAPOSL (7 subsets, 1 iteration) with the listmode objective function using Starproj, updates on its
 # devices, against STIR's OSMAPOSL of the histogram (STIR's lm_to_projdata) with STIR's objective function and the
@@ -461,6 +469,85 @@ PC
   check sanitized_stir_OSMAPOSL sanitized OSMAPOSL_san_stir 0 env LD_PRELOAD="$runtimes" "$sbuild/starproj-stir" \
     OSMAPOSL OSMAPOSL_san_stir.par
 fi
+
+# 19. the set-up's fast paths (starproj_stir_setup_paths; each check prints what it compared)
+paths=$bin/starproj_stir_setup_paths
+check setup_lors "$paths" lors template.hs
+check setup_lors_tof "$paths" lors template_tof.hs reversed
+sed 's/^\( *View offset (degrees) *:=\).*/\1 3.7/' template.hs >template_offset.hs
+check setup_lors_view_offset "$paths" lors template_offset.hs
+# the projected phantom's file as it is, and its header changed: by sinogram (its bytes read in the other order: both
+# readers see the same values), big-endian, segments in another order, an offset and a scale factor; unsigned shorts
+# (STIR's interface), a truncated copy
+by_sinogram() { sed -e 's/^matrix axis label \[3\] := view/matrix axis label [3] := AXIAL/' \
+  -e 's/^matrix axis label \[2\] := axial coordinate/matrix axis label [2] := view/' \
+  -e 's/^matrix axis label \[3\] := AXIAL/matrix axis label [3] := axial coordinate/' \
+  -e 's/^!matrix size \[3\] := 252/!matrix size [3] := { 1,2,3,4,3,2,1}/' \
+  -e 's/^!matrix size \[2\] := { 1,2,3,4,3,2,1}/!matrix size [2] := 252/' "$1"; }
+by_sinogram fwd_Parallelproj.hs >read_sinogram.hs
+sed 's/LITTLEENDIAN/BIGENDIAN/' fwd_Parallelproj.hs >read_big.hs
+sed -e 's/^minimum ring difference per segment := .*/minimum ring difference per segment := { 0,-1,1,-2,2,-3,3}/' \
+  -e 's/^maximum ring difference per segment := .*/maximum ring difference per segment := { 0,-1,1,-2,2,-3,3}/' \
+  -e 's/^!matrix size \[2\] := .*/!matrix size [2] := { 4,3,3,2,2,1,1}/' fwd_Parallelproj.hs >read_sequence.hs
+sed 's/^name of data file := .*/&\ndata offset in bytes[1] := 1000\nimage scaling factor[1] := 2.5/' fwd_Parallelproj.hs >read_offset.hs
+sed -e 's/^!number format := float/!number format := unsigned integer/' \
+  -e 's/^!number of bytes per pixel := 4/!number of bytes per pixel := 2/' fwd_Parallelproj.hs >read_shorts.hs
+head -c 2000000 fwd_Parallelproj.s >read_truncated.s
+sed 's/^name of data file := .*/name of data file := read_truncated.s/' fwd_Parallelproj.hs >read_truncated.hs
+check setup_read "$paths" read fwd_Parallelproj.hs direct
+check setup_read_sinogram "$paths" read read_sinogram.hs direct
+check setup_read_big_endian "$paths" read read_big.hs direct
+check setup_read_segment_order "$paths" read read_sequence.hs direct
+check setup_read_offset_scale "$paths" read read_offset.hs direct
+check setup_read_shorts "$paths" read read_shorts.hs fallback
+check setup_read_truncated "$paths" read read_truncated.hs truncated
+if [ "$tof" = yes ]; then
+  check setup_read_tof "$paths" read fwd_tof_Parallelproj.hs direct
+  by_sinogram fwd_tof_Parallelproj.hs >read_tof_sinogram.hs
+  check setup_read_tof_sinogram "$paths" read read_tof_sinogram.hs direct
+fi
+check setup_norm "$paths" norm fwd_Parallelproj.hs
+check setup_listmode "$paths" listmode PET_ACQ_small.l.hdr.STIR
+check setup_listmode_segment1 "$paths" listmode PET_ACQ_small.l.hdr.STIR 1
+check objective_norm_additive_files "$bin/starproj_stir_objective" fwd_Parallelproj.hs phantom.hv 4 1e-5 \
+  --norm-and-additive --in-files --check-subsets 1
+# OSMAPOSL with subset sensitivities computed and written, then read from those files (starproj takes them as its own)
+sed -e 's/^recompute sensitivity := 1/recompute sensitivity := 1\nuse subset sensitivities := 1\nsubset sensitivity filenames := sens_{}.hv/' \
+  -e 's/^output filename prefix := .*/output filename prefix := recon_sens_written/' OSMAPOSL_Objective.par >OSMAPOSL_sens_written.par
+sed -e 's/^recompute sensitivity := 1/recompute sensitivity := 0/' -e 's/^devices := cpu/&\nverbosity := 1/' \
+  -e 's/^output filename prefix := .*/output filename prefix := recon_sens_read/' OSMAPOSL_sens_written.par >OSMAPOSL_sens_read.par
+run OSMAPOSL_sens_written "$bin/starproj_OSMAPOSL" OSMAPOSL_sens_written.par
+run OSMAPOSL_sens_read "$bin/starproj_OSMAPOSL" OSMAPOSL_sens_read.par
+check sensitivities_read "$bin/starproj_stir_compare" image recon_sens_written_8.hv recon_sens_read_8.hv 1e-5
+check sensitivities_read_parallelproj "$bin/starproj_stir_compare" image recon_Parallelproj_subsets_8.hv \
+  recon_sens_read_8.hv 1e-4
+check sensitivities_not_computed grep -o 'set_up: sensitivities read by STIR, copied [0-9.]*' OSMAPOSL_sens_read.log
+# STIR's "zero end planes of segment 0" takes those bins out of the model (counts, factors and additive term): the
+# objective function using Starproj against STIR's with Parallelproj, 4 subsets, 2 iterations
+for p in Parallelproj Objective; do
+  sed -e 's/^zero end planes of segment 0 := 0/zero end planes of segment 0 := 1/' \
+    -e "s/^output filename prefix := .*/output filename prefix := zero_end_planes_$p/" "OSMAPOSL_$p.par" >"zero_end_planes_$p.par"
+done
+run OSMAPOSL_zero_end_planes_Parallelproj OSMAPOSL zero_end_planes_Parallelproj.par
+run OSMAPOSL_zero_end_planes_Objective "$bin/starproj_OSMAPOSL" zero_end_planes_Objective.par
+check OSMAPOSL_zero_end_planes "$bin/starproj_stir_compare" image zero_end_planes_Parallelproj_8.hv \
+  zero_end_planes_Objective_8.hv 1e-4
+# bad input to the fast paths through starproj_OSMAPOSL: a truncated data file stops with a message naming it; data
+# of another number type (unsigned shorts) go through STIR's interface and reconstruct
+setup_bad_inputs() {
+  local rc=0
+  sed 's/^input file := .*/input file := read_truncated.hs/' OSMAPOSL_Objective.par >bad_truncated.par
+  "$bin/starproj_OSMAPOSL" bad_truncated.par >bad_truncated.log 2>&1 || rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "the input file 'read_truncated.hs' cannot be read to its end" bad_truncated.log; then
+    echo "bad_truncated.par: exit status $rc (1 expected) and no message naming the file (bad_truncated.log)"
+    return 1
+  fi
+  sed -e 's/^input file := .*/input file := read_shorts.hs/' -e 's/^output filename prefix := .*/output filename prefix := recon_shorts/' \
+    OSMAPOSL_Objective.par >shorts.par
+  "$bin/starproj_OSMAPOSL" shorts.par >shorts.log 2>&1 || { echo "shorts.par: exit status $? (shorts.log)"; return 1; }
+  echo "a truncated file: exit status 1 and the file named; shorts read through STIR's interface"
+}
+check setup_bad_input setup_bad_inputs
 
 if [ "$failures" -gt 0 ]; then
   log "$failures check(s) failed"

@@ -467,6 +467,40 @@ START_TEST(test_lors_registrations)
 }
 END_TEST
 
+/* A set large enough that its coordinates are scanned in parts on several threads (2^24 values a part): the message
+ * is the one-thread scan's. A coordinate out of range in an early part and a NaN in a later one: the NaN is reported
+ * (non-finite values come first); out of range alone, in two parts: the first one; clean again: registered. */
+START_TEST(test_large_set_scan)
+{
+  const int64_t n = 12000000; /* 36 M floats per endpoint vector: three parts */
+  float *xs = calloc(3 * (size_t)n, sizeof *xs), *xe = calloc(3 * (size_t)n, sizeof *xe);
+  ck_assert_ptr_nonnull(xs);
+  ck_assert_ptr_nonnull(xe);
+  for (int64_t i = 0; i < 3 * n; i++)
+    xe[i] = 1.0f;
+  sproj_lors *lors = NULL;
+  xs[3 * 3000000 + 1] = 5e7f;
+  xs[3 * 11000000 + 2] = NAN;
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_ERR_NONFINITE);
+  ck_assert_str_eq(what(sproj_last_error()), "xstart of LOR 11000000 is not finite");
+  xs[3 * 11000000 + 2] = 0.0f;
+  xs[3 * 9000000] = -6e7f;
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_ERR_RANGE);
+  ck_assert_str_eq(what(sproj_last_error()), "xstart of LOR 3000000 has a coordinate 5e+07 beyond 1e+07");
+  xs[3 * 3000000 + 1] = 0.0f;
+  xs[3 * 9000000] = 0.0f;
+  xe[3 * 7000000 + 2] = INFINITY;
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_ERR_NONFINITE);
+  ck_assert_str_eq(what(sproj_last_error()), "xend of LOR 7000000 is not finite");
+  xe[3 * 7000000 + 2] = 1.0f;
+  ck_assert_ptr_null(lors);
+  ck_assert_int_eq(sproj_lors_register(&lors, xs, xe, n), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(lors), SPROJ_OK);
+  free(xs);
+  free(xe);
+}
+END_TEST
+
 /* Per-LOR sigma and offset from host pointers and as vectors homed on each node: the same status and message. */
 static void tof_everywhere(sproj_lors *lors, const float *sigma, const float *offset, int want)
 {
@@ -560,6 +594,7 @@ int main(void)
   tcase_add_loop_test(tc, test_offset, 0, NOFFSET_CASES);
   tcase_add_test(tc, test_one_task_many_vectors);
   tcase_add_test(tc, test_lors_registrations);
+  tcase_add_test(tc, test_large_set_scan);
   tcase_add_test(tc, test_tof_registrations);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

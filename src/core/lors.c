@@ -2,10 +2,12 @@
 /* lors.c: LOR sets (plain and listmode events): registration, the checks of their coordinates and event bins, the
  * sets the library makes for itself, copies and unregistration. Chunkings of a set are chunks.c's. */
 #include "config.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "internal.h"
 #include "starproj_parallelproj.h"
 
@@ -56,13 +58,70 @@ static int coordinates_report(const char *func, const struct sproj_input_result 
   return SPROJ_OK;
 }
 
+struct coords_part {
+  const struct sproj_input_arg *arg;
+  const float *v;
+  uint64_t first, n;
+  struct sproj_input_result r;
+};
+
+static void *coords_scan_part(void *p_)
+{
+  struct coords_part *p = p_;
+  sproj_input_scan(p->arg, SPROJ_INPUT_COORDS, p->v + p->first, p->n, &p->r);
+  return NULL;
+}
+
+/* The scan of one coordinate vector, on up to one thread per core for large ones (the 8.5 GB of endpoints of STIR's
+ * mMR at span 1 took one thread about a second): the result of the lowest part with a non-finite coordinate, else of
+ * the lowest part with one out of range, so the answer is the one-thread scan's whatever the threads. */
+static void scan_coordinates(const struct sproj_input_arg *arg, const float *v, uint64_t n,
+                             struct sproj_input_result *r)
+{
+  enum { MAX_PARTS = 64 };
+  const uint64_t part_values = (uint64_t)1 << 24; /* values per part: fewer are scanned by one thread */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t parts = n / part_values + 1;
+  if (parts > (uint64_t)(cores > 1 ? cores : 1))
+    parts = (uint64_t)(cores > 1 ? cores : 1);
+  if (parts > MAX_PARTS)
+    parts = MAX_PARTS;
+  if (parts <= 1) {
+    sproj_input_scan(arg, SPROJ_INPUT_COORDS, v, n, r);
+    return;
+  }
+  struct coords_part part[MAX_PARTS];
+  pthread_t th[MAX_PARTS];
+  int started[MAX_PARTS] = {0};
+  for (uint64_t k = 0; k < parts; k++) {
+    uint64_t first = n * k / parts, end = n * (k + 1) / parts;
+    part[k] = (struct coords_part){arg, v, first, end - first, {{0}, {0}, 0, 0}};
+    started[k] = k > 0 && pthread_create(&th[k], NULL, coords_scan_part, &part[k]) == 0;
+    if (k > 0 && !started[k])
+      coords_scan_part(&part[k]); /* no thread: this one scans it */
+  }
+  coords_scan_part(&part[0]);
+  for (uint64_t k = 1; k < parts; k++)
+    if (started[k])
+      pthread_join(th[k], NULL);
+  r->first[0] = r->first[1] = SPROJ_INPUT_NONE;
+  r->value[0] = r->value[1] = 0.0f;
+  r->max_bin = r->min_bin = 0;
+  for (int fault = 0; fault < 2; fault++)
+    for (uint64_t k = 0; k < parts && r->first[0] == SPROJ_INPUT_NONE && r->first[1] == SPROJ_INPUT_NONE; k++)
+      if (part[k].r.first[fault] != SPROJ_INPUT_NONE) {
+        r->first[fault] = part[k].r.first[fault] + part[k].first;
+        r->value[fault] = part[k].r.value[fault];
+      }
+}
+
 static int check_coordinates(const char *func, const float *xs, const float *xe, int64_t n)
 {
   struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
   struct sproj_input_result r[2];
-  sproj_input_scan(&a, SPROJ_INPUT_COORDS, xs, 3 * (uint64_t)n, &r[0]);
+  scan_coordinates(&a, xs, 3 * (uint64_t)n, &r[0]);
   if (r[0].first[0] == SPROJ_INPUT_NONE && r[0].first[1] == SPROJ_INPUT_NONE)
-    sproj_input_scan(&a, SPROJ_INPUT_COORDS, xe, 3 * (uint64_t)n, &r[1]);
+    scan_coordinates(&a, xe, 3 * (uint64_t)n, &r[1]);
   return coordinates_report(func, r);
 }
 

@@ -4,6 +4,7 @@
 #include "config.h"
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "recon_internal.h"
@@ -176,6 +177,33 @@ static int make_sensitivities(const char *func, sproj_recon *r, const sproj_chun
   return ret;
 }
 
+/* The caller's sensitivities (cfg->sensitivities), each registered as a resident image over its host array and
+ * checked there (finite, >= 0); nothing is computed. */
+static int given_sensitivities(const char *func, sproj_recon *r, const struct sproj_recon_config *cfg)
+{
+  const struct sproj_geom *g = &r->x->geom;
+  uint32_t nvox = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
+  r->sens = calloc(cfg->num_sensitivities, sizeof *r->sens);
+  if (!r->sens)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  r->num_sens = cfg->num_sensitivities;
+  for (int k = 0; k < cfg->num_sensitivities; k++) {
+    starpu_data_handle_t h;
+    /* only ever read: StarPU never writes through the caller's pointer */
+    starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)cfg->sensitivities[k], nvox, sizeof(float));
+    int ret = sproj_image_register_handle(&r->sens[k], h, g->n, g->voxel_size, g->origin);
+    if (ret) {
+      starpu_data_unregister_no_coherency(h);
+      return sproj_fail(ret, func, "could not set up a sensitivity image: %s", sproj_last_error());
+    }
+    char what[64];
+    snprintf(what, sizeof what, "given sensitivity %d", k);
+    if ((ret = recon_check_handle_values(func, what, "voxel", h, nvox, 1)))
+      return ret;
+  }
+  return SPROJ_OK;
+}
+
 /* The listmode objective's background terms: the sum of the sensitivity model's background over all its LORs, and
  * each subset's share, the sum over its sensitivity chunks (lists given) or the whole divided by S (one sensitivity
  * for all subsets, as the gradient's sensitivity term). */
@@ -286,6 +314,14 @@ static int check_config(const char *func, sproj_image *x, const struct sproj_rec
     return sproj_fail(SPROJ_ERR_MISMATCH, func, "the sensitivity chunking belongs to another LOR set");
   if (!c->sens_chunks && (c->sens_subset_chunks || c->sens_subset_sizes))
     return sproj_fail(SPROJ_ERR_NULL, func, "sensitivity subsets need cfg->sens_chunks");
+  if (c->sensitivities) {
+    if (c->num_sensitivities != 1 && c->num_sensitivities != c->num_subsets)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->num_sensitivities %d is neither 1 nor the %d subsets",
+                        c->num_sensitivities, c->num_subsets);
+    for (int k = 0; k < c->num_sensitivities; k++)
+      if (!c->sensitivities[k])
+        return sproj_fail(SPROJ_ERR_NULL, func, "cfg->sensitivities[%d] is NULL", k);
+  }
   if (!isfinite(c->max_ratio))
     return sproj_fail(SPROJ_ERR_NONFINITE, func, "cfg->max_ratio is not finite");
   if (c->max_ratio < 0.0f)
@@ -372,7 +408,9 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
       (ret = recon_small_create(func, r)))
     goto fail;
 
-  if (sens_chunks) {
+  if (cfg->sensitivities) {
+    ret = given_sensitivities(func, r, cfg);
+  } else if (sens_chunks) {
     ret = make_sensitivities(func, r, sens_chunks, &sens_lists);
   } else if (!cfg->sens_model && cfg->data) {
     ret = make_sensitivities(func, r, r->chunks, &r->subsets); /* sinogram: each subset's own */

@@ -2,7 +2,8 @@
 // What starproj_OSMAPOSL and starproj_OSSPS share: STIR's reconstruction (one whose updates may run on starproj's
 // devices) timed sub-iteration by sub-iteration, and the run of one from a .par file.
 //
-// Each sub-iteration prints one line: the wall time of the update (until its tasks are done when it ran on the
+// Before the first update it prints when that update starts (the system clock, so that a caller can take the set-up's
+// time from the program's start). Each sub-iteration prints one line: the wall time of the update (until its tasks are done when it ran on the
 // devices), the time spent in the projectors during it when the projector pair is "Timed" (all calls; and apart,
 // those of the forward projector and those of the back projector, which may overlap as STIR's threads call both side
 // by side; 0 without a Timed pair), and the end-of-sub-iteration work (min/max, filters, saving).
@@ -38,6 +39,15 @@ public:
 
   void update_estimate(Image& estimate) override
   {
+    if (!_updated)
+      {
+        // the end of the set-up, on the clock a caller's `date +%s.%N` reads: from the program's start to here is
+        // what STIR and the objective function set up before the first update
+        std::printf("%s: first update starts at %.6f s (system clock)\n", _program,
+                    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+        std::fflush(stdout);
+        _updated = true;
+      }
     const stir::TimedProjectorTotals before = stir::timed_projector_totals();
     const Clock::time_point t = Clock::now();
     const int on_devices = this->updates_on_devices();
@@ -66,6 +76,7 @@ protected:
 
 private:
   const char* _program;
+  bool _updated = false;
   double _update_s = 0;
   double _projectors_s = 0;
   double _forward_s = 0; // set_input and forward projections

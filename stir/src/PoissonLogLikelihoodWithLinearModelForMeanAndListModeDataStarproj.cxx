@@ -9,7 +9,6 @@
 #include "stir/ProjData.h"
 #include "stir/ProjDataInfo.h"
 #include "stir/RelatedViewgrams.h"
-#include "stir/SegmentByView.h"
 #include "stir/Succeeded.h"
 #include "stir/Viewgram.h"
 #include "stir/ViewgramIndices.h"
@@ -20,6 +19,8 @@
 #include "stir/listmode/ListRecord.h"
 #include "stir/recon_buildblock/BinNormalisation.h"
 #include "stir/warning.h"
+#include "stir_starproj/StarprojListmodeReader.h"
+#include "stir_starproj/StarprojProjDataReader.h"
 
 #include <algorithm>
 #include <chrono>
@@ -37,17 +38,23 @@ const char* const PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarp
 
 namespace
 {
-// an event while the list is read: its LOR index in the geometry's order and its TOF bin (0 .. bins - 1), one
-// integer, so that sorting a view's events sorts them by LOR (segment, axial position, tangential position)
+// an event while the list is read: its view, its LOR index in the geometry's order and its TOF bin (0 .. bins - 1),
+// one integer, so that sorting sorts the events by view and, within a view, by LOR (segment, axial position,
+// tangential position)
 inline uint64_t
-event_key(int64_t lor, int tof_bin)
+event_key(int view, int64_t lor, int tof_bin)
 {
-  return (static_cast<uint64_t>(lor) << 16) | static_cast<uint64_t>(tof_bin);
+  return (static_cast<uint64_t>(view) << 48) | (static_cast<uint64_t>(lor) << 16) | static_cast<uint64_t>(tof_bin);
+}
+inline int
+key_view(uint64_t key)
+{
+  return static_cast<int>(key >> 48);
 }
 inline int64_t
 key_lor(uint64_t key)
 {
-  return static_cast<int64_t>(key >> 16);
+  return static_cast<int64_t>((key >> 16) & 0xFFFFFFFFu);
 }
 inline int
 key_bin(uint64_t key)
@@ -65,10 +72,10 @@ seconds_since(std::chrono::steady_clock::time_point t)
 struct PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::Inputs : StarprojReconInputs
 {
   // per event, in the order registered (views one after the other, each sorted by LOR)
-  std::vector<float> xs, xe, m, a; // endpoints, normalisation factor, normalisation factor x additive term
+  StarprojFloats xs, xe, m, a; // endpoints, normalisation factor, factor x additive term (written whole: not zeroed)
   std::vector<int16_t> bins;       // TOF bin (TOF data only)
   // per LOR of the scanner's bins (the sensitivity's): normalisation factor and its background summed over TOF bins
-  std::vector<float> lor_m, lor_a;
+  StarprojFloats lor_m, lor_a; // written whole
   sproj_lors* events = nullptr;
   sproj_chunks* event_chunks = nullptr;
   sproj_model *model = nullptr, *sens_model = nullptr;
@@ -196,62 +203,77 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   const int num_tang = g.num_tangential_poss();
   const int num_subsets = this->num_subsets;
 
-  // ---- the list, read once: prompts of the frame whose bin is in the data, grouped by view ----
+  // ---- the list, read once: prompts of the frame whose bin is in the data (on every core for the formats the
+  // project reads itself, StarprojListmodeReader.h) ----
+  if (num_views >= (1 << 16) || g.num_lors() > int64_t(0xFFFFFFFFu) || g.num_tof_bins() > 0xFFFF)
+    error(who + ": the scanner's bins are too many for the events' keys");
   const auto read_start = std::chrono::steady_clock::now();
-  std::vector<std::vector<uint64_t>> by_view(num_views);
   ListModeData& lm = *this->list_mode_data_sptr;
-  if (lm.reset() != Succeeded::yes)
-    error(who + ": could not rewind the listmode data");
-  shared_ptr<ListRecord> record_sptr = lm.get_empty_record_sptr();
-  ListRecord& record = *record_sptr;
-  const double start_time = this->frame_defs.get_start_time(this->current_frame_num);
-  const double end_time = this->frame_defs.get_end_time(this->current_frame_num);
-  double current_time = 0;
-  int64_t outside = 0, records = 0;
-  while (lm.get_next_record(record) == Succeeded::yes)
-    {
-      ++records;
-      if (record.is_time())
-        {
-          current_time = record.time().get_time_in_secs();
-          if (this->do_time_frame && current_time >= end_time)
-            break;
-        }
-      if (current_time < start_time || !record.is_event() || !record.event().is_prompt())
-        continue;
-      Bin bin;
-      bin.set_bin_value(1.F);
-      record.event().get_bin(bin, pdi);
-      const int seg = bin.segment_num(), view = bin.view_num(), ax = bin.axial_pos_num(), t = bin.tangential_pos_num();
-      const int tof = bin.timing_pos_num();
-      if (bin.get_bin_value() <= 0 || seg < min_segment || seg > max_segment || view < min_view
-          || view >= min_view + num_views || ax < pdi.get_min_axial_pos_num(seg) || ax > pdi.get_max_axial_pos_num(seg)
-          || t < min_tang || t > max_tang || tof < min_tof || tof > max_tof)
-        {
-          ++outside;
-          continue;
-        }
-      by_view[view - min_view].push_back(event_key(g.lor_index(seg, view, ax, t), tof - min_tof));
-      ++_num_events;
-      if (this->num_events_to_use > 0 && _num_events >= this->num_events_to_use)
-        break;
-    }
+  StarprojPromptsRequest request;
+  request.start_time = this->frame_defs.get_start_time(this->current_frame_num);
+  request.end_time = this->frame_defs.get_end_time(this->current_frame_num);
+  request.do_time_frame = this->do_time_frame;
+  request.max_events = this->num_events_to_use;
+  request.key_of = [&](const Bin& bin) -> uint64_t {
+    const int seg = bin.segment_num(), view = bin.view_num(), ax = bin.axial_pos_num(), t = bin.tangential_pos_num();
+    const int tof = bin.timing_pos_num();
+    if (bin.get_bin_value() <= 0 || seg < min_segment || seg > max_segment || view < min_view || view >= min_view + num_views
+        || ax < pdi.get_min_axial_pos_num(seg) || ax > pdi.get_max_axial_pos_num(seg) || t < min_tang || t > max_tang
+        || tof < min_tof || tof > max_tof)
+      return StarprojPromptsRequest::no_key;
+    return event_key(view - min_view, g.lor_index(seg, view, ax, t), tof - min_tof);
+  };
+  const int threads = copy_threads();
+  StarprojPromptsRead list;
+  std::vector<uint64_t> keys = starproj_read_prompts(lm, pdi, request, threads, list);
+  const int64_t records = list.records, outside = list.outside;
+  _num_events = static_cast<int64_t>(keys.size());
   const double read_s = seconds_since(read_start);
-  times.mark("set_up: reading the list (STIR)");
+  times.mark(starproj_prompts_read_in_parallel(lm) ? "set_up: reading the list (on every core)"
+                                                   : "set_up: reading the list (STIR's reader)");
   if (_num_events == 0)
     error(who + ": no prompt of the time frame falls in the data's bins (" + std::to_string(records) + " records read, "
           + std::to_string(outside) + " prompts outside the segments processed)");
 
-  // each view's events sorted by LOR (neighbours run through the same voxels), the views one after the other
+  // the events by view (a counting sort on the host's cores), each view's sorted by LOR (neighbours run through the
+  // same voxels)
   std::vector<int64_t> view_first(num_views + 1, 0);
-  for (int v = 0; v < num_views; ++v)
-    view_first[v + 1] = view_first[v] + static_cast<int64_t>(by_view[v].size());
-  const int threads = copy_threads();
+  std::vector<uint64_t> sorted(keys.size());
+  {
+    const int num_threads = starproj_threads_or_default(threads);
+    const int64_t n = _num_events, block = (n + num_threads - 1) / num_threads;
+    std::vector<int64_t> counts(std::size_t(num_threads) * num_views, 0); // [block][view], then where each goes
 #ifdef _OPENMP
-#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
 #endif
-  for (int v = 0; v < num_views; ++v)
-    std::sort(by_view[v].begin(), by_view[v].end());
+    for (int b = 0; b < num_threads; ++b)
+      for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i)
+        ++counts[std::size_t(b) * num_views + key_view(keys[i])];
+    int64_t at = 0;
+    for (int v = 0; v < num_views; ++v)
+      {
+        view_first[v] = at;
+        for (int b = 0; b < num_threads; ++b)
+          {
+            const int64_t c = counts[std::size_t(b) * num_views + v];
+            counts[std::size_t(b) * num_views + v] = at;
+            at += c;
+          }
+      }
+    view_first[num_views] = at;
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+    for (int b = 0; b < num_threads; ++b)
+      for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i)
+        sorted[counts[std::size_t(b) * num_views + key_view(keys[i])]++] = keys[i];
+    std::vector<uint64_t>().swap(keys);
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(dynamic) num_threads(num_threads)
+#endif
+    for (int v = 0; v < num_views; ++v)
+      std::sort(sorted.begin() + view_first[v], sorted.begin() + view_first[v + 1]);
+  }
   times.mark("set_up: sorting the events");
 
   std::unique_ptr<Inputs> inputs(new Inputs);
@@ -267,38 +289,23 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   if (!trivial_norm)
     {
       in.m.resize(n);
-      in.lor_m.assign(num_lors, 1.F);
+      in.lor_m.resize(num_lors);
     }
   if (with_add)
     {
-      in.a.assign(n, 0.F);
-      in.lor_a.assign(num_lors, 0.F);
+      in.a.resize(n);
+      in.lor_a.resize(num_lors);
     }
 
-  // the normalisation of every bin (undo() of ones, one viewgram at a time as STIR calls it), for the sensitivity
+  // the normalisation of every bin (read from its file, or undo() of ones a viewgram at a time), for the sensitivity
   if (!trivial_norm)
     {
-      const shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial = starproj_trivial_viewgram_symmetries();
-      for (int seg = min_segment; seg <= max_segment; ++seg)
-        {
-#ifdef _OPENMP
-#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-          for (int view = min_view; view < min_view + num_views; ++view)
-            {
-              RelatedViewgrams<float> factors = sens_pdi->get_empty_related_viewgrams(ViewgramIndices(view, seg), trivial, false);
-              factors.fill(1.F);
-#ifdef _OPENMP
-#  pragma omp critical(STARPROJ_NORMALISATION)
-#endif
-              this->normalisation_sptr->undo(factors);
-              const Viewgram<float>& vg = *factors.begin();
-              for (int ax = vg.get_min_axial_pos_num(); ax <= vg.get_max_axial_pos_num(); ++ax)
-                for (int t = min_tang; t <= max_tang; ++t)
-                  in.lor_m[g.lor_index(seg, view, ax, t)] = vg[ax][t];
-            }
-        }
-      times.mark("set_up: normalisation");
+      std::vector<int64_t> first_lor(g.num_chunks());
+      for (int c = 0; c < g.num_chunks(); ++c)
+        first_lor[c] = g.first_lor(c);
+      const std::string how
+          = starproj_normalisation_factors(*this->normalisation_sptr, *sens_pdi, *sens_pdi, first_lor, in.lor_m.data(), threads);
+      times.mark(("set_up: normalisation (" + how + ")").c_str());
     }
 
   // each event's LOR (the endpoints of its bin's, as the sinogram's), TOF bin and factor
@@ -308,8 +315,9 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   for (int v = 0; v < num_views; ++v)
     {
       int64_t e = view_first[v];
-      for (const uint64_t key : by_view[v])
+      for (int64_t k = view_first[v]; k < view_first[v + 1]; ++k)
         {
+          const uint64_t key = sorted[k];
           const int64_t lor = key_lor(key);
           std::memcpy(&in.xs[3 * e], g.lor_start(lor), 3 * sizeof(float));
           std::memcpy(&in.xe[3 * e], g.lor_end(lor), 3 * sizeof(float));
@@ -322,50 +330,45 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
     }
   times.mark("set_up: the events' LORs and factors");
 
-  // the additive term (STIR adds it before the normalisation: starproj's background is m times it), a segment and
-  // TOF position at a time: each event's, and each LOR's summed over the TOF positions for the sensitivity LORs
+  // the additive term (STIR adds it before the normalisation: starproj's background is m times it), read straight
+  // from its file where it is one (StarprojProjDataReader): each event's, and each LOR's summed over the TOF positions
+  // for the sensitivity LORs
   if (with_add)
     {
-      const ProjData& additive = *this->additive_proj_data_sptr;
-      for (int seg = min_segment; seg <= max_segment; ++seg)
-        for (int tof = min_tof; tof <= max_tof; ++tof)
-          {
-            const SegmentByView<float> add_seg = additive.get_segment_by_view(seg, tof);
-            const int min_axial = pdi.get_min_axial_pos_num(seg), max_axial = pdi.get_max_axial_pos_num(seg);
-            const int bin = tof - min_tof;
+      const StarprojProjDataReader reader(*this->additive_proj_data_sptr,
+                                          "the additive sinogram " + this->additive_projection_data_filename);
+      const int add_bins = reader.values_per_lor();
+      if (add_bins != max_tof - min_tof + 1)
+        error(who + ": the additive sinogram has " + std::to_string(add_bins) + " TOF positions, the data "
+              + std::to_string(max_tof - min_tof + 1));
+      std::vector<int64_t> first_lor(g.num_chunks());
+      for (int c = 0; c < g.num_chunks(); ++c)
+        first_lor[c] = g.first_lor(c);
+      StarprojFloats add(std::size_t(num_lors) * add_bins);
+      reader.read(pdi, first_lor, add.data(), threads);
+      const int num_threads = starproj_threads_or_default(threads);
 #ifdef _OPENMP
-#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
 #endif
-            for (int v = 0; v < num_views; ++v)
-              {
-                const int view = min_view + v;
-                const int64_t first = g.lor_index(seg, view, min_axial, min_tang);
-                for (int ax = min_axial; ax <= max_axial; ++ax)
-                  for (int t = min_tang; t <= max_tang; ++t)
-                    {
-                      const int64_t lor = first + int64_t(ax - min_axial) * num_tang + (t - min_tang);
-                      in.lor_a[lor] += (trivial_norm ? 1.F : in.lor_m[lor]) * add_seg[view][ax][t];
-                    }
-                // this segment's events of the view are one run of the view's sorted events
-                const std::vector<uint64_t>& keys = by_view[v];
-                const int64_t last = first + int64_t(max_axial - min_axial + 1) * num_tang - 1;
-                auto it = std::lower_bound(keys.begin(), keys.end(), event_key(first, 0));
-                const auto end = std::upper_bound(keys.begin(), keys.end(), event_key(last, 0xFFFF));
-                for (; it != end; ++it)
-                  {
-                    if (key_bin(*it) != bin)
-                      continue;
-                    const int64_t lor = key_lor(*it), offset = lor - first;
-                    const int64_t e = view_first[v] + (it - keys.begin());
-                    const float factor = trivial_norm ? 1.F : in.m[e];
-                    in.a[e] = factor * add_seg[view][min_axial + int(offset / num_tang)][min_tang + int(offset % num_tang)];
-                  }
-              }
-          }
-      times.mark("set_up: additive term");
+      for (int64_t lor = 0; lor < num_lors; ++lor)
+        {
+          const float factor = trivial_norm ? 1.F : in.lor_m[lor];
+          float sum = 0.F; // over the TOF positions in their order, as STIR's segments came one after the other
+          for (int b = 0; b < add_bins; ++b)
+            sum += factor * add[lor * add_bins + b];
+          in.lor_a[lor] = sum;
+        }
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+      for (int64_t e = 0; e < n; ++e)
+        {
+          const uint64_t key = sorted[e];
+          in.a[e] = (trivial_norm ? 1.F : in.m[e]) * add[key_lor(key) * add_bins + key_bin(key)];
+        }
+      times.mark(reader.direct() ? "set_up: additive term (read directly)" : "set_up: additive term (STIR's get_segment_by_view)");
     }
-  by_view.clear();
-  by_view.shrink_to_fit();
+  std::vector<uint64_t>().swap(sorted);
 
   // ---- registration: one chunk per view with events; subset k = the views min_view + k, + k + S, ... ----
   std::vector<int64_t> chunk_first, chunk_count;

@@ -19,6 +19,7 @@
 #include "stir/warning.h"
 #include "stir_starproj/StarprojInputChecks.h"
 #include "stir_starproj/StarprojSupported.h"
+#include "stir_starproj/StarprojProjDataReader.h"
 
 #include <algorithm>
 #ifdef _OPENMP
@@ -39,7 +40,7 @@ static const float stir_small_fraction = 1e-6F;
 
 struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Inputs : StarprojReconInputs
 {
-  std::vector<float> y, m, a; // data [lor][tof bin], factor [lor], background m * additive [lor][tof bin]
+  StarprojFloats y, m, a; // data [lor][tof bin], factor [lor], background m * additive [lor][tof bin]
   sproj_proj* data = nullptr;
   sproj_model* model = nullptr;
 
@@ -116,10 +117,15 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   release();
   StarprojStepTimes& times = this->times();
   times.start();
+  // StarPU first (held until the geometry holds it), so that its start is a step of its own
+  const std::shared_ptr<StarprojRuntime> runtime = StarprojRuntime::acquire(_settings);
+  times.mark("set_up: starting starproj (StarPU)");
   const int max_segment = this->max_segment_num_to_process;
   shared_ptr<ProjDataInfo> pdi(proj_data.get_proj_data_info_sptr()->clone());
   pdi->reduce_segment_range(-max_segment, max_segment);
-  const auto geometry = register_lors(pdi, *target_sptr, /* upload = */ true);
+  // not uploaded now: the reconstruction uploads the LORs with the data (sproj_recon_create), and an upload running
+  // beside the reads below would pin and copy host memory while they fault in theirs
+  const auto geometry = register_lors(pdi, *target_sptr, /* upload = */ false);
   times.mark("set_up: LORs");
   if (this->normalisation_sptr->set_up(proj_data.get_exam_info_sptr(), proj_data.get_proj_data_info_sptr())
       != Succeeded::yes)
@@ -133,74 +139,73 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   std::unique_ptr<Inputs> inputs(new Inputs);
   Inputs& r = *inputs;
   const int64_t num_lors = g.num_lors();
-  const int num_bins = g.num_tof_bins(), num_tang = g.num_tangential_poss(), min_tang = g.min_tangential_pos_num();
-  r.y.assign(num_lors * num_bins, 0.F);
-  r.m.assign(num_lors, 1.F);
+  const int num_bins = g.num_tof_bins(), num_tang = g.num_tangential_poss();
+  // every value is written below: the arrays are not zeroed first
+  r.y.resize(num_lors * num_bins);
+  r.m.resize(num_lors);
   if (!is_null_ptr(this->additive_proj_data_sptr))
-    r.a.assign(num_lors * num_bins, 0.F);
-  // the data, the normalisation evaluated once per bin (undo() of ones: the forward model's factor) and the additive
-  // term (STIR adds it before the normalisation: starproj's background is m times it). The data and the additive
-  // term are read a segment at a time, by view (STIR's usual storage: one read), the views of a segment copied on
-  // every core; undo() one viewgram at a time, as STIR calls it (not thread-safe in general), and not at all for a
-  // trivial normalisation.
+    r.a.resize(num_lors * num_bins);
   times.mark("set_up: host buffers (pinned images, data arrays)");
-  const shared_ptr<DataSymmetriesForViewSegmentNumbers> trivial = starproj_trivial_viewgram_symmetries();
-  const bool trivial_norm = this->normalisation_sptr->is_trivial();
-  const ProjDataInfo& data_info = *proj_data.get_proj_data_info_sptr();
-  bool tof_dependent_norm = false;
-#ifdef _OPENMP
-  const int threads = copy_threads() > 0 ? copy_threads() : omp_get_max_threads();
-#endif
-  for (int seg = -max_segment; seg <= max_segment; ++seg)
-    for (int tof = proj_data.get_min_tof_pos_num(); tof <= proj_data.get_max_tof_pos_num(); ++tof)
-      {
-        SegmentByView<float> measured = proj_data.get_segment_by_view(seg, tof);
-        const bool zero_end_planes = seg == 0 && this->zero_seg0_end_planes;
-        std::unique_ptr<SegmentByView<float>> additive;
-        if (!r.a.empty())
-          additive.reset(new SegmentByView<float>(this->additive_proj_data_sptr->get_segment_by_view(seg, tof)));
-        times.mark("set_up: reading the data and additive term (STIR)");
-        const int bin = tof - g.min_tof_pos_num(), min_axial = g.min_axial_pos_num(seg);
-        const int min_view = measured.get_min_view_num(), max_view = measured.get_max_view_num();
-#ifdef _OPENMP
-#  pragma omp parallel for schedule(dynamic) reduction(|| : tof_dependent_norm) num_threads(threads)
-#endif
-        for (int view = min_view; view <= max_view; ++view)
-          {
-            const int64_t first = g.first_lor(g.chunk_of(seg, view));
-            std::unique_ptr<RelatedViewgrams<float>> factors;
-            if (!trivial_norm)
-              {
-                factors.reset(new RelatedViewgrams<float>(
-                    data_info.get_empty_related_viewgrams(ViewgramIndices(view, seg, tof), trivial, false, tof)));
-                factors->fill(1.F);
-#ifdef _OPENMP
-#  pragma omp critical(STARPROJ_NORMALISATION)
-#endif
-                this->normalisation_sptr->undo(*factors);
-              }
-            for (int ax = measured.get_min_axial_pos_num(); ax <= measured.get_max_axial_pos_num(); ++ax)
-              for (int t = measured.get_min_tangential_pos_num(); t <= measured.get_max_tangential_pos_num(); ++t)
-                {
-                  const int64_t lor = first + int64_t(ax - min_axial) * num_tang + (t - min_tang);
-                  const float mf = factors ? (*factors->begin())[ax][t] : 1.F;
-                  if (bin == 0)
-                    r.m[lor] = mf;
-                  else if (std::fabs(mf - r.m[lor]) > 1e-6F * std::fabs(r.m[lor]))
-                    tof_dependent_norm = true;
-                  const bool end_plane = ax == measured.get_min_axial_pos_num() || ax == measured.get_max_axial_pos_num();
-                  r.y[lor * num_bins + bin] = zero_end_planes && end_plane ? 0.F : measured[view][ax][t];
-                  if (additive)
-                    r.a[lor * num_bins + bin] = mf * (*additive)[view][ax][t];
-                }
-          }
-        times.mark("set_up: normalisation and copies into starproj's arrays");
-      }
-  if (tof_dependent_norm)
+  std::vector<int64_t> first_lor(g.num_chunks());
+  for (int c = 0; c < g.num_chunks(); ++c)
+    first_lor[c] = g.first_lor(c);
+  const int threads = copy_threads();
+
+  // the data: straight from their file into starproj's order where STIR reads them from a stream
+  const StarprojProjDataReader data_reader(proj_data, "the input file " + this->input_filename);
+  data_reader.read(*pdi, first_lor, r.y.data(), threads);
+  times.mark(data_reader.direct() ? "set_up: the data (read directly)" : "set_up: the data (STIR's get_segment_by_view)");
+  if (_settings.verbosity >= 2 && !data_reader.direct())
+    info("PoissonLogLikelihood using Starproj: the data are read through STIR's interface: " + data_reader.why_not(), 2);
+
+  // the normalisation evaluated once per LOR (undo() of ones: the forward model's factor) and the additive term (STIR
+  // adds it before the normalisation: starproj's background is m times it)
+  const std::string norm_how = starproj_normalisation_factors(
+      *this->normalisation_sptr, *proj_data.get_proj_data_info_sptr(), *pdi, first_lor, r.m.data(), threads);
+  times.mark(("set_up: normalisation (" + norm_how + ")").c_str());
+  if (!r.a.empty())
     {
-      error("PoissonLogLikelihood using Starproj: the normalisation differs between TOF bins of one LOR; starproj's "
-            "forward model has one multiplicative factor per LOR");
-      return Succeeded::no;
+      const StarprojProjDataReader additive_reader(*this->additive_proj_data_sptr,
+                                                   "the additive sinogram " + this->additive_projection_data_filename);
+      additive_reader.read(*pdi, first_lor, r.a.data(), threads);
+      const int num_threads = starproj_threads_or_default(threads);
+      float* const a = r.a.data();
+      const float* const m = r.m.data();
+      if (num_bins == 1) // one loop the compiler vectorises
+        {
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+          for (int64_t lor = 0; lor < num_lors; ++lor)
+            a[lor] *= m[lor];
+        }
+      else
+        {
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+          for (int64_t lor = 0; lor < num_lors; ++lor)
+            for (int b = 0; b < num_bins; ++b)
+              a[lor * num_bins + b] *= m[lor];
+        }
+      times.mark(additive_reader.direct() ? "set_up: additive term (read directly)"
+                                          : "set_up: additive term (STIR's get_segment_by_view)");
+    }
+  // STIR's "zero end planes of segment 0" takes those bins out of the model: their counts, factors and additive term
+  // are 0 (STIR's distributable.cxx zeroes the three), so that neither the gradients nor the sensitivities see them
+  if (this->zero_seg0_end_planes && max_segment >= 0)
+    {
+      const int num_views = pdi->get_num_views(), num_axial = pdi->get_num_axial_poss(0);
+      const int64_t* starts = &first_lor[std::size_t(max_segment) * num_views];
+      for (int v = 0; v < num_views; ++v)
+        for (const int a : { 0, num_axial - 1 })
+          {
+            const int64_t first = starts[v] + int64_t(a) * num_tang, end = first + num_tang;
+            std::fill(r.y.data() + first * num_bins, r.y.data() + end * num_bins, 0.F);
+            std::fill(r.m.data() + first, r.m.data() + end, 0.F);
+            if (!r.a.empty())
+              std::fill(r.a.data() + first * num_bins, r.a.data() + end * num_bins, 0.F);
+          }
     }
 
   // subset k: the views min_view + k, min_view + k + S, ... of every segment processed, one chunk per viewgram

@@ -3,6 +3,7 @@
 // -ffast-math (stir/CMakeLists.txt), so that the LOR endpoints are the floats STIR's parallelproj pair computes.
 
 #include "stir_starproj/StarprojGeometry.h"
+#include "stir_starproj/StarprojCylindricalLORs.h"
 
 #include "stir/Bin.h"
 #include "stir/DiscretisedDensity.h"
@@ -18,6 +19,9 @@
 
 #include <algorithm>
 #include <cmath>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
 #include <string>
 
 START_NAMESPACE_STIR
@@ -94,14 +98,19 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
           _num_lors += per_view;
         }
     }
-  _xstart.assign(3 * _num_lors, 0.F);
-  _xend.assign(3 * _num_lors, 0.F);
+  // not zeroed here: every endpoint is written below, on the host's cores (zeros for LORs that miss the FOV)
+  _xstart.resize(3 * _num_lors);
+  _xend.resize(3 * _num_lors);
   const float fov_radius = pdi.get_scanner_sptr()->get_max_FOV_radius();
   const int num_chunks = static_cast<int>(_first_lor.size());
+  // the closed form where STIR's geometry allows it (StarprojCylindricalLORs.h: the same floats); else get_LOR per bin
+  const int threads = starproj_host_threads();
+  const bool closed_form = starproj_cylindrical_lors(pdi, scale, tof, _first_lor, _xstart.data(), _xend.data(), threads);
+  const int per_bin_chunks = closed_form ? 0 : num_chunks;
 #ifdef _OPENMP
-#  pragma omp parallel for schedule(dynamic)
+#  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
-  for (int c = 0; c < num_chunks; ++c)
+  for (int c = 0; c < per_bin_chunks; ++c)
     {
       const int seg = _min_segment + c / _num_views;
       const int view = _min_view + c % _num_views;
@@ -116,9 +125,13 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
             LORAs2Points<float> points;
             float* s = &_xstart[3 * lor];
             float* e = &_xend[3 * lor];
-            // a LOR that misses the FOV keeps length 0 and projects to 0
+            // a LOR that misses the FOV has length 0 and projects to 0
             if (sino_lor.get_intersections_with_cylinder(points, fov_radius) != Succeeded::yes)
-              continue;
+              {
+                std::fill(s, s + 3, 0.F);
+                std::fill(e, e + 3, 0.F);
+                continue;
+              }
             const CartesianCoordinate3D<float>& first = tof ? points.p2() : points.p1();
             const CartesianCoordinate3D<float>& second = tof ? points.p1() : points.p2();
             for (int d = 0; d < 3; ++d)
@@ -160,7 +173,8 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
   if (settings.verbosity > 1)
     info("Starproj: registered " + std::to_string(_num_lors) + " LORs in " + std::to_string(num_chunks)
          + " viewgrams, image " + std::to_string(_dims[0]) + "x" + std::to_string(_dims[1]) + "x" + std::to_string(_dims[2])
-         + (tof ? ", " + std::to_string(_num_tof_bins) + " TOF bins" : std::string()));
+         + (tof ? ", " + std::to_string(_num_tof_bins) + " TOF bins" : std::string())
+         + (closed_form ? " (closed form)" : " (get_LOR per bin)"));
 }
 
 StarprojGeometry::~StarprojGeometry()

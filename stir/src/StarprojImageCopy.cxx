@@ -150,6 +150,33 @@ starproj_array_to_image(
 }
 
 void
+starproj_array_add_to_image(const float* data, float scale, DiscretisedDensity<3, float>& image, int rim, int threads)
+{
+  const ImageRows g(image);
+  const int nx = g.nx(), ny = g.ny(), nrows = (g.z_last - g.z_first + 1) * ny;
+  std::vector<std::pair<int, int>> kept(ny); // per y: first kept x and one past the last, relative to x_first
+  for (int y = g.y_first; y <= g.y_last; ++y)
+    {
+      int first, last;
+      g.kept(y, rim, first, last);
+      kept[y - g.y_first] = first <= last ? std::make_pair(first - g.x_first, last - g.x_first + 1) : std::make_pair(0, 0);
+    }
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#else
+  (void)threads;
+#endif
+  for (int row = 0; row < nrows; ++row)
+    {
+      const int z = g.z_first + row / ny, y = g.y_first + row % ny;
+      float* to = &image[z][y][g.x_first];
+      const float* from = data + int64_t(row) * nx;
+      for (int x = kept[y - g.y_first].first; x < kept[y - g.y_first].second; ++x)
+        to[x] = to[x] + scale * from[x];
+    }
+}
+
+void
 StarprojCopyStats::report(const std::string& who) const
 {
   if (calls == 0)

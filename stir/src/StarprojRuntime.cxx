@@ -125,4 +125,14 @@ starproj_host_threads()
   return 0;
 }
 
+int
+starproj_threads_or_default(int threads)
+{
+#ifdef _OPENMP
+  return threads > 0 ? threads : omp_get_max_threads();
+#else
+  return threads > 0 ? threads : 1;
+#endif
+}
+
 END_NAMESPACE_STIR

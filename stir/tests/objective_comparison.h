@@ -7,6 +7,7 @@
 #include "stir/DiscretisedDensity.h"
 #include "stir/ExamInfo.h"
 #include "stir/ProjDataInMemory.h"
+#include "stir/ProjDataInterfile.h"
 #include "stir/ProjDataInfo.h"
 #include "stir/Succeeded.h"
 #include "stir/Viewgram.h"
@@ -84,6 +85,18 @@ bin_values(const shared_ptr<const ExamInfo>& exam, const shared_ptr<const ProjDa
   return out;
 }
 
+//! the projection data p written to an Interfile file name (.hs and .s) as STIR writes projection data, and read back
+//! as STIR reads a .par's file name: what a "From ProjData" normalisation or an additive sinogram in files gives
+inline shared_ptr<ProjData>
+through_file(const shared_ptr<ProjData>& p, const std::string& name)
+{
+  {
+    ProjDataInterfile file(p->get_exam_info_sptr(), p->get_proj_data_info_sptr(), name);
+    file.fill(*p);
+  }
+  return ProjData::read_from_file(name);
+}
+
 //! the estimate the objective functions are compared at: not the phantom, positive (half the phantom plus a fifth of
 //! its largest value); the Hessian products' direction is the phantom itself
 inline std::unique_ptr<Image>
@@ -101,8 +114,8 @@ estimate_from(const Image& phantom)
 inline bool
 set_up_for_comparison(PoissonLogLikelihoodWithLinearModelForMean<Image>& f,
                       int num_subsets,
-                      const shared_ptr<ProjDataInMemory>& norm,
-                      const shared_ptr<ProjDataInMemory>& additive,
+                      const shared_ptr<ProjData>& norm,
+                      const shared_ptr<ProjData>& additive,
                       const Image& image,
                       const char* program)
 {

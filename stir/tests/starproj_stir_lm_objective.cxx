@@ -16,6 +16,7 @@
 //   --max-segment N          segments -N .. N only
 //   --norm-and-additive      a normalisation (factors in [0.5, 1.5) per LOR) and an additive sinogram (values per bin
 //                            in 5% .. 15% of the histogram's mean count; the same for every TOF bin of a LOR)
+//   --in-files               the normalisation and the additive sinogram written to Interfile files and read back
 //   --stir-sinogram          also STIR's own sinogram objective function with its Parallelproj pair (gradients,
 //                            sensitivities and values; Hessians not: STIR's TOF ones take timing position 0)
 //   --value-tolerance T      objective values (default TOLERANCE)
@@ -207,7 +208,7 @@ main(int argc, char** argv)
   if (argc < 5)
     {
       std::fprintf(stderr,
-                   "usage: %s SOURCE IMAGE.hv NUM_SUBSETS TOLERANCE [--max-segment N] [--norm-and-additive] "
+                   "usage: %s SOURCE IMAGE.hv NUM_SUBSETS TOLERANCE [--max-segment N] [--norm-and-additive [--in-files]] "
                    "[--stir-sinogram] [--value-tolerance T] [--check-subsets N]\n",
                    argv[0]);
       return 2;
@@ -217,12 +218,14 @@ main(int argc, char** argv)
   const double tolerance = std::atof(argv[4]);
   double value_tolerance = tolerance;
   int check_subsets = num_subsets, max_segment = -1;
-  bool extras = false, stir_sinogram = false;
+  bool extras = false, stir_sinogram = false, in_files = false;
   for (int i = 5; i < argc; ++i)
     {
       const std::string opt = argv[i];
       if (opt == "--norm-and-additive")
         extras = true;
+      else if (opt == "--in-files")
+        in_files = true;
       else if (opt == "--stir-sinogram")
         stir_sinogram = true;
       else if (opt == "--max-segment" && i + 1 < argc)
@@ -289,7 +292,7 @@ main(int argc, char** argv)
         for (int tof = pdi->get_min_tof_pos_num(); tof <= pdi->get_max_tof_pos_num(); ++tof)
           histogram_total += histogram->get_segment_by_view(s, tof).sum();
 
-      shared_ptr<ProjDataInMemory> norm, additive;
+      shared_ptr<ProjData> norm, additive;
       if (extras)
         {
           const shared_ptr<const ProjDataInfo> non_tof = pdi->create_non_tof_clone();
@@ -301,6 +304,11 @@ main(int argc, char** argv)
           const float mean = float(histogram_total / double(bins));
           // the additive term in STIR's convention (added before the normalisation)
           additive = bin_values(lm->get_exam_info_sptr(), pdi, 0.05F * mean, 0.15F * mean);
+          if (in_files)
+            {
+              norm = through_file(norm, "lm_objective_norm.hs");
+              additive = through_file(additive, "lm_objective_additive.hs");
+            }
         }
 
       PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj lm_objective;

@@ -6,6 +6,8 @@
 //
 // usage: starproj_stir_objective DATA.hs IMAGE.hv NUM_SUBSETS TOLERANCE [options]
 //   --norm-and-additive        a normalisation (factors in [0.5, 1.5) per LOR) and an additive sinogram (~10%)
+//   --in-files                 both written to Interfile files and read back (STIR's "From ProjData" normalisation
+//                              and additive sinogram as a .par names them), instead of kept in memory
 //   --approximate-hessian-tolerance T   the tolerance of the approximate Hessian product (default TOLERANCE)
 //   --check-subsets N          compare subsets 0 .. N-1 only (default all)
 // With TOF data the Hessian products are not compared: STIR's take timing position 0 for every TOF bin (its
@@ -38,7 +40,7 @@ main(int argc, char** argv)
 {
   if (argc < 5)
     {
-      std::fprintf(stderr, "usage: %s DATA.hs IMAGE.hv NUM_SUBSETS TOLERANCE [--norm-and-additive] "
+      std::fprintf(stderr, "usage: %s DATA.hs IMAGE.hv NUM_SUBSETS TOLERANCE [--norm-and-additive [--in-files]] "
                            "[--approximate-hessian-tolerance T] [--check-subsets N]\n", argv[0]);
       return 2;
     }
@@ -46,12 +48,14 @@ main(int argc, char** argv)
   const double tolerance = std::atof(argv[4]);
   double approximate_tolerance = tolerance;
   int check_subsets = num_subsets;
-  bool extras = false;
+  bool extras = false, in_files = false;
   for (int i = 5; i < argc; ++i)
     {
       const std::string opt = argv[i];
       if (opt == "--norm-and-additive")
         extras = true;
+      else if (opt == "--in-files")
+        in_files = true;
       else if (opt == "--approximate-hessian-tolerance" && i + 1 < argc)
         approximate_tolerance = std::atof(argv[++i]);
       else if (opt == "--check-subsets" && i + 1 < argc)
@@ -72,7 +76,7 @@ main(int argc, char** argv)
     {
       shared_ptr<ProjData> data = ProjData::read_from_file(argv[1]);
       shared_ptr<Image> image(read_from_file<Image>(argv[2]));
-      shared_ptr<ProjDataInMemory> norm, additive;
+      shared_ptr<ProjData> norm, additive;
       if (extras)
         {
           norm = bin_values(data->get_exam_info_sptr(), data->get_proj_data_info_sptr(), 0.5F, 1.5F);
@@ -87,6 +91,11 @@ main(int argc, char** argv)
             }
           const float mean = n > 0 ? float(total / n) : 1.F;
           additive = bin_values(data->get_exam_info_sptr(), data->get_proj_data_info_sptr(), 0.05F * mean, 0.15F * mean);
+          if (in_files)
+            {
+              norm = through_file(norm, "objective_norm.hs");
+              additive = through_file(additive, "objective_additive.hs");
+            }
         }
 
       Poisson stir_objective;

@@ -7,6 +7,7 @@
 #define STIR_STARPROJ_STARPROJGEOMETRY_H
 
 #include "stir/shared_ptr.h"
+#include "stir_starproj/StarprojHostMemory.h"
 #include "stir_starproj/StarprojRuntime.h"
 #include "stir_starproj/StarprojSupported.h"
 
@@ -101,7 +102,7 @@ private:
   int64_t _num_lors = 0;
   int _num_tof_bins = 1;
   int _min_tof_pos = 0;
-  std::vector<float> _xstart, _xend;
+  StarprojFloats _xstart, _xend; // written once, on all cores: not zeroed first
   sproj_lors* _lors = nullptr;
   sproj_chunks* _chunks = nullptr;
   sproj_tof* _tof = nullptr;

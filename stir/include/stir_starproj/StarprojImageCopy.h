@@ -36,6 +36,10 @@ void starproj_array_to_image(const float* data,
                              int threads = 0,
                              StarprojCopyStats* stats = nullptr);
 
+//! Adds scale times a float array in starproj's order to a STIR image, on every core, leaving what STIR's
+//! truncate_rim(image, rim) zeroes as it is (rim >= 0): image + scale * (the array copied with starproj_array_to_image).
+void starproj_array_add_to_image(const float* data, float scale, DiscretisedDensity<3, float>& image, int rim = -1, int threads = 0);
+
 END_NAMESPACE_STIR
 
 #endif

@@ -15,12 +15,14 @@
 #include "stir/recon_buildblock/GeneralisedObjectiveFunction.h"
 #include "stir/Succeeded.h"
 #include "stir/shared_ptr.h"
+#include "stir_starproj/StarprojImageCopy.h"
 #include "stir_starproj/StarprojObjectiveOnDevices.h"
 #include "stir_starproj/StarprojRuntime.h"
 #include "stir_starproj/StarprojSettings.h"
 
 #include <memory>
 #include <string>
+#include <vector>
 
 START_NAMESPACE_STIR
 
@@ -103,13 +105,32 @@ protected:
     StarprojObjectiveOnDevices::make_images(geometry, _settings.restrict_to_cylindrical_FOV ? geometry->rim_truncation() : -1);
   }
   //! set_up's last step: the reconstruction object on the registered inputs (cfg with STIR's bound on quotients),
-  //! reported with verbosity 1
+  //! reported with verbosity 1. Sensitivities STIR read from files (recompute sensitivity := 0) are the
+  //! reconstruction's own, copied into starproj's order: nothing is back projected for them.
   void create_recon(sproj_recon_config& cfg, std::unique_ptr<StarprojReconInputs> inputs)
   {
     cfg.max_ratio = stir_max_quotient;
+    std::vector<const float*> given;
+    if (!this->get_recompute_sensitivity())
+      {
+        const StarprojGeometry& g = *geometry();
+        const int rim = _settings.restrict_to_cylindrical_FOV ? g.rim_truncation() : -1;
+        const int n = this->get_use_subset_sensitivities() ? this->num_subsets : 1;
+        inputs->given_sensitivities.resize(n);
+        for (int k = 0; k < n; ++k)
+          {
+            StarprojFloats& into = inputs->given_sensitivities[k];
+            into.resize(g.num_voxels());
+            starproj_image_to_array(this->get_subset_sensitivity(k), into.data(), rim, copy_threads());
+            given.push_back(into.data());
+          }
+        cfg.sensitivities = given.data();
+        cfg.num_sensitivities = n;
+        times().mark("set_up: sensitivities read by STIR, copied");
+      }
     sproj_recon* recon = nullptr;
     starproj_check(sproj_recon_create(&recon, resident_x(), &cfg), "sproj_recon_create");
-    adopt(recon, std::move(inputs), this->get_recompute_sensitivity());
+    adopt(recon, std::move(inputs), true);
     times().mark("set_up: registration and sensitivities");
     if (_settings.verbosity >= 1)
       times().report(Derived::registered_name);

@@ -39,6 +39,8 @@ shared_ptr<DataSymmetriesForViewSegmentNumbers> starproj_trivial_viewgram_symmet
 struct StarprojReconInputs
 {
   virtual ~StarprojReconInputs() = default;
+  //! STIR's sensitivities in starproj's order, when the reconstruction takes them as its own (read from files)
+  std::vector<StarprojFloats> given_sensitivities;
 };
 
 class StarprojObjectiveOnDevices
@@ -79,7 +81,7 @@ protected:
   //! the resident images for a geometry (after release(); rim: STIR's truncation, -1 for none)
   void make_images(const std::shared_ptr<StarprojGeometry>& geometry, int rim);
   //! takes the reconstruction built on the images' x and the inputs it uses; own_sensitivities: STIR's subset
-  //! sensitivities are those the reconstruction computed (recompute sensitivity), so updates may use its own
+  //! sensitivities are the reconstruction's (computed by it, or given to it), so updates may use its own
   void adopt(sproj_recon* recon, std::unique_ptr<StarprojReconInputs> inputs, bool own_sensitivities);
   //! the reconstruction first, then its inputs, the images and the geometry
   void release();

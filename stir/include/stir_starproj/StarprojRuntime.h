@@ -39,6 +39,8 @@ private:
 //! OpenMP threads for host loops beside a running starproj: the cores StarPU's GPU workers do not poll on (0: OpenMP's
 //! default, when StarPU drives no GPU).
 int starproj_host_threads();
+//! threads for an OpenMP loop given a count that may be 0 (OpenMP's default: its maximum)
+int starproj_threads_or_default(int threads);
 
 END_NAMESPACE_STIR
 

@@ -139,8 +139,8 @@ void *sproj_cpu_scratch(size_t bytes);
 #define SPROJ_TOF_VARIANT_SINO_TABLE 16u /* the table for the sinogram projectors only (listmode keeps erff) */
 /* The variants the TOF projectors of CUDA workers (gpu 1) or CPU workers (gpu 0) run, decided once: the environment
  * variable SPROJ_TOF_GPU or SPROJ_TOF_CPU, a comma-separated list of table, sinotable, slide, copies and lanes
- * ("old": none), replaces the default (codelets.c: none on GPUs, table and lanes on CPU workers); names it does not
- * know are ignored. */
+ * ("old": none), replaces the default (codelets.c: table, slide and copies on GPUs, table and lanes on CPU workers);
+ * names it does not know are ignored. */
 unsigned sproj_tof_variants(int gpu);
 /* The edges' table of a TOF task on a CPU worker, kept by the calling thread for its parameters, or NULL (erff): when
  * the table variant is off, the task has per-LOR sigma, no table serves its windows (sproj_tof_table_plan_for) or

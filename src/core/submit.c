@@ -389,7 +389,7 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
    * many samples as the image has voxels, and when one thread walks each LOR (smaller tasks share rays between
    * threads, cuda_pieces.h). */
   /* The TOF sinogram back projection takes the copies too when its copies variant is on (SPROJ_TOF_GPU, codelets.h:
-   * off by default, measured against the direct adds in doc/benchmarks.md), with the warps' windows of the non-TOF
+   * on by default, measured against the direct adds in doc/benchmarks.md), with the warps' windows of the non-TOF
    * back projection: its samples are as many, each with the same adds. */
   int tof_copies = rq->kind == SPROJ_KIND_TOF_SINO && rq->back && (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_COPIES);
   if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && (rq->kind == SPROJ_KIND_NONTOF || tof_copies) &&

@@ -470,6 +470,11 @@ PC
     OSMAPOSL OSMAPOSL_san_stir.par
 fi
 
+# 18. STIR's other PET geometries (arc-corrected cylindrical, blocks, generic) against Parallelproj, and what stays
+# refused at set_up (scripts/test-stir-geometries.sh)
+. "$repo/scripts/test-stir-geometries.sh"
+geometries_main "$stir_src"
+
 # 19. the set-up's fast paths (starproj_stir_setup_paths; each check prints what it compared)
 paths=$bin/starproj_stir_setup_paths
 check setup_lors "$paths" lors template.hs

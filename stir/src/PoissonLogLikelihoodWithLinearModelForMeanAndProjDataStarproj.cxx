@@ -87,6 +87,9 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   const ProjData& proj_data = *this->proj_data_sptr;
   // SPECT data and geometries Starproj does not project stop here, with a message naming them (StarprojSupported.h)
   starproj_check_modality(*proj_data.get_exam_info_sptr(), "the projection data");
+  if (!is_null_ptr(target_sptr))
+    starproj_check_supported(*proj_data.get_proj_data_info_sptr(), *target_sptr);
+  // then the files, before anything is read from them at length
   check_inputs_readable();
   if (this->max_segment_num_to_process == -1)
     this->max_segment_num_to_process = proj_data.get_max_segment_num();

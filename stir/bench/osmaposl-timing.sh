@@ -108,49 +108,10 @@ if [ "$data" = tiny ]; then
     -e 's/^!matrix size \[1\] := .*/!matrix size [1] := 101/' template.hs
 fi
 : >template.s
-# mMR voxels: the bin size across, half the ring spacing along the axis; 127 planes (64 rings). An off-centre
+# the phantom (stir/bench/phantom-pars.sh): mMR voxels, 127 planes (64 rings); an off-centre
 # elliptic cylinder with a hotter ball inside.
-rx=$(awk -v n="$xy" 'BEGIN { printf "%.1f", n * 2.08626 * 0.22 }')
-ry=$(awk -v n="$xy" 'BEGIN { printf "%.1f", n * 2.08626 * 0.15 }')
-cat >phantom.par <<PAR
-generate_image Parameters :=
-output filename := phantom
-X output image size (in pixels) := $xy
-Y output image size (in pixels) := $xy
-Z output image size (in pixels) := 127
-X voxel size (in mm) := 2.08626
-Y voxel size (in mm) := 2.08626
-Z voxel size (in mm) := 2.03125
-  Z number of samples to take per voxel := 1
-  Y number of samples to take per voxel := 1
-  X number of samples to take per voxel := 1
-shape type := ellipsoidal cylinder
-Ellipsoidal Cylinder Parameters :=
-   radius-x (in mm) := $rx
-   radius-y (in mm) := $ry
-   length-z (in mm) := 180
-   origin (in mm) := {10, 12, -6}
-   END :=
-value := 1
-next shape :=
-shape type := ellipsoid
-Ellipsoid Parameters :=
-   radius-x (in mm) := 20
-   radius-y (in mm) := 20
-   radius-z (in mm) := 20
-   origin (in mm) := {30, -10, 20}
-   END :=
-value := 3
-END :=
-PAR
-cat >forward.par <<PAR
-Forward Projector parameters :=
-type := Starproj
-Forward Projector Using Starproj Parameters :=
-devices := $devices
-End Forward Projector Using Starproj Parameters :=
-End :=
-PAR
+. "$root/stir/bench/phantom-pars.sh"
+phantom_pars "$xy" "$devices"
 t0=$(date +%s.%N)
 "$bin/generate_image" phantom.par >phantom.log 2>&1 || { log "generate_image failed"; tail -n 20 phantom.log; exit 1; }
 timeout "$(time_left)" "$bin/starproj_forward_project" prompts phantom.hv template.hs forward.par >forward.log 2>&1 \

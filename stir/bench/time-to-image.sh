@@ -70,47 +70,8 @@ cd "$work" || exit 1
 template() { # span: template_<span>.hs naming prompts_<span>.s
   sed -e "s/^name of data file := .*/name of data file := prompts_$1.s/" "$bundle/data/template_$1.hs" >"template_$1.hs"
 }
-rx=$(awk -v n="$xy" 'BEGIN { printf "%.1f", n * 2.08626 * 0.22 }')
-ry=$(awk -v n="$xy" 'BEGIN { printf "%.1f", n * 2.08626 * 0.15 }')
-cat >phantom.par <<PAR
-generate_image Parameters :=
-output filename := phantom
-X output image size (in pixels) := $xy
-Y output image size (in pixels) := $xy
-Z output image size (in pixels) := 127
-X voxel size (in mm) := 2.08626
-Y voxel size (in mm) := 2.08626
-Z voxel size (in mm) := 2.03125
-  Z number of samples to take per voxel := 1
-  Y number of samples to take per voxel := 1
-  X number of samples to take per voxel := 1
-shape type := ellipsoidal cylinder
-Ellipsoidal Cylinder Parameters :=
-   radius-x (in mm) := $rx
-   radius-y (in mm) := $ry
-   length-z (in mm) := 180
-   origin (in mm) := {10, 12, -6}
-   END :=
-value := 1
-next shape :=
-shape type := ellipsoid
-Ellipsoid Parameters :=
-   radius-x (in mm) := 20
-   radius-y (in mm) := 20
-   radius-z (in mm) := 20
-   origin (in mm) := {30, -10, 20}
-   END :=
-value := 3
-END :=
-PAR
-cat >forward.par <<PAR
-Forward Projector parameters :=
-type := Starproj
-Forward Projector Using Starproj Parameters :=
-devices := $devices
-End Forward Projector Using Starproj Parameters :=
-End :=
-PAR
+. "$root/stir/bench/phantom-pars.sh"
+phantom_pars "$xy" "$devices"
 "$bin/generate_image" phantom.par >phantom.log 2>&1 || { log "generate_image failed"; tail -n 20 phantom.log; exit 1; }
 data() { # span: the projected phantom, a normalisation (factors 1 / [0.8, 1.2)) and an additive term
   local t0; t0=$(now)

@@ -136,6 +136,22 @@ starproj_read_prompts(
 #endif
   };
 
+  // record i decoded by a thread's record object, current_time following the time marks: false when it is no prompt
+  // to keep (not a prompt, or before the start time), else true with its key (no_key: outside the request)
+  auto prompt_key = [&](ecat::CListRecordECAT8_32bit& decoding, int64_t i, double& current_time, uint64_t& key) {
+    ListRecord& record = decoding; // STIR's queries are public in the base class
+    decoding.init_from_data_ptr(&bytes[std::size_t(i) * record_bytes], record_bytes, swap);
+    if (record.is_time())
+      current_time = record.time().get_time_in_secs();
+    if (current_time < request.start_time || !record.is_event() || !record.event().is_prompt())
+      return false;
+    Bin bin;
+    bin.set_bin_value(1.F);
+    record.event().get_bin(bin, pdi);
+    key = request.key_of(bin);
+    return true;
+  };
+
   // first pass: the last time mark of each stretch, and the first one that ends the frame
   std::vector<double> last_time(num_stretches, -1);
   std::vector<int64_t> first_end(num_stretches, num_records);
@@ -184,20 +200,13 @@ starproj_read_prompts(
       for (int s = first; s < last; ++s)
         {
           ecat::CListRecordECAT8_32bit& decoding = decoder(thread_num());
-          ListRecord& record = decoding;
           double current_time = start_time[s];
           const int64_t end = std::min(stop, (s + 1) * stretch);
           for (int64_t i = s * stretch; i < end; ++i)
             {
-              decoding.init_from_data_ptr(&bytes[std::size_t(i) * record_bytes], record_bytes, swap);
-              if (record.is_time())
-                current_time = record.time().get_time_in_secs();
-              if (current_time < request.start_time || !record.is_event() || !record.event().is_prompt())
+              uint64_t key;
+              if (!prompt_key(decoding, i, current_time, key))
                 continue;
-              Bin bin;
-              bin.set_bin_value(1.F);
-              record.event().get_bin(bin, pdi);
-              const uint64_t key = request.key_of(bin);
               if (key == StarprojPromptsRequest::no_key)
                 ++outside[s];
               else
@@ -227,20 +236,13 @@ starproj_read_prompts(
         }
       // the stretch where max_events is reached: again, record by record, to find where STIR's loop would stop
       ecat::CListRecordECAT8_32bit& decoding = decoder(0);
-      ListRecord& record = decoding;
       double current_time = start_time[s];
       const int64_t end = std::min(stop, (s + 1) * stretch);
       for (int64_t i = s * stretch; i < end; ++i)
         {
-          decoding.init_from_data_ptr(&bytes[std::size_t(i) * record_bytes], record_bytes, swap);
-          if (record.is_time())
-            current_time = record.time().get_time_in_secs();
-          if (current_time < request.start_time || !record.is_event() || !record.event().is_prompt())
+          uint64_t key;
+          if (!prompt_key(decoding, i, current_time, key))
             continue;
-          Bin bin;
-          bin.set_bin_value(1.F);
-          record.event().get_bin(bin, pdi);
-          const uint64_t key = request.key_of(bin);
           if (key == StarprojPromptsRequest::no_key)
             {
               ++read.outside;

@@ -345,32 +345,42 @@ __attribute__((target("avx2"))) static inline void sproj_lanes_back_avx2(struct 
   }
 }
 
+/* The adds of one plane of 16 lanes: lane l's value v[l] times the bilinear weights of its four corners, for the
+ * lanes set in active (the back projections with and without TOF). */
+__attribute__((target("avx512f"))) static inline void sproj_lanes16_scatter_plane(struct sproj_out out, unsigned active,
+                                                                                  const struct sproj_lanes16 *c,
+                                                                                  const struct sproj_plane16 *p, __m512 v)
+{
+  int idx[4][SPROJ_LANES_MAX];
+  float w[4][SPROJ_LANES_MAX];
+  unsigned m[4];
+  const __m512 one = _mm512_set1_ps(1.0f);
+  _mm512_storeu_si512(idx[0], p->base);
+  _mm512_storeu_si512(idx[1], p->b10);
+  _mm512_storeu_si512(idx[2], _mm512_add_epi32(p->base, c->sv));
+  _mm512_storeu_si512(idx[3], _mm512_add_epi32(p->b10, c->sv));
+  __m512 omu = _mm512_sub_ps(one, p->wu), omv = _mm512_sub_ps(one, p->wv);
+  _mm512_storeu_ps(w[0], _mm512_mul_ps(v, _mm512_mul_ps(omu, omv)));
+  _mm512_storeu_ps(w[1], _mm512_mul_ps(v, _mm512_mul_ps(p->wu, omv)));
+  _mm512_storeu_ps(w[2], _mm512_mul_ps(v, _mm512_mul_ps(omu, p->wv)));
+  _mm512_storeu_ps(w[3], _mm512_mul_ps(v, _mm512_mul_ps(p->wu, p->wv)));
+  m[0] = (unsigned)(p->u0 & p->v0);
+  m[1] = (unsigned)(p->u1 & p->v0);
+  m[2] = (unsigned)(p->u0 & p->v1);
+  m[3] = (unsigned)(p->u1 & p->v1);
+  sproj_lanes_scatter(out, SPROJ_LANES_AVX512, active, m, idx, w);
+}
+
 /* The same for 16 lanes. */
 __attribute__((target("avx512f"))) static inline void sproj_lanes_back_avx512(struct sproj_out out,
                                                                              const struct sproj_lanes *L, int steps)
 {
   const struct sproj_lanes16 c = sproj_lanes16_load(L);
-  const __m512 val = _mm512_loadu_ps(L->val), one = _mm512_set1_ps(1.0f);
-  int idx[4][SPROJ_LANES_MAX];
-  float w[4][SPROJ_LANES_MAX];
-  unsigned m[4];
+  const __m512 val = _mm512_loadu_ps(L->val);
   __m512i k = _mm512_loadu_si512(L->first);
   for (int s = 0; s < steps; s++) {
     struct sproj_plane16 p = sproj_lanes16_plane(&c, k, s, out.f);
-    _mm512_storeu_si512(idx[0], p.base);
-    _mm512_storeu_si512(idx[1], p.b10);
-    _mm512_storeu_si512(idx[2], _mm512_add_epi32(p.base, c.sv));
-    _mm512_storeu_si512(idx[3], _mm512_add_epi32(p.b10, c.sv));
-    __m512 omu = _mm512_sub_ps(one, p.wu), omv = _mm512_sub_ps(one, p.wv);
-    _mm512_storeu_ps(w[0], _mm512_mul_ps(val, _mm512_mul_ps(omu, omv)));
-    _mm512_storeu_ps(w[1], _mm512_mul_ps(val, _mm512_mul_ps(p.wu, omv)));
-    _mm512_storeu_ps(w[2], _mm512_mul_ps(val, _mm512_mul_ps(omu, p.wv)));
-    _mm512_storeu_ps(w[3], _mm512_mul_ps(val, _mm512_mul_ps(p.wu, p.wv)));
-    m[0] = (unsigned)(p.u0 & p.v0);
-    m[1] = (unsigned)(p.u1 & p.v0);
-    m[2] = (unsigned)(p.u0 & p.v1);
-    m[3] = (unsigned)(p.u1 & p.v1);
-    sproj_lanes_scatter(out, SPROJ_LANES_AVX512, (unsigned)p.active, m, idx, w);
+    sproj_lanes16_scatter_plane(out, (unsigned)p.active, &c, &p, val);
     k = _mm512_add_epi32(k, _mm512_set1_epi32(1));
   }
 }

@@ -280,9 +280,7 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_lm_back(st
 {
   struct sproj_lanes L;
   float at[SPROJ_TOF_LANES], bt[SPROJ_TOF_LANES], value[SPROJ_TOF_LANES];
-  int bin[SPROJ_TOF_LANES], idx[4][SPROJ_LANES_MAX];
-  float wq[4][SPROJ_LANES_MAX];
-  unsigned mq[4];
+  int bin[SPROJ_TOF_LANES];
   float max_diff = sproj_tof_max_diff(tof, tof->sigma);
   L.nvox = (unsigned)geom->n[0] * (unsigned)geom->n[1] * (unsigned)geom->n[2];
   for (uint32_t b0 = 0; b0 < n; b0 += SPROJ_LANES_BLOCK) {
@@ -305,7 +303,6 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_lm_back(st
       const struct sproj_tof16 t = sproj_tof16_load(at, bt, max_diff, tab);
       const __m512i one = _mm512_set1_epi32(1), b = _mm512_loadu_si512(bin);
       const __m512 half = _mm512_set1_ps(0.5f), cf = _mm512_loadu_ps(L.cf), val = _mm512_loadu_ps(value);
-      const __m512 onef = _mm512_set1_ps(1.0f);
       __m512i k = _mm512_loadu_si512(L.first);
       for (int st = 0; st < steps; st++) {
         struct sproj_plane16 p = sproj_lanes16_plane(&c, k, st, img.f);
@@ -318,20 +315,7 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_lm_back(st
         on &= _mm512_cmp_ps_mask(wt, _mm512_setzero_ps(), _CMP_NEQ_UQ);
         /* r.cf * ((value / sum) * w), times the bilinear weights as sproj_ray_scatter forms them */
         __m512 v = _mm512_mul_ps(cf, _mm512_mul_ps(_mm512_div_ps(val, sum), wt));
-        __m512 omu = _mm512_sub_ps(onef, p.wu), omv = _mm512_sub_ps(onef, p.wv);
-        _mm512_storeu_si512(idx[0], p.base);
-        _mm512_storeu_si512(idx[1], p.b10);
-        _mm512_storeu_si512(idx[2], _mm512_add_epi32(p.base, c.sv));
-        _mm512_storeu_si512(idx[3], _mm512_add_epi32(p.b10, c.sv));
-        _mm512_storeu_ps(wq[0], _mm512_mul_ps(v, _mm512_mul_ps(omu, omv)));
-        _mm512_storeu_ps(wq[1], _mm512_mul_ps(v, _mm512_mul_ps(p.wu, omv)));
-        _mm512_storeu_ps(wq[2], _mm512_mul_ps(v, _mm512_mul_ps(omu, p.wv)));
-        _mm512_storeu_ps(wq[3], _mm512_mul_ps(v, _mm512_mul_ps(p.wu, p.wv)));
-        mq[0] = (unsigned)(p.u0 & p.v0);
-        mq[1] = (unsigned)(p.u1 & p.v0);
-        mq[2] = (unsigned)(p.u0 & p.v1);
-        mq[3] = (unsigned)(p.u1 & p.v1);
-        sproj_lanes_scatter(img, SPROJ_TOF_LANES, (unsigned)on, mq, idx, wq);
+        sproj_lanes16_scatter_plane(img, (unsigned)on, &c, &p, v);
         k = _mm512_add_epi32(k, one);
       }
     }
@@ -523,10 +507,9 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_sino_back(
                                                                                const float *values)
 {
   struct sproj_lanes L;
-  float at[SPROJ_TOF_LANES], bt[SPROJ_TOF_LANES], wq[4][SPROJ_LANES_MAX];
+  float at[SPROJ_TOF_LANES], bt[SPROJ_TOF_LANES];
   long row[SPROJ_TOF_LANES];
-  int first[SPROJ_TOF_LANES], target[SPROJ_TOF_LANES], idx[4][SPROJ_LANES_MAX];
-  unsigned mq[4];
+  int first[SPROJ_TOF_LANES], target[SPROJ_TOF_LANES];
   const int nb = tof->num_bins, width = SPROJ_TOF_SLIDE_NARROW;
   float max_diff = sproj_tof_max_diff(tof, tof->sigma);
   L.nvox = (unsigned)geom->n[0] * (unsigned)geom->n[1] * (unsigned)geom->n[2];
@@ -547,7 +530,7 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_sino_back(
       const struct sproj_lanes16 c = sproj_lanes16_load(&L);
       const struct sproj_tof16 t = sproj_tof16_load(at, bt, max_diff, tab);
       const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512(), nbv = _mm512_set1_epi32(nb);
-      const __m512 half = _mm512_set1_ps(0.5f), cf = _mm512_loadu_ps(L.cf), onef = _mm512_set1_ps(1.0f);
+      const __m512 half = _mm512_set1_ps(0.5f), cf = _mm512_loadu_ps(L.cf);
       /* the lanes' bins, kept lane-major so that a lane slides its own row with scalar moves (a lane's window
        * moves every ~8 planes) */
       float bins[SPROJ_TOF_SLIDE_NARROW][SPROJ_TOF_LANES] = {{0}};
@@ -593,20 +576,7 @@ __attribute__((target("avx512f"))) static inline void sproj_tof_lanes_sino_back(
         __m512 v = _mm512_mul_ps(cf, _mm512_div_ps(acc, sproj_tof16_sum(e[0], e_last)));
         on &= _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_NEQ_UQ) &
               _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_UQ);
-        __m512 omu = _mm512_sub_ps(onef, p.wu), omv = _mm512_sub_ps(onef, p.wv);
-        _mm512_storeu_si512(idx[0], p.base);
-        _mm512_storeu_si512(idx[1], p.b10);
-        _mm512_storeu_si512(idx[2], _mm512_add_epi32(p.base, c.sv));
-        _mm512_storeu_si512(idx[3], _mm512_add_epi32(p.b10, c.sv));
-        _mm512_storeu_ps(wq[0], _mm512_mul_ps(v, _mm512_mul_ps(omu, omv)));
-        _mm512_storeu_ps(wq[1], _mm512_mul_ps(v, _mm512_mul_ps(p.wu, omv)));
-        _mm512_storeu_ps(wq[2], _mm512_mul_ps(v, _mm512_mul_ps(omu, p.wv)));
-        _mm512_storeu_ps(wq[3], _mm512_mul_ps(v, _mm512_mul_ps(p.wu, p.wv)));
-        mq[0] = (unsigned)(p.u0 & p.v0);
-        mq[1] = (unsigned)(p.u1 & p.v0);
-        mq[2] = (unsigned)(p.u0 & p.v1);
-        mq[3] = (unsigned)(p.u1 & p.v1);
-        sproj_lanes_scatter(img, SPROJ_TOF_LANES, (unsigned)on, mq, idx, wq);
+        sproj_lanes16_scatter_plane(img, (unsigned)on, &c, &p, v);
         for (unsigned wm = wide; wm; wm &= wm - 1) {
           int l = __builtin_ctz(wm);
           long i = (long)w->rays.order[s0 + l];

@@ -293,6 +293,11 @@ int sproj_vec_children_locked(struct sproj_vec *v, const sproj_chunks *ch, starp
 void sproj_vec_forget(struct sproj_vec *v, uint64_t chunking_id);
 /* Registers a host array of num_lors elements of elemsize bytes as a read-only per-LOR vector of lors. */
 int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own);
+/* A projection vector of one float per LOR over a host array that is only ever read (a model's factors), so that
+ * back projections can take those values as they are, through the same pieces the other tasks read; freed with
+ * sproj_proj_release_ro. */
+int sproj_proj_register_ro(sproj_proj **out, sproj_lors *lors, const float *values);
+void sproj_proj_release_ro(sproj_proj *proj);
 
 /* Validates and builds a chunking whose chunk c is the list of ranges range_start[c] .. range_start[c+1]-1 of
  * first/count (range_start NULL: one range per chunk), reporting errors under func's name. */

@@ -22,6 +22,32 @@ static int proj_new(const char *func, sproj_proj **out, starpu_data_handle_t han
   return SPROJ_OK;
 }
 
+int sproj_proj_register_ro(sproj_proj **out, sproj_lors *lors, const float *values)
+{
+  sproj_proj *proj = calloc(1, sizeof *proj);
+  if (!proj)
+    return SPROJ_ERR_NOMEM;
+  starpu_data_handle_t h;
+  /* only ever read: StarPU never writes through this pointer */
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)values, (uint32_t)lors->num_lors, sizeof(float));
+  if (sproj_vec_init(&proj->vec, lors, h, 1, 1, 0)) {
+    starpu_data_unregister_no_coherency(h);
+    free(proj);
+    return SPROJ_ERR_NOMEM;
+  }
+  proj->num_bins = 1;
+  *out = proj;
+  return SPROJ_OK;
+}
+
+void sproj_proj_release_ro(sproj_proj *proj)
+{
+  if (!proj)
+    return;
+  sproj_vec_fini(&proj->vec, 0);
+  free(proj);
+}
+
 /* The values per LOR every projection vector takes: 1, or a TOF sinogram's 1 .. SPROJ_MAX_TOF_BINS bins. */
 static int check_num_bins(const char *func, int num_bins)
 {

@@ -99,12 +99,11 @@ int recon_check_handle_values(const char *func, const char *what, const char *el
 
 static void model_free(sproj_model *md)
 {
-  struct sproj_vec *vecs[2] = {md->mult, md->add};
-  for (int i = 0; i < 2; i++)
-    if (vecs[i]) {
-      sproj_vec_fini(vecs[i], 0);
-      free(vecs[i]);
-    }
+  sproj_proj_release_ro(md->mult_proj);
+  if (md->add) {
+    sproj_vec_fini(md->add, 0);
+    free(md->add);
+  }
   free(md);
 }
 
@@ -147,11 +146,12 @@ static int model_create(const char *func, sproj_model **model, sproj_lors *lors,
   md->add_host = add;
   for (int k = 0; k < 3; k++)
     md->fwhm[k] = fwhm_mm ? fwhm_mm[k] : 0.0f;
-  if ((mult && sproj_vec_register_ro(&md->mult, lors, mult, sizeof(float), 0)) ||
+  if ((mult && sproj_proj_register_ro(&md->mult_proj, lors, mult)) ||
       (add && sproj_vec_register_ro(&md->add, lors, add, (size_t)add_values * sizeof(float), 0))) {
     model_free(md);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
+  md->mult = md->mult_proj ? &md->mult_proj->vec : NULL;
   sproj_count_object(1);
   *model = md;
   return SPROJ_OK;

@@ -21,6 +21,7 @@ struct sproj_model {
   int add_per_lor;              /* the background holds one value per LOR, spread evenly over its num_values bins */
   const float *mult_host, *add_host;
   struct sproj_vec *mult, *add; /* read-only per-LOR vectors (NULL when absent) */
+  sproj_proj *mult_proj;        /* mult as a projection vector (mult is its vec): what the sensitivities back project */
   float add_flat;               /* without add: the background of every value (sproj_model_set_flat_background) */
   float fwhm[3];
   int users;                    /* reconstructions using the model (atomic) */

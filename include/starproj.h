@@ -282,6 +282,11 @@ SPROJ_API int sproj_image_register(sproj_image **img, float *data, const int dim
  * leaves the handle registered. Errors as above, plus INVALID for a handle of another kind or size. */
 SPROJ_API int sproj_image_register_handle(sproj_image **img, sproj_starpu_handle handle, const int dims[3],
                                           const float voxel_size[3], const float origin[3]);
+/* An image of the library's own, allocated where tasks use it (on a GPU, without a host copy) and never brought
+ * home: a back projection target the caller hands on (sproj_recon_config.sensitivity_images) or zeroes and reads
+ * through sproj_image_sync, which then allocates a host copy. Its value is undefined until written (sproj_image_zero
+ * first for a back projection). Errors: NULL, NOT_INIT, DIMS, VOXEL_SIZE, NONFINITE, OVERFLOW, NOMEM. */
+SPROJ_API int sproj_image_create(sproj_image **img, const int dims[3], const float voxel_size[3], const float origin[3]);
 /* Step 1: allocates the image on one GPU (0..sproj_num_gpus()-1) or on every GPU (SPROJ_ALL_GPUS) and copies
  * it there, after any pending task that writes it; returns when the copy is done. Without GPUs,
  * SPROJ_ALL_GPUS is a no-op. Errors: NULL, NOT_INIT, NO_DEVICE. */
@@ -296,7 +301,8 @@ SPROJ_API int sproj_image_sync(sproj_image *img, int mode);
  * target starts again without its host buffer (a GPU writes the zeros; no copy either way). The host buffer is
  * stale until the next sproj_image_sync. Errors: NULL, NOT_INIT, STARPU. */
 SPROJ_API int sproj_image_zero(sproj_image *img);
-/* Waits, writes the value back to the host buffer and frees the object (img may be NULL: no-op). */
+/* Waits, writes the value back to the host buffer (an image of sproj_image_create: none) and frees the object (img may
+ * be NULL: no-op). */
 SPROJ_API int sproj_image_unregister(sproj_image *img);
 /* Reproducible mode (on = 1) or the default (on = 0) for back projections into this image from now on. By default
  * back projections add in float in whatever order tasks, workers and GPUs run, so the last bits of a voxel vary

@@ -299,7 +299,15 @@ struct sproj_recon_config {
                                       * subset. Read, never written; valid until sproj_recon_destroy; finite, >= 0.
                                       * Nothing is then back projected at create (sens_model still gives a listmode
                                       * objective's background terms) */
-  int num_sensitivities;             /* with sensitivities: 1 or num_subsets */
+  int num_sensitivities;             /* with sensitivities or sensitivity_images: 1 or num_subsets */
+  sproj_image *const *sensitivity_images; /* NULL (default). Else, instead of sensitivities, num_sensitivities images
+                                      * of x's geometry holding the caller's sensitivities, typically back projections
+                                      * it submitted before reading its data (sproj_image_create, sproj_image_zero,
+                                      * sproj_back_chunks of the factors over each subset's chunks), so that they run
+                                      * on the devices while it reads: create copies each into an image of the
+                                      * reconstruction's own by a task after the tasks that write it (nothing waits
+                                      * for them), so the caller may unregister them once create has returned. Used
+                                      * as they are (no blur, no factor, not checked: the caller's projections) */
 };
 /* Fills cfg with zeros / NULL (num_subsets 1). */
 SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);

@@ -30,6 +30,7 @@ START_TEST(test_not_initialised)
   sproj_lors *lors = SENTINEL;
   void *p = SENTINEL;
   EXPECT(sproj_image_register(&img, image, dims, vs, origin), SPROJ_ERR_NOT_INIT, "sproj_image_register");
+  EXPECT(sproj_image_create(&img, dims, vs, origin), SPROJ_ERR_NOT_INIT, "sproj_image_create");
   EXPECT(sproj_lors_register(&lors, xs, xe, NL), SPROJ_ERR_NOT_INIT, "sproj_lors_register");
   EXPECT(sproj_wait_all(), SPROJ_ERR_NOT_INIT, "sproj_wait_all");
   EXPECT(sproj_malloc_pinned(&p, 16), SPROJ_ERR_NOT_INIT, "sproj_malloc_pinned");
@@ -190,6 +191,20 @@ START_TEST(test_image_register)
   EXPECT(sproj_image_register(&img, image, dims, vs, oinf), SPROJ_ERR_NONFINITE, "sproj_image_register");
   EXPECT(sproj_image_register(&img, image, dims, vbig, origin), SPROJ_ERR_OVERFLOW, "sproj_image_register");
   ck_assert_ptr_eq(img, SENTINEL);
+
+  /* an image of the library's own: the same checks, nothing made when one fails; made, it zeroes, syncs (a host copy
+   * appears) and unregisters */
+  EXPECT(sproj_image_create(NULL, dims, vs, origin), SPROJ_ERR_NULL, "sproj_image_create");
+  EXPECT(sproj_image_create(&img, zero, vs, origin), SPROJ_ERR_DIMS, "sproj_image_create");
+  EXPECT(sproj_image_create(&img, dims, vneg, origin), SPROJ_ERR_VOXEL_SIZE, "sproj_image_create");
+  EXPECT(sproj_image_create(&img, dims, vs, oinf), SPROJ_ERR_NONFINITE, "sproj_image_create");
+  EXPECT(sproj_image_create(&img, dims, vbig, origin), SPROJ_ERR_OVERFLOW, "sproj_image_create");
+  ck_assert_ptr_eq(img, SENTINEL);
+  sproj_image *own;
+  ck_assert_int_eq(sproj_image_create(&own, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_zero(own), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_sync(own, SPROJ_SYNC_READ), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(own), SPROJ_OK);
 
   /* a caller's handle of the wrong kind or size */
   starpu_data_handle_t var, small;

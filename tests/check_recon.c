@@ -422,6 +422,32 @@ START_TEST(test_osem_subsets)
 }
 END_TEST
 
+/* A second reconstruction's inputs beside o's: its image over x2 (registered) and a configuration of o's model,
+ * data and views in 8 interleaved subsets, sensitivities left for the caller to say. */
+static void second_recon_inputs(const struct scene_osem *o, float *x2, sproj_image **img2, struct sproj_recon_config *cfg)
+{
+  ck_assert_int_eq(sproj_image_register(img2, x2, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+  sproj_recon_config_init(cfg);
+  cfg->model = o->model;
+  cfg->data = o->y;
+  cfg->chunks = o->views;
+  cfg->num_subsets = 8;
+}
+
+/* Two iterations of o's reconstruction and of r2 (whose image img2 is over x2), then the images compared (within
+ * 1e-6 relative L2: the order of StarPU's reductions aside, they are the same). */
+static void iterate_both_and_compare(const struct scene_osem *o, sproj_recon *r2, sproj_image *img2, const float *x,
+                                     const float *x2, const char *what)
+{
+  EXPECT(sproj_recon_iterate(o->r, 2, NULL, NULL), SPROJ_OK);
+  EXPECT(sproj_recon_iterate(r2, 2, NULL, NULL), SPROJ_OK);
+  EXPECT(sproj_image_sync(o->img, SPROJ_SYNC_READ), SPROJ_OK);
+  EXPECT(sproj_image_sync(img2, SPROJ_SYNC_READ), SPROJ_OK);
+  double d = tu_rel_l2_ff(x2, x, tu_nvox(&sc.g));
+  printf("OSEM (8 subsets, 2 iterations) with the %s given against computed: %.2e\n", what, d);
+  ck_assert_msg(d <= 1e-6, "the images differ by %.3g", d);
+}
+
 /* Sensitivities the caller gives (cfg.sensitivities, as an objective function that read them from files): a
  * reconstruction given the 8 subset sensitivities another one computed gives its sensitivities back as they are, and
  * its iterations the same image (the order of StarPU's reductions aside: within 1e-6); one sensitivity for every
@@ -438,13 +464,8 @@ START_TEST(test_given_sensitivities)
     ck_assert_int_eq(sproj_recon_sensitivity(o.r, k, given[k]), SPROJ_OK);
   }
   sproj_image *img2;
-  ck_assert_int_eq(sproj_image_register(&img2, x2, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
   struct sproj_recon_config cfg;
-  sproj_recon_config_init(&cfg);
-  cfg.model = o.model;
-  cfg.data = o.y;
-  cfg.chunks = o.views;
-  cfg.num_subsets = 8;
+  second_recon_inputs(&o, x2, &img2, &cfg);
   cfg.sensitivities = (const float *const *)given;
   cfg.num_sensitivities = 8;
   sproj_recon *r2;
@@ -453,13 +474,7 @@ START_TEST(test_given_sensitivities)
     ck_assert_int_eq(sproj_recon_sensitivity(r2, k, back), SPROJ_OK);
     ck_assert_msg(memcmp(back, given[k], nvox * sizeof *back) == 0, "sensitivity %d is not the one given", k);
   }
-  EXPECT(sproj_recon_iterate(o.r, 2, NULL, NULL), SPROJ_OK);
-  EXPECT(sproj_recon_iterate(r2, 2, NULL, NULL), SPROJ_OK);
-  EXPECT(sproj_image_sync(o.img, SPROJ_SYNC_READ), SPROJ_OK);
-  EXPECT(sproj_image_sync(img2, SPROJ_SYNC_READ), SPROJ_OK);
-  double d = tu_rel_l2_ff(x2, x, nvox);
-  printf("OSEM (8 subsets, 2 iterations) with the sensitivities given against computed: %.2e\n", d);
-  ck_assert_msg(d <= 1e-6, "the images differ by %.3g", d);
+  iterate_both_and_compare(&o, r2, img2, x, x2, "sensitivities");
   ck_assert_int_eq(sproj_recon_destroy(r2), SPROJ_OK);
 
   /* one for every subset: subset k divides by it as given */
@@ -493,6 +508,79 @@ START_TEST(test_given_sensitivities)
   free(x);
   free(x2);
   free(s);
+  free(back);
+}
+END_TEST
+
+/* Sensitivity images the caller computed itself (cfg.sensitivity_images, as STIR's objective function submits them
+ * before it reads its data): images of sproj_image_create, zeroed, each the back projection of the model's factors
+ * over its subset's views, unregistered as soon as create has returned. The reconstruction's sensitivities are then
+ * those it computes itself, and so are its iterations (float sums in other orders: 1e-6); bad ones are refused and
+ * create nothing. */
+START_TEST(test_given_sensitivity_images)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *x = scene_ones(&sc), *x2 = scene_ones(&sc), *computed = tu_alloc(nvox), *back = tu_alloc(nvox);
+  struct scene_osem o;
+  scene_osem_open(&o, &sc, 0, x, ybar, NULL, 8);
+  sproj_proj *m;
+  ck_assert_int_eq(sproj_proj_register(&m, sc.mult, o.lors), SPROJ_OK);
+  sproj_image *sens[8];
+  ck_assert_int_le(sc.nviews, 8 * 64);
+  for (int k = 0; k < 8; k++) {
+    int list[64], num = 0;
+    for (int v = k; v < sc.nviews; v += 8)
+      list[num++] = v;
+    ck_assert_int_eq(sproj_image_create(&sens[k], sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
+    ck_assert_int_eq(sproj_image_zero(sens[k]), SPROJ_OK);
+    ck_assert_int_eq(sproj_back_chunks(sens[k], m, o.views, list, num), SPROJ_OK);
+  }
+  sproj_image *img2;
+  struct sproj_recon_config cfg;
+  second_recon_inputs(&o, x2, &img2, &cfg);
+  cfg.sensitivity_images = sens;
+  cfg.num_sensitivities = 8;
+
+  /* refused first, creating nothing: a count that is neither 1 nor S, a NULL image, another geometry, both kinds */
+  sproj_recon *r2 = NULL;
+  cfg.num_sensitivities = 3;
+  EXPECT(sproj_recon_create(&r2, img2, &cfg), SPROJ_ERR_RANGE);
+  cfg.num_sensitivities = 8;
+  sproj_image *keep = sens[3], *other;
+  sens[3] = NULL;
+  EXPECT(sproj_recon_create(&r2, img2, &cfg), SPROJ_ERR_NULL);
+  int dims[3] = {sc.g.n[0], sc.g.n[1], sc.g.n[2] + 1};
+  ck_assert_int_eq(sproj_image_create(&other, dims, sc.g.vs, sc.g.origin), SPROJ_OK);
+  sens[3] = other;
+  EXPECT(sproj_recon_create(&r2, img2, &cfg), SPROJ_ERR_MISMATCH);
+  sens[3] = keep;
+  ck_assert_int_eq(sproj_image_unregister(other), SPROJ_OK);
+  float *given[1] = {computed};
+  cfg.sensitivities = (const float *const *)given;
+  EXPECT(sproj_recon_create(&r2, img2, &cfg), SPROJ_ERR_INVALID);
+  cfg.sensitivities = NULL;
+  ck_assert_ptr_null(r2);
+
+  EXPECT(sproj_recon_create(&r2, img2, &cfg), SPROJ_OK);
+  for (int k = 0; k < 8; k++)
+    ck_assert_int_eq(sproj_image_unregister(sens[k]), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(m), SPROJ_OK);
+  double worst = 0.0;
+  for (int k = 0; k < 8; k++) {
+    ck_assert_int_eq(sproj_recon_sensitivity(o.r, k, computed), SPROJ_OK);
+    ck_assert_int_eq(sproj_recon_sensitivity(r2, k, back), SPROJ_OK);
+    double d = tu_rel_l2_ff(back, computed, nvox);
+    worst = d > worst ? d : worst;
+  }
+  printf("sensitivity images given against computed: %.2e (worst of 8 subsets, relative L2)\n", worst);
+  ck_assert_msg(worst <= 1e-6, "a given sensitivity image differs from the computed one by %.3g", worst);
+  iterate_both_and_compare(&o, r2, img2, x, x2, "sensitivity images");
+  ck_assert_int_eq(sproj_recon_destroy(r2), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(img2), SPROJ_OK);
+  scene_osem_close(&o);
+  free(x);
+  free(x2);
+  free(computed);
   free(back);
 }
 END_TEST
@@ -1123,6 +1211,7 @@ int main(void)
   tcase_add_test(tc, test_osem1_equals_mlem);
   tcase_add_test(tc, test_osem_subsets);
   tcase_add_test(tc, test_given_sensitivities);
+  tcase_add_test(tc, test_given_sensitivity_images);
   tcase_add_test(tc, test_tof_mlem);
   tcase_add_test(tc, test_image_blur);
   tcase_add_loop_test(tc, test_lm_equals_sino, 0, 2);

@@ -112,6 +112,28 @@ int sproj_image_register_handle(sproj_image **img, sproj_starpu_handle handle, c
   return image_new(__func__, img, handle, 0, &geom);
 }
 
+int sproj_image_create(sproj_image **img, const int dims[3], const float voxel_size[3], const float origin[3])
+{
+  struct sproj_geom geom;
+  int ret = sproj_check_init(__func__);
+  if (ret)
+    return ret;
+  if (!img)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "img must not be NULL");
+  if ((ret = check_geometry(__func__, dims, voxel_size, origin, &geom)))
+    return ret;
+  uint32_t nvox = (uint32_t)dims[0] * (uint32_t)dims[1] * (uint32_t)dims[2];
+  starpu_data_handle_t handle;
+  /* no home: StarPU allocates it where a task first uses it */
+  starpu_vector_data_register(&handle, -1, 0, nvox, sizeof(float));
+  if (!handle)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "StarPU could not register the image");
+  ret = image_new(__func__, img, handle, 1, &geom);
+  if (ret)
+    starpu_data_unregister_no_coherency(handle);
+  return ret;
+}
+
 static int image_residency(const char *func, sproj_image *img, int gpu, int upload)
 {
   unsigned nodes[STARPU_MAXCUDADEVS];
@@ -188,8 +210,10 @@ int sproj_image_unregister(sproj_image *img)
   /* finishes pending back projections (their reduction) and brings the value home: to main memory, or to the GPU
    * of a caller's handle registered there (not through the host) */
   int home = starpu_data_get_home_node(img->handle);
-  if (home < 0)
-    home = STARPU_MAIN_RAM;
+  if (home < 0) { /* sproj_image_create's: no host buffer to write back; unregistering waits for its tasks */
+    sproj_image_drop(img);
+    return SPROJ_OK;
+  }
   if (starpu_data_acquire_on_node(img->handle, home, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
   starpu_data_release_on_node(img->handle, home);

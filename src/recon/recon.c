@@ -207,6 +207,28 @@ static int given_sensitivities(const char *func, sproj_recon *r, const struct sp
   return SPROJ_OK;
 }
 
+/* The caller's sensitivity images (cfg->sensitivity_images), each copied into a resident image of the
+ * reconstruction's own by tasks after those that write it: zero, then add. */
+static int given_sensitivity_images(const char *func, sproj_recon *r, const struct sproj_recon_config *cfg)
+{
+  r->sens = calloc(cfg->num_sensitivities, sizeof *r->sens);
+  if (!r->sens)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  r->num_sens = cfg->num_sensitivities;
+  for (int k = 0; k < cfg->num_sensitivities; k++) {
+    int ret = recon_temp_image(func, &r->sens[k], r->x);
+    if (!ret)
+      ret = recon_submit_zero(r->sens[k]->handle);
+    if (!ret && starpu_task_insert(&sproj_image_add_ordered_cl, STARPU_RW, r->sens[k]->handle, STARPU_R,
+                                   cfg->sensitivity_images[k]->handle, STARPU_EXECUTE_WHERE,
+                                   (unsigned long long)sproj_rt.where, STARPU_SCHED_CTX, sproj_rt.ctx, 0) != 0)
+      ret = SPROJ_ERR_STARPU;
+    if (ret)
+      return sproj_fail(ret, func, "could not copy sensitivity image %d", k);
+  }
+  return SPROJ_OK;
+}
+
 /* The listmode objective's background terms: the sum of the sensitivity model's background over all its LORs, and
  * each subset's share, the sum over its sensitivity chunks (lists given) or the whole divided by S (one sensitivity
  * for all subsets, as the gradient's sensitivity term). */
@@ -317,6 +339,22 @@ static int check_config(const char *func, sproj_image *x, const struct sproj_rec
     return sproj_fail(SPROJ_ERR_MISMATCH, func, "the sensitivity chunking belongs to another LOR set");
   if (!c->sens_chunks && (c->sens_subset_chunks || c->sens_subset_sizes))
     return sproj_fail(SPROJ_ERR_NULL, func, "sensitivity subsets need cfg->sens_chunks");
+  if (c->sensitivities && c->sensitivity_images)
+    return sproj_fail(SPROJ_ERR_INVALID, func, "cfg->sensitivities and cfg->sensitivity_images exclude each other");
+  if (c->sensitivity_images) {
+    if (c->num_sensitivities != 1 && c->num_sensitivities != c->num_subsets)
+      return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->num_sensitivities %d is neither 1 nor the %d subsets",
+                        c->num_sensitivities, c->num_subsets);
+    for (int k = 0; k < c->num_sensitivities; k++) {
+      const sproj_image *s = c->sensitivity_images[k];
+      if (!s)
+        return sproj_fail(SPROJ_ERR_NULL, func, "cfg->sensitivity_images[%d] is NULL", k);
+      if (memcmp(s->geom.n, x->geom.n, sizeof s->geom.n) || memcmp(s->geom.voxel_size, x->geom.voxel_size,
+                                                                   sizeof s->geom.voxel_size) ||
+          memcmp(s->geom.origin, x->geom.origin, sizeof s->geom.origin))
+        return sproj_fail(SPROJ_ERR_MISMATCH, func, "cfg->sensitivity_images[%d] has another geometry than x", k);
+    }
+  }
   if (c->sensitivities) {
     if (c->num_sensitivities != 1 && c->num_sensitivities != c->num_subsets)
       return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->num_sensitivities %d is neither 1 nor the %d subsets",
@@ -413,6 +451,8 @@ int sproj_recon_create_hooked(const char *func, sproj_recon **recon, sproj_image
 
   if (cfg->sensitivities) {
     ret = given_sensitivities(func, r, cfg);
+  } else if (cfg->sensitivity_images) {
+    ret = given_sensitivity_images(func, r, cfg);
   } else if (sens_chunks) {
     ret = make_sensitivities(func, r, sens_chunks, &sens_lists);
   } else if (!cfg->sens_model && cfg->data) {

@@ -527,6 +527,20 @@ check sensitivities_read "$bin/starproj_stir_compare" image recon_sens_written_8
 check sensitivities_read_parallelproj "$bin/starproj_stir_compare" image recon_Parallelproj_subsets_8.hv \
   recon_sens_read_8.hv 1e-4
 check sensitivities_not_computed grep -o 'set_up: sensitivities read by STIR, copied [0-9.]*' OSMAPOSL_sens_read.log
+# the subset sensitivities over the subsets' own viewgrams (SPROJ_STIR_SENS_CHUNKS=viewgrams) instead of one chunk per
+# view: the same image as the default's; an unknown value is refused at set-up, naming it, and writes no image
+sed 's/^output filename prefix := .*/output filename prefix := recon_sens_viewgrams/' OSMAPOSL_sens_written.par |
+  grep -v '^subset sensitivity filenames' >OSMAPOSL_sens_viewgrams.par
+run OSMAPOSL_sens_viewgrams env SPROJ_STIR_SENS_CHUNKS=viewgrams "$bin/starproj_OSMAPOSL" OSMAPOSL_sens_viewgrams.par
+check sensitivities_viewgrams "$bin/starproj_stir_compare" image recon_sens_written_8.hv recon_sens_viewgrams_8.hv 1e-5
+sed 's/^output filename prefix := .*/output filename prefix := recon_sens_bogus/' OSMAPOSL_sens_viewgrams.par \
+  >OSMAPOSL_sens_bogus.par
+sens_chunks_refused() {
+  ! SPROJ_STIR_SENS_CHUNKS=bogus "$bin/starproj_OSMAPOSL" OSMAPOSL_sens_bogus.par >sens_bogus.out 2>&1 &&
+    grep -q "SPROJ_STIR_SENS_CHUNKS is 'bogus'" sens_bogus.out && ! ls recon_sens_bogus_* >/dev/null 2>&1 &&
+    echo "refused at set-up with the value named, no image written"
+}
+check sensitivities_chunks_refused sens_chunks_refused
 # STIR's "zero end planes of segment 0" takes those bins out of the model (counts, factors and additive term): the
 # objective function using Starproj against STIR's with Parallelproj, 4 subsets, 2 iterations
 for p in Parallelproj Objective; do

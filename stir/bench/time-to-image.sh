@@ -26,7 +26,8 @@
 #
 # Environment (all optional): OUT (default /tmp/out), WORK (default /tmp/time-to-image), BUNDLE (default
 # .device-stir), BUDGET (seconds for everything, default 470), EVENTS (default 20000000), STEPS (default "span11 span1
-# listmode parallelproj raytracing"), DEVICES (Starproj's devices key, default gpu), ITERATIONS (default 3),
+# listmode parallelproj raytracing"; span1viewgrams adds a span-1 run whose subset sensitivities go over the
+# subsets' viewgrams, SPROJ_STIR_SENS_CHUNKS=viewgrams), DEVICES (Starproj's devices key, default gpu), ITERATIONS (default 3),
 # SUBSETS (default 21), XY (image size across, default 344; smaller for a check on CPU workers).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -194,6 +195,11 @@ if [[ $steps == *" span1 "* ]] && data span1; then
   run span1_computed "span 1, objective function using Starproj, sensitivities computed"
   run span1_written "span 1, objective function using Starproj, sensitivities computed and written"
   run span1_read "span 1, objective function using Starproj, sensitivities read"
+  if [[ $steps == *" span1viewgrams "* ]]; then
+    sino_par span1_viewgrams starproj span1 compute 1 >span1_viewgrams.par
+    run span1_viewgrams "span 1, objective function using Starproj, sensitivities computed over the subsets' viewgrams" \
+      SPROJ_STIR_SENS_CHUNKS=viewgrams
+  fi
   rm -f prompts_span1.s norm_span1.s additive_span1.s sens_span1_*.v
 fi
 if [[ $steps == *" listmode "* ]] && [ -f prompts_span11.hs ] && [ "$(left)" -ge 30 ]; then

@@ -76,12 +76,14 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::Inputs
   std::vector<int16_t> bins;       // TOF bin (TOF data only)
   // per LOR of the scanner's bins (the sensitivity's): normalisation factor and its background summed over TOF bins
   StarprojFloats lor_m, lor_a; // written whole
+  StarprojFloats sens_ones;     // without a normalisation: the factors the sensitivities back project (ones)
   sproj_lors* events = nullptr;
   sproj_chunks* event_chunks = nullptr;
   sproj_model *model = nullptr, *sens_model = nullptr;
 
   ~Inputs() override
   {
+    early_sensitivities.release(); // reads the factors below: before they go
     sproj_model_destroy(model);
     sproj_model_destroy(sens_model);
     if (event_chunks)
@@ -203,6 +205,50 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   const int num_tang = g.num_tangential_poss();
   const int num_subsets = this->num_subsets;
 
+  const int threads = copy_threads();
+  std::unique_ptr<Inputs> inputs(new Inputs);
+  Inputs& in = *inputs;
+  const int64_t num_lors = g.num_lors();
+  const bool tof_data = g.is_tof();
+  const bool trivial_norm = this->normalisation_sptr->is_trivial();
+  const bool with_add = !is_null_ptr(this->additive_proj_data_sptr);
+  // the normalisation of every bin (read from its file, or undo() of ones a viewgram at a time), for the sensitivity,
+  // first: the subsets' sensitivities, which need only it and the LORs, then run on the devices while the list is read
+  if (!trivial_norm)
+    {
+      in.lor_m.resize(num_lors);
+      const std::vector<int64_t>& first_lor = g.first_lors(); // [segment][view]
+      const std::string how
+          = starproj_normalisation_factors(*this->normalisation_sptr, *sens_pdi, *sens_pdi, first_lor, in.lor_m.data(), threads);
+      times.mark(("set_up: normalisation (" + how + ")").c_str());
+    }
+  if (this->get_recompute_sensitivity())
+    {
+      // subset k's: the back projection of the factors (ones without a normalisation, as the reconstruction would
+      // take) over its views, each view all its segments (g.view_chunks())
+      if (trivial_norm)
+        {
+          in.sens_ones.resize(num_lors);
+          const int num_threads = starproj_threads_or_default(threads);
+          float* const ones = in.sens_ones.data();
+#ifdef _OPENMP
+#  pragma omp parallel for schedule(static) num_threads(num_threads)
+#endif
+          for (int64_t lor = 0; lor < num_lors; ++lor)
+            ones[lor] = 1.F;
+        }
+      std::vector<int> lists, starts(1, 0);
+      for (int k = 0; k < num_subsets; ++k)
+        {
+          for (int view = min_view + k; view < min_view + num_views; view += num_subsets)
+            lists.push_back(view - min_view);
+          starts.push_back(static_cast<int>(lists.size()));
+        }
+      in.early_sensitivities.submit(
+          g, trivial_norm ? in.sens_ones.data() : in.lor_m.data(), g.view_chunks(), lists, starts);
+      times.mark("set_up: sensitivities submitted");
+    }
+
   // ---- the list, read once: prompts of the frame whose bin is in the data (on every core for the formats the
   // project reads itself, StarprojListmodeReader.h) ----
   if (num_views >= (1 << 16) || g.num_lors() > int64_t(0xFFFFFFFFu) || g.num_tof_bins() > 0xFFFF)
@@ -223,7 +269,6 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
       return StarprojPromptsRequest::no_key;
     return event_key(view - min_view, g.lor_index(seg, view, ax, t), tof - min_tof);
   };
-  const int threads = copy_threads();
   StarprojPromptsRead list;
   std::vector<uint64_t> keys = starproj_read_prompts(lm, pdi, request, threads, list);
   const int64_t records = list.records, outside = list.outside;
@@ -276,36 +321,17 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   }
   times.mark("set_up: sorting the events");
 
-  std::unique_ptr<Inputs> inputs(new Inputs);
-  Inputs& in = *inputs;
-  const int64_t n = _num_events, num_lors = g.num_lors();
-  const bool tof_data = g.is_tof();
-  const bool trivial_norm = this->normalisation_sptr->is_trivial();
-  const bool with_add = !is_null_ptr(this->additive_proj_data_sptr);
+  const int64_t n = _num_events;
   in.xs.resize(3 * n);
   in.xe.resize(3 * n);
   if (tof_data)
     in.bins.resize(n);
   if (!trivial_norm)
-    {
-      in.m.resize(n);
-      in.lor_m.resize(num_lors);
-    }
+    in.m.resize(n);
   if (with_add)
     {
       in.a.resize(n);
       in.lor_a.resize(num_lors);
-    }
-
-  // the normalisation of every bin (read from its file, or undo() of ones a viewgram at a time), for the sensitivity
-  if (!trivial_norm)
-    {
-      std::vector<int64_t> first_lor(g.num_chunks());
-      for (int c = 0; c < g.num_chunks(); ++c)
-        first_lor[c] = g.first_lor(c);
-      const std::string how
-          = starproj_normalisation_factors(*this->normalisation_sptr, *sens_pdi, *sens_pdi, first_lor, in.lor_m.data(), threads);
-      times.mark(("set_up: normalisation (" + how + ")").c_str());
     }
 
   // each event's LOR (the endpoints of its bin's, as the sinogram's), TOF bin and factor
@@ -341,9 +367,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
       if (add_bins != max_tof - min_tof + 1)
         error(who + ": the additive sinogram has " + std::to_string(add_bins) + " TOF positions, the data "
               + std::to_string(max_tof - min_tof + 1));
-      std::vector<int64_t> first_lor(g.num_chunks());
-      for (int c = 0; c < g.num_chunks(); ++c)
-        first_lor[c] = g.first_lor(c);
+      const std::vector<int64_t>& first_lor = g.first_lors(); // [segment][view]
       StarprojFloats add(std::size_t(num_lors) * add_bins);
       reader.read(pdi, first_lor, add.data(), threads);
       const int num_threads = starproj_threads_or_default(threads);
@@ -395,13 +419,13 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
         error(who + ": subset " + std::to_string(k) + " of " + std::to_string(num_subsets) + " has no events (its views "
               + "hold none of the " + std::to_string(n) + " prompts): use fewer subsets");
       subset_sizes.push_back(size);
+      // the subset's sensitivity: its views, each all its segments, one range of LORs (g.view_chunks())
       int sens_size = 0;
-      for (int seg = min_segment; seg <= max_segment; ++seg)
-        for (int view = min_view + k; view < min_view + num_views; view += num_subsets)
-          {
-            sens_chunks.push_back(g.chunk_of(seg, view));
-            ++sens_size;
-          }
+      for (int view = min_view + k; view < min_view + num_views; view += num_subsets)
+        {
+          sens_chunks.push_back(view - min_view);
+          ++sens_size;
+        }
       sens_sizes.push_back(sens_size);
     }
   starproj_check(tof_data ? sproj_lors_register_events(&in.events, in.xs.data(), in.xe.data(), in.bins.data(), n)
@@ -436,7 +460,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
   cfg.subset_chunks = subset_chunks.data();
   cfg.subset_sizes = subset_sizes.data();
   cfg.sens_model = in.sens_model;
-  cfg.sens_chunks = g.chunks();
+  cfg.sens_chunks = g.view_chunks();
   cfg.sens_subset_chunks = sens_chunks.data();
   cfg.sens_subset_sizes = sens_sizes.data();
   create_recon(cfg, std::move(inputs));

@@ -22,6 +22,7 @@
 #include "stir_starproj/StarprojProjDataReader.h"
 
 #include <algorithm>
+#include <cstdlib>
 #ifdef _OPENMP
 #  include <omp.h>
 #endif
@@ -46,6 +47,7 @@ struct PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::Inputs : S
 
   ~Inputs() override
   {
+    early_sensitivities.release(); // reads the factors below: before they go
     sproj_model_destroy(model);
     if (data)
       sproj_proj_unregister(data);
@@ -149,23 +151,65 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   if (!is_null_ptr(this->additive_proj_data_sptr))
     r.a.resize(num_lors * num_bins);
   times.mark("set_up: host buffers (pinned images, data arrays)");
-  std::vector<int64_t> first_lor(g.num_chunks());
-  for (int c = 0; c < g.num_chunks(); ++c)
-    first_lor[c] = g.first_lor(c);
+  const std::vector<int64_t>& first_lor = g.first_lors(); // [segment][view]
   const int threads = copy_threads();
+  // STIR's "zero end planes of segment 0" takes those bins out of the model: their counts, factors and additive term
+  // are 0 (STIR's distributable.cxx zeroes the three), so that neither the gradients nor the sensitivities see them
+  const bool zero_end_planes = this->zero_seg0_end_planes && max_segment >= 0;
+  auto zero_end_planes_of = [&](float* values, int per_lor) {
+    const int num_views = pdi->get_num_views(), num_axial = pdi->get_num_axial_poss(0);
+    const int64_t* starts = &first_lor[std::size_t(max_segment) * num_views];
+    for (int v = 0; v < num_views; ++v)
+      for (const int a : { 0, num_axial - 1 })
+        {
+          const int64_t first = starts[v] + int64_t(a) * num_tang, end = first + num_tang;
+          std::fill(values + first * per_lor, values + end * per_lor, 0.F);
+        }
+  };
+
+  // the normalisation first, evaluated once per LOR (undo() of ones: the forward model's factor), so that the
+  // subsets' sensitivities, which need only it and the LORs, run on the devices while the data are read
+  const std::string norm_how = starproj_normalisation_factors(
+      *this->normalisation_sptr, *proj_data.get_proj_data_info_sptr(), *pdi, first_lor, r.m.data(), threads);
+  if (zero_end_planes)
+    zero_end_planes_of(r.m.data(), 1);
+  times.mark(("set_up: normalisation (" + norm_how + ")").c_str());
+  if (this->get_recompute_sensitivity())
+    {
+      // subset k's sensitivity: the back projection of the factors over its views, each view all its segments, one
+      // range of LORs (g.view_chunks(): a few large copies to the GPUs, though planned and copied apart from the
+      // reconstruction's viewgrams), or with SPROJ_STIR_SENS_CHUNKS=viewgrams over the subset's own viewgrams (the
+      // reconstruction's pieces: 30 k small copies for STIR's span-1 mMR data); doc/stir.md compares the two
+      const char* sens_by = std::getenv("SPROJ_STIR_SENS_CHUNKS");
+      const bool by_viewgram = sens_by && std::string(sens_by) == "viewgrams";
+      if (sens_by && *sens_by && !by_viewgram && std::string(sens_by) != "views")
+        error(std::string("PoissonLogLikelihood using Starproj: SPROJ_STIR_SENS_CHUNKS is '") + sens_by
+              + "', neither views nor viewgrams");
+      std::vector<int> lists, starts(1, 0);
+      for (int k = 0; k < this->num_subsets; ++k)
+        {
+          for (int view = proj_data.get_min_view_num() + k; view <= proj_data.get_max_view_num(); view += this->num_subsets)
+            if (by_viewgram)
+              for (int seg = -max_segment; seg <= max_segment; ++seg)
+                lists.push_back(g.chunk_of(seg, view));
+            else
+              lists.push_back(view - proj_data.get_min_view_num());
+          starts.push_back(static_cast<int>(lists.size()));
+        }
+      r.early_sensitivities.submit(g, r.m.data(), by_viewgram ? g.chunks() : g.view_chunks(), lists, starts);
+      times.mark("set_up: sensitivities submitted");
+    }
 
   // the data: straight from their file into starproj's order where STIR reads them from a stream
   const StarprojProjDataReader data_reader(proj_data, "the input file " + this->input_filename);
   data_reader.read(*pdi, first_lor, r.y.data(), threads);
+  if (zero_end_planes)
+    zero_end_planes_of(r.y.data(), num_bins);
   times.mark(data_reader.direct() ? "set_up: the data (read directly)" : "set_up: the data (STIR's get_segment_by_view)");
   if (_settings.verbosity >= 2 && !data_reader.direct())
     info("PoissonLogLikelihood using Starproj: the data are read through STIR's interface: " + data_reader.why_not(), 2);
 
-  // the normalisation evaluated once per LOR (undo() of ones: the forward model's factor) and the additive term (STIR
-  // adds it before the normalisation: starproj's background is m times it)
-  const std::string norm_how = starproj_normalisation_factors(
-      *this->normalisation_sptr, *proj_data.get_proj_data_info_sptr(), *pdi, first_lor, r.m.data(), threads);
-  times.mark(("set_up: normalisation (" + norm_how + ")").c_str());
+  // the additive term (STIR adds it before the normalisation: starproj's background is m times it)
   if (!r.a.empty())
     {
       const StarprojProjDataReader additive_reader(*this->additive_proj_data_sptr,
@@ -193,22 +237,6 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
         }
       times.mark(additive_reader.direct() ? "set_up: additive term (read directly)"
                                           : "set_up: additive term (STIR's get_segment_by_view)");
-    }
-  // STIR's "zero end planes of segment 0" takes those bins out of the model: their counts, factors and additive term
-  // are 0 (STIR's distributable.cxx zeroes the three), so that neither the gradients nor the sensitivities see them
-  if (this->zero_seg0_end_planes && max_segment >= 0)
-    {
-      const int num_views = pdi->get_num_views(), num_axial = pdi->get_num_axial_poss(0);
-      const int64_t* starts = &first_lor[std::size_t(max_segment) * num_views];
-      for (int v = 0; v < num_views; ++v)
-        for (const int a : { 0, num_axial - 1 })
-          {
-            const int64_t first = starts[v] + int64_t(a) * num_tang, end = first + num_tang;
-            std::fill(r.y.data() + first * num_bins, r.y.data() + end * num_bins, 0.F);
-            std::fill(r.m.data() + first, r.m.data() + end, 0.F);
-            if (!r.a.empty())
-              std::fill(r.a.data() + first * num_bins, r.a.data() + end * num_bins, 0.F);
-          }
     }
 
   // subset k: the views min_view + k, min_view + k + S, ... of every segment processed, one chunk per viewgram
@@ -243,8 +271,8 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   cfg.subset_chunks = subset_chunks.data();
   cfg.subset_sizes = subset_sizes.data();
   cfg.small_fraction = stir_small_fraction;
-  // the subsets' sensitivities are computed here, on the devices, and stay there; STIR takes them as they are when
-  // it computes its subset sensitivities (not read from files, not averaged over the subsets)
+  // the subsets' sensitivities (submitted above, or read by STIR) stay on the devices; STIR takes them as they are
+  // when it computes its subset sensitivities (not averaged over the subsets)
   create_recon(cfg, std::move(inputs));
   if (_settings.verbosity >= 1)
     info("PoissonLogLikelihood using Starproj: " + std::to_string(num_lors) + " LORs x " + std::to_string(num_bins)

@@ -76,9 +76,12 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
     _rim_truncation = static_cast<int>(std::max((half_width - inner_radius) / _voxel_size[2], 0.F));
   }
 
-  // sinogram layout: [segment][view][axial][tangential], a viewgram per chunk
+  // LORs [view][segment][axial][tangential]: a viewgram per chunk, chunks view by view (chunk_of), so that a view's
+  // segments follow each other and a subset of views is a few long runs (the LOR table _first_lor stays
+  // [segment][view], as the readers take it)
   _min_segment = pdi.get_min_segment_num();
   _max_segment = pdi.get_max_segment_num();
+  _num_segments = _max_segment - _min_segment + 1;
   _min_view = pdi.get_min_view_num();
   _num_views = pdi.get_num_views();
   _min_tang = pdi.get_min_tangential_pos_num();
@@ -86,27 +89,32 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
   _num_tof_bins = pdi.get_num_tof_poss();
   _min_tof_pos = pdi.get_min_tof_pos_num();
   const bool tof = _num_tof_bins > 1;
-  std::vector<int64_t> counts;
   for (int seg = _min_segment; seg <= _max_segment; ++seg)
+    _min_axial.push_back(pdi.get_min_axial_pos_num(seg));
+  _first_lor.assign(std::size_t(_num_segments) * _num_views, 0);
+  const int num_chunks = _num_segments * _num_views;
+  std::vector<int64_t> chunk_first(num_chunks), counts(num_chunks), view_first(_num_views), view_counts(_num_views);
+  for (int v = 0; v < _num_views; ++v)
     {
-      _min_axial.push_back(pdi.get_min_axial_pos_num(seg));
-      const int64_t per_view = int64_t(pdi.get_num_axial_poss(seg)) * _num_tang;
-      for (int v = 0; v < _num_views; ++v)
+      view_first[v] = _num_lors;
+      for (int s = 0; s < _num_segments; ++s)
         {
-          _first_lor.push_back(_num_lors);
-          counts.push_back(per_view);
+          const int64_t per_view = int64_t(pdi.get_num_axial_poss(_min_segment + s)) * _num_tang;
+          const int c = v * _num_segments + s;
+          _first_lor[std::size_t(s) * _num_views + v] = chunk_first[c] = _num_lors;
+          counts[c] = per_view;
           _num_lors += per_view;
         }
+      view_counts[v] = _num_lors - view_first[v];
     }
   // not zeroed here: every endpoint is written below, on the host's cores (zeros for LORs that miss the FOV)
   _xstart.resize(3 * _num_lors);
   _xend.resize(3 * _num_lors);
   const float fov_radius = pdi.get_scanner_sptr()->get_max_FOV_radius();
-  const int num_chunks = static_cast<int>(_first_lor.size());
   // the closed form where STIR's geometry allows it (StarprojCylindricalLORs.h: the same floats); else get_LOR per bin
   const int threads = starproj_host_threads();
   const bool closed_form = starproj_cylindrical_lors(pdi, scale, tof, _first_lor, _xstart.data(), _xend.data(), threads);
-  const int per_bin_chunks = closed_form ? 0 : num_chunks;
+  const int per_bin_chunks = closed_form ? 0 : num_chunks; // (here: viewgrams in the table's order)
 #ifdef _OPENMP
 #  pragma omp parallel for schedule(dynamic) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
@@ -142,7 +150,16 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
           }
     }
   starproj_check(sproj_lors_register(&_lors, _xstart.data(), _xend.data(), _num_lors), "sproj_lors_register");
-  const int status = sproj_chunks_create_ranges(&_chunks, _lors, num_chunks, _first_lor.data(), counts.data());
+  int status = sproj_chunks_create_ranges(&_chunks, _lors, num_chunks, chunk_first.data(), counts.data());
+  if (status == SPROJ_OK)
+    {
+      status = sproj_chunks_create_ranges(&_view_chunks, _lors, _num_views, view_first.data(), view_counts.data());
+      if (status != SPROJ_OK)
+        {
+          sproj_chunks_destroy(_chunks);
+          _chunks = nullptr;
+        }
+    }
   if (status != SPROJ_OK)
     {
       sproj_lors_unregister(_lors);
@@ -161,8 +178,10 @@ StarprojGeometry::StarprojGeometry(const shared_ptr<const ProjDataInfo>& proj_da
       const int tof_status = sproj_tof_register(&_tof, &par, nullptr, nullptr, nullptr);
       if (tof_status != SPROJ_OK)
         {
+          sproj_chunks_destroy(_view_chunks);
           sproj_chunks_destroy(_chunks);
           sproj_lors_unregister(_lors);
+          _view_chunks = nullptr;
           _chunks = nullptr;
           _lors = nullptr;
           starproj_check(tof_status, "sproj_tof_register");
@@ -181,6 +200,8 @@ StarprojGeometry::~StarprojGeometry()
 {
   if (_tof)
     sproj_tof_unregister(_tof);
+  if (_view_chunks)
+    sproj_chunks_destroy(_view_chunks);
   if (_chunks)
     sproj_chunks_destroy(_chunks);
   if (_lors && sproj_lors_unregister(_lors) != SPROJ_OK)
@@ -199,7 +220,7 @@ StarprojGeometry::chunk_of(int segment_num, int view_num) const
   if (segment_num < _min_segment || segment_num > _max_segment || view_num < _min_view || view_num >= _min_view + _num_views)
     error("Starproj: segment " + std::to_string(segment_num) + ", view " + std::to_string(view_num)
           + " is not in the projection data the projector was set up with");
-  return (segment_num - _min_segment) * _num_views + (view_num - _min_view);
+  return (view_num - _min_view) * _num_segments + (segment_num - _min_segment);
 }
 
 int

@@ -8,6 +8,7 @@
 
 #include "stir/TrivialDataSymmetriesForViewSegmentNumbers.h"
 #include "stir/error.h"
+#include "stir/warning.h"
 
 #include <algorithm>
 
@@ -22,6 +23,40 @@ starproj_trivial_viewgram_symmetries()
 StarprojObjectiveOnDevices::StarprojObjectiveOnDevices(const char* who)
     : _who(who)
 {}
+
+void
+StarprojEarlySensitivities::submit(const StarprojGeometry& g,
+                                   const float* m,
+                                   const sproj_chunks* chunks,
+                                   const std::vector<int>& lists,
+                                   const std::vector<int>& starts)
+{
+  release();
+  // a second handle on the factors the model registers too: both only ever read them
+  starproj_check(sproj_proj_register(&_m, const_cast<float*>(m), g.lors()), "sproj_proj_register");
+  for (std::size_t k = 0; k + 1 < starts.size(); ++k)
+    {
+      sproj_image* image = nullptr;
+      starproj_check(sproj_image_create(&image, g.dims(), g.voxel_size(), g.origin()), "sproj_image_create");
+      _images.push_back(image);
+      starproj_check(sproj_image_zero(image), "sproj_image_zero");
+      starproj_check(sproj_back_chunks(image, _m, chunks, lists.data() + starts[k], starts[k + 1] - starts[k]),
+                     "sproj_back_chunks");
+    }
+  starproj_check(sproj_flush(), "sproj_flush"); // nothing held back: they run while the set-up goes on
+}
+
+void
+StarprojEarlySensitivities::release()
+{
+  for (sproj_image* image : _images)
+    if (sproj_image_unregister(image) != SPROJ_OK)
+      warning(std::string("Starproj: sproj_image_unregister failed: ") + sproj_last_error());
+  _images.clear();
+  if (_m && sproj_proj_unregister(_m) != SPROJ_OK)
+    warning(std::string("Starproj: sproj_proj_unregister failed: ") + sproj_last_error());
+  _m = nullptr;
+}
 
 StarprojObjectiveOnDevices::~StarprojObjectiveOnDevices()
 {

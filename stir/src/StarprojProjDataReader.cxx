@@ -195,18 +195,21 @@ StarprojProjDataReader::read_direct(const ProjDataInfo& layout,
       const int num_axial = file.get_num_axial_poss(b.seg);
       const int64_t rows = int64_t(num_axial) * num_views;
       const int64_t* starts = &first_lor[std::size_t(b.seg - layout.get_min_segment_num()) * num_views];
-      // the segment's LORs one run in the array, in the file's order: one read into the array itself
-      bool in_place = view_order && num_bins == 1;
-      for (int v = 1; v < num_views && in_place; ++v)
-        in_place = starts[v] == starts[v - 1] + int64_t(num_axial) * num_tang;
-      float* into = out + starts[0];
+      // without TOF, a file stored view by view holds each viewgram as one run, as the array does: each read
+      // straight into its LORs (a segment's viewgrams follow each other in the file, not in the array, whose LORs lie
+      // view by view)
+      const bool in_place = view_order && num_bins == 1;
       if (!in_place)
-        {
-          buffer.resize(std::size_t(rows) * num_tang);
-          into = buffer.data();
-        }
+        buffer.resize(std::size_t(rows) * num_tang);
       s.seekg(b.start);
-      s.read(reinterpret_cast<char*>(into), b.bytes);
+      if (in_place)
+        {
+          const std::streamoff viewgram_bytes = std::streamoff(num_axial) * num_tang * 4;
+          for (int v = 0; v < num_views && s; ++v)
+            s.read(reinterpret_cast<char*>(out + starts[v]), viewgram_bytes);
+        }
+      else
+        s.read(reinterpret_cast<char*>(buffer.data()), b.bytes);
       if (!s)
         error("Starproj: " + _what + ": reading segment " + std::to_string(b.seg) + " failed (" + std::to_string(b.bytes)
               + " bytes at " + std::to_string(b.start) + ")");
@@ -219,8 +222,11 @@ StarprojProjDataReader::read_direct(const ProjDataInfo& layout,
 #  pragma omp parallel for schedule(static) num_threads(num_threads) if (parallel)
 #endif
               for (int64_t r = 0; r < rows; ++r)
-                for (int t = 0; t < num_tang; ++t)
-                  into[r * num_tang + t] = converted(into[r * num_tang + t], swap, scale);
+                {
+                  float* row = out + starts[r / num_axial] + (r % num_axial) * num_tang;
+                  for (int t = 0; t < num_tang; ++t)
+                    row[t] = converted(row[t], swap, scale);
+                }
             }
           continue;
         }

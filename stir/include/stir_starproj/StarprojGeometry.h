@@ -30,8 +30,10 @@ class DiscretisedDensity;
   cylinder, in STIR's gantry-centred coordinates (z,y,x); the image origin is the centre of its first voxel in the
   same system; lengths are in units of the x voxel size (STIR projectors work in "pixel units").
 
-  LORs are stored [segment][view][axial position][tangential position], so that each viewgram is one range of the
-  set and one chunk of the chunking (chunk index from chunk_of()). For TOF data the endpoints are swapped (xstart at
+  LORs are stored [view][segment][axial position][tangential position]: each viewgram is one range of the set and one
+  chunk of the chunking (chunk index from chunk_of(), view by view: chunk order is the LORs' order), and each view,
+  all its segments, one range too (view_chunks(): one chunk per view). A subset of views is then a few long runs of
+  LORs, which reach a GPU in a few large copies. For TOF data the endpoints are swapped (xstart at
   STIR's second point), so that starproj's TOF bin b is STIR's timing position min_tof_pos_num + b.
 */
 class StarprojGeometry
@@ -51,13 +53,21 @@ public:
   //! true when this geometry was made for the same projection data description and image characteristics
   bool matches(const ProjDataInfo& proj_data_info, const DiscretisedDensity<3, float>& density_info) const;
 
+  //! the chunk of the viewgram (segment, view) in chunks(): (view - min view) * segments + (segment - min segment)
   int chunk_of(int segment_num, int view_num) const;
-  int64_t first_lor(int chunk) const { return _first_lor[chunk]; }
+  //! the first LOR of a chunk of chunks()
+  int64_t first_lor(int chunk) const
+  {
+    return _first_lor[std::size_t(chunk % _num_segments) * _num_views + chunk / _num_segments];
+  }
+  //! the first LOR of each viewgram, [segment - min segment][view - min view] (the readers' and writers' table)
+  const std::vector<int64_t>& first_lors() const { return _first_lor; }
   //! index of the LOR of (segment, view, axial position, tangential position), which must be in the data
   int64_t lor_index(int segment_num, int view_num, int axial_pos_num, int tangential_pos_num) const
   {
-    return _first_lor[chunk_of(segment_num, view_num)] + int64_t(axial_pos_num - min_axial_pos_num(segment_num)) * _num_tang
-           + (tangential_pos_num - _min_tang);
+    chunk_of(segment_num, view_num); // checks both
+    return _first_lor[std::size_t(segment_num - _min_segment) * _num_views + (view_num - _min_view)]
+           + int64_t(axial_pos_num - min_axial_pos_num(segment_num)) * _num_tang + (tangential_pos_num - _min_tang);
   }
   //! the endpoints of LOR lor (3 floats each, starproj's units and axis order)
   const float* lor_start(int64_t lor) const { return &_xstart[3 * lor]; }
@@ -85,6 +95,9 @@ public:
   int64_t num_voxels() const { return int64_t(_dims[0]) * _dims[1] * _dims[2]; }
   sproj_lors* lors() const { return _lors; }
   sproj_chunks* chunks() const { return _chunks; }
+  //! one chunk per view (view - min view): all its segments, one range of LORs
+  sproj_chunks* view_chunks() const { return _view_chunks; }
+  int num_segments() const { return _num_segments; }
   const std::shared_ptr<StarprojRuntime>& runtime() const { return _runtime; }
 
 private:
@@ -96,15 +109,16 @@ private:
   float _voxel_size[3];
   float _origin[3];
   int _rim_truncation = 0;
-  int _min_segment = 0, _max_segment = 0, _min_view = 0, _num_views = 0, _min_tang = 0, _num_tang = 0;
+  int _min_segment = 0, _max_segment = 0, _num_segments = 1, _min_view = 0, _num_views = 0, _min_tang = 0, _num_tang = 0;
   std::vector<int> _min_axial; // per segment (index segment - _min_segment)
-  std::vector<int64_t> _first_lor;
+  std::vector<int64_t> _first_lor; // [segment][view]
   int64_t _num_lors = 0;
   int _num_tof_bins = 1;
   int _min_tof_pos = 0;
   StarprojFloats _xstart, _xend; // written once, on all cores: not zeroed first
   sproj_lors* _lors = nullptr;
   sproj_chunks* _chunks = nullptr;
+  sproj_chunks* _view_chunks = nullptr;
   sproj_tof* _tof = nullptr;
 };
 

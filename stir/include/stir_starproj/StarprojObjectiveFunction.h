@@ -106,7 +106,8 @@ protected:
   }
   //! set_up's last step: the reconstruction object on the registered inputs (cfg with STIR's bound on quotients),
   //! reported with verbosity 1. Sensitivities STIR read from files (recompute sensitivity := 0) are the
-  //! reconstruction's own, copied into starproj's order: nothing is back projected for them.
+  //! reconstruction's own, copied into starproj's order: nothing is back projected for them. Sensitivities the
+  //! set-up submitted before reading its data (inputs->early_sensitivities) are handed over, then released.
   void create_recon(sproj_recon_config& cfg, std::unique_ptr<StarprojReconInputs> inputs)
   {
     cfg.max_ratio = stir_max_quotient;
@@ -128,8 +129,14 @@ protected:
         cfg.num_sensitivities = n;
         times().mark("set_up: sensitivities read by STIR, copied");
       }
+    else if (!inputs->early_sensitivities.empty())
+      {
+        cfg.sensitivity_images = inputs->early_sensitivities.images();
+        cfg.num_sensitivities = inputs->early_sensitivities.count();
+      }
     sproj_recon* recon = nullptr;
     starproj_check(sproj_recon_create(&recon, resident_x(), &cfg), "sproj_recon_create");
+    inputs->early_sensitivities.release(); // the reconstruction holds its copies (this waits for them)
     adopt(recon, std::move(inputs), true);
     times().mark("set_up: registration and sensitivities");
     if (_settings.verbosity >= 1)

@@ -34,6 +34,32 @@ class DataSymmetriesForViewSegmentNumbers;
 //! normalisation on. (STIR's header defines a function out of line: one source file of a program may include it.)
 shared_ptr<DataSymmetriesForViewSegmentNumbers> starproj_trivial_viewgram_symmetries();
 
+//! The subsets' sensitivities submitted before the data are read: they need only the LORs and the factors, so their
+//! back projections (of the factors over each subset's chunks, into images on the devices) run while the set-up
+//! reads its data; the reconstruction takes them (sproj_recon_config.sensitivity_images, which it copies), and they
+//! are released once it exists.
+class StarprojEarlySensitivities
+{
+public:
+  StarprojEarlySensitivities() = default;
+  ~StarprojEarlySensitivities() { release(); }
+  StarprojEarlySensitivities(const StarprojEarlySensitivities&) = delete;
+  StarprojEarlySensitivities& operator=(const StarprojEarlySensitivities&) = delete;
+  //! submits subset k's back projection of m (one factor per LOR of g, valid until release) over chunks
+  //! lists[starts[k] .. starts[k+1]) of chunks (a chunking of g's LORs), k < starts.size() - 1; returns at once
+  void submit(const StarprojGeometry& g, const float* m, const sproj_chunks* chunks, const std::vector<int>& lists,
+              const std::vector<int>& starts);
+  bool empty() const { return _images.empty(); }
+  sproj_image* const* images() const { return _images.data(); }
+  int count() const { return static_cast<int>(_images.size()); }
+  //! unregisters the images and the factors (each waits for the tasks that use it)
+  void release();
+
+private:
+  sproj_proj* _m = nullptr;
+  std::vector<sproj_image*> _images;
+};
+
 //! What an objective function registered with starproj for its reconstruction (data, factors, events, models):
 //! released after the reconstruction that uses it.
 struct StarprojReconInputs
@@ -41,6 +67,8 @@ struct StarprojReconInputs
   virtual ~StarprojReconInputs() = default;
   //! STIR's sensitivities in starproj's order, when the reconstruction takes them as its own (read from files)
   std::vector<StarprojFloats> given_sensitivities;
+  //! the subsets' sensitivities submitted ahead of the data (sensitivities computed, not read)
+  StarprojEarlySensitivities early_sensitivities;
 };
 
 class StarprojObjectiveOnDevices

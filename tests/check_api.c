@@ -206,6 +206,17 @@ START_TEST(test_image_register)
   ck_assert_int_eq(sproj_image_sync(own, SPROJ_SYNC_READ), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(own), SPROJ_OK);
 
+  /* a caller's handle with no home (StarPU allocates it where used): unregistering the image leaves it registered */
+  starpu_data_handle_t nohome;
+  starpu_vector_data_register(&nohome, -1, 0, (uint32_t)(dims[0] * dims[1] * dims[2]), sizeof(float));
+  ck_assert_int_eq(sproj_image_register_handle(&own, nohome, dims, vs, origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_zero(own), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(own), SPROJ_OK);
+  ck_assert_int_eq(starpu_data_acquire(nohome, STARPU_R), 0); /* still the caller's, and holds the zeros */
+  ck_assert_float_eq(((const float *)starpu_vector_get_local_ptr(nohome))[0], 0.0f);
+  starpu_data_release(nohome);
+  starpu_data_unregister(nohome);
+
   /* a caller's handle of the wrong kind or size */
   starpu_data_handle_t var, small;
   float one = 0.0f;

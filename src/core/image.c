@@ -210,10 +210,13 @@ int sproj_image_unregister(sproj_image *img)
   /* finishes pending back projections (their reduction) and brings the value home: to main memory, or to the GPU
    * of a caller's handle registered there (not through the host) */
   int home = starpu_data_get_home_node(img->handle);
-  if (home < 0) { /* sproj_image_create's: no host buffer to write back; unregistering waits for its tasks */
+  if (home < 0 && img->owns_handle) { /* sproj_image_create's: no host buffer to write back; unregistering waits for
+                                      * its tasks */
     sproj_image_drop(img);
     return SPROJ_OK;
   }
+  if (home < 0)
+    home = STARPU_MAIN_RAM;
   if (starpu_data_acquire_on_node(img->handle, home, STARPU_R) != 0)
     return SPROJ_FAIL(SPROJ_ERR_STARPU, "starpu_data_acquire failed");
   starpu_data_release_on_node(img->handle, home);

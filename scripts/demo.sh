@@ -8,5 +8,7 @@ bash scripts/build.sh "$@"
 prefix=/usr/local
 [ "${1:-}" = --prefix ] && prefix=$2
 case "${1:-}" in --prefix=*) prefix=${1#--prefix=} ;; esac
-export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# the tree's own libraries first: LD_LIBRARY_PATH outranks the programs' RUNPATH, and a starproj installed in the
+# prefix (where StarPU is) would otherwise shadow the one just built
+export LD_LIBRARY_PATH="$PWD/build/.libs:$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 exec ./build/examples/demo

@@ -16,5 +16,7 @@ bash scripts/build.sh "${prefix_args[@]}"
 prefix=/usr/local
 [ "${prefix_args[0]:-}" = --prefix ] && prefix=${prefix_args[1]}
 case "${prefix_args[0]:-}" in --prefix=*) prefix=${prefix_args[0]#--prefix=} ;; esac
-export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# the tree's own libraries first: LD_LIBRARY_PATH outranks the programs' RUNPATH, and a starproj installed in the
+# prefix (where StarPU is) would otherwise shadow the one just built
+export LD_LIBRARY_PATH="$PWD/build/.libs:$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 exec ./build/starproj-recon "$@"

@@ -821,11 +821,7 @@ START_TEST(test_bad_input)
   for (int64_t v = 0; v < nvox; v++)
     ck_assert_msg(g[v] == 7.0f, "a refused call wrote voxel %lld", (long long)v);
   struct sproj_recon_config cfg;
-  sproj_recon_config_init(&cfg);
-  cfg.model = o.model;
-  cfg.data = o.y;
-  cfg.chunks = o.views;
-  cfg.num_subsets = S;
+  scene_osem_config(&o, S, &cfg);
   sproj_recon *r = NULL;
   float *x2 = scene_copy(x, nvox);
   sproj_image *xi = image(x2);

@@ -427,11 +427,7 @@ END_TEST
 static void second_recon_inputs(const struct scene_osem *o, float *x2, sproj_image **img2, struct sproj_recon_config *cfg)
 {
   ck_assert_int_eq(sproj_image_register(img2, x2, sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
-  sproj_recon_config_init(cfg);
-  cfg->model = o->model;
-  cfg->data = o->y;
-  cfg->chunks = o->views;
-  cfg->num_subsets = 8;
+  scene_osem_config(o, 8, cfg);
 }
 
 /* Two iterations of o's reconstruction and of r2 (whose image img2 is over x2), then the images compared (within
@@ -524,17 +520,8 @@ START_TEST(test_given_sensitivity_images)
   struct scene_osem o;
   scene_osem_open(&o, &sc, 0, x, ybar, NULL, 8);
   sproj_proj *m;
-  ck_assert_int_eq(sproj_proj_register(&m, sc.mult, o.lors), SPROJ_OK);
   sproj_image *sens[8];
-  ck_assert_int_le(sc.nviews, 8 * 64);
-  for (int k = 0; k < 8; k++) {
-    int list[64], num = 0;
-    for (int v = k; v < sc.nviews; v += 8)
-      list[num++] = v;
-    ck_assert_int_eq(sproj_image_create(&sens[k], sc.g.n, sc.g.vs, sc.g.origin), SPROJ_OK);
-    ck_assert_int_eq(sproj_image_zero(sens[k]), SPROJ_OK);
-    ck_assert_int_eq(sproj_back_chunks(sens[k], m, o.views, list, num), SPROJ_OK);
-  }
+  scene_sensitivity_images(&o, &sc, 8, &m, sens);
   sproj_image *img2;
   struct sproj_recon_config cfg;
   second_recon_inputs(&o, x2, &img2, &cfg);
@@ -562,9 +549,7 @@ START_TEST(test_given_sensitivity_images)
   ck_assert_ptr_null(r2);
 
   EXPECT(sproj_recon_create(&r2, img2, &cfg), SPROJ_OK);
-  for (int k = 0; k < 8; k++)
-    ck_assert_int_eq(sproj_image_unregister(sens[k]), SPROJ_OK);
-  ck_assert_int_eq(sproj_proj_unregister(m), SPROJ_OK);
+  scene_sensitivity_images_free(m, sens, 8);
   double worst = 0.0;
   for (int k = 0; k < 8; k++) {
     ck_assert_int_eq(sproj_recon_sensitivity(o.r, k, computed), SPROJ_OK);

@@ -345,6 +345,38 @@ void scene_osem_open_rule(struct scene_osem *o, const struct scene *s, int tof, 
   cfg.small_fraction = small_fraction;
   EXPECT(sproj_recon_create(&o->r, o->img, &cfg), SPROJ_OK);
 }
+void scene_osem_config(const struct scene_osem *o, int S, struct sproj_recon_config *cfg)
+{
+  sproj_recon_config_init(cfg);
+  cfg->model = o->model;
+  cfg->data = o->y;
+  cfg->chunks = o->views;
+  cfg->num_subsets = S;
+}
+
+void scene_sensitivity_images(const struct scene_osem *o, const struct scene *s, int S, sproj_proj **m, sproj_image **sens)
+{
+  ck_assert_int_eq(sproj_proj_register(m, s->mult, o->lors), SPROJ_OK);
+  int *list = malloc((size_t)s->nviews * sizeof *list);
+  ck_assert_ptr_nonnull(list);
+  for (int k = 0; k < S; k++) {
+    int num = 0;
+    for (int v = k; v < s->nviews; v += S)
+      list[num++] = v;
+    ck_assert_int_eq(sproj_image_create(&sens[k], s->g.n, s->g.vs, s->g.origin), SPROJ_OK);
+    ck_assert_int_eq(sproj_image_zero(sens[k]), SPROJ_OK);
+    ck_assert_int_eq(sproj_back_chunks(sens[k], *m, o->views, list, num), SPROJ_OK);
+  }
+  free(list);
+}
+
+void scene_sensitivity_images_free(sproj_proj *m, sproj_image **sens, int S)
+{
+  for (int k = 0; k < S; k++)
+    ck_assert_int_eq(sproj_image_unregister(sens[k]), SPROJ_OK);
+  ck_assert_int_eq(sproj_proj_unregister(m), SPROJ_OK);
+}
+
 void scene_osem_close(struct scene_osem *o)
 {
   ck_assert_int_eq(sproj_recon_destroy(o->r), SPROJ_OK);

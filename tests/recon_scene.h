@@ -74,6 +74,14 @@ struct scene_osem {
 };
 void scene_osem_open(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data, const float *fwhm,
                      int S);
+/* A configuration of o's model, data and views in S interleaved subsets, the rest at its defaults: a second
+ * reconstruction beside o's. */
+void scene_osem_config(const struct scene_osem *o, int S, struct sproj_recon_config *cfg);
+/* The S interleaved subsets' sensitivities of o computed by the caller: images of sproj_image_create, zeroed, each the
+ * back projection of the scene's factors (registered as *m) over its views, submitted without waiting; the images go
+ * into sens[0 .. S-1]. scene_sensitivity_images_free unregisters both. */
+void scene_sensitivity_images(const struct scene_osem *o, const struct scene *s, int S, sproj_proj **m, sproj_image **sens);
+void scene_sensitivity_images_free(sproj_proj *m, sproj_image **sens, int S);
 /* The same with the configuration's max_ratio (sproj_recon_config). */
 void scene_osem_open_capped(struct scene_osem *o, const struct scene *s, int tof, float *x, float *data,
                             const float *fwhm, int S, float max_ratio);

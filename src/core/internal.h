@@ -291,7 +291,9 @@ int sproj_vec_children(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_
 int sproj_vec_children_locked(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_handle_t **children);
 /* Drops the plan of a chunking that is being destroyed. */
 void sproj_vec_forget(struct sproj_vec *v, uint64_t chunking_id);
-/* Registers a host array of num_lors elements of elemsize bytes as a read-only per-LOR vector of lors. */
+/* Registers a host array of num_lors elements of elemsize bytes as a read-only per-LOR vector of lors: into v
+ * (init_ro), or into one it allocates (register_ro). */
+int sproj_vec_init_ro(struct sproj_vec *v, sproj_lors *lors, const void *data, size_t elemsize, int own);
 int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own);
 /* A projection vector of one float per LOR over a host array that is only ever read (a model's factors), so that
  * back projections can take those values as they are, through the same pieces the other tasks read; freed with

@@ -27,11 +27,7 @@ int sproj_proj_register_ro(sproj_proj **out, sproj_lors *lors, const float *valu
   sproj_proj *proj = calloc(1, sizeof *proj);
   if (!proj)
     return SPROJ_ERR_NOMEM;
-  starpu_data_handle_t h;
-  /* only ever read: StarPU never writes through this pointer */
-  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)values, (uint32_t)lors->num_lors, sizeof(float));
-  if (sproj_vec_init(&proj->vec, lors, h, 1, 1, 0)) {
-    starpu_data_unregister_no_coherency(h);
+  if (sproj_vec_init_ro(&proj->vec, lors, values, sizeof(float), 0)) {
     free(proj);
     return SPROJ_ERR_NOMEM;
   }

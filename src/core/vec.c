@@ -350,16 +350,24 @@ void sproj_vec_forget(struct sproj_vec *v, uint64_t chunking_id)
   pthread_mutex_unlock(&v->lock);
 }
 
-int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own)
+int sproj_vec_init_ro(struct sproj_vec *v, sproj_lors *lors, const void *data, size_t elemsize, int own)
 {
-  struct sproj_vec *v = malloc(sizeof *v);
-  if (!v)
-    return SPROJ_ERR_NOMEM;
   starpu_data_handle_t h;
   /* only ever read: StarPU never writes through this pointer */
   starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)data, (uint32_t)lors->num_lors, elemsize);
   if (sproj_vec_init(v, lors, h, 1, 1, own)) {
     starpu_data_unregister_no_coherency(h);
+    return SPROJ_ERR_NOMEM;
+  }
+  return SPROJ_OK;
+}
+
+int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own)
+{
+  struct sproj_vec *v = malloc(sizeof *v);
+  if (!v)
+    return SPROJ_ERR_NOMEM;
+  if (sproj_vec_init_ro(v, lors, data, elemsize, own)) {
     free(v);
     return SPROJ_ERR_NOMEM;
   }

@@ -142,7 +142,6 @@ static int model_create(const char *func, sproj_model **model, sproj_lors *lors,
   md->lm = lm;
   md->num_values = num_values;
   md->add_per_lor = add_per_lor && num_values > 1;
-  md->mult_host = mult;
   md->add_host = add;
   for (int k = 0; k < 3; k++)
     md->fwhm[k] = fwhm_mm ? fwhm_mm[k] : 0.0f;

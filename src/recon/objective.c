@@ -7,14 +7,6 @@
 #include <stdlib.h>
 #include "recon_internal.h"
 
-static int same_geometry(const struct sproj_geom *a, const struct sproj_geom *b)
-{
-  for (int d = 0; d < 3; d++)
-    if (a->n[d] != b->n[d] || a->voxel_size[d] != b->voxel_size[d] || a->origin[d] != b->origin[d])
-      return 0;
-  return 1;
-}
-
 /* Checks the common arguments: the images (NULL entries skipped) have the reconstruction's geometry and are
  * distinct, and the subset is one of the reconstruction's (or -1 where allowed). */
 static int check_call(const char *func, sproj_recon *r, int subset, int allow_all, sproj_image *const *img,
@@ -31,7 +23,7 @@ static int check_call(const char *func, sproj_recon *r, int subset, int allow_al
   for (int i = 0; i < num; i++) {
     if (!img[i])
       continue;
-    if (!same_geometry(&img[i]->geom, &r->x->geom))
+    if (!recon_same_geometry(&img[i]->geom, &r->x->geom))
       return sproj_fail(SPROJ_ERR_MISMATCH, func, "%s has another geometry than the reconstruction's image", name[i]);
     for (int j = 0; j < i; j++)
       if (img[j] == img[i])
@@ -224,7 +216,7 @@ static int check_update(const char *func, sproj_image *x, sproj_image *num, spro
     return ret;
   if (!x || !num || !den)
     return sproj_fail(SPROJ_ERR_NULL, func, "x, num and den must not be NULL");
-  if (!same_geometry(&x->geom, &num->geom) || !same_geometry(&x->geom, &den->geom))
+  if (!recon_same_geometry(&x->geom, &num->geom) || !recon_same_geometry(&x->geom, &den->geom))
     return sproj_fail(SPROJ_ERR_MISMATCH, func, "x, num and den must have one geometry");
   if (x == num || x == den || num == den)
     return sproj_fail(SPROJ_ERR_INVALID, func, "x, num and den must be three images");

@@ -341,24 +341,18 @@ static int check_config(const char *func, sproj_image *x, const struct sproj_rec
     return sproj_fail(SPROJ_ERR_NULL, func, "sensitivity subsets need cfg->sens_chunks");
   if (c->sensitivities && c->sensitivity_images)
     return sproj_fail(SPROJ_ERR_INVALID, func, "cfg->sensitivities and cfg->sensitivity_images exclude each other");
-  if (c->sensitivity_images) {
-    if (c->num_sensitivities != 1 && c->num_sensitivities != c->num_subsets)
-      return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->num_sensitivities %d is neither 1 nor the %d subsets",
-                        c->num_sensitivities, c->num_subsets);
-    for (int k = 0; k < c->num_sensitivities; k++) {
-      const sproj_image *s = c->sensitivity_images[k];
-      if (!s)
-        return sproj_fail(SPROJ_ERR_NULL, func, "cfg->sensitivity_images[%d] is NULL", k);
-      if (memcmp(s->geom.n, x->geom.n, sizeof s->geom.n) || memcmp(s->geom.voxel_size, x->geom.voxel_size,
-                                                                   sizeof s->geom.voxel_size) ||
-          memcmp(s->geom.origin, x->geom.origin, sizeof s->geom.origin))
-        return sproj_fail(SPROJ_ERR_MISMATCH, func, "cfg->sensitivity_images[%d] has another geometry than x", k);
-    }
+  if ((c->sensitivities || c->sensitivity_images) && c->num_sensitivities != 1 &&
+      c->num_sensitivities != c->num_subsets)
+    return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->num_sensitivities %d is neither 1 nor the %d subsets",
+                      c->num_sensitivities, c->num_subsets);
+  for (int k = 0; c->sensitivity_images && k < c->num_sensitivities; k++) {
+    const sproj_image *s = c->sensitivity_images[k];
+    if (!s)
+      return sproj_fail(SPROJ_ERR_NULL, func, "cfg->sensitivity_images[%d] is NULL", k);
+    if (!recon_same_geometry(&s->geom, &x->geom))
+      return sproj_fail(SPROJ_ERR_MISMATCH, func, "cfg->sensitivity_images[%d] has another geometry than x", k);
   }
   if (c->sensitivities) {
-    if (c->num_sensitivities != 1 && c->num_sensitivities != c->num_subsets)
-      return sproj_fail(SPROJ_ERR_RANGE, func, "cfg->num_sensitivities %d is neither 1 nor the %d subsets",
-                        c->num_sensitivities, c->num_subsets);
     for (int k = 0; k < c->num_sensitivities; k++)
       if (!c->sensitivities[k])
         return sproj_fail(SPROJ_ERR_NULL, func, "cfg->sensitivities[%d] is NULL", k);

@@ -19,7 +19,7 @@ struct sproj_model {
   int lm;                       /* TOF listmode: events with bins and a TOF parameter set */
   int num_values;               /* values per LOR of the data and the background: TOF bins of a TOF sinogram, else 1 */
   int add_per_lor;              /* the background holds one value per LOR, spread evenly over its num_values bins */
-  const float *mult_host, *add_host;
+  const float *add_host;
   struct sproj_vec *mult, *add; /* read-only per-LOR vectors (NULL when absent) */
   sproj_proj *mult_proj;        /* mult as a projection vector (mult is its vec): what the sensitivities back project */
   float add_flat;               /* without add: the background of every value (sproj_model_set_flat_background) */
@@ -108,6 +108,14 @@ void recon_groups_free(struct term_groups *g);
  * (the projections would move them anyway); else nothing is copied. The one place that counts a LOR's bytes. */
 int recon_upload_inputs(const char *func, const sproj_recon *r, const sproj_chunks *ch, int ndev, const int *dev,
                         const unsigned *node);
+/* Whether two images have the same dimensions, voxel size and origin. */
+static inline int recon_same_geometry(const struct sproj_geom *a, const struct sproj_geom *b)
+{
+  for (int d = 0; d < 3; d++)
+    if (a->n[d] != b->n[d] || a->voxel_size[d] != b->voxel_size[d] || a->origin[d] != b->origin[d])
+      return 0;
+  return 1;
+}
 /* The sensitivity image subset k divides by (the one of all subsets, times sens_factor, when there is one). */
 static inline sproj_image *recon_subset_sens(const sproj_recon *r, int k)
 {

@@ -222,10 +222,13 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
           = starproj_normalisation_factors(*this->normalisation_sptr, *sens_pdi, *sens_pdi, first_lor, in.lor_m.data(), threads);
       times.mark(("set_up: normalisation (" + how + ")").c_str());
     }
+  // subset k's sensitivity: its views, each all its segments, one range of LORs (g.view_chunks()); the same lists give
+  // the reconstruction each subset's background terms
+  std::vector<int> sens_chunks, sens_sizes;
+  g.subset_views(num_subsets, sens_chunks, sens_sizes);
   if (this->get_recompute_sensitivity())
     {
-      // subset k's: the back projection of the factors (ones without a normalisation, as the reconstruction would
-      // take) over its views, each view all its segments (g.view_chunks())
+      // the back projections of the factors (ones without a normalisation, as the reconstruction would take)
       if (trivial_norm)
         {
           in.sens_ones.resize(num_lors);
@@ -237,15 +240,8 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
           for (int64_t lor = 0; lor < num_lors; ++lor)
             ones[lor] = 1.F;
         }
-      std::vector<int> lists, starts(1, 0);
-      for (int k = 0; k < num_subsets; ++k)
-        {
-          for (int view = min_view + k; view < min_view + num_views; view += num_subsets)
-            lists.push_back(view - min_view);
-          starts.push_back(static_cast<int>(lists.size()));
-        }
       in.early_sensitivities.submit(
-          g, trivial_norm ? in.sens_ones.data() : in.lor_m.data(), g.view_chunks(), lists, starts);
+          g, trivial_norm ? in.sens_ones.data() : in.lor_m.data(), g.view_chunks(), sens_chunks, sens_sizes);
       times.mark("set_up: sensitivities submitted");
     }
 
@@ -404,7 +400,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
         chunk_count.push_back(view_first[v + 1] - view_first[v]);
         chunk_view.push_back(v);
       }
-  std::vector<int> subset_chunks, subset_sizes, sens_chunks, sens_sizes;
+  std::vector<int> subset_chunks, subset_sizes;
   for (int k = 0; k < num_subsets; ++k)
     {
       int size = 0;
@@ -419,14 +415,6 @@ PoissonLogLikelihoodWithLinearModelForMeanAndListModeDataStarproj::set_up_events
         error(who + ": subset " + std::to_string(k) + " of " + std::to_string(num_subsets) + " has no events (its views "
               + "hold none of the " + std::to_string(n) + " prompts): use fewer subsets");
       subset_sizes.push_back(size);
-      // the subset's sensitivity: its views, each all its segments, one range of LORs (g.view_chunks())
-      int sens_size = 0;
-      for (int view = min_view + k; view < min_view + num_views; view += num_subsets)
-        {
-          sens_chunks.push_back(view - min_view);
-          ++sens_size;
-        }
-      sens_sizes.push_back(sens_size);
     }
   starproj_check(tof_data ? sproj_lors_register_events(&in.events, in.xs.data(), in.xe.data(), in.bins.data(), n)
                           : sproj_lors_register(&in.events, in.xs.data(), in.xe.data(), n),

@@ -185,18 +185,19 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       if (sens_by && *sens_by && !by_viewgram && std::string(sens_by) != "views")
         error(std::string("PoissonLogLikelihood using Starproj: SPROJ_STIR_SENS_CHUNKS is '") + sens_by
               + "', neither views nor viewgrams");
-      std::vector<int> lists, starts(1, 0);
-      for (int k = 0; k < this->num_subsets; ++k)
+      std::vector<int> lists, sizes;
+      g.subset_views(this->num_subsets, lists, sizes);
+      if (by_viewgram) // each view's viewgrams instead, the subset's own chunks
         {
-          for (int view = proj_data.get_min_view_num() + k; view <= proj_data.get_max_view_num(); view += this->num_subsets)
-            if (by_viewgram)
-              for (int seg = -max_segment; seg <= max_segment; ++seg)
-                lists.push_back(g.chunk_of(seg, view));
-            else
-              lists.push_back(view - proj_data.get_min_view_num());
-          starts.push_back(static_cast<int>(lists.size()));
+          std::vector<int> views;
+          views.swap(lists);
+          for (const int v : views)
+            for (int seg = -max_segment; seg <= max_segment; ++seg)
+              lists.push_back(g.chunk_of(seg, proj_data.get_min_view_num() + v));
+          for (int& size : sizes)
+            size *= 2 * max_segment + 1;
         }
-      r.early_sensitivities.submit(g, r.m.data(), by_viewgram ? g.chunks() : g.view_chunks(), lists, starts);
+      r.early_sensitivities.submit(g, r.m.data(), by_viewgram ? g.chunks() : g.view_chunks(), lists, sizes);
       times.mark("set_up: sensitivities submitted");
     }
 

@@ -223,6 +223,20 @@ StarprojGeometry::chunk_of(int segment_num, int view_num) const
   return (view_num - _min_view) * _num_segments + (segment_num - _min_segment);
 }
 
+void
+StarprojGeometry::subset_views(int num_subsets, std::vector<int>& chunks, std::vector<int>& sizes) const
+{
+  chunks.clear();
+  sizes.clear();
+  for (int k = 0; k < num_subsets; ++k)
+    {
+      int size = 0;
+      for (int v = k; v < _num_views; v += num_subsets, ++size)
+        chunks.push_back(v);
+      sizes.push_back(size);
+    }
+}
+
 int
 StarprojGeometry::min_axial_pos_num(int segment_num) const
 {

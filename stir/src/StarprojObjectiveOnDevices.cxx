@@ -29,19 +29,20 @@ StarprojEarlySensitivities::submit(const StarprojGeometry& g,
                                    const float* m,
                                    const sproj_chunks* chunks,
                                    const std::vector<int>& lists,
-                                   const std::vector<int>& starts)
+                                   const std::vector<int>& sizes)
 {
   release();
   // a second handle on the factors the model registers too: both only ever read them
   starproj_check(sproj_proj_register(&_m, const_cast<float*>(m), g.lors()), "sproj_proj_register");
-  for (std::size_t k = 0; k + 1 < starts.size(); ++k)
+  const int* list = lists.data();
+  for (const int size : sizes)
     {
       sproj_image* image = nullptr;
       starproj_check(sproj_image_create(&image, g.dims(), g.voxel_size(), g.origin()), "sproj_image_create");
       _images.push_back(image);
       starproj_check(sproj_image_zero(image), "sproj_image_zero");
-      starproj_check(sproj_back_chunks(image, _m, chunks, lists.data() + starts[k], starts[k + 1] - starts[k]),
-                     "sproj_back_chunks");
+      starproj_check(sproj_back_chunks(image, _m, chunks, list, size), "sproj_back_chunks");
+      list += size;
     }
   starproj_check(sproj_flush(), "sproj_flush"); // nothing held back: they run while the set-up goes on
 }

@@ -97,7 +97,9 @@ public:
   sproj_chunks* chunks() const { return _chunks; }
   //! one chunk per view (view - min view): all its segments, one range of LORs
   sproj_chunks* view_chunks() const { return _view_chunks; }
-  int num_segments() const { return _num_segments; }
+  //! num_subsets interleaved subsets of views (subset k: views min + k, min + k + S, ...) as lists of view_chunks():
+  //! subset 0's chunks, then subset 1's, ... in chunks, and each subset's count in sizes (sproj_recon_config's form)
+  void subset_views(int num_subsets, std::vector<int>& chunks, std::vector<int>& sizes) const;
   const std::shared_ptr<StarprojRuntime>& runtime() const { return _runtime; }
 
 private:

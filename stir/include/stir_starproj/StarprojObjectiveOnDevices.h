@@ -45,10 +45,11 @@ public:
   ~StarprojEarlySensitivities() { release(); }
   StarprojEarlySensitivities(const StarprojEarlySensitivities&) = delete;
   StarprojEarlySensitivities& operator=(const StarprojEarlySensitivities&) = delete;
-  //! submits subset k's back projection of m (one factor per LOR of g, valid until release) over chunks
-  //! lists[starts[k] .. starts[k+1]) of chunks (a chunking of g's LORs), k < starts.size() - 1; returns at once
+  //! submits subset k's back projection of m (one factor per LOR of g, valid until release) over its sizes[k] chunks
+  //! of chunks (a chunking of g's LORs), listed subset after subset in lists (sproj_recon_config's subset_chunks and
+  //! subset_sizes form); returns at once
   void submit(const StarprojGeometry& g, const float* m, const sproj_chunks* chunks, const std::vector<int>& lists,
-              const std::vector<int>& starts);
+              const std::vector<int>& sizes);
   bool empty() const { return _images.empty(); }
   sproj_image* const* images() const { return _images.data(); }
   int count() const { return static_cast<int>(_images.size()); }

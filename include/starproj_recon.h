@@ -331,13 +331,14 @@ SPROJ_API void sproj_recon_config_init(struct sproj_recon_config *cfg);
  * fixed by the device count, so a run repeats bit for bit; the image differs from one device's by the rounding of
  * the sums (about 1e-6 relative).
  * Errors (nothing is created): NULL (recon, x, cfg, model, chunks; listmode without sens_model; a NULL array in
- * cfg->sensitivities), NOT_INIT,
- * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model),
+ * cfg->sensitivities or image in cfg->sensitivity_images), NOT_INIT,
+ * MISMATCH (chunkings or data of another LOR set, data with another number of values per LOR than the model, a
+ * sensitivity image of another geometry than x),
  * RANGE (S < 1 or more than the chunks, a chunk index out of range or twice in one subset, max_ratio < 0, small_fraction
  * outside [0, 1), a blur kernel wider than 2*64+1 voxels, a negative value in x, the data or a given sensitivity,
- * num_sensitivities neither 1 nor S), NONFINITE (NaN / infinite in x, the data, a given sensitivity, max_ratio or
- * small_fraction), EMPTY (a subset of 0 chunks),
- * INVALID (a sens_model on listmode events), NOMEM, STARPU. */
+ * num_sensitivities neither 1 nor S with sensitivities or sensitivity_images), NONFINITE (NaN / infinite in x, the
+ * data, a given sensitivity, max_ratio or small_fraction), EMPTY (a subset of 0 chunks),
+ * INVALID (a sens_model on listmode events; both sensitivities and sensitivity_images), NOMEM, STARPU. */
 SPROJ_API int sproj_recon_create(sproj_recon **recon, sproj_image *x, const struct sproj_recon_config *cfg);
 
 /* Progress after each iteration. */

@@ -124,7 +124,8 @@ static unsigned tof_variants_parse(const char *list)
                {"slide", SPROJ_TOF_VARIANT_SLIDE},
                {"copies", SPROJ_TOF_VARIANT_COPIES},
                {"lanes", SPROJ_TOF_VARIANT_LANES},
-               {"sinotable", SPROJ_TOF_VARIANT_SINO_TABLE}};
+               {"sinotable", SPROJ_TOF_VARIANT_SINO_TABLE},
+               {"tiles", SPROJ_TOF_VARIANT_TILES}};
   unsigned bits = 0;
   for (const char *p = list; *p;) {
     size_t len = strcspn(p, ",");

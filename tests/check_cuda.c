@@ -230,8 +230,9 @@ START_TEST(test_tof_cpu_vs_cuda)
   ck_assert_int_eq(sproj_stats_reset(), SPROJ_OK);
   tof_run(SPROJ_DEVICE_CUDA, lm, 1, &par, bins, cpu, bgpu, n);
   if (lm) {
-    /* the listmode back projection with the shifted image (50000 events, at least an eighth of the voxels) and
-     * without it: the same sums up to the atomics' order, and the tasks used it only when on */
+    /* the listmode back projection with its scratch (50000 events, at least an eighth of the voxels: the shifted
+     * image, or the tiles with the variant tiles) and without it: the same sums up to the atomics' order, and the
+     * tasks used it only when on */
     int64_t on = gpu_tasks_of(1);
     float *boff = tu_alloc(nvox);
     memset(boff, 0, nvox * sizeof *boff);
@@ -241,10 +242,11 @@ START_TEST(test_tof_cpu_vs_cuda)
     int64_t off = gpu_tasks_of(1);
     ck_assert_int_eq(sproj_set_image_layouts(1), SPROJ_OK);
     double srel = tu_rel_l2_ff(bgpu, boff, nvox);
-    printf("TOF listmode back projection, shifted image on / off: %lld / %lld tasks used it, relative L2 %.3g\n",
+    printf("TOF listmode back projection, scratch (shifted image or tiles) on / off: %lld / %lld tasks used it, "
+           "relative L2 %.3g\n",
            (long long)on, (long long)off, srel);
-    ck_assert_msg(on >= 1 && off == 0, "%lld / %lld tasks used the shifted image", (long long)on, (long long)off);
-    ck_assert_msg(srel <= 1e-6, "shifted image on vs off: relative L2 %.3g", srel);
+    ck_assert_msg(on >= 1 && off == 0, "%lld / %lld tasks used the scratch", (long long)on, (long long)off);
+    ck_assert_msg(srel <= 1e-6, "scratch on vs off: relative L2 %.3g", srel);
     free(boff);
   }
   double maxv, maxdiff;

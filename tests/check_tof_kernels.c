@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_tof_kernels.c: the variants of the TOF projectors' math (codelets/tof), called directly as a CPU codelet
  * would: the edges' table (tof_table.h) against erf in double, the bins beside the samples (tof_slide.h) against the
- * ordinary loops bit for bit, and the CPU lanes (tof_lanes.h) against the scalar code. */
+ * ordinary loops bit for bit, the CPU lanes (tof_lanes.h) against the scalar code, and the listmode back projection by
+ * image tiles (tof_tiles.h) replayed on the host against the per-event code bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "joseph3d_tof_lm_fwd.h"
 #include "joseph3d_tof_lm_back.h"
 #include "tof_lanes.h"
+#include "tof_tiles.h"
 
 /* The bound on a tabulated weight's error against the double-precision reference. */
 #define TABLE_WEIGHT_BOUND 2e-6
@@ -233,6 +235,160 @@ START_TEST(test_table_projection)
 }
 END_TEST
 
+/* The listmode back projection by image tiles (tof_tiles.h), replayed on the host as the GPU kernels do it (an event's
+ * segments found, each added into its tile, the tile added into the image) against joseph3d_tof_lm_back_lor: each
+ * plane of a walk in exactly one tile, each sample's adds the same, so with the events in the same order the images
+ * are the same bits. Three tile shapes (the default, and two smaller ones that tiles_plan chooses for deep images),
+ * with erff and with the table, with the centre offset per LOR, on the scene's LORs (all three principal axes, so the
+ * direct path too), two kernel widths. */
+START_TEST(test_tiles_back)
+{
+  static const int shapes[] = {1 << 20, 9 * 8, 3 * 9 * 2};
+  int num_bins = 2 * (int)ceilf(sqrtf((float)(g.n[0] * g.n[0] + g.n[1] * g.n[1] + g.n[2] * g.n[2])) * 0.5f) + 9;
+  struct sproj_tof_arg tof = scene_tof(_i % 2 ? 0.4f : 1.2f, num_bins);
+  tof.per_lor_offset = 1;
+  static struct table_buf t;
+  const struct sproj_tof_table *tab = _i / 2 ? table_of(&tof, &t) : NULL;
+  ck_assert(!(_i / 2) || tab);
+  struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
+  int64_t nvox = tu_nvox(&g);
+  float *ia = tu_alloc(nvox), *ib = tu_alloc(nvox), *off = tu_alloc(NLORS), *val = tu_alloc(NLORS);
+  int16_t *bins = malloc(NLORS * sizeof *bins);
+  for (int i = 0; i < NLORS; i++) {
+    off[i] = tof.bin_width * (float)tu_uniform(-1.5, 1.5);
+    bins[i] = (int16_t)tu_randint(0, num_bins - 1);
+    val[i] = i % 17 == 0 ? 0.0f : (float)tu_uniform(0.1, 2.0);
+  }
+  memset(ia, 0, nvox * sizeof(float));
+  struct sproj_out oa = {ia, NULL, NULL}, ob = {ib, NULL, NULL};
+  for (int i = 0; i < NLORS; i++)
+    joseph3d_tof_lm_back_lor(oa, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, bins[i], val[i]);
+  for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+    struct sproj_tof_tiles tiles;
+    int max_floats = shapes[sh] * g.n[2];
+    ck_assert(sproj_tof_tiles_plan(&geom, max_floats, &tiles));
+    ck_assert_int_le(tiles.tile_floats, max_floats);
+    float *tile = tu_alloc(tiles.tile_floats);
+    memset(ib, 0, nvox * sizeof(float));
+    int64_t segments = 0, direct = 0, tiled = 0;
+    for (int i = 0; i < NLORS; i++) {
+      struct sproj_ray r;
+      struct sproj_tof_line l;
+      int k0, k1, seg[SPROJ_TOF_TILES_MAX_SEGMENTS];
+      if (val[i] == 0.0f ||
+          !sproj_tof_lm_setup(xs + 3 * i, xe + 3 * i, &geom, &tof, tof.sigma, off[i], tab, bins[i], &r, &l, &k0, &k1))
+        continue;
+      int ns = sproj_tof_tiles_segments(&tiles, &r, k0, k1, seg);
+      if (ns < 0) {
+        joseph3d_tof_lm_back_lor(ob, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, off[i], tab, bins[i], val[i]);
+        direct++;
+        continue;
+      }
+      tiled += ns > 0;
+      segments += ns;
+      for (int j = 0; j < ns; j++) {
+        ck_assert_int_ge(seg[j], 0);
+        ck_assert_int_lt(seg[j], tiles.ntiles);
+        memset(tile, 0, tiles.tile_floats * sizeof(float));
+        sproj_tof_tiles_back_segment(&tiles, seg[j], &r, &l, k0, k1, bins[i], val[i], tile);
+        for (int q = 0; q < tiles.tile_floats; q++) {
+          int64_t e = sproj_tof_tiles_voxel(&tiles, seg[j], q);
+          if (e >= 0)
+            ib[e] += tile[q];
+          else
+            ck_assert_msg(tile[q] == 0.0f, "a tile float outside the image got %g", tile[q]);
+        }
+      }
+    }
+    int64_t differ = 0, nonzero = 0;
+    for (int64_t v = 0; v < nvox; v++) {
+      differ += memcmp(&ia[v], &ib[v], sizeof(float)) != 0;
+      nonzero += ia[v] != 0.0f;
+    }
+    printf("TOF listmode back by tiles (%s, sigma %s, tiles of %d planes x %d + 1 voxels x %d): %lld events by %lld "
+           "segments (%.2f each), %lld directly; %lld of %lld non-zero voxels differ\n", tab ? "table" : "erff",
+           _i % 2 ? "narrow" : "wide", tiles.slab, tiles.band, g.n[2], (long long)tiled, (long long)segments,
+           tiled ? (double)segments / (double)tiled : 0.0, (long long)direct, (long long)differ, (long long)nonzero);
+    ck_assert_int_gt(tiled, NLORS / 10);
+    ck_assert_int_gt(direct, 0);
+    ck_assert_int_gt(nonzero, 0);
+    ck_assert_int_eq(differ, 0);
+    free(tile);
+  }
+  free(ia);
+  free(ib);
+  free(off);
+  free(val);
+  free(bins);
+}
+END_TEST
+
+/* The listmode forward projection by image tiles, replayed on the host: each segment's partial sum from its tile's
+ * floats, the event's value their sum in the order of its walk, against the per-event code (the same terms grouped
+ * by segment: within float rounding) and against the double-precision reference (the event's bin of its LOR's TOF
+ * sinogram): the tiles' worst error, of the LOR's largest bin, no more than the per-event code's plus 5e-7. */
+START_TEST(test_tiles_fwd)
+{
+  int num_bins = 2 * (int)ceilf(sqrtf((float)(g.n[0] * g.n[0] + g.n[1] * g.n[1] + g.n[2] * g.n[2])) * 0.5f) + 9;
+  struct sproj_tof_arg tof = scene_tof(_i % 2 ? 0.4f : 1.2f, num_bins);
+  static struct table_buf t;
+  const struct sproj_tof_table *tab = table_of(&tof, &t);
+  ck_assert_ptr_nonnull(tab);
+  struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
+  struct sproj_tof_tiles tiles;
+  ck_assert(sproj_tof_tiles_plan(&geom, _i / 2 ? 3 * 9 * 2 * g.n[2] : 1 << 24, &tiles));
+  float *tile = tu_alloc(tiles.tile_floats);
+  double *ref = malloc((size_t)num_bins * sizeof *ref), worst_event = 0.0, worst_tiles = 0.0, worst_split = 0.0;
+  int64_t tiled = 0, segments = 0;
+  for (int i = 0; i < NLORS; i++) {
+    int b = tu_randint(0, num_bins - 1);
+    float event = joseph3d_tof_lm_fwd_lor(img, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, tof.center_offset, tab, b);
+    float by_tiles = event;
+    struct sproj_ray r;
+    struct sproj_tof_line l;
+    int k0, k1, seg[SPROJ_TOF_TILES_MAX_SEGMENTS], ns = 0;
+    if (sproj_tof_lm_setup(xs + 3 * i, xe + 3 * i, &geom, &tof, tof.sigma, tof.center_offset, tab, b, &r, &l, &k0, &k1))
+      ns = sproj_tof_tiles_segments(&tiles, &r, k0, k1, seg);
+    if (ns > 0 && ns <= SPROJ_TOF_TILES_FWD_SLOTS) {
+      by_tiles = 0.0f;
+      for (int j = 0; j < ns; j++) {
+        for (int q = 0; q < tiles.tile_floats; q++) {
+          int64_t e = sproj_tof_tiles_voxel(&tiles, seg[j], q);
+          tile[q] = e >= 0 ? img[e] : 0.0f;
+        }
+        by_tiles += sproj_tof_tiles_fwd_segment(&tiles, seg[j], &r, &l, k0, k1, b, tile);
+      }
+      tiled++;
+      segments += ns;
+    }
+    if (tu_ref_ambiguous(&g, xs + 3 * i, xe + 3 * i))
+      continue;
+    tu_ref_tof_sino_lor(img, &g, xs + 3 * i, xe + 3 * i, tof.bin_width, num_bins, tof.num_sigmas, tof.sigma,
+                        tof.center_offset, ref);
+    double maxb = 0.0;
+    for (int k = 0; k < num_bins; k++)
+      maxb = fmax(maxb, fabs(ref[k]));
+    if (maxb == 0.0)
+      continue;
+    worst_event = fmax(worst_event, fabs(event - ref[b]) / maxb);
+    worst_tiles = fmax(worst_tiles, fabs(by_tiles - ref[b]) / maxb);
+    worst_split = fmax(worst_split, fabs(by_tiles - event) / maxb);
+  }
+  printf("TOF listmode forward by tiles (table, sigma %s, tiles of %d planes x %d + 1 voxels): %lld events by %lld "
+         "segments; worst error against the double reference, of the LOR's largest bin: per event %.3g, by tiles %.3g "
+         "(tiles against per event %.3g)\n", _i % 2 ? "narrow" : "wide", tiles.slab, tiles.band, (long long)tiled,
+         (long long)segments, worst_event, worst_tiles, worst_split);
+  ck_assert_int_gt(tiled, NLORS / 10);
+  /* the grouping's own change is a few float roundings of the value; the error against the reference is the float
+   * coordinates' (~3e-6 of the largest bin with either order), which the tiles must not add to */
+  ck_assert_msg(worst_split <= 1e-6, "by tiles against per event: worst %.3g of the LOR's largest bin", worst_split);
+  ck_assert_msg(worst_tiles <= worst_event + 5e-7, "by tiles: worst error %.3g of the LOR's largest bin (per event %.3g)",
+                worst_tiles, worst_event);
+  free(tile);
+  free(ref);
+}
+END_TEST
+
 #ifdef SPROJ_HAVE_LANES
 /* The AVX-512 lanes (tof_lanes.h) against the scalar code with the same table: forward values bit for bit (sinogram
  * and listmode), back projections within float rounding (only the order of the adds into a voxel differs), on the
@@ -325,6 +481,8 @@ int main(void)
   tcase_add_loop_test(tc, test_table_weights, 0, (int)(sizeof params / sizeof params[0]));
   tcase_add_loop_test(tc, test_slide_bits, 0, 3);
   tcase_add_test(tc, test_table_projection);
+  tcase_add_loop_test(tc, test_tiles_back, 0, 4);
+  tcase_add_loop_test(tc, test_tiles_fwd, 0, 4);
 #ifdef SPROJ_HAVE_LANES
   tcase_add_loop_test(tc, test_lanes, 0, 2);
 #endif

@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* joseph3d_tof_lm_fwd.cu: CUDA kernel of the TOF listmode forward projection (one thread per event; a block first
+/* joseph3d_tof_lm_fwd.cu: CUDA kernels of the TOF listmode forward projection. One thread per event (a block first
  * sorts its events by the planes they walk, sproj_block_order, and each thread then takes the event at its place in
- * that order: what each event computes is unchanged). Variant (tof_cuda.h): the edges from a table in shared memory
- * (TABLE). */
+ * that order: what each event computes is unchanged); or, with the variant `tiles` (tof_tiles.h), the events' walks
+ * cut into the segments of image tiles, binned by tile (tof_tiles_cuda.h), each tile loaded into shared memory once
+ * per work item and its segments' partial sums written to their events' slots, which a last pass adds in the order
+ * of each walk. Variant (tof_cuda.h): the edges from a table in shared memory (TABLE). */
 #include "config.h"
-#include "tof_cuda.h"
+#include "tof_tiles_cuda.h"
 #include "joseph3d_tof_lm_fwd.h"
 
 template <bool TABLE>
 __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
                                          const __grid_constant__ struct sproj_proj_arg arg,
                                          const __grid_constant__ struct sproj_piece_table pieces, int sorted,
-                                         const __grid_constant__ struct sproj_tof_table_plan plan)
+                                         const __grid_constant__ struct sproj_tof_table_plan plan,
+                                         const unsigned *gate)
 {
   __shared__ struct sproj_block_order order;
+  /* with gate, only when *gate is not 0 (the tiles' fallback: their records did not fit the scratch) */
+  if (gate && *gate == 0u)
+    return;
   struct sproj_tof_table table;
   const struct sproj_tof_table *tab = NULL;
   if (TABLE) {
@@ -42,6 +48,110 @@ __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
     joseph3d_tof_lm_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event]);
 }
 
+/* The tiles' work items, a block at a time: the tile loaded into shared memory, each segment's partial sum written
+ * to its event's slot. */
+template <bool TABLE>
+__global__ static void tof_lm_fwd_tiles_kernel(const float *__restrict__ img,
+                                               const __grid_constant__ struct sproj_proj_arg arg,
+                                               const __grid_constant__ struct sproj_piece_table pieces,
+                                               const __grid_constant__ struct sproj_tof_table_plan plan,
+                                               const __grid_constant__ struct sproj_tof_tiles tiles,
+                                               unsigned table_floats, const unsigned *offset, const unsigned *items,
+                                               const unsigned *records, float *partial, const unsigned *flags)
+{
+  if (flags[0])
+    return;
+  struct sproj_tof_table table;
+  const struct sproj_tof_table *tab = NULL;
+  if (TABLE) {
+    sproj_tof_table_build(&table, &plan, 0u);
+    tab = &table;
+  }
+  float *tile_mem = (float *)sproj_tof_shared + table_floats;
+  unsigned total = items[tiles.ntiles];
+  for (unsigned w = blockIdx.x; w < total; w += gridDim.x) {
+    unsigned first, end;
+    int t = sproj_tiles_item(&tiles, offset, items, w, SPROJ_TILES_PER_ITEM, &first, &end);
+    for (int i = threadIdx.x; i < tiles.tile_floats; i += blockDim.x) {
+      int64_t e = sproj_tof_tiles_voxel(&tiles, t, i);
+      tile_mem[i] = e >= 0 ? img[e] : 0.0f;
+    }
+    __syncthreads();
+    for (unsigned q = first + threadIdx.x; q < end; q += blockDim.x) {
+      unsigned rec = records[q], gid = rec & SPROJ_TILES_GID_MASK, event;
+      int piece = sproj_tiles_piece_of(&pieces, gid, &event);
+      struct sproj_ray r;
+      struct sproj_tof_line l;
+      int k0, k1, b;
+      float value, v = 0.0f;
+      if (sproj_tiles_event(&arg, &pieces, 0, piece, event, tab, &r, &l, &k0, &k1, &b, &value))
+        v = sproj_tof_tiles_fwd_segment(&tiles, t, &r, &l, k0, k1, b, tile_mem);
+      partial[(size_t)gid * SPROJ_TOF_TILES_FWD_SLOTS + (rec >> SPROJ_TILES_GID_BITS)] = v;
+    }
+    __syncthreads();
+  }
+}
+
+/* Each event's value: its segments' partial sums added in the order of its walk (0 segments: 0); the events that
+ * went directly are projected here the per-event way. Nothing when the records did not fit. */
+template <bool TABLE>
+__global__ static void tof_lm_fwd_sum_kernel(const float *__restrict__ img,
+                                             const __grid_constant__ struct sproj_proj_arg arg,
+                                             const __grid_constant__ struct sproj_piece_table pieces,
+                                             const __grid_constant__ struct sproj_tof_table_plan plan,
+                                             const float *partial, const unsigned char *nseg, const unsigned *flags)
+{
+  if (flags[0])
+    return;
+  struct sproj_tof_table table;
+  const struct sproj_tof_table *tab = NULL;
+  if (TABLE) {
+    sproj_tof_table_build(&table, &plan, 0u);
+    tab = &table;
+  }
+  SPROJ_CUDA_THIS_LOR(pieces, piece, event);
+  unsigned gid = blockIdx.x * blockDim.x + threadIdx.x;
+  int ns = nseg[gid];
+  if (ns == 255) {
+    float sigma, offset;
+    sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], event, &sigma, &offset);
+    const float *xs = pieces.xs[piece] + 3 * (size_t)event, *xe = pieces.xe[piece] + 3 * (size_t)event;
+    pieces.values[piece][event] =
+      joseph3d_tof_lm_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event]);
+    return;
+  }
+  float out = 0.0f;
+  for (int j = 0; j < ns; j++)
+    out += partial[(size_t)gid * SPROJ_TOF_TILES_FWD_SLOTS + j];
+  pieces.values[piece][event] = out;
+}
+
+/* Queues the forward projection by tiles for the task; 0 when the tiles do not serve it. */
+template <bool TABLE>
+static int tiles_launch(const float *img, const struct sproj_proj_arg *arg, const struct sproj_piece_table *pieces,
+                        unsigned blocks, const struct sproj_tof_launch *L, unsigned *words, size_t nwords,
+                        cudaStream_t stream)
+{
+  struct sproj_tiles_launch T;
+  if (!sproj_tiles_bin(arg, pieces, blocks, TABLE ? L->table_bytes : 0, words, nwords, tof_lm_fwd_tiles_kernel<TABLE>,
+                       SPROJ_TOF_TILES_FWD_SLOTS, SPROJ_TOF_TILES_FWD_SLOTS, stream, &T))
+    return 0;
+  tof_lm_fwd_tiles_kernel<TABLE><<<T.grid, SPROJ_CUDA_BLOCK, T.tile_bytes, stream>>>(
+    img, *arg, *pieces, L->plan, T.tiles, (unsigned)T.table_floats, T.s.offset, T.s.items, T.s.records, T.s.partial,
+    T.s.flags);
+  SPROJ_CUDA_CHECK_LAUNCH();
+  tof_lm_fwd_sum_kernel<TABLE><<<blocks, SPROJ_CUDA_BLOCK, L->table_bytes, stream>>>(img, *arg, *pieces, L->plan,
+                                                                                    T.s.partial, T.s.nseg, T.s.flags);
+  SPROJ_CUDA_CHECK_LAUNCH();
+  /* the records did not fit: every event the per-event way */
+  tof_lm_fwd_kernel<TABLE><<<blocks, SPROJ_CUDA_BLOCK, L->table_bytes, stream>>>(img, *arg, *pieces, sproj_cuda_sort(),
+                                                                                L->plan, T.s.flags);
+  SPROJ_CUDA_CHECK_LAUNCH();
+  if (sproj_tiles_report())
+    sproj_tiles_print("forward", &T, pieces, stream);
+  return 1;
+}
+
 extern "C" void sproj_joseph3d_tof_lm_fwd_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;
@@ -52,10 +162,19 @@ extern "C" void sproj_joseph3d_tof_lm_fwd_cuda(void *buffers[], void *cl_arg)
   struct sproj_tof_launch L = sproj_tof_launch_of(arg, 1);
   const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   cudaStream_t stream = starpu_cuda_get_local_stream();
+  if (arg->tiles && arg->tof.convention != SPROJ_TOF_ARG_PARALLELPROJ) {
+    void *scratch = buffers[sproj_copies_buffer(arg)];
+    unsigned *words = (unsigned *)STARPU_VECTOR_GET_PTR(scratch);
+    size_t nwords = STARPU_VECTOR_GET_NX(scratch) * STARPU_VECTOR_GET_ELEMSIZE(scratch) / sizeof(unsigned);
+    if (L.table ? tiles_launch<true>(img, arg, &pieces, blocks, &L, words, nwords, stream)
+                : tiles_launch<false>(img, arg, &pieces, blocks, &L, words, nwords, stream))
+      return;
+  }
   if (L.table)
     tof_lm_fwd_kernel<true><<<blocks, SPROJ_CUDA_BLOCK, L.table_bytes, stream>>>(img, *arg, pieces, sproj_cuda_sort(),
-                                                                                 L.plan);
+                                                                                 L.plan, NULL);
   else
-    tof_lm_fwd_kernel<false><<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(img, *arg, pieces, sproj_cuda_sort(), L.plan);
+    tof_lm_fwd_kernel<false><<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(img, *arg, pieces, sproj_cuda_sort(), L.plan,
+                                                                      NULL);
   SPROJ_CUDA_CHECK_LAUNCH();
 }

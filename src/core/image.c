@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "internal.h"
+#include "tof_tiles.h"
 
 int sproj_check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],
                          uint64_t max_voxels, uint64_t *nvox)
@@ -191,6 +192,8 @@ static void image_free(sproj_image *img)
     starpu_data_unregister_no_coherency(img->acc);
   if (img->copies)
     starpu_data_unregister_no_coherency(img->copies);
+  if (img->tiles)
+    starpu_data_unregister_no_coherency(img->tiles);
   for (unsigned w = 0; w < img->nparts; w++)
     if (img->parts[w])
       starpu_data_unregister_no_coherency(img->parts[w]);
@@ -285,6 +288,23 @@ starpu_data_handle_t sproj_image_copies(sproj_image *img)
   if (!img->copies)
     starpu_vector_data_register(&img->copies, -1, 0, (uint32_t)len, sizeof(float));
   starpu_data_handle_t h = img->copies;
+  pthread_mutex_unlock(&lock);
+  return h;
+}
+
+starpu_data_handle_t sproj_image_tiles(sproj_image *img)
+{
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  size_t words = sproj_tof_tiles_scratch_words(sproj_rt.task_lors);
+  /* one per CUDA worker: on a GPU too small to hold its workers' many times over, the tasks go the per-event way */
+  size_t per_gpu = starpu_cuda_worker_get_count() / (unsigned)(sproj_rt.ngpus > 0 ? sproj_rt.ngpus : 1);
+  if (words > UINT32_MAX || sproj_gpu_memory_below(16 * words * sizeof(uint32_t) * per_gpu))
+    return NULL;
+  pthread_mutex_lock(&lock);
+  /* like the copies: one per worker that runs such a task, kept for the next */
+  if (!img->tiles)
+    starpu_vector_data_register(&img->tiles, -1, 0, (uint32_t)words, sizeof(uint32_t));
+  starpu_data_handle_t h = img->tiles;
   pthread_mutex_unlock(&lock);
   return h;
 }

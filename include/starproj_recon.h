@@ -371,6 +371,18 @@ SPROJ_API int sproj_recon_objective(sproj_recon *recon, double *nll);
  * as x). Waits. Errors: NULL, NOT_INIT, RANGE (k). */
 SPROJ_API int sproj_recon_sensitivity(sproj_recon *recon, int subset, float *out);
 
+/* Flags of sproj_recon_sensitivity_image. */
+#define SPROJ_SENSITIVITY_TO_HOST 1 /* also start copying out to its host buffer once written, without waiting: a
+                                     * later sproj_image_sync(out, SPROJ_SYNC_READ) finds it there */
+
+/* out = the sensitivity image subset k uses (divided by S when one serves all): the floats sproj_recon_sensitivity
+ * copies, bit for bit, written by tasks where the sensitivity is, so that no host copy of the reconstruction's own
+ * image is made (a caller that reads many, e.g. STIR's subset sensitivities, copies each through one image of its
+ * own and keeps no host copy of each). out's previous values are replaced. Asynchronous: sync out (sproj_image_sync)
+ * to read it on the host. Errors: NULL, NOT_INIT, RANGE (k), MISMATCH (out of another geometry), INVALID (unknown
+ * flags), NOMEM, STARPU. */
+SPROJ_API int sproj_recon_sensitivity_image(sproj_recon *recon, int subset, sproj_image *out, int flags);
+
 /* Waits for pending work, frees the reconstruction's data (x keeps its current value) (NULL: no-op). */
 SPROJ_API int sproj_recon_destroy(sproj_recon *recon);
 

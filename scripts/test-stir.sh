@@ -27,7 +27,8 @@
 #      the histogram are from each other (1e-3 of that distance)
 #  13. bad input to the listmode objective function stops OSMAPOSL with a message, not a crash
 #  14. STIR's own programs (OSMAPOSL, OSSPS, forward_project, back_project, lm_to_projdata) with libstir_starproj loaded
-#      at start by the installed launcher, starproj-stir: the same results as our programs on the same .par files
+#      at start by the installed launcher, starproj-stir: the same results as our programs on the same .par files;
+#      the launcher's GLIBC_TUNABLES (glibc's huge pages added, a caller's setting kept, none on request)
 #  15. hostile input (a missing or truncated data file, sensitivities of another image size, subsets that do not
 #      divide the views, a normalisation of the wrong size for TOF data, a listmode subset without events, devices :=
 #      bogus): our programs and STIR's own stop with exit status 1 and a message naming the problem, no image written
@@ -316,6 +317,19 @@ own lm_to_projdata_stir lm_stir_histogram lm_to_projdata.par
 run lm_to_projdata_stir "$launcher" lm_to_projdata lm_to_projdata_stir.par
 same_files() { cmp "$1" "$2" && echo "$1 and $2: the same bytes"; }
 check stir_lm_to_projdata same_files lm_histogram_f1g1d0b0.s lm_stir_histogram_f1g1d0b0.s
+# the launcher adds glibc's huge pages to GLIBC_TUNABLES, keeps a caller's own setting of them, and leaves them out
+# with STARPROJ_STIR_HUGE_PAGES=0
+launcher_tunables() {
+  local got want case
+  for case in "glibc.malloc.hugetlb=1|env -u GLIBC_TUNABLES" "glibc.malloc.check=0:glibc.malloc.hugetlb=1|env GLIBC_TUNABLES=glibc.malloc.check=0" \
+    "glibc.malloc.hugetlb=0|env GLIBC_TUNABLES=glibc.malloc.hugetlb=0" "|env -u GLIBC_TUNABLES STARPROJ_STIR_HUGE_PAGES=0"; do
+    want=${case%%|*}
+    got=$(${case#*|} "$launcher" printenv GLIBC_TUNABLES || true)
+    [ "$got" = "$want" ] || { echo "${case#*|}: GLIBC_TUNABLES '$got', '$want' expected"; return 1; }
+  done
+  echo "GLIBC_TUNABLES as expected in 4 cases"
+}
+check launcher_tunables launcher_tunables
 
 # 15. hostile input: our programs and STIR's own (through the launcher, whose library turns STIR's uncaught errors into
 # exit status 1) stop with exit status 1, never a signal, with a message naming the problem, and write no image

@@ -269,6 +269,7 @@ static void not_init_barrage(void)
   double nll = -1.0;
   BAD(sproj_recon_objective(NULL, &nll), NI, "sproj_recon_objective");
   BAD(sproj_recon_sensitivity(NULL, 0, buf), NI, "sproj_recon_sensitivity");
+  BAD(sproj_recon_sensitivity_image(NULL, 0, NULL, 0), NI, "sproj_recon_sensitivity_image");
   BAD(sproj_recon_destroy(NULL), NI, "sproj_recon_destroy");
 
   /* the scanner chunkings need starproj running; the scanner itself does not */

@@ -789,6 +789,88 @@ START_TEST(test_listmode_pieces)
 END_TEST
 
 /* Bad input: every call refuses with its status and leaves its output as it was. */
+/* Subset sensitivities copied by tasks into an image of the caller's (sproj_recon_sensitivity_image, what STIR's
+ * objective function fetches its 21 subset sensitivities through): the very floats of sproj_recon_sensitivity's host
+ * copy, bit for bit (0 + f * s against s * f: one rounding either way), for per-subset sensitivities (f = 1) and one
+ * sensitivity for all S subsets (f = 1/S, listmode), with and without the copy home started at once; out's previous
+ * values replaced; the one-for-all copy is 1/S of the whole (not s itself); refused calls write nothing. */
+START_TEST(test_sensitivity_image)
+{
+  int64_t nvox = tu_nvox(&sc.g);
+  float *data = make_data(0), *x = estimate(), *x1 = scene_copy(x, nvox), *host = tu_alloc(nvox), *out = tu_alloc(nvox);
+  struct scene_osem o;
+  struct lm_recon one;
+  scene_osem_open(&o, &sc, 0, x, data, NULL, S);
+  lm_open(&one, 0, x1, data, 0, 10000.0f);
+  sproj_image *oi = image(out), *wrong;
+  int dims[3] = {sc.g.n[0], sc.g.n[1] + 1, sc.g.n[2]};
+  EXPECT(sproj_image_create(&wrong, dims, sc.g.vs, sc.g.origin), SPROJ_OK);
+  sproj_recon *recons[2] = {o.r, one.r};
+  int compared = 0;
+  for (int which = 0; which < 2; which++)
+    for (int k = 0; k < S; k++)
+      for (int flags = 0; flags <= SPROJ_SENSITIVITY_TO_HOST; flags += SPROJ_SENSITIVITY_TO_HOST) {
+        EXPECT(sproj_image_sync(oi, SPROJ_SYNC_WRITE), SPROJ_OK);
+        for (int64_t v = 0; v < nvox; v++)
+          out[v] = -3.0f; /* replaced, not added to */
+        EXPECT(sproj_recon_sensitivity_image(recons[which], k, oi, flags), SPROJ_OK);
+        EXPECT(sproj_recon_sensitivity(recons[which], k, host), SPROJ_OK);
+        sync_read(oi);
+        ck_assert_msg(tu_max_abs(host, nvox) > 0.0, "%s: subset %d's sensitivity is 0", which ? "one for all" : "per subset", k);
+        ck_assert_msg(memcmp(out, host, nvox * sizeof *out) == 0, "%s: subset %d (flags %d) differs from "
+                      "sproj_recon_sensitivity's copy", which ? "one for all" : "per subset", k, flags);
+        compared++;
+      }
+  /* one for all: the image subset k divides by is the whole sensitivity over S, so S of them add up to the whole
+   * (the per-subset reconstruction's sum; float sums in another grouping) */
+  double d;
+  {
+    float *sum = tu_alloc(nvox), *whole = tu_alloc(nvox);
+    memset(sum, 0, nvox * sizeof *sum);
+    memset(whole, 0, nvox * sizeof *whole);
+    for (int k = 0; k < S; k++) {
+      EXPECT(sproj_recon_sensitivity_image(o.r, k, oi, 0), SPROJ_OK);
+      sync_read(oi);
+      for (int64_t v = 0; v < nvox; v++)
+        sum[v] += out[v];
+      EXPECT(sproj_recon_sensitivity_image(one.r, k, oi, 0), SPROJ_OK);
+      sync_read(oi);
+      for (int64_t v = 0; v < nvox; v++)
+        whole[v] += out[v];
+    }
+    d = tu_rel_l2_ff(whole, sum, nvox);
+    free(sum);
+    free(whole);
+  }
+  printf("sensitivity images: %d copies bit for bit those of sproj_recon_sensitivity; one for all, S copies against "
+         "the subsets' sum: %.2e (relative L2)\n", compared, d);
+  ck_assert_msg(d <= 1e-5, "S copies of the one-for-all sensitivity add up to %.3g off the subsets' sum", d);
+
+  EXPECT(sproj_image_sync(oi, SPROJ_SYNC_WRITE), SPROJ_OK);
+  for (int64_t v = 0; v < nvox; v++)
+    out[v] = 7.0f;
+  EXPECT(sproj_recon_sensitivity_image(NULL, 0, oi, 0), SPROJ_ERR_NULL);
+  EXPECT(sproj_recon_sensitivity_image(o.r, 0, NULL, 0), SPROJ_ERR_NULL);
+  EXPECT(sproj_recon_sensitivity_image(o.r, -1, oi, 0), SPROJ_ERR_RANGE);
+  EXPECT(sproj_recon_sensitivity_image(o.r, S, oi, 0), SPROJ_ERR_RANGE);
+  EXPECT(sproj_recon_sensitivity_image(o.r, 0, wrong, 0), SPROJ_ERR_MISMATCH);
+  EXPECT(sproj_recon_sensitivity_image(o.r, 0, oi, 2), SPROJ_ERR_INVALID);
+  EXPECT(sproj_recon_sensitivity_image(o.r, 0, oi, -1), SPROJ_ERR_INVALID);
+  sync_read(oi);
+  for (int64_t v = 0; v < nvox; v++)
+    ck_assert_msg(out[v] == 7.0f, "a refused call wrote voxel %lld", (long long)v);
+  EXPECT(sproj_image_unregister(wrong), SPROJ_OK);
+  EXPECT(sproj_image_unregister(oi), SPROJ_OK);
+  lm_close(&one);
+  scene_osem_close(&o);
+  free(data);
+  free(x);
+  free(x1);
+  free(host);
+  free(out);
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
   int64_t nvox = tu_nvox(&sc.g);
@@ -871,6 +953,7 @@ int main(void)
   tcase_add_loop_test(tc, test_listmode_pieces, 0, 2);
   tcase_add_test(tc, test_update_multiplicative);
   tcase_add_test(tc, test_update_additive);
+  tcase_add_test(tc, test_sensitivity_image);
   tcase_add_test(tc, test_bad_input);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);

@@ -100,6 +100,45 @@ int sproj_recon_gradient(sproj_recon *recon, int subset, sproj_image *x, sproj_i
   return submit_status(__func__, submit_gradient(recon, subset, x, grad, flags & SPROJ_GRADIENT_ADD_SENSITIVITY));
 }
 
+static void release_on_host(void *handle)
+{
+  starpu_data_release_on_node((starpu_data_handle_t)handle, STARPU_MAIN_RAM);
+}
+
+int sproj_recon_sensitivity_image(sproj_recon *recon, int subset, sproj_image *out, int flags)
+{
+  sproj_image *img[1] = {out};
+  static const char *const name[1] = {"out"};
+  int ret = check_call(__func__, recon, subset, 0, img, name, 1);
+  if (ret)
+    return ret;
+  if (!out)
+    return SPROJ_FAIL(SPROJ_ERR_NULL, "out must not be NULL");
+  if (flags & ~SPROJ_SENSITIVITY_TO_HOST)
+    return SPROJ_FAIL(SPROJ_ERR_INVALID, "unknown flags 0x%x", (unsigned)flags);
+  /* 0 + f * s: the floats of sproj_recon_sensitivity's host loop (s * f, one rounding; s is never -0) on any worker */
+  struct sproj_axpy_arg *arg = malloc(sizeof *arg);
+  if (!arg)
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "out of memory");
+  arg->alpha = recon->sens_factor;
+  if ((ret = recon_submit_zero(out->handle))) {
+    free(arg);
+    return submit_status(__func__, ret);
+  }
+  ret = recon_insert_status(starpu_task_insert(&sproj_image_axpy_cl, STARPU_RW, out->handle, STARPU_R,
+                                               recon_subset_sens(recon, subset)->handle, STARPU_CL_ARGS, arg,
+                                               sizeof *arg, STARPU_EXECUTE_WHERE, (unsigned long long)sproj_rt.where,
+                                               STARPU_SCHED_CTX, sproj_rt.ctx, 0));
+  if (ret)
+    return submit_status(__func__, ret);
+  /* out's copy home, once the tasks above are done: an acquire (which, unlike a prefetch, waits for the tasks
+   * submitted before it) released as soon as it holds the host copy */
+  if ((flags & SPROJ_SENSITIVITY_TO_HOST) &&
+      starpu_data_acquire_on_node_cb(out->handle, STARPU_MAIN_RAM, STARPU_R, release_on_host, out->handle) != 0)
+    return SPROJ_FAIL(SPROJ_ERR_STARPU, "could not start the copy to the host");
+  return SPROJ_OK;
+}
+
 int sproj_recon_hessian_times(sproj_recon *recon, int subset, sproj_image *x, sproj_image *v, sproj_image *out, int flags)
 {
   int approximate = (flags & SPROJ_HESSIAN_APPROXIMATE) != 0;

@@ -9,7 +9,8 @@
 # normalisation and an additive term of the data's size in files (stir/bench/make_projdata.py), as a .par names them:
 #   1. span 11 (72.6 M bins), OSMAPOSL 3 iterations x 21 subsets on the objective function using Starproj (updates
 #      on the GPU): sensitivities computed; computed and written to files (1 sub-iteration); read from those files
-#      (3 iterations) -- the set-up of each, the whole run, and the iterations' time (the first and the later ones);
+#      (3 iterations); computed again without glibc's huge pages (STARPROJ_STIR_HUGE_PAGES=0, 1 sub-iteration) -- the
+#      set-up of each, the whole run, and the iterations' time (the first and the later ones);
 #   2. span 1 (354 M bins, the largest template STIR has): set-up with sensitivities computed, computed and written,
 #      and read from those files;
 #   3. listmode: EVENTS prompts drawn from the span-11 projection (stir/bench/starproj_make_listmode, STIR's mMR ECAT8
@@ -63,6 +64,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 pp=$(ldd "$bin/starproj_OSMAPOSL" | awk '$1 == "libparallelproj.so.2" { print $3 }')
 log "libparallelproj: ${pp:-not found}, CUDA $(python3 -c "import ctypes, sys; print('enabled' if ctypes.CDLL(sys.argv[1]).parallelproj_cuda_enabled() else 'not enabled')" "$pp" 2>/dev/null || echo unknown)"
 log "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), OMP_NUM_THREADS=$OMP_NUM_THREADS, steps:$steps"
+log "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown), GLIBC_TUNABLES=${GLIBC_TUNABLES:-}"
 cd "$work" || exit 1
 : >cases.tsv
 
@@ -94,7 +96,8 @@ sino_par() {
   case $kind in
     starproj) objective="$objective using Starproj"
       keys="devices := $devices
-verbosity := 2" ;; # 1: the set-up's steps when it ends; 2: also the sensitivities' hand-over, when the run ends
+verbosity := 2" ;; # 1: the set-up's steps when it ends, then with the sensitivities' hand-over to STIR
+      # (its fetch and its add, once the last subset's is handed over); 2: also every call's steps when the run ends
     Parallelproj) keys="projector pair type := Parallelproj
   Projector Pair Using Parallelproj Parameters :=
     verbosity := 0
@@ -187,6 +190,11 @@ if [[ $steps == *" span11 "* ]] && data span11; then
   run span11_computed "span 11, objective function using Starproj, sensitivities computed"
   run span11_written "span 11, objective function using Starproj, sensitivities computed and written"
   run span11_read "span 11, objective function using Starproj, sensitivities read"
+  # the programs run themselves again with glibc's huge pages where the kernel gives them on request
+  # (starproj_use_huge_pages): the first run's set-up without them (one sub-iteration)
+  sino_par span11_small_pages starproj span11 compute 1 >span11_small_pages.par
+  run span11_small_pages "span 11, sensitivities computed, without huge pages (STARPROJ_STIR_HUGE_PAGES=0)" \
+    STARPROJ_STIR_HUGE_PAGES=0
 fi
 if [[ $steps == *" span1 "* ]] && data span1; then
   sino_par span1_computed starproj span1 compute 1 >span1_computed.par

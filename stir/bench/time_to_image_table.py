@@ -12,15 +12,20 @@ import sys
 
 def steps_of(text):
     """The objective function's set-up steps, as (name, seconds): its 'steps, seconds in all' line when the set-up
-    ends, and from its last one (verbosity 2, when it goes) the sensitivities' hand-over to STIR, which comes after."""
+    ends, and from the next one that has them (verbosity 1: once the last subset's sensitivity is handed over) the
+    parts of the sensitivities' hand-over to STIR, which comes after ('sensitivities to STIR: ...'; logs of versions
+    before name one step 'sensitivities handed to STIR', in the line when the objective function goes)."""
     lines = re.findall(r'steps, seconds in all \(calls\):(.*)', text)
     if not lines:
         return []
     found = re.findall(r' ([^;]+?) ([0-9.]+) \(\d+\);', lines[0])
     steps = [(name.replace('set_up: ', ''), float(s)) for name, s in found if name.startswith('set_up: ')]
-    later = dict(re.findall(r' ([^;]+?) ([0-9.]+) \(\d+\);', lines[-1]))
-    if len(lines) > 1 and 'sensitivities handed to STIR' in later:
-        steps.append(('sensitivities handed to STIR', float(later['sensitivities handed to STIR'])))
+    for line in lines[1:]:
+        later = [(name, float(s)) for name, s in re.findall(r' ([^;]+?) ([0-9.]+) \(\d+\);', line)
+                 if name.startswith('sensitivities to STIR') or name == 'sensitivities handed to STIR']
+        if later:
+            steps += later
+            break
     return steps
 
 

@@ -7,10 +7,12 @@
 // usage: starproj_OSMAPOSL reconstruction.par
 
 #include "stir_starproj/OSMAPOSLReconstructionStarproj.h"
+#include "stir_starproj/StarprojHostMemory.h"
 #include "timed_reconstruction.h"
 
 int
 main(int argc, char** argv)
 {
+  stir::starproj_use_huge_pages(argv); // before any allocation that counts: glibc reads its tunables at start
   return run_timed_reconstruction<stir::OSMAPOSLReconstructionStarproj>(argc > 1 ? argv[1] : "", "starproj_OSMAPOSL");
 }

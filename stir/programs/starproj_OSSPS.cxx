@@ -7,6 +7,7 @@
 // usage: starproj_OSSPS reconstruction.par
 
 #include "stir_starproj/OSSPSReconstructionStarproj.h"
+#include "stir_starproj/StarprojHostMemory.h"
 #include "timed_reconstruction.h"
 
 #include <iostream>
@@ -14,6 +15,7 @@
 int
 main(int argc, char** argv)
 {
+  stir::starproj_use_huge_pages(argv); // before any allocation that counts: glibc reads its tunables at start
   if (argc != 2)
     {
       std::cerr << "usage: " << argv[0] << " reconstruction.par\n";

@@ -2,6 +2,7 @@
 // Back projection of projection data with a projector given in a .par file ("Starproj" available).
 // usage: starproj_back_project output proj_data template_image back_projector.par
 
+#include "stir_starproj/StarprojHostMemory.h"
 #include "stir/DiscretisedDensity.h"
 #include "stir/IO/OutputFileFormat.h"
 #include "stir/IO/read_from_file.h"
@@ -16,6 +17,7 @@
 int
 main(int argc, char** argv)
 {
+  stir::starproj_use_huge_pages(argv); // before any allocation that counts: glibc reads its tunables at start
   using namespace stir;
   if (argc != 5)
     {

@@ -2,6 +2,7 @@
 // Forward projection of an image with a projector given in a .par file ("Starproj" available).
 // usage: starproj_forward_project output image template_proj_data forward_projector.par
 
+#include "stir_starproj/StarprojHostMemory.h"
 #include "stir/DiscretisedDensity.h"
 #include "stir/IO/read_from_file.h"
 #include "stir/KeyParser.h"
@@ -14,6 +15,7 @@
 int
 main(int argc, char** argv)
 {
+  stir::starproj_use_huge_pages(argv); // before any allocation that counts: glibc reads its tunables at start
   using namespace stir;
   if (argc != 5)
     {

@@ -8,7 +8,11 @@
 #include "stir/warning.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 START_NAMESPACE_STIR
 
@@ -41,6 +45,33 @@ StarprojPinnedRange::~StarprojPinnedRange()
 {
   if (_ptr && sproj_unpin(_ptr, _bytes) != SPROJ_OK)
     warning(std::string("Starproj: sproj_unpin failed: ") + sproj_last_error());
+}
+
+void
+starproj_use_huge_pages(char** argv)
+{
+  const char* tunables_now = std::getenv("GLIBC_TUNABLES");
+  const bool had_tunables = tunables_now != nullptr;
+  const std::string tunables = had_tunables ? tunables_now : "";
+  const char* wanted = std::getenv("STARPROJ_STIR_HUGE_PAGES");
+  if (tunables.find("glibc.malloc.hugetlb=") != std::string::npos || (wanted && std::string(wanted) == "0") || !argv
+      || !argv[0])
+    return;
+  // the mode in use is the one in brackets: "always [madvise] never"
+  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(mode_file, modes);
+  if (modes.find("[madvise]") == std::string::npos)
+    return;
+  const std::string value = tunables.empty() ? "glibc.malloc.hugetlb=1" : tunables + ":glibc.malloc.hugetlb=1";
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0)
+    return;
+  execv("/proc/self/exe", argv);
+  // not run again: on as it is, with the environment it had (programs it starts then inherit no tunable it lacks)
+  if (had_tunables)
+    setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
+  else
+    unsetenv("GLIBC_TUNABLES");
 }
 
 END_NAMESPACE_STIR

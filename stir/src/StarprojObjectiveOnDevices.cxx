@@ -82,7 +82,8 @@ StarprojObjectiveOnDevices::release()
   _x_buffer.reset();
   _v_buffer.reset();
   _out_buffer.reset();
-  _scratch.clear();
+  _sens_ahead = -1;
+  _sens_ahead_img = nullptr;
   _geometry.reset();
   _estimate_on_devices = false;
   _own_sensitivities = false;
@@ -99,7 +100,6 @@ StarprojObjectiveOnDevices::make_images(const std::shared_ptr<StarprojGeometry>&
   _x_buffer.reset(new StarprojHostBuffer(n));
   _v_buffer.reset(new StarprojHostBuffer(n));
   _out_buffer.reset(new StarprojHostBuffer(n));
-  _scratch.assign(n, 0.F);
   starproj_check(sproj_image_register(&_x, _x_buffer->data(), g->dims(), g->voxel_size(), g->origin()),
                  "sproj_image_register");
   starproj_check(sproj_image_register(&_v, _v_buffer->data(), g->dims(), g->voxel_size(), g->origin()),
@@ -109,9 +109,13 @@ StarprojObjectiveOnDevices::make_images(const std::shared_ptr<StarprojGeometry>&
 }
 
 void
-StarprojObjectiveOnDevices::adopt(sproj_recon* recon, std::unique_ptr<StarprojReconInputs> inputs, bool own_sensitivities)
+StarprojObjectiveOnDevices::adopt(sproj_recon* recon,
+                                  int num_subsets,
+                                  std::unique_ptr<StarprojReconInputs> inputs,
+                                  bool own_sensitivities)
 {
   _recon = recon;
+  _num_subsets = num_subsets;
   _inputs = std::move(inputs);
   _own_sensitivities = own_sensitivities;
 }
@@ -126,10 +130,20 @@ StarprojObjectiveOnDevices::check_set_up(const char* what) const
 void
 StarprojObjectiveOnDevices::load(const TargetT& image, sproj_image* img, float* buffer) const
 {
+  if (img == _sens_ahead_img)
+    _sens_ahead = -1;
   if (img == _x)
     _estimate_on_devices = false; // the caller's estimate replaces the devices'
   starproj_check(sproj_image_sync(img, SPROJ_SYNC_WRITE), "sproj_image_sync");
   starproj_image_to_array(image, buffer, _rim, _copy_threads);
+}
+
+sproj_image*
+StarprojObjectiveOnDevices::written_out() const
+{
+  if (_sens_ahead_img == _out)
+    _sens_ahead = -1;
+  return _out;
 }
 
 void
@@ -146,7 +160,7 @@ StarprojObjectiveOnDevices::gradient(TargetT& gradient, const TargetT& estimate,
   _times.start();
   load(estimate, _x, _x_buffer->data());
   _times.mark("gradient: image in");
-  starproj_check(sproj_recon_gradient(_recon, subset, _x, _out, add_sensitivity ? SPROJ_GRADIENT_ADD_SENSITIVITY : 0),
+  starproj_check(sproj_recon_gradient(_recon, subset, _x, written_out(), add_sensitivity ? SPROJ_GRADIENT_ADD_SENSITIVITY : 0),
                  "sproj_recon_gradient");
   starproj_check(sproj_image_sync(_out, SPROJ_SYNC_READ), "sproj_image_sync");
   _times.mark("gradient: task graph");
@@ -173,9 +187,33 @@ StarprojObjectiveOnDevices::add_sensitivity(TargetT& sensitivity, int subset) co
   check_set_up("sensitivity");
   std::lock_guard<std::mutex> lock(_lock);
   _times.start();
-  starproj_check(sproj_recon_sensitivity(_recon, subset, _scratch.data()), "sproj_recon_sensitivity");
-  add_array(sensitivity, _scratch.data(), 1.F);
-  _times.mark("sensitivities handed to STIR");
+  // STIR asks for the subsets one after another: subset k was copied (on the devices, into one of the two resident
+  // images out and v, and started home) by the call for k - 1, and k + 1 is copied into the other one while k is
+  // added here. No host copy of the reconstruction's own images is made (sproj_recon_sensitivity leaves one behind
+  // per subset, 1.26 GB for the mMR's 21, each allocated while STIR waits).
+  sproj_image* img = _sens_ahead == subset ? _sens_ahead_img : nullptr;
+  if (!img)
+    {
+      img = _out;
+      starproj_check(sproj_recon_sensitivity_image(_recon, subset, img, SPROJ_SENSITIVITY_TO_HOST),
+                     "sproj_recon_sensitivity_image");
+    }
+  _sens_ahead = -1;
+  if (subset + 1 < _num_subsets)
+    {
+      sproj_image* next = img == _out ? _v : _out;
+      starproj_check(sproj_recon_sensitivity_image(_recon, subset + 1, next, SPROJ_SENSITIVITY_TO_HOST),
+                     "sproj_recon_sensitivity_image");
+      _sens_ahead = subset + 1;
+      _sens_ahead_img = next;
+    }
+  _times.mark("sensitivities to STIR: copies submitted");
+  starproj_check(sproj_image_sync(img, SPROJ_SYNC_READ), "sproj_image_sync");
+  _times.mark("sensitivities to STIR: fetch (the devices' copy, then home)");
+  add_array(sensitivity, img == _out ? _out_buffer->data() : _v_buffer->data(), 1.F);
+  _times.mark("sensitivities to STIR: add into STIR's image");
+  if (subset + 1 == _num_subsets && starproj_verbosity() >= 1)
+    _times.report(_who);
 }
 
 void
@@ -188,7 +226,7 @@ StarprojObjectiveOnDevices::add_hessian_times(
     load(*estimate, _x, _x_buffer->data());
   load(input, _v, _v_buffer->data());
   starproj_check(
-      sproj_recon_hessian_times(_recon, subset, approximate ? nullptr : _x, _v, _out, approximate ? SPROJ_HESSIAN_APPROXIMATE : 0),
+      sproj_recon_hessian_times(_recon, subset, approximate ? nullptr : _x, _v, written_out(), approximate ? SPROJ_HESSIAN_APPROXIMATE : 0),
       "sproj_recon_hessian_times");
   starproj_check(sproj_image_sync(_out, SPROJ_SYNC_READ), "sproj_image_sync");
   add_array(output, _out_buffer->data(), -1.F); // starproj's product is that of -L: STIR's is its negative
@@ -206,14 +244,14 @@ StarprojObjectiveOnDevices::update(
   if (use_own)
     {
       _times.mark("update: image in");
-      starproj_check(sproj_recon_update(_recon, subset, _x, _out, lo, hi), "sproj_recon_update");
+      starproj_check(sproj_recon_update(_recon, subset, _x, written_out(), lo, hi), "sproj_recon_update");
       _estimate_on_devices = true;
       _times.mark("update: submitted");
       return;
     }
   sproj_image* den = resident_copy(sensitivity);
   _times.mark("update: image in");
-  starproj_check(sproj_recon_gradient(_recon, subset, _x, _out, SPROJ_GRADIENT_ADD_SENSITIVITY), "sproj_recon_gradient");
+  starproj_check(sproj_recon_gradient(_recon, subset, _x, written_out(), SPROJ_GRADIENT_ADD_SENSITIVITY), "sproj_recon_gradient");
   starproj_check(sproj_image_update_multiplicative(_x, _out, den, lo, hi), "sproj_image_update_multiplicative");
   _estimate_on_devices = true;
   _times.mark("update: submitted");
@@ -230,7 +268,7 @@ StarprojObjectiveOnDevices::additive_update_on_devices(const TargetT& estimate, 
     load(estimate, _x, _x_buffer->data());
   sproj_image* den = resident_copy(denominator);
   _times.mark("update: image in");
-  starproj_check(sproj_recon_gradient(_recon, subset, _x, _out, 0), "sproj_recon_gradient");
+  starproj_check(sproj_recon_gradient(_recon, subset, _x, written_out(), 0), "sproj_recon_gradient");
   starproj_check(sproj_image_update_additive(_x, _out, den, num_scale, step, lo, hi), "sproj_image_update_additive");
   _estimate_on_devices = true;
   _times.mark("update: submitted");

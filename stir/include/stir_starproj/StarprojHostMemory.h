@@ -75,6 +75,15 @@ struct StarprojUninitialised : std::allocator<T>
 //! A float array that resize() does not zero.
 typedef std::vector<float, StarprojUninitialised<float>> StarprojFloats;
 
+//! For a program's main, first thing: runs the program again (the same executable and arguments) with
+//! glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so that glibc asks for transparent huge pages for its large
+//! allocations (STIR's images, the set-up's arrays: each allocated apart and first touched whole, whose page faults
+//! were nearly half of STIR's own set-up time on the 2-core development machine), when the kernel gives them only where
+//! asked ("madvise"); glibc reads its tunables only at start. Returns, doing nothing, when GLIBC_TUNABLES names that
+//! tunable already (the second run, or the caller's choice), when STARPROJ_STIR_HUGE_PAGES is 0, when the kernel gives
+//! huge pages always or never, and when the program cannot be run again (it then goes on as it is).
+void starproj_use_huge_pages(char** argv);
+
 END_NAMESPACE_STIR
 
 #endif

@@ -137,7 +137,7 @@ protected:
     sproj_recon* recon = nullptr;
     starproj_check(sproj_recon_create(&recon, resident_x(), &cfg), "sproj_recon_create");
     inputs->early_sensitivities.release(); // the reconstruction holds its copies (this waits for them)
-    adopt(recon, std::move(inputs), true);
+    adopt(recon, cfg.num_subsets, std::move(inputs), true);
     times().mark("set_up: registration and sensitivities");
     if (_settings.verbosity >= 1)
       times().report(Derived::registered_name);

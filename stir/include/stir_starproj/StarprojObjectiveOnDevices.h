@@ -109,9 +109,10 @@ protected:
 
   //! the resident images for a geometry (after release(); rim: STIR's truncation, -1 for none)
   void make_images(const std::shared_ptr<StarprojGeometry>& geometry, int rim);
-  //! takes the reconstruction built on the images' x and the inputs it uses; own_sensitivities: STIR's subset
-  //! sensitivities are the reconstruction's (computed by it, or given to it), so updates may use its own
-  void adopt(sproj_recon* recon, std::unique_ptr<StarprojReconInputs> inputs, bool own_sensitivities);
+  //! takes the reconstruction built on the images' x (of num_subsets subsets) and the inputs it uses;
+  //! own_sensitivities: STIR's subset sensitivities are the reconstruction's (computed by it, or given to it), so
+  //! updates may use its own
+  void adopt(sproj_recon* recon, int num_subsets, std::unique_ptr<StarprojReconInputs> inputs, bool own_sensitivities);
   //! the reconstruction first, then its inputs, the images and the geometry
   void release();
   bool is_set_up() const { return _recon != nullptr; }
@@ -142,7 +143,11 @@ private:
   const char* _who;
   std::shared_ptr<StarprojGeometry> _geometry;
   std::unique_ptr<StarprojHostBuffer> _x_buffer, _v_buffer, _out_buffer;
-  mutable std::vector<float> _scratch; // a sensitivity on its way to STIR
+  int _num_subsets = 0;
+  // the subset whose sensitivity add_sensitivity copied ahead into _sens_ahead_img (out or v; -1: none), until an
+  // image is written there
+  mutable int _sens_ahead = -1;
+  mutable sproj_image* _sens_ahead_img = nullptr;
   sproj_image *_x = nullptr, *_v = nullptr, *_out = nullptr;
   std::vector<Uploaded> _uploaded; // resident copies of STIR images (resident_copy)
   sproj_recon* _recon = nullptr;
@@ -157,6 +162,8 @@ private:
   void check_set_up(const char* what) const;
   //! copies a STIR image into one of the resident images (waiting for pending tasks that use it)
   void load(const TargetT& image, sproj_image* img, float* buffer) const;
+  //! the resident out, about to be written: a sensitivity copied ahead into it is gone
+  sproj_image* written_out() const;
   //! adds scale times a host array in starproj's order to a STIR image (zero outside the kept cylinder)
   void add_array(TargetT& image, const float* values, float scale) const;
   //! the resident copy of a STIR image the caller never writes again (a sensitivity, a denominator): uploaded with

@@ -18,15 +18,11 @@ __global__ static void tof_lm_back_kernel(float *img, float *shift, const __grid
   if (gate && *gate == 0u)
     return;
   struct sproj_tof_table table;
-  const struct sproj_tof_table *tab = NULL;
-  if (TABLE) {
-    sproj_tof_table_build(&table, &plan, 0u);
-    tab = &table;
-  }
+  const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   SPROJ_CUDA_THIS_LOR(pieces, piece, event);
   float sigma, offset;
-  sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], event, &sigma, &offset);
-  const float *xs = pieces.xs[piece] + 3 * (size_t)event, *xe = pieces.xe[piece] + 3 * (size_t)event;
+  const float *xs, *xe;
+  sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
   struct sproj_out out = sproj_out_of(img, &arg);
   out.shift = shift;
   joseph3d_tof_lm_back_lor(out, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event],
@@ -46,40 +42,34 @@ __global__ static void tof_lm_back_tiles_kernel(float *img, const __grid_constan
   if (flags[0])
     return;
   struct sproj_tof_table table;
-  const struct sproj_tof_table *tab = NULL;
-  if (TABLE) {
-    sproj_tof_table_build(&table, &plan, 0u);
-    tab = &table;
-  }
+  const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   float *tile_mem = (float *)sproj_tof_shared + table_floats;
-  unsigned total = items[tiles.ntiles];
-  for (unsigned w = blockIdx.x; w < total; w += gridDim.x) {
-    unsigned first, end;
-    int t = sproj_tiles_item(&tiles, offset, items, w, SPROJ_TILES_PER_ITEM, &first, &end);
-    for (int i = threadIdx.x; i < tiles.tile_floats; i += blockDim.x)
-      tile_mem[i] = 0.0f;
-    __syncthreads();
-    for (unsigned q = first + threadIdx.x; q < end; q += blockDim.x) {
+  sproj_tiles_items(
+    &tiles, offset, items, records,
+    [&](int) {
+      for (int i = threadIdx.x; i < tiles.tile_floats; i += blockDim.x)
+        tile_mem[i] = 0.0f;
+    },
+    [&](int t, unsigned gid, unsigned) {
       unsigned event;
-      int piece = sproj_tiles_piece_of(&pieces, records[q] & SPROJ_TILES_GID_MASK, &event);
+      int piece = sproj_tiles_piece_of(&pieces, gid, &event);
       struct sproj_ray r;
       struct sproj_tof_line l;
       int k0, k1, b;
       float value;
       if (sproj_tiles_event(&arg, &pieces, 1, piece, event, tab, &r, &l, &k0, &k1, &b, &value))
         sproj_tof_tiles_back_segment(&tiles, t, &r, &l, k0, k1, b, value, tile_mem);
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < tiles.tile_floats; i += blockDim.x) {
-      float v = tile_mem[i];
-      if (v != 0.0f) {
-        int64_t e = sproj_tof_tiles_voxel(&tiles, t, i);
-        if (e >= 0)
-          atomicAdd(&img[e], v);
+    },
+    [&](int t) {
+      for (int i = threadIdx.x; i < tiles.tile_floats; i += blockDim.x) {
+        float v = tile_mem[i];
+        if (v != 0.0f) {
+          int64_t e = sproj_tof_tiles_voxel(&tiles, t, i);
+          if (e >= 0)
+            atomicAdd(&img[e], v);
+        }
       }
-    }
-    __syncthreads();
-  }
+    });
 }
 
 /* The events that go directly (rays along axis 2, walks of too many segments): the per-event code, one thread per
@@ -94,19 +84,15 @@ __global__ static void tof_lm_back_direct_kernel(float *img, const __grid_consta
   if (flags[0])
     return;
   struct sproj_tof_table table;
-  const struct sproj_tof_table *tab = NULL;
-  if (TABLE) {
-    sproj_tof_table_build(&table, &plan, 0u);
-    tab = &table;
-  }
+  const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   struct sproj_out out = sproj_out_of(img, &arg);
   for (unsigned q = offset[tiles.ntiles] + blockIdx.x * blockDim.x + threadIdx.x; q < offset[tiles.ntiles + 1];
        q += gridDim.x * blockDim.x) {
     unsigned event;
     int piece = sproj_tiles_piece_of(&pieces, records[q] & SPROJ_TILES_GID_MASK, &event);
     float sigma, off;
-    sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], event, &sigma, &off);
-    const float *xs = pieces.xs[piece] + 3 * (size_t)event, *xe = pieces.xe[piece] + 3 * (size_t)event;
+    const float *xs, *xe;
+    sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &off);
     joseph3d_tof_lm_back_lor(out, &arg.geom, xs, xe, &arg.tof, sigma, off, tab, pieces.bins[piece][event],
                              pieces.values[piece][event]);
   }
@@ -148,9 +134,8 @@ extern "C" void sproj_joseph3d_tof_lm_back_cuda(void *buffers[], void *cl_arg)
   float *img = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   cudaStream_t stream = starpu_cuda_get_local_stream();
   if (arg->tiles && arg->tof.convention != SPROJ_TOF_ARG_PARALLELPROJ && !arg->fixed_point) {
-    void *scratch = buffers[sproj_copies_buffer(arg)];
-    unsigned *words = (unsigned *)STARPU_VECTOR_GET_PTR(scratch);
-    size_t nwords = STARPU_VECTOR_GET_NX(scratch) * STARPU_VECTOR_GET_ELEMSIZE(scratch) / sizeof(unsigned);
+    size_t nwords;
+    unsigned *words = sproj_tiles_scratch(buffers, arg, &nwords);
     if (L.table ? tiles_launch<true>(img, arg, &pieces, blocks, &L, words, nwords, stream)
                 : tiles_launch<false>(img, arg, &pieces, blocks, &L, words, nwords, stream))
       return;

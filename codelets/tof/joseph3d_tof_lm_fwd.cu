@@ -21,11 +21,7 @@ __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
   if (gate && *gate == 0u)
     return;
   struct sproj_tof_table table;
-  const struct sproj_tof_table *tab = NULL;
-  if (TABLE) {
-    sproj_tof_table_build(&table, &plan, 0u);
-    tab = &table;
-  }
+  const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   unsigned event;
   int piece = sproj_piece_of_thread(&pieces, &event);
   float sigma, offset;
@@ -33,8 +29,8 @@ __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
     /* the whole block sorts, threads without an event too (they count no planes) */
     unsigned planes = 0;
     if (event < pieces.n[piece]) {
-      sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], event, &sigma, &offset);
-      const float *xs = pieces.xs[piece] + 3 * (size_t)event, *xe = pieces.xe[piece] + 3 * (size_t)event;
+      const float *xs, *xe;
+      sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
       planes = sproj_tof_lm_count(xs, xe, &arg.geom, &arg.tof, sigma, offset, pieces.bins[piece][event]);
     }
     sproj_block_order_sort(&order, planes);
@@ -42,8 +38,8 @@ __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
   }
   if (event >= pieces.n[piece])
     return;
-  sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], event, &sigma, &offset);
-  const float *xs = pieces.xs[piece] + 3 * (size_t)event, *xe = pieces.xe[piece] + 3 * (size_t)event;
+  const float *xs, *xe;
+  sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
   pieces.values[piece][event] =
     joseph3d_tof_lm_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event]);
 }
@@ -62,23 +58,18 @@ __global__ static void tof_lm_fwd_tiles_kernel(const float *__restrict__ img,
   if (flags[0])
     return;
   struct sproj_tof_table table;
-  const struct sproj_tof_table *tab = NULL;
-  if (TABLE) {
-    sproj_tof_table_build(&table, &plan, 0u);
-    tab = &table;
-  }
+  const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   float *tile_mem = (float *)sproj_tof_shared + table_floats;
-  unsigned total = items[tiles.ntiles];
-  for (unsigned w = blockIdx.x; w < total; w += gridDim.x) {
-    unsigned first, end;
-    int t = sproj_tiles_item(&tiles, offset, items, w, SPROJ_TILES_PER_ITEM, &first, &end);
-    for (int i = threadIdx.x; i < tiles.tile_floats; i += blockDim.x) {
-      int64_t e = sproj_tof_tiles_voxel(&tiles, t, i);
-      tile_mem[i] = e >= 0 ? img[e] : 0.0f;
-    }
-    __syncthreads();
-    for (unsigned q = first + threadIdx.x; q < end; q += blockDim.x) {
-      unsigned rec = records[q], gid = rec & SPROJ_TILES_GID_MASK, event;
+  sproj_tiles_items(
+    &tiles, offset, items, records,
+    [&](int t) {
+      for (int i = threadIdx.x; i < tiles.tile_floats; i += blockDim.x) {
+        int64_t e = sproj_tof_tiles_voxel(&tiles, t, i);
+        tile_mem[i] = e >= 0 ? img[e] : 0.0f;
+      }
+    },
+    [&](int t, unsigned gid, unsigned j) {
+      unsigned event;
       int piece = sproj_tiles_piece_of(&pieces, gid, &event);
       struct sproj_ray r;
       struct sproj_tof_line l;
@@ -86,10 +77,9 @@ __global__ static void tof_lm_fwd_tiles_kernel(const float *__restrict__ img,
       float value, v = 0.0f;
       if (sproj_tiles_event(&arg, &pieces, 0, piece, event, tab, &r, &l, &k0, &k1, &b, &value))
         v = sproj_tof_tiles_fwd_segment(&tiles, t, &r, &l, k0, k1, b, tile_mem);
-      partial[(size_t)gid * SPROJ_TOF_TILES_FWD_SLOTS + (rec >> SPROJ_TILES_GID_BITS)] = v;
-    }
-    __syncthreads();
-  }
+      partial[(size_t)gid * SPROJ_TOF_TILES_FWD_SLOTS + j] = v;
+    },
+    [](int) {});
 }
 
 /* Each event's value: its segments' partial sums added in the order of its walk (0 segments: 0); the events that
@@ -104,18 +94,14 @@ __global__ static void tof_lm_fwd_sum_kernel(const float *__restrict__ img,
   if (flags[0])
     return;
   struct sproj_tof_table table;
-  const struct sproj_tof_table *tab = NULL;
-  if (TABLE) {
-    sproj_tof_table_build(&table, &plan, 0u);
-    tab = &table;
-  }
+  const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   SPROJ_CUDA_THIS_LOR(pieces, piece, event);
   unsigned gid = blockIdx.x * blockDim.x + threadIdx.x;
   int ns = nseg[gid];
   if (ns == 255) {
     float sigma, offset;
-    sproj_tof_lor_params(&arg.tof, pieces.sigma[piece], pieces.offset[piece], event, &sigma, &offset);
-    const float *xs = pieces.xs[piece] + 3 * (size_t)event, *xe = pieces.xe[piece] + 3 * (size_t)event;
+    const float *xs, *xe;
+    sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
     pieces.values[piece][event] =
       joseph3d_tof_lm_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event]);
     return;
@@ -163,9 +149,8 @@ extern "C" void sproj_joseph3d_tof_lm_fwd_cuda(void *buffers[], void *cl_arg)
   const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
   cudaStream_t stream = starpu_cuda_get_local_stream();
   if (arg->tiles && arg->tof.convention != SPROJ_TOF_ARG_PARALLELPROJ) {
-    void *scratch = buffers[sproj_copies_buffer(arg)];
-    unsigned *words = (unsigned *)STARPU_VECTOR_GET_PTR(scratch);
-    size_t nwords = STARPU_VECTOR_GET_NX(scratch) * STARPU_VECTOR_GET_ELEMSIZE(scratch) / sizeof(unsigned);
+    size_t nwords;
+    unsigned *words = sproj_tiles_scratch(buffers, arg, &nwords);
     if (L.table ? tiles_launch<true>(img, arg, &pieces, blocks, &L, words, nwords, stream)
                 : tiles_launch<false>(img, arg, &pieces, blocks, &L, words, nwords, stream))
       return;

@@ -53,6 +53,28 @@ __device__ static inline void sproj_tof_table_build(struct sproj_tof_table *tab,
   sproj_tof_table_use(tab, plan, NULL, NULL, lo_at, hi_at);
 }
 
+/* The task's table in the block's shared memory with TABLE (every thread of the block calling it, before any
+ * returns), else NULL: the kernel compiles one kind of edge. */
+template <bool TABLE>
+__device__ static inline const struct sproj_tof_table *sproj_tof_table_of(struct sproj_tof_table *table,
+                                                                          const struct sproj_tof_table_plan *plan)
+{
+  if (!TABLE)
+    return NULL;
+  sproj_tof_table_build(table, plan, 0u);
+  return table;
+}
+
+/* LOR `lor` of piece `piece` of a TOF task: its endpoints, sigma and centre offset. */
+__device__ static inline void sproj_tof_piece_lor(const struct sproj_proj_arg *arg,
+                                                  const struct sproj_piece_table *pieces, int piece, unsigned lor,
+                                                  const float **xs, const float **xe, float *sigma, float *offset)
+{
+  sproj_tof_lor_params(&arg->tof, pieces->sigma[piece], pieces->offset[piece], lor, sigma, offset);
+  *xs = pieces->xs[piece] + 3 * (size_t)lor;
+  *xe = pieces->xe[piece] + 3 * (size_t)lor;
+}
+
 /* Dynamic shared memory a block may have without asking (every architecture we build for). */
 #define SPROJ_SHARED_DEFAULT_BYTES (48 * 1024)
 

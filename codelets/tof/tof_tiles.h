@@ -159,6 +159,62 @@ SPROJ_HD int64_t sproj_tof_tiles_voxel(const struct sproj_tof_tiles *t, int tile
   return a == 0 ? ((int64_t)p * t->n[1] + u) * nv + v : ((int64_t)u * t->n[1] + p) * nv + v;
 }
 
+/* A segment: the planes ka..kb of a walk that tile `tile` holds (those whose band is the tile's among them), and
+ * where their samples fall in the tile: [plane - slab_first][u - u_first][v], rows of nv floats. */
+struct sproj_tof_tiles_seg {
+  int ka, kb, slab_first, band, u_first, nv, row;
+};
+
+SPROJ_HD void sproj_tof_tiles_seg_of(const struct sproj_tof_tiles *t, int tile, const struct sproj_ray *r, int k0,
+                                     int k1, struct sproj_tof_tiles_seg *g)
+{
+  int a, s;
+  sproj_tof_tiles_where(t, tile, &a, &s, &g->band);
+  g->slab_first = s * t->slab;
+  g->ka = g->slab_first > k0 ? g->slab_first : k0;
+  g->ka = g->ka > r->first ? g->ka : r->first;
+  g->kb = g->slab_first + t->slab - 1 < k1 ? g->slab_first + t->slab - 1 : k1;
+  g->kb = g->kb < r->last ? g->kb : r->last;
+  g->u_first = g->band * t->band - 1;
+  g->nv = t->n[2];
+  g->row = t->band + 1;
+}
+
+/* The sample of plane k of segment g of an event in bin b: 0 when the plane is another tile's or its weight is 0;
+ * else its TOF weight w and window sum (sproj_tof_lm_weight), its bilinear fractions, which corners are inside the
+ * image (sproj_ray_corners' order: (u0,v0), (u1,v0), (u0,v1), (u1,v1)) and the tile float of corner (u0,v0), the
+ * others nv, 1 and nv + 1 after it. The expressions are sproj_ray_corners'. */
+struct sproj_tof_tiles_sample {
+  float w, sum, wu, wv;
+  int ok[4];
+  unsigned at;
+};
+
+SPROJ_HD int sproj_tof_tiles_sample_at(const struct sproj_tof_tiles *t, const struct sproj_tof_tiles_seg *g,
+                                       const struct sproj_ray *r, const struct sproj_tof_line *l, int k, int b,
+                                       struct sproj_tof_tiles_sample *p)
+{
+  float fu = k * r->au + r->bu, fv = k * r->av + r->bv;
+  int iu = (int)floorf(fu), iv = (int)floorf(fv);
+  if (sproj_tof_tiles_band_of(t, iu, r->nu) != g->band)
+    return 0;
+  p->w = sproj_tof_lm_weight(l, k, b, &p->sum);
+  if (p->w == 0.0f)
+    return 0;
+  p->wu = fu - iu;
+  p->wv = fv - iv;
+  int u0 = (unsigned)iu < (unsigned)r->nu, u1 = (unsigned)(iu + 1) < (unsigned)r->nu;
+  int v0 = (unsigned)iv < (unsigned)r->nv, v1 = (unsigned)(iv + 1) < (unsigned)r->nv;
+  p->ok[0] = u0 && v0;
+  p->ok[1] = u1 && v0;
+  p->ok[2] = u0 && v1;
+  p->ok[3] = u1 && v1;
+  /* used only for corners inside the image, which are then inside the tile (wrapping arithmetic otherwise) */
+  p->at = ((unsigned)(k - g->slab_first) * (unsigned)g->row + (unsigned)(iu - g->u_first)) * (unsigned)g->nv +
+          (unsigned)iv;
+  return 1;
+}
+
 /* The back projection of an event in bin b with value `value` over the planes of tile `tile`, into the tile's floats
  * (tile_mem, shared memory on GPUs): the samples, weights and products of joseph3d_tof_lm_back_lor (starproj's
  * convention), each added where the per-event kernel adds it in the image. r, l, k0, k1: sproj_tof_lm_setup's. */
@@ -166,37 +222,19 @@ SPROJ_HD void sproj_tof_tiles_back_segment(const struct sproj_tof_tiles *t, int 
                                            const struct sproj_tof_line *l, int k0, int k1, int b, float value,
                                            float *tile_mem)
 {
-  int a, s, band;
-  sproj_tof_tiles_where(t, tile, &a, &s, &band);
-  int ka = s * t->slab, kb = ka + t->slab - 1;
-  ka = ka > k0 ? ka : k0;
-  ka = ka > r->first ? ka : r->first;
-  kb = kb < k1 ? kb : k1;
-  kb = kb < r->last ? kb : r->last;
-  int u_first = band * t->band - 1, nv = t->n[2], row = t->band + 1;
-  for (int k = ka; k <= kb; k++) {
-    float fu = k * r->au + r->bu, fv = k * r->av + r->bv;
-    int iu = (int)floorf(fu), iv = (int)floorf(fv);
-    if (sproj_tof_tiles_band_of(t, iu, r->nu) != band)
+  struct sproj_tof_tiles_seg g;
+  struct sproj_tof_tiles_sample p;
+  sproj_tof_tiles_seg_of(t, tile, r, k0, k1, &g);
+  const unsigned next[4] = {0u, (unsigned)g.nv, 1u, (unsigned)g.nv + 1u};
+  for (int k = g.ka; k <= g.kb; k++) {
+    if (!sproj_tof_tiles_sample_at(t, &g, r, l, k, b, &p))
       continue;
-    float sum, w = sproj_tof_lm_weight(l, k, b, &sum);
-    if (w == 0.0f)
-      continue;
-    float val = r->cf * ((value / sum) * w), wu = fu - iu, wv = fv - iv;
-    float w00 = val * ((1 - wu) * (1 - wv)), w10 = val * (wu * (1 - wv)), w01 = val * ((1 - wu) * wv),
-          w11 = val * (wu * wv);
-    int u0 = (unsigned)iu < (unsigned)r->nu, u1 = (unsigned)(iu + 1) < (unsigned)r->nu;
-    int v0 = (unsigned)iv < (unsigned)r->nv, v1 = (unsigned)(iv + 1) < (unsigned)r->nv;
-    /* corner (iu, iv): used only when it is inside the image, and then inside the tile (wrapping arithmetic) */
-    unsigned at = ((unsigned)(k - s * t->slab) * (unsigned)row + (unsigned)(iu - u_first)) * (unsigned)nv + (unsigned)iv;
-    if (u0 && v0)
-      SPROJ_ADD(&tile_mem[at], w00);
-    if (u1 && v0)
-      SPROJ_ADD(&tile_mem[at + nv], w10);
-    if (u0 && v1)
-      SPROJ_ADD(&tile_mem[at + 1], w01);
-    if (u1 && v1)
-      SPROJ_ADD(&tile_mem[at + nv + 1], w11);
+    float val = r->cf * ((value / p.sum) * p.w);
+    float w[4] = {val * ((1 - p.wu) * (1 - p.wv)), val * (p.wu * (1 - p.wv)), val * ((1 - p.wu) * p.wv),
+                  val * (p.wu * p.wv)};
+    for (int q = 0; q < 4; q++)
+      if (p.ok[q])
+        SPROJ_ADD(&tile_mem[p.at + next[q]], w[q]);
   }
 }
 
@@ -208,35 +246,22 @@ SPROJ_HD float sproj_tof_tiles_fwd_segment(const struct sproj_tof_tiles *t, int 
                                            const struct sproj_tof_line *l, int k0, int k1, int b,
                                            const float *tile_mem)
 {
-  int a, s, band;
-  sproj_tof_tiles_where(t, tile, &a, &s, &band);
-  int ka = s * t->slab, kb = ka + t->slab - 1;
-  ka = ka > k0 ? ka : k0;
-  ka = ka > r->first ? ka : r->first;
-  kb = kb < k1 ? kb : k1;
-  kb = kb < r->last ? kb : r->last;
-  int u_first = band * t->band - 1, nv = t->n[2], row = t->band + 1;
+  struct sproj_tof_tiles_seg g;
+  struct sproj_tof_tiles_sample p;
+  sproj_tof_tiles_seg_of(t, tile, r, k0, k1, &g);
+  const unsigned next[4] = {0u, (unsigned)g.nv, 1u, (unsigned)g.nv + 1u};
   float out = 0.0f;
-  for (int k = ka; k <= kb; k++) {
-    float fu = k * r->au + r->bu, fv = k * r->av + r->bv;
-    int iu = (int)floorf(fu), iv = (int)floorf(fv);
-    if (sproj_tof_tiles_band_of(t, iu, r->nu) != band)
+  for (int k = g.ka; k <= g.kb; k++) {
+    if (!sproj_tof_tiles_sample_at(t, &g, r, l, k, b, &p))
       continue;
-    float sum, w = sproj_tof_lm_weight(l, k, b, &sum);
-    if (w == 0.0f)
-      continue;
-    float wu = fu - iu, wv = fv - iv;
-    int u0 = (unsigned)iu < (unsigned)r->nu, u1 = (unsigned)(iu + 1) < (unsigned)r->nu;
-    int v0 = (unsigned)iv < (unsigned)r->nv, v1 = (unsigned)(iv + 1) < (unsigned)r->nv;
-    unsigned at = ((unsigned)(k - s * t->slab) * (unsigned)row + (unsigned)(iu - u_first)) * (unsigned)nv + (unsigned)iv;
-    float v00 = u0 && v0 ? tile_mem[at] : 0.0f;
-    float v10 = u1 && v0 ? tile_mem[at + nv] : 0.0f;
-    float v01 = u0 && v1 ? tile_mem[at + 1] : 0.0f;
-    float v11 = u1 && v1 ? tile_mem[at + nv + 1] : 0.0f;
+    float c[4];
+    for (int q = 0; q < 4; q++)
+      c[q] = p.ok[q] ? tile_mem[p.at + next[q]] : 0.0f;
     /* sproj_ray_sample's expression */
-    float sample = v00 * (1 - wu) * (1 - wv) + v10 * wu * (1 - wv) + v01 * (1 - wu) * wv + v11 * wu * wv;
+    float sample = c[0] * (1 - p.wu) * (1 - p.wv) + c[1] * p.wu * (1 - p.wv) + c[2] * (1 - p.wu) * p.wv +
+                   c[3] * p.wu * p.wv;
     float v = r->cf * sample;
-    out += (v / sum) * w;
+    out += (v / p.sum) * p.w;
   }
   return out;
 }

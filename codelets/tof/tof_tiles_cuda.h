@@ -84,8 +84,8 @@ __device__ static inline int sproj_tiles_event(const struct sproj_proj_arg *arg,
   if (back && *value == 0.0f)
     return 0;
   float sigma, offset;
-  sproj_tof_lor_params(&arg->tof, pieces->sigma[piece], pieces->offset[piece], event, &sigma, &offset);
-  const float *xs = pieces->xs[piece] + 3 * (size_t)event, *xe = pieces->xe[piece] + 3 * (size_t)event;
+  const float *xs, *xe;
+  sproj_tof_piece_lor(arg, pieces, piece, event, &xs, &xe, &sigma, &offset);
   return sproj_tof_lm_setup(xs, xe, &arg->geom, &arg->tof, sigma, offset, tab, *b, r, l, k0, k1);
 }
 
@@ -212,6 +212,14 @@ __global__ static void sproj_tiles_fill_kernel(const __grid_constant__ struct sp
     records[base[seg[j] >> 16] + (seg[j] & 0xffffu)] = gid | (unsigned)j << SPROJ_TILES_GID_BITS;
 }
 
+/* The scratch buffer of a task by tiles (sproj_proj_arg.tiles), and its length in 32-bit words. */
+static inline unsigned *sproj_tiles_scratch(void *buffers[], const struct sproj_proj_arg *arg, size_t *nwords)
+{
+  void *scratch = buffers[sproj_copies_buffer(arg)];
+  *nwords = STARPU_VECTOR_GET_NX(scratch) * STARPU_VECTOR_GET_ELEMSIZE(scratch) / sizeof(unsigned);
+  return (unsigned *)STARPU_VECTOR_GET_PTR(scratch);
+}
+
 /* Floats of dynamic shared memory before a tile: the table's, rounded up to 16 bytes. */
 static inline size_t sproj_tiles_table_floats(size_t table_bytes)
 {
@@ -237,6 +245,28 @@ __device__ static inline int sproj_tiles_item(const struct sproj_tof_tiles *tile
   if (*end - *first > per_item)
     *end = *first + per_item;
   return lo;
+}
+
+/* The work items of a tile kernel, a block at a time: fill(t) prepares tile t in shared memory (every thread), then
+ * each record of the item is one thread's segment(t, gid, j) (its event's grid index, the segment's place in the
+ * walk), then done(t) (every thread); barriers between. */
+template <class Fill, class Segment, class Done>
+__device__ static inline void sproj_tiles_items(const struct sproj_tof_tiles *tiles, const unsigned *offset,
+                                                const unsigned *items, const unsigned *records, Fill fill,
+                                                Segment segment, Done done)
+{
+  unsigned total = items[tiles->ntiles];
+  for (unsigned w = blockIdx.x; w < total; w += gridDim.x) {
+    unsigned first, end;
+    int t = sproj_tiles_item(tiles, offset, items, w, SPROJ_TILES_PER_ITEM, &first, &end);
+    fill(t);
+    __syncthreads();
+    for (unsigned q = first + threadIdx.x; q < end; q += blockDim.x)
+      segment(t, records[q] & SPROJ_TILES_GID_MASK, records[q] >> SPROJ_TILES_GID_BITS);
+    __syncthreads();
+    done(t);
+    __syncthreads();
+  }
 }
 
 /* What a task's binning decided, for its tile kernels. */

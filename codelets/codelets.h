@@ -38,8 +38,9 @@ struct sproj_proj_arg {
                              * image (back) */
   int shift;                /* 1: a CUDA listmode back projection task that uses the scratch buffer as the image
                              * shifted by one float (sproj_add_pair), zeroed before and added into the image after */
-  int tiles;                /* 1: a CUDA listmode back projection task by image tiles (tof_tiles.h), the scratch buffer
-                             * its bookkeeping and records (sproj_tof_tiles_scratch_words 32-bit words) */
+  int tiles;                /* 1: a CUDA listmode projection task (forward or back) by image tiles (tof_tiles.h), the
+                             * scratch buffer its bookkeeping, records and partial sums (sproj_tof_tiles_scratch_words
+                             * 32-bit words) */
 };
 
 /* Where each piece's LORs are. A chunking's pieces that follow each other in the LOR set share one StarPU child of
@@ -140,7 +141,7 @@ void *sproj_cpu_scratch(size_t bytes);
                                      * combined (sproj_ray_scatter_warp) */
 #define SPROJ_TOF_VARIANT_LANES 8u  /* CPU: one LOR per SIMD lane (tof_lanes.h) */
 #define SPROJ_TOF_VARIANT_SINO_TABLE 16u /* the table for the sinogram projectors only (listmode keeps erff) */
-#define SPROJ_TOF_VARIANT_TILES 32u /* GPU listmode back projection by image tiles in shared memory (tof_tiles.h) */
+#define SPROJ_TOF_VARIANT_TILES 32u /* GPU listmode projections by image tiles in shared memory (tof_tiles.h) */
 /* The variants the TOF projectors of CUDA workers (gpu 1) or CPU workers (gpu 0) run, decided once: the environment
  * variable SPROJ_TOF_GPU or SPROJ_TOF_CPU, a comma-separated list of table, sinotable, slide, copies, lanes and tiles
  * ("old": none), replaces the default (codelets.c: table, slide and copies on GPUs, table and lanes on CPU workers);

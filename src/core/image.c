@@ -276,37 +276,36 @@ int sproj_image_accumulator(const char *func, sproj_image *img, starpu_data_hand
   return ret;
 }
 
-starpu_data_handle_t sproj_image_copies(sproj_image *img)
+/* An image's scratch handle *h of len elements of elemsize bytes, registered on first use: StarPU allocates one per
+ * worker that runs a task with it, on its device, and keeps it for the next. */
+static starpu_data_handle_t image_scratch(starpu_data_handle_t *h, uint32_t len, size_t elemsize)
 {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&lock);
+  if (!*h)
+    starpu_vector_data_register(h, -1, 0, len, elemsize);
+  starpu_data_handle_t out = *h;
+  pthread_mutex_unlock(&lock);
+  return out;
+}
+
+starpu_data_handle_t sproj_image_copies(sproj_image *img)
+{
   uint64_t nvox = (uint64_t)img->geom.n[0] * img->geom.n[1] * img->geom.n[2];
   uint64_t len = 2 * sproj_layout_copy_stride(nvox);
   if (nvox > sproj_rt.layout_max_voxels || len > UINT32_MAX)
     return NULL;
-  pthread_mutex_lock(&lock);
-  /* StarPU allocates one per worker that runs such a task, on its GPU, and keeps it for the next */
-  if (!img->copies)
-    starpu_vector_data_register(&img->copies, -1, 0, (uint32_t)len, sizeof(float));
-  starpu_data_handle_t h = img->copies;
-  pthread_mutex_unlock(&lock);
-  return h;
+  return image_scratch(&img->copies, (uint32_t)len, sizeof(float));
 }
 
 starpu_data_handle_t sproj_image_tiles(sproj_image *img)
 {
-  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   size_t words = sproj_tof_tiles_scratch_words(sproj_rt.task_lors);
   /* one per CUDA worker: on a GPU too small to hold its workers' many times over, the tasks go the per-event way */
   size_t per_gpu = starpu_cuda_worker_get_count() / (unsigned)(sproj_rt.ngpus > 0 ? sproj_rt.ngpus : 1);
   if (words > UINT32_MAX || sproj_gpu_memory_below(16 * words * sizeof(uint32_t) * per_gpu))
     return NULL;
-  pthread_mutex_lock(&lock);
-  /* like the copies: one per worker that runs such a task, kept for the next */
-  if (!img->tiles)
-    starpu_vector_data_register(&img->tiles, -1, 0, (uint32_t)words, sizeof(uint32_t));
-  starpu_data_handle_t h = img->tiles;
-  pthread_mutex_unlock(&lock);
-  return h;
+  return image_scratch(&img->tiles, (uint32_t)words, sizeof(uint32_t));
 }
 
 starpu_data_handle_t sproj_image_part(sproj_image *img, int w)

@@ -150,8 +150,8 @@ int sproj_image_accumulator(const char *func, struct sproj_image *img, starpu_da
 /* The scratch handle of an image's principal-axis copies (2 x sproj_layout_copy_stride(voxels) floats), made on
  * first use; NULL when the image is too large for them (runtime.c's layout_max_voxels). */
 starpu_data_handle_t sproj_image_copies(struct sproj_image *img);
-/* The scratch handle of an image's TOF listmode back projections by tiles (sproj_tof_tiles_scratch_words of the
- * largest task, 32-bit words), made on first use; NULL when too large for a StarPU vector. */
+/* The scratch handle of an image's TOF listmode projections by tiles (sproj_tof_tiles_scratch_words of the largest
+ * task, 32-bit words), made on first use; NULL when too large for a StarPU vector or for the GPUs' memory. */
 starpu_data_handle_t sproj_image_tiles(struct sproj_image *img);
 /* Worker w's partial image of img (registered on first use, allocated by StarPU where w writes it; NULL when w is
  * not a worker or memory is short). The caller holds img->parts_lock. */
@@ -163,7 +163,7 @@ struct sproj_image {
   int reproducible;           /* back projections accumulate in fixed point (sproj_image_set_reproducible) */
   starpu_data_handle_t acc;   /* their 64-bit accumulator, one per voxel (NULL until first needed) */
   starpu_data_handle_t copies;/* scratch of the principal-axis copies (NULL until first needed) */
-  starpu_data_handle_t tiles; /* scratch of the listmode back projection by tiles (NULL until first needed) */
+  starpu_data_handle_t tiles; /* scratch of the listmode projections by tiles (NULL until first needed) */
   int owner;                  /* the device whose tasks alone add into it (a reconstruction's partial image), or -1:
                                * back projections then add into it one task at a time, with no per-worker buffers
                                * whose reduction StarPU might run on another device */

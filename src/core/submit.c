@@ -36,7 +36,7 @@ struct task_group {
                                 * large tasks may use it */
   int64_t copies_min_lors;     /* the fewest LORs of a task that does */
   int shift;                   /* the scratch serves as the shifted image (listmode back projection) */
-  int tiles;                   /* the scratch serves the back projection by tiles (listmode) */
+  int tiles;                   /* the scratch serves the projection by tiles (listmode) */
   int home;                    /* the home device of the pieces collected (-1: none) */
   /* A back projection into an image of pieces homed on devices adds each task's sum into a partial image of the
    * worker that runs it (zeroed before its first task of the call), and sum_parts adds those up into the image after
@@ -409,29 +409,20 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
    * sample's voxels that straddles an aligned group of four takes one float4 atomic there instead of two scalar
    * ones, 2 atomics per sample instead of 2.5 (the listmode back projection of the benchmark: 0.0183 -> 0.0157 s on
    * an H200). Zeroing it and adding it into the image cost about three image-sized passes (~17 us for 3.3 M
-   * voxels), which a task's events repay from about nvox / 25 on: a task uses it from nvox / 8 events on. */
-  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_LM && rq->back && !acc &&
-      (sproj_rt.where & STARPU_CUDA)) {
+   * voxels), which a task's events repay from about nvox / 25 on: a task uses it from nvox / 8 events on.
+   * With the variant tiles (SPROJ_TOF_GPU; starproj's TOF convention, whose samples need nothing of the rest of their
+   * walk) such tasks, forward and back, go by image tiles instead (tof_tiles.h): their passes over the image cost
+   * about what the shifted image's do, so from the same size on. */
+  int lm_tiles = rq->kind == SPROJ_KIND_TOF_LM && (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_TILES) &&
+                 rq->tof->convention != SPROJ_TOF_ARG_PARALLELPROJ;
+  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_LM &&
+      (rq->back || lm_tiles) && !acc && (sproj_rt.where & STARPU_CUDA)) {
     const int *n = img->geom.n;
     g->copies_min_lors = ((int64_t)n[0] * n[1] * n[2] + 7) / 8;
-    /* With the variant tiles (SPROJ_TOF_GPU; starproj's TOF convention, whose samples need nothing of the rest of
-     * their walk) such tasks go by image tiles instead (tof_tiles.h): their passes over the image cost about what
-     * the shifted image's do, so from the same size on. */
-    g->tiles = (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_TILES) && rq->tof->convention != SPROJ_TOF_ARG_PARALLELPROJ;
-    g->shift = !g->tiles;
+    g->tiles = lm_tiles;
+    g->shift = !lm_tiles;
     if (total >= g->copies_min_lors)
-      g->copies = g->tiles ? sproj_image_tiles(img) : sproj_image_copies(img);
-  }
-  /* The listmode forward projection by tiles, with the variant, for tasks of the same size (each tile is loaded from
-   * the image about once per task). */
-  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_LM && !rq->back &&
-      (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_TILES) && rq->tof->convention != SPROJ_TOF_ARG_PARALLELPROJ &&
-      (sproj_rt.where & STARPU_CUDA)) {
-    const int *n = img->geom.n;
-    g->copies_min_lors = ((int64_t)n[0] * n[1] * n[2] + 7) / 8;
-    g->tiles = 1;
-    if (total >= g->copies_min_lors)
-      g->copies = sproj_image_tiles(img);
+      g->copies = lm_tiles ? sproj_image_tiles(img) : sproj_image_copies(img);
   }
 
   /* the vector's partition may change with the chunking: one submitter of this vector at a time */

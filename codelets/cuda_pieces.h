@@ -72,20 +72,25 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *pieces, 
   return blocks;
 }
 
-/* Piece of this block in any table of first blocks (binary search: the last piece whose first block is not after this
- * one; every thread of a block agrees). */
-__device__ static inline int sproj_block_piece(const unsigned *block_start, int npieces)
+/* The last of n entries of a non-decreasing table of starts whose start is not after x (binary search; 0 when none
+ * is): the piece a block belongs to, in a table of first blocks. */
+__device__ static inline int sproj_last_start_at_most(const unsigned *start, int n, unsigned x)
 {
-  unsigned block = blockIdx.x;
-  int lo = 0, hi = npieces - 1;
+  int lo = 0, hi = n - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) >> 1;
-    if (block_start[mid] <= block)
+    if (start[mid] <= x)
       lo = mid;
     else
       hi = mid - 1;
   }
   return lo;
+}
+
+/* Piece of this block in any table of first blocks (every thread of a block agrees). */
+__device__ static inline int sproj_block_piece(const unsigned *block_start, int npieces)
+{
+  return sproj_last_start_at_most(block_start, npieces, blockIdx.x);
 }
 
 __device__ static inline int sproj_piece_of_block(const struct sproj_piece_table *pieces)

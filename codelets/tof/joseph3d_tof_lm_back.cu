@@ -8,6 +8,18 @@
 #include "tof_tiles_cuda.h"
 #include "joseph3d_tof_lm_back.h"
 
+/* Event `event` of piece `piece` back projected the per-event way into out. */
+__device__ static inline void back_event(struct sproj_out out, const struct sproj_proj_arg *arg,
+                                         const struct sproj_piece_table *pieces, int piece, unsigned event,
+                                         const struct sproj_tof_table *tab)
+{
+  float sigma, offset;
+  const float *xs, *xe;
+  sproj_tof_piece_lor(arg, pieces, piece, event, &xs, &xe, &sigma, &offset);
+  joseph3d_tof_lm_back_lor(out, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, pieces->bins[piece][event],
+                           pieces->values[piece][event]);
+}
+
 /* The per-event kernel; with gate, only when *gate is not 0 (the tiles' fallback: they did not fit the scratch). */
 template <bool TABLE>
 __global__ static void tof_lm_back_kernel(float *img, float *shift, const __grid_constant__ struct sproj_proj_arg arg,
@@ -20,13 +32,9 @@ __global__ static void tof_lm_back_kernel(float *img, float *shift, const __grid
   struct sproj_tof_table table;
   const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   SPROJ_CUDA_THIS_LOR(pieces, piece, event);
-  float sigma, offset;
-  const float *xs, *xe;
-  sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
   struct sproj_out out = sproj_out_of(img, &arg);
   out.shift = shift;
-  joseph3d_tof_lm_back_lor(out, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event],
-                           pieces.values[piece][event]);
+  back_event(out, &arg, &pieces, piece, event, tab);
 }
 
 /* The tiles' work items, a block at a time: the tile zeroed in shared memory, the item's segments added into it, the
@@ -90,11 +98,7 @@ __global__ static void tof_lm_back_direct_kernel(float *img, const __grid_consta
        q += gridDim.x * blockDim.x) {
     unsigned event;
     int piece = sproj_tiles_piece_of(&pieces, records[q] & SPROJ_TILES_GID_MASK, &event);
-    float sigma, off;
-    const float *xs, *xe;
-    sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &off);
-    joseph3d_tof_lm_back_lor(out, &arg.geom, xs, xe, &arg.tof, sigma, off, tab, pieces.bins[piece][event],
-                             pieces.values[piece][event]);
+    back_event(out, &arg, &pieces, piece, event, tab);
   }
 }
 

@@ -9,6 +9,18 @@
 #include "tof_tiles_cuda.h"
 #include "joseph3d_tof_lm_fwd.h"
 
+/* Event `event` of piece `piece` forward projected the per-event way, its value written. */
+__device__ static inline void fwd_event(const float *img, const struct sproj_proj_arg *arg,
+                                        const struct sproj_piece_table *pieces, int piece, unsigned event,
+                                        const struct sproj_tof_table *tab)
+{
+  float sigma, offset;
+  const float *xs, *xe;
+  sproj_tof_piece_lor(arg, pieces, piece, event, &xs, &xe, &sigma, &offset);
+  pieces->values[piece][event] =
+    joseph3d_tof_lm_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, pieces->bins[piece][event]);
+}
+
 template <bool TABLE>
 __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
                                          const __grid_constant__ struct sproj_proj_arg arg,
@@ -24,11 +36,11 @@ __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
   const struct sproj_tof_table *tab = sproj_tof_table_of<TABLE>(&table, &plan);
   unsigned event;
   int piece = sproj_piece_of_thread(&pieces, &event);
-  float sigma, offset;
   if (sorted) {
     /* the whole block sorts, threads without an event too (they count no planes) */
     unsigned planes = 0;
     if (event < pieces.n[piece]) {
+      float sigma, offset;
       const float *xs, *xe;
       sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
       planes = sproj_tof_lm_count(xs, xe, &arg.geom, &arg.tof, sigma, offset, pieces.bins[piece][event]);
@@ -38,10 +50,7 @@ __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
   }
   if (event >= pieces.n[piece])
     return;
-  const float *xs, *xe;
-  sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
-  pieces.values[piece][event] =
-    joseph3d_tof_lm_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event]);
+  fwd_event(img, &arg, &pieces, piece, event, tab);
 }
 
 /* The tiles' work items, a block at a time: the tile loaded into shared memory, each segment's partial sum written
@@ -99,11 +108,7 @@ __global__ static void tof_lm_fwd_sum_kernel(const float *__restrict__ img,
   unsigned gid = blockIdx.x * blockDim.x + threadIdx.x;
   int ns = nseg[gid];
   if (ns == 255) {
-    float sigma, offset;
-    const float *xs, *xe;
-    sproj_tof_piece_lor(&arg, &pieces, piece, event, &xs, &xe, &sigma, &offset);
-    pieces.values[piece][event] =
-      joseph3d_tof_lm_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, pieces.bins[piece][event]);
+    fwd_event(img, &arg, &pieces, piece, event, tab);
     return;
   }
   float out = 0.0f;

@@ -59,17 +59,9 @@ static inline int sproj_tiles_scratch_of(unsigned *words, size_t nwords, int nti
 __device__ static inline int sproj_tiles_piece_of(const struct sproj_piece_table *pieces, unsigned gid,
                                                   unsigned *event)
 {
-  unsigned block = gid / SPROJ_CUDA_BLOCK;
-  int lo = 0, hi = pieces->npieces - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (pieces->block_start[mid] <= block)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  *event = gid - pieces->block_start[lo] * SPROJ_CUDA_BLOCK;
-  return lo;
+  int piece = sproj_last_start_at_most(pieces->block_start, pieces->npieces, gid / SPROJ_CUDA_BLOCK);
+  *event = gid - pieces->block_start[piece] * SPROJ_CUDA_BLOCK;
+  return piece;
 }
 
 /* Event `event` of piece `piece`: its bin, its value (back projections) and its ray, TOF line and walk k0..k1; 0
@@ -232,19 +224,12 @@ __device__ static inline int sproj_tiles_item(const struct sproj_tof_tiles *tile
                                               const unsigned *items, unsigned w, unsigned per_item, unsigned *first,
                                               unsigned *end)
 {
-  int lo = 0, hi = tiles->ntiles - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (items[mid] <= w)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  *first = offset[lo] + (w - items[lo]) * per_item;
-  *end = offset[lo + 1];
+  int t = sproj_last_start_at_most(items, tiles->ntiles, w);
+  *first = offset[t] + (w - items[t]) * per_item;
+  *end = offset[t + 1];
   if (*end - *first > per_item)
     *end = *first + per_item;
-  return lo;
+  return t;
 }
 
 /* The work items of a tile kernel, a block at a time: fill(t) prepares tile t in shared memory (every thread), then

@@ -27,6 +27,9 @@
 #  include <omp.h>
 #endif
 #include <cmath>
+#include <exception>
+#include <future>
+#include <memory>
 #include <string>
 
 START_NAMESPACE_STIR
@@ -167,8 +170,40 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
         }
   };
 
-  // the normalisation first, evaluated once per LOR (undo() of ones: the forward model's factor), so that the
-  // subsets' sensitivities, which need only it and the LORs, run on the devices while the data are read
+  // The data and the additive term are read on threads of their own (std::async) while the normalisation's factors
+  // are made and the sensitivities submitted: three files from the page cache at once instead of one after another.
+  // Two readers of one source (the same projection data or stream, each seeking it) take turns instead.
+  const StarprojProjDataReader data_reader(proj_data, "the input file " + this->input_filename);
+  std::unique_ptr<const StarprojProjDataReader> additive_reader;
+  if (!r.a.empty())
+    additive_reader.reset(new StarprojProjDataReader(*this->additive_proj_data_sptr,
+                                                     "the additive sinogram " + this->additive_projection_data_filename));
+  const bool additive_apart = additive_reader && !additive_reader->shares_source_with(data_reader);
+  const bool beside_normalisation
+      = starproj_normalisation_reads_apart(*this->normalisation_sptr, data_reader)
+        && (!additive_reader || starproj_normalisation_reads_apart(*this->normalisation_sptr, *additive_reader));
+  auto read_data = [&] {
+    data_reader.read(*pdi, first_lor, r.y.data(), threads);
+    if (zero_end_planes)
+      zero_end_planes_of(r.y.data(), num_bins);
+  };
+  auto read_additive = [&] { additive_reader->read(*pdi, first_lor, r.a.data(), threads); };
+  // declared after everything the reads use: leaving early (an error below) waits for them before those go
+  std::future<void> data_read, additive_read;
+  if (beside_normalisation)
+    {
+      const bool additive_after = additive_reader && !additive_apart; // one source: the additive term after the data
+      data_read = std::async(std::launch::async, [&, additive_after] {
+        read_data();
+        if (additive_after)
+          read_additive();
+      });
+      if (additive_apart)
+        additive_read = std::async(std::launch::async, read_additive);
+    }
+
+  // the normalisation, evaluated once per LOR (undo() of ones: the forward model's factor), so that the subsets'
+  // sensitivities, which need only it and the LORs, run on the devices while the data are read
   const std::string norm_how = starproj_normalisation_factors(
       *this->normalisation_sptr, *proj_data.get_proj_data_info_sptr(), *pdi, first_lor, r.m.data(), threads);
   if (zero_end_planes)
@@ -201,21 +236,46 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       times.mark("set_up: sensitivities submitted");
     }
 
-  // the data: straight from their file into starproj's order where STIR reads them from a stream
-  const StarprojProjDataReader data_reader(proj_data, "the input file " + this->input_filename);
-  data_reader.read(*pdi, first_lor, r.y.data(), threads);
-  if (zero_end_planes)
-    zero_end_planes_of(r.y.data(), num_bins);
-  times.mark(data_reader.direct() ? "set_up: the data (read directly)" : "set_up: the data (STIR's get_segment_by_view)");
+  // the data and the additive term: waited for (both errors reported, the data's first), or read now
+  const std::string how_read = std::string(data_reader.direct() ? "read directly" : "STIR's get_segment_by_view")
+                               + (additive_reader && additive_reader->direct() != data_reader.direct()
+                                      ? std::string(", additive term ")
+                                            + (additive_reader->direct() ? "read directly" : "STIR's get_segment_by_view")
+                                      : std::string());
+  if (beside_normalisation)
+    {
+      std::exception_ptr failed;
+      for (std::future<void>* f : { &data_read, &additive_read })
+        if (f->valid())
+          try
+            {
+              f->get();
+            }
+          catch (...)
+            {
+              if (!failed)
+                failed = std::current_exception();
+            }
+      if (failed)
+        std::rethrow_exception(failed);
+      times.mark(("set_up: the data" + std::string(additive_reader ? " and additive term" : "") + " (" + how_read
+                  + "; beside the normalisation)")
+                     .c_str());
+    }
+  else
+    {
+      read_data();
+      if (additive_reader)
+        read_additive();
+      times.mark(("set_up: the data" + std::string(additive_reader ? " and additive term" : "") + " (" + how_read + ")")
+                     .c_str());
+    }
   if (_settings.verbosity >= 2 && !data_reader.direct())
     info("PoissonLogLikelihood using Starproj: the data are read through STIR's interface: " + data_reader.why_not(), 2);
 
-  // the additive term (STIR adds it before the normalisation: starproj's background is m times it)
-  if (!r.a.empty())
+  // the additive term times the factors (STIR adds it before the normalisation: starproj's background is m times it)
+  if (additive_reader)
     {
-      const StarprojProjDataReader additive_reader(*this->additive_proj_data_sptr,
-                                                   "the additive sinogram " + this->additive_projection_data_filename);
-      additive_reader.read(*pdi, first_lor, r.a.data(), threads);
       const int num_threads = starproj_threads_or_default(threads);
       float* const a = r.a.data();
       const float* const m = r.m.data();
@@ -236,8 +296,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
             for (int b = 0; b < num_bins; ++b)
               a[lor * num_bins + b] *= m[lor];
         }
-      times.mark(additive_reader.direct() ? "set_up: additive term (read directly)"
-                                          : "set_up: additive term (STIR's get_segment_by_view)");
+      times.mark("set_up: additive term times the factors");
     }
 
   // subset k: the views min_view + k, min_view + k + S, ... of every segment processed, one chunk per viewgram

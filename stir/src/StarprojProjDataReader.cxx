@@ -17,6 +17,7 @@
 #include "stir/error.h"
 #include "stir/recon_buildblock/BinNormalisation.h"
 #include "stir/recon_buildblock/BinNormalisationFromProjData.h"
+#include "stir/recon_buildblock/ChainedBinNormalisation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -93,6 +94,21 @@ int
 StarprojProjDataReader::values_per_lor() const
 {
   return _data.get_proj_data_info_sptr()->get_num_tof_poss();
+}
+
+bool
+StarprojProjDataReader::reads(const ProjData& data) const
+{
+  if (&data == &_data)
+    return true;
+  const ProjDataFromStream* pdfs = dynamic_cast<const ProjDataFromStream*>(&data);
+  return _stream && pdfs && StreamOf::get(*pdfs) == _stream;
+}
+
+bool
+StarprojProjDataReader::shares_source_with(const StarprojProjDataReader& other) const
+{
+  return reads(other._data) || other.reads(_data);
 }
 
 bool
@@ -393,6 +409,23 @@ starproj_normalisation_factors(const BinNormalisation& normalisation,
     error("Starproj: the normalisation differs between TOF bins of one LOR; starproj's forward model has one "
           "multiplicative factor per LOR");
   return "undo() per viewgram";
+}
+
+bool
+starproj_normalisation_reads_apart(const BinNormalisation& normalisation, const StarprojProjDataReader& reader)
+{
+  if (const auto* chained = dynamic_cast<const ChainedBinNormalisation*>(&normalisation))
+    {
+      const shared_ptr<BinNormalisation> first = chained->get_first_norm(), second = chained->get_second_norm();
+      return (!first || starproj_normalisation_reads_apart(*first, reader))
+             && (!second || starproj_normalisation_reads_apart(*second, reader));
+    }
+  if (const auto* from_data = dynamic_cast<const BinNormalisationFromProjData*>(&normalisation))
+    {
+      const shared_ptr<ProjData> factors = from_data->get_norm_proj_data_sptr();
+      return !factors || !reader.reads(*factors);
+    }
+  return true;
 }
 
 END_NAMESPACE_STIR

@@ -50,6 +50,12 @@ public:
   //! values read() writes per LOR: the data's TOF positions (1 without TOF)
   int values_per_lor() const;
 
+  //! true when this reader and other read the same projection data or the same stream: two such reads may not run at
+  //! the same time (each seeks the stream)
+  bool shares_source_with(const StarprojProjDataReader& other) const;
+  //! true when this reader reads data (the same object, or data that read from this reader's stream)
+  bool reads(const ProjData& data) const;
+
 private:
   const ProjData& _data;
   std::string _what;
@@ -75,6 +81,10 @@ std::string starproj_normalisation_factors(const BinNormalisation& normalisation
                                            float* m,
                                            int threads,
                                            bool direct = true);
+
+//! false when normalisation's undo() may read from reader's source (a BinNormalisationFromProjData on the same
+//! projection data or stream, also inside a ChainedBinNormalisation): then the two may not read at the same time
+bool starproj_normalisation_reads_apart(const BinNormalisation& normalisation, const StarprojProjDataReader& reader);
 
 END_NAMESPACE_STIR
 

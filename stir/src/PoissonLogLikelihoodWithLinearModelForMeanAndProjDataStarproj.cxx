@@ -259,7 +259,7 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
       if (failed)
         std::rethrow_exception(failed);
       times.mark(("set_up: the data" + std::string(additive_reader ? " and additive term" : "") + " (" + how_read
-                  + "; beside the normalisation)")
+                  + ", beside the normalisation)")
                      .c_str());
     }
   else

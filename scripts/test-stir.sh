@@ -530,6 +530,11 @@ check setup_listmode "$paths" listmode PET_ACQ_small.l.hdr.STIR
 check setup_listmode_segment1 "$paths" listmode PET_ACQ_small.l.hdr.STIR 1
 check objective_norm_additive_files "$bin/starproj_stir_objective" fwd_Parallelproj.hs phantom.hv 4 1e-5 \
   --norm-and-additive --in-files --check-subsets 1
+# two inputs from one stream: the set-up reads them in turn, not at the same time (the same values as STIR's)
+for which in norm-additive additive-data; do
+  check "objective_shared_source_$which" "$bin/starproj_stir_objective" fwd_Parallelproj.hs phantom.hv 4 1e-5 \
+    --norm-and-additive --in-files --shared-source "$which" --check-subsets 1
+done
 # OSMAPOSL with subset sensitivities computed and written, then read from those files (starproj takes them as its own)
 sed -e 's/^recompute sensitivity := 1/recompute sensitivity := 1\nuse subset sensitivities := 1\nsubset sensitivity filenames := sens_{}.hv/' \
   -e 's/^output filename prefix := .*/output filename prefix := recon_sens_written/' OSMAPOSL_Objective.par >OSMAPOSL_sens_written.par

@@ -8,6 +8,10 @@
 //   --norm-and-additive        a normalisation (factors in [0.5, 1.5) per LOR) and an additive sinogram (~10%)
 //   --in-files                 both written to Interfile files and read back (STIR's "From ProjData" normalisation
 //                              and additive sinogram as a .par names them), instead of kept in memory
+//   --shared-source WHICH      with --in-files, two inputs read from one projection data object (one stream), which
+//                              the set-up then reads in turn instead of at the same time: norm-additive (the
+//                              normalisation's factors are the additive sinogram's file) or additive-data (the
+//                              additive sinogram is the data themselves)
 //   --approximate-hessian-tolerance T   the tolerance of the approximate Hessian product (default TOLERANCE)
 //   --check-subsets N          compare subsets 0 .. N-1 only (default all)
 // With TOF data the Hessian products are not compared: STIR's take timing position 0 for every TOF bin (its
@@ -49,6 +53,7 @@ main(int argc, char** argv)
   double approximate_tolerance = tolerance;
   int check_subsets = num_subsets;
   bool extras = false, in_files = false;
+  std::string shared_source;
   for (int i = 5; i < argc; ++i)
     {
       const std::string opt = argv[i];
@@ -56,6 +61,8 @@ main(int argc, char** argv)
         extras = true;
       else if (opt == "--in-files")
         in_files = true;
+      else if (opt == "--shared-source" && i + 1 < argc)
+        shared_source = argv[++i];
       else if (opt == "--approximate-hessian-tolerance" && i + 1 < argc)
         approximate_tolerance = std::atof(argv[++i]);
       else if (opt == "--check-subsets" && i + 1 < argc)
@@ -70,6 +77,13 @@ main(int argc, char** argv)
       || check_subsets > num_subsets)
     {
       std::fprintf(stderr, "starproj_stir_objective: NUM_SUBSETS >= 1, tolerances >= 0, 1 <= N <= NUM_SUBSETS\n");
+      return 2;
+    }
+  if (!shared_source.empty()
+      && (!extras || !in_files || (shared_source != "norm-additive" && shared_source != "additive-data")))
+    {
+      std::fprintf(stderr, "starproj_stir_objective: --shared-source norm-additive|additive-data needs "
+                           "--norm-and-additive --in-files\n");
       return 2;
     }
   try
@@ -95,6 +109,10 @@ main(int argc, char** argv)
             {
               norm = through_file(norm, "objective_norm.hs");
               additive = through_file(additive, "objective_additive.hs");
+              if (shared_source == "norm-additive")
+                norm = additive;
+              else if (shared_source == "additive-data")
+                additive = data;
             }
         }
 
@@ -153,12 +171,13 @@ main(int argc, char** argv)
           starproj_objective.accumulate_sub_Hessian_times_input_without_penalty(*b, *x, *image, k);
           report("Hessian times image", k, rel_l2(*a, *b), max_abs(*a));
         }
-      std::printf("largest relative difference %.3g (tolerance %.3g), approximate Hessian %.3g (tolerance %.3g)%s\n",
+      std::printf("largest relative difference %.3g (tolerance %.3g), approximate Hessian %.3g (tolerance %.3g)%s%s\n",
                   worst,
                   tolerance,
                   worst_approximate,
                   approximate_tolerance,
-                  extras ? ", with a normalisation and an additive sinogram" : "");
+                  extras ? ", with a normalisation and an additive sinogram" : "",
+                  shared_source.empty() ? "" : (" (" + shared_source + " from one source)").c_str());
       return worst <= tolerance && worst_approximate <= approximate_tolerance ? 0 : 1;
     }
   catch (const std::exception& e)

@@ -182,25 +182,23 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
   const bool beside_normalisation
       = starproj_normalisation_reads_apart(*this->normalisation_sptr, data_reader)
         && (!additive_reader || starproj_normalisation_reads_apart(*this->normalisation_sptr, *additive_reader));
-  auto read_data = [&] {
-    data_reader.read(*pdi, first_lor, r.y.data(), threads);
-    if (zero_end_planes)
-      zero_end_planes_of(r.y.data(), num_bins);
-  };
   auto read_additive = [&] { additive_reader->read(*pdi, first_lor, r.a.data(), threads); };
-  // declared after everything the reads use: leaving early (an error below) waits for them before those go
-  std::future<void> data_read, additive_read;
-  if (beside_normalisation)
-    {
-      const bool additive_after = additive_reader && !additive_apart; // one source: the additive term after the data
-      data_read = std::async(std::launch::async, [&, additive_after] {
-        read_data();
-        if (additive_after)
-          read_additive();
-      });
-      if (additive_apart)
-        additive_read = std::async(std::launch::async, read_additive);
-    }
+  // The data (and the additive term after them when it cannot go alone) on a thread of their own, or, when the
+  // normalisation reads one of their sources, deferred: run on this thread once the normalisation is done.
+  // Declared after everything the reads use: leaving early (an error below) waits for them before those go.
+  const bool additive_alone = beside_normalisation && additive_apart;
+  const bool additive_after = additive_reader && !additive_alone;
+  std::future<void> data_read
+      = std::async(beside_normalisation ? std::launch::async : std::launch::deferred, [&, additive_after] {
+          data_reader.read(*pdi, first_lor, r.y.data(), threads);
+          if (zero_end_planes)
+            zero_end_planes_of(r.y.data(), num_bins);
+          if (additive_after)
+            read_additive();
+        });
+  std::future<void> additive_read;
+  if (additive_alone)
+    additive_read = std::async(std::launch::async, read_additive);
 
   // the normalisation, evaluated once per LOR (undo() of ones: the forward model's factor), so that the subsets'
   // sensitivities, which need only it and the LORs, run on the devices while the data are read
@@ -242,34 +240,23 @@ PoissonLogLikelihoodWithLinearModelForMeanAndProjDataStarproj::set_up_before_sen
                                       ? std::string(", additive term ")
                                             + (additive_reader->direct() ? "read directly" : "STIR's get_segment_by_view")
                                       : std::string());
-  if (beside_normalisation)
-    {
-      std::exception_ptr failed;
-      for (std::future<void>* f : { &data_read, &additive_read })
-        if (f->valid())
-          try
-            {
-              f->get();
-            }
-          catch (...)
-            {
-              if (!failed)
-                failed = std::current_exception();
-            }
-      if (failed)
-        std::rethrow_exception(failed);
-      times.mark(("set_up: the data" + std::string(additive_reader ? " and additive term" : "") + " (" + how_read
-                  + ", beside the normalisation)")
-                     .c_str());
-    }
-  else
-    {
-      read_data();
-      if (additive_reader)
-        read_additive();
-      times.mark(("set_up: the data" + std::string(additive_reader ? " and additive term" : "") + " (" + how_read + ")")
-                     .c_str());
-    }
+  std::exception_ptr failed;
+  for (std::future<void>* f : { &data_read, &additive_read })
+    if (f->valid())
+      try
+        {
+          f->get();
+        }
+      catch (...)
+        {
+          if (!failed)
+            failed = std::current_exception();
+        }
+  if (failed)
+    std::rethrow_exception(failed);
+  times.mark(("set_up: the data" + std::string(additive_reader ? " and additive term" : "") + " (" + how_read
+              + (beside_normalisation ? ", beside the normalisation)" : ")"))
+                 .c_str());
   if (_settings.verbosity >= 2 && !data_reader.direct())
     info("PoissonLogLikelihood using Starproj: the data are read through STIR's interface: " + data_reader.why_not(), 2);
 

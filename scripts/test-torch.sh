@@ -43,6 +43,13 @@ command -v "$python" >/dev/null 2>&1 || die "no Python '$python'"
 work=$root/build/torch-test
 rm -rf "$work"
 mkdir -p "$work/run" "$work/home"
+# torch's venv takes about 6 GB and pip's cache up to 2.6 GB more on a first install: say so before pip runs out
+need_gb=9
+free_kb=$(df -Pk "$work" | awk 'NR == 2 {print $4}')
+if [ -n "$free_kb" ] && [ "$free_kb" -lt $((need_gb * 1024 * 1024)) ]; then
+  die "$(df -Ph "$work" | awk 'NR == 2 {print $4}') free on the file system of $work; torch's virtual environment and \
+pip's cache need about $need_gb GB: free some space (an older build/ folder, pip's cache) and run again"
+fi
 t0=$SECONDS
 log "fresh virtual environment $work/venv ($("$python" -V)); pip installs torch==$torch_version, the wheel, numpy, pytest"
 "$python" -m venv "$work/venv"

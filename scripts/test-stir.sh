@@ -31,7 +31,8 @@
 #      the launcher's GLIBC_TUNABLES (glibc's huge pages added, a caller's setting kept, none on request)
 #  15. hostile input (a missing or truncated data file, sensitivities of another image size, subsets that do not
 #      divide the views, a normalisation of the wrong size for TOF data, a listmode subset without events, devices :=
-#      bogus): our programs and STIR's own stop with exit status 1 and a message naming the problem, no image written
+#      bogus; a data file, an additive term's file or both failing mid-read, which only the set-up's reading threads
+#      meet): our programs and STIR's own stop with exit status 1 and a message naming the problem, no image written
 #  16. a long run: 500 sub-iterations of OSMAPOSL on the objective function using Starproj; the resident set may
 #      grow by at most 1 MiB from the end of iteration 2 to the last
 #  17. (unless --no-sanitize) starproj and stir/ under AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/
@@ -333,9 +334,11 @@ check launcher_tunables launcher_tunables
 
 # 15. hostile input: our programs and STIR's own (through the launcher, whose library turns STIR's uncaught errors into
 # exit status 1) stop with exit status 1, never a signal, with a message naming the problem, and write no image
-hostile_run() { # case expected-message program...: the program fails as it should (output prefix out_<case>)
-  local case=$1 expect=$2 rc=0 log; shift 2
-  log=hostile_$case.$(basename "$1").log
+hostile_run() { # case expected-message [env VAR=value...] program...: the program fails as it should (output prefix
+  local case=$1 expect=$2 rc=0 log name a; shift 2 # out_<case>); the log is named after the program
+  name=$1
+  for a in "$@"; do case "$a" in env | *=*) ;; *) name=$a; break ;; esac; done
+  log=hostile_$case.$(basename "$name").log
   "$@" >"$log" 2>&1 || rc=$?
   if [ "$rc" -ne 1 ]; then
     echo "$case, $*: exit status $rc, 1 expected$([ "$rc" -gt 128 ] && printf ' (signal %d)' $((rc - 128)))"
@@ -343,14 +346,15 @@ hostile_run() { # case expected-message program...: the program fails as it shou
   fi
   grep -qF -- "$expect" "$log" || { echo "$case, $*: no '$expect' in $log"; return 1; }
   if ls "out_$case"[._]* >/dev/null 2>&1; then echo "$case, $*: wrote $(ls "out_$case"[._]*)"; return 1; fi
-  echo "$case, $(basename "$1"): exit status 1, '$expect', nothing written"
+  echo "$case, $(basename "$name"): exit status 1, '$expect', nothing written"
 }
 hostile() { # case expected-message template.par sed-expressions...: both programs on the template's .par changed so
   local case=$1 expect=$2 template=$3; shift 3
   sed -e "s/^output filename prefix := .*/output filename prefix := out_$case/" "$@" "$template" >"hostile_$case.par"
-  hostile_run "$case" "$expect" "$bin/starproj_OSMAPOSL" "hostile_$case.par" &&
-    hostile_run "$case" "$expect" "$launcher" OSMAPOSL "hostile_$case.par"
+  hostile_run "$case" "$expect" "${failing[@]}" "$bin/starproj_OSMAPOSL" "hostile_$case.par" &&
+    hostile_run "$case" "$expect" "${failing[@]}" "$launcher" OSMAPOSL "hostile_$case.par"
 }
+failing=() # env and its settings before each program (the failing reads below)
 # the projected phantom cut short; an image of 51 x 51 voxels where the .par's is 101 x 101 (one file, and one per
 # subset); a normalisation for TOF data with 101 tangential positions where the data have 151
 head -c 1000000 fwd_Parallelproj.s >truncated.s
@@ -386,6 +390,25 @@ fi
 check hostile_listmode_events hostile listmode_events "of 7 has no events" OSMAPOSL_LM_Starproj.par \
   -e 's/^list mode filename := .*/&\nnum_events_to_use := 1/'
 check hostile_devices hostile devices "$devices_message" OSMAPOSL_Objective.par -e 's/^devices := .*/devices := bogus/'
+# files that pass every check made before reading (they exist, they are long enough, their last viewgram reads) and
+# fail in the middle: read() fails on bytes 1000000 - 1099999 of the data file, of the additive term's file (a copy of
+# the data) or of both (stir/tests/fail_read.c, preloaded), which lie in segment 0. The objective function reads the two
+# on threads of their own; each error must come back as the program's, the data's first when both fail.
+cp fwd_Parallelproj.s additive.s
+sed 's/^name of data file := .*/name of data file := additive.s/' prompts.hs >additive.hs
+bad_read() { # case expected-message files (':' between them)
+  local case=$1 expect=$2
+  failing=(env "LD_PRELOAD=$bin/libstarproj_fail_read.so" "STARPROJ_TEST_FAIL_READ=$3" STARPROJ_TEST_FAIL_READ_AFTER=1000000
+           STARPROJ_TEST_FAIL_READ_UNTIL=1100000)
+  hostile "$case" "$expect" OSMAPOSL_Objective.par -e 's/^input file := .*/&\nadditive sinogram := additive.hs/'
+  local status=$?
+  failing=()
+  return $status
+}
+check hostile_read_data bad_read read_data "the input file prompts.hs: reading segment 0 failed" fwd_Parallelproj.s
+check hostile_read_additive bad_read read_additive "the additive sinogram additive.hs: reading segment 0 failed" additive.s
+check hostile_read_both bad_read read_both "stopped: Starproj: the input file prompts.hs: reading segment 0 failed" \
+  fwd_Parallelproj.s:additive.s
 # the pair's devices, in STIR's forward_project
 sed 's/^devices := .*/devices := bogus/' forward_Starproj.par >hostile_forward_devices.par
 check hostile_forward_devices hostile_run forward_devices "$devices_message" \

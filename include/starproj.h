@@ -519,14 +519,16 @@ SPROJ_API int sproj_lors_register_events_handles(sproj_lors **events, sproj_star
  * but gains little on GPUs. Runs on one thread per core (SPROJ_ORDER_THREADS=N sets N; the order is the same): 20 M
  * LORs in 0.21 s on a 16-core host (1.9 s on one thread), so on GPUs it pays off for events projected some 50-100
  * times (kept resident across many iterations or reconstructions); CPU workers gain 10-25% of a pass, so there it
- * pays off at once. Equal LORs keep their order; LORs with a non-finite coordinate come last. Takes 16 bytes per LOR
- * of scratch memory. Errors (order untouched): RANGE (num_lors < 0), NULL (voxel_size; xstart, xend or order when
+ * pays off at once. While starproj is initialised, StarPU's workers sleep during the call, which would otherwise
+ * poll for tasks on the cores it uses (tasks submitted meanwhile, by any thread, wait until it returns; inside
+ * sproj_pause they stay asleep). Equal LORs keep their order; LORs with a non-finite coordinate come last. Takes 16
+ * bytes per LOR of scratch memory. Errors (order untouched): RANGE (num_lors < 0), NULL (voxel_size; xstart, xend or order when
  * num_lors > 0), VOXEL_SIZE, OVERFLOW (more than 2^32-1 LORs, as a LOR set), NOMEM. */
 SPROJ_API int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, const float voxel_size[3],
                                int64_t *order);
 /* Reorders n elements of elem_bytes bytes each in place: element i becomes the old element order[i]. order must be a
- * permutation of 0 .. n-1 (as sproj_lors_order fills). Runs on one thread per core, as sproj_lors_order (20 M
- * 12-byte elements: 0.10 s on a 16-core host). Takes n * elem_bytes bytes of scratch memory. Errors (array
+ * permutation of 0 .. n-1 (as sproj_lors_order fills). Runs on one thread per core with StarPU's workers asleep, as
+ * sproj_lors_order (20 M 12-byte elements: 0.10 s on a 16-core host). Takes n * elem_bytes bytes of scratch memory. Errors (array
  * untouched): RANGE (n < 0, or order not a permutation), NULL, DIMS (elem_bytes 0), OVERFLOW, NOMEM. */
 SPROJ_API int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *order);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <starpu.h>
 #include "testutil.h"
 
@@ -166,6 +167,53 @@ START_TEST(test_pause)
   ck_assert_int_eq(sproj_image_register(&img, img_v, dims, vs, origin), SPROJ_OK);
   ck_assert_int_eq(sproj_image_sync(img, SPROJ_SYNC_READ), SPROJ_OK);
   ck_assert_int_eq(sproj_image_unregister(img), SPROJ_OK);
+}
+END_TEST
+
+/* sproj_lors_order and sproj_reorder put StarPU's workers to sleep while they run on every core, and wake them after:
+ * a task submitted just before runs once they return; inside sproj_pause the workers stay asleep after them (the
+ * pauses nest) until sproj_resume. */
+static int ran;
+static void note_ran(void *buffers[], void *arg)
+{
+  (void)buffers;
+  (void)arg;
+  __atomic_store_n(&ran, 1, __ATOMIC_RELEASE);
+}
+static struct starpu_codelet note_ran_cl = {.cpu_funcs = {note_ran}, .nbuffers = 0, .name = "note_ran"};
+
+START_TEST(test_order_sleeps_workers)
+{
+  enum { N = 100000 };
+  float *xs = malloc(3 * N * sizeof *xs), *xe = malloc(3 * N * sizeof *xe);
+  int64_t *order = malloc(N * sizeof *order);
+  ck_assert(xs && xe && order);
+  for (int i = 0; i < N; i++) {
+    double a = 0.37 * i, b = 1.9 + 0.61 * i;
+    xs[3 * i] = (float)(50 * cos(a)), xs[3 * i + 1] = (float)(50 * sin(a)), xs[3 * i + 2] = (float)(i % 17);
+    xe[3 * i] = (float)(50 * cos(b)), xe[3 * i + 1] = (float)(50 * sin(b)), xe[3 * i + 2] = (float)(i % 13);
+  }
+  const float vs[3] = {2, 2, 2};
+  __atomic_store_n(&ran, 0, __ATOMIC_RELEASE);
+  ck_assert_int_eq(starpu_task_insert(&note_ran_cl, STARPU_EXECUTE_WHERE, (unsigned long long)STARPU_CPU, 0), 0);
+  ck_assert_int_eq(sproj_lors_order(xs, xe, N, vs, order), SPROJ_OK);
+  ck_assert_int_eq(sproj_reorder(xs, 3 * sizeof(float), N, order), SPROJ_OK);
+  ck_assert_int_eq(starpu_task_wait_for_all(), 0);
+  ck_assert_int_eq(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 1);
+
+  __atomic_store_n(&ran, 0, __ATOMIC_RELEASE);
+  ck_assert_int_eq(sproj_pause(), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_order(xs, xe, N, vs, order), SPROJ_OK);
+  ck_assert_int_eq(sproj_reorder(xe, 3 * sizeof(float), N, order), SPROJ_OK);
+  ck_assert_int_eq(starpu_task_insert(&note_ran_cl, STARPU_EXECUTE_WHERE, (unsigned long long)STARPU_CPU, 0), 0);
+  usleep(100000);
+  ck_assert_msg(__atomic_load_n(&ran, __ATOMIC_ACQUIRE) == 0, "a task ran inside sproj_pause");
+  ck_assert_int_eq(sproj_resume(), SPROJ_OK);
+  ck_assert_int_eq(starpu_task_wait_for_all(), 0);
+  ck_assert_int_eq(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 1);
+  free(xs);
+  free(xe);
+  free(order);
 }
 END_TEST
 
@@ -495,6 +543,7 @@ int main(void)
   TCase *tc = tcase_create("bad input");
   tcase_add_test(tc, test_runtime_calls);
   tcase_add_test(tc, test_pause);
+  tcase_add_test(tc, test_order_sleeps_workers);
   tcase_add_test(tc, test_image_register);
   tcase_add_test(tc, test_lors_register);
   tcase_add_test(tc, test_chunks);

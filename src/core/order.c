@@ -284,6 +284,7 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
   w->xe = xend;
   w->n = num_lors;
   w->order = order;
+  int paused = sproj_host_work_begin();
   /* the steps from the extent of all LORs (maxima and minima: the same whatever the threads) */
   run_threads(w->nthreads, w->n, w, phase_extent);
   struct extent all = w->ext[0];
@@ -302,6 +303,7 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
       w->dst = t;
     }
   run_threads(w->nthreads, w->n, w, phase_indices);
+  sproj_host_work_end(paused);
   order_work_free(w);
   return SPROJ_OK;
 }
@@ -413,8 +415,20 @@ int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *orde
   w.seen = calloc(((size_t)n + 7) / 8, 1);
   if (!w.seen)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to check the order of %lld elements", (long long)n);
+  w.copy = malloc((size_t)n * elem_bytes);
+  if (!w.copy) {
+    free(w.seen);
+    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to reorder %lld elements of %zu bytes", (long long)n, elem_bytes);
+  }
+  int paused = sproj_host_work_begin();
   run_threads(w.nthreads, w.n, &w, phase_mark);
+  if (!w.bad) {
+    run_threads(w.nthreads, w.n, &w, phase_save);
+    run_threads(w.nthreads, w.n, &w, phase_gather);
+  }
+  sproj_host_work_end(paused);
   free(w.seen);
+  free(w.copy);
   int64_t i = w.bad ? first_not_permutation(order, n) : -1;
   if (i == -2)
     return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to check the order of %lld elements", (long long)n);
@@ -423,11 +437,5 @@ int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *orde
     return SPROJ_FAIL(SPROJ_ERR_RANGE, "order[%lld] = %lld is %s", (long long)i, (long long)j,
                       j < 0 || j >= n ? "outside 0 .. n-1" : "there twice: not a permutation");
   }
-  w.copy = malloc((size_t)n * elem_bytes);
-  if (!w.copy)
-    return SPROJ_FAIL(SPROJ_ERR_NOMEM, "no memory to reorder %lld elements of %zu bytes", (long long)n, elem_bytes);
-  run_threads(w.nthreads, w.n, &w, phase_save);
-  run_threads(w.nthreads, w.n, &w, phase_gather);
-  free(w.copy);
   return SPROJ_OK;
 }

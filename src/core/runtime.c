@@ -302,6 +302,20 @@ int sproj_pause(void)
   return SPROJ_OK;
 }
 
+int sproj_host_work_begin(void)
+{
+  if (!__atomic_load_n(&sproj_rt.initialized, __ATOMIC_ACQUIRE))
+    return 0;
+  starpu_pause(); /* StarPU counts nested pauses: sproj_pause's and other threads' host work may overlap this one */
+  return 1;
+}
+
+void sproj_host_work_end(int paused)
+{
+  if (paused)
+    starpu_resume();
+}
+
 int sproj_resume(void)
 {
   if (!sproj_rt.initialized)

@@ -49,6 +49,11 @@ SPROJ_SHARED int sproj_check_init(const char *func);
  * registers objects of its own counts them (+1 / -1). */
 SPROJ_SHARED int sproj_live_objects(void);
 SPROJ_SHARED void sproj_count_object(int delta);
+/* Host work on every core (ordering and reordering events, placing simulated events): StarPU's idle workers poll for
+ * tasks and would each take a core from it, so while starproj is initialised they sleep in between (tasks submitted
+ * meanwhile, by any thread, wait; no call fails with BUSY as after sproj_pause). begin returns what end needs. */
+SPROJ_SHARED int sproj_host_work_begin(void);
+SPROJ_SHARED void sproj_host_work_end(int paused);
 /* Drops an image whose value nobody wants (after the tasks using it, without bringing it home): its handle, and the
  * accumulator and copies StarPU allocated for it on the devices; counts it gone. */
 SPROJ_SHARED void sproj_image_drop(sproj_image *img);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_api.c: every public call rejects bad input with its documented status, a message, and no effect. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,35 @@ static void note_ran(void *buffers[], void *arg)
 }
 static struct starpu_codelet note_ran_cl = {.cpu_funcs = {note_ran}, .nbuffers = 0, .name = "note_ran"};
 
+/* Inside sproj_pause (the caller's): a task submitted now does not run within 0.1 s; it runs after sproj_resume. */
+static void expect_paused_then_resumed(const char *when)
+{
+  __atomic_store_n(&ran, 0, __ATOMIC_RELEASE);
+  ck_assert_int_eq(starpu_task_insert(&note_ran_cl, STARPU_EXECUTE_WHERE, (unsigned long long)STARPU_CPU, 0), 0);
+  usleep(100000);
+  ck_assert_msg(__atomic_load_n(&ran, __ATOMIC_ACQUIRE) == 0, "a task ran inside sproj_pause %s", when);
+  ck_assert_int_eq(sproj_resume(), SPROJ_OK);
+  ck_assert_int_eq(starpu_task_wait_for_all(), 0);
+  ck_assert_int_eq(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 1);
+}
+
+/* One thread's share of test_order_sleeps_workers: its LORs ordered and reordered many times. */
+struct order_job {
+  const float *xs, *xe;
+  int64_t n;
+  const float *vs;
+  int64_t *order;
+  int status;
+};
+static void *order_many(void *p)
+{
+  struct order_job *j = p;
+  j->status = SPROJ_OK;
+  for (int k = 0; k < 20 && j->status == SPROJ_OK; k++)
+    j->status = sproj_lors_order(j->xs, j->xe, j->n, j->vs, j->order);
+  return NULL;
+}
+
 START_TEST(test_order_sleeps_workers)
 {
   enum { N = 100000 };
@@ -201,16 +231,28 @@ START_TEST(test_order_sleeps_workers)
   ck_assert_int_eq(starpu_task_wait_for_all(), 0);
   ck_assert_int_eq(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 1);
 
-  __atomic_store_n(&ran, 0, __ATOMIC_RELEASE);
   ck_assert_int_eq(sproj_pause(), SPROJ_OK);
   ck_assert_int_eq(sproj_lors_order(xs, xe, N, vs, order), SPROJ_OK);
   ck_assert_int_eq(sproj_reorder(xe, 3 * sizeof(float), N, order), SPROJ_OK);
-  ck_assert_int_eq(starpu_task_insert(&note_ran_cl, STARPU_EXECUTE_WHERE, (unsigned long long)STARPU_CPU, 0), 0);
-  usleep(100000);
-  ck_assert_msg(__atomic_load_n(&ran, __ATOMIC_ACQUIRE) == 0, "a task ran inside sproj_pause");
-  ck_assert_int_eq(sproj_resume(), SPROJ_OK);
-  ck_assert_int_eq(starpu_task_wait_for_all(), 0);
-  ck_assert_int_eq(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 1);
+  expect_paused_then_resumed("after ordering inside sproj_pause");
+
+  /* many threads ordering at once: StarPU's pause count stays exact (a count left above 0 would keep the workers
+   * asleep, one below 0 would let sproj_pause no longer pause them) */
+  enum { THREADS = 8 };
+  struct order_job jobs[THREADS];
+  pthread_t tid[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    jobs[t] = (struct order_job){xs, xe, N / THREADS, vs, malloc(N / THREADS * sizeof(int64_t)), -1};
+    ck_assert(jobs[t].order);
+    ck_assert_int_eq(pthread_create(&tid[t], NULL, order_many, &jobs[t]), 0);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    ck_assert_int_eq(pthread_join(tid[t], NULL), 0);
+    ck_assert_int_eq(jobs[t].status, SPROJ_OK);
+    free(jobs[t].order);
+  }
+  ck_assert_int_eq(sproj_pause(), SPROJ_OK);
+  expect_paused_then_resumed("after the threads' ordering");
   free(xs);
   free(xe);
   free(order);

@@ -290,6 +290,25 @@ int sproj_wait_all(void)
   return SPROJ_OK;
 }
 
+/* StarPU counts nested pauses in a plain int, which starpu_pause increments without a lock: every pause and resume
+ * starproj makes goes through this lock, so that calls from several threads (sproj_pause, the ordering calls of
+ * other threads) keep the count exact. */
+static pthread_mutex_t starpu_pause_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void pause_starpu(void)
+{
+  pthread_mutex_lock(&starpu_pause_lock);
+  starpu_pause();
+  pthread_mutex_unlock(&starpu_pause_lock);
+}
+
+static void resume_starpu(void)
+{
+  pthread_mutex_lock(&starpu_pause_lock);
+  starpu_resume();
+  pthread_mutex_unlock(&starpu_pause_lock);
+}
+
 int sproj_pause(void)
 {
   int ret = sproj_check_init_flush(__func__);
@@ -298,7 +317,7 @@ int sproj_pause(void)
   if (!ret)
     sproj_wait_everything(); /* nothing may be left to run once the workers sleep */
   if (__atomic_fetch_add(&sproj_rt.paused, 1, __ATOMIC_ACQ_REL) == 0)
-    starpu_pause();
+    pause_starpu();
   return SPROJ_OK;
 }
 
@@ -306,14 +325,14 @@ int sproj_host_work_begin(void)
 {
   if (!__atomic_load_n(&sproj_rt.initialized, __ATOMIC_ACQUIRE))
     return 0;
-  starpu_pause(); /* StarPU counts nested pauses: sproj_pause's and other threads' host work may overlap this one */
+  pause_starpu(); /* nested: sproj_pause's and other threads' host work may overlap this one */
   return 1;
 }
 
 void sproj_host_work_end(int paused)
 {
   if (paused)
-    starpu_resume();
+    resume_starpu();
 }
 
 int sproj_resume(void)
@@ -326,7 +345,7 @@ int sproj_resume(void)
       return SPROJ_FAIL(SPROJ_ERR_INVALID, "the workers are not paused");
   } while (!__atomic_compare_exchange_n(&sproj_rt.paused, &depth, depth - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
   if (depth == 1)
-    starpu_resume();
+    resume_starpu();
   return SPROJ_OK;
 }
 

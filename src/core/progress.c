@@ -85,6 +85,8 @@ void sproj_run_blocks(const char *what, int num_threads, int64_t nblocks, sproj_
   if (num_threads > nblocks)
     num_threads = (int)nblocks;
   struct pool p = {fn, ctx, nblocks, 0, 0};
+  /* several threads: StarPU's polling workers sleep meanwhile, or they would take the cores the blocks run on */
+  int paused = num_threads > 1 ? sproj_host_work_begin() : 0;
   pthread_t *threads = num_threads > 1 ? malloc((size_t)(num_threads - 1) * sizeof *threads) : NULL;
   int started = 0;
   for (; threads && started < num_threads - 1; started++)
@@ -101,5 +103,6 @@ void sproj_run_blocks(const char *what, int num_threads, int64_t nblocks, sproj_
   }
   for (int t = 0; t < started; t++)
     pthread_join(threads[t], NULL);
+  sproj_host_work_end(paused);
   free(threads);
 }

@@ -29,7 +29,8 @@ SPROJ_SHARED void sproj_progress_report(const char *what, double fraction);
 /* Runs fn(ctx, b) for every block b = 0 .. nblocks-1 on up to num_threads threads (<= 0: one per online core), the
  * calling thread among them, reporting the share done as step `what`. Blocks run in any order and on any thread: a
  * result that must not depend on the threads must depend only on the blocks. Fewer threads (one that could not be
- * started) only take longer. */
+ * started) only take longer. With more than one thread, StarPU's workers sleep meanwhile (sproj_host_work_begin):
+ * fn must not wait for tasks. */
 typedef void (*sproj_block_fn)(void *ctx, int64_t block);
 SPROJ_SHARED void sproj_run_blocks(const char *what, int num_threads, int64_t nblocks, sproj_block_fn fn, void *ctx);
 
@@ -49,7 +50,7 @@ SPROJ_SHARED int sproj_check_init(const char *func);
  * registers objects of its own counts them (+1 / -1). */
 SPROJ_SHARED int sproj_live_objects(void);
 SPROJ_SHARED void sproj_count_object(int delta);
-/* Host work on every core (ordering and reordering events, placing simulated events): StarPU's idle workers poll for
+/* Host work on every core (sproj_run_blocks; ordering and reordering events): StarPU's idle workers poll for
  * tasks and would each take a core from it, so while starproj is initialised they sleep in between (tasks submitted
  * meanwhile, by any thread, wait; no call fails with BUSY as after sproj_pause). begin returns what end needs. */
 SPROJ_SHARED int sproj_host_work_begin(void);

@@ -415,10 +415,7 @@ int sproj_model_draw_events(const sproj_model *model, sproj_proj *data, const sp
   pl.sums = sums;
   if ((ret = placing_blocks(__func__, &pl, order)))
     goto done;
-  /* StarPU's idle CPU workers poll for tasks and would take half of every core: they sleep meanwhile */
-  int paused = sproj_host_work_begin();
   sproj_run_blocks("counting the events", 0, pl.nblocks, place_count, &pl);
-  sproj_host_work_end(paused);
   int64_t total = 0;
   int64_t b = 0;
   for (unsigned k = 0; k < ch->npieces; k++) {
@@ -458,9 +455,7 @@ int sproj_model_draw_events(const sproj_model *model, sproj_proj *data, const sp
   /* the places are written over the counts: StarPU lets go of them first (its host copy is the valid one) */
   sproj_proj_unregister(sp);
   sp = NULL;
-  paused = sproj_host_work_begin();
   sproj_run_blocks("placing the events", 0, pl.nblocks, place_write, &pl);
-  sproj_host_work_end(paused);
   if (bins) {
     sproj_progress_report("the events' TOF bins", 0.0);
     ret = emit_bins(__func__, model, data, ch, off, piece_event, ends, bins);

@@ -87,7 +87,8 @@ int main(int argc, char **argv)
   printf("# starproj %d.%d.%d bench_order: %lld events of the %s scanner, %ld cores; the runtime: %d CPU workers, %d "
          "GPUs (%d workers)\n",
          SPROJ_VERSION_MAJOR, SPROJ_VERSION_MINOR, SPROJ_VERSION_PATCH, (long long)nevents,
-         small ? "small benchmark" : "benchmark", cores, sproj_num_cpu_workers(), sproj_num_gpus(), sproj_num_workers());
+         small ? "small benchmark" : "benchmark", cores, sproj_num_cpu_workers(), sproj_num_gpus(),
+         sproj_num_workers());
   time_calls(repeats, nevents, xs, xe, bins, vs, order, cs, ce, cb, &running);
   int same = memcmp(order, order_before, nevents * sizeof *order) == 0;
   printf("# the order with the runtime running is the one without: %s\n", same ? "yes" : "NO");

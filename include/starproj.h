@@ -522,14 +522,14 @@ SPROJ_API int sproj_lors_register_events_handles(sproj_lors **events, sproj_star
  * pays off at once. While starproj is initialised, StarPU's workers sleep during the call, which would otherwise
  * poll for tasks on the cores it uses (tasks submitted meanwhile, by any thread, wait until it returns; inside
  * sproj_pause they stay asleep). Equal LORs keep their order; LORs with a non-finite coordinate come last. Takes 16
- * bytes per LOR of scratch memory. Errors (order untouched): RANGE (num_lors < 0), NULL (voxel_size; xstart, xend or order when
- * num_lors > 0), VOXEL_SIZE, OVERFLOW (more than 2^32-1 LORs, as a LOR set), NOMEM. */
+ * bytes per LOR of scratch memory. Errors (order untouched): RANGE (num_lors < 0), NULL (voxel_size; xstart, xend
+ * or order when num_lors > 0), VOXEL_SIZE, OVERFLOW (more than 2^32-1 LORs, as a LOR set), NOMEM. */
 SPROJ_API int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, const float voxel_size[3],
                                int64_t *order);
 /* Reorders n elements of elem_bytes bytes each in place: element i becomes the old element order[i]. order must be a
  * permutation of 0 .. n-1 (as sproj_lors_order fills). Runs on one thread per core with StarPU's workers asleep, as
- * sproj_lors_order (20 M 12-byte elements: 0.10 s on a 16-core host). Takes n * elem_bytes bytes of scratch memory. Errors (array
- * untouched): RANGE (n < 0, or order not a permutation), NULL, DIMS (elem_bytes 0), OVERFLOW, NOMEM. */
+ * sproj_lors_order (20 M 12-byte elements: 0.10 s on a 16-core host). Takes n * elem_bytes bytes of scratch memory.
+ * Errors (array untouched): RANGE (n < 0, or order not a permutation), NULL, DIMS (elem_bytes 0), OVERFLOW, NOMEM. */
 SPROJ_API int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *order);
 
 /* Registers a TOF sinogram: num_tof_bins values per LOR of lors, [lor][tof_bin]. Errors: as sproj_proj_register,
@@ -588,7 +588,9 @@ SPROJ_API int sproj_chunks_ranges(const sproj_chunks *chunks, int chunk, int64_t
  * big scanners) report how far they are: fn(what, fraction, user), what naming the step ("Poisson counts",
  * "shuffling the events", ...), fraction in 0 .. 1, from the thread that made the call, at most every 0.2 s per
  * step and always when a step ends. fn must return quickly and must not call starproj. NULL: no reports (the
- * default). Process-wide; set it from one thread, before the calls it should hear from. */
+ * default). Process-wide; set it from one thread, before the calls it should hear from. Those calls run on every
+ * core; while starproj is initialised StarPU's workers, which would poll for tasks on the same cores, sleep during
+ * them (tasks submitted meanwhile, by any thread, wait until the call returns). */
 typedef void (*sproj_progress_fn)(const char *what, double fraction, void *user);
 SPROJ_API void sproj_set_progress(sproj_progress_fn fn, void *user);
 

@@ -43,7 +43,8 @@ command -v "$python" >/dev/null 2>&1 || die "no Python '$python'"
 work=$root/build/torch-test
 rm -rf "$work"
 mkdir -p "$work/run" "$work/home"
-# torch's venv takes about 6 GB and pip's cache up to 2.6 GB more on a first install: say so before pip runs out
+# torch's venv takes about 6 GB and pip's cache up to 2.6 GB more on a first install: say so before pip runs out of
+# it
 need_gb=9
 free_kb=$(df -Pk "$work" | awk 'NR == 2 {print $4}')
 if [ -n "$free_kb" ] && [ "$free_kb" -lt $((need_gb * 1024 * 1024)) ]; then

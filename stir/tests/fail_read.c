@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fail_read.c: a test helper, preloaded (LD_PRELOAD) into a program that reads projection data: read() on a file
- * whose name ends with one of the names STARPROJ_TEST_FAIL_READ lists (separated by ':') fails with EIO where it would read a byte of the bad region from
- * offset STARPROJ_TEST_FAIL_READ_AFTER (default 0) to STARPROJ_TEST_FAIL_READ_UNTIL (default: the end), as a disk
- * with a bad sector would: the bytes before the region come as a short read, reads after it succeed. Every other
- * read goes to the C library's read unchanged. With it the tests reach the paths where a file passes every check made
- * before reading (it exists, it is long enough) and still cannot be read: the objective function's set-up reads its
- * data and additive term on threads of their own, and an error there must come back as the program's error. */
+ * whose name ends with one of the names STARPROJ_TEST_FAIL_READ lists (separated by ':') fails with EIO where it
+ * would read a byte of the bad region from offset STARPROJ_TEST_FAIL_READ_AFTER (default 0) to
+ * STARPROJ_TEST_FAIL_READ_UNTIL (default: the end), as a disk with a bad sector would: the bytes before the region
+ * come as a short read, reads after it succeed. Every other read goes to the C library's read unchanged. With it the
+ * tests reach the paths where a file passes every check made before reading (it exists, it is long enough) and still
+ * cannot be read: the objective function's set-up reads its data and additive term on threads of their own, and an
+ * error there must come back as the program's error. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>

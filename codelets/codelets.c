@@ -190,7 +190,7 @@ const struct sproj_tof_table *sproj_cpu_tof_table(const struct sproj_proj_arg *a
     for (int p = 0; p < pieces; p++)
       sproj_tof_table_piece(&plan, p, t->lo + 2 * p, t->hi + 2 * p);
     t->plan = plan;
-    sproj_tof_table_use(&t->tab, &t->plan, t->lo, t->hi, 0u, 0u);
+    sproj_tof_table_use(&t->tab, &t->plan, t->lo, t->hi, 0u);
     t->bin_width = arg->tof.bin_width;
     t->num_sigmas = arg->tof.num_sigmas;
     t->sigma = arg->tof.sigma;

@@ -68,7 +68,7 @@ static void run_extreme(const struct extreme *e, const float *xs, const float *x
   if (sproj_tof_table_plan_for(&t, &plan)) {
     for (int p = 0; p < plan.nd * plan.steps; p++)
       sproj_tof_table_piece(&plan, p, lo + 2 * p, hi + 2 * p);
-    sproj_tof_table_use(&table, &plan, lo, hi, 0u, 0u);
+    sproj_tof_table_use(&table, &plan, lo, hi, 0u);
     tabs[1] = &table;
   }
   /* in starproj's convention and in libparallelproj's (sproj_tof_set_convention), with erff and with the table, the

@@ -45,7 +45,7 @@ static const struct sproj_tof_table *table_of(const struct sproj_tof_arg *tof, s
     return NULL;
   for (int p = 0; p < t->plan.nd * t->plan.steps; p++)
     sproj_tof_table_piece(&t->plan, p, t->lo + 2 * p, t->hi + 2 * p);
-  sproj_tof_table_use(&t->tab, &t->plan, t->lo, t->hi, 0u, 0u);
+  sproj_tof_table_use(&t->tab, &t->plan, t->lo, t->hi, 0u);
   return &t->tab;
 }
 

@@ -36,21 +36,20 @@ static inline struct sproj_tof_launch sproj_tof_launch_of(const struct sproj_pro
   return L;
 }
 
-/* The block builds the table of `plan` in its dynamic shared memory from float `at` on (an even number: 8-byte
- * aligned; SPROJ_TOF_TABLE_PIECE_FLOATS floats per piece) and describes it in tab; every thread of the block calls
- * it, before any returns. */
+/* The block builds the table of `plan` in its dynamic shared memory from float `at` on (a multiple of four: 16-byte
+ * aligned; a piece is one float4 of SPROJ_TOF_TABLE_PIECE_FLOATS floats) and describes it in tab; every thread of the
+ * block calls it, before any returns. */
 __device__ static inline void sproj_tof_table_build(struct sproj_tof_table *tab, const struct sproj_tof_table_plan *plan,
                                                     unsigned at)
 {
-  unsigned pieces = (unsigned)(plan->nd * plan->steps), lo_at = at / 2u, hi_at = lo_at + pieces;
+  unsigned pieces = (unsigned)(plan->nd * plan->steps), at4 = at / 4u;
   for (unsigned p = threadIdx.x; p < pieces; p += blockDim.x) {
     float lo[2], hi[2];
     sproj_tof_table_piece(plan, (int)p, lo, hi);
-    sproj_tof_shared[lo_at + p] = make_float2(lo[0], lo[1]);
-    sproj_tof_shared[hi_at + p] = make_float2(hi[0], hi[1]);
+    sproj_tof_shared[at4 + p] = make_float4(lo[0], lo[1], hi[0], hi[1]);
   }
   __syncthreads();
-  sproj_tof_table_use(tab, plan, NULL, NULL, lo_at, hi_at);
+  sproj_tof_table_use(tab, plan, NULL, NULL, at4);
 }
 
 /* The task's table in the block's shared memory with TABLE (every thread of the block calling it, before any

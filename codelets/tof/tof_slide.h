@@ -137,7 +137,8 @@ SPROJ_HD void sproj_tof_slide_load_to(struct sproj_tof_slide *w, int first, int 
 }
 
 /* Edges 0 .. n of the sample's window into e (a GPU computes all width + 1, those past n left unused, so that every
- * index is a constant); returns edge n. */
+ * index is a constant); returns edge n. With the table a GPU reads edge n once more (one load and a cubic, the same
+ * bits) instead of picking it out of the width + 1 (a compare and a select each); with erff it picks. */
 SPROJ_HD float sproj_tof_slide_edges(const struct sproj_tof_sample *s, const struct sproj_tof_line *l, int width,
                                      float e[SPROJ_TOF_SLIDE_MAX + 1])
 {
@@ -146,10 +147,10 @@ SPROJ_HD float sproj_tof_slide_edges(const struct sproj_tof_sample *s, const str
   SPROJ_TOF_SLIDE_UNROLL
   for (int q = 0; q <= width; q++) {
     e[q] = sproj_tof_sample_edge(s, l, q);
-    if (q == s->n)
+    if (!l->tabbed && q == s->n)
       last = e[q];
   }
-  return last;
+  return l->tabbed ? sproj_tof_sample_edge(s, l, s->n) : last;
 #else
   (void)width;
   for (int q = 0; q <= s->n; q++)

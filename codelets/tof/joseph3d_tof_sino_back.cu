@@ -8,9 +8,10 @@
 #include "joseph3d_tof_sino_back.h"
 
 template <bool TABLE, bool SLIDE, bool COPIES>
-__global__ static void tof_sino_back_kernel(float *img, float *copies, const __grid_constant__ struct sproj_proj_arg arg,
-                                            const __grid_constant__ struct sproj_piece_table pieces,
-                                            const __grid_constant__ struct sproj_tof_table_plan plan)
+__global__ static void __launch_bounds__(SPROJ_CUDA_BLOCK, SPROJ_TOF_SINO_BLOCKS_PER_SM)
+tof_sino_back_kernel(float *img, float *copies, const __grid_constant__ struct sproj_proj_arg arg,
+                     const __grid_constant__ struct sproj_piece_table pieces,
+                     const __grid_constant__ struct sproj_tof_table_plan plan)
 {
   struct sproj_tof_table table;
   const struct sproj_tof_table *tab = NULL;

@@ -12,10 +12,11 @@
 #include "joseph3d_tof_sino_fwd.h"
 
 template <bool TABLE, bool SLIDE>
-__global__ static void tof_sino_fwd_kernel(const float *__restrict__ img,
-                                           const __grid_constant__ struct sproj_proj_arg arg,
-                                           const __grid_constant__ struct sproj_piece_table pieces, int in_shared,
-                                           const __grid_constant__ struct sproj_tof_table_plan plan)
+__global__ static void __launch_bounds__(SPROJ_CUDA_BLOCK, SPROJ_TOF_SINO_BLOCKS_PER_SM)
+tof_sino_fwd_kernel(const float *__restrict__ img,
+                    const __grid_constant__ struct sproj_proj_arg arg,
+                    const __grid_constant__ struct sproj_piece_table pieces, int in_shared,
+                    const __grid_constant__ struct sproj_tof_table_plan plan)
 {
   extern __shared__ float acc[];
   unsigned lor;

@@ -11,6 +11,13 @@
 /* Floats per piece of a table: lo (c0, c1) and hi (c2, c3). */
 #define SPROJ_TOF_TABLE_PIECE_FLOATS 4
 
+/* Blocks of SPROJ_CUDA_BLOCK threads the TOF sinogram kernels keep on a multiprocessor (__launch_bounds__), which
+ * holds them to 64 registers a thread. Left alone, nvcc gives the back projection 72 registers and the forward one with
+ * the float4 table 68: three blocks a multiprocessor instead of four, 24 warps instead of 32. Held to 64 they spill a
+ * few registers to the stack (cached in L1), and on an H100 both projections took less time than with either: forward
+ * 0.0083 - 0.0084 s against 0.0090 - 0.0091 s, back 0.0104 - 0.0105 s against 0.0113 s (doc/benchmarks.md). */
+#define SPROJ_TOF_SINO_BLOCKS_PER_SM 4
+
 /* What one launch of a TOF kernel runs. */
 struct sproj_tof_launch {
   struct sproj_tof_table_plan plan; /* the table's shape, when table */

@@ -46,10 +46,10 @@ static inline unsigned sproj_cuda_windows(void)
   return (unsigned)on;
 }
 
-/* Fills the table from the task's buffers for `lanes` threads per LOR; returns the number of blocks to launch (0:
- * nothing to do). */
-static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *pieces, void *buffers[],
-                                              const struct sproj_proj_arg *arg, unsigned lanes)
+/* Fills the table from the task's buffers for `lanes` threads per LOR and blocks of `block` threads (a multiple of
+ * lanes); returns the number of blocks to launch (0: nothing to do). */
+static inline unsigned sproj_piece_table_fill_blocks(struct sproj_piece_table *pieces, void *buffers[],
+                                                     const struct sproj_proj_arg *arg, unsigned lanes, unsigned block)
 {
   unsigned blocks = 0;
   pieces->npieces = arg->npieces;
@@ -66,10 +66,17 @@ static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *pieces, 
     pieces->sigma[p] = piece.sigma;
     pieces->offset[p] = piece.offset;
     /* a block never straddles two pieces, nor a LOR two blocks (lanes divides the block size) */
-    blocks += (unsigned)(((size_t)piece.n * lanes + SPROJ_CUDA_BLOCK - 1) / SPROJ_CUDA_BLOCK);
+    blocks += (unsigned)(((size_t)piece.n * lanes + block - 1) / block);
   }
   pieces->block_start[arg->npieces] = blocks;
   return blocks;
+}
+
+/* The same for blocks of SPROJ_CUDA_BLOCK threads. */
+static inline unsigned sproj_piece_table_fill(struct sproj_piece_table *pieces, void *buffers[],
+                                              const struct sproj_proj_arg *arg, unsigned lanes)
+{
+  return sproj_piece_table_fill_blocks(pieces, buffers, arg, lanes, SPROJ_CUDA_BLOCK);
 }
 
 /* The last of n entries of a non-decreasing table of starts whose start is not after x (binary search; 0 when none

@@ -8,7 +8,7 @@
 #include "joseph3d_tof_sino_back.h"
 
 template <bool TABLE, bool SLIDE, bool COPIES>
-__global__ static void __launch_bounds__(SPROJ_CUDA_BLOCK, SPROJ_TOF_SINO_BLOCKS_PER_SM)
+__global__ static void SPROJ_TOF_SINO_BOUNDS
 tof_sino_back_kernel(float *img, float *copies, const __grid_constant__ struct sproj_proj_arg arg,
                      const __grid_constant__ struct sproj_piece_table pieces,
                      const __grid_constant__ struct sproj_tof_table_plan plan)
@@ -24,7 +24,7 @@ tof_sino_back_kernel(float *img, float *copies, const __grid_constant__ struct s
   int num_bins = arg.tof.num_bins;
 #if __CUDA_ARCH__ >= 900
   if (COPIES && copies && pieces.windows) {
-    __shared__ float4 win[SPROJ_CUDA_BLOCK / SPROJ_WARP][2 * SPROJ_BACK_WINDOW_GROUPS];
+    __shared__ float4 win[SPROJ_TOF_SINO_BLOCK / SPROJ_WARP][2 * SPROJ_BACK_WINDOW_GROUPS];
     int have = lor < pieces.n[piece];
     size_t at = have ? lor : 0; /* a thread without a LOR reads LOR 0's ends and adds nothing */
     float sigma, offset;
@@ -81,7 +81,7 @@ static void tof_sino_back_launch(float *img, float *copies, const struct sproj_p
                                  unsigned blocks)
 {
   tof_sino_back_kernel<TABLE, SLIDE, COPIES>
-    <<<blocks, SPROJ_CUDA_BLOCK, L->table_bytes, starpu_cuda_get_local_stream()>>>(img, copies, *arg, *pieces, L->plan);
+    <<<blocks, SPROJ_TOF_SINO_BLOCK, L->table_bytes, starpu_cuda_get_local_stream()>>>(img, copies, *arg, *pieces, L->plan);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
@@ -99,7 +99,7 @@ extern "C" void sproj_joseph3d_tof_sino_back_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;
   struct sproj_piece_table pieces;
-  unsigned blocks = sproj_piece_table_fill(&pieces, buffers, arg, 1);
+  unsigned blocks = sproj_piece_table_fill_blocks(&pieces, buffers, arg, 1, SPROJ_TOF_SINO_BLOCK);
   if (blocks == 0)
     return;
   struct sproj_tof_launch L = sproj_tof_launch_of(arg, 0);

@@ -12,7 +12,7 @@
 #include "joseph3d_tof_sino_fwd.h"
 
 template <bool TABLE, bool SLIDE>
-__global__ static void __launch_bounds__(SPROJ_CUDA_BLOCK, SPROJ_TOF_SINO_BLOCKS_PER_SM)
+__global__ static void SPROJ_TOF_SINO_BOUNDS
 tof_sino_fwd_kernel(const float *__restrict__ img,
                     const __grid_constant__ struct sproj_proj_arg arg,
                     const __grid_constant__ struct sproj_piece_table pieces, int in_shared,
@@ -69,7 +69,7 @@ template <bool TABLE, bool SLIDE>
 static void tof_sino_fwd_launch(void *buffers[], const struct sproj_proj_arg *arg, const struct sproj_tof_launch *L,
                                 const struct sproj_piece_table *pieces, unsigned blocks)
 {
-  size_t bins = (size_t)arg->tof.num_bins * SPROJ_CUDA_BLOCK * sizeof(float);
+  size_t bins = (size_t)arg->tof.num_bins * SPROJ_TOF_SINO_BLOCK * sizeof(float);
   int in_shared = sproj_cuda_shared_ok(tof_sino_fwd_kernel<TABLE, SLIDE>, bins + L->table_bytes);
   size_t shared = (in_shared ? bins : 0) + L->table_bytes;
   if constexpr (TABLE) {
@@ -81,7 +81,7 @@ static void tof_sino_fwd_launch(void *buffers[], const struct sproj_proj_arg *ar
       return;
     }
   }
-  tof_sino_fwd_kernel<TABLE, SLIDE><<<blocks, SPROJ_CUDA_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
+  tof_sino_fwd_kernel<TABLE, SLIDE><<<blocks, SPROJ_TOF_SINO_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
     (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, *pieces, in_shared, L->plan);
   SPROJ_CUDA_CHECK_LAUNCH();
 }
@@ -90,7 +90,7 @@ extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
 {
   const struct sproj_proj_arg *arg = (const struct sproj_proj_arg *)cl_arg;
   struct sproj_piece_table pieces;
-  unsigned blocks = sproj_piece_table_fill(&pieces, buffers, arg, 1);
+  unsigned blocks = sproj_piece_table_fill_blocks(&pieces, buffers, arg, 1, SPROJ_TOF_SINO_BLOCK);
   if (blocks == 0)
     return;
   struct sproj_tof_launch L = sproj_tof_launch_of(arg, 0);

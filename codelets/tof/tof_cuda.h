@@ -11,12 +11,19 @@
 /* Floats per piece of a table: lo (c0, c1) and hi (c2, c3). */
 #define SPROJ_TOF_TABLE_PIECE_FLOATS 4
 
-/* Blocks of SPROJ_CUDA_BLOCK threads the TOF sinogram kernels keep on a multiprocessor (__launch_bounds__), which
- * holds them to 64 registers a thread. Left alone, nvcc gives the back projection 72 registers and the forward one with
- * the float4 table 68: three blocks a multiprocessor instead of four, 24 warps instead of 32. Held to 64 they spill a
- * few registers to the stack (cached in L1), and on an H100 both projections took less time than with either: forward
- * 0.0083 - 0.0084 s against 0.0090 - 0.0091 s, back 0.0104 - 0.0105 s against 0.0113 s (doc/benchmarks.md). */
-#define SPROJ_TOF_SINO_BLOCKS_PER_SM 4
+/* Threads of a block of the TOF sinogram kernels (whole warps, at most SPROJ_CUDA_BLOCK), and the threads they keep on a
+ * multiprocessor (__launch_bounds__: 1024 holds them to 64 registers a thread). Left alone, nvcc gives the back
+ * projection 72 registers and the forward one with the float4 table 68: 24 warps a multiprocessor instead of 32. Held
+ * to 64 they spill a few registers outside their sample loops. Blocks of 64 rather than 256: a block's LORs walk
+ * different lengths, and a multiprocessor starts a new block only when the last warp of one ends (the forward kernel's
+ * warps wait at its barrier until then), so small blocks keep more of the 32 warps working; each block builds the
+ * table, four times as often, which costs less than it gains. On an H100 (doc/benchmarks.md), forward / back: 0.0090 /
+ * 0.0113 s with 68 / 72 registers and blocks of 256, 0.0082 - 0.0083 / 0.0103 s held to 64, 0.0080 / 0.0100 - 0.0101 s
+ * with blocks of 64. */
+#define SPROJ_TOF_SINO_BLOCK 64
+#define SPROJ_TOF_SINO_THREADS_PER_SM 1024
+#define SPROJ_TOF_SINO_BOUNDS __launch_bounds__(SPROJ_TOF_SINO_BLOCK, SPROJ_TOF_SINO_THREADS_PER_SM / SPROJ_TOF_SINO_BLOCK)
+static_assert(SPROJ_TOF_SINO_BLOCK % 32 == 0 && SPROJ_TOF_SINO_BLOCK <= SPROJ_CUDA_BLOCK, "a block is whole warps");
 
 /* What one launch of a TOF kernel runs. */
 struct sproj_tof_launch {

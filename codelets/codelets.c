@@ -125,7 +125,8 @@ static unsigned tof_variants_parse(const char *list)
                {"copies", SPROJ_TOF_VARIANT_COPIES},
                {"lanes", SPROJ_TOF_VARIANT_LANES},
                {"sinotable", SPROJ_TOF_VARIANT_SINO_TABLE},
-               {"tiles", SPROJ_TOF_VARIANT_TILES}};
+               {"tiles", SPROJ_TOF_VARIANT_TILES},
+               {"pairs", SPROJ_TOF_VARIANT_PAIRS}};
   unsigned bits = 0;
   for (const char *p = list; *p;) {
     size_t len = strcspn(p, ",");

@@ -251,6 +251,10 @@ float *sproj_cuda_shift(void *buffers[], const struct sproj_proj_arg *arg);
 /* Queues img += the shifted image (after a back projection into both). */
 void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geom *g);
 
+/* The pair layouts of a task (sproj_proj_arg.pairs, joseph3d_ray.h): NULL unless the task has them; else its scratch
+ * buffer, queued on StarPU's stream to be filled from the image. */
+const float *sproj_cuda_pairs(void *buffers[], const struct sproj_proj_arg *arg);
+
 /* Like SPROJ_CUDA_LAUNCHER, with sproj_cuda_lanes threads per LOR and the task's principal-axis copies:
  * kernel(image, copies, arg, table) finds its LOR and lane with SPROJ_CUDA_THIS_LOR_LANE; copies is NULL unless
  * the task has them and one thread walks each LOR. BACK (0 or 1): the kernel adds into the copies, which are then

@@ -2,7 +2,8 @@
 /* check_tof_kernels.c: the variants of the TOF projectors' math (codelets/tof), called directly as a CPU codelet
  * would: the edges' table (tof_table.h) against erf in double, the bins beside the samples (tof_slide.h) against the
  * ordinary loops bit for bit, the CPU lanes (tof_lanes.h) against the scalar code, and the listmode back projection by
- * image tiles (tof_tiles.h) replayed on the host against the per-event code bit for bit. */
+ * image tiles (tof_tiles.h) replayed on the host against the per-event code bit for bit, and the listmode forward
+ * projection from the image's pair layouts (joseph3d_ray.h) against the image's samples bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,6 +390,90 @@ START_TEST(test_tiles_fwd)
 }
 END_TEST
 
+/* The pair layouts (joseph3d_ray.h) as a GPU task fills them, read back element by element against the image indexed
+ * directly; then every sample of the scene's LORs, and the listmode forward projection of events on them (the table
+ * or erff; starproj's or libparallelproj's convention), from the layouts against the image: the same bits. */
+START_TEST(test_pairs)
+{
+  struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
+  size_t total = sproj_pairs_offset(&geom, 2);
+  float *pairs = tu_alloc((int64_t)total);
+  for (size_t f = 0; f < total; f++)
+    pairs[f] = sproj_pairs_value(img, &geom, f);
+  /* the layouts' contents, and zeros in the padding between them */
+  int64_t wrong = 0, checked = 0;
+  for (int a = 0; a < 2; a++) {
+    int u = a == 0 ? 1 : 0, nu = g.n[u], nv = g.n[2];
+    const float *lay = pairs + sproj_pairs_offset(&geom, a);
+    ck_assert_uint_eq(sproj_pairs_axis_floats(&geom, a), 2 * (size_t)g.n[a] * (size_t)(nu + 2) * (size_t)(nv + 3));
+    for (int k = 0; k < g.n[a]; k++)
+      for (int iu = -1; iu <= nu; iu++)
+        for (int iv = -1; iv <= nv + 1; iv++)
+          for (int q = 0; q < 2; q++) {
+            int uu = iu + q, idx[3];
+            idx[a] = k;
+            idx[u] = uu;
+            idx[2] = iv;
+            float want = uu >= 0 && uu < nu && iv >= 0 && iv < nv ? img[((int64_t)idx[0] * g.n[1] + idx[1]) * g.n[2] + idx[2]]
+                                                                   : 0.0f;
+            size_t at = 2 * (((size_t)k * (size_t)(nu + 2) + (size_t)(iu + 1)) * (size_t)(nv + 3) + (size_t)(iv + 1)) + q;
+            wrong += memcmp(&want, &lay[at], sizeof want) != 0;
+            checked++;
+          }
+  }
+  for (size_t f = sproj_pairs_axis_floats(&geom, 0); f < sproj_pairs_offset(&geom, 1); f++)
+    wrong += pairs[f] != 0.0f;
+  ck_assert_msg(wrong == 0, "%lld of %lld layout floats differ from the image's", (long long)wrong, (long long)checked);
+
+  /* every sample of every LOR */
+  int64_t samples = 0, differ = 0, along2 = 0;
+  for (int i = 0; i < NLORS; i++) {
+    struct sproj_ray r;
+    if (!sproj_ray_setup(xs + 3 * i, xe + 3 * i, &geom, &r))
+      continue;
+    const float *p = sproj_ray_pairs(pairs, &r, &geom);
+    if (!p) {
+      along2++;
+      continue;
+    }
+    for (int k = r.first; k <= r.last; k++) {
+      float a = sproj_ray_sample(img, &r, k), b = sproj_ray_sample_pairs(p, &r, k);
+      differ += memcmp(&a, &b, sizeof a) != 0;
+      samples++;
+    }
+  }
+  ck_assert_msg(differ == 0, "%lld of %lld samples differ", (long long)differ, (long long)samples);
+  ck_assert_int_gt(samples, 2 * NLORS);
+
+  /* the listmode forward projection of events on the LORs */
+  int num_bins = 2 * (int)ceilf(sqrtf((float)(g.n[0] * g.n[0] + g.n[1] * g.n[1] + g.n[2] * g.n[2])) * 0.5f) + 9;
+  struct sproj_tof_arg tof = scene_tof(1.2f, num_bins);
+  if (_i == 2)
+    tof.convention = SPROJ_TOF_ARG_PARALLELPROJ;
+  static struct table_buf t;
+  const struct sproj_tof_table *tab = _i == 0 ? table_of(&tof, &t) : NULL;
+  ck_assert(_i != 0 || tab);
+  int64_t events = 0, nonzero = 0;
+  differ = 0;
+  for (int i = 0; i < NLORS; i++)
+    for (int rep = 0; rep < 3; rep++) {
+      int b = tu_randint(0, num_bins - 1);
+      float a = joseph3d_tof_lm_fwd_lor(img, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, tof.center_offset, tab, b);
+      float c = joseph3d_tof_lm_fwd_event(img, pairs, &geom, xs + 3 * i, xe + 3 * i, &tof, tof.sigma, tof.center_offset,
+                                          tab, b);
+      differ += memcmp(&a, &c, sizeof a) != 0;
+      nonzero += a != 0.0f;
+      events++;
+    }
+  printf("pair layouts (%s): %lld layout floats as the image's, %lld samples and %lld events (%lld non-zero) the "
+         "image's bits, %lld LORs along axis 2\n", _i == 0 ? "table" : _i == 1 ? "erff" : "libparallelproj's convention",
+         (long long)checked, (long long)samples, (long long)events, (long long)nonzero, (long long)along2);
+  ck_assert_msg(differ == 0, "%lld of %lld events differ", (long long)differ, (long long)events);
+  ck_assert_int_gt(nonzero, events / 4);
+  free(pairs);
+}
+END_TEST
+
 #ifdef SPROJ_HAVE_LANES
 /* The AVX-512 lanes (tof_lanes.h) against the scalar code with the same table: forward values bit for bit (sinogram
  * and listmode), back projections within float rounding (only the order of the adds into a voxel differs), on the
@@ -483,6 +568,7 @@ int main(void)
   tcase_add_test(tc, test_table_projection);
   tcase_add_loop_test(tc, test_tiles_back, 0, 4);
   tcase_add_loop_test(tc, test_tiles_fwd, 0, 4);
+  tcase_add_loop_test(tc, test_pairs, 0, 3);
 #ifdef SPROJ_HAVE_LANES
   tcase_add_loop_test(tc, test_lanes, 0, 2);
 #endif

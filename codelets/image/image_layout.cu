@@ -3,7 +3,7 @@
  * joseph3d_ray.h): filled from the image before a forward projection (tiled transposes, coalesced on both sides),
  * zeroed before a back projection and added into the image after it, on StarPU's stream. Also the image shifted by
  * one float that listmode back projections add some of their pairs into (sproj_add_pair), zeroed before and added
- * into the image after. */
+ * into the image after; and the pair layouts that listmode forward projections with the variant pairs sample. */
 #include "config.h"
 #include "cuda_pieces.h"
 
@@ -119,4 +119,26 @@ void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geo
   shift_add_kernel<<<sproj_stride_blocks(nvox), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(img, shift,
                                                                                                     (unsigned)nvox);
   SPROJ_CUDA_CHECK_LAUNCH();
+}
+
+/* The pair layouts of the image (joseph3d_ray.h), one float a thread: a warp writes 32 neighbouring floats and reads
+ * image rows that the L1 and L2 hold (each image float is read twice a layout). */
+__global__ static void pairs_fill_kernel(const float *__restrict__ img, float *__restrict__ pairs,
+                                         const __grid_constant__ struct sproj_geom geom, size_t total)
+{
+  for (size_t f = blockIdx.x * (size_t)blockDim.x + threadIdx.x; f < total; f += (size_t)gridDim.x * blockDim.x)
+    pairs[f] = sproj_pairs_value(img, &geom, f);
+}
+
+const float *sproj_cuda_pairs(void *buffers[], const struct sproj_proj_arg *arg)
+{
+  if (!arg->pairs)
+    return NULL;
+  float *pairs = (float *)STARPU_VECTOR_GET_PTR(buffers[sproj_copies_buffer(arg)]);
+  const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  size_t total = sproj_pairs_offset(&arg->geom, 2);
+  pairs_fill_kernel<<<sproj_stride_blocks(total), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+    img, pairs, arg->geom, total);
+  SPROJ_CUDA_CHECK_LAUNCH();
+  return pairs;
 }

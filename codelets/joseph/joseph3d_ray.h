@@ -236,6 +236,83 @@ SPROJ_HD float sproj_ray_sample(const float *img, const struct sproj_ray *r, int
   return v00 * (1 - c.wu) * (1 - c.wv) + v10 * c.wu * (1 - c.wv) + v01 * (1 - c.wu) * c.wv + v11 * c.wu * c.wv;
 }
 
+/* Pair layouts (GPU listmode forward projections with the variant pairs, codelets.h). A sample's four corners lie in
+ * two rows of the image (u0 and u0 + 1, v0 and v0 + 1 beside each other along the fastest axis): ~2.25 L2 sectors and
+ * four loads a sample when the threads of a warp walk unrelated rays. For rays along axis a (0 or 1; v is axis 2
+ * both times, sproj_ray_setup), the layout of axis a holds for each plane k, iu = -1 .. nu and iv = -1 .. nv + 1 the
+ * pair (image(u = iu, v = iv), image(u = iu + 1, v = iv)) of plane k, voxels outside the image 0: a sample's corners
+ * are then the two neighbouring pairs at (iu, iv) and (iu, iv + 1), 16 bytes at one place (1.25 sectors, two 8-byte
+ * loads). Pair (k, iu, iv) starts at float 2 ((k (nu + 2) + iu + 1) (nv + 3) + iv + 1) of its layout; the layout of
+ * axis 1 starts sproj_pairs_offset(geom, 1) floats after that of axis 0 (both 128-byte aligned). The corners, their
+ * weights and the order of the products are sproj_ray_sample's: the values are its bits. Rays along axis 2 keep the
+ * image. */
+SPROJ_HD size_t sproj_pairs_axis_floats(const struct sproj_geom *geom, int axis)
+{
+  int u = axis == 0 ? 1 : 0;
+  return 2 * (size_t)geom->n[axis] * (size_t)(geom->n[u] + 2) * (size_t)(geom->n[2] + 3);
+}
+
+/* Float offset of axis a's layout (0 or 1); a = 2: the floats of both. */
+SPROJ_HD size_t sproj_pairs_offset(const struct sproj_geom *geom, int axis)
+{
+  if (axis == 0)
+    return 0;
+  size_t at = sproj_layout_copy_stride(sproj_pairs_axis_floats(geom, 0));
+  return axis == 1 ? at : at + sproj_pairs_axis_floats(geom, 1);
+}
+
+/* Float f of both layouts (0 .. sproj_pairs_offset(geom, 2) - 1): the image value it holds, or 0 (outside the image,
+ * or the padding between the layouts). */
+SPROJ_HD float sproj_pairs_value(const float *img, const struct sproj_geom *geom, size_t f)
+{
+  size_t at1 = sproj_pairs_offset(geom, 1);
+  int axis = f >= at1;
+  if (axis)
+    f -= at1;
+  if (f >= sproj_pairs_axis_floats(geom, axis))
+    return 0.0f;
+  int u = axis == 0 ? 1 : 0, nu = geom->n[u], nv = geom->n[2];
+  size_t pair = f / 2, cols = (size_t)nv + 3, rows = (size_t)nu + 2;
+  long iv = (long)(pair % cols) - 1, iu = (long)((pair / cols) % rows) - 1 + (long)(f % 2);
+  size_t k = pair / cols / rows;
+  if (iu < 0 || iu >= nu || iv < 0 || iv >= nv)
+    return 0.0f;
+  size_t i[3];
+  i[axis] = k;
+  i[u] = (size_t)iu;
+  i[2] = (size_t)iv;
+  return img[(i[0] * (size_t)geom->n[1] + i[1]) * (size_t)geom->n[2] + i[2]];
+}
+
+/* The image value where a prepared ray (along axis 0 or 1) crosses plane k, from its axis' pair layout `pairs` (the
+ * start of that axis' layout): sproj_ray_sample's value, bit for bit. */
+SPROJ_HD float sproj_ray_sample_pairs(const float *pairs, const struct sproj_ray *r, int k)
+{
+  float fu = k * r->au + r->bu;
+  float fv = k * r->av + r->bv;
+  int iu = (int)floorf(fu);
+  int iv = (int)floorf(fv);
+  float wu = fu - iu;
+  float wv = fv - iv;
+  /* beyond the layout every corner is outside the image: sproj_ray_sample's sum of four zeros */
+  if ((unsigned)(iu + 1) > (unsigned)(r->nu + 1) || (unsigned)(iv + 1) > (unsigned)(r->nv + 1))
+    return 0.0f;
+  size_t at = 2 * (((size_t)k * (size_t)(r->nu + 2) + (size_t)(iu + 1)) * (size_t)(r->nv + 3) + (size_t)(iv + 1));
+#ifdef __CUDA_ARCH__
+  float2 p0 = __ldg((const float2 *)(pairs + at)), p1 = __ldg((const float2 *)(pairs + at + 2));
+  float v00 = p0.x, v10 = p0.y, v01 = p1.x, v11 = p1.y;
+#else
+  float v00 = pairs[at], v10 = pairs[at + 1], v01 = pairs[at + 2], v11 = pairs[at + 3];
+#endif
+  return v00 * (1 - wu) * (1 - wv) + v10 * wu * (1 - wv) + v01 * (1 - wu) * wv + v11 * wu * wv;
+}
+
+/* Axis' pair layout of a prepared ray within `pairs` (both layouts), or NULL: no layouts, or a ray along axis 2. */
+SPROJ_HD const float *sproj_ray_pairs(const float *pairs, const struct sproj_ray *r, const struct sproj_geom *geom)
+{
+  return pairs && r->axis != 2 ? pairs + sproj_pairs_offset(geom, r->axis) : NULL;
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* Adds a to img[i] and b to img[i + 1]. Back projection is bound by the number of global atomics, and from sm_90 on
  * one vector atomic adds a whole aligned float4: when both voxels share one (i % 4 != 3) and it lies inside the

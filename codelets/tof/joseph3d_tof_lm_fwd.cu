@@ -4,25 +4,27 @@
  * that order: what each event computes is unchanged); or, with the variant `tiles` (tof_tiles.h), the events' walks
  * cut into the segments of image tiles, binned by tile (tof_tiles_cuda.h), each tile loaded into shared memory once
  * per work item and its segments' partial sums written to their events' slots, which a last pass adds in the order
- * of each walk. Variant (tof_cuda.h): the edges from a table in shared memory (TABLE). */
+ * of each walk. Variants (tof_cuda.h): the edges from a table in shared memory (TABLE); the samples from the image's
+ * pair layouts (PAIRS, joseph3d_ray.h: one place and 1.25 L2 sectors a sample instead of two and ~2.25). */
 #include "config.h"
 #include "tof_tiles_cuda.h"
 #include "joseph3d_tof_lm_fwd.h"
 
-/* Event `event` of piece `piece` forward projected the per-event way, its value written. */
-__device__ static inline void fwd_event(const float *img, const struct sproj_proj_arg *arg,
+/* Event `event` of piece `piece` forward projected the per-event way, its value written; its samples from the pair
+ * layouts when pairs is not NULL (the same bits). */
+__device__ static inline void fwd_event(const float *img, const float *pairs, const struct sproj_proj_arg *arg,
                                         const struct sproj_piece_table *pieces, int piece, unsigned event,
                                         const struct sproj_tof_table *tab)
 {
   float sigma, offset;
   const float *xs, *xe;
   sproj_tof_piece_lor(arg, pieces, piece, event, &xs, &xe, &sigma, &offset);
-  pieces->values[piece][event] =
-    joseph3d_tof_lm_fwd_lor(img, &arg->geom, xs, xe, &arg->tof, sigma, offset, tab, pieces->bins[piece][event]);
+  pieces->values[piece][event] = joseph3d_tof_lm_fwd_event(img, pairs, &arg->geom, xs, xe, &arg->tof, sigma, offset,
+                                                           tab, pieces->bins[piece][event]);
 }
 
-template <bool TABLE>
-__global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
+template <bool TABLE, bool PAIRS>
+__global__ static void tof_lm_fwd_kernel(const float *__restrict__ img, const float *__restrict__ pairs,
                                          const __grid_constant__ struct sproj_proj_arg arg,
                                          const __grid_constant__ struct sproj_piece_table pieces, int sorted,
                                          const __grid_constant__ struct sproj_tof_table_plan plan,
@@ -50,7 +52,7 @@ __global__ static void tof_lm_fwd_kernel(const float *__restrict__ img,
   }
   if (event >= pieces.n[piece])
     return;
-  fwd_event(img, &arg, &pieces, piece, event, tab);
+  fwd_event(img, PAIRS ? pairs : NULL, &arg, &pieces, piece, event, tab);
 }
 
 /* The tiles' work items, a block at a time: the tile loaded into shared memory, each segment's partial sum written
@@ -108,7 +110,7 @@ __global__ static void tof_lm_fwd_sum_kernel(const float *__restrict__ img,
   unsigned gid = blockIdx.x * blockDim.x + threadIdx.x;
   int ns = nseg[gid];
   if (ns == 255) {
-    fwd_event(img, &arg, &pieces, piece, event, tab);
+    fwd_event(img, NULL, &arg, &pieces, piece, event, tab);
     return;
   }
   float out = 0.0f;
@@ -135,12 +137,23 @@ static int tiles_launch(const float *img, const struct sproj_proj_arg *arg, cons
                                                                                     T.s.partial, T.s.nseg, T.s.flags);
   SPROJ_CUDA_CHECK_LAUNCH();
   /* the records did not fit: every event the per-event way */
-  tof_lm_fwd_kernel<TABLE><<<blocks, SPROJ_CUDA_BLOCK, L->table_bytes, stream>>>(img, *arg, *pieces, sproj_cuda_sort(),
-                                                                                L->plan, T.s.flags);
+  tof_lm_fwd_kernel<TABLE, false><<<blocks, SPROJ_CUDA_BLOCK, L->table_bytes, stream>>>(
+    img, NULL, *arg, *pieces, sproj_cuda_sort(), L->plan, T.s.flags);
   SPROJ_CUDA_CHECK_LAUNCH();
   if (sproj_tiles_report())
     sproj_tiles_print("forward", &T, pieces, stream);
   return 1;
+}
+
+/* The per-event kernel, its events' samples from the image or (PAIRS) from the pair layouts. */
+template <bool TABLE, bool PAIRS>
+static void launch(const float *img, const float *pairs, const struct sproj_proj_arg *arg,
+                   const struct sproj_piece_table *pieces, unsigned blocks, const struct sproj_tof_launch *L,
+                   cudaStream_t stream)
+{
+  tof_lm_fwd_kernel<TABLE, PAIRS><<<blocks, SPROJ_CUDA_BLOCK, TABLE ? L->table_bytes : 0, stream>>>(
+    img, pairs, *arg, *pieces, sproj_cuda_sort(), L->plan, NULL);
+  SPROJ_CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void sproj_joseph3d_tof_lm_fwd_cuda(void *buffers[], void *cl_arg)
@@ -160,11 +173,11 @@ extern "C" void sproj_joseph3d_tof_lm_fwd_cuda(void *buffers[], void *cl_arg)
                 : tiles_launch<false>(img, arg, &pieces, blocks, &L, words, nwords, stream))
       return;
   }
-  if (L.table)
-    tof_lm_fwd_kernel<true><<<blocks, SPROJ_CUDA_BLOCK, L.table_bytes, stream>>>(img, *arg, pieces, sproj_cuda_sort(),
-                                                                                 L.plan, NULL);
+  const float *pairs = sproj_cuda_pairs(buffers, arg);
+  if (pairs)
+    L.table ? launch<true, true>(img, pairs, arg, &pieces, blocks, &L, stream)
+            : launch<false, true>(img, pairs, arg, &pieces, blocks, &L, stream);
   else
-    tof_lm_fwd_kernel<false><<<blocks, SPROJ_CUDA_BLOCK, 0, stream>>>(img, *arg, pieces, sproj_cuda_sort(), L.plan,
-                                                                      NULL);
-  SPROJ_CUDA_CHECK_LAUNCH();
+    L.table ? launch<true, false>(img, NULL, arg, &pieces, blocks, &L, stream)
+            : launch<false, false>(img, NULL, arg, &pieces, blocks, &L, stream);
 }

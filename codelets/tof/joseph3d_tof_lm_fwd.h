@@ -5,16 +5,19 @@
 
 #include "joseph3d_tof_lm.h"
 
-/* The value TOF-sinogram bin b of the event's LOR would get (libparallelproj's convention: its listmode value). */
-SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs,
-                                       const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
-                                       const struct sproj_tof_table *tab, int b)
+/* The value TOF-sinogram bin b of the event's LOR would get (libparallelproj's convention: its listmode value), its
+ * samples from the image, or with pairs (not NULL: both pair layouts of the image, joseph3d_ray.h) from the layout of
+ * its principal axis: the same bits. */
+SPROJ_HD float joseph3d_tof_lm_fwd_event(const float *img, const float *pairs, const struct sproj_geom *geom,
+                                         const float *xs, const float *xe, const struct sproj_tof_arg *tof, float sigma,
+                                         float offset, const struct sproj_tof_table *tab, int b)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
   int k0, k1;
   if (!sproj_tof_lm_setup(xs, xe, geom, tof, sigma, offset, tab, b, &r, &l, &k0, &k1))
     return 0.0f;
+  const float *p = sproj_ray_pairs(pairs, &r, geom);
   float out = 0.0f;
   if (tof->convention == SPROJ_TOF_ARG_PARALLELPROJ) {
     /* one pass: every plane of the window into the sum, those inside the image into the value */
@@ -23,7 +26,7 @@ SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom
       float w = sproj_tof_pp_weight(&l, k, b, tof->bin_width, denom);
       sum += w;
       if (k >= r.first && k <= r.last)
-        out += w * sproj_ray_sample(img, &r, k);
+        out += w * (p ? sproj_ray_sample_pairs(p, &r, k) : sproj_ray_sample(img, &r, k));
     }
     return sum > 0.0f ? out * tof->bin_width / sum : 0.0f;
   }
@@ -31,10 +34,18 @@ SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom
     float sum, w = sproj_tof_lm_weight(&l, k, b, &sum);
     if (w == 0.0f)
       continue;
-    float v = r.cf * sproj_ray_sample(img, &r, k);
+    float v = r.cf * (p ? sproj_ray_sample_pairs(p, &r, k) : sproj_ray_sample(img, &r, k));
     out += (v / sum) * w;
   }
   return out;
+}
+
+/* The same from the image. */
+SPROJ_HD float joseph3d_tof_lm_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs,
+                                       const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
+                                       const struct sproj_tof_table *tab, int b)
+{
+  return joseph3d_tof_lm_fwd_event(img, NULL, geom, xs, xe, tof, sigma, offset, tab, b);
 }
 
 #endif

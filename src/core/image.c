@@ -194,6 +194,8 @@ static void image_free(sproj_image *img)
     starpu_data_unregister_no_coherency(img->copies);
   if (img->tiles)
     starpu_data_unregister_no_coherency(img->tiles);
+  if (img->pairs)
+    starpu_data_unregister_no_coherency(img->pairs);
   for (unsigned w = 0; w < img->nparts; w++)
     if (img->parts[w])
       starpu_data_unregister_no_coherency(img->parts[w]);
@@ -306,6 +308,15 @@ starpu_data_handle_t sproj_image_tiles(sproj_image *img)
   if (words > UINT32_MAX || sproj_gpu_memory_below(16 * words * sizeof(uint32_t) * per_gpu))
     return NULL;
   return image_scratch(&img->tiles, (uint32_t)words, sizeof(uint32_t));
+}
+
+starpu_data_handle_t sproj_image_pairs(sproj_image *img)
+{
+  /* about 4.2 images per CUDA worker: at most what the copies (two images per worker) may take, an eighth of the GPU */
+  uint64_t len = sproj_pairs_offset(&img->geom, 2);
+  if (len > 2 * sproj_rt.layout_max_voxels || len > UINT32_MAX)
+    return NULL;
+  return image_scratch(&img->pairs, (uint32_t)len, sizeof(float));
 }
 
 starpu_data_handle_t sproj_image_part(sproj_image *img, int w)

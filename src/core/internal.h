@@ -153,6 +153,9 @@ starpu_data_handle_t sproj_image_copies(struct sproj_image *img);
 /* The scratch handle of an image's TOF listmode projections by tiles (sproj_tof_tiles_scratch_words of the largest
  * task, 32-bit words), made on first use; NULL when too large for a StarPU vector or for the GPUs' memory. */
 starpu_data_handle_t sproj_image_tiles(struct sproj_image *img);
+/* The scratch handle of an image's pair layouts (sproj_pairs_offset(geom, 2) floats, joseph3d_ray.h), made on first
+ * use; NULL when they would take more of the GPUs' memory than the principal-axis copies may. */
+starpu_data_handle_t sproj_image_pairs(struct sproj_image *img);
 /* Worker w's partial image of img (registered on first use, allocated by StarPU where w writes it; NULL when w is
  * not a worker or memory is short). The caller holds img->parts_lock. */
 starpu_data_handle_t sproj_image_part(struct sproj_image *img, int w);
@@ -164,6 +167,7 @@ struct sproj_image {
   starpu_data_handle_t acc;   /* their 64-bit accumulator, one per voxel (NULL until first needed) */
   starpu_data_handle_t copies;/* scratch of the principal-axis copies (NULL until first needed) */
   starpu_data_handle_t tiles; /* scratch of the listmode projections by tiles (NULL until first needed) */
+  starpu_data_handle_t pairs; /* scratch of the pair layouts of listmode forward projections (NULL until needed) */
   int owner;                  /* the device whose tasks alone add into it (a reconstruction's partial image), or -1:
                                * back projections then add into it one task at a time, with no per-worker buffers
                                * whose reduction StarPU might run on another device */

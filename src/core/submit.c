@@ -37,6 +37,7 @@ struct task_group {
   int64_t copies_min_lors;     /* the fewest LORs of a task that does */
   int shift;                   /* the scratch serves as the shifted image (listmode back projection) */
   int tiles;                   /* the scratch serves the projection by tiles (listmode) */
+  int pairs;                   /* the scratch holds the pair layouts (listmode forward projection) */
   int home;                    /* the home device of the pieces collected (-1: none) */
   /* A back projection into an image of pieces homed on devices adds each task's sum into a partial image of the
    * worker that runs it (zeroed before its first task of the call), and sum_parts adds those up into the image after
@@ -243,9 +244,10 @@ static int group_submit(const char *func, struct task_group *g, struct starpu_co
   /* a task bound for the GPUs, large enough to pay for making the copies (or zeroing the shifted image), works on
    * them */
   int scratch = g->copies && where == STARPU_CUDA && g->lors >= g->copies_min_lors;
-  arg->layout = scratch && !g->shift && !g->tiles;
+  arg->layout = scratch && !g->shift && !g->tiles && !g->pairs;
   arg->shift = scratch && g->shift;
   arg->tiles = scratch && g->tiles;
+  arg->pairs = scratch && g->pairs;
   if (scratch) {
     g->descr[nbuffers].handle = g->copies;
     g->descr[nbuffers++].mode = STARPU_SCRATCH;
@@ -415,14 +417,20 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
    * about what the shifted image's do, so from the same size on. */
   int lm_tiles = rq->kind == SPROJ_KIND_TOF_LM && (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_TILES) &&
                  rq->tof->convention != SPROJ_TOF_ARG_PARALLELPROJ;
+  /* With the variant pairs (SPROJ_TOF_GPU) listmode forward projections sample the image's pair layouts
+   * (joseph3d_ray.h): a sample's corners at one place, ~1.25 L2 sectors instead of ~2.25. Filling them writes ~4.2
+   * image sizes, which a task repays from the same size on. */
+  int lm_pairs = rq->kind == SPROJ_KIND_TOF_LM && !rq->back && !lm_tiles &&
+                 (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_PAIRS);
   if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_LM &&
-      (rq->back || lm_tiles) && !acc && (sproj_rt.where & STARPU_CUDA)) {
+      (rq->back || lm_tiles || lm_pairs) && !acc && (sproj_rt.where & STARPU_CUDA)) {
     const int *n = img->geom.n;
     g->copies_min_lors = ((int64_t)n[0] * n[1] * n[2] + 7) / 8;
     g->tiles = lm_tiles;
-    g->shift = !lm_tiles;
+    g->pairs = lm_pairs;
+    g->shift = !lm_tiles && !lm_pairs;
     if (total >= g->copies_min_lors)
-      g->copies = lm_tiles ? sproj_image_tiles(img) : sproj_image_copies(img);
+      g->copies = lm_tiles ? sproj_image_tiles(img) : lm_pairs ? sproj_image_pairs(img) : sproj_image_copies(img);
   }
 
   /* the vector's partition may change with the chunking: one submitter of this vector at a time */

@@ -223,7 +223,9 @@ START_TEST(test_tof_cpu_vs_cuda)
   for (int64_t i = 0; i < n; i++)
     bins[i] = (int16_t)tu_randint(0, par.num_bins - 1);
   tof_run(SPROJ_DEVICE_CPU, lm, 0, &par, bins, cpu, img, n);
+  ck_assert_int_eq(sproj_stats_reset(), SPROJ_OK);
   tof_run(SPROJ_DEVICE_CUDA, lm, 0, &par, bins, gpu, img, n);
+  int64_t fwd_scratch = gpu_tasks_of(1);
   memset(bcpu, 0, nvox * sizeof *bcpu);
   memset(bgpu, 0, nvox * sizeof *bgpu);
   tof_run(SPROJ_DEVICE_CPU, lm, 1, &par, bins, cpu, bcpu, n);
@@ -248,6 +250,27 @@ START_TEST(test_tof_cpu_vs_cuda)
     ck_assert_msg(on >= 1 && off == 0, "%lld / %lld tasks used the scratch", (long long)on, (long long)off);
     ck_assert_msg(srel <= 1e-6, "scratch on vs off: relative L2 %.3g", srel);
     free(boff);
+  }
+  /* the listmode forward projection from the pair layouts (the variant pairs) and from the image: the same bits, and
+   * the tasks sampled the layouts only when asked to (the tiles, which group the sums otherwise, are tested above) */
+  const char *vg = getenv("SPROJ_TOF_GPU");
+  if (lm && !(vg && strstr(vg, "tiles"))) {
+    int pairs = vg && strstr(vg, "pairs");
+    float *foff = tu_alloc(nval);
+    ck_assert_int_eq(sproj_set_image_layouts(0), SPROJ_OK);
+    tof_run(SPROJ_DEVICE_CUDA, lm, 0, &par, bins, foff, img, n);
+    ck_assert_int_eq(sproj_set_image_layouts(1), SPROJ_OK);
+    int64_t same = 0;
+    for (int64_t i = 0; i < nval; i++)
+      same += memcmp(&gpu[i], &foff[i], sizeof gpu[i]) == 0;
+    printf("TOF listmode forward projection from the pair layouts: %lld tasks used them (asked: %s); %lld of %lld "
+           "values the bits of the image's samples\n", (long long)fwd_scratch, pairs ? "yes" : "no", (long long)same,
+           (long long)nval);
+    ck_assert_msg(pairs ? fwd_scratch >= 1 : fwd_scratch == 0, "%lld forward tasks used a scratch",
+                  (long long)fwd_scratch);
+    ck_assert_msg(same == nval, "%lld of %lld forward values differ from the image's", (long long)(nval - same),
+                  (long long)nval);
+    free(foff);
   }
   double maxv, maxdiff;
   int64_t identical = compare_forward(cpu, gpu, nval, &maxv, &maxdiff);

@@ -414,9 +414,10 @@ START_TEST(test_pairs)
             idx[a] = k;
             idx[u] = uu;
             idx[2] = iv;
-            float want = uu >= 0 && uu < nu && iv >= 0 && iv < nv ? img[((int64_t)idx[0] * g.n[1] + idx[1]) * g.n[2] + idx[2]]
-                                                                   : 0.0f;
-            size_t at = 2 * (((size_t)k * (size_t)(nu + 2) + (size_t)(iu + 1)) * (size_t)(nv + 3) + (size_t)(iv + 1)) + q;
+            int inside = uu >= 0 && uu < nu && iv >= 0 && iv < nv;
+            float want = inside ? img[((int64_t)idx[0] * g.n[1] + idx[1]) * g.n[2] + idx[2]] : 0.0f;
+            size_t row = (size_t)k * (size_t)(nu + 2) + (size_t)(iu + 1);
+            size_t at = 2 * (row * (size_t)(nv + 3) + (size_t)(iv + 1)) + q;
             wrong += memcmp(&want, &lay[at], sizeof want) != 0;
             checked++;
           }

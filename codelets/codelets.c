@@ -126,7 +126,8 @@ static unsigned tof_variants_parse(const char *list)
                {"lanes", SPROJ_TOF_VARIANT_LANES},
                {"sinotable", SPROJ_TOF_VARIANT_SINO_TABLE},
                {"tiles", SPROJ_TOF_VARIANT_TILES},
-               {"pairs", SPROJ_TOF_VARIANT_PAIRS}};
+               {"pairs", SPROJ_TOF_VARIANT_PAIRS},
+               {"sinopairs", SPROJ_TOF_VARIANT_SINO_PAIRS}};
   unsigned bits = 0;
   for (const char *p = list; *p;) {
     size_t len = strcspn(p, ",");

@@ -41,9 +41,9 @@ struct sproj_proj_arg {
   int tiles;                /* 1: a CUDA listmode projection task (forward or back) by image tiles (tof_tiles.h), the
                              * scratch buffer its bookkeeping, records and partial sums (sproj_tof_tiles_scratch_words
                              * 32-bit words) */
-  int pairs;                /* 1: a CUDA listmode forward projection task that first fills the scratch buffer with the
-                             * image's pair layouts (sproj_pairs_offset(geom, 2) floats, joseph3d_ray.h) and samples
-                             * those */
+  int pairs;                /* 1: a CUDA listmode or sinogram TOF forward projection task that first fills the scratch
+                             * buffer with the image's pair layouts (sproj_pairs_offset(geom, 2) floats,
+                             * joseph3d_ray.h) and samples those */
 };
 
 /* Where each piece's LORs are. A chunking's pieces that follow each other in the LOR set share one StarPU child of
@@ -146,9 +146,10 @@ void *sproj_cpu_scratch(size_t bytes);
 #define SPROJ_TOF_VARIANT_SINO_TABLE 16u /* the table for the sinogram projectors only (listmode keeps erff) */
 #define SPROJ_TOF_VARIANT_TILES 32u /* GPU listmode projections by image tiles in shared memory (tof_tiles.h) */
 #define SPROJ_TOF_VARIANT_PAIRS 64u /* GPU listmode forward projections from the image's pair layouts (joseph3d_ray.h) */
+#define SPROJ_TOF_VARIANT_SINO_PAIRS 128u /* the same for GPU sinogram forward projections */
 /* The variants the TOF projectors of CUDA workers (gpu 1) or CPU workers (gpu 0) run, decided once: the environment
- * variable SPROJ_TOF_GPU or SPROJ_TOF_CPU, a comma-separated list of table, sinotable, slide, copies, lanes, tiles and
- * pairs ("old": none), replaces the default (codelets.c: table, slide and copies on GPUs, table and lanes on CPU workers);
+ * variable SPROJ_TOF_GPU or SPROJ_TOF_CPU, a comma-separated list of table, sinotable, slide, copies, lanes, tiles,
+ * pairs and sinopairs ("old": none), replaces the default (codelets.c: table, slide and copies on GPUs, table and lanes on CPU workers);
  * names it does not know are ignored. */
 unsigned sproj_tof_variants(int gpu);
 /* The edges' table of a TOF task on a CPU worker, kept by the calling thread for its parameters, or NULL (erff): when

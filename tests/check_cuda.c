@@ -211,6 +211,20 @@ static void tof_run(int devices, int lm, int back, const struct sproj_tof_params
   ck_assert_int_eq(sproj_set_devices(SPROJ_DEVICE_ANY), SPROJ_OK);
 }
 
+/* Whether SPROJ_TOF_GPU names the variant `name` (one of its comma-separated entries). */
+static int gpu_variant(const char *name)
+{
+  const char *v = getenv("SPROJ_TOF_GPU");
+  size_t len = strlen(name);
+  for (const char *p = v; p && *p;) {
+    size_t n = strcspn(p, ",");
+    if (n == len && !strncmp(p, name, len))
+      return 1;
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
+
 START_TEST(test_tof_cpu_vs_cuda)
 {
   const int64_t n = 50000, nvox = tu_nvox(&g);
@@ -251,11 +265,11 @@ START_TEST(test_tof_cpu_vs_cuda)
     ck_assert_msg(srel <= 1e-6, "scratch on vs off: relative L2 %.3g", srel);
     free(boff);
   }
-  /* the listmode forward projection from the pair layouts (the variant pairs) and from the image: the same bits, and
-   * the tasks sampled the layouts only when asked to (the tiles, which group the sums otherwise, are tested above) */
-  const char *vg = getenv("SPROJ_TOF_GPU");
-  if (lm && !(vg && strstr(vg, "tiles"))) {
-    int pairs = vg && strstr(vg, "pairs");
+  /* the forward projection from the pair layouts (the variants pairs and sinopairs) and from the image: the same bits,
+   * and the tasks sampled the layouts only when asked to (listmode by tiles, which groups the sums otherwise, is
+   * tested above) */
+  if (!(lm && gpu_variant("tiles"))) {
+    int pairs = gpu_variant(lm ? "pairs" : "sinopairs");
     float *foff = tu_alloc(nval);
     ck_assert_int_eq(sproj_set_image_layouts(0), SPROJ_OK);
     tof_run(SPROJ_DEVICE_CUDA, lm, 0, &par, bins, foff, img, n);
@@ -263,9 +277,9 @@ START_TEST(test_tof_cpu_vs_cuda)
     int64_t same = 0;
     for (int64_t i = 0; i < nval; i++)
       same += memcmp(&gpu[i], &foff[i], sizeof gpu[i]) == 0;
-    printf("TOF listmode forward projection from the pair layouts: %lld tasks used them (asked: %s); %lld of %lld "
-           "values the bits of the image's samples\n", (long long)fwd_scratch, pairs ? "yes" : "no", (long long)same,
-           (long long)nval);
+    printf("TOF %s forward projection from the pair layouts: %lld tasks used them (asked: %s); %lld of %lld values the "
+           "bits of the image's samples\n", lm ? "listmode" : "sinogram", (long long)fwd_scratch, pairs ? "yes" : "no",
+           (long long)same, (long long)nval);
     ck_assert_msg(pairs ? fwd_scratch >= 1 : fwd_scratch == 0, "%lld forward tasks used a scratch",
                   (long long)fwd_scratch);
     ck_assert_msg(same == nval, "%lld of %lld forward values differ from the image's", (long long)(nval - same),

@@ -391,8 +391,9 @@ START_TEST(test_tiles_fwd)
 END_TEST
 
 /* The pair layouts (joseph3d_ray.h) as a GPU task fills them, read back element by element against the image indexed
- * directly; then every sample of the scene's LORs, and the listmode forward projection of events on them (the table
- * or erff; starproj's or libparallelproj's convention), from the layouts against the image: the same bits. */
+ * directly; then every sample of the scene's LORs, the listmode forward projection of events on them (the table or
+ * erff; starproj's or libparallelproj's convention) and their sinogram forward projection (ordinary and with the
+ * sliding bins), from the layouts against the image: the same bits. */
 START_TEST(test_pairs)
 {
   struct sproj_geom geom = {{g.n[0], g.n[1], g.n[2]}, {g.vs[0], g.vs[1], g.vs[2]}, {g.origin[0], g.origin[1], g.origin[2]}};
@@ -466,11 +467,40 @@ START_TEST(test_pairs)
       nonzero += a != 0.0f;
       events++;
     }
-  printf("pair layouts (%s): %lld layout floats as the image's, %lld samples and %lld events (%lld non-zero) the "
-         "image's bits, %lld LORs along axis 2\n", _i == 0 ? "table" : _i == 1 ? "erff" : "libparallelproj's convention",
-         (long long)checked, (long long)samples, (long long)events, (long long)nonzero, (long long)along2);
   ck_assert_msg(differ == 0, "%lld of %lld events differ", (long long)differ, (long long)events);
   ck_assert_int_gt(nonzero, events / 4);
+
+  /* the sinogram forward projection (starproj's convention), ordinary and with the sliding bins */
+  int64_t bins_checked = 0, bins_differ = 0, bins_nonzero = 0;
+  if (_i < 2) {
+    float *a = tu_alloc(num_bins), *c = tu_alloc(num_bins);
+    int width = sproj_tof_slide_width(&tof);
+    for (int i = 0; i < NLORS; i++)
+      for (int slide = 0; slide < 2; slide++) {
+        const float *s0 = xs + 3 * i, *e0 = xe + 3 * i;
+        if (slide) {
+          joseph3d_tof_sino_fwd_slide(img, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, a, 1, width);
+          joseph3d_tof_sino_fwd_slide_from(img, pairs, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, c, 1,
+                                           width);
+        } else {
+          joseph3d_tof_sino_fwd_lor(img, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, a, 1);
+          joseph3d_tof_sino_fwd_lor_from(img, pairs, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, c, 1);
+        }
+        for (int b = 0; b < num_bins; b++) {
+          bins_differ += memcmp(&a[b], &c[b], sizeof a[b]) != 0;
+          bins_nonzero += a[b] != 0.0f;
+          bins_checked++;
+        }
+      }
+    free(a);
+    free(c);
+  }
+  printf("pair layouts (%s): %lld layout floats as the image's, %lld samples, %lld events (%lld non-zero) and %lld "
+         "sinogram bins (%lld non-zero) the image's bits, %lld LORs along axis 2\n",
+         _i == 0 ? "table" : _i == 1 ? "erff" : "libparallelproj's convention", (long long)checked, (long long)samples,
+         (long long)events, (long long)nonzero, (long long)bins_checked, (long long)bins_nonzero, (long long)along2);
+  ck_assert_msg(bins_differ == 0, "%lld of %lld sinogram bins differ", (long long)bins_differ, (long long)bins_checked);
+  ck_assert(_i == 2 || bins_nonzero > bins_checked / 20);
   free(pairs);
 }
 END_TEST

@@ -5,15 +5,16 @@
  * shared memory, one column per thread (bin b of thread x at acc[b * blockDim.x + x]: each thread keeps to its
  * own bank), and the block writes its LORs' bins out once, coalesced. Bin counts whose block does not fit in
  * shared memory accumulate in global memory instead; both orders of the additions are the same, so are the
- * values. Variants (tof_cuda.h): the edges from a table in shared memory after the bins (TABLE), and the bins of the
- * current window in registers, written into the column once each (SLIDE: the same values). */
+ * values. Variants (tof_cuda.h): the edges from a table in shared memory after the bins (TABLE), the bins of the
+ * current window in registers, written into the column once each (SLIDE: the same values), and the samples from the
+ * image's pair layouts (PAIRS, joseph3d_ray.h: the same values). */
 #include "config.h"
 #include "tof_cuda.h"
 #include "joseph3d_tof_sino_fwd.h"
 
-template <bool TABLE, bool SLIDE>
+template <bool TABLE, bool SLIDE, bool PAIRS>
 __global__ static void SPROJ_TOF_SINO_BOUNDS
-tof_sino_fwd_kernel(const float *__restrict__ img,
+tof_sino_fwd_kernel(const float *__restrict__ img, const float *__restrict__ pairs,
                     const __grid_constant__ struct sproj_proj_arg arg,
                     const __grid_constant__ struct sproj_piece_table pieces, int in_shared,
                     const __grid_constant__ struct sproj_tof_table_plan plan)
@@ -35,19 +36,20 @@ tof_sino_fwd_kernel(const float *__restrict__ img,
     /* two calls rather than one on a chosen pointer: each knows its memory space, so the shared one compiles to
      * shared-memory loads and stores instead of generic ones */
     float *global = pieces.values[piece] + (size_t)lor * num_bins;
+    const float *pr = PAIRS ? pairs : NULL;
     if (SLIDE) {
       if (in_shared)
-        joseph3d_tof_sino_fwd_slide(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
-                                    blockDim.x, SPROJ_TOF_SLIDE_NARROW);
+        joseph3d_tof_sino_fwd_slide_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
+                                         blockDim.x, SPROJ_TOF_SLIDE_NARROW);
       else
-        joseph3d_tof_sino_fwd_slide(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1,
-                                    SPROJ_TOF_SLIDE_NARROW);
+        joseph3d_tof_sino_fwd_slide_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1,
+                                         SPROJ_TOF_SLIDE_NARROW);
     } else {
       if (in_shared)
-        joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
-                                  blockDim.x);
+        joseph3d_tof_sino_fwd_lor_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
+                                       blockDim.x);
       else
-        joseph3d_tof_sino_fwd_lor(img, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1);
+        joseph3d_tof_sino_fwd_lor_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1);
     }
   }
   if (!in_shared)
@@ -65,25 +67,38 @@ tof_sino_fwd_kernel(const float *__restrict__ img,
 
 /* Launches one instance: the bins in shared memory when the block's bins and table fit there, else the bins in
  * global memory (and the table, when the device refuses even that, off: erff gives the values within its rounding). */
-template <bool TABLE, bool SLIDE>
-static void tof_sino_fwd_launch(void *buffers[], const struct sproj_proj_arg *arg, const struct sproj_tof_launch *L,
-                                const struct sproj_piece_table *pieces, unsigned blocks)
+template <bool TABLE, bool SLIDE, bool PAIRS>
+static void tof_sino_fwd_launch(void *buffers[], const float *pairs, const struct sproj_proj_arg *arg,
+                                const struct sproj_tof_launch *L, const struct sproj_piece_table *pieces,
+                                unsigned blocks)
 {
   size_t bins = (size_t)arg->tof.num_bins * SPROJ_TOF_SINO_BLOCK * sizeof(float);
-  int in_shared = sproj_cuda_shared_ok(tof_sino_fwd_kernel<TABLE, SLIDE>, bins + L->table_bytes);
+  int in_shared = sproj_cuda_shared_ok(tof_sino_fwd_kernel<TABLE, SLIDE, PAIRS>, bins + L->table_bytes);
   size_t shared = (in_shared ? bins : 0) + L->table_bytes;
   if constexpr (TABLE) {
-    if (!in_shared && !sproj_cuda_shared_ok(tof_sino_fwd_kernel<TABLE, SLIDE>, shared)) {
+    if (!in_shared && !sproj_cuda_shared_ok(tof_sino_fwd_kernel<TABLE, SLIDE, PAIRS>, shared)) {
       struct sproj_tof_launch erff = *L;
       erff.table = 0;
       erff.table_bytes = 0;
-      tof_sino_fwd_launch<false, SLIDE>(buffers, arg, &erff, pieces, blocks);
+      tof_sino_fwd_launch<false, SLIDE, PAIRS>(buffers, pairs, arg, &erff, pieces, blocks);
       return;
     }
   }
-  tof_sino_fwd_kernel<TABLE, SLIDE><<<blocks, SPROJ_TOF_SINO_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
-    (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), *arg, *pieces, in_shared, L->plan);
+  tof_sino_fwd_kernel<TABLE, SLIDE, PAIRS><<<blocks, SPROJ_TOF_SINO_BLOCK, shared, starpu_cuda_get_local_stream()>>>(
+    (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), pairs, *arg, *pieces, in_shared, L->plan);
   SPROJ_CUDA_CHECK_LAUNCH();
+}
+
+template <bool PAIRS>
+static void pick(void *buffers[], const float *pairs, const struct sproj_proj_arg *arg, const struct sproj_tof_launch *L,
+                 const struct sproj_piece_table *pieces, unsigned blocks)
+{
+  if (L->table)
+    L->slide ? tof_sino_fwd_launch<true, true, PAIRS>(buffers, pairs, arg, L, pieces, blocks)
+             : tof_sino_fwd_launch<true, false, PAIRS>(buffers, pairs, arg, L, pieces, blocks);
+  else
+    L->slide ? tof_sino_fwd_launch<false, true, PAIRS>(buffers, pairs, arg, L, pieces, blocks)
+             : tof_sino_fwd_launch<false, false, PAIRS>(buffers, pairs, arg, L, pieces, blocks);
 }
 
 extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
@@ -94,10 +109,9 @@ extern "C" void sproj_joseph3d_tof_sino_fwd_cuda(void *buffers[], void *cl_arg)
   if (blocks == 0)
     return;
   struct sproj_tof_launch L = sproj_tof_launch_of(arg, 0);
-  if (L.table)
-    L.slide ? tof_sino_fwd_launch<true, true>(buffers, arg, &L, &pieces, blocks)
-            : tof_sino_fwd_launch<true, false>(buffers, arg, &L, &pieces, blocks);
+  const float *pairs = sproj_cuda_pairs(buffers, arg);
+  if (pairs)
+    pick<true>(buffers, pairs, arg, &L, &pieces, blocks);
   else
-    L.slide ? tof_sino_fwd_launch<false, true>(buffers, arg, &L, &pieces, blocks)
-            : tof_sino_fwd_launch<false, false>(buffers, arg, &L, &pieces, blocks);
+    pick<false>(buffers, NULL, arg, &L, &pieces, blocks);
 }

@@ -433,6 +433,17 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
       g->copies = lm_tiles ? sproj_image_tiles(img) : lm_pairs ? sproj_image_pairs(img) : sproj_image_copies(img);
   }
 
+  /* The same layouts for TOF sinogram forward projections with the variant sinopairs (SPROJ_TOF_GPU), whose kernel
+   * is bound by its instructions: two loads and one address a sample instead of four. */
+  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_SINO && !rq->back &&
+      (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_SINO_PAIRS) && (sproj_rt.where & STARPU_CUDA)) {
+    const int *n = img->geom.n;
+    g->copies_min_lors = ((int64_t)n[0] * n[1] * n[2] + 7) / 8;
+    g->pairs = 1;
+    if (total >= g->copies_min_lors)
+      g->copies = sproj_image_pairs(img);
+  }
+
   /* the vector's partition may change with the chunking: one submitter of this vector at a time */
   pthread_mutex_lock(&proj->vec.lock);
   if ((ret = sproj_vec_children_locked(&proj->vec, ch, &values)))

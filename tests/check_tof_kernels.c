@@ -480,11 +480,10 @@ START_TEST(test_pairs)
         const float *s0 = xs + 3 * i, *e0 = xe + 3 * i;
         if (slide) {
           joseph3d_tof_sino_fwd_slide(img, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, a, 1, width);
-          joseph3d_tof_sino_fwd_slide_from(img, pairs, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, c, 1,
-                                           width);
+          joseph3d_tof_sino_fwd_from(img, pairs, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, c, 1, width);
         } else {
           joseph3d_tof_sino_fwd_lor(img, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, a, 1);
-          joseph3d_tof_sino_fwd_lor_from(img, pairs, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, c, 1);
+          joseph3d_tof_sino_fwd_from(img, pairs, &geom, s0, e0, &tof, tof.sigma, tof.center_offset, tab, c, 1, 0);
         }
         for (int b = 0; b < num_bins; b++) {
           bins_differ += memcmp(&a[b], &c[b], sizeof a[b]) != 0;

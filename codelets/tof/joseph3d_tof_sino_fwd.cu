@@ -37,20 +37,12 @@ tof_sino_fwd_kernel(const float *__restrict__ img, const float *__restrict__ pai
      * shared-memory loads and stores instead of generic ones */
     float *global = pieces.values[piece] + (size_t)lor * num_bins;
     const float *pr = PAIRS ? pairs : NULL;
-    if (SLIDE) {
-      if (in_shared)
-        joseph3d_tof_sino_fwd_slide_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
-                                         blockDim.x, SPROJ_TOF_SLIDE_NARROW);
-      else
-        joseph3d_tof_sino_fwd_slide_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1,
-                                         SPROJ_TOF_SLIDE_NARROW);
-    } else {
-      if (in_shared)
-        joseph3d_tof_sino_fwd_lor_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
-                                       blockDim.x);
-      else
-        joseph3d_tof_sino_fwd_lor_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1);
-    }
+    int width = SLIDE ? SPROJ_TOF_SLIDE_NARROW : 0;
+    if (in_shared)
+      joseph3d_tof_sino_fwd_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, acc + threadIdx.x,
+                                 blockDim.x, width);
+    else
+      joseph3d_tof_sino_fwd_from(img, pr, &arg.geom, xs, xe, &arg.tof, sigma, offset, tab, global, 1, width);
   }
   if (!in_shared)
     return;

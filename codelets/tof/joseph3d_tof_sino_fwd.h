@@ -44,36 +44,6 @@ SPROJ_HD void sproj_tof_sino_fwd_walk(const float *src, int paired, const struct
   }
 }
 
-/* out[b * stride] (b < num_bins) = sum over the samples of cf * image sample * normalised weight of bin b. The
- * stride lets a CUDA thread accumulate in its column of a shared-memory block instead of in global memory. tab: the
- * edges' table (tof_table.h) or NULL (erff). pairs: the image's pair layouts (joseph3d_ray.h), which the samples then
- * come from with the same bits, or NULL. */
-SPROJ_HD void joseph3d_tof_sino_fwd_lor_from(const float *img, const float *pairs, const struct sproj_geom *geom,
-                                             const float *xs, const float *xe, const struct sproj_tof_arg *tof,
-                                             float sigma, float offset, const struct sproj_tof_table *tab, float *out,
-                                             unsigned stride)
-{
-  struct sproj_ray r;
-  struct sproj_tof_line l;
-  for (int b = 0; b < tof->num_bins; b++)
-    out[b * stride] = 0.0f;
-  if (!sproj_tof_ray_setup(xs, xe, geom, tof, sigma, offset, tab, &r, &l))
-    return;
-  const float *p = sproj_ray_pairs(pairs, &r, geom);
-  if (p)
-    sproj_tof_sino_fwd_walk(p, 1, &r, &l, tof->num_bins, out, stride);
-  else
-    sproj_tof_sino_fwd_walk(img, 0, &r, &l, tof->num_bins, out, stride);
-}
-
-/* The same from the image. */
-SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs,
-                                        const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
-                                        const struct sproj_tof_table *tab, float *out, unsigned stride)
-{
-  joseph3d_tof_sino_fwd_lor_from(img, NULL, geom, xs, xe, tof, sigma, offset, tab, out, stride);
-}
-
 /* sproj_tof_sino_fwd_walk with the window's bins in registers (tof_slide.h): `width` (a constant after inlining, at
  * most SPROJ_TOF_SLIDE_MAX) bins from the window's first, which slide along as the windows move and go into out once
  * each. A sample whose window is wider adds into out as sproj_tof_sino_fwd_walk does. Each bin gets the same
@@ -109,11 +79,15 @@ SPROJ_HD void sproj_tof_sino_fwd_walk_slide(const float *src, int paired, const 
   sproj_tof_slide_flush_all(&w, width, num_bins, out, stride);
 }
 
-/* joseph3d_tof_sino_fwd_lor_from with the window's bins in registers (sproj_tof_sino_fwd_walk_slide). */
-SPROJ_HD void joseph3d_tof_sino_fwd_slide_from(const float *img, const float *pairs, const struct sproj_geom *geom,
-                                               const float *xs, const float *xe, const struct sproj_tof_arg *tof,
-                                               float sigma, float offset, const struct sproj_tof_table *tab, float *out,
-                                               unsigned stride, int width)
+/* out[b * stride] (b < num_bins) = sum over the samples of cf * image sample * normalised weight of bin b. The
+ * stride lets a CUDA thread accumulate in its column of a shared-memory block instead of in global memory. tab: the
+ * edges' table (tof_table.h) or NULL (erff). pairs: the image's pair layouts (joseph3d_ray.h), which the samples then
+ * come from with the same bits, or NULL. width: 0, or the sliding bins' (sproj_tof_sino_fwd_walk_slide; the same
+ * bits). */
+SPROJ_HD void joseph3d_tof_sino_fwd_from(const float *img, const float *pairs, const struct sproj_geom *geom,
+                                         const float *xs, const float *xe, const struct sproj_tof_arg *tof, float sigma,
+                                         float offset, const struct sproj_tof_table *tab, float *out, unsigned stride,
+                                         int width)
 {
   struct sproj_ray r;
   struct sproj_tof_line l;
@@ -122,18 +96,30 @@ SPROJ_HD void joseph3d_tof_sino_fwd_slide_from(const float *img, const float *pa
   if (!sproj_tof_ray_setup(xs, xe, geom, tof, sigma, offset, tab, &r, &l))
     return;
   const float *p = sproj_ray_pairs(pairs, &r, geom);
-  if (p)
+  if (width == 0 && p)
+    sproj_tof_sino_fwd_walk(p, 1, &r, &l, tof->num_bins, out, stride);
+  else if (width == 0)
+    sproj_tof_sino_fwd_walk(img, 0, &r, &l, tof->num_bins, out, stride);
+  else if (p)
     sproj_tof_sino_fwd_walk_slide(p, 1, &r, &l, tof->num_bins, out, stride, width);
   else
     sproj_tof_sino_fwd_walk_slide(img, 0, &r, &l, tof->num_bins, out, stride, width);
 }
 
-/* The same from the image. */
+/* The ordinary loop from the image (joseph3d_tof_sino_fwd_from). */
+SPROJ_HD void joseph3d_tof_sino_fwd_lor(const float *img, const struct sproj_geom *geom, const float *xs,
+                                        const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
+                                        const struct sproj_tof_table *tab, float *out, unsigned stride)
+{
+  joseph3d_tof_sino_fwd_from(img, NULL, geom, xs, xe, tof, sigma, offset, tab, out, stride, 0);
+}
+
+/* The sliding bins from the image (joseph3d_tof_sino_fwd_from); width at least 1. */
 SPROJ_HD void joseph3d_tof_sino_fwd_slide(const float *img, const struct sproj_geom *geom, const float *xs,
                                           const float *xe, const struct sproj_tof_arg *tof, float sigma, float offset,
                                           const struct sproj_tof_table *tab, float *out, unsigned stride, int width)
 {
-  joseph3d_tof_sino_fwd_slide_from(img, NULL, geom, xs, xe, tof, sigma, offset, tab, out, stride, width);
+  joseph3d_tof_sino_fwd_from(img, NULL, geom, xs, xe, tof, sigma, offset, tab, out, stride, width);
 }
 
 #endif

@@ -121,13 +121,18 @@ void sproj_cuda_shift_add(float *img, const float *shift, const struct sproj_geo
   SPROJ_CUDA_CHECK_LAUNCH();
 }
 
-/* The pair layouts of the image (joseph3d_ray.h), one float a thread: a warp writes 32 neighbouring floats and reads
- * image rows that the L1 and L2 hold (each image float is read twice a layout). */
+/* The pair layouts of the image (joseph3d_ray.h), a block a row: a warp writes 32 neighbouring pairs and reads two
+ * image rows (each image float is read twice a layout, from the L2). The padding between the layouts stays as it is:
+ * no sample reads it. */
 __global__ static void pairs_fill_kernel(const float *__restrict__ img, float *__restrict__ pairs,
-                                         const __grid_constant__ struct sproj_geom geom, size_t total)
+                                         const __grid_constant__ struct sproj_geom geom, unsigned rows0, size_t at1)
 {
-  for (size_t f = blockIdx.x * (size_t)blockDim.x + threadIdx.x; f < total; f += (size_t)gridDim.x * blockDim.x)
-    pairs[f] = sproj_pairs_value(img, &geom, f);
+  unsigned row = blockIdx.x;
+  int axis = row >= rows0;
+  if (axis)
+    row -= rows0;
+  size_t row_floats = 2 * (size_t)(geom.n[2] + 3);
+  sproj_pairs_row(img, &geom, axis, row, threadIdx.x, blockDim.x, pairs + (axis ? at1 : 0) + row * row_floats);
 }
 
 const float *sproj_cuda_pairs(void *buffers[], const struct sproj_proj_arg *arg)
@@ -136,9 +141,9 @@ const float *sproj_cuda_pairs(void *buffers[], const struct sproj_proj_arg *arg)
     return NULL;
   float *pairs = (float *)STARPU_VECTOR_GET_PTR(buffers[sproj_copies_buffer(arg)]);
   const float *img = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
-  size_t total = sproj_pairs_offset(&arg->geom, 2);
-  pairs_fill_kernel<<<sproj_stride_blocks(total), SPROJ_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-    img, pairs, arg->geom, total);
+  unsigned rows0 = sproj_pairs_rows(&arg->geom, 0), rows = rows0 + sproj_pairs_rows(&arg->geom, 1);
+  pairs_fill_kernel<<<rows, 128, 0, starpu_cuda_get_local_stream()>>>(img, pairs, arg->geom, rows0,
+                                                                      sproj_pairs_offset(&arg->geom, 1));
   SPROJ_CUDA_CHECK_LAUNCH();
   return pairs;
 }

@@ -261,27 +261,29 @@ SPROJ_HD size_t sproj_pairs_offset(const struct sproj_geom *geom, int axis)
   return axis == 1 ? at : at + sproj_pairs_axis_floats(geom, 1);
 }
 
-/* Float f of both layouts (0 .. sproj_pairs_offset(geom, 2) - 1): the image value it holds, or 0 (outside the image,
- * or the padding between the layouts). */
-SPROJ_HD float sproj_pairs_value(const float *img, const struct sproj_geom *geom, size_t f)
+/* Row `row` (0 .. n_a (nu + 2) - 1: plane k = row / (nu + 2), iu = row % (nu + 2) - 1) of axis a's layout: its
+ * (nv + 3) pairs into out, as a GPU task fills them (a block a row, no division per float). */
+SPROJ_HD void sproj_pairs_row(const float *img, const struct sproj_geom *geom, int axis, unsigned row, unsigned first,
+                              unsigned step, float *out)
 {
-  size_t at1 = sproj_pairs_offset(geom, 1);
-  int axis = f >= at1;
-  if (axis)
-    f -= at1;
-  if (f >= sproj_pairs_axis_floats(geom, axis))
-    return 0.0f;
   int u = axis == 0 ? 1 : 0, nu = geom->n[u], nv = geom->n[2];
-  size_t pair = f / 2, cols = (size_t)nv + 3, rows = (size_t)nu + 2;
-  long iv = (long)(pair % cols) - 1, iu = (long)((pair / cols) % rows) - 1 + (long)(f % 2);
-  size_t k = pair / cols / rows;
-  if (iu < 0 || iu >= nu || iv < 0 || iv >= nv)
-    return 0.0f;
-  size_t i[3];
-  i[axis] = k;
-  i[u] = (size_t)iu;
-  i[2] = (size_t)iv;
-  return img[(i[0] * (size_t)geom->n[1] + i[1]) * (size_t)geom->n[2] + i[2]];
+  unsigned k = row / (unsigned)(nu + 2);
+  int iu = (int)(row % (unsigned)(nu + 2)) - 1;
+  size_t stride_u = axis == 0 ? (size_t)nv : (size_t)geom->n[1] * (size_t)nv;
+  size_t stride_k = axis == 0 ? (size_t)geom->n[1] * (size_t)nv : (size_t)nv;
+  const float *plane = img + (size_t)k * stride_k;
+  for (unsigned col = first; col < (unsigned)nv + 3u; col += step) {
+    int iv = (int)col - 1;
+    int in_v = iv >= 0 && iv < nv;
+    out[2 * col] = in_v && iu >= 0 && iu < nu ? plane[(size_t)iu * stride_u + (size_t)iv] : 0.0f;
+    out[2 * col + 1] = in_v && iu + 1 >= 0 && iu + 1 < nu ? plane[(size_t)(iu + 1) * stride_u + (size_t)iv] : 0.0f;
+  }
+}
+
+/* Rows of axis a's layout. */
+SPROJ_HD unsigned sproj_pairs_rows(const struct sproj_geom *geom, int axis)
+{
+  return (unsigned)geom->n[axis] * (unsigned)(geom->n[axis == 0 ? 1 : 0] + 2);
 }
 
 /* The image value where a prepared ray (along axis 0 or 1) crosses plane k, from its axis' pair layout `pairs` (the

@@ -12,7 +12,8 @@
 #          a bare GPU machine lacks and both libparallelproj builds into .device/tofv (~25 MB), the one path to carry
 #        scripts/bench-tof-variants.sh [--variants LIST] [--seconds N] [--small]
 #          on the GPU machine from the repository root: LIST is the GPU variants, space-separated (default: old table
-#          slide table,slide table,slide,copies); the run keeps within N seconds (default 420): a step that would
+#          slide table,slide table,slide,copies; each variant named here is checked and given an OS-EM iteration, of
+#          the default list three are); the run keeps within N seconds (default 420): a step that would
 #          start after 0.85 N is skipped and says so, each program has a timeout within what is left; --small: the
 #          small scanner everywhere, to try the script on a development machine
 set -uo pipefail
@@ -42,11 +43,11 @@ if [ "${1:-}" = stage ]; then
   exit 0
 fi
 
-variants="old table slide table,slide table,slide,copies" budget=420 small=()
+variants="old table slide table,slide table,slide,copies" budget=420 small=() named=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --small) small=(--small); shift ;;
-    --variants) variants=$2; shift 2 ;;
+    --variants) variants=$2; named=1; shift 2 ;;
     --seconds) budget=$2; shift 2 ;;
     *) echo "bench-tof-variants: unknown argument '$1' (see the usage at the top of the script)" >&2; exit 2 ;;
   esac
@@ -87,10 +88,12 @@ echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1
   "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')); budget $budget s"
 
 summary() { grep -oE 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+|SKIPPED' "$1" 2>/dev/null | tail -n 1 | grep . || echo "no result"; }
-# the variants checked against the references (the others are compared through bench_tof's checksums: slide gives
-# the old kernels' bits, table the bits of every variant with the table) and given an OS-EM iteration
+# the variants checked against the references and given an OS-EM iteration: every one named with --variants, else
+# three of the default list (the others are compared through bench_tof's checksums: slide gives the old kernels'
+# bits, table the bits of every variant with the table)
 main_variants=""
 for v in old table,slide table,slide,copies; do case " $variants " in *" $v "*) main_variants+="$v " ;; esac; done
+[ "$named" = 1 ] && main_variants="$variants"
 
 # ---- 1. values: the variants against the double reference and the CPU, before anything is timed ----
 declare -A check
@@ -166,7 +169,9 @@ echo "| --- | --- |"
 echo "| CPU (check_tof_kernels) | ${check[cpu]:-none} |"
 for v in $variants; do echo "| GPU $v | ${check[$v]:-none} |"; done
 echo
-echo "== one H200's TOF jobs, done seconds (bench_tof --repeats 3, medians; 20 M events; libparallelproj measured in the same run)"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+echo "== ${gpu:-no GPU}: TOF jobs, done seconds (bench_tof --repeats 3, medians; 20 M events; libparallelproj measured in" \
+  "the same run)"
 printf '| %-24s | %9s | %9s | %9s | %9s | %11s | %11s | %9s | %s |\n' variant "sino fwd" "sino back" "LM fwd" \
   "LM back" "LM fwd ord" "LM back ord" "OSEM it" "forward bits: sinogram, listmode (sinogram back sum)"
 printf '| %-24s | %9s | %9s | %9s | %9s | %11s | %11s | %9s | %s |\n' --- ---: ---: ---: ---: ---: ---: ---: ---

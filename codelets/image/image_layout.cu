@@ -3,7 +3,8 @@
  * joseph3d_ray.h): filled from the image before a forward projection (tiled transposes, coalesced on both sides),
  * zeroed before a back projection and added into the image after it, on StarPU's stream. Also the image shifted by
  * one float that listmode back projections add some of their pairs into (sproj_add_pair), zeroed before and added
- * into the image after; and the pair layouts that listmode forward projections with the variant pairs sample. */
+ * into the image after; and the pair layouts that TOF forward projections sample with the variants pairs (listmode)
+ * and sinopairs (sinogram). */
 #include "config.h"
 #include "cuda_pieces.h"
 

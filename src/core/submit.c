@@ -37,7 +37,7 @@ struct task_group {
   int64_t copies_min_lors;     /* the fewest LORs of a task that does */
   int shift;                   /* the scratch serves as the shifted image (listmode back projection) */
   int tiles;                   /* the scratch serves the projection by tiles (listmode) */
-  int pairs;                   /* the scratch holds the pair layouts (listmode forward projection) */
+  int pairs;                   /* the scratch holds the pair layouts (TOF forward projections) */
   int home;                    /* the home device of the pieces collected (-1: none) */
   /* A back projection into an image of pieces homed on devices adds each task's sum into a partial image of the
    * worker that runs it (zeroed before its first task of the call), and sum_parts adds those up into the image after

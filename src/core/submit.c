@@ -395,7 +395,8 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
   /* The TOF sinogram back projection takes the copies too when its copies variant is on (SPROJ_TOF_GPU, codelets.h:
    * on by default, measured against the direct adds in doc/benchmarks.md), with the warps' windows of the non-TOF
    * back projection: its samples are as many, each with the same adds. */
-  int tof_copies = rq->kind == SPROJ_KIND_TOF_SINO && rq->back && (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_COPIES);
+  unsigned gpu_variants = sproj_tof_variants(1);
+  int tof_copies = rq->kind == SPROJ_KIND_TOF_SINO && rq->back && (gpu_variants & SPROJ_TOF_VARIANT_COPIES);
   if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && (rq->kind == SPROJ_KIND_NONTOF || tof_copies) &&
       !acc && (sproj_rt.where & STARPU_CUDA)) {
     const int *n = img->geom.n;
@@ -415,33 +416,24 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
    * With the variant tiles (SPROJ_TOF_GPU; starproj's TOF convention, whose samples need nothing of the rest of their
    * walk) such tasks, forward and back, go by image tiles instead (tof_tiles.h): their passes over the image cost
    * about what the shifted image's do, so from the same size on. */
-  int lm_tiles = rq->kind == SPROJ_KIND_TOF_LM && (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_TILES) &&
+  int lm_tiles = rq->kind == SPROJ_KIND_TOF_LM && (gpu_variants & SPROJ_TOF_VARIANT_TILES) &&
                  rq->tof->convention != SPROJ_TOF_ARG_PARALLELPROJ;
-  /* With the variant pairs (SPROJ_TOF_GPU) listmode forward projections sample the image's pair layouts
-   * (joseph3d_ray.h): a sample's corners at one place, ~1.25 L2 sectors instead of ~2.25. Filling them writes ~4.2
-   * image sizes, which a task repays from the same size on. */
-  int lm_pairs = rq->kind == SPROJ_KIND_TOF_LM && !rq->back && !lm_tiles &&
-                 (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_PAIRS);
-  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_LM &&
-      (rq->back || lm_tiles || lm_pairs) && !acc && (sproj_rt.where & STARPU_CUDA)) {
+  /* With the variants pairs (listmode) and sinopairs (sinogram; SPROJ_TOF_GPU) TOF forward projections sample the
+   * image's pair layouts (joseph3d_ray.h): a sample's corners at one place, ~1.25 L2 sectors and two loads instead of
+   * ~2.25 and four. Filling them writes ~4.2 image sizes, which a task repays from the same size on. */
+  int fwd_pairs = !rq->back &&
+                  ((rq->kind == SPROJ_KIND_TOF_LM && !lm_tiles && (gpu_variants & SPROJ_TOF_VARIANT_PAIRS)) ||
+                   (rq->kind == SPROJ_KIND_TOF_SINO && (gpu_variants & SPROJ_TOF_VARIANT_SINO_PAIRS)));
+  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) &&
+      ((rq->kind == SPROJ_KIND_TOF_LM && (rq->back || lm_tiles)) || fwd_pairs) && !acc &&
+      (sproj_rt.where & STARPU_CUDA)) {
     const int *n = img->geom.n;
     g->copies_min_lors = ((int64_t)n[0] * n[1] * n[2] + 7) / 8;
     g->tiles = lm_tiles;
-    g->pairs = lm_pairs;
-    g->shift = !lm_tiles && !lm_pairs;
+    g->pairs = fwd_pairs;
+    g->shift = !lm_tiles && !fwd_pairs;
     if (total >= g->copies_min_lors)
-      g->copies = lm_tiles ? sproj_image_tiles(img) : lm_pairs ? sproj_image_pairs(img) : sproj_image_copies(img);
-  }
-
-  /* The same layouts for TOF sinogram forward projections with the variant sinopairs (SPROJ_TOF_GPU), whose kernel
-   * is bound by its instructions: two loads and one address a sample instead of four. */
-  if (__atomic_load_n(&sproj_rt.image_layouts, __ATOMIC_RELAXED) && rq->kind == SPROJ_KIND_TOF_SINO && !rq->back &&
-      (sproj_tof_variants(1) & SPROJ_TOF_VARIANT_SINO_PAIRS) && (sproj_rt.where & STARPU_CUDA)) {
-    const int *n = img->geom.n;
-    g->copies_min_lors = ((int64_t)n[0] * n[1] * n[2] + 7) / 8;
-    g->pairs = 1;
-    if (total >= g->copies_min_lors)
-      g->copies = sproj_image_pairs(img);
+      g->copies = lm_tiles ? sproj_image_tiles(img) : fwd_pairs ? sproj_image_pairs(img) : sproj_image_copies(img);
   }
 
   /* the vector's partition may change with the chunking: one submitter of this vector at a time */

@@ -145,8 +145,9 @@ void *sproj_cpu_scratch(size_t bytes);
 #define SPROJ_TOF_VARIANT_LANES 8u  /* CPU: one LOR per SIMD lane (tof_lanes.h) */
 #define SPROJ_TOF_VARIANT_SINO_TABLE 16u /* the table for the sinogram projectors only (listmode keeps erff) */
 #define SPROJ_TOF_VARIANT_TILES 32u /* GPU listmode projections by image tiles in shared memory (tof_tiles.h) */
-#define SPROJ_TOF_VARIANT_PAIRS 64u /* GPU listmode forward projections from the image's pair layouts (joseph3d_ray.h) */
-#define SPROJ_TOF_VARIANT_SINO_PAIRS 128u /* the same for GPU sinogram forward projections */
+#define SPROJ_TOF_VARIANT_PAIRS 64u /* GPU listmode forward projections from the image's pair layouts (joseph3d_ray.h);
+                                     * off: slower on an H100, whose L2 does not hold both layouts (benchmarks.md) */
+#define SPROJ_TOF_VARIANT_SINO_PAIRS 128u /* the same for GPU sinogram forward projections (off: slower, too) */
 /* The variants the TOF projectors of CUDA workers (gpu 1) or CPU workers (gpu 0) run, decided once: the environment
  * variable SPROJ_TOF_GPU or SPROJ_TOF_CPU, a comma-separated list of table, sinotable, slide, copies, lanes, tiles,
  * pairs and sinopairs ("old": none), replaces the default (codelets.c: table, slide and copies on GPUs, table and lanes on CPU workers);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
+#include "em_ratio.h"
 #include "recon_codelets.h"
 
 static struct scene sc;
@@ -47,6 +48,69 @@ START_TEST(test_nll_cpu_vs_cuda)
   ck_assert_msg(fabs(cpu_lm - gpu_lm) <= 1e-12 * fabs(cpu_lm), "listmode: CPU %.17g, GPU %.17g", cpu_lm, gpu_lm);
   in.p[1][7] = 0.0f, in.a[1][7] = 0.0f, in.y[1][7] = 2.0f;
   ck_assert(isinf(scene_nll(STARPU_CUDA, &in, 0)));
+  scene_nll_input_free(&in);
+}
+END_TEST
+
+/* The ratio codelet on the GPU against the CPU, bit for bit (the same float operations on the same operands; the GPU
+ * thread takes several values a block apart and steps their LOR and bin without dividing): each kind, with the
+ * background per value and per LOR, capped and not, with and without STIR's small-value rule, for 29 and 300 bins
+ * (more bins than a block has threads), two pieces whose values are not a multiple of a block's, a few expected
+ * counts negative. _i: 0 = 29 bins, 1 = 300. */
+START_TEST(test_ratio_cpu_vs_cuda)
+{
+  static const int nbs[2] = {29, 300}, n0[2] = {250000, 20011}, n1[2] = {50001, 3333};
+  const int nb = nbs[_i];
+  struct nll_input in;
+  scene_nll_input(&in, nb, n0[_i], n1[_i], 3);
+  float *px[2], *cpu[2], *gpu[2], *smax = tu_alloc(2 * nb);
+  for (int q = 0; q < 2; q++) {
+    int64_t nv = (int64_t)in.n[q] * nb;
+    for (int64_t k = 0; k < nv; k += 97)
+      in.p[q][k] = -20.0f; /* expected counts below 0 */
+    px[q] = tu_alloc(nv);
+    cpu[q] = tu_alloc(nv);
+    gpu[q] = tu_alloc(nv);
+    tu_fill_uniform(px[q], nv, 0.0f, 10.0f);
+  }
+  tu_fill_uniform(smax, 2 * nb, 0.0f, 12.0f);
+  static const struct {
+    int kind, a_per_lor, small;
+    float cap;
+  } cfg[] = {{SPROJ_EM_TERM_RATIO, 0, 0, 0.0f},
+             {SPROJ_EM_TERM_RATIO, 1, 0, 0.0f},
+             {SPROJ_EM_TERM_RATIO, 0, 1, 10000.0f},
+             {SPROJ_EM_TERM_RATIO, 1, 1, 2.0f},
+             {SPROJ_EM_TERM_HESSIAN, 0, 0, 0.0f},
+             {SPROJ_EM_TERM_HESSIAN, 1, 1, 5.0f},
+             {SPROJ_EM_TERM_APPROX_HESSIAN, 0, 0, 0.0f},
+             {SPROJ_EM_TERM_APPROX_HESSIAN, 0, 1, 3.0f}};
+  int64_t total = 0, same = 0;
+  for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+    const float *sm = cfg[c].small ? smax : NULL;
+    scene_ratio(STARPU_CPU, &in, cfg[c].kind, cfg[c].a_per_lor, px, cfg[c].cap, sm, cpu);
+    scene_ratio(STARPU_CUDA, &in, cfg[c].kind, cfg[c].a_per_lor, px, cfg[c].cap, sm, gpu);
+    int64_t s = 0, nonzero = 0, t = 0;
+    for (int q = 0; q < 2; q++)
+      for (int64_t k = 0; k < (int64_t)in.n[q] * nb; k++, t++) {
+        s += memcmp(&cpu[q][k], &gpu[q][k], sizeof(float)) == 0;
+        nonzero += cpu[q][k] != 0.0f;
+      }
+    ck_assert_msg(s == t, "ratio codelet, case %zu (%d bins): %lld of %lld values differ", c, nb, (long long)(t - s),
+                  (long long)t);
+    ck_assert_msg(nonzero > t / 4 && nonzero < t, "case %zu: %lld of %lld terms non-zero", c, (long long)nonzero,
+                  (long long)t);
+    total += t;
+    same += s;
+  }
+  printf("ratio codelet CPU vs CUDA, %d bins, 8 cases: %lld of %lld values the same bits\n", nb, (long long)same,
+         (long long)total);
+  for (int q = 0; q < 2; q++) {
+    free(px[q]);
+    free(cpu[q]);
+    free(gpu[q]);
+  }
+  free(smax);
   scene_nll_input_free(&in);
 }
 END_TEST
@@ -489,6 +553,7 @@ int main(void)
   TCase *tc = tcase_create("recon cuda");
   tcase_add_test(tc, test_blur_cpu_vs_cuda);
   tcase_add_test(tc, test_nll_cpu_vs_cuda);
+  tcase_add_loop_test(tc, test_ratio_cpu_vs_cuda, 0, 2);
   tcase_add_loop_test(tc, test_recon_cpu_vs_cuda, 0, 4);
   tcase_add_test(tc, test_recon_residency);
   tcase_add_loop_test(tc, test_objective_cpu_vs_cuda, 0, 4);

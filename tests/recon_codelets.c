@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* recon_codelets.c: the reconstruction codelets (blur, objective) run alone on one worker kind, for the tests that
+/* recon_codelets.c: the reconstruction codelets (blur, objective, ratio) run alone on one worker kind, for the tests that
  * check them against references (they link libstarproj's objects, whose codelets are not exported). */
 #include "recon_codelets.h"
 #include <stdlib.h>
+#include <string.h>
 #include <starpu.h>
 #include <check.h>
 #include "codelets.h"
@@ -91,6 +92,42 @@ double scene_nll(unsigned where, const struct nll_input *in, int listmode)
   for (int j = 0; j < SPROJ_NLL_PARTIALS; j++)
     sum += part[j];
   return sum;
+}
+
+void scene_ratio(unsigned where, const struct nll_input *in, int kind, int a_per_lor, float *const px[2], float cap,
+                 const float *smax, float *out[2])
+{
+  starpu_data_handle_t h[2][5], hs = NULL;
+  struct starpu_data_descr d[5 * 2 + 1];
+  const int nb = in->nb;
+  int k = 0, nh[2] = {0, 0};
+  for (int q = 0; q < 2; q++) {
+    memcpy(out[q], in->p[q], (size_t)in->n[q] * nb * sizeof(float));
+    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)out[q], in->n[q], nb * sizeof(float));
+    if (kind == SPROJ_RATIO_HESSIAN)
+      starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)px[q], in->n[q], nb * sizeof(float));
+    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)in->y[q], in->n[q], nb * sizeof(float));
+    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)in->m[q], in->n[q], sizeof(float));
+    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)in->a[q], in->n[q],
+                                (a_per_lor ? 1 : nb) * sizeof(float));
+    for (int j = 0; j < nh[q]; j++)
+      d[k++] = (struct starpu_data_descr){.handle = h[q][j], .mode = j == 0 ? STARPU_RW : STARPU_R};
+  }
+  if (smax) {
+    starpu_vector_data_register(&hs, STARPU_MAIN_RAM, (uintptr_t)smax, 2 * nb, sizeof(float));
+    d[k++] = (struct starpu_data_descr){.handle = hs, .mode = STARPU_R};
+  }
+  struct sproj_ratio_arg *arg = malloc(sizeof *arg);
+  *arg = (struct sproj_ratio_arg){.npieces = 2, .num_bins = nb, .has_y = 1, .has_m = 1, .has_a = 1,
+                                  .a_per_lor = a_per_lor, .kind = kind, .max_ratio = cap, .has_small = smax != NULL,
+                                  .small_fraction = 0.25f, .slot = {0, 1}};
+  ck_assert_int_eq(starpu_task_insert(&sproj_em_ratio_cl, STARPU_CL_ARGS, arg, sizeof *arg, STARPU_DATA_MODE_ARRAY, d,
+                                      k, STARPU_EXECUTE_WHERE, (unsigned long long)where, 0), 0);
+  for (int q = 0; q < 2; q++)
+    for (int j = 0; j < nh[q]; j++)
+      starpu_data_unregister(h[q][j]);
+  if (hs)
+    starpu_data_unregister(hs);
 }
 
 int scene_expected_blurred(const struct scene *s, const float *img, const float fwhm[3], int tof, float *out)

@@ -20,6 +20,13 @@ void scene_nll_input_free(struct nll_input *in);
  * as listmode (no data): the sum of its partial sums. */
 double scene_nll(unsigned where, const struct nll_input *in, int listmode);
 
+/* The ratio codelet (em_ratio) of kind (enum sproj_ratio_kind) on one worker kind over the two pieces of in: out[q]
+ * starts as a copy of p[q] and ends as its terms. The background a[q] per value, or with a_per_lor its first n[q]
+ * floats one per LOR; px[q] the Hessian's forward values (kind SPROJ_RATIO_HESSIAN, else NULL); cap the quotients'
+ * bound (0: none); smax NULL or the small-value rule's largest numerators, nb floats for each piece. */
+void scene_ratio(unsigned where, const struct nll_input *in, int kind, int a_per_lor, float *const px[2], float cap,
+                 const float *smax, float *out[2]);
+
 /* scene_expected of the image blurred by the library's codelet (CPU). */
 int scene_expected_blurred(const struct scene *s, const float *img, const float fwhm[3], int tof, float *out);
 

@@ -10,7 +10,7 @@
  * not depend on which worker ran what, or when. */
 #define SPROJ_NLL_PARTIALS 1024
 
-/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins; arrays as em_term_at, a as em_background): with
+/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins; arrays as em_term_load, a as em_background): with
  * the expected counts ybar = m p + a, sinogram data y give ybar - y log ybar (+infinity where y > 0 and ybar <= 0), a listmode event
  * (y NULL: one count) -log ybar (+infinity where ybar <= 0), its ybar being counted once for all by <s, x>. With
  * cap > 0 (em_ratio_capped) ybar is taken as at least y / cap, as STIR takes it, so that no term is infinite. A

@@ -82,31 +82,52 @@ SPROJ_HD int em_small_zero(int kind, float p, float y, const float *smax, float 
   return smax && !(em_small_numerator(kind, p, y) > frac * smax[k % (size_t)num_bins]);
 }
 
-/* Value k of a piece (LOR k / num_bins, its TOF bin k % num_bins): p, px (the Hessian's image, NULL otherwise) and y
+/* The operands of one value: p, px, y, the LOR's m and the value's background a, and the small-value rule's largest
+ * numerator of its bin (smax; no rule: has_smax 0). */
+struct em_operands {
+  float p, px, y, m, a, smax;
+  int has_smax;
+};
+
+/* Value k = i * num_bins + b of a piece (LOR i, its TOF bin b): p, px (the Hessian's image, NULL otherwise) and y
  * (NULL: 1 per value, listmode events) hold num_bins values per LOR, m (NULL: 1) one, a as em_background; smax and
- * frac as em_small_zero (a zero numerator gives 0). A CUDA thread takes one value, so that neighbouring threads touch
- * neighbouring floats of every array (a thread per LOR strides by num_bins floats). */
-SPROJ_HD void em_term_at(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
-                         float a_flat, int num_bins, int kind, float cap, const float *smax, float frac, size_t k)
+ * frac as em_small_zero (a zero numerator gives 0). Loads them all, so that a CUDA thread can load several values'
+ * operands before it stores any result (em_ratio.cu). */
+SPROJ_HD struct em_operands em_term_load(const float *p, const float *px, const float *y, const float *m,
+                                         const float *a, int a_per_lor, float a_flat, int num_bins, int kind,
+                                         const float *smax, size_t i, int b, size_t k)
 {
-  size_t i = k / (size_t)num_bins;
-  float yk = y ? y[k] : 1.0f, mi = m ? m[i] : 1.0f;
-  if (em_small_zero(kind, p[k], yk, smax, frac, num_bins, k))
-    p[k] = 0.0f;
-  else if (kind == SPROJ_EM_TERM_APPROX_HESSIAN)
-    p[k] = em_approx_hessian_value(p[k], yk, mi, cap);
-  else if (kind == SPROJ_EM_TERM_HESSIAN)
-    p[k] = em_hessian_value(p[k], px[k], yk, mi, em_background(a, a_per_lor, a_flat, num_bins, i, k), cap);
-  else
-    p[k] = em_ratio_capped(p[k], yk, mi, em_background(a, a_per_lor, a_flat, num_bins, i, k), cap);
+  struct em_operands o;
+  o.p = p[k];
+  o.px = kind == SPROJ_EM_TERM_HESSIAN ? px[k] : 0.0f;
+  o.y = y ? y[k] : 1.0f;
+  o.m = m ? m[i] : 1.0f;
+  o.a = kind == SPROJ_EM_TERM_APPROX_HESSIAN ? 0.0f : em_background(a, a_per_lor, a_flat, num_bins, i, k);
+  o.has_smax = smax != NULL;
+  o.smax = smax ? smax[b] : 0.0f;
+  return o;
 }
 
-/* LOR i of a piece: its num_bins values. */
+/* The term of one value from its operands: what overwrites p[k]. */
+SPROJ_HD float em_term_of(const struct em_operands *o, int kind, float cap, float frac)
+{
+  if (o->has_smax && !(em_small_numerator(kind, o->p, o->y) > frac * o->smax))
+    return 0.0f;
+  if (kind == SPROJ_EM_TERM_APPROX_HESSIAN)
+    return em_approx_hessian_value(o->p, o->y, o->m, cap);
+  if (kind == SPROJ_EM_TERM_HESSIAN)
+    return em_hessian_value(o->p, o->px, o->y, o->m, o->a, cap);
+  return em_ratio_capped(o->p, o->y, o->m, o->a, cap);
+}
+
+/* LOR i of a piece: its num_bins values, overwritten by their terms. */
 SPROJ_HD void em_term_lor(float *p, const float *px, const float *y, const float *m, const float *a, int a_per_lor,
                           float a_flat, int num_bins, int kind, float cap, const float *smax, float frac, uint32_t i)
 {
-  for (int b = 0; b < num_bins; b++)
-    em_term_at(p, px, y, m, a, a_per_lor, a_flat, num_bins, kind, cap, smax, frac,
-               (size_t)i * (size_t)num_bins + (size_t)b);
+  for (int b = 0; b < num_bins; b++) {
+    size_t k = (size_t)i * (size_t)num_bins + (size_t)b;
+    struct em_operands o = em_term_load(p, px, y, m, a, a_per_lor, a_flat, num_bins, kind, smax, i, b, k);
+    p[k] = em_term_of(&o, kind, cap, frac);
+  }
 }
 #endif

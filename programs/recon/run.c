@@ -248,6 +248,9 @@ void reconstruct(const struct options *o, struct run *r)
   progress_phase("sensitivities");
   TRY(sproj_stats_reset());
   TRY(sproj_recon_create(&r->recon, r->ximg, &cfg));
+  /* the sensitivities' back projections are submitted, not done: waited for here, so that this phase's time and the
+   * devices named are theirs, not the first iteration's (on one GPU nothing could run beside them anyway) */
+  TRY(sproj_wait_all());
   where_line(where, sizeof where);
   SAY("sensitivities: %.2f s, %s\n", progress_end(), where);
   struct progress_ctx ctx = {o, r->ximg, r->x, o->dims, {l->vs[0], l->vs[1], l->vs[2]},

@@ -57,25 +57,37 @@ void scene_nll_input_free(struct nll_input *in)
   }
 }
 
+/* Registers piece q's buffers of a ratio or objective task in their order (sproj_ratio_piece_get): the values p in
+ * mode pmode, px when given (the Hessian), y unless without_y (listmode), m and a (one per LOR with a_per_lor); puts
+ * the handles in h and appends them to d at *k. Returns how many. */
+static int piece_buffers(const struct nll_input *in, int q, float *p, enum starpu_data_access_mode pmode,
+                         const float *px, int without_y, int a_per_lor, starpu_data_handle_t h[5],
+                         struct starpu_data_descr *d, int *k)
+{
+  const int nb = in->nb;
+  int n = 0;
+  starpu_vector_data_register(&h[n++], STARPU_MAIN_RAM, (uintptr_t)p, in->n[q], nb * sizeof(float));
+  if (px)
+    starpu_vector_data_register(&h[n++], STARPU_MAIN_RAM, (uintptr_t)px, in->n[q], nb * sizeof(float));
+  if (!without_y)
+    starpu_vector_data_register(&h[n++], STARPU_MAIN_RAM, (uintptr_t)in->y[q], in->n[q], nb * sizeof(float));
+  starpu_vector_data_register(&h[n++], STARPU_MAIN_RAM, (uintptr_t)in->m[q], in->n[q], sizeof(float));
+  starpu_vector_data_register(&h[n++], STARPU_MAIN_RAM, (uintptr_t)in->a[q], in->n[q],
+                              (a_per_lor ? 1 : nb) * sizeof(float));
+  for (int j = 0; j < n; j++)
+    d[(*k)++] = (struct starpu_data_descr){.handle = h[j], .mode = j == 0 ? pmode : STARPU_R};
+  return n;
+}
+
 double scene_nll(unsigned where, const struct nll_input *in, int listmode)
 {
-  starpu_data_handle_t h[2][4], out;
-  struct starpu_data_descr d[4 * 2 + 1];
+  starpu_data_handle_t h[2][5], out;
+  struct starpu_data_descr d[5 * 2 + 1];
   double part[SPROJ_NLL_PARTIALS];
   const int nb = in->nb;
-  int k = 0;
-  for (int q = 0; q < 2; q++) {
-    starpu_vector_data_register(&h[q][0], STARPU_MAIN_RAM, (uintptr_t)in->p[q], in->n[q], nb * sizeof(float));
-    d[k++] = (struct starpu_data_descr){.handle = h[q][0], .mode = STARPU_R};
-    if (!listmode) {
-      starpu_vector_data_register(&h[q][1], STARPU_MAIN_RAM, (uintptr_t)in->y[q], in->n[q], nb * sizeof(float));
-      d[k++] = (struct starpu_data_descr){.handle = h[q][1], .mode = STARPU_R};
-    }
-    starpu_vector_data_register(&h[q][2], STARPU_MAIN_RAM, (uintptr_t)in->m[q], in->n[q], sizeof(float));
-    d[k++] = (struct starpu_data_descr){.handle = h[q][2], .mode = STARPU_R};
-    starpu_vector_data_register(&h[q][3], STARPU_MAIN_RAM, (uintptr_t)in->a[q], in->n[q], nb * sizeof(float));
-    d[k++] = (struct starpu_data_descr){.handle = h[q][3], .mode = STARPU_R};
-  }
+  int k = 0, nh[2];
+  for (int q = 0; q < 2; q++)
+    nh[q] = piece_buffers(in, q, in->p[q], STARPU_R, NULL, listmode, 0, h[q], d, &k);
   starpu_vector_data_register(&out, STARPU_MAIN_RAM, (uintptr_t)part, SPROJ_NLL_PARTIALS, sizeof(double));
   d[k++] = (struct starpu_data_descr){.handle = out, .mode = STARPU_W};
   struct sproj_ratio_arg *arg = malloc(sizeof *arg);
@@ -85,9 +97,8 @@ double scene_nll(unsigned where, const struct nll_input *in, int listmode)
                                       STARPU_EXECUTE_WHERE, (unsigned long long)where, 0), 0);
   starpu_data_unregister(out);
   for (int q = 0; q < 2; q++)
-    for (int j = 0; j < 4; j++)
-      if (j != 1 || !listmode)
-        starpu_data_unregister(h[q][j]);
+    for (int j = 0; j < nh[q]; j++)
+      starpu_data_unregister(h[q][j]);
   double sum = 0.0;
   for (int j = 0; j < SPROJ_NLL_PARTIALS; j++)
     sum += part[j];
@@ -100,18 +111,11 @@ void scene_ratio(unsigned where, const struct nll_input *in, int kind, int a_per
   starpu_data_handle_t h[2][5], hs = NULL;
   struct starpu_data_descr d[5 * 2 + 1];
   const int nb = in->nb;
-  int k = 0, nh[2] = {0, 0};
+  int k = 0, nh[2];
   for (int q = 0; q < 2; q++) {
     memcpy(out[q], in->p[q], (size_t)in->n[q] * nb * sizeof(float));
-    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)out[q], in->n[q], nb * sizeof(float));
-    if (kind == SPROJ_RATIO_HESSIAN)
-      starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)px[q], in->n[q], nb * sizeof(float));
-    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)in->y[q], in->n[q], nb * sizeof(float));
-    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)in->m[q], in->n[q], sizeof(float));
-    starpu_vector_data_register(&h[q][nh[q]++], STARPU_MAIN_RAM, (uintptr_t)in->a[q], in->n[q],
-                                (a_per_lor ? 1 : nb) * sizeof(float));
-    for (int j = 0; j < nh[q]; j++)
-      d[k++] = (struct starpu_data_descr){.handle = h[q][j], .mode = j == 0 ? STARPU_RW : STARPU_R};
+    nh[q] = piece_buffers(in, q, out[q], STARPU_RW, kind == SPROJ_RATIO_HESSIAN ? px[q] : NULL, 0, a_per_lor, h[q], d,
+                          &k);
   }
   if (smax) {
     starpu_vector_data_register(&hs, STARPU_MAIN_RAM, (uintptr_t)smax, 2 * nb, sizeof(float));

@@ -75,11 +75,18 @@ SPROJ_HD float em_small_numerator(int kind, float p, float y)
   return kind == SPROJ_EM_TERM_APPROX_HESSIAN ? p : kind == SPROJ_EM_TERM_HESSIAN ? y * p : y;
 }
 
+/* Whether a numerator falls under the rule, smax_bin being the largest numerator (at least 0) of its group and TOF
+ * bin. */
+SPROJ_HD int em_small_under(int kind, float p, float y, float smax_bin, float frac)
+{
+  return !(em_small_numerator(kind, p, y) > frac * smax_bin);
+}
+
 /* Whether value k's numerator falls under the rule: smax NULL (no rule), or the largest numerators (at least 0) of
  * the value's group, one per TOF bin, times frac. */
 SPROJ_HD int em_small_zero(int kind, float p, float y, const float *smax, float frac, int num_bins, size_t k)
 {
-  return smax && !(em_small_numerator(kind, p, y) > frac * smax[k % (size_t)num_bins]);
+  return smax && em_small_under(kind, p, y, smax[k % (size_t)num_bins], frac);
 }
 
 /* The operands of one value: p, px, y, the LOR's m and the value's background a, and the small-value rule's largest
@@ -111,7 +118,7 @@ SPROJ_HD struct em_operands em_term_load(const float *p, const float *px, const 
 /* The term of one value from its operands: what overwrites p[k]. */
 SPROJ_HD float em_term_of(const struct em_operands *o, int kind, float cap, float frac)
 {
-  if (o->has_smax && !(em_small_numerator(kind, o->p, o->y) > frac * o->smax))
+  if (o->has_smax && em_small_under(kind, o->p, o->y, o->smax, frac))
     return 0.0f;
   if (kind == SPROJ_EM_TERM_APPROX_HESSIAN)
     return em_approx_hessian_value(o->p, o->y, o->m, cap);

@@ -8,7 +8,7 @@
 #include "joseph3d_tof_sino_back.h"
 
 template <bool TABLE, bool SLIDE, bool COPIES>
-__global__ static void SPROJ_TOF_SINO_BOUNDS
+__global__ static void SPROJ_TOF_SINO_BACK_BOUNDS
 tof_sino_back_kernel(float *img, float *copies, const __grid_constant__ struct sproj_proj_arg arg,
                      const __grid_constant__ struct sproj_piece_table pieces,
                      const __grid_constant__ struct sproj_tof_table_plan plan)

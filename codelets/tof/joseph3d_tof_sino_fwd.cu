@@ -3,7 +3,8 @@
  *
  * Every sample adds into the bins of its window, so a LOR's bins take hundreds of read-modify-writes. They go to
  * shared memory, one column per thread (bin b of thread x at acc[b * blockDim.x + x]: each thread keeps to its
- * own bank), and the block writes its LORs' bins out once, coalesced. Bin counts whose block does not fit in
+ * own bank), and each warp writes its LORs' bins out once, coalesced, when its own lanes are done (not waiting at a
+ * barrier for the block's other warps). Bin counts whose block does not fit in
  * shared memory accumulate in global memory instead; both orders of the additions are the same, so are the
  * values. Variants (tof_cuda.h): the edges from a table in shared memory after the bins (TABLE), the bins of the
  * current window in registers, written into the column once each (SLIDE: the same values), and the samples from the
@@ -13,7 +14,7 @@
 #include "joseph3d_tof_sino_fwd.h"
 
 template <bool TABLE, bool SLIDE, bool PAIRS>
-__global__ static void SPROJ_TOF_SINO_BOUNDS
+__global__ static void SPROJ_TOF_SINO_FWD_BOUNDS
 tof_sino_fwd_kernel(const float *__restrict__ img, const float *__restrict__ pairs,
                     const __grid_constant__ struct sproj_proj_arg arg,
                     const __grid_constant__ struct sproj_piece_table pieces, int in_shared,
@@ -46,14 +47,17 @@ tof_sino_fwd_kernel(const float *__restrict__ img, const float *__restrict__ pai
   }
   if (!in_shared)
     return;
-  __syncthreads();
-  /* the block's LORs are consecutive in its piece: their bins form one run of the output */
-  unsigned first = lor - threadIdx.x;
-  unsigned count = min(blockDim.x, pieces.n[piece] - first);
+  /* each warp writes its own LORs' bins once its lanes are done, without waiting for the block's other warps: a
+   * warp's LORs are consecutive in the block's piece, so their bins form one run of the output */
+  __syncwarp();
+  unsigned lane = threadIdx.x & (SPROJ_WARP - 1u), base = threadIdx.x - lane, first = lor - lane;
+  if (first >= pieces.n[piece])
+    return;
+  unsigned count = min((unsigned)SPROJ_WARP, pieces.n[piece] - first);
   float *dst = pieces.values[piece] + (size_t)first * num_bins;
-  for (unsigned e = threadIdx.x; e < count * num_bins; e += blockDim.x) {
+  for (unsigned e = lane; e < count * num_bins; e += SPROJ_WARP) {
     unsigned slot = e / num_bins;
-    dst[e] = acc[(e - slot * num_bins) * blockDim.x + slot];
+    dst[e] = acc[(e - slot * num_bins) * blockDim.x + base + slot];
   }
 }
 

@@ -19,10 +19,20 @@
  * warps wait at its barrier until then), so small blocks keep more of the 32 warps working; each block builds the
  * table, four times as often, which costs less than it gains. On an H100 (doc/benchmarks.md), forward / back: 0.0090 /
  * 0.0113 s with 68 / 72 registers and blocks of 256, 0.0082 - 0.0083 / 0.0103 s held to 64, 0.0080 / 0.0100 - 0.0101 s
- * with blocks of 64. */
+ * with blocks of 64. More registers with blocks of 64 lose: allowed 896 threads a multiprocessor (71 / 72 registers,
+ * the spills nearly gone) 0.0082 / 0.0102 s, 768 (74 / 80, none) 0.0085 / 0.0107 s. Each direction's bound can be set
+ * on the compiler's command line (-DSPROJ_TOF_SINO_FWD_THREADS_PER_SM=N) to measure another. */
 #define SPROJ_TOF_SINO_BLOCK 64
-#define SPROJ_TOF_SINO_THREADS_PER_SM 1024
-#define SPROJ_TOF_SINO_BOUNDS __launch_bounds__(SPROJ_TOF_SINO_BLOCK, SPROJ_TOF_SINO_THREADS_PER_SM / SPROJ_TOF_SINO_BLOCK)
+#ifndef SPROJ_TOF_SINO_FWD_THREADS_PER_SM
+#define SPROJ_TOF_SINO_FWD_THREADS_PER_SM 1024
+#endif
+#ifndef SPROJ_TOF_SINO_BACK_THREADS_PER_SM
+#define SPROJ_TOF_SINO_BACK_THREADS_PER_SM 1024
+#endif
+#define SPROJ_TOF_SINO_FWD_BOUNDS \
+  __launch_bounds__(SPROJ_TOF_SINO_BLOCK, SPROJ_TOF_SINO_FWD_THREADS_PER_SM / SPROJ_TOF_SINO_BLOCK)
+#define SPROJ_TOF_SINO_BACK_BOUNDS \
+  __launch_bounds__(SPROJ_TOF_SINO_BLOCK, SPROJ_TOF_SINO_BACK_THREADS_PER_SM / SPROJ_TOF_SINO_BLOCK)
 static_assert(SPROJ_TOF_SINO_BLOCK % 32 == 0 && SPROJ_TOF_SINO_BLOCK <= SPROJ_CUDA_BLOCK, "a block is whole warps");
 
 /* What one launch of a TOF kernel runs. */

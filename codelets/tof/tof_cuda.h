@@ -15,8 +15,9 @@
  * multiprocessor (__launch_bounds__: 1024 holds them to 64 registers a thread). Left alone, nvcc gives the back
  * projection 72 registers and the forward one with the float4 table 68: 24 warps a multiprocessor instead of 32. Held
  * to 64 they spill a few registers outside their sample loops. Blocks of 64 rather than 256: a block's LORs walk
- * different lengths, and a multiprocessor starts a new block only when the last warp of one ends (the forward kernel's
- * warps wait at its barrier until then), so small blocks keep more of the 32 warps working; each block builds the
+ * different lengths, and a multiprocessor starts a new block only when the last warp of one ends (a finished warp's
+ * slot stays idle until then; the forward kernel's warps each write their bins out and end on their own), so small
+ * blocks keep more of the 32 warps working; each block builds the
  * table, four times as often, which costs less than it gains. On an H100 (doc/benchmarks.md), forward / back: 0.0090 /
  * 0.0113 s with 68 / 72 registers and blocks of 256, 0.0082 - 0.0083 / 0.0103 s held to 64, 0.0080 / 0.0100 - 0.0101 s
  * with blocks of 64. More registers with blocks of 64 lose: allowed 896 threads a multiprocessor (71 / 72 registers,

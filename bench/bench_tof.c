@@ -2,7 +2,8 @@
 /* bench_tof.c: TOF projections on the benchmark geometry with image and LORs registered and uploaded once: one TOF
  * subset (every 34th view: 8 views, 4.3 M LORs x 29 bins) forward and back, and 20 M listmode events (random LORs
  * of the sinogram, random bins) forward and back as one request and as chunks of 1 M events, and the same events
- * put in the order of sproj_lors_order as one request. Prints checksums of the values, then a table. With
+ * put in the order of sproj_lors_order as one request, and the events in random order with their order held by the
+ * library (sproj_lors_hold_order) as one request. Prints checksums of the values, then a table. With
  * --parallelproj LIB (a CUDA build), libparallelproj's CUDA build times the same jobs on the same GPU after starproj
  * shuts down, all its data on the GPU, and its sinogram values are compared with starproj's.
  *
@@ -359,8 +360,8 @@ int main(int argc, char **argv)
   CHECK(sproj_reorder(obins, sizeof(int16_t), nevents, order));
   printf("# events ordered (sproj_lors_order): %.2f s, reordered (endpoints x 2, bins): %.2f s\n", t_order, now() - t0);
 
-  sproj_lors *lors, *events, *oevents;
-  sproj_proj *p_sino, *p_lm, *p_lm2, *p_lmo;
+  sproj_lors *lors, *events, *oevents, *hevents;
+  sproj_proj *p_sino, *p_lm, *p_lm2, *p_lmo, *p_lmh;
   sproj_chunks *mchunks;
   CHECK(sproj_image_register(&g_img, image, n, vs, origin));
   CHECK(sproj_image_register(&g_back, back, n, vs, origin));
@@ -371,6 +372,14 @@ int main(int argc, char **argv)
   CHECK(sproj_proj_register(&p_lm2, lmv2, events));
   CHECK(sproj_lors_register_events(&oevents, oxs, oxe, obins, nevents));
   CHECK(sproj_proj_register(&p_lmo, lmo, oevents));
+  /* the events in random order once more, their order held by the library (its ordered copy made in the call) */
+  float *lmh;
+  CHECK(sproj_malloc_pinned((void **)&lmh, nevents * sizeof(float)));
+  CHECK(sproj_lors_register_events(&hevents, exs, exe, bins, nevents));
+  t0 = now();
+  CHECK(sproj_lors_hold_order(hevents, vs));
+  printf("# order held by the library (sproj_lors_hold_order): %.2f s\n", now() - t0);
+  CHECK(sproj_proj_register(&p_lmh, lmh, hevents));
   CHECK(sproj_tof_register(&g_tof, &par, NULL, NULL, NULL));
   int nmchunks = (int)((nevents + CHUNK_EVENTS - 1) / CHUNK_EVENTS);
   CHECK(sproj_chunks_create_blocks(&mchunks, events, nmchunks));
@@ -392,6 +401,8 @@ int main(int argc, char **argv)
     {"TOF LM back, 1M-event calls", 1, 1, 1, p_lm2, mchunks, nmchunks, 0, 0, 0.0239},
     {"TOF LM fwd, events in order", 0, 1, 0, p_lmo, NULL, 1, 0, 0, 0.0126},
     {"TOF LM back, events in order", 1, 1, 0, p_lmo, NULL, 1, 0, 0, 0.0239},
+    {"TOF LM fwd, order held", 0, 1, 0, p_lmh, NULL, 1, 0, 0, 0.0126},
+    {"TOF LM back, order held", 1, 1, 0, p_lmh, NULL, 1, 0, 0, 0.0239},
   };
   const int njobs = sizeof jobs / sizeof jobs[0];
 
@@ -400,15 +411,18 @@ int main(int argc, char **argv)
   run_once(&jobs[2], &d0, &d1);
   run_once(&jobs[3], &d0, &d1);
   run_once(&jobs[6], &d0, &d1);
-  int64_t differ = 0, odiffer = 0, nonzero = 0;
+  run_once(&jobs[8], &d0, &d1);
+  int64_t differ = 0, odiffer = 0, hdiffer = 0, nonzero = 0;
   for (int64_t i = 0; i < nevents; i++) {
     differ += lmv[i] != lmv2[i];
     odiffer += lmo[i] != lmv[order[i]];
+    hdiffer += lmh[i] != lmv[i];
     nonzero += lmv[i] != 0.0f;
   }
-  printf("# check: listmode in 1M chunks vs one request: %lld of %lld differ; events in order: %lld differ; %lld "
-         "events non-zero\n", (long long)differ, (long long)nevents, (long long)odiffer, (long long)nonzero);
-  if (differ || odiffer || !nonzero) {
+  printf("# check: listmode in 1M chunks vs one request: %lld of %lld differ; events in order: %lld differ; order "
+         "held: %lld differ; %lld events non-zero\n", (long long)differ, (long long)nevents, (long long)odiffer,
+         (long long)hdiffer, (long long)nonzero);
+  if (differ || odiffer || hdiffer || !nonzero) {
     fprintf(stderr, "chunked or ordered listmode differs from one request (or nothing projected): not timing\n");
     return 1;
   }
@@ -464,8 +478,8 @@ int main(int argc, char **argv)
     printf("# libparallelproj %s (CUDA build) on the same GPU: sinogram forward values relative L2 %.3g, back "
            "projection %.3g against starproj's; events in sproj_lors_order's order: forward %.4f s, back %.4f s\n",
            pp.version(), ppr.rel_fwd, ppr.rel_back, ppr.t[PP_LMO_FWD], ppr.t[PP_LMO_BACK]);
-    static const int pp_of_job[] = {PP_SINO_FWD, PP_SINO_BACK, PP_LM_FWD, PP_LM_FWD,
-                                    PP_LM_BACK,  PP_LM_BACK,   PP_LM_FWD, PP_LM_BACK};
+    static const int pp_of_job[] = {PP_SINO_FWD, PP_SINO_BACK, PP_LM_FWD, PP_LM_FWD, PP_LM_BACK,
+                                    PP_LM_BACK,  PP_LM_FWD,    PP_LM_BACK, PP_LM_FWD, PP_LM_BACK};
     for (int i = 0; i < njobs; i++)
       jobs[i].reference = ppr.t[pp_of_job[i]];
   }
@@ -486,6 +500,8 @@ int main(int argc, char **argv)
   CHECK(sproj_proj_unregister(p_lm));
   CHECK(sproj_proj_unregister(p_lm2));
   CHECK(sproj_proj_unregister(p_lmo));
+  CHECK(sproj_proj_unregister(p_lmh));
+  CHECK(sproj_lors_unregister(hevents));
   CHECK(sproj_lors_unregister(oevents));
   CHECK(sproj_tof_unregister(g_tof));
   CHECK(sproj_lors_unregister(lors));

@@ -437,7 +437,11 @@ extern struct starpu_codelet sproj_scanner_lors_cl;
 /* Checks of per-LOR inputs where they live (input_check.h). Buffers: one struct sproj_input_result per vector (W),
  * then the vectors (R); cl_arg: struct sproj_input_arg. */
 extern struct starpu_codelet sproj_input_check_cl;
+/* Values gathered into another order (values_gather.h). Buffers: out (float, W), the position of each of its values
+ * among the sources (uint32, R), the sources (float, R); cl_arg: struct sproj_gather_arg. */
+extern struct starpu_codelet sproj_values_gather_cl;
 #ifdef SPROJ_USE_CUDA
+void sproj_values_gather_cuda(void *buffers[], void *cl_arg);
 void sproj_input_check_cuda(void *buffers[], void *cl_arg);
 void sproj_em_ratio_cuda(void *buffers[], void *cl_arg);
 void sproj_em_nll_cuda(void *buffers[], void *cl_arg);

@@ -531,6 +531,24 @@ SPROJ_API int sproj_lors_order(const float *xstart, const float *xend, int64_t n
  * sproj_lors_order (20 M 12-byte elements: 0.10 s on a 16-core host). Takes n * elem_bytes bytes of scratch memory.
  * Errors (array untouched): RANGE (n < 0, or order not a permutation), NULL, DIMS (elem_bytes 0), OVERFLOW, NOMEM. */
 SPROJ_API int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int64_t *order);
+/* Lets starproj hold an order of the events of `events` (sproj_lors_order's for images of voxel size voxel_size) and
+ * project them in it, while the caller's arrays, values and chunkings stay in the caller's order: for events in the
+ * order they were detected, which the caller does not reorder itself. The call orders the events (on every core, as
+ * sproj_lors_order) and keeps an ordered copy of their endpoints and bins as the library's own: 38 bytes per event in
+ * main memory (endpoints, bins, the order both ways and the ordered values), and on the GPUs that project them the
+ * copy beside the caller's events. From then on a whole-set listmode projection of events (chunks NULL) runs on the
+ * copy: forward, the ordered values are gathered into proj in the caller's order; back, proj's values are gathered
+ * into the order first. Each event projects to the same value as without the order (bit for bit), and a back
+ * projection gives the same image up to the order of float additions (reproducible mode: the same bits). Requests for
+ * chunks of a chunking, and TOF parameters with per-event sigma or offset (which are in the caller's order), go the
+ * ordinary way. One H100, 20 M events in random order: forward / back projection 0.0131 / 0.0189 s without, see
+ * doc/benchmarks.md with. A second call on the same events does nothing; sproj_lors_drop_order or
+ * sproj_lors_unregister frees the order. Errors (nothing held): NULL, INVALID (not events: no TOF bins), VOXEL_SIZE,
+ * NOMEM, STARPU. */
+SPROJ_API int sproj_lors_hold_order(sproj_lors *events, const float voxel_size[3]);
+/* Frees the order sproj_lors_hold_order made for events, after the tasks that use it (none held: nothing to do).
+ * Errors: NOT_INIT, NULL. */
+SPROJ_API int sproj_lors_drop_order(sproj_lors *events);
 
 /* Registers a TOF sinogram: num_tof_bins values per LOR of lors, [lor][tof_bin]. Errors: as sproj_proj_register,
  * EMPTY / DIMS (num_tof_bins 0 / negative), TOF (more than SPROJ_MAX_TOF_BINS). */

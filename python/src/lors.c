@@ -124,7 +124,50 @@ static PyObject *Lors_get_has_bins(PyObject *self, void *u)
   return PyBool_FromLong(((sp_obj *)self)->has_bins);
 }
 
+/* hold_order(voxel_size) / drop_order(): the order the library holds for listmode events (sproj_lors_hold_order) */
+static PyObject *Lors_hold_order(PyObject *self, PyObject *args, PyObject *kw)
+{
+  static char *names[] = {"voxel_size", NULL};
+  PyObject *vs_o;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O:hold_order", names, &vs_o))
+    return NULL;
+  sp_obj *o = sp_open(self, K_LORS, "self");
+  float vs[3];
+  if (!o || sp_float3(vs_o, "voxel_size", vs) < 0)
+    return NULL;
+  sproj_lors *l = o->h;
+  int st;
+  /* orders the events on every core and may wait for tasks that write them */
+  Py_BEGIN_ALLOW_THREADS
+  st = sproj_lors_hold_order(l, vs);
+  Py_END_ALLOW_THREADS
+  if (st)
+    return sp_raise(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Lors_drop_order(PyObject *self, PyObject *unused)
+{
+  (void)unused;
+  sp_obj *o = sp_open(self, K_LORS, "self");
+  if (!o)
+    return NULL;
+  sproj_lors *l = o->h;
+  int st;
+  Py_BEGIN_ALLOW_THREADS
+  st = sproj_lors_drop_order(l);
+  Py_END_ALLOW_THREADS
+  if (st)
+    return sp_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef Lors_methods[] = {
+    {"hold_order", (PyCFunction)(void (*)(void))Lors_hold_order, METH_VARARGS | METH_KEYWORDS,
+     "hold_order($self, voxel_size)\n--\n\nListmode events: the library keeps an ordered copy and projects the whole set "
+     "in that order (faster on GPUs); values stay in the caller's order (sproj_lors_hold_order)."},
+    {"drop_order", Lors_drop_order, METH_NOARGS,
+     "drop_order($self)\n--\n\nFrees the order hold_order made (none: nothing to do)."},
     {"upload", (PyCFunction)(void (*)(void))Lors_upload, METH_VARARGS | METH_KEYWORDS,
      "upload($self, chunks=None, chunk=-1, gpu=-1)\n--\n\nCopies the LORs of a chunk (or all) to GPUs."},
     {"release", (PyCFunction)(void (*)(void))Lors_release, METH_VARARGS | METH_KEYWORDS,

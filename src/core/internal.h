@@ -221,6 +221,9 @@ struct sproj_lors {
   sproj_chunks *whole;      /* chunking used by whole-set requests (created on first use) */
   struct sproj_vec **vecs;  /* vectors of other objects (projection values, TOF parameters) on this set */
   int nvecs, cap_vecs;
+  struct sproj_held *held;  /* listmode: the order the library holds (held.c), or NULL */
+  void (*held_free)(struct sproj_held *); /* how to free it, set with it: held.c builds on this file, which frees
+                                           * the order with the set through this pointer without calling up */
 };
 
 /* A LOR set of n LORs over memory of its own, for LORs that tasks write where they are used before any other use of
@@ -233,6 +236,9 @@ int sproj_lors_create_unfilled(const char *func, sproj_lors **lors, int64_t n, i
 /* The bins of listmode events against the TOF parameters they are projected with: in starproj's convention each
  * must lie in 0 .. num_bins-1 (RANGE), in libparallelproj's any bin is fine. */
 int sproj_events_check_bins(const char *func, const sproj_lors *events, const sproj_tof *tof);
+
+/* Whole-set requests held.c has served in a held order since the library was loaded (tests read it). */
+long long sproj_held_served(void);
 
 /* A chunking: chunks made of pieces; every piece is one StarPU child of each vector handle. */
 struct sproj_chunks {

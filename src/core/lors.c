@@ -467,6 +467,8 @@ int sproj_lors_unregister(sproj_lors *lors)
   if (nchunkings > 0 || nvecs > 0)
     return SPROJ_FAIL(SPROJ_ERR_BUSY, "%d chunkings and %d projection vectors or TOF parameter sets of this LOR set "
                       "still exist", nchunkings, nvecs);
+  if (lors->held)
+    lors->held_free(lors->held); /* the order the library held for these events (held.c) */
   if (lors->bins) {
     sproj_vec_fini(lors->bins, 1);
     free(lors->bins);

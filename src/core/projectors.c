@@ -53,6 +53,13 @@ static int submit_one(const char *func, const struct sproj_request *rq, sproj_im
   int ret = check_args(func, rq, img, proj, chunks, chunk);
   if (ret)
     return ret;
+  if (!chunks) {
+    /* the whole set: events whose order the library holds are projected in it */
+    int served;
+    ret = sproj_held_request(func, rq, img, proj, &served);
+    if (ret || served)
+      return ret;
+  }
   if (chunks && chunk == SPROJ_ALL_CHUNKS) {
     int *list, num;
     if ((ret = sproj_chunk_list(func, chunks, chunk, &list, &num)))

@@ -21,6 +21,12 @@ struct sproj_request {
 int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
                        const sproj_chunks *chunks, const int *list, int num);
 
+/* held.c: a whole-set request (chunks NULL) of listmode events whose order the library holds, on the ordered copy:
+ * *served 1 when it took the request (its status returned), 0 when the request goes the ordinary way (no order held,
+ * per-event TOF parameters, or chunkings the gather does not serve). */
+int sproj_held_request(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
+                       int *served);
+
 /* submit.c: the count of projection tasks submitted and not yet taken by a worker, which decides when calls merge;
  * its reset (once per sproj_init); and a hook (NULL: none) that runs on the worker that takes a task, with the count
  * left, after the task's statistics are counted: merge.c's wake-up of its helper thread when the queue runs low. */

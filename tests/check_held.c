@@ -2,7 +2,8 @@
 /* check_held.c: listmode events whose order the library holds (sproj_lors_hold_order) against the same events
  * without it: forward values bit for bit, back projections within float rounding (reproducible mode: bit for bit),
  * in both TOF conventions, with pieces of several sizes and more than the gather serves, after chunked requests, from
- * several threads at once; the requests that go the ordinary way; bad input; the memory given back. */
+ * several threads at once; the requests that go the ordinary way; bad input; the memory given back; and the library's
+ * own values discarded while tasks still use them. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -332,6 +333,32 @@ START_TEST(test_held_bad_input)
 }
 END_TEST
 
+/* Values of the library's own (sproj_proj_create) discarded while CPU tasks still write them: the discard waits for
+ * the tasks before their memory goes (it once unmapped it under them). */
+START_TEST(test_discard_waits_for_tasks)
+{
+  sproj_image *im;
+  sproj_lors *ev;
+  sproj_tof *tof;
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_register_events(&ev, xs, xe, bins, N), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_register(&tof, &par, NULL, NULL, NULL), SPROJ_OK);
+  for (int r = 0; r < 4; r++) {
+    sproj_proj *p;
+    ck_assert_int_eq(sproj_proj_create(&p, ev, 1), SPROJ_OK);
+    for (int k = 0; k < 8; k++) /* enough queued work that the tasks still run when the discard comes */
+      ck_assert_int_eq(sproj_fwd_tof_lm(im, p, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+    if (r % 2)
+      ck_assert_int_eq(sproj_back_tof_lm(im, p, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+    ck_assert_int_eq(sproj_proj_discard(p), SPROJ_OK);
+  }
+  ck_assert_int_eq(sproj_wait_all(), SPROJ_OK);
+  ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_unregister(ev), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
+}
+END_TEST
+
 int main(void)
 {
   if (tu_init(-1, -1) != SPROJ_OK) {
@@ -347,6 +374,7 @@ int main(void)
   tcase_add_test(tc, test_held_mixed_requests);
   tcase_add_test(tc, test_held_threads);
   tcase_add_test(tc, test_held_bad_input);
+  tcase_add_test(tc, test_discard_waits_for_tasks);
   suite_add_tcase(s, tc);
   int ret = tu_run(s);
   sproj_shutdown();

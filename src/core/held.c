@@ -33,14 +33,6 @@ long long sproj_held_served(void)
 
 static void held_free(struct sproj_held *h)
 {
-  if (h->values && h->set->whole) {
-    /* the tasks reading or writing the values end first: they are dropped, not brought home */
-    starpu_data_handle_t *c;
-    if (sproj_vec_children(&h->values->vec, h->set->whole, &c) == SPROJ_OK)
-      for (unsigned p = 0; p < h->set->whole->npieces; p++)
-        if (starpu_data_acquire_on_node(c[p], STARPU_ACQUIRE_NO_NODE, STARPU_RW) == 0)
-          starpu_data_release_on_node(c[p], STARPU_ACQUIRE_NO_NODE);
-  }
   if (h->values)
     sproj_proj_discard(h->values);
   if (h->order_vec) {

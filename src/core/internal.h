@@ -203,6 +203,8 @@ struct sproj_vec {
   pthread_mutex_t lock;
   struct sproj_plan *plans;
   int nplans, cap_plans;
+  uint64_t last_chunking;   /* the chunking whose pieces were handed out last (0: none): a written vector's active
+                             * partition, whose pieces every earlier task's accesses come before */
 };
 
 struct sproj_lors {

@@ -219,6 +219,7 @@ int sproj_vec_init(struct sproj_vec *v, sproj_lors *lors, starpu_data_handle_t h
   v->readonly = readonly;
   v->plans = NULL;
   v->nplans = v->cap_plans = 0;
+  v->last_chunking = 0;
   pthread_mutex_init(&v->lock, NULL);
   if (own)
     return SPROJ_OK;
@@ -257,6 +258,18 @@ void sproj_vec_discard(struct sproj_vec *v)
       break;
     }
   pthread_mutex_unlock(&lors->lock);
+  /* the tasks that use it end first (the library's own values are unmapped after this): their accesses come before
+   * those of the pieces handed out last, which are waited for where they are, without moving them */
+  struct sproj_plan *last = NULL;
+  for (int i = 0; i < v->nplans; i++)
+    if (v->plans[i].chunking_id == v->last_chunking)
+      last = &v->plans[i];
+  unsigned nwait = last ? last->npieces : 1;
+  for (unsigned k = 0; k < nwait; k++) {
+    starpu_data_handle_t h = last ? last->children[k] : v->handle;
+    if (starpu_data_acquire_on_node(h, STARPU_ACQUIRE_NO_NODE, STARPU_RW) == 0)
+      starpu_data_release_on_node(h, STARPU_ACQUIRE_NO_NODE);
+  }
   /* and whatever is gathered is gathered at the vector's home (a GPU for values made there), not in main memory */
   int gather = gather_node(v->handle);
   for (int i = 0; i < v->nplans; i++) {
@@ -306,6 +319,7 @@ void sproj_vec_fini(struct sproj_vec *v, int own)
 
 int sproj_vec_children_locked(struct sproj_vec *v, const sproj_chunks *ch, starpu_data_handle_t **children)
 {
+  v->last_chunking = ch->id;
   for (int i = 0; i < v->nplans; i++)
     if (v->plans[i].chunking_id == ch->id) {
       *children = v->plans[i].children;

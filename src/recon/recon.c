@@ -289,7 +289,7 @@ static void recon_free(sproj_recon *r)
   if (r->scratch)
     starpu_data_unregister_no_coherency(r->scratch);
   /* the devices' images go first: dropping an image waits for the tasks that write it, and the back projections
-   * into them are the last tasks to read the forward values, which are discarded next without waiting */
+   * into them are the last tasks to read the forward values, which are discarded next (their tasks done) */
   recon_devices_drop_images(r);
   /* the forward values stay where they were computed: nothing reads them on the host */
   sproj_proj *temps[2] = {r->p, r->px};

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_api.c: libFuzzer target over registration, chunking, TOF parameters and submission: the input is read as a
- * sequence of calls with raw arguments (any float bits, any integers, objects of other sets, repeated chunks). A
- * call may fail with a status, never crash, hang or corrupt; every object registered is unregistered at the end
- * and must be (a refusal there is a bug), so one input cannot leak state into the next. */
+ * sequence of calls with raw arguments (any float bits, any integers, objects of other sets, repeated chunks, orders
+ * held for events). A call may fail with a status, never crash, hang or corrupt; every object registered is
+ * unregistered at the end and must be (a refusal there is a bug), so one input cannot leak state into the next. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +245,7 @@ static void op_project(struct state *s, struct reader *r)
 
 static void op_misc(struct state *s, struct reader *r, int *batch_depth)
 {
-  uint8_t what = u8(r) % 9;
+  uint8_t what = u8(r) % 10;
   if (what == 0 && *batch_depth < 3 && sproj_batch_begin() == SPROJ_OK)
     (*batch_depth)++;
   else if (what == 1 && *batch_depth > 0) {
@@ -293,6 +293,15 @@ static void op_misc(struct state *s, struct reader *r, int *batch_depth)
     memcpy(copy, xs, 3 * (size_t)n * sizeof *xs);
     int rc = sproj_reorder(xs, 3 * sizeof(float), n, order);
     must(rc == SPROJ_OK || (rc == SPROJ_ERR_RANGE && !memcmp(copy, xs, 3 * (size_t)n * sizeof *xs)));
+  } else if (what == 9 && s->nlors) {
+    /* the order the library holds for events, for any voxel size, or its drop: plain LOR sets are refused; the
+     * whole-set projections that follow run on it */
+    sproj_lors *lors = pick_lors(s, r);
+    float vs[3];
+    for (int a = 0; a < 3; a++)
+      vs[a] = any_float(r);
+    int rc = (u8(r) & 3) ? sproj_lors_hold_order(lors, vs) : sproj_lors_drop_order(lors);
+    must(rc == SPROJ_OK || rc == SPROJ_ERR_INVALID || rc == SPROJ_ERR_VOXEL_SIZE);
   }
 }
 

@@ -540,9 +540,10 @@ SPROJ_API int sproj_reorder(void *array, size_t elem_bytes, int64_t n, const int
  * copy beside the caller's events. From then on a whole-set listmode projection of events (chunks NULL) runs on the
  * copy: forward, the ordered values are gathered into proj in the caller's order; back, proj's values are gathered
  * into the order first. Each event projects to the same value as without the order (bit for bit), and a back
- * projection gives the same image up to the order of float additions (reproducible mode: the same bits). Requests for
- * chunks of a chunking, and TOF parameters with per-event sigma or offset (which are in the caller's order), go the
- * ordinary way. One H100, the benchmark's 20 M events in random order: forward / back projection 0.0131 / 0.0189 s
+ * projection gives the same image up to the order of float additions (reproducible mode: the same bits). TOF
+ * parameters with per-event sigma or offset (sproj_tof_register on events) are copied in the order at the first
+ * request with each parameter set (4 bytes per event and array, kept with the order). Requests for chunks of a
+ * chunking go the ordinary way. One H100, the benchmark's 20 M events in random order: forward / back projection 0.0131 / 0.0189 s
  * without, 0.0074 / 0.0186 s with (events ordered by the caller: 0.0068 / 0.0179 s; the gathers take the rest); the
  * call took 0.44 s on the host's 16 cores, so on GPUs it pays off after some 70 forward and back projections (on CPU
  * workers, which gain 10-25% in the order, sooner). A second call on the same events does nothing;

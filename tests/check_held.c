@@ -2,8 +2,8 @@
 /* check_held.c: listmode events whose order the library holds (sproj_lors_hold_order) against the same events
  * without it: forward values bit for bit, back projections within float rounding (reproducible mode: bit for bit),
  * in both TOF conventions, with pieces of several sizes and more than the gather serves, after chunked requests, from
- * several threads at once; the requests that go the ordinary way; bad input; the memory given back; and the library's
- * own values discarded while tasks still use them. */
+ * several threads at once, with per-event TOF sigma and offset; the requests that go the ordinary way; bad input;
+ * the memory given back; and the library's own values discarded while tasks still use them. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -155,24 +155,14 @@ START_TEST(test_held_reproducible)
 }
 END_TEST
 
-/* Per-event sigma (the caller's order) and chunked requests go the ordinary way, and mixing them with whole-set
- * requests on one vector gives every event its value. */
+/* Chunked requests go the ordinary way, and mixing them with whole-set requests on one vector gives every event its
+ * value. */
 START_TEST(test_held_mixed_requests)
 {
-  float *sigma = tu_alloc(N), *f0 = tu_alloc(N), *f1 = tu_alloc(N), *b0 = tu_alloc(tu_nvox(&g)),
-        *b1 = tu_alloc(tu_nvox(&g)), *w = tu_alloc(N);
-  for (int i = 0; i < N; i++)
-    sigma[i] = par.sigma * (float)tu_uniform(0.7, 1.4);
+  float *f0 = tu_alloc(N), *f1 = tu_alloc(N), *b0 = tu_alloc(tu_nvox(&g)), *w = tu_alloc(N);
   tu_fill_uniform(w, N, 0.1f, 3.0f);
   memset(b0, 0, tu_nvox(&g) * sizeof *b0);
-  memset(b1, 0, tu_nvox(&g) * sizeof *b1);
-  fwd_back(0, SPROJ_TOF_CONVENTION_STARPROJ, sigma, f0, b0, w);
-  long long served = sproj_held_served();
-  fwd_back(1, SPROJ_TOF_CONVENTION_STARPROJ, sigma, f1, b1, w);
-  ck_assert_int_eq(sproj_held_served(), served);
-  for (int i = 0; i < N; i++)
-    ck_assert_msg(f1[i] == f0[i], "per-event sigma, event %d: %.9g vs %.9g", i, f1[i], f0[i]);
-  ck_assert(tu_rel_l2_ff(b1, b0, tu_nvox(&g)) < 1e-6);
+  long long served;
 
   /* chunks, then the whole set, then chunks again, into one vector: the image changes in between */
   fwd_back(0, SPROJ_TOF_CONVENTION_STARPROJ, NULL, f0, b0, w);
@@ -206,7 +196,67 @@ START_TEST(test_held_mixed_requests)
   ck_assert_int_eq(sproj_chunks_destroy(ch), SPROJ_OK);
   lm_close(&s);
   free(image);
+  free(f0);
+  free(f1);
+  free(b0);
+  free(w);
+}
+END_TEST
+
+/* Per-event sigma and offset (in the caller's order) go with the held order as copies in it: forward values bit for
+ * bit, back projections to float rounding. Then a second parameter set with other arrays, registered after the first
+ * is freed (it may take its address), gets its own copies, not the first one's. */
+START_TEST(test_held_per_event_tof)
+{
+  int64_t nvox = tu_nvox(&g);
+  float *sigma = tu_alloc(N), *offset = tu_alloc(N), *f0 = tu_alloc(N), *f1 = tu_alloc(N), *b0 = tu_alloc(nvox),
+        *b1 = tu_alloc(nvox), *w = tu_alloc(N);
+  tu_fill_uniform(w, N, 0.1f, 3.0f);
+  sproj_image *im, *bi[2];
+  sproj_lors *ev[2];
+  ck_assert_int_eq(sproj_image_register(&im, img, g.n, g.vs, g.origin), SPROJ_OK);
+  for (int hold = 0; hold < 2; hold++)
+    ck_assert_int_eq(sproj_lors_register_events(&ev[hold], xs, xe, bins, N), SPROJ_OK);
+  ck_assert_int_eq(sproj_lors_hold_order(ev[1], g.vs), SPROJ_OK);
+  for (int round = 0; round < 3; round++) {
+    /* round 0: sigma per event; 1: both; 2: the offset alone */
+    for (int i = 0; i < N; i++) {
+      sigma[i] = par.sigma * (float)tu_uniform(0.7, 1.4);
+      offset[i] = par.bin_width * (float)tu_uniform(-0.8, 0.8);
+    }
+    const float *sg = round < 2 ? sigma : NULL, *of = round > 0 ? offset : NULL;
+    float *f[2] = {f0, f1}, *b[2] = {b0, b1};
+    long long served = sproj_held_served();
+    for (int hold = 0; hold < 2; hold++) {
+      sproj_tof *tof;
+      sproj_proj *p, *q;
+      memset(b[hold], 0, nvox * sizeof(float));
+      ck_assert_int_eq(sproj_image_register(&bi[hold], b[hold], g.n, g.vs, g.origin), SPROJ_OK);
+      ck_assert_int_eq(sproj_tof_register(&tof, &par, ev[hold], sg, of), SPROJ_OK);
+      ck_assert_int_eq(sproj_proj_register(&p, f[hold], ev[hold]), SPROJ_OK);
+      ck_assert_int_eq(sproj_proj_register(&q, w, ev[hold]), SPROJ_OK);
+      ck_assert_int_eq(sproj_fwd_tof_lm(im, p, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+      ck_assert_int_eq(sproj_back_tof_lm(bi[hold], q, NULL, SPROJ_ALL_CHUNKS, tof), SPROJ_OK);
+      ck_assert_int_eq(sproj_proj_unregister(p), SPROJ_OK);
+      ck_assert_int_eq(sproj_proj_unregister(q), SPROJ_OK);
+      ck_assert_int_eq(sproj_tof_unregister(tof), SPROJ_OK);
+      ck_assert_int_eq(sproj_image_unregister(bi[hold]), SPROJ_OK);
+    }
+    ck_assert_int_eq(sproj_held_served() - served, 2);
+    int64_t nonzero = 0;
+    for (int i = 0; i < N; i++) {
+      ck_assert_msg(f1[i] == f0[i], "round %d, event %d: held %.9g, ordinary %.9g", round, i, f1[i], f0[i]);
+      nonzero += f0[i] != 0.0f;
+    }
+    ck_assert_int_gt(nonzero, N / 4);
+    double rel = tu_rel_l2_ff(b1, b0, nvox);
+    ck_assert_msg(rel < 1e-6, "round %d: back projection relative L2 %.3g", round, rel);
+  }
+  for (int hold = 0; hold < 2; hold++)
+    ck_assert_int_eq(sproj_lors_unregister(ev[hold]), SPROJ_OK);
+  ck_assert_int_eq(sproj_image_unregister(im), SPROJ_OK);
   free(sigma);
+  free(offset);
   free(f0);
   free(f1);
   free(b0);
@@ -372,6 +422,7 @@ int main(void)
   tcase_add_loop_test(tc, test_held_equals_ordinary, 0, 4);
   tcase_add_test(tc, test_held_reproducible);
   tcase_add_test(tc, test_held_mixed_requests);
+  tcase_add_test(tc, test_held_per_event_tof);
   tcase_add_test(tc, test_held_threads);
   tcase_add_test(tc, test_held_bad_input);
   tcase_add_test(tc, test_discard_waits_for_tasks);

@@ -2,7 +2,8 @@
 /* held.c: an order of listmode events held by the library (sproj_lors_hold_order). The events are copied in
  * sproj_lors_order's order into a LOR set of the library's; a whole-set listmode projection of the caller's set runs
  * on that copy, and gather tasks bring its values into the caller's order (forward) or the caller's values into its
- * order (back), so that the caller's arrays, values and chunkings stay as they are. */
+ * order (back), so that the caller's arrays, values and chunkings stay as they are. Per-event TOF sigma and offset
+ * are copied in the order at the first request with their parameter set. */
 #include "config.h"
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,8 +13,17 @@
 #include "submit.h"
 #include "values_gather.h"
 
+/* The per-event TOF arrays of one TOF parameter set (sproj_tof's id), copied in the order. */
+struct held_tof {
+  uint64_t id;
+  float *data[2];              /* sigma, centre offset (NULL: the parameter set's scalar) */
+  struct sproj_vec *vec[2];    /* the same as vectors of the ordered set */
+};
+
 struct sproj_held {
   pthread_mutex_t lock;        /* one request at a time: each one's tasks, submitted together, use `values` */
+  struct held_tof *tofs;       /* the per-event TOF arrays requests came with, in the order */
+  int ntofs;
   sproj_lors *set;             /* the events in the order */
   sproj_proj *values;          /* the projections of `set`, in the order (the library's, never brought home) */
   float *xs, *xe;              /* the arrays of `set` */
@@ -33,6 +43,15 @@ long long sproj_held_served(void)
 
 static void held_free(struct sproj_held *h)
 {
+  for (int t = 0; t < h->ntofs; t++)
+    for (int k = 0; k < 2; k++) {
+      if (h->tofs[t].vec[k]) {
+        sproj_vec_fini(h->tofs[t].vec[k], 1);
+        free(h->tofs[t].vec[k]);
+      }
+      free(h->tofs[t].data[k]);
+    }
+  free(h->tofs);
   if (h->values)
     sproj_proj_discard(h->values);
   if (h->order_vec) {
@@ -242,6 +261,59 @@ static int submit_gathers(const char *func, const sproj_chunks *out_ch, starpu_d
   return ret;
 }
 
+/* The ordered copies of the per-event arrays of tof (sigma and / or offset of the caller's events) in *out, made at
+ * the first request with that parameter set (h->lock held). The set's id, not its address, names it: a parameter set
+ * registered after another was freed may take its address. */
+static int held_tof_of(const char *func, struct sproj_held *h, const sproj_tof *tof, struct held_tof **out)
+{
+  for (int t = 0; t < h->ntofs; t++)
+    if (h->tofs[t].id == tof->id) {
+      *out = &h->tofs[t];
+      return SPROJ_OK;
+    }
+  struct held_tof *grown = realloc(h->tofs, ((size_t)h->ntofs + 1) * sizeof *grown);
+  if (!grown)
+    return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  h->tofs = grown;
+  struct held_tof *t = &h->tofs[h->ntofs];
+  *t = (struct held_tof){.id = tof->id};
+  const struct sproj_vec *src[2] = {tof->sigma, tof->center_offset};
+  int64_t n = h->set->num_lors;
+  int ret = SPROJ_OK;
+  for (int k = 0; k < 2 && !ret; k++) {
+    if (!src[k])
+      continue;
+    if (!(t->data[k] = malloc((size_t)n * sizeof(float)))) {
+      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+      break;
+    }
+    /* the caller's array where the host reads it (a GPU's is copied home), read in the order */
+    if (starpu_data_acquire_on_node(src[k]->handle, STARPU_MAIN_RAM, STARPU_R) != 0) {
+      ret = sproj_fail(SPROJ_ERR_STARPU, func, "starpu_data_acquire failed");
+      break;
+    }
+    const float *v = (const float *)starpu_vector_get_local_ptr(src[k]->handle);
+    for (int64_t j = 0; j < n; j++)
+      t->data[k][j] = v[h->order[j]];
+    starpu_data_release_on_node(src[k]->handle, STARPU_MAIN_RAM);
+    if (sproj_vec_register_ro(&t->vec[k], h->set, t->data[k], sizeof(float), 1))
+      ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
+  }
+  if (ret) {
+    for (int k = 0; k < 2; k++) {
+      if (t->vec[k]) {
+        sproj_vec_fini(t->vec[k], 1);
+        free(t->vec[k]);
+      }
+      free(t->data[k]);
+    }
+    return ret;
+  }
+  h->ntofs++;
+  *out = t;
+  return SPROJ_OK;
+}
+
 int sproj_held_request(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
                        int *served)
 {
@@ -250,8 +322,7 @@ int sproj_held_request(const char *func, const struct sproj_request *rq, sproj_i
   pthread_mutex_lock(&events->lock);
   struct sproj_held *h = events->held;
   pthread_mutex_unlock(&events->lock);
-  /* per-event TOF parameters are the caller's set's, in its order: such requests go the ordinary way */
-  if (!h || rq->kind != SPROJ_KIND_TOF_LM || !rq->tof || rq->tof->lors)
+  if (!h || rq->kind != SPROJ_KIND_TOF_LM || !rq->tof)
     return SPROJ_OK;
   const sproj_chunks *ce, *co;
   int ret;
@@ -265,10 +336,27 @@ int sproj_held_request(const char *func, const struct sproj_request *rq, sproj_i
   /* calls held back in a batch or merged come first */
   if ((ret = sproj_flush_pending()))
     return ret;
-  *served = 1;
-  atomic_fetch_add(&served_count, 1);
   int zero = 0;
   pthread_mutex_lock(&h->lock);
+  /* per-event TOF parameters (in the caller's order) go with the ordered set as copies in its order: the request's
+   * parameter set, its arrays swapped for those, for the submission alone */
+  struct sproj_request orq = *rq;
+  struct sproj_tof otof;
+  if (rq->tof->lors) {
+    struct held_tof *t = NULL;
+    if ((ret = held_tof_of(func, h, rq->tof, &t))) {
+      pthread_mutex_unlock(&h->lock);
+      return ret;
+    }
+    otof = *rq->tof;
+    otof.lors = h->set;
+    otof.sigma = t->vec[0];
+    otof.center_offset = t->vec[1];
+    orq.tof = &otof;
+  }
+  rq = &orq;
+  *served = 1;
+  atomic_fetch_add(&served_count, 1);
   starpu_data_handle_t *caller, *ordered;
   if (!rq->back) {
     /* the ordered events projected, then each piece of the caller's values gathered from them */

@@ -288,6 +288,7 @@ struct sproj_proj {
 };
 
 struct sproj_tof {
+  uint64_t id;              /* unique for the process' lifetime (another object may take a freed one's address) */
   struct sproj_tof_params params;
   int convention;           /* SPROJ_TOF_ARG_* (codelets/tof.h), from sproj_tof_set_convention */
   sproj_lors *lors;         /* set of the per-LOR arrays (NULL when there are none) */

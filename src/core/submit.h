@@ -23,7 +23,7 @@ int sproj_submit_tasks(const char *func, const struct sproj_request *rq, sproj_i
 
 /* held.c: a whole-set request (chunks NULL) of listmode events whose order the library holds, on the ordered copy:
  * *served 1 when it took the request (its status returned), 0 when the request goes the ordinary way (no order held,
- * per-event TOF parameters, or chunkings the gather does not serve). */
+ * or whole-set chunkings the gather does not serve). */
 int sproj_held_request(const char *func, const struct sproj_request *rq, sproj_image *img, sproj_proj *proj,
                        int *served);
 

@@ -127,6 +127,8 @@ static int tof_new(const char *func, sproj_tof **tof, const struct sproj_tof_par
     free(t);
     return sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
+  static uint64_t next_id = 1;
+  t->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
   t->params = *params;
   t->lors = sigma || center_offset ? lors : NULL;
   sproj_count_object(1);

@@ -19,6 +19,13 @@ int sproj_fail(int code, const char *func, const char *fmt, ...)
   return code;
 }
 
+int sproj_fail_as(int code, const char *func)
+{
+  char why[sizeof last_error]; /* sproj_fail writes the message it reads */
+  snprintf(why, sizeof why, "%s", last_error);
+  return sproj_fail(code, func, "%s", why);
+}
+
 const char *sproj_last_error(void)
 {
   return last_error;

@@ -41,29 +41,25 @@ long long sproj_held_served(void)
   return atomic_load(&served_count);
 }
 
+static void held_tof_free(struct held_tof *t)
+{
+  for (int k = 0; k < 2; k++) {
+    sproj_vec_free(t->vec[k], 1);
+    free(t->data[k]);
+  }
+}
+
 static void held_free(struct sproj_held *h)
 {
   for (int t = 0; t < h->ntofs; t++)
-    for (int k = 0; k < 2; k++) {
-      if (h->tofs[t].vec[k]) {
-        sproj_vec_fini(h->tofs[t].vec[k], 1);
-        free(h->tofs[t].vec[k]);
-      }
-      free(h->tofs[t].data[k]);
-    }
+    held_tof_free(&h->tofs[t]);
   free(h->tofs);
   if (h->values)
     sproj_proj_discard(h->values);
-  if (h->order_vec) {
-    sproj_vec_fini(h->order_vec, 1);
-    free(h->order_vec);
-  }
+  sproj_vec_free(h->order_vec, 1);
   if (h->set)
     sproj_lors_unregister(h->set);
-  if (h->place_vec) {
-    sproj_vec_fini(h->place_vec, 1);
-    free(h->place_vec);
-  }
+  sproj_vec_free(h->place_vec, 1);
   free(h->xs);
   free(h->xe);
   free(h->bins);
@@ -108,9 +104,7 @@ static int held_fill(const char *func, struct sproj_held *h, const float *xs, co
   int ret = sproj_lors_order(xs, xe, n, voxel_size, order);
   if (ret) {
     free(order);
-    char why[512];
-    snprintf(why, sizeof why, "%s", sproj_last_error());
-    return sproj_fail(ret, func, "%s", why);
+    return sproj_fail_as(ret, func);
   }
   struct copy_work w = {xs, xe, bins, order, h, n};
   sproj_run_blocks("ordered copy of events", 0, (n + COPY_BLOCK - 1) / COPY_BLOCK, copy_block, &w);
@@ -171,7 +165,7 @@ int sproj_lors_hold_order(sproj_lors *events, const float voxel_size[3])
       (ret = sproj_proj_create(&h->values, h->set, 1)) ||
       (ret = sproj_vec_register_ro(&h->order_vec, h->set, h->order, sizeof(uint32_t), 1)) ||
       (ret = sproj_vec_register_ro(&h->place_vec, events, h->place, sizeof(uint32_t), 1))) {
-    char why[512];
+    char why[512]; /* the message before freeing, which may record another */
     snprintf(why, sizeof why, "%s", sproj_last_error());
     held_free(h);
     return ret == SPROJ_ERR_NOMEM ? SPROJ_FAIL(ret, "out of memory") : SPROJ_FAIL(ret, "%s", why);
@@ -300,13 +294,7 @@ static int held_tof_of(const char *func, struct sproj_held *h, const sproj_tof *
       ret = sproj_fail(SPROJ_ERR_NOMEM, func, "out of memory");
   }
   if (ret) {
-    for (int k = 0; k < 2; k++) {
-      if (t->vec[k]) {
-        sproj_vec_fini(t->vec[k], 1);
-        free(t->vec[k]);
-      }
-      free(t->data[k]);
-    }
+    held_tof_free(t);
     return ret;
   }
   h->ntofs++;

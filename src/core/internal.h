@@ -312,6 +312,8 @@ void sproj_vec_forget(struct sproj_vec *v, uint64_t chunking_id);
  * (init_ro), or into one it allocates (register_ro). */
 int sproj_vec_init_ro(struct sproj_vec *v, sproj_lors *lors, const void *data, size_t elemsize, int own);
 int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own);
+/* sproj_vec_fini and free of an allocated vector (NULL: nothing), own as it was initialised. */
+void sproj_vec_free(struct sproj_vec *v, int own);
 /* A projection vector of one float per LOR over a host array that is only ever read (a model's factors), so that
  * back projections can take those values as they are, through the same pieces the other tasks read; freed with
  * sproj_proj_release_ro. */

@@ -207,14 +207,6 @@ int sproj_events_check_bins(const char *func, const sproj_lors *events, const sp
   return SPROJ_OK;
 }
 
-/* A LOR registration's failure, reported under the events' call's name (the same checks). */
-static int renamed(const char *func, int ret)
-{
-  char why[512];
-  snprintf(why, sizeof why, "%s", sproj_last_error());
-  return sproj_fail(ret, func, "%s", why);
-}
-
 /* Events from host pointers, their bins of kind `kind`. */
 static int register_events(const char *func, sproj_lors **events, const float *xstart, const float *xend,
                            const int16_t *tof_bin, int64_t num_events, int kind)
@@ -226,7 +218,7 @@ static int register_events(const char *func, sproj_lors **events, const float *x
     return ret;
   sproj_lors *lors;
   if ((ret = sproj_lors_register(&lors, xstart, xend, num_events)))
-    return renamed(func, ret);
+    return sproj_fail_as(ret, func); /* a LOR registration's failure, as the events' call's */
   lors->min_bin = min;
   lors->max_bin = max;
   if (sproj_vec_register_ro(&lors->bins, lors, tof_bin, sizeof(int16_t), 1)) {
@@ -287,7 +279,7 @@ static int register_events_handles(const char *func, sproj_lors **events, starpu
   const char *lors_func = "sproj_lors_register_handles";
   int64_t n;
   if ((ret = check_lor_vectors(lors_func, xstart, xend, &n)))
-    return renamed(func, ret);
+    return sproj_fail_as(ret, func);
   int same = (int64_t)starpu_vector_get_nx(tof_bin) == n;
   /* endpoints and bins in one scan where they live (the bins only when there is one per event) */
   struct sproj_input_arg a = sproj_input_limits(0.0f, 0.0f);
@@ -299,7 +291,7 @@ static int register_events_handles(const char *func, sproj_lors **events, starpu
   if ((ret = sproj_inputs_check(func, &a, h, r)))
     return ret;
   if ((ret = coordinates_report(lors_func, r)))
-    return renamed(func, ret);
+    return sproj_fail_as(ret, func);
   if (!same)
     return sproj_fail(SPROJ_ERR_MISMATCH, func, "tof_bin holds %u bins for %lld events", starpu_vector_get_nx(tof_bin),
                       (long long)n);
@@ -308,7 +300,7 @@ static int register_events_handles(const char *func, sproj_lors **events, starpu
     return ret;
   sproj_lors *lors = NULL;
   if ((ret = lors_new(lors_func, &lors, xstart, xend, n, 0)))
-    return renamed(func, ret);
+    return sproj_fail_as(ret, func);
   struct sproj_vec *bins = malloc(sizeof *bins);
   if (!bins || sproj_vec_init(bins, lors, tof_bin, 0, 1, 1)) {
     free(bins);
@@ -469,10 +461,7 @@ int sproj_lors_unregister(sproj_lors *lors)
                       "still exist", nchunkings, nvecs);
   if (lors->held)
     lors->held_free(lors->held); /* the order the library held for these events (held.c) */
-  if (lors->bins) {
-    sproj_vec_fini(lors->bins, 1);
-    free(lors->bins);
-  }
+  sproj_vec_free(lors->bins, 1);
   if (lors->whole)
     sproj_chunks_free(lors->whole);
   if (lors->own_xs || lors->gpu_xs) {

@@ -58,11 +58,8 @@ static int oneshot_finish(struct oneshot *o, int ret)
     ret = r;
   if (o->img && (r = sproj_image_unregister(o->img)) && !ret)
     ret = r;
-  if (ret < 0 && strncmp(sproj_last_error(), o->func, strlen(o->func)) != 0) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", sproj_last_error());
-    sproj_fail(ret, o->func, "%s", why);
-  }
+  if (ret < 0 && strncmp(sproj_last_error(), o->func, strlen(o->func)) != 0)
+    sproj_fail_as(ret, o->func);
   return ret;
 }
 

@@ -21,6 +21,9 @@
 /* Records "func: message" as this thread's last error (sproj_last_error) and returns code. */
 SPROJ_SHARED int sproj_fail(int code, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define SPROJ_FAIL(code, ...) sproj_fail((code), __func__, __VA_ARGS__)
+/* The last failure's message recorded again under func's name, returning code: a call that failed inside another
+ * call, reported as the outer call's. */
+SPROJ_SHARED int sproj_fail_as(int code, const char *func);
 
 /* ---- progress (progress.c) ---- */
 /* Step `what` (a string that lives as long as the library) of a long host-side call is `fraction` done: calls the

@@ -117,10 +117,8 @@ static int tof_new(const char *func, sproj_tof **tof, const struct sproj_tof_par
     }
   }
   if (!ok) {
-    if (t && t->sigma) { /* the only vector that can exist here; it unregisters a handle it owns */
-      sproj_vec_fini(t->sigma, 0);
-      free(t->sigma);
-    }
+    if (t) /* sigma, the only vector that can exist here, unregisters a handle it owns */
+      sproj_vec_free(t->sigma, 0);
     for (int i = 0; i < 2 && owns; i++)
       if (h[i])
         starpu_data_unregister_no_coherency(h[i]);
@@ -229,12 +227,8 @@ int sproj_tof_unregister(sproj_tof *tof)
     return ret;
   if (!tof)
     return SPROJ_OK;
-  struct sproj_vec *vecs[2] = {tof->sigma, tof->center_offset};
-  for (int i = 0; i < 2; i++)
-    if (vecs[i]) {
-      sproj_vec_fini(vecs[i], 0);
-      free(vecs[i]);
-    }
+  sproj_vec_free(tof->sigma, 0);
+  sproj_vec_free(tof->center_offset, 0);
   free(tof);
   sproj_count_object(-1);
   return SPROJ_OK;

@@ -376,6 +376,14 @@ int sproj_vec_init_ro(struct sproj_vec *v, sproj_lors *lors, const void *data, s
   return SPROJ_OK;
 }
 
+void sproj_vec_free(struct sproj_vec *v, int own)
+{
+  if (!v)
+    return;
+  sproj_vec_fini(v, own);
+  free(v);
+}
+
 int sproj_vec_register_ro(struct sproj_vec **out, sproj_lors *lors, const void *data, size_t elemsize, int own)
 {
   struct sproj_vec *v = malloc(sizeof *v);

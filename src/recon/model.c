@@ -100,10 +100,7 @@ int recon_check_handle_values(const char *func, const char *what, const char *el
 static void model_free(sproj_model *md)
 {
   sproj_proj_release_ro(md->mult_proj);
-  if (md->add) {
-    sproj_vec_fini(md->add, 0);
-    free(md->add);
-  }
+  sproj_vec_free(md->add, 0);
   free(md);
 }
 

@@ -236,8 +236,7 @@ static int emit_bins(const char *func, const sproj_model *md, sproj_proj *data, 
     if (out[q])
       starpu_data_unregister(out[q]); /* waits for its task and brings the bins home */
   free(out);
-  sproj_vec_fini(ov, 1);
-  free(ov);
+  sproj_vec_free(ov, 1);
   if (ret == SPROJ_ERR_NOMEM || ret == SPROJ_ERR_STARPU)
     return sproj_fail(ret, func, "could not submit the event tasks");
   return ret;

@@ -121,6 +121,8 @@ int sproj_lors_hold_order(sproj_lors *events, const float voxel_size[3])
     return SPROJ_FAIL(SPROJ_ERR_NULL, "events and voxel_size must not be NULL");
   if (!events->bins)
     return SPROJ_FAIL(SPROJ_ERR_INVALID, "the LOR set has no TOF bins (sproj_lors_register_events)");
+  if ((ret = sproj_check_voxel_size(__func__, voxel_size)))
+    return ret; /* before anything is allocated */
   pthread_mutex_lock(&events->lock);
   int held = events->held != NULL;
   pthread_mutex_unlock(&events->lock);

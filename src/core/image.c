@@ -6,6 +6,14 @@
 #include "internal.h"
 #include "tof_tiles.h"
 
+int sproj_check_voxel_size(const char *func, const float voxel_size[3])
+{
+  for (int k = 0; k < 3; k++)
+    if (!isfinite(voxel_size[k]) || !(voxel_size[k] > 0.0f))
+      return sproj_fail(SPROJ_ERR_VOXEL_SIZE, func, "voxel_size[%d] = %g must be finite and > 0", k, voxel_size[k]);
+  return SPROJ_OK;
+}
+
 int sproj_check_geometry(const char *func, const int dims[3], const float voxel_size[3], const float origin[3],
                          uint64_t max_voxels, uint64_t *nvox)
 {
@@ -20,9 +28,9 @@ int sproj_check_geometry(const char *func, const int dims[3], const float voxel_
       return sproj_fail(SPROJ_ERR_OVERFLOW, func, "%d x %d x %d voxels exceed the %llu this call can hold", dims[0],
                         dims[1], dims[2], (unsigned long long)max_voxels);
   }
-  for (int k = 0; k < 3; k++)
-    if (!isfinite(voxel_size[k]) || !(voxel_size[k] > 0.0f))
-      return sproj_fail(SPROJ_ERR_VOXEL_SIZE, func, "voxel_size[%d] = %g must be finite and > 0", k, voxel_size[k]);
+  int ret = sproj_check_voxel_size(func, voxel_size);
+  if (ret)
+    return ret;
   for (int k = 0; origin && k < 3; k++)
     if (!isfinite(origin[k]))
       return sproj_fail(SPROJ_ERR_NONFINITE, func, "origin[%d] is not finite", k);

@@ -262,9 +262,9 @@ int sproj_lors_order(const float *xstart, const float *xend, int64_t num_lors, c
   if (!voxel_size || (num_lors > 0 && (!xstart || !xend || !order)))
     return SPROJ_FAIL(SPROJ_ERR_NULL, "%s is NULL",
                       !voxel_size ? "voxel_size" : !xstart ? "xstart" : !xend ? "xend" : "order");
-  for (int a = 0; a < 3; a++)
-    if (!isfinite(voxel_size[a]) || !(voxel_size[a] > 0.0f))
-      return SPROJ_FAIL(SPROJ_ERR_VOXEL_SIZE, "voxel_size[%d] = %g must be finite and > 0", a, (double)voxel_size[a]);
+  int ret = sproj_check_voxel_size(__func__, voxel_size);
+  if (ret)
+    return ret;
   if (num_lors == 0)
     return SPROJ_OK;
   if (num_lors > (int64_t)UINT32_MAX)

@@ -43,6 +43,9 @@ SPROJ_SHARED void sproj_run_blocks(const char *what, int num_threads, int64_t nb
  * origin[k] + dims[k] * voxel_size[k] in float, finite (OVERFLOW). On success *nvox (may be NULL) = voxels. */
 SPROJ_SHARED int sproj_check_geometry(const char *func, const int dims[3], const float voxel_size[3],
                                       const float origin[3], uint64_t max_voxels, uint64_t *nvox);
+/* voxel_size[k] finite and > 0 (VOXEL_SIZE), the rule sproj_check_geometry applies, for calls that take a voxel size
+ * alone (voxel_size not NULL). */
+SPROJ_SHARED int sproj_check_voxel_size(const char *func, const float voxel_size[3]);
 /* Most voxels of a host array of floats that sizes can address: the bound of the host-side calls. */
 #define SPROJ_HOST_MAX_VOXELS ((uint64_t)(SIZE_MAX / sizeof(float)))
 
